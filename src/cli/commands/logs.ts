@@ -1,0 +1,35 @@
+import { createReadStream, existsSync } from 'node:fs';
+import { UsageError } from '../../errors.js';
+import { parseCount } from '../../job/units.js';
+import { line, type Io, type OutputFlags } from '../io.js';
+import { withBatch } from '../with-store.js';
+import { findTask } from './show.js';
+
+export interface LogsFlags extends OutputFlags {
+  db?: string;
+  batch?: string;
+  attempt?: string;
+}
+
+/** `splitdance logs <key>`: the full captured output of the last attempt, or of `--attempt N`. */
+export async function logsCommand(key: string, flags: LogsFlags, io: Io): Promise<number> {
+  const n = flags.attempt === undefined ? null : parseCount(flags.attempt, '--attempt', { min: 1 });
+  return withBatch(flags, io, async (store, batch) => {
+    const { attempts } = await findTask(store, batch, key);
+    if (attempts.length === 0) throw new UsageError(`task "${key}" has not been attempted yet`);
+    const attempt = n === null ? attempts[attempts.length - 1]! : [...attempts].reverse().find((a) => a.attempt === n);
+    if (!attempt) throw new UsageError(`task "${key}" has no attempt ${n}; \`splitdance show\` lists its attempts`);
+    if (!attempt.logPath) {
+      line(io.stderr, `attempt ${attempt.attempt} of ${key} printed nothing`);
+      return 0;
+    }
+    if (!existsSync(attempt.logPath)) throw new UsageError(`the log ${attempt.logPath} is gone (pruned or deleted)`);
+    await new Promise<void>((resolve, reject) => {
+      const stream = createReadStream(attempt.logPath!);
+      stream.on('error', reject);
+      stream.on('end', () => resolve());
+      stream.pipe(io.stdout, { end: false });
+    });
+    return 0;
+  });
+}

@@ -1,0 +1,72 @@
+import { UsageError } from '../../errors.js';
+import type { AttemptRow, BatchRecord, TaskRow, TaskStore } from '../../store/task-store.js';
+import { cell, duration, iso } from '../format.js';
+import { colors, line, type Io, type OutputFlags } from '../io.js';
+import { withBatch } from '../with-store.js';
+import { taskJson } from './tasks.js';
+
+export interface ShowFlags extends OutputFlags {
+  db?: string;
+  batch?: string;
+}
+
+/** `splitdance show <key>`: the task and every attempt ever made, oldest first. */
+export async function showCommand(key: string, flags: ShowFlags, io: Io): Promise<number> {
+  return withBatch(flags, io, async (store, batch) => {
+    const { task, attempts } = await findTask(store, batch, key);
+    if (flags.json) {
+      line(io.stdout, JSON.stringify(showJson(task, attempts), null, 2));
+      return 0;
+    }
+    const c = colors(io, flags);
+    const out = [
+      `${c.bold(cell(task.key, 1000))} in batch ${batch.name}: ${task.status}, ${task.attempts} attempt(s) counted of ${task.maxAttempts}`,
+      `path ${task.payload.path}${task.payload.start !== undefined ? ` bytes [${task.payload.start}, ${task.payload.end})` : ''}`,
+    ];
+    if (task.lastError) out.push(`last error: ${task.lastError}`);
+    if (task.result) out.push(`result: ${task.result}`);
+    if (task.status === 'PENDING' && task.nextRunAt > Date.now()) out.push(`next attempt due ${iso(task.nextRunAt)}`);
+    for (const a of attempts) {
+      out.push(
+        `#${a.attempt}  ${iso(a.startedAt)} → ${iso(a.endedAt) ?? '(running)'}  ${duration(a.durationMs)}  ${a.outcome ?? 'RUNNING'}` +
+          `  worker ${a.workerId} pid ${a.pid ?? '-'} on ${a.host}` +
+          `${a.exitCode !== null ? `  exit ${a.exitCode}` : ''}${a.signal ? `  ${a.signal}` : ''}`,
+      );
+      if (a.error) out.push(`    error: ${a.error}`);
+      if (a.outputTail) out.push(...a.outputTail.trimEnd().split('\n').slice(-5).map((l) => `    | ${cell(l, 200)}`));
+    }
+    line(io.stdout, out.join('\n'));
+    return 0;
+  });
+}
+
+export async function findTask(store: TaskStore, batch: BatchRecord, key: string): Promise<{ task: TaskRow; attempts: AttemptRow[] }> {
+  const task = await store.getTask(batch.id, key);
+  if (!task) throw new UsageError(`no task "${key}" in batch ${batch.name}; \`splitdance tasks\` lists the keys`);
+  return { task, attempts: await store.attemptsOf(task.id) };
+}
+
+function showJson(task: TaskRow, attempts: AttemptRow[]) {
+  return {
+    ...taskJson(task),
+    attemptsCount: task.attempts,
+    attempts: attempts.map((a) => ({
+      attempt: a.attempt,
+      outcome: a.outcome,
+      startedAt: iso(a.startedAt),
+      endedAt: iso(a.endedAt),
+      durationMs: a.durationMs,
+      workerId: a.workerId,
+      host: a.host,
+      pid: a.pid,
+      exitCode: a.exitCode,
+      signal: a.signal,
+      error: a.error,
+      outputTail: a.outputTail,
+      logPath: a.logPath,
+    })),
+    payload: task.payload,
+    result: task.result === null ? null : JSON.parse(task.result),
+    fingerprint: task.fingerprint,
+  };
+}

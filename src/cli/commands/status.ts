@@ -1,0 +1,96 @@
+import { statSync } from 'node:fs';
+import type { BatchRecord, TaskStore } from '../../store/task-store.js';
+import { clusterErrors, type ErrorCluster } from '../error-signature.js';
+import { duration, iso } from '../format.js';
+import { colors, line, type Io, type OutputFlags } from '../io.js';
+import { withBatch } from '../with-store.js';
+
+export interface StatusFlags extends OutputFlags {
+  db?: string;
+  batch?: string;
+}
+
+/** `splitdance status`: where the batch stands, as one JSON object or a short human report. */
+export async function statusCommand(flags: StatusFlags, io: Io): Promise<number> {
+  return withBatch(flags, io, async (store, batch) => {
+    const s = await batchStatus(store, batch);
+    if (flags.json) {
+      line(io.stdout, JSON.stringify(s, null, 2));
+      return 0;
+    }
+    const c = colors(io, flags);
+    const out: string[] = [];
+    out.push(`batch ${c.bold(s.batch)} (${s.source})`);
+    out.push(
+      `${s.succeeded + s.failed + s.cancelled}/${s.total} done: ${c.green(`${s.succeeded} succeeded`)}, ${s.failed ? c.red(`${s.failed} failed`) : '0 failed'}` +
+        `${s.cancelled ? `, ${s.cancelled} cancelled` : ''}; ${s.pending} pending, ${s.retrying} retrying, ${s.running} running`,
+    );
+    if (s.tasksPerSecond) {
+      out.push(`rate ${s.tasksPerSecond.toFixed(2)} tasks/s${s.etaSeconds ? `, ETA ${duration(s.etaSeconds * 1000)}` : ''}`);
+    }
+    if (s.nextRetryAt) out.push(`next retry due ${s.nextRetryAt} (in ${duration(Math.max(0, Date.parse(s.nextRetryAt) - Date.now()))})`);
+    if (s.clusters.length) {
+      out.push('failures by error:');
+      for (const cl of s.clusters.slice(0, 10)) out.push(`  ${cl.count} × ${cl.error}   e.g. ${cl.example}`);
+    }
+    out.push(s.done ? (s.failed ? 'finished with failures: `splitdance retry-failed --run` retries them' : 'finished') : 'not finished: `splitdance run` resumes it');
+    io.stderr.write(`${out.join('\n')}\n`);
+    return 0;
+  });
+}
+
+export interface BatchStatus {
+  batch: string;
+  source: string;
+  total: number;
+  pending: number;
+  retrying: number;
+  running: number;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+  done: boolean;
+  startedAt: string | null;
+  updatedAt: string | null;
+  tasksPerSecond: number | null;
+  etaSeconds: number | null;
+  nextRetryAt: string | null;
+  topErrors: { error: string; count: number; example: string }[];
+  clusters: ErrorCluster[];
+  storeBytes: number;
+}
+
+export async function batchStatus(store: TaskStore, batch: BatchRecord): Promise<BatchStatus> {
+  const c = await store.counts(batch.id);
+  const { firstStartedAt, lastFinishedAt } = await store.activity(batch.id);
+  const open = c.pending + c.retrying + c.running;
+  const finished = c.succeeded + c.failed + c.cancelled;
+  const span = firstStartedAt !== null && lastFinishedAt !== null ? (lastFinishedAt - firstStartedAt) / 1000 : 0;
+  const rate = span > 0 && finished > 0 ? finished / span : null;
+  const due = open > 0 ? await store.nextDueAt(batch.id) : null;
+  const clusters = clusterErrors(await store.topErrors(batch.id, 1000));
+  return {
+    batch: batch.name,
+    source: batch.source,
+    ...c,
+    done: open === 0,
+    startedAt: iso(firstStartedAt),
+    updatedAt: iso(Math.max(lastFinishedAt ?? 0, batch.updatedAt)),
+    tasksPerSecond: rate,
+    etaSeconds: open === 0 ? 0 : rate ? Math.round(open / rate) : null,
+    nextRetryAt: due !== null && due > Date.now() && c.retrying > 0 ? iso(due) : null,
+    topErrors: clusters.slice(0, 10).map((cl) => ({ error: cl.error, count: cl.count, example: cl.example })),
+    clusters,
+    storeBytes: storeSize(store.location),
+  };
+}
+
+function storeSize(path: string): number {
+  return ['', '-wal', '-shm'].reduce((sum, suffix) => {
+    try {
+      return sum + statSync(path + suffix).size;
+    } catch {
+      return sum;
+    }
+  }, 0);
+}

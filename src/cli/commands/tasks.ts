@@ -1,0 +1,70 @@
+import picomatch from 'picomatch';
+import { UsageError } from '../../errors.js';
+import { parseCount } from '../../job/units.js';
+import { TASK_STATUSES, type TaskRow, type TaskStatus } from '../../store/task-store.js';
+import { cell, iso, table } from '../format.js';
+import { line, type Io, type OutputFlags } from '../io.js';
+import { withBatch } from '../with-store.js';
+
+export interface TasksFlags extends OutputFlags {
+  db?: string;
+  batch?: string;
+  status?: string;
+  key?: string;
+  error?: string;
+  limit?: string;
+}
+
+/** `splitdance tasks`: every matching task, tab-separated when piped, a table on a terminal, or JSON. */
+export async function tasksCommand(flags: TasksFlags, io: Io): Promise<number> {
+  const wanted = parseStatus(flags.status);
+  const limit = flags.limit !== undefined ? parseCount(flags.limit, '--limit', { min: 1 }) : io.tty && !flags.json ? 50 : undefined;
+  return withBatch(flags, io, async (store, batch) => {
+    const rows = await store.listTasks({
+      batchId: batch.id,
+      status: wanted?.status,
+      keyMatches: flags.key ? picomatch(flags.key, { dot: true }) : undefined,
+      attemptedOnly: wanted?.retrying,
+      errorContains: flags.error,
+      limit,
+    });
+    if (flags.json) {
+      line(io.stdout, JSON.stringify(rows.map(taskJson), null, 2));
+      return 0;
+    }
+    const cells = rows.map((t) => [t.key, t.status, String(t.attempts), t.finishedAt && t.startedAt ? String(t.finishedAt - t.startedAt) : '', t.lastError ?? '']);
+    if (io.tty) {
+      const header = ['KEY', 'STATUS', 'ATTEMPTS', 'MS', 'LAST ERROR'];
+      line(io.stdout, table([header, ...cells.map((r) => r.map((v) => cell(v, 80)))]));
+      if (limit !== undefined && rows.length === limit) line(io.stderr, `(first ${limit}; --limit N shows more)`);
+    } else {
+      for (const r of cells) line(io.stdout, r.map((v) => cell(v, 10_000)).join('\t'));
+    }
+    return 0;
+  });
+}
+
+export function taskJson(t: TaskRow) {
+  return {
+    key: t.key,
+    status: t.status,
+    attempts: t.attempts,
+    maxAttempts: t.maxAttempts,
+    lastError: t.lastError,
+    durationMs: t.finishedAt !== null && t.startedAt !== null ? t.finishedAt - t.startedAt : null,
+    nextRunAt: t.status === 'PENDING' && t.nextRunAt > 0 ? iso(t.nextRunAt) : null,
+    startedAt: iso(t.startedAt),
+    finishedAt: iso(t.finishedAt),
+    workerId: t.workerId,
+  };
+}
+
+function parseStatus(value: string | undefined): { status: TaskStatus; retrying?: boolean } | undefined {
+  if (value === undefined) return undefined;
+  const upper = value.toUpperCase();
+  if (upper === 'RETRYING') return { status: 'PENDING', retrying: true };
+  if (!(TASK_STATUSES as readonly string[]).includes(upper)) {
+    throw new UsageError(`--status expects one of ${TASK_STATUSES.join(', ')} (or RETRYING); got "${value}"`);
+  }
+  return { status: upper as TaskStatus };
+}

@@ -1,0 +1,36 @@
+import type { ErrorCount } from '../store/task-store.js';
+
+/**
+ * Folds what varies between otherwise identical errors — paths, ids, numbers, quoted
+ * names — so `ENOENT: no such file '/a/1.log'` and `… '/b/2.log'` count as one.
+ */
+export function errorSignature(error: string): string {
+  return error
+    .replace(/(?:[A-Za-z]:)?(?:\.{0,2}\/[^\s'"`:,;()]+)+/g, '<path>')
+    .replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, '<id>')
+    .replace(/\b(?=[0-9a-f]*\d)[0-9a-f]{8,}\b/gi, '<id>')
+    .replace(/(['"`])[^'"`\n]*\1/g, '$1…$1')
+    .replace(/\d+(\.\d+)?/g, 'N')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 200);
+}
+
+export interface ErrorCluster {
+  signature: string;
+  /** The most frequent actual error text in the cluster. */
+  error: string;
+  count: number;
+  example: string;
+}
+
+export function clusterErrors(errors: ErrorCount[]): ErrorCluster[] {
+  const clusters = new Map<string, ErrorCluster>();
+  for (const e of errors) {
+    const signature = errorSignature(e.error);
+    const c = clusters.get(signature);
+    if (c) c.count += e.count;
+    else clusters.set(signature, { signature, error: e.error, count: e.count, example: e.example });
+  }
+  return [...clusters.values()].sort((a, b) => b.count - a.count);
+}

@@ -1,0 +1,19 @@
+import { formatMs } from '../job/units.js';
+
+export const iso = (ms: number | null | undefined): string | null => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
+
+export const duration = (ms: number | null | undefined): string => (ms === null || ms === undefined ? '-' : formatMs(ms));
+
+/** One-line text for a table cell: control characters (newlines in keys, escapes) made visible. */
+export function cell(text: string | null | undefined, max = 120): string {
+  if (!text) return '';
+  // eslint-disable-next-line no-control-regex
+  const visible = text.replace(/[\x00-\x1f\x7f]/g, (ch) => (ch === '\t' ? '\\t' : ch === '\n' ? '\\n' : `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`));
+  return visible.length > max ? `${visible.slice(0, max - 1)}…` : visible;
+}
+
+/** Aligned columns for a terminal. */
+export function table(rows: string[][]): string {
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => [...(r[i] ?? '')].length))) ?? [];
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n');
+}

@@ -1,0 +1,35 @@
+import { CommanderError } from 'commander';
+import { EXIT } from './exit-codes.js';
+import { processIo, type Io } from './io.js';
+import { buildProgram } from './program.js';
+
+/**
+ * The one error boundary: every command returns its exit code, and every error is
+ * mapped to one here. UsageError → 2, StoreError → 4, anything else is a bug (1).
+ * Stack traces only with --verbose.
+ */
+export async function main(argv: string[], io: Io = processIo()): Promise<number> {
+  const verbose = argv.includes('--verbose');
+  let code: number = EXIT.OK;
+  const program = buildProgram(io, (c) => (code = c));
+  try {
+    await program.parseAsync(argv);
+    return code;
+  } catch (err) {
+    return report(err, io, verbose);
+  }
+}
+
+function report(err: unknown, io: Io, verbose: boolean): number {
+  if (err instanceof CommanderError) {
+    // commander has printed its own message already
+    return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
+  }
+  const e = err instanceof Error ? err : new Error(String(err));
+  const code = e.name === 'UsageError' ? EXIT.USAGE : e.name === 'StoreError' ? EXIT.STORE : EXIT.FAILED;
+  const label = code === EXIT.FAILED ? 'unexpected error' : 'error';
+  io.stderr.write(`splitdance: ${label}: ${e.message}\n`);
+  if (verbose && e.stack) io.stderr.write(`${e.stack}\n`);
+  else if (code === EXIT.FAILED) io.stderr.write('run again with --verbose for the stack trace\n');
+  return code;
+}

@@ -1,0 +1,108 @@
+import { Command, Option } from 'commander';
+import { createRequire } from 'node:module';
+import type { Io } from './io.js';
+import { runCommand } from './commands/run.js';
+import { statusCommand } from './commands/status.js';
+import { tasksCommand } from './commands/tasks.js';
+import { showCommand } from './commands/show.js';
+import { retryFailedCommand } from './commands/retry-failed.js';
+import { logsCommand } from './commands/logs.js';
+import { batchesCommand } from './commands/batches.js';
+
+const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
+const collect = (value: string, previous: string[]) => [...previous, value];
+
+/** commander definitions only; each action hands its options to a plain async command function. */
+export function buildProgram(io: Io, setExit: (code: number) => void): Command {
+  const program = new Command('splitdance')
+    .description('Split a directory or a big file into tasks and run them reliably; rerun to resume after any crash.')
+    .version(pkg.version)
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
+    .showHelpAfterError('(run with --help for usage)');
+
+  const common = (cmd: Command) =>
+    cmd
+      .option('--db <path>', 'store file (default .splitdance/splitdance.db, or $SPLITDANCE_DB)')
+      .option('--json', 'machine-readable output on stdout')
+      .option('--quiet', 'print nothing on success')
+      .option('--verbose', 'more detail, stack traces on errors')
+      .option('--no-color', 'no colours (also NO_COLOR)');
+
+  common(program.command('run <source>'))
+    .description('split <source> into tasks (idempotently) and run the batch to the end')
+    .option('--batch <name>', "batch name (default: derived from the source path; {date} expands to YYYY-MM-DD)")
+    .option('--exec <template>', "shell command per task, e.g. 'gzip -k {}' (placeholders are shell-quoted)")
+    .option('--handler <module>', 'a .js/.mjs module whose default export is async (task, ctx) => result')
+    .option('-j, --concurrency <n>', 'worker processes: a number or a share of the CPUs such as 50% (default: CPUs)')
+    .option('--retries <n>', 'retries after the first attempt (default 3)')
+    .option('--backoff <duration>', 'delay before the first retry (default 5s)')
+    .option('--backoff-factor <n>', 'each further retry waits this many times longer (default 5)')
+    .option('--max-backoff <duration>', 'cap on the delay (default 1h)')
+    .option('--jitter <fraction>', 'spread delays by ± this share (default 0.1)')
+    .option('--timeout <duration>', 'kill an attempt running longer (TIMEOUT, retried)')
+    .option('--permanent-codes <codes>', 'exit codes that fail the task without retries, e.g. 2,64')
+    .option('--include <glob>', 'only files matching (repeatable)', collect, [])
+    .option('--exclude <glob>', 'skip files matching (repeatable)', collect, [])
+    .option('--chunk-size <size>', 'file source: chunk size, cut after a newline (default 64MiB)')
+    .option('--lines <n>', 'file source: N lines per task instead')
+    .option('--no-wait', 'exit (3) once nothing is claimable now instead of sleeping through retry delays')
+    .option('--max-failures <n>', 'stop claiming after N (or P%) tasks FAILED; exit 1')
+    .option('--max-runtime <duration>', 'stop claiming after this long, finish running attempts, exit 3')
+    .option('--grace <duration>', 'on SIGINT/SIGTERM, time running attempts get to finish (default 10s)')
+    .option('--max-tasks-per-worker <n>', 'replace a worker after this many tasks')
+    .option('--max-worker-memory <size>', 'replace a worker whose RSS grows above this, e.g. 512MiB')
+    .option('--progress-interval <duration>', 'without a terminal, print progress this often (default 10s)')
+    .addOption(new Option('--lease <duration>', 'lease length; a dead remote coordinator is detected after it (default 30s)'))
+    .action(async (source: string, opts, cmd: Command) => setExit(await runCommand(source, withoutDefaults(opts, cmd), io)));
+
+  common(program.command('status'))
+    .description('counts, rate, ETA, failures grouped by error, next retry')
+    .option('--batch <name>', 'batch (default: the most recent)')
+    .action(async (opts) => setExit(await statusCommand(opts, io)));
+
+  common(program.command('tasks'))
+    .description('list tasks (tab-separated, or --json)')
+    .option('--batch <name>', 'batch (default: the most recent)')
+    .option('--status <status>', 'PENDING, RUNNING, SUCCESS, FAILED or CANCELLED (also: retrying)')
+    .option('--key <glob>', 'only keys matching')
+    .option('--error <text>', 'only tasks whose last error contains this')
+    .option('--limit <n>', 'at most N tasks (default: all when piped, 50 on a terminal)')
+    .action(async (opts) => setExit(await tasksCommand(opts, io)));
+
+  common(program.command('show <key>'))
+    .description("a task's attempts timeline, errors and output tail")
+    .option('--batch <name>', 'batch (default: the most recent)')
+    .action(async (key: string, opts) => setExit(await showCommand(key, opts, io)));
+
+  common(program.command('logs <key>'))
+    .description('full captured output of the last attempt (or --attempt N)')
+    .option('--batch <name>', 'batch (default: the most recent)')
+    .option('--attempt <n>', 'attempt number')
+    .action(async (key: string, opts) => setExit(await logsCommand(key, opts, io)));
+
+  common(program.command('retry-failed'))
+    .description('give FAILED tasks a fresh retry budget (and run them with --run)')
+    .option('--batch <name>', 'batch (default: the most recent)')
+    .option('--key <glob>', 'only keys matching')
+    .option('--error <text>', 'only tasks whose last error contains this')
+    .option('--run', 'run the batch right away')
+    .option('-j, --concurrency <n>', 'with --run: worker processes')
+    .action(async (opts) => setExit(await retryFailedCommand(opts, io)));
+
+  common(program.command('batches'))
+    .description('list the batches in the store')
+    .action(async (opts) => setExit(await batchesCommand(opts, io)));
+
+  return program;
+}
+
+/** Options the user actually gave, so a re-run replaces only those in the stored job. */
+function withoutDefaults(opts: Record<string, unknown>, cmd: Command): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(opts)) {
+    const source = cmd.getOptionValueSource(name);
+    if (source === 'cli' || source === 'env' || (Array.isArray(value) && value.length > 0)) out[name] = value;
+  }
+  return out;
+}

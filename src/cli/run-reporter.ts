@@ -1,0 +1,152 @@
+import cliProgress from 'cli-progress';
+import type { ChalkInstance } from 'chalk';
+import type { RunObserver } from '../coordinator/coordinator.js';
+import type { ClaimedTask, Counts, ReleasedTask, Settlement } from '../store/task-store.js';
+import { formatMs } from '../job/units.js';
+import { line, type Io } from './io.js';
+
+export type ReportMode = 'tty' | 'plain' | 'json' | 'quiet';
+
+export interface RunSummary {
+  batch: string;
+  exitCode: number;
+  reason: string;
+  counts: Counts;
+  elapsedMs: number;
+}
+
+/**
+ * What `run` shows while it works: a progress bar on a terminal; otherwise plain
+ * timestamped lines (no control characters) for cron and CI; NDJSON events with
+ * --json; nothing but failures with --quiet. Human text goes to stderr, data to stdout.
+ */
+export class RunReporter implements RunObserver {
+  private readonly started = Date.now();
+  private finishedHere = 0;
+  private bars: cliProgress.MultiBar | null = null;
+  private bar: cliProgress.SingleBar | null = null;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly failures: string[] = [];
+
+  constructor(
+    private readonly io: Io,
+    private readonly mode: ReportMode,
+    private readonly c: ChalkInstance,
+    private readonly counts: () => Promise<Counts>,
+    private readonly intervalMs: number,
+  ) {}
+
+  start(info: { batch: string; source: string; store: string; total: number; inserted: number; workers: number; notes: string[] }): void {
+    if (this.mode === 'json') {
+      this.event({ event: 'start', ...info });
+    } else if (this.mode !== 'quiet') {
+      for (const n of info.notes) this.human(n);
+      this.human(
+        `batch ${this.c.bold(info.batch)}: ${info.total} tasks (${info.inserted} new) from ${info.source}, ${info.workers} workers, store ${info.store}`,
+      );
+    }
+    if (this.mode === 'tty') {
+      this.bars = new cliProgress.MultiBar(
+        {
+          stream: this.io.stderr as NodeJS.WriteStream,
+          format: '{bar} {value}/{total} | {rate}/s | ETA {eta} | running {running} | retrying {retrying} | failed {failed}',
+          hideCursor: true,
+          clearOnComplete: false,
+          etaBuffer: 50,
+        },
+        cliProgress.Presets.shades_classic,
+      );
+      this.bar = this.bars.create(info.total, 0, { rate: '0.0', eta: '?', running: 0, retrying: 0, failed: 0 });
+    }
+    const every = this.mode === 'tty' ? 250 : this.intervalMs;
+    if (this.mode !== 'quiet') this.timer = setInterval(() => void this.progress(), every);
+  }
+
+  attemptEnded(task: ClaimedTask, s: Settlement, terminal: boolean): void {
+    if (terminal) this.finishedHere++;
+    if (this.mode === 'json') {
+      this.event({
+        event: 'attempt',
+        key: task.key,
+        attempt: task.attempt,
+        outcome: s.outcome,
+        terminal,
+        status: terminal ? (s.outcome === 'SUCCESS' ? 'SUCCESS' : 'FAILED') : s.outcome === 'SUCCESS' ? 'SUCCESS' : 'PENDING',
+        durationMs: s.durationMs,
+        exitCode: s.exitCode,
+        error: s.error,
+      });
+      return;
+    }
+    if (terminal && s.outcome !== 'SUCCESS') {
+      const text = `${this.c.red('FAILED')} ${task.key} after ${task.attempt} attempt${task.attempt === 1 ? '' : 's'}: ${s.error ?? s.outcome}`;
+      this.failures.push(text);
+      if (this.mode !== 'quiet') this.human(text);
+    }
+  }
+
+  released(tasks: ReleasedTask[]): void {
+    if (this.mode === 'json') {
+      for (const t of tasks) this.event({ event: 'released', key: t.key, owner: t.owner, failed: t.failed });
+    } else if (this.mode !== 'quiet') {
+      this.human(`recovered ${tasks.length} task${tasks.length === 1 ? '' : 's'} left RUNNING by a dead or expired owner (recorded LOST)`);
+    }
+  }
+
+  note(message: string): void {
+    if (this.mode === 'json') this.event({ event: 'note', message });
+    else if (this.mode !== 'quiet') this.human(message);
+  }
+
+  async finish(summary: RunSummary): Promise<void> {
+    clearInterval(this.timer);
+    if (this.bar) {
+      await this.progress();
+      this.bars?.stop();
+    }
+    const k = summary.counts;
+    if (this.mode === 'json') {
+      this.event({ event: 'end', batch: summary.batch, exitCode: summary.exitCode, reason: summary.reason, elapsedMs: summary.elapsedMs, ...k });
+      return;
+    }
+    if (this.mode === 'quiet' && summary.exitCode === 0) return;
+    if (this.mode === 'quiet') this.failures.forEach((f) => this.human(f));
+    const parts = [`${k.succeeded} succeeded`, `${k.failed} failed`];
+    if (k.cancelled) parts.push(`${k.cancelled} cancelled`);
+    if (k.pending + k.retrying + k.running) parts.push(`${k.pending + k.retrying + k.running} unfinished`);
+    const head = summary.exitCode === 0 ? this.c.green('done') : this.c.yellow(summary.reason);
+    this.human(`${head}: ${parts.join(', ')} of ${k.total} in ${formatMs(summary.elapsedMs)} (batch ${summary.batch})`);
+    if (k.failed) this.human(`see the failures: splitdance status --batch '${summary.batch}'; retry them: splitdance retry-failed --run`);
+  }
+
+  private async progress(): Promise<void> {
+    let k: Counts;
+    try {
+      k = await this.counts();
+    } catch {
+      return; // progress is best effort; the run itself reports store errors
+    }
+    const done = k.succeeded + k.failed + k.cancelled;
+    const elapsed = (Date.now() - this.started) / 1000;
+    const rate = elapsed > 0 ? this.finishedHere / elapsed : 0;
+    const left = k.total - done;
+    const eta = rate > 0 ? formatMs((left / rate) * 1000) : '?';
+    if (this.bar) {
+      this.bar.setTotal(k.total);
+      this.bar.update(done, { rate: rate.toFixed(1), eta, running: k.running, retrying: k.retrying, failed: k.failed });
+      return;
+    }
+    this.human(
+      `${new Date().toISOString()} ${done}/${k.total} done · ${k.running} running · ${k.retrying} retrying · ${k.failed} failed · ${rate.toFixed(1)} tasks/s · ETA ${eta}`,
+    );
+  }
+
+  private human(text: string): void {
+    if (this.bars) this.bars.log(`${text}\n`);
+    else line(this.io.stderr, text);
+  }
+
+  private event(e: Record<string, unknown>): void {
+    line(this.io.stdout, JSON.stringify({ ...e, at: new Date().toISOString() }));
+  }
+}

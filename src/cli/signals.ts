@@ -1,0 +1,35 @@
+import type { Coordinator } from '../coordinator/coordinator.js';
+import { formatMs } from '../job/units.js';
+
+/**
+ * SIGINT/SIGTERM: stop claiming and let running attempts finish for the grace period,
+ * then kill them (their tasks go back to PENDING, uncharged). A second signal kills at
+ * once. Returns a function that removes the handlers.
+ */
+export function drainOnSignals(coordinator: Coordinator, graceMs: number, note: (m: string) => void): () => void {
+  let graceTimer: NodeJS.Timeout | undefined;
+  const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
+    if (graceTimer) {
+      note(`${signal} again: killing ${coordinator.running} running attempt(s) now`);
+      coordinator.killAll();
+      return;
+    }
+    note(
+      `${signal}: no new tasks; waiting up to ${formatMs(graceMs)} for ${coordinator.running} running attempt(s) (send it again to stop at once)`,
+    );
+    coordinator.stop({ kind: 'signal', signal });
+    graceTimer = setTimeout(() => {
+      if (coordinator.running) note(`grace period over: killing ${coordinator.running} running attempt(s)`);
+      coordinator.killAll();
+    }, graceMs);
+  };
+  const onInt = () => onSignal('SIGINT');
+  const onTerm = () => onSignal('SIGTERM');
+  process.on('SIGINT', onInt);
+  process.on('SIGTERM', onTerm);
+  return () => {
+    clearTimeout(graceTimer);
+    process.off('SIGINT', onInt);
+    process.off('SIGTERM', onTerm);
+  };
+}

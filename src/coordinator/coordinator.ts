@@ -1,0 +1,273 @@
+import { join } from 'node:path';
+import type { BatchRecord, ClaimedTask, ReleasedTask, Settlement, TaskStore } from '../store/task-store.js';
+import type { DoneMessage, TaskMessage } from '../worker/protocol.js';
+import { HOST, ownerId } from './owner.js';
+import type { PoolWorker, WorkerPool } from './pool.js';
+import { recoverStale } from './recovery.js';
+import { settle, type Ending, type RetryRules } from './settlement.js';
+
+export interface CoordinatorOptions {
+  rules: RetryRules;
+  leaseMs: number;
+  graceMs: number;
+  killGraceMs: number;
+  noWait: boolean;
+  maxFailures: number | null;
+  maxRuntimeMs: number | null;
+  logDir: string;
+  /** How often an otherwise idle coordinator looks for due retries and dead owners. */
+  pollMs: number;
+}
+
+export interface RunObserver {
+  attemptEnded(task: ClaimedTask, settlement: Settlement, terminal: boolean): void;
+  released(tasks: ReleasedTask[]): void;
+  note(message: string): void;
+}
+
+export type StopReason =
+  | { kind: 'done' }
+  | { kind: 'signal'; signal: 'SIGINT' | 'SIGTERM' }
+  | { kind: 'max-failures' }
+  | { kind: 'max-runtime' }
+  | { kind: 'no-wait' };
+
+interface Inflight {
+  task: ClaimedTask;
+  worker: PoolWorker;
+  startedAt: number;
+  timedOut: boolean;
+  timers: NodeJS.Timeout[];
+}
+
+interface Queued {
+  task: ClaimedTask;
+  settlement: Settlement;
+  terminal: boolean;
+}
+
+/**
+ * The claim → dispatch → commit loop. It alone writes the store; workers only report.
+ * Outcomes arriving together are committed in one transaction with the next claim
+ * (a tick runs on setImmediate, so no result waits more than one loop turn).
+ */
+export class Coordinator {
+  readonly owner = ownerId();
+  private readonly inflight = new Map<number, Inflight>();
+  private queue: Queued[] = [];
+  private stopping: StopReason | null = null;
+  private failures = 0;
+  private tickQueued = false;
+  private ticking = false;
+  private again = false;
+  private wake: NodeJS.Timeout | undefined;
+  private timers: NodeJS.Timeout[] = [];
+  private lastRecovery = 0;
+  private finish!: (r: StopReason) => void;
+  private fail!: (err: unknown) => void;
+
+  constructor(
+    private readonly store: TaskStore,
+    private readonly batch: BatchRecord,
+    private readonly pool: WorkerPool,
+    private readonly options: CoordinatorOptions,
+    private readonly observer: RunObserver,
+  ) {}
+
+  async run(): Promise<StopReason> {
+    const done = new Promise<StopReason>((resolve, reject) => {
+      this.finish = resolve;
+      this.fail = reject;
+    });
+    this.pool.attach({
+      done: (worker, msg) => this.ended(msg.token, { kind: 'reported', msg, timedOut: false }),
+      exited: (_worker, token, why) => this.died(token, why),
+      idle: () => this.schedule(),
+      heartbeat: () => undefined, // leases are extended for every running attempt on a timer
+    });
+    const { leaseMs, maxRuntimeMs } = this.options;
+    this.timers.push(setInterval(() => void this.heartbeat(), Math.max(50, leaseMs / 3)));
+    if (maxRuntimeMs !== null) this.timers.push(setTimeout(() => this.stop({ kind: 'max-runtime' }), maxRuntimeMs));
+    this.schedule();
+    try {
+      return await done;
+    } finally {
+      this.timers.forEach(clearTimeout);
+      clearTimeout(this.wake);
+      this.pool.quiesce();
+      this.killAll(); // only after a fatal error is anything still in flight
+      await this.flush().catch(() => undefined);
+      await this.pool.shutdown();
+    }
+  }
+
+  /** A signal or a limit: stop claiming, let running attempts finish. */
+  stop(reason: StopReason): void {
+    if (this.stopping) return;
+    this.stopping = reason;
+    this.pool.quiesce();
+    this.schedule();
+  }
+
+  /** Kill every running attempt now and return its task to PENDING, uncharged. */
+  killAll(): void {
+    const now = Date.now();
+    for (const entry of this.inflight.values()) {
+      this.pool.kill(entry.worker);
+      this.push(entry, { kind: 'interrupted' }, now);
+    }
+    this.schedule();
+  }
+
+  get running(): number {
+    return this.inflight.size;
+  }
+
+  private schedule(): void {
+    if (this.tickQueued) return;
+    this.tickQueued = true;
+    setImmediate(() => void this.tick());
+  }
+
+  private async tick(): Promise<void> {
+    this.tickQueued = false;
+    if (this.ticking) {
+      this.again = true;
+      return;
+    }
+    this.ticking = true;
+    try {
+      do {
+        this.again = false;
+        await this.flush();
+        if (!this.stopping) await this.recoverIfDue();
+        if (!this.stopping) await this.claim();
+        await this.checkEnd();
+      } while (this.again);
+    } catch (err) {
+      this.fail(err);
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  private async flush(): Promise<void> {
+    if (this.queue.length === 0) return;
+    const batch = this.queue;
+    this.queue = [];
+    const applied = new Set(await this.store.settle(batch.map((q) => q.settlement)));
+    for (const q of batch) {
+      if (!applied.has(q.settlement.token)) {
+        this.observer.note(`attempt ${q.task.attempt} of ${q.task.key} was fenced off (its lease was taken over); its result was discarded`);
+        continue;
+      }
+      if (q.terminal && q.settlement.outcome !== 'SUCCESS') this.countFailure();
+      this.observer.attemptEnded(q.task, q.settlement, q.terminal);
+    }
+  }
+
+  private countFailure(): void {
+    this.failures++;
+    const { maxFailures } = this.options;
+    if (maxFailures !== null && this.failures >= maxFailures) this.stop({ kind: 'max-failures' });
+  }
+
+  private async recoverIfDue(): Promise<void> {
+    const now = Date.now();
+    if (now - this.lastRecovery < this.options.pollMs) return;
+    this.lastRecovery = now;
+    const released = await recoverStale(this.store, this.batch.id, this.owner, now);
+    if (released.length) this.observer.released(released);
+  }
+
+  private async claim(): Promise<void> {
+    const idle = this.pool.idleWorkers();
+    if (idle.length === 0) return;
+    const now = Date.now();
+    const claimed = await this.store.claim({
+      batchId: this.batch.id,
+      owner: this.owner,
+      host: HOST,
+      now,
+      leaseMs: this.options.leaseMs,
+      slots: idle.map((w) => ({ workerId: w.id, pid: w.pid })),
+    });
+    claimed.forEach((task, i) => this.dispatch(idle[i]!, task, now));
+    if (claimed.length < idle.length) await this.sleepUntilDue(now);
+  }
+
+  private dispatch(worker: PoolWorker, task: ClaimedTask, now: number): void {
+    const entry: Inflight = { task, worker, startedAt: now, timedOut: false, timers: [] };
+    this.inflight.set(task.token, entry);
+    const msg: TaskMessage = {
+      token: task.token,
+      key: task.key,
+      batch: this.batch.name,
+      stage: task.stage,
+      seq: task.seq,
+      attempt: task.attempt,
+      payload: task.payload,
+      logFile: join(this.options.logDir, safeName(this.batch.name), `${task.token}.log`),
+    };
+    this.pool.dispatch(worker, msg);
+    const { timeoutMs } = this.options.rules;
+    if (timeoutMs !== null) entry.timers.push(setTimeout(() => this.timeOut(entry), timeoutMs));
+  }
+
+  /** Asks the worker to stop the attempt (TERM); kills the worker if it has not reported in time. */
+  private timeOut(entry: Inflight): void {
+    entry.timedOut = true;
+    this.pool.abort(entry.worker, 'timeout');
+    entry.timers.push(setTimeout(() => this.pool.kill(entry.worker), this.options.killGraceMs + 1000));
+  }
+
+  private async sleepUntilDue(now: number): Promise<void> {
+    const due = await this.store.nextDueAt(this.batch.id);
+    const delay = due === null ? this.options.pollMs : Math.min(Math.max(due - now, 0), this.options.pollMs);
+    clearTimeout(this.wake);
+    this.wake = setTimeout(() => this.schedule(), Math.max(delay, 5));
+  }
+
+  private async checkEnd(): Promise<void> {
+    if (this.inflight.size > 0 || this.queue.length > 0) return;
+    if (this.stopping) return this.finish(this.stopping);
+    const c = await this.store.counts(this.batch.id);
+    if (c.pending + c.retrying + c.running === 0) return this.finish({ kind: 'done' });
+    if (this.pool.size === 0) throw new Error('every worker died and none could be restarted; see the errors above');
+    if (this.options.noWait && this.pool.idleWorkers().length > 0) return this.finish({ kind: 'no-wait' });
+  }
+
+  private ended(token: number, ending: Ending): void {
+    const entry = this.inflight.get(token);
+    if (!entry) return; // already settled (killed at shutdown)
+    if (ending.kind !== 'interrupted') ending = { ...ending, timedOut: entry.timedOut };
+    this.push(entry, ending, Date.now());
+    this.schedule();
+  }
+
+  private died(token: number | null, why: string): void {
+    if (token === null) return this.schedule();
+    this.ended(token, { kind: 'died', why, timedOut: false });
+  }
+
+  private push(entry: Inflight, ending: Ending, now: number): void {
+    entry.timers.forEach(clearTimeout);
+    this.inflight.delete(entry.task.token);
+    const { settlement, terminal } = settle(entry.task, ending, this.options.rules, now, entry.startedAt);
+    this.queue.push({ task: entry.task, settlement, terminal });
+  }
+
+  private async heartbeat(): Promise<void> {
+    if (this.inflight.size === 0) return;
+    try {
+      await this.store.heartbeat(this.owner, Date.now() + this.options.leaseMs);
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+}
+
+/** A batch name as a folder name. */
+export function safeName(name: string): string {
+  return name.replace(/[^A-Za-z0-9._-]/g, '_');
+}

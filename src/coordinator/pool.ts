@@ -1,0 +1,195 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { UsageError, errorLine } from '../errors.js';
+import { killGroup } from '../worker/kill-group.js';
+import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from '../worker/protocol.js';
+
+const CHILD_MAIN = fileURLToPath(new URL('../worker/child-main.js', import.meta.url));
+const STDERR_KEEP = 2048;
+
+export interface PoolWorker {
+  readonly id: string;
+  readonly pid: number | null;
+  /** The attempt this worker runs, if any. */
+  token: number | null;
+  /** The exec attempt's process group, if one runs. */
+  pgid: number | null;
+  tasksRun: number;
+  ready: boolean;
+  /** Set when the worker should exit once idle (recycling). */
+  retiring: boolean;
+}
+
+export interface PoolEvents {
+  done(worker: PoolWorker, msg: DoneMessage): void;
+  /** The worker died; `token` is the attempt it was running, if any. */
+  exited(worker: PoolWorker, token: number | null, why: string): void;
+  /** A worker became ready and idle. */
+  idle(): void;
+  heartbeat(token: number): void;
+}
+
+export interface PoolOptions {
+  size: number;
+  handler: HandlerSpec;
+  killGraceMs: number;
+  maxTasksPerWorker: number | null;
+  maxWorkerMemory: number | null;
+  idPrefix: string;
+}
+
+interface Slot extends PoolWorker {
+  proc: ChildProcess;
+  stderr: string;
+}
+
+/**
+ * Owns the worker processes: fork, load the handler, replace the dead, recycle the
+ * worn, shut down. Each worker leads its own process group (`detached`), so a terminal's
+ * Ctrl-C reaches only the coordinator, which decides how the workers stop.
+ */
+export class WorkerPool {
+  private readonly workers = new Set<Slot>();
+  private next = 1;
+  private closing = false;
+
+  private events: PoolEvents = { done() {}, exited() {}, idle() {}, heartbeat() {} };
+
+  constructor(private readonly options: PoolOptions) {}
+
+  /** Routes worker events to the coordinator (the pool starts before the coordinator exists). */
+  attach(events: PoolEvents): void {
+    this.events = events;
+  }
+
+  /** No more replacements or recycling: used once the run is stopping. */
+  quiesce(): void {
+    this.closing = true;
+  }
+
+  /** Forks every worker and waits until each has loaded the handler; a load failure is a UsageError. */
+  async start(): Promise<void> {
+    const loads = Array.from({ length: this.options.size }, () => this.spawn());
+    const results = await Promise.allSettled(loads);
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) {
+      await this.shutdown();
+      throw failed.reason;
+    }
+  }
+
+  idleWorkers(): PoolWorker[] {
+    return [...this.workers].filter((w) => w.ready && w.token === null && !w.retiring);
+  }
+
+  get busyCount(): number {
+    return [...this.workers].filter((w) => w.token !== null).length;
+  }
+
+  dispatch(worker: PoolWorker, task: TaskMessage): void {
+    const slot = worker as Slot;
+    slot.token = task.token;
+    slot.pgid = null;
+    this.send(slot, { type: 'run', task });
+  }
+
+  abort(worker: PoolWorker, reason: 'timeout' | 'shutdown'): void {
+    if (worker.token !== null) this.send(worker as Slot, { type: 'abort', token: worker.token, reason });
+  }
+
+  /** SIGKILLs the worker's process group and its exec attempt's group. */
+  kill(worker: PoolWorker): void {
+    if (worker.pgid) killGroup(worker.pgid, 'SIGKILL');
+    if (worker.pid) killGroup(worker.pid, 'SIGKILL');
+  }
+
+  /** Stops every worker: close their channels (they exit by themselves), then kill stragglers. */
+  async shutdown(graceMs = 1000): Promise<void> {
+    this.closing = true;
+    const exits = [...this.workers].map(
+      (w) => new Promise<void>((resolve) => (w.proc.exitCode !== null || w.proc.signalCode !== null ? resolve() : w.proc.once('exit', () => resolve()))),
+    );
+    for (const w of this.workers) if (w.proc.connected) w.proc.disconnect();
+    const timer = setTimeout(() => this.workers.forEach((w) => this.kill(w)), graceMs);
+    await Promise.all(exits);
+    clearTimeout(timer);
+  }
+
+  private send(slot: Slot, msg: ToWorker): void {
+    if (slot.proc.connected) slot.proc.send(msg);
+  }
+
+  private spawn(): Promise<void> {
+    const proc = fork(CHILD_MAIN, [], { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
+    const slot: Slot = {
+      id: `${this.options.idPrefix}w${this.next++}`,
+      pid: proc.pid ?? null,
+      token: null,
+      pgid: null,
+      tasksRun: 0,
+      ready: false,
+      retiring: false,
+      proc,
+      stderr: '',
+    };
+    this.workers.add(slot);
+    proc.stderr?.on('data', (b: Buffer) => (slot.stderr = (slot.stderr + b.toString()).slice(-STDERR_KEEP)));
+    return new Promise((resolve, reject) => {
+      proc.on('message', (msg: FromWorker) => {
+        if (msg.type === 'ready') {
+          slot.ready = true;
+          resolve();
+          this.events.idle();
+        } else if (msg.type === 'load-failed') {
+          reject(new UsageError(errorLine(msg.error).replace(/^UsageError: /, '')));
+        } else if (msg.type === 'spawned') {
+          if (slot.token === msg.token) slot.pgid = msg.pgid;
+        } else if (msg.type === 'heartbeat') {
+          this.events.heartbeat(msg.token);
+        } else if (msg.type === 'done') {
+          this.finishAttempt(slot, msg);
+        }
+      });
+      proc.on('error', () => undefined); // reported through 'exit'
+      proc.on('exit', (code, signal) => {
+        this.workers.delete(slot);
+        const why = signal ? `worker killed by ${signal}` : `worker exited with code ${code}`;
+        const detail = slot.stderr.trim().split('\n').pop();
+        if (!slot.ready) reject(new UsageError(`the worker could not start the handler (${why})${detail ? `: ${detail}` : ''}`));
+        const token = slot.token;
+        slot.token = null;
+        if (slot.pgid) killGroup(slot.pgid, 'SIGKILL');
+        if (!this.closing && slot.ready) void this.replace();
+        if (slot.ready) this.events.exited(slot, token, detail ? `${why}: ${detail}` : why);
+      });
+      this.send(slot, { type: 'load', handler: this.options.handler, killGraceMs: this.options.killGraceMs });
+    });
+  }
+
+  private finishAttempt(slot: Slot, msg: DoneMessage): void {
+    if (slot.token !== msg.token) return;
+    slot.token = null;
+    slot.pgid = null;
+    slot.tasksRun++;
+    const { maxTasksPerWorker, maxWorkerMemory } = this.options;
+    const worn = (maxTasksPerWorker && slot.tasksRun >= maxTasksPerWorker) || (maxWorkerMemory && msg.rss > maxWorkerMemory);
+    if (worn && !this.closing) {
+      slot.retiring = true;
+      slot.proc.disconnect(); // exits by itself; 'exit' spawns the replacement
+    }
+    this.events.done(slot, msg);
+  }
+
+  private async replace(): Promise<void> {
+    try {
+      await this.spawn();
+    } catch {
+      // A handler that loaded once and now fails to load: the next replacement is tried
+      // when this one exits, and the coordinator ends when no worker is left.
+    }
+  }
+
+  get size(): number {
+    return this.workers.size;
+  }
+}

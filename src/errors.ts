@@ -1,0 +1,60 @@
+/**
+ * The few error classes of splitdance, each tied to one decision. Errors cross
+ * process boundaries as data, so they are classified by `name`, never by
+ * `instanceof`.
+ */
+
+/** Bad input or usage: exit 2, nothing written. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/** The store cannot be used (unreadable, locked past timeout, corrupt, newer): exit 4. */
+export class StoreError extends Error {
+  override name = 'StoreError';
+}
+
+/** Thrown by a handler: fail the task at once, without retries. */
+export class PermanentError extends Error {
+  override name = 'PermanentError';
+  readonly retryable = false;
+}
+
+/** What crosses IPC for an error thrown by a handler. */
+export interface SerializedError {
+  name: string;
+  message: string;
+  code?: string;
+  retryable: boolean;
+  stack?: string;
+}
+
+export function serializeError(err: unknown): SerializedError {
+  if (err instanceof Error) {
+    const e = err as Error & { code?: unknown; retryable?: unknown };
+    return {
+      name: e.name || 'Error',
+      message: e.message,
+      code: typeof e.code === 'string' ? e.code : undefined,
+      retryable: e.retryable !== false && e.name !== 'PermanentError',
+      stack: e.stack,
+    };
+  }
+  return { name: 'Error', message: describeThrown(err), retryable: true };
+}
+
+function describeThrown(value: unknown): string {
+  if (typeof value === 'string') return value;
+  try {
+    return `non-error thrown: ${JSON.stringify(value)}`;
+  } catch {
+    return `non-error thrown: ${String(value)}`;
+  }
+}
+
+/** One line for the task's `last_error`: `Name: message` (the name is left out for plain Errors). */
+export function errorLine(err: SerializedError): string {
+  const prefix = err.code && !err.message.startsWith(err.code) ? `${err.code}: ` : '';
+  const name = err.name === 'Error' ? '' : `${err.name}: `;
+  return `${name}${prefix}${err.message}`;
+}

@@ -1,0 +1,66 @@
+import type { HandlerSpec } from '../worker/protocol.js';
+
+/**
+ * The effective definition of a batch, stored on it as JSON so a bare re-run (or a
+ * `worker`) uses the same handler and policy. `version` lets its shape evolve.
+ */
+export interface JobDefinition {
+  version: 1;
+  source: string;
+  split: { include: string[]; exclude: string[]; chunkSize: number; lines: number | null };
+  handler: HandlerSpec | null;
+  retries: number;
+  backoffMs: number;
+  backoffFactor: number;
+  maxBackoffMs: number;
+  jitter: number;
+  timeoutMs: number | null;
+  permanentCodes: number[];
+}
+
+export type JobSettings = Omit<JobDefinition, 'version' | 'source' | 'split'> & JobDefinition['split'];
+
+export const DEFAULT_SETTINGS: JobSettings = {
+  include: [],
+  exclude: [],
+  chunkSize: 64 * 1024 * 1024,
+  lines: null,
+  handler: null,
+  retries: 3,
+  backoffMs: 5000,
+  backoffFactor: 5,
+  maxBackoffMs: 60 * 60 * 1000,
+  jitter: 0.1,
+  timeoutMs: null,
+  permanentCodes: [],
+};
+
+export function settingsOf(job: JobDefinition): JobSettings {
+  const { version: _v, source: _s, split, ...rest } = job;
+  return { ...split, ...rest };
+}
+
+export function definitionOf(source: string, s: JobSettings): JobDefinition {
+  const { include, exclude, chunkSize, lines, ...rest } = s;
+  return { version: 1, source, split: { include, exclude, chunkSize, lines }, ...rest };
+}
+
+/**
+ * Layers the settings given on this command line over the stored ones (or the
+ * defaults for a new batch) and lists what changed, so `run` can say so.
+ */
+export function mergeSettings(base: JobSettings, given: Partial<JobSettings>): { settings: JobSettings; changed: string[] } {
+  const settings = { ...base };
+  const changed: string[] = [];
+  for (const [name, value] of Object.entries(given) as [keyof JobSettings, unknown][]) {
+    if (value === undefined) continue;
+    if (JSON.stringify(base[name]) !== JSON.stringify(value)) changed.push(name);
+    (settings as Record<string, unknown>)[name] = value;
+  }
+  return { settings, changed };
+}
+
+export function describeHandler(h: HandlerSpec | null): string {
+  if (!h) return '(none)';
+  return h.kind === 'exec' ? `--exec ${JSON.stringify(h.template)}` : `--handler ${h.path}`;
+}

@@ -1,0 +1,61 @@
+import bytes from 'bytes';
+import ms from 'ms';
+import { UsageError } from '../errors.js';
+
+/** `500ms`, `5s`, `2m`, `1h`, `1d` → milliseconds. A bare number is refused: its unit would be a guess. */
+export function parseDuration(value: string, option: string): number {
+  const text = value.trim();
+  const parsed = /^\d+(\.\d+)?\s*[a-z]+$/i.test(text) ? ms(text as ms.StringValue) : undefined;
+  if (typeof parsed !== 'number' || !Number.isFinite(parsed) || parsed < 0) {
+    throw new UsageError(`${option} expects a duration such as 500ms, 5s, 2m or 1h; got "${value}"`);
+  }
+  return parsed;
+}
+
+/** `64MiB`, `64MB`, `512k`, `1048576` → bytes (binary multiples either way, as `bytes` does). */
+export function parseSize(value: string, option: string): number {
+  const text = value.trim().replace(/^(\d+(?:\.\d+)?)\s*([kmgtp])i?b?$/i, '$1$2b');
+  const parsed = /^\d+$/.test(text) ? Number(text) : bytes.parse(text);
+  if (parsed === null || !Number.isFinite(parsed) || parsed < 1) {
+    throw new UsageError(`${option} expects a size such as 64MiB, 512KiB or 1048576; got "${value}"`);
+  }
+  return Math.floor(parsed);
+}
+
+export function parseCount(value: string, option: string, { min = 0 } = {}): number {
+  if (!/^\d+$/.test(value.trim()) || Number(value) < min) {
+    throw new UsageError(`${option} expects a whole number${min > 0 ? ` of at least ${min}` : ''}; got "${value}"`);
+  }
+  return Number(value);
+}
+
+/** `N` or `P%` of `whole`, rounded up, at least 1. */
+export function parseCountOrPercent(value: string, option: string, whole: number): number {
+  const m = /^(\d+(?:\.\d+)?)%$/.exec(value.trim());
+  if (m) {
+    const pct = Number(m[1]);
+    if (pct <= 0) throw new UsageError(`${option} expects a positive count or percentage; got "${value}"`);
+    return Math.max(1, Math.ceil((whole * pct) / 100));
+  }
+  return parseCount(value, option, { min: 1 });
+}
+
+export function parseFraction(value: string, option: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) {
+    throw new UsageError(`${option} expects a fraction between 0 and 1, e.g. 0.1; got "${value}"`);
+  }
+  return n;
+}
+
+export function parseNumber(value: string, option: string, { min = 0 } = {}): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < min) {
+    throw new UsageError(`${option} expects a number of at least ${min}; got "${value}"`);
+  }
+  return n;
+}
+
+export function formatMs(msValue: number): string {
+  return ms(Math.round(msValue));
+}

@@ -1,0 +1,60 @@
+import { accessSync, constants, statSync } from 'node:fs';
+import { UsageError } from '../errors.js';
+import type { TaskSpec } from '../store/task-store.js';
+import { chunkFile, type ChunkMode } from './chunk-file.js';
+import { walkDirectory } from './walk-directory.js';
+
+export interface SplitOptions {
+  include: string[];
+  exclude: string[];
+  chunkSize: number;
+  lines: number | null;
+  /** Absolute paths the walk must not list (the store and its folder). */
+  skip: string[];
+}
+
+export type SourceKind = 'directory' | 'file';
+
+/** Checks the source up front so a bad one fails before anything is written. */
+export function sourceKind(source: string): SourceKind {
+  let stats;
+  try {
+    stats = statSync(source);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new UsageError(`source ${source} does not exist; give a directory or a file to split`);
+    throw new UsageError(`cannot read the source ${source} (${code}); check the path and its permissions`);
+  }
+  if (!stats.isDirectory() && !stats.isFile()) {
+    throw new UsageError(`source ${source} is neither a directory nor a regular file`);
+  }
+  try {
+    accessSync(source, constants.R_OK | (stats.isDirectory() ? constants.X_OK : 0));
+  } catch {
+    throw new UsageError(`cannot read the source ${source}; fix its permissions`);
+  }
+  return stats.isDirectory() ? 'directory' : 'file';
+}
+
+/** The Splitter: a source becomes a stream of task specs with stable keys. */
+export function splitSource(source: string, kind: SourceKind, options: SplitOptions): Generator<TaskSpec> {
+  if (kind === 'directory') return walkDirectory(source, options);
+  const mode: ChunkMode = options.lines ? { kind: 'lines', lines: options.lines } : { kind: 'bytes', chunkSize: options.chunkSize };
+  return chunkFile(source, mode);
+}
+
+/** Pulls the first spec so an empty source is reported before the store is touched. */
+export function nonEmpty(specs: Generator<TaskSpec>, source: string, kind: SourceKind): Iterable<TaskSpec> {
+  const first = specs.next();
+  if (first.done) {
+    throw new UsageError(
+      kind === 'directory'
+        ? `source ${source} holds no files to run (after --include/--exclude and skipping hidden files)`
+        : `source ${source} is empty; there is nothing to split`,
+    );
+  }
+  return (function* () {
+    yield first.value;
+    yield* specs;
+  })();
+}

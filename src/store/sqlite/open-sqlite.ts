@@ -1,0 +1,136 @@
+import Database from 'better-sqlite3';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { StoreError } from '../../errors.js';
+
+type Db = Database.Database;
+
+const MIGRATIONS_DIR = new URL('../../../src/store/sqlite/migrations/', import.meta.url);
+
+/** Milliseconds a writer waits for another's lock before the command fails with exit 4. */
+export const BUSY_TIMEOUT_MS = Number(process.env.SPLITDANCE_BUSY_TIMEOUT_MS ?? 5000);
+
+interface Migration {
+  version: number;
+  sql: string;
+}
+
+function loadMigrations(): Migration[] {
+  return readdirSync(MIGRATIONS_DIR)
+    .filter((f) => /^\d+_.*\.sql$/.test(f))
+    .sort()
+    .map((f) => ({ version: Number(f.slice(0, f.indexOf('_'))), sql: readFileSync(new URL(f, MIGRATIONS_DIR), 'utf8') }));
+}
+
+export const SCHEMA_VERSION = Math.max(...loadMigrations().map((m) => m.version));
+
+/**
+ * Opens (creating if needed) a splitdance SQLite store. Everything about the file is
+ * checked with reads before the first write, so a corrupt, foreign or newer store is
+ * refused without a byte of it changing.
+ */
+export function openSqlite(path: string, { create }: { create: boolean }): Db {
+  const exists = existsSync(path);
+  if (!exists && !create) {
+    throw new StoreError(`no store at ${path}: run \`splitdance run <source>\` first, or point --db at an existing store`);
+  }
+  if (exists && statSync(path).isDirectory()) {
+    throw new StoreError(`store path ${path} is a directory; give --db a file path such as ${path}/splitdance.db`);
+  }
+  if (!exists) createStoreFile(path);
+  let db: Db;
+  try {
+    db = new Database(path, { timeout: BUSY_TIMEOUT_MS });
+  } catch (err) {
+    throw storeError(err, path);
+  }
+  try {
+    checkIdentity(db, path);
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = ON');
+    migrate(db);
+  } catch (err) {
+    db.close();
+    throw storeError(err, path);
+  }
+  return db;
+}
+
+function createStoreFile(path: string): void {
+  try {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    // Created empty with 0600 before SQLite opens it, so no window exists where it is wider.
+    closeSync(openSync(path, 'wx', 0o600));
+    chmodSync(path, 0o600);
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'EEXIST') return;
+    throw new StoreError(`cannot create the store at ${path}: ${e.message}; choose a writable place with --db`);
+  }
+}
+
+function checkIdentity(db: Db, path: string): void {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version > SCHEMA_VERSION) {
+    throw new StoreError(
+      `the store ${path} has schema version ${version}, newer than this splitdance understands (${SCHEMA_VERSION}); upgrade splitdance`,
+    );
+  }
+  if (version === 0) {
+    const tables = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number };
+    if (tables.n > 0) {
+      throw new StoreError(`${path} is an SQLite database but not a splitdance store; point --db at another file`);
+    }
+  }
+}
+
+function migrate(db: Db): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  const pending = loadMigrations().filter((m) => m.version > current);
+  if (pending.length === 0) return;
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    // Re-read under the write lock: a concurrent opener may have migrated meanwhile.
+    const locked = db.pragma('user_version', { simple: true }) as number;
+    for (const m of pending) {
+      if (m.version <= locked) continue;
+      db.exec(m.sql);
+      db.pragma(`user_version = ${m.version}`);
+    }
+    db.exec('COMMIT');
+  } catch (err) {
+    db.exec('ROLLBACK');
+    throw err;
+  }
+}
+
+/** Maps a driver error to a StoreError whose message names the file and the fix. */
+export function storeError(err: unknown, path: string): Error {
+  if (err instanceof StoreError) return err;
+  const e = err as { code?: string; message?: string };
+  // Extended codes (SQLITE_IOERR_WRITE, SQLITE_READONLY_DBMOVED, …) are classified by their primary code.
+  const primary = typeof e.code === 'string' ? e.code.split('_').slice(0, 2).join('_') : '';
+  switch (primary) {
+    case 'SQLITE_BUSY':
+    case 'SQLITE_LOCKED':
+      return new StoreError(
+        `the store ${path} stayed locked by another process for ${BUSY_TIMEOUT_MS} ms; retry when it finishes, or check for a stuck process holding it`,
+      );
+    case 'SQLITE_NOTADB':
+      return new StoreError(`${path} is not an SQLite database (or is encrypted); point --db at a splitdance store`);
+    case 'SQLITE_CORRUPT':
+      return new StoreError(`the store ${path} is corrupt; restore it from a backup or move it aside and start again`);
+    case 'SQLITE_READONLY':
+    case 'SQLITE_CANTOPEN':
+    case 'SQLITE_PERM':
+    case 'SQLITE_AUTH':
+      return new StoreError(`the store ${path} cannot be written (${e.message}); fix its permissions or use --db`);
+    case 'SQLITE_FULL':
+      return new StoreError(`the disk holding ${path} is full; free space and run again (nothing was half-written)`);
+    case 'SQLITE_IOERR':
+      return new StoreError(`I/O error on the store ${path} (${e.message})`);
+    default:
+      return err instanceof Error ? err : new Error(String(err));
+  }
+}

@@ -1,0 +1,291 @@
+import type Database from 'better-sqlite3';
+import type {
+  AttemptRow,
+  BatchRecord,
+  ClaimRequest,
+  ClaimedTask,
+  Counts,
+  EnqueueResult,
+  ErrorCount,
+  NewBatch,
+  ReleasedTask,
+  Settlement,
+  TaskFilter,
+  TaskRow,
+  TaskSpec,
+  TaskStore,
+} from '../task-store.js';
+import { openSqlite, storeError } from './open-sqlite.js';
+import { prepareStatements, type Statements } from './statements.js';
+import { toAttemptRow, toBatch, toTaskRow, type AttemptDbRow, type BatchDbRow, type TaskDbRow } from './rows.js';
+import { failpoint } from '../failpoint.js';
+
+const STAGING_CHUNK = 5000;
+
+/**
+ * The SQLite TaskStore. better-sqlite3 is synchronous; the async interface exists for
+ * the PostgreSQL backend. Every write is one short `BEGIN IMMEDIATE` transaction, so a
+ * writer waits for the lock up front (busy_timeout) instead of failing half-way.
+ */
+export class SqliteStore implements TaskStore {
+  private readonly db: Database.Database;
+  private readonly st: Statements;
+
+  private constructor(readonly location: string, db: Database.Database) {
+    this.db = db;
+    // Per connection and never in the store file; enqueue stages rows here (see enqueue).
+    db.exec('CREATE TEMP TABLE staging (task_key TEXT NOT NULL, payload TEXT NOT NULL, fingerprint TEXT)');
+    this.st = prepareStatements(db);
+  }
+
+  static open(path: string, options: { create: boolean }): SqliteStore {
+    return new SqliteStore(path, openSqlite(path, options));
+  }
+
+  /** Runs `fn` in a BEGIN IMMEDIATE transaction, mapping driver errors to StoreError. */
+  private write<T>(fn: () => T): T {
+    try {
+      const result = this.db.transaction(fn).immediate();
+      failpoint('write');
+      return result;
+    } catch (err) {
+      throw storeError(err, this.location);
+    }
+  }
+
+  private read<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (err) {
+      throw storeError(err, this.location);
+    }
+  }
+
+  async findBatch(name: string): Promise<BatchRecord | undefined> {
+    const row = this.read(() => this.st.batchByName.get(name) as BatchDbRow | undefined);
+    return row && toBatch(row);
+  }
+
+  async latestBatch(): Promise<BatchRecord | undefined> {
+    const row = this.read(() => this.st.latestBatch.get() as BatchDbRow | undefined);
+    return row && toBatch(row);
+  }
+
+  async listBatches(): Promise<BatchRecord[]> {
+    return this.read(() => (this.st.listBatches.all() as BatchDbRow[]).map(toBatch));
+  }
+
+  async enqueue(batch: NewBatch, specs: Iterable<TaskSpec>): Promise<EnqueueResult> {
+    // Stage rows in a TEMP table first: that holds no lock on the store, so a long
+    // directory walk never blocks other runs; the store then changes in one short
+    // transaction, all tasks or none.
+    this.read(() => this.db.exec('DELETE FROM temp.staging'));
+    const stage = this.db.prepare('INSERT INTO temp.staging (task_key, payload, fingerprint) VALUES (?, ?, ?)');
+    let chunk: TaskSpec[] = [];
+    const flush = this.db.transaction((rows: TaskSpec[]) => {
+      for (const s of rows) stage.run(s.key, JSON.stringify(s.payload), s.fingerprint);
+    });
+    this.read(() => {
+      for (const spec of specs) {
+        chunk.push(spec);
+        if (chunk.length >= STAGING_CHUNK) {
+          flush(chunk);
+          chunk = [];
+        }
+      }
+      flush(chunk);
+    });
+    const now = Date.now();
+    const result = this.write(() => {
+      let row = this.st.batchByName.get(batch.name) as BatchDbRow | undefined;
+      const created = !row;
+      if (!row) {
+        this.st.insertBatch.run({ name: batch.name, source: batch.source, job: JSON.stringify(batch.job), now });
+        row = this.st.batchByName.get(batch.name) as BatchDbRow;
+      }
+      const { base } = this.st.maxSeq.get(row.id) as { base: number };
+      const inserted = this.st.insertStaged.run({ batchId: row.id, base, maxAttempts: batch.maxAttempts, now }).changes;
+      return { batch: toBatch(row), created, inserted };
+    });
+    this.read(() => this.db.exec('DELETE FROM temp.staging'));
+    return result;
+  }
+
+  async updateJob(batchId: number, job: Record<string, unknown>, maxAttempts: number): Promise<void> {
+    this.write(() => {
+      this.st.updateJob.run({ batchId, job: JSON.stringify(job), now: Date.now() });
+      this.st.updateMaxAttempts.run({ batchId, maxAttempts });
+    });
+  }
+
+  async claim(req: ClaimRequest): Promise<ClaimedTask[]> {
+    if (req.slots.length === 0) return [];
+    return this.write(() => {
+      const claimed: ClaimedTask[] = [];
+      for (const slot of req.slots) {
+        const t = this.st.claimOne.get({
+          batchId: req.batchId,
+          now: req.now,
+          owner: req.owner,
+          expires: req.now + req.leaseMs,
+          workerId: slot.workerId,
+        }) as TaskDbRow | undefined;
+        if (!t) break;
+        const token = Number(
+          this.st.insertAttempt.run({
+            taskId: t.id,
+            attempt: t.attempts,
+            workerId: slot.workerId,
+            host: req.host,
+            pid: slot.pid,
+            owner: req.owner,
+            now: req.now,
+          }).lastInsertRowid,
+        );
+        this.st.setToken.run({ id: t.id, token });
+        claimed.push({
+          id: t.id,
+          token,
+          key: t.task_key,
+          stage: t.stage,
+          seq: t.seq,
+          attempt: t.attempts,
+          maxAttempts: t.max_attempts,
+          payload: JSON.parse(t.payload),
+          workerId: slot.workerId,
+        });
+      }
+      return claimed;
+    });
+  }
+
+  async heartbeat(owner: string, leaseExpiresAt: number): Promise<void> {
+    this.write(() => this.st.heartbeat.run({ owner, expires: leaseExpiresAt }));
+  }
+
+  async settle(settlements: Settlement[]): Promise<number[]> {
+    if (settlements.length === 0) return [];
+    return this.write(() => {
+      const applied: number[] = [];
+      for (const s of settlements) {
+        const params = { taskId: s.taskId, token: s.token, endedAt: s.endedAt, error: s.error };
+        let changes: number;
+        if (s.outcome === 'SUCCESS') changes = this.st.complete.run({ ...params, result: s.result ?? null }).changes;
+        else if (s.outcome === 'INTERRUPTED') changes = this.st.interrupt.run({ taskId: s.taskId, token: s.token }).changes;
+        else changes = this.st.fail.run({ ...params, retryAt: s.retryAt ?? null }).changes;
+        if (changes === 0) continue; // fenced off: another attempt holds the task now
+        this.st.endAttempt.run({
+          token: s.token,
+          endedAt: s.endedAt,
+          outcome: s.outcome,
+          exitCode: s.exitCode,
+          signal: s.signal,
+          error: s.error,
+          durationMs: s.durationMs,
+          outputTail: s.outputTail,
+          logPath: s.logPath,
+        });
+        applied.push(s.token);
+      }
+      return applied;
+    });
+  }
+
+  async runningOwners(batchId: number | null): Promise<string[]> {
+    const rows = this.read(() => this.st.runningOwners.all({ batchId }) as { owner: string }[]);
+    return rows.map((r) => r.owner);
+  }
+
+  async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string): Promise<ReleasedTask[]> {
+    const params = { batchId, now, dead: JSON.stringify(deadOwners), self };
+    // Read first so the common case (nothing stale) takes no write lock.
+    const stale = this.read(() => this.st.staleTasks.all(params) as TaskDbRow[]);
+    if (stale.length === 0) return [];
+    return this.write(() => {
+      const released: ReleasedTask[] = [];
+      for (const t of this.st.staleTasks.all(params) as TaskDbRow[]) {
+        const dead = t.lease_owner !== null && deadOwners.includes(t.lease_owner);
+        const error = dead
+          ? `LOST: its coordinator (${t.lease_owner}) died while the attempt ran`
+          : `LOST: the lease of ${t.lease_owner ?? 'an unknown owner'} expired without a heartbeat`;
+        this.st.releaseLost.run({ id: t.id, now, error });
+        this.st.loseAttempt.run({ token: t.lease_token, now, error });
+        released.push({ key: t.task_key, owner: t.lease_owner, failed: t.attempts >= t.max_attempts });
+      }
+      return released;
+    });
+  }
+
+  async counts(batchId: number): Promise<Counts> {
+    const rows = this.read(() => this.st.counts.all(batchId) as { status: string; tried: number; n: number }[]);
+    const c: Counts = { total: 0, pending: 0, retrying: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 };
+    for (const r of rows) {
+      c.total += r.n;
+      if (r.status === 'PENDING') c[r.tried ? 'retrying' : 'pending'] += r.n;
+      else if (r.status === 'RUNNING') c.running += r.n;
+      else if (r.status === 'SUCCESS') c.succeeded += r.n;
+      else if (r.status === 'FAILED') c.failed += r.n;
+      else if (r.status === 'CANCELLED') c.cancelled += r.n;
+    }
+    return c;
+  }
+
+  async nextDueAt(batchId: number): Promise<number | null> {
+    const row = this.read(() => this.st.nextDue.get(batchId) as { due: number | null });
+    return row.due;
+  }
+
+  async topErrors(batchId: number, limit: number): Promise<ErrorCount[]> {
+    return this.read(() => this.st.failedErrors.all({ batchId, limit }) as ErrorCount[]);
+  }
+
+  async listTasks(filter: TaskFilter): Promise<TaskRow[]> {
+    return this.read(() => this.selectTasks(filter));
+  }
+
+  private selectTasks(filter: TaskFilter): TaskRow[] {
+    const out: TaskRow[] = [];
+    const rows = this.st.listTasks.iterate({
+      batchId: filter.batchId,
+      status: filter.status ?? null,
+      error: filter.errorContains ?? null,
+      attempted: filter.attemptedOnly ? 1 : null,
+    }) as IterableIterator<TaskDbRow>;
+    for (const row of rows) {
+      if (filter.keyMatches && !filter.keyMatches(row.task_key)) continue;
+      out.push(toTaskRow(row));
+      if (filter.limit !== undefined && out.length >= filter.limit) {
+        rows.return?.();
+        break;
+      }
+    }
+    return out;
+  }
+
+  async getTask(batchId: number, key: string): Promise<TaskRow | undefined> {
+    const row = this.read(() => this.st.taskByKey.get(batchId, key) as TaskDbRow | undefined);
+    return row && toTaskRow(row);
+  }
+
+  async attemptsOf(taskId: number): Promise<AttemptRow[]> {
+    return this.read(() => (this.st.attemptsOf.all(taskId) as AttemptDbRow[]).map(toAttemptRow));
+  }
+
+  async retryFailed(filter: TaskFilter): Promise<number> {
+    return this.write(() => {
+      const targets = this.selectTasks({ ...filter, status: 'FAILED' });
+      let n = 0;
+      for (const t of targets) n += this.st.resetFailed.run(t.id).changes;
+      return n;
+    });
+  }
+
+  async activity(batchId: number): Promise<{ firstStartedAt: number | null; lastFinishedAt: number | null }> {
+    const row = this.read(() => this.st.activity.get(batchId) as { first: number | null; last: number | null });
+    return { firstStartedAt: row.first, lastFinishedAt: row.last };
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+}

@@ -1,0 +1,131 @@
+import type Database from 'better-sqlite3';
+
+/**
+ * Every SQL statement of the SQLite store, prepared once per connection. Each one's
+ * comment lists its named parameters.
+ */
+const SQL = {
+  /** ?name */
+  batchByName: 'SELECT * FROM batches WHERE name = ?',
+  listBatches: 'SELECT * FROM batches ORDER BY created_at, id',
+  latestBatch: 'SELECT * FROM batches ORDER BY created_at DESC, id DESC LIMIT 1',
+  /** @name @source @job @now */
+  insertBatch: 'INSERT INTO batches (name, source, job, created_at, updated_at) VALUES (@name, @source, @job, @now, @now)',
+  /** @batchId @job @now */
+  updateJob: 'UPDATE batches SET job = @job, updated_at = @now WHERE id = @batchId',
+  /** @batchId @maxAttempts — unfinished tasks take the batch's current retry budget. */
+  updateMaxAttempts: "UPDATE tasks SET max_attempts = @maxAttempts WHERE batch_id = @batchId AND status IN ('PENDING', 'RUNNING')",
+  /** ?batchId */
+  maxSeq: 'SELECT coalesce(max(seq), 0) AS base FROM tasks WHERE batch_id = ?',
+  /** @batchId @base @maxAttempts @now — copies temp.staging; keys already in the batch are skipped. */
+  insertStaged: `
+    INSERT INTO tasks (batch_id, task_key, stage, seq, payload, max_attempts, created_at, fingerprint)
+    SELECT @batchId, task_key, '', @base + rowid, payload, @maxAttempts, @now, fingerprint
+    FROM temp.staging WHERE true
+    ON CONFLICT (batch_id, stage, task_key) DO NOTHING`,
+
+  /**
+   * @batchId @now @owner @expires @workerId — takes the first due PENDING task in index
+   * order and counts the attempt in the same statement: a claim is an attempt.
+   */
+  claimOne: `
+    UPDATE tasks
+    SET status = 'RUNNING', attempts = attempts + 1, lease_owner = @owner, lease_expires_at = @expires,
+        worker_id = @workerId, started_at = @now, lease_token = NULL
+    WHERE id = (
+      SELECT id FROM tasks INDEXED BY tasks_by_state
+      WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at <= @now
+      ORDER BY next_run_at, attempts, id LIMIT 1)
+    RETURNING *`,
+  /** @taskId @attempt @workerId @host @pid @owner @now */
+  insertAttempt: `
+    INSERT INTO attempts (task_id, attempt, worker_id, host, pid, owner, started_at)
+    VALUES (@taskId, @attempt, @workerId, @host, @pid, @owner, @now)`,
+  /** @id @token */
+  setToken: 'UPDATE tasks SET lease_token = @token WHERE id = @id',
+  /** @owner @expires */
+  heartbeat: "UPDATE tasks SET lease_expires_at = @expires WHERE lease_owner = @owner AND status = 'RUNNING'",
+
+  /** @taskId @token @endedAt @error @result — fenced: only while the token still holds the task. */
+  complete: `
+    UPDATE tasks
+    SET status = 'SUCCESS', result = @result, finished_at = @endedAt, last_error = @error,
+        lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+    WHERE id = @taskId AND status = 'RUNNING' AND lease_token = @token`,
+  /** @taskId @token @endedAt @error @retryAt — retryAt NULL fails the task now (permanent). */
+  fail: `
+    UPDATE tasks
+    SET status = CASE WHEN @retryAt IS NOT NULL AND attempts < max_attempts THEN 'PENDING' ELSE 'FAILED' END,
+        finished_at = CASE WHEN @retryAt IS NOT NULL AND attempts < max_attempts THEN NULL ELSE @endedAt END,
+        next_run_at = coalesce(@retryAt, next_run_at),
+        last_error = @error, lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+    WHERE id = @taskId AND status = 'RUNNING' AND lease_token = @token`,
+  /** @taskId @token — an interrupted attempt is not charged. */
+  interrupt: `
+    UPDATE tasks
+    SET status = 'PENDING', attempts = attempts - 1, lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+    WHERE id = @taskId AND status = 'RUNNING' AND lease_token = @token`,
+  /** @token @endedAt @outcome @exitCode @signal @error @durationMs @outputTail @logPath */
+  endAttempt: `
+    UPDATE attempts
+    SET ended_at = @endedAt, outcome = @outcome, exit_code = @exitCode, signal = @signal, error = @error,
+        duration_ms = @durationMs, output_tail = @outputTail, log_path = @logPath
+    WHERE id = @token AND ended_at IS NULL`,
+
+  /** @batchId (NULL = every batch) */
+  runningOwners: `
+    SELECT DISTINCT lease_owner AS owner FROM tasks
+    WHERE status = 'RUNNING' AND lease_owner IS NOT NULL AND (@batchId IS NULL OR batch_id = @batchId)`,
+  /** @batchId (NULL = every batch) @now @dead (JSON array of dead owners) @self */
+  staleTasks: `
+    SELECT * FROM tasks
+    WHERE status = 'RUNNING' AND (@batchId IS NULL OR batch_id = @batchId) AND lease_owner IS NOT @self
+      AND (lease_expires_at < @now OR lease_owner IN (SELECT value FROM json_each(@dead)))`,
+  /** @id @now @error — the lost attempt stays counted, so a task that kills its machine cannot loop forever. */
+  releaseLost: `
+    UPDATE tasks
+    SET status = CASE WHEN attempts < max_attempts THEN 'PENDING' ELSE 'FAILED' END,
+        finished_at = CASE WHEN attempts < max_attempts THEN NULL ELSE @now END,
+        next_run_at = @now, last_error = @error,
+        lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+    WHERE id = @id`,
+  /** @token @now @error */
+  loseAttempt: `
+    UPDATE attempts SET ended_at = @now, outcome = 'LOST', error = @error, duration_ms = @now - started_at
+    WHERE id = @token AND ended_at IS NULL`,
+
+  /** ?batchId — served by tasks_by_state alone. */
+  counts: `
+    SELECT status, attempts > 0 AS tried, count(*) AS n FROM tasks INDEXED BY tasks_by_state
+    WHERE batch_id = ? GROUP BY status, tried`,
+  /** ?batchId */
+  nextDue: "SELECT min(next_run_at) AS due FROM tasks WHERE batch_id = ? AND status = 'PENDING'",
+  /** @batchId @limit */
+  failedErrors: `
+    SELECT coalesce(last_error, '(no error recorded)') AS error, count(*) AS count, min(task_key) AS example FROM tasks
+    WHERE batch_id = @batchId AND status = 'FAILED'
+    GROUP BY error ORDER BY count DESC, error LIMIT @limit`,
+  /** ?batchId */
+  activity: 'SELECT min(started_at) AS first, max(finished_at) AS last FROM tasks WHERE batch_id = ?',
+  /** @batchId @status (NULL = any) @error (NULL = any; substring of last_error) @attempted (1 = attempts > 0) */
+  listTasks: `
+    SELECT * FROM tasks
+    WHERE batch_id = @batchId AND (@status IS NULL OR status = @status) AND (@attempted IS NULL OR attempts > 0)
+      AND (@error IS NULL OR instr(last_error, @error) > 0)
+    ORDER BY id`,
+  /** ?batchId ?key */
+  taskByKey: "SELECT * FROM tasks WHERE batch_id = ? AND stage = '' AND task_key = ?",
+  /** ?taskId */
+  attemptsOf: 'SELECT * FROM attempts WHERE task_id = ? ORDER BY id',
+  /** ?id — a fresh retry budget; the attempts history is kept. */
+  resetFailed: `
+    UPDATE tasks SET status = 'PENDING', attempts = 0, next_run_at = 0, finished_at = NULL, last_error = NULL
+    WHERE id = ? AND status = 'FAILED'`,
+} as const;
+
+export type Statements = Record<keyof typeof SQL, Database.Statement>;
+
+export function prepareStatements(db: Database.Database): Statements {
+  return Object.fromEntries(Object.entries(SQL).map(([name, sql]) => [name, db.prepare(sql)])) as Statements;
+}
+

@@ -1,0 +1,212 @@
+/**
+ * The store interface the coordinator and commands use. It speaks task verbs and
+ * never exposes a driver type, so SQLite and PostgreSQL can sit behind it. All
+ * times are milliseconds since the epoch.
+ */
+
+export const TASK_STATUSES = ['PENDING', 'RUNNING', 'SUCCESS', 'FAILED', 'CANCELLED'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+export const OUTCOMES = ['SUCCESS', 'FAILED', 'TIMEOUT', 'CRASHED', 'LOST', 'INTERRUPTED'] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+/** The stored JSON a task carries; `version` lets later releases change its shape. */
+export interface TaskPayload {
+  version: 1;
+  /** Absolute path of the file this task reads. */
+  path: string;
+  /** Path relative to the source root (the file itself for a file source). */
+  rel: string;
+  start?: number;
+  end?: number;
+}
+
+/** What the splitter produces for one task. */
+export interface TaskSpec {
+  key: string;
+  payload: TaskPayload;
+  /** `size:mtimeMs` of the file, or null for chunks. */
+  fingerprint: string | null;
+}
+
+export interface BatchRecord {
+  id: number;
+  name: string;
+  source: string;
+  /** The effective job definition (JSON), with a `version`. */
+  job: Record<string, unknown>;
+  createdAt: number;
+  updatedAt: number;
+  paused: boolean;
+}
+
+export interface NewBatch {
+  name: string;
+  source: string;
+  job: Record<string, unknown>;
+  maxAttempts: number;
+}
+
+export interface EnqueueResult {
+  batch: BatchRecord;
+  created: boolean;
+  inserted: number;
+}
+
+/** A claimed task, as handed to a worker. `token` is the attempt id and the fencing token. */
+export interface ClaimedTask {
+  id: number;
+  token: number;
+  key: string;
+  stage: string;
+  seq: number;
+  attempt: number;
+  maxAttempts: number;
+  payload: TaskPayload;
+  workerId: string;
+}
+
+/** One worker slot asking for a task in a claim. */
+export interface ClaimSlot {
+  workerId: string;
+  pid: number | null;
+}
+
+export interface ClaimRequest {
+  batchId: number;
+  owner: string;
+  host: string;
+  now: number;
+  leaseMs: number;
+  slots: ClaimSlot[];
+}
+
+/** How an attempt ended, as the coordinator commits it. */
+export interface Settlement {
+  token: number;
+  taskId: number;
+  outcome: Outcome;
+  endedAt: number;
+  durationMs: number;
+  exitCode: number | null;
+  signal: string | null;
+  error: string | null;
+  outputTail: string | null;
+  logPath: string | null;
+  /** SUCCESS only: the handler's JSON result (already serialised). */
+  result?: string | null;
+  /**
+   * For failures: when to run again if retries remain, or null to fail the task
+   * now (permanent). Ignored for SUCCESS and INTERRUPTED.
+   */
+  retryAt?: number | null;
+}
+
+export interface Counts {
+  total: number;
+  pending: number;
+  retrying: number;
+  running: number;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+}
+
+export interface TaskRow {
+  id: number;
+  key: string;
+  stage: string;
+  status: TaskStatus;
+  attempts: number;
+  maxAttempts: number;
+  nextRunAt: number;
+  leaseOwner: string | null;
+  leaseExpiresAt: number | null;
+  workerId: string | null;
+  createdAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+  lastError: string | null;
+  result: string | null;
+  payload: TaskPayload;
+  fingerprint: string | null;
+}
+
+export interface AttemptRow {
+  id: number;
+  attempt: number;
+  workerId: string;
+  host: string;
+  pid: number | null;
+  startedAt: number;
+  endedAt: number | null;
+  outcome: Outcome | null;
+  exitCode: number | null;
+  signal: string | null;
+  error: string | null;
+  durationMs: number | null;
+  outputTail: string | null;
+  logPath: string | null;
+}
+
+export interface TaskFilter {
+  batchId: number;
+  status?: TaskStatus;
+  /** Matches when the key matches this predicate (globs are compiled by the caller). */
+  keyMatches?: (key: string) => boolean;
+  errorContains?: string;
+  /** Only tasks attempted at least once (with status PENDING: "retrying"). */
+  attemptedOnly?: boolean;
+  limit?: number;
+}
+
+/** A RUNNING task whose lease was released by recovery. */
+export interface ReleasedTask {
+  key: string;
+  owner: string | null;
+  failed: boolean;
+}
+
+export interface ErrorCount {
+  error: string;
+  count: number;
+  /** One task key with this error. */
+  example: string;
+}
+
+export interface TaskStore {
+  readonly location: string;
+  findBatch(name: string): Promise<BatchRecord | undefined>;
+  latestBatch(): Promise<BatchRecord | undefined>;
+  listBatches(): Promise<BatchRecord[]>;
+  /** Create the batch if needed and insert the tasks whose keys it lacks, atomically. */
+  enqueue(batch: NewBatch, specs: Iterable<TaskSpec>): Promise<EnqueueResult>;
+  /** Replace the stored job definition; unfinished tasks get the new attempt budget. */
+  updateJob(batchId: number, job: Record<string, unknown>, maxAttempts: number): Promise<void>;
+  /** Atomically claim up to one PENDING, due task per slot, counting the attempt. */
+  claim(request: ClaimRequest): Promise<ClaimedTask[]>;
+  /** Extend the leases of every task `owner` holds. */
+  heartbeat(owner: string, leaseExpiresAt: number): Promise<void>;
+  /** Commit attempt outcomes in one transaction; returns the tokens that still held their task. */
+  settle(settlements: Settlement[]): Promise<number[]>;
+  /** The owners holding RUNNING tasks in the batch (or all batches), for dead-owner checks. */
+  runningOwners(batchId: number | null): Promise<string[]>;
+  /**
+   * Return to PENDING (or FAILED when out of attempts) tasks whose lease expired or whose
+   * owner is dead, never those of `self` (a live coordinator's own); records LOST.
+   */
+  releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string): Promise<ReleasedTask[]>;
+  counts(batchId: number): Promise<Counts>;
+  /** The earliest `next_run_at` of a PENDING task, or null. */
+  nextDueAt(batchId: number): Promise<number | null>;
+  /** The last errors of FAILED tasks with their counts, most frequent first. */
+  topErrors(batchId: number, limit: number): Promise<ErrorCount[]>;
+  listTasks(filter: TaskFilter): Promise<TaskRow[]>;
+  getTask(batchId: number, key: string): Promise<TaskRow | undefined>;
+  attemptsOf(taskId: number): Promise<AttemptRow[]>;
+  /** Reset FAILED tasks matching the filter to PENDING with a fresh budget; returns how many. */
+  retryFailed(filter: TaskFilter): Promise<number>;
+  /** First and last activity of the batch, for rates. */
+  activity(batchId: number): Promise<{ firstStartedAt: number | null; lastFinishedAt: number | null }>;
+  close(): Promise<void>;
+}

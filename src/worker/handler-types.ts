@@ -1,0 +1,32 @@
+import type { TaskPayload } from '../store/task-store.js';
+
+/** The task a handler receives. */
+export interface Task {
+  key: string;
+  batch: string;
+  stage: string;
+  /** Absolute path of the file. */
+  path: string;
+  /** Path relative to the source root. */
+  rel: string;
+  /** Byte offsets, for chunks of a file source. */
+  start?: number;
+  end?: number;
+  /** 1 for the first attempt. */
+  attempt: number;
+  payload: TaskPayload;
+  /** Results of the stages this one needs. */
+  inputs: Record<string, unknown>;
+}
+
+export interface TaskContext {
+  attempt: number;
+  /** Fires on timeout or shutdown: stop and throw. */
+  signal: AbortSignal;
+  /** Appends a line to the task's captured output. */
+  log(...args: unknown[]): void;
+  /** Tells the coordinator the attempt is alive. */
+  heartbeat(): void;
+}
+
+export type Handler = (task: Task, ctx: TaskContext) => unknown | Promise<unknown>;

@@ -1,0 +1,51 @@
+/**
+ * The coordinator ↔ worker IPC vocabulary, one string-tagged union each way. Errors
+ * travel as SerializedError data and are classified by name.
+ */
+import type { SerializedError } from '../errors.js';
+import type { TaskPayload } from '../store/task-store.js';
+
+export type HandlerSpec = { kind: 'exec'; template: string } | { kind: 'module'; path: string };
+
+/** Everything a worker needs to run one attempt; also what `{…}` placeholders read. */
+export interface TaskMessage {
+  token: number;
+  key: string;
+  batch: string;
+  stage: string;
+  seq: number;
+  attempt: number;
+  payload: TaskPayload;
+  /** Where the full output goes, created only if the attempt prints anything. */
+  logFile: string;
+}
+
+export type ToWorker =
+  | { type: 'load'; handler: HandlerSpec; killGraceMs: number }
+  | { type: 'run'; task: TaskMessage }
+  /** Stop the attempt: fire ctx.signal, TERM the process group, KILL after the grace. */
+  | { type: 'abort'; token: number; reason: 'timeout' | 'shutdown' };
+
+export interface DoneMessage {
+  type: 'done';
+  token: number;
+  ok: boolean;
+  /** JSON text of the handler's result (SUCCESS only). */
+  result: string | null;
+  error: SerializedError | null;
+  exitCode: number | null;
+  signal: string | null;
+  outputTail: string | null;
+  logPath: string | null;
+  durationMs: number;
+  /** The worker's RSS after the attempt, for recycling. */
+  rss: number;
+}
+
+export type FromWorker =
+  | { type: 'ready' }
+  | { type: 'load-failed'; error: SerializedError }
+  /** An exec attempt's process group, so the coordinator can kill it if the worker dies. */
+  | { type: 'spawned'; token: number; pgid: number }
+  | { type: 'heartbeat'; token: number }
+  | DoneMessage;

@@ -1,0 +1,82 @@
+import { format } from 'node:util';
+import { serializeError } from '../errors.js';
+import type { Handler, Task } from './handler-types.js';
+import { OutputCapture } from './output-capture.js';
+import type { DoneMessage, TaskMessage } from './protocol.js';
+
+export interface RunningModule {
+  abort(reason: string): void;
+  done: Promise<Omit<DoneMessage, 'type' | 'token' | 'rss'>>;
+}
+
+type Write = typeof process.stdout.write;
+
+/**
+ * Runs one attempt of a module handler in this worker. While it runs, everything the
+ * handler writes to stdout/stderr (console.log included) goes to the attempt's capture.
+ */
+export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => void): RunningModule {
+  const started = Date.now();
+  const capture = new OutputCapture(msg.logFile);
+  const controller = new AbortController();
+  const restore = redirectOutput(capture);
+  const task: Task = {
+    key: msg.key,
+    batch: msg.batch,
+    stage: msg.stage,
+    path: msg.payload.path,
+    rel: msg.payload.rel,
+    start: msg.payload.start,
+    end: msg.payload.end,
+    attempt: msg.attempt,
+    payload: msg.payload,
+    inputs: {},
+  };
+  const ctx = {
+    attempt: msg.attempt,
+    signal: controller.signal,
+    log: (...args: unknown[]) => capture.write(`${format(...args)}\n`),
+    heartbeat,
+  };
+
+  const done = (async () => {
+    let ok = false;
+    let result: string | null = null;
+    let error = null;
+    try {
+      const value = await handler(task, ctx);
+      result = value === undefined ? null : JSON.stringify(value) ?? null;
+      ok = true;
+    } catch (err) {
+      error = serializeError(err);
+    } finally {
+      restore();
+    }
+    const { outputTail, logPath } = capture.finish();
+    return { ok, result, error, exitCode: null, signal: null, outputTail, logPath, durationMs: Date.now() - started };
+  })();
+
+  return {
+    abort(reason: string) {
+      controller.abort(new Error(`aborted: ${reason}`));
+    },
+    done,
+  };
+}
+
+function redirectOutput(capture: OutputCapture): () => void {
+  const out = process.stdout.write;
+  const err = process.stderr.write;
+  const into = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+    capture.write(typeof chunk === 'string' ? chunk : Buffer.from(chunk));
+    const cb = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
+    cb?.();
+    return true;
+  }) as Write;
+  process.stdout.write = into;
+  process.stderr.write = into;
+  return () => {
+    process.stdout.write = out;
+    process.stderr.write = err;
+  };
+}

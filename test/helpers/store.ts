@@ -1,0 +1,50 @@
+import Database from 'better-sqlite3';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const dbPathIn = (dir: string) => join(dir, '.splitdance', 'splitdance.db');
+
+/** Reads the store directly (read-only), the way a suspicious user would. */
+export function query<T = Record<string, unknown>>(dbPath: string, sql: string, ...params: unknown[]): T[] {
+  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare(sql).all(...params) as T[];
+  } finally {
+    db.close();
+  }
+}
+
+export interface SideEffect {
+  key: string;
+  attempt: number;
+  pid: number;
+  start: number;
+  end: number;
+}
+
+/** The side-effect log written by fixtures/handlers/record.mjs. */
+export function sideEffects(path: string): SideEffect[] {
+  if (!existsSync(path)) return [];
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as SideEffect);
+}
+
+export function countBy<T>(items: T[], key: (t: T) => string): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const i of items) m.set(key(i), (m.get(key(i)) ?? 0) + 1);
+  return m;
+}
+
+/** Pids still alive (signal 0 succeeds). */
+export function alivePids(pids: number[]): number[] {
+  return pids.filter((pid) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
