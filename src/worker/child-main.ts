@@ -59,6 +59,7 @@ function taskEnv(task: TaskMessage): NodeJS.ProcessEnv {
   return {
     ...process.env,
     SPLITDANCE_KEY: task.key,
+    SPLITDANCE_PATH: task.payload.path,
     SPLITDANCE_BATCH: task.batch,
     SPLITDANCE_ATTEMPT: String(task.attempt),
   };

@@ -16,8 +16,9 @@ export function checkTemplate(template: string): void {
 
 /**
  * Renders an `--exec` template for one task. Every substitution is shell-quoted, so a
- * file named `a'b $(touch x);.log` is one argument and runs nothing. A template with no
- * placeholder gets ` {}` appended, as GNU parallel does.
+ * file named `a'b $(touch x);.log` is one argument and runs nothing. Unlike GNU parallel,
+ * a template without placeholders runs as written (`--exec 'sleep 5'` means just that);
+ * the task's path is also in $SPLITDANCE_PATH.
  */
 export function renderTemplate(template: string, task: TaskMessage): string {
   const path = task.payload.path;
@@ -40,10 +41,5 @@ export function renderTemplate(template: string, task: TaskMessage): string {
     '/.': basename(path, ext),
     '#': String(task.seq),
   };
-  let used = false;
-  const rendered = template.replace(PLACEHOLDER, (_m, name: string) => {
-    used = true;
-    return shellQuote(values[name]!);
-  });
-  return used ? rendered : `${rendered} ${shellQuote(path)}`;
+  return template.replace(PLACEHOLDER, (_m, name: string) => shellQuote(values[name]!));
 }

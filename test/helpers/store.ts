@@ -37,12 +37,12 @@ export function countBy<T>(items: T[], key: (t: T) => string): Map<string, numbe
   return m;
 }
 
-/** Pids still alive (signal 0 succeeds). */
+/** Pids still running: present and not a zombie (an exited orphan waiting to be reaped is dead). */
 export function alivePids(pids: number[]): number[] {
   return pids.filter((pid) => {
     try {
-      process.kill(pid, 0);
-      return true;
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
     } catch {
       return false;
     }

@@ -57,19 +57,20 @@ export async function runCommand(sourceArg: string, flags: RunFlags, io: Io): Pr
     });
     await pool.start(); // a broken handler fails here, before the store is touched
     try {
-      store ??= openStore(dbPath, { create: true });
-      const job = definitionOf(source, settings);
-      const maxAttempts = settings.retries + 1;
-      const specs = splitSource(source, kind, {
+      const split = splitSource(source, kind, {
         include: settings.include,
         exclude: settings.exclude,
         chunkSize: settings.chunkSize,
         lines: settings.lines,
         skip: storeFiles(dbPath),
       });
+      const specs = existing ? split : nonEmpty(split, source, kind); // an empty new source: exit 2, no store
+      store ??= openStore(dbPath, { create: true });
+      const job = definitionOf(source, settings);
+      const maxAttempts = settings.retries + 1;
       const { batch, inserted } = await store.enqueue(
         { name: batchName, source, job: job as unknown as Record<string, unknown>, maxAttempts },
-        existing ? specs : nonEmpty(specs, source, kind),
+        specs,
       );
       if (existing && changed.length) await store.updateJob(batch.id, job as unknown as Record<string, unknown>, maxAttempts);
       return await drive(store, batch, pool, settings, inv, { io, flags, dbPath, inserted, notes });

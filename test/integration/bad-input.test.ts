@@ -1,0 +1,106 @@
+import Database from 'better-sqlite3';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { handler, runCli, tempDir } from '../helpers/cli.js';
+import { projectWithFiles } from '../helpers/project.js';
+import { dbPathIn, query } from '../helpers/store.js';
+
+const sha = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
+
+/** Every bad input: one line naming the thing and the fix, the documented code, no stack, the store untouched. */
+function expectCleanError(r: { code: number | null; stderr: string }, code: number, pattern: RegExp) {
+  expect(r.code).toBe(code);
+  expect(r.stderr).toMatch(pattern);
+  expect(r.stderr).not.toMatch(/\n\s+at /);
+}
+
+describe('bad input, nothing written', () => {
+  it('a missing source, an empty directory, no handler, both handlers, a non-numeric -j', async () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, 'empty'));
+    expectCleanError(await runCli(['run', 'nope', '--exec', 'true'], { cwd: dir }), 2, /source .*nope does not exist/);
+    expectCleanError(await runCli(['run', 'empty', '--exec', 'true'], { cwd: dir }), 2, /holds no files/);
+    writeFileSync(join(dir, 'a.txt'), 'x\n');
+    expectCleanError(await runCli(['run', 'a.txt'], { cwd: dir }), 2, /no handler: give --exec/);
+    expectCleanError(await runCli(['run', 'a.txt', '--exec', 'true', '--handler', 'x.mjs'], { cwd: dir }), 2, /either --exec or --handler/);
+    expectCleanError(await runCli(['run', 'a.txt', '--exec', 'true', '-j', 'lots'], { cwd: dir }), 2, /-j\/--concurrency expects a number/);
+    expectCleanError(await runCli(['run', 'a.txt', '--exec', 'true', '--timeout', '5'], { cwd: dir }), 2, /--timeout expects a duration/);
+    expectCleanError(await runCli(['run', 'a.txt', '--exec', 'true', '--bogus'], { cwd: dir }), 2, /unknown option '--bogus'/);
+    expect(existsSync(join(dir, '.splitdance'))).toBe(false);
+  });
+
+  it('a handler module that does not load, or has no default export: exit 2, store untouched', async () => {
+    const p = projectWithFiles(3);
+    expectCleanError(await runCli(['run', 'src', '--handler', handler('broken')], { cwd: p.dir }), 2, /broken\.mjs failed to load: .*broken on purpose/);
+    expectCleanError(await runCli(['run', 'src', '--handler', handler('no-default')], { cwd: p.dir }), 2, /no default export/);
+    expectCleanError(await runCli(['run', 'src', '--handler', 'missing.mjs'], { cwd: p.dir }), 2, /missing\.mjs does not exist/);
+    expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
+
+    // With an existing store: the broken handler changes nothing in it.
+    expect((await runCli(['run', 'src', '--exec', 'true', '--batch', 'other'], { cwd: p.dir })).code).toBe(0);
+    const before = query(dbPathIn(p.dir), 'SELECT * FROM tasks ORDER BY id');
+    expectCleanError(await runCli(['run', 'src', '--handler', handler('broken')], { cwd: p.dir }), 2, /failed to load/);
+    expect(query(dbPathIn(p.dir), 'SELECT * FROM tasks ORDER BY id')).toEqual(before);
+    expect(query(dbPathIn(p.dir), 'SELECT name FROM batches')).toEqual([{ name: 'other' }]);
+  });
+
+  it('an unknown --batch and a missing store for status', async () => {
+    const p = projectWithFiles(1);
+    expectCleanError(await runCli(['status'], { cwd: p.dir }), 4, /no store at .*splitdance\.db/);
+    expect((await runCli(['run', 'src', '--exec', 'true'], { cwd: p.dir })).code).toBe(0);
+    expectCleanError(await runCli(['status', '--batch', 'nightly'], { cwd: p.dir }), 2, /no batch named "nightly"/);
+    expectCleanError(await runCli(['show', 'nope.log'], { cwd: p.dir }), 2, /no task "nope\.log"/);
+    expectCleanError(await runCli(['tasks', '--status', 'DONE'], { cwd: p.dir }), 2, /--status expects one of/);
+  });
+
+  it('corrupt, foreign, newer and non-SQLite stores are refused with exit 4 and never modified', async () => {
+    const p = projectWithFiles(1);
+    const db = join(p.dir, 'store.db');
+    const cases: [string, () => void, RegExp][] = [
+      ['garbage', () => writeFileSync(db, 'this is not a database, just text\n'.repeat(100)), /not an SQLite database/],
+      [
+        'foreign',
+        () => {
+          const d = new Database(db);
+          d.exec('CREATE TABLE customers (id INTEGER PRIMARY KEY)');
+          d.close();
+        },
+        /not a splitdance store/,
+      ],
+      [
+        'newer',
+        () => {
+          const d = new Database(db);
+          d.pragma('user_version = 99');
+          d.close();
+        },
+        /schema version 99, newer/,
+      ],
+      [
+        'truncated',
+        () => {
+          const d = new Database(db);
+          d.exec('CREATE TABLE t (x TEXT); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200) INSERT INTO t SELECT hex(randomblob(500)) FROM n');
+          d.pragma('user_version = 1');
+          d.close();
+          writeFileSync(db, readFileSync(db).subarray(0, 6000));
+        },
+        /corrupt|not an SQLite/,
+      ],
+    ];
+    for (const [name, make, message] of cases) {
+      for (const suffix of ['', '-wal', '-shm']) if (existsSync(db + suffix)) writeFileSync(db + suffix, ''); // reset
+      if (existsSync(db)) (await import('node:fs')).rmSync(db);
+      make();
+      const before = sha(db);
+      const r = await runCli(['run', 'src', '--exec', 'true', '--db', db], { cwd: p.dir });
+      expectCleanError(r, 4, message);
+      expect(sha(db), name).toBe(before);
+      const s = await runCli(['status', '--db', db], { cwd: p.dir });
+      expect(s.code, name).toBe(4);
+      expect(sha(db), name).toBe(before);
+    }
+  });
+});

@@ -1,0 +1,159 @@
+import { describe, expect, it } from 'vitest';
+import { handler, runCli, sleep, startCli, waitFor } from '../helpers/cli.js';
+import { liveProcesses } from '../helpers/procs.js';
+import { projectWithFiles } from '../helpers/project.js';
+import { alivePids, dbPathIn, query, sideEffects } from '../helpers/store.js';
+
+const show = async (dir: string, key: string) => JSON.parse((await runCli(['show', key, '--json'], { cwd: dir })).stdout);
+
+describe('timeouts', () => {
+  it('--timeout kills a `sleep 1000` attempt and its group: TIMEOUT, retried, FAILED, no survivor', async () => {
+    const p = projectWithFiles(1);
+    const marker = `1000.${process.pid}1`;
+    const r = await runCli(['run', 'src', '--exec', `sleep ${marker}`, '--timeout', '1s', '--retries', '1', '--backoff', '100ms'], {
+      cwd: p.dir,
+    });
+    expect(r.code).toBe(1);
+    const t = await show(p.dir, 'f000.log');
+    expect(t.status).toBe('FAILED');
+    expect(t.attempts.map((a: { outcome: string }) => a.outcome)).toEqual(['TIMEOUT', 'TIMEOUT']);
+    expect(t.attempts[0].durationMs).toBeGreaterThanOrEqual(1000);
+    expect(t.attempts[0].durationMs).toBeLessThan(5000);
+    await sleep(200);
+    expect(liveProcesses(`sleep ${marker}`)).toEqual([]);
+  });
+
+  it('an attempt ignoring SIGTERM is killed with SIGKILL, including its background children', async () => {
+    const p = projectWithFiles(1);
+    const marker = `1000.${process.pid}2`;
+    const r = await runCli(
+      ['run', 'src', '--exec', `trap '' TERM; sleep ${marker} & sleep ${marker}; wait`, '--timeout', '500ms', '--retries', '0'],
+      { cwd: p.dir },
+    );
+    expect(r.code).toBe(1);
+    const t = await show(p.dir, 'f000.log');
+    expect(t.attempts[0].outcome).toBe('TIMEOUT');
+    await sleep(200);
+    expect(liveProcesses(`sleep ${marker}`)).toEqual([]);
+  });
+
+  it('a module handler that ignores ctx.signal is killed with its worker and recorded TIMEOUT', async () => {
+    const p = projectWithFiles(2);
+    const r = await runCli(['run', 'src', '--handler', handler('hang'), '--timeout', '300ms', '--retries', '0', '-j', '1'], { cwd: p.dir });
+    expect(r.code).toBe(1);
+    const rows = query<{ outcome: string }>(dbPathIn(p.dir), 'SELECT outcome FROM attempts ORDER BY id');
+    expect(rows.map((x) => x.outcome)).toEqual(['TIMEOUT', 'TIMEOUT']);
+  });
+});
+
+describe('handlers that kill their worker', () => {
+  for (const mode of ['exit0', 'exit1', 'throw', 'reject', 'abort', 'kill']) {
+    it(`${mode}: never SUCCESS, recorded CRASHED, the worker is replaced, other tasks still run`, async () => {
+      const p = projectWithFiles(3);
+      const r = await runCli(['run', 'src', '--handler', handler('crash'), '--retries', '1', '--backoff', '10ms', '-j', '2'], {
+        cwd: p.dir,
+        env: { CRASH_MODE: mode },
+      });
+      expect(r.code).toBe(1);
+      const rows = query<{ status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks');
+      expect(rows.every((t) => t.status === 'FAILED' && t.attempts === 2)).toBe(true);
+      const outcomes = query<{ outcome: string }>(dbPathIn(p.dir), 'SELECT DISTINCT outcome FROM attempts');
+      expect(outcomes).toEqual([{ outcome: 'CRASHED' }]);
+      const workers = query<{ n: number }>(dbPathIn(p.dir), 'SELECT count(DISTINCT pid) AS n FROM attempts');
+      expect(workers[0]!.n).toBeGreaterThan(2); // replacements ran the later attempts
+    });
+  }
+});
+
+describe('coordinator SIGKILL', () => {
+  it('resumes at once after random kills: nothing lost, repeats only of running tasks, no orphans', async () => {
+    const p = projectWithFiles(60);
+    const env = { SIDE_EFFECT_LOG: p.log, SLEEP_MS: '40' };
+    const args = ['run', 'src', '--handler', handler('record'), '-j', '2'];
+    let kills = 0;
+    for (const delay of [700, 950, 1200, 1500]) {
+      const child = startCli(args, { cwd: p.dir, env });
+      await sleep(delay);
+      child.kill('SIGKILL');
+      await child.result;
+      kills++;
+      const pids = query<{ pid: number }>(dbPathIn(p.dir), 'SELECT DISTINCT pid FROM attempts WHERE pid IS NOT NULL').map((r) => r.pid);
+      await waitFor(() => alivePids(pids).length === 0, 1500, 'workers to exit after their coordinator died');
+    }
+    const started = Date.now();
+    const final = await runCli(args, { cwd: p.dir, env });
+    expect(final.code, final.stderr).toBe(0);
+    expect(Date.now() - started).toBeLessThan(15_000); // no 30 s lease wait
+    const rows = query<{ task_key: string; status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT task_key, status, attempts FROM tasks');
+    expect(rows).toHaveLength(60);
+    expect(rows.every((t) => t.status === 'SUCCESS')).toBe(true);
+    const effects = sideEffects(p.log);
+    expect(new Set(effects.map((e) => e.key)).size).toBe(60);
+    // Only attempts running at a kill may repeat: at most 2 per kill (-j 2).
+    expect(effects.length - 60).toBeLessThanOrEqual(2 * kills);
+    const lost = query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM attempts WHERE outcome = 'LOST'");
+    expect(lost[0]!.n).toBeLessThanOrEqual(2 * kills);
+    expect(query(dbPathIn(p.dir), "SELECT 1 FROM attempts WHERE ended_at IS NULL")).toEqual([]);
+  });
+
+  it('two runs started together on one store run each task exactly once and both exit 0', async () => {
+    const p = projectWithFiles(80);
+    const env = { SIDE_EFFECT_LOG: p.log, SLEEP_MS: '20', CANARY_DIR: p.dir };
+    const args = ['run', 'src', '--handler', handler('record'), '-j', '2'];
+    const [a, b] = await Promise.all([startCli(args, { cwd: p.dir, env }).result, startCli(args, { cwd: p.dir, env }).result]);
+    expect(a.code, a.stderr).toBe(0);
+    expect(b.code, b.stderr).toBe(0);
+    expect(a.stderr + b.stderr).not.toMatch(/locked|busy/i);
+    const effects = sideEffects(p.log);
+    expect(effects).toHaveLength(80);
+    expect(new Set(effects.map((e) => e.key)).size).toBe(80);
+    const owners = query<{ n: number }>(dbPathIn(p.dir), 'SELECT count(DISTINCT owner) AS n FROM attempts');
+    expect(owners[0]!.n).toBe(2);
+  });
+});
+
+describe('signals', () => {
+  it('SIGINT drains running attempts, returns the rest, exit 130; nothing RUNNING, nothing charged', async () => {
+    const p = projectWithFiles(20);
+    const child = startCli(['run', 'src', '--exec', 'sleep 2', '-j', '2', '--grace', '300ms'], { cwd: p.dir });
+    await waitFor(() => /2 workers/.test(''), 0).catch(() => undefined);
+    await sleep(1200);
+    child.kill('SIGINT');
+    const r = await child.result;
+    expect(r.code).toBe(130);
+    const rows = query<{ status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks');
+    expect(rows.filter((t) => t.status === 'RUNNING')).toEqual([]);
+    expect(rows.every((t) => t.status === 'PENDING' && t.attempts === 0)).toBe(true);
+    const outcomes = query<{ outcome: string }>(dbPathIn(p.dir), 'SELECT outcome FROM attempts');
+    expect(outcomes).toEqual([{ outcome: 'INTERRUPTED' }, { outcome: 'INTERRUPTED' }]);
+    expect(liveProcesses('sleep 2').length).toBe(0);
+  });
+
+  it('SIGTERM lets short attempts finish within the grace and exits 143', async () => {
+    const p = projectWithFiles(10);
+    const child = startCli(['run', 'src', '--exec', 'sleep 0.6', '-j', '2', '--grace', '5s'], { cwd: p.dir });
+    await sleep(1000);
+    child.kill('SIGTERM');
+    const r = await child.result;
+    expect(r.code).toBe(143);
+    const rows = query<{ status: string }>(dbPathIn(p.dir), 'SELECT status FROM tasks');
+    expect(rows.some((t) => t.status === 'SUCCESS')).toBe(true);
+    expect(rows.filter((t) => t.status === 'RUNNING')).toEqual([]);
+    expect(query(dbPathIn(p.dir), "SELECT 1 FROM attempts WHERE outcome = 'INTERRUPTED'")).toEqual([]);
+  });
+
+  it('a second SIGINT kills at once instead of waiting for the grace', async () => {
+    const p = projectWithFiles(4);
+    const child = startCli(['run', 'src', '--exec', 'sleep 30', '-j', '2', '--grace', '60s'], { cwd: p.dir });
+    await sleep(1000);
+    child.kill('SIGINT');
+    await sleep(200);
+    const t0 = Date.now();
+    child.kill('SIGINT');
+    const r = await child.result;
+    expect(r.code).toBe(130);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    const rows = query<{ status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks');
+    expect(rows.every((t) => t.status === 'PENDING' && t.attempts === 0)).toBe(true);
+  });
+});

@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { handler, runCli } from '../helpers/cli.js';
+import { projectWithFiles } from '../helpers/project.js';
+import { dbPathIn, query } from '../helpers/store.js';
+
+const show = async (dir: string, key: string) => JSON.parse((await runCli(['show', key, '--json'], { cwd: dir })).stdout);
+
+describe('retries and backoff', () => {
+  it('a handler failing twice then succeeding shows 3 attempts spaced by the backoff', async () => {
+    const p = projectWithFiles(1);
+    const r = await runCli(
+      ['run', 'src', '--handler', handler('fail-twice'), '--backoff', '300ms', '--backoff-factor', '2', '--jitter', '0', '-j', '1'],
+      { cwd: p.dir },
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const t = await show(p.dir, 'f000.log');
+    expect(t.status).toBe('SUCCESS');
+    expect(t.attempts.map((a: { outcome: string }) => a.outcome)).toEqual(['FAILED', 'FAILED', 'SUCCESS']);
+    expect(t.attempts.map((a: { attempt: number }) => a.attempt)).toEqual([1, 2, 3]);
+    expect(t.attempts[0].error).toBe('transient failure on attempt 1');
+    const gap = (i: number) => Date.parse(t.attempts[i + 1].startedAt) - Date.parse(t.attempts[i].endedAt);
+    expect(gap(0)).toBeGreaterThanOrEqual(300);
+    expect(gap(1)).toBeGreaterThanOrEqual(600);
+    expect(gap(1)).toBeLessThan(3000);
+    expect(t.result).toEqual({ attempt: 3 });
+    for (const a of t.attempts) {
+      expect(a.startedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      expect(a).toHaveProperty('workerId');
+      expect(a.host).toBeTruthy();
+      expect(a.pid).toBeGreaterThan(0);
+    }
+  });
+
+  it('a task failing every time ends FAILED after 1 + retries attempts; exit 1', async () => {
+    const p = projectWithFiles(2);
+    const r = await runCli(['run', 'src', '--handler', handler('fail'), '--retries', '2', '--backoff', '50ms', '-j', '2'], { cwd: p.dir });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/FAILED f000\.log after 3 attempts: cannot process .*: boom/);
+    const rows = query<{ status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks');
+    expect(rows).toEqual([
+      { status: 'FAILED', attempts: 3 },
+      { status: 'FAILED', attempts: 3 },
+    ]);
+    const s = JSON.parse((await runCli(['status', '--json'], { cwd: p.dir })).stdout);
+    expect(s.topErrors).toHaveLength(1);
+    expect(s.topErrors[0].count).toBe(2);
+  });
+
+  it('PermanentError and --permanent-codes fail at once, without retries', async () => {
+    const p = projectWithFiles(1);
+    const r = await runCli(['run', 'src', '--handler', handler('permanent'), '--backoff', '50ms'], { cwd: p.dir });
+    expect(r.code).toBe(1);
+    const t = await show(p.dir, 'f000.log');
+    expect(t.attempts).toHaveLength(1);
+    expect(t.lastError).toBe('PermanentError: input is not a log file');
+
+    const q = projectWithFiles(2);
+    const r2 = await runCli(
+      ['run', 'src', '--exec', 'case {key} in f000.log) exit 64;; *) exit 1;; esac', '--permanent-codes', '64', '--retries', '1', '--backoff', '50ms'],
+      { cwd: q.dir },
+    );
+    expect(r2.code).toBe(1);
+    const rows = query<{ task_key: string; attempts: number }>(dbPathIn(q.dir), 'SELECT task_key, attempts FROM tasks ORDER BY task_key');
+    expect(rows).toEqual([
+      { task_key: 'f000.log', attempts: 1 },
+      { task_key: 'f001.log', attempts: 2 },
+    ]);
+  });
+
+  it('retry-failed gives FAILED tasks a fresh budget, filtered by --key, and --run runs them', async () => {
+    const p = projectWithFiles(3);
+    const marker = `${p.dir}/fixed`;
+    const exec = `test -e '${marker}' || exit 3`;
+    expect((await runCli(['run', 'src', '--exec', exec, '--retries', '0'], { cwd: p.dir })).code).toBe(1);
+    const reset = await runCli(['retry-failed', '--key', 'f00[01].log', '--json'], { cwd: p.dir });
+    expect(reset.code).toBe(0);
+    expect(JSON.parse(reset.stdout).reset).toBe(2);
+    const s = JSON.parse((await runCli(['status', '--json'], { cwd: p.dir })).stdout);
+    expect(s).toMatchObject({ pending: 2, failed: 1, retrying: 0 });
+    await runCli(['run', 'src', '--exec', `touch '${marker}'`], { cwd: p.dir, env: {} }).then((r) => expect(r.code).toBe(1));
+    const after = query<{ task_key: string; status: string }>(dbPathIn(p.dir), 'SELECT task_key, status FROM tasks ORDER BY task_key');
+    expect(after.map((t) => t.status)).toEqual(['SUCCESS', 'SUCCESS', 'FAILED']);
+    const again = await runCli(['retry-failed', '--run'], { cwd: p.dir });
+    expect(again.code, again.stderr).toBe(0);
+    const t = await show(p.dir, 'f002.log');
+    expect(t.status).toBe('SUCCESS');
+    expect(t.attempts.map((a: { outcome: string }) => a.outcome)).toEqual(['FAILED', 'SUCCESS']);
+  });
+});

@@ -1,0 +1,264 @@
+import Database from 'better-sqlite3';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { ClaimedTask } from '../../src/store/task-store.js';
+import { tempDir } from '../helpers/cli.js';
+import { describeTaskStore, ending, keys, newBatch, spec } from './contract.js';
+
+describeTaskStore('sqlite', async () => {
+  const dir = tempDir('sd-store-');
+  const store = SqliteStore.open(join(dir, '.splitdance', 'splitdance.db'), { create: true });
+  return {
+    store,
+    cleanup: async () => {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+const dirs: string[] = [];
+const stores: SqliteStore[] = [];
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function freshDir(): string {
+  const d = tempDir('sd-sqlite-');
+  dirs.push(d);
+  return d;
+}
+
+function open(path: string, create = true): SqliteStore {
+  const s = SqliteStore.open(path, { create });
+  stores.push(s);
+  return s;
+}
+
+const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
+const mode = (path: string) => statSync(path).mode & 0o777;
+
+/** A real store with some history, closed (so the WAL is checkpointed into the file). */
+async function realStore(path: string): Promise<void> {
+  const s = SqliteStore.open(path, { create: true });
+  const { batch } = await s.enqueue(newBatch(), keys(500).map(spec));
+  const now = Date.now();
+  const claimed = await s.claim({ batchId: batch.id, owner: 'o', host: 'h', now, leaseMs: 1000, slots: [{ workerId: 'w', pid: 1 }] });
+  await s.settle(claimed.map((t) => ending(t, 'SUCCESS', now + 1, { result: '"r"' })));
+  await s.close();
+}
+
+/** Opening `path` must throw a StoreError and leave the file (and its folder) exactly as it was. */
+function expectRefused(path: string, message?: RegExp): void {
+  const before = sha256(path);
+  const listing = readdirSync(join(path, '..')).sort();
+  let thrown: unknown;
+  try {
+    stores.push(SqliteStore.open(path, { create: true }));
+  } catch (err) {
+    thrown = err;
+  }
+  expect(thrown, 'open should throw').toBeInstanceOf(Error);
+  expect((thrown as Error).name).toBe('StoreError');
+  if (message) expect((thrown as Error).message).toMatch(message);
+  expect((thrown as Error).message).toContain(path);
+  expect(sha256(path)).toBe(before);
+  expect(readdirSync(join(path, '..')).sort()).toEqual(listing);
+}
+
+describe('SqliteStore file', () => {
+  it('creates the store 0600 in folders created 0700, even with umask 022', async () => {
+    const root = freshDir();
+    const path = join(root, 'a', 'b', 'splitdance.db');
+    const old = process.umask(0o022);
+    try {
+      const s = open(path);
+      await s.enqueue(newBatch(), keys(3).map(spec));
+      expect(mode(path)).toBe(0o600);
+      expect(mode(join(root, 'a'))).toBe(0o700);
+      expect(mode(join(root, 'a', 'b'))).toBe(0o700);
+      // SQLite gives its side files the database's mode.
+      expect(mode(`${path}-wal`)).toBe(0o600);
+      expect(mode(`${path}-shm`)).toBe(0o600);
+    } finally {
+      process.umask(old);
+    }
+  });
+
+  it('uses WAL and stays intact after a workload', async () => {
+    const path = join(freshDir(), 'splitdance.db');
+    const s = open(path);
+    const { batch } = await s.enqueue(newBatch(), keys(200).map(spec));
+    const now = Date.now();
+    for (let i = 0; i < 20; i++) {
+      const got = await s.claim({ batchId: batch.id, owner: 'o', host: 'h', now: now + i, leaseMs: 1000, slots: [{ workerId: 'w1', pid: 1 }, { workerId: 'w2', pid: 2 }] });
+      await s.settle(got.map((t, j) => (j ? ending(t, 'SUCCESS', now + i) : ending(t, 'FAILED', now + i, { retryAt: now + i + 1 }))));
+    }
+    await s.releaseStale(null, now + 10_000, [], 'self');
+    const db = new Database(path, { readonly: true });
+    try {
+      expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+      expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
+      expect(db.pragma('user_version', { simple: true })).toBeGreaterThanOrEqual(1);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('keeps everything across close and reopen', async () => {
+    const path = join(freshDir(), 'splitdance.db');
+    await realStore(path);
+    const s = open(path, false);
+    const batch = await s.findBatch('batch');
+    expect(batch).toBeDefined();
+    expect(await s.counts(batch!.id)).toMatchObject({ total: 500, succeeded: 1, pending: 499 });
+  });
+
+  it('refuses a garbage file without changing it', () => {
+    const path = join(freshDir(), 'splitdance.db');
+    writeFileSync(path, randomBytes(16 * 1024));
+    expectRefused(path);
+  });
+
+  it('refuses a text file without changing it', () => {
+    const path = join(freshDir(), 'splitdance.db');
+    writeFileSync(path, 'key,status\nk000,SUCCESS\n'.repeat(500));
+    expectRefused(path);
+  });
+
+  it('refuses a truncated store without changing it', async () => {
+    const path = join(freshDir(), 'splitdance.db');
+    await realStore(path);
+    truncateSync(path, Math.floor(statSync(path).size / 2));
+    expectRefused(path, /corrupt/);
+  });
+
+  it('refuses a store cut inside its header page without changing it', async () => {
+    const path = join(freshDir(), 'splitdance.db');
+    await realStore(path);
+    truncateSync(path, 60);
+    expectRefused(path);
+  });
+
+  it('refuses an SQLite database that is not a splitdance store without changing it', () => {
+    const path = join(freshDir(), 'app.db');
+    const db = new Database(path);
+    db.exec("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users (name) VALUES ('ada')");
+    db.close();
+    expectRefused(path, /not a splitdance store/);
+  });
+
+  // Suspected bug: checkIdentity only inspects tables when user_version is 0, so a foreign
+  // database that uses user_version itself passes, is switched to WAL (its header rewritten),
+  // and then fails in prepareStatements with a raw SqliteError ("no such table: batches").
+  it.fails('refuses a foreign SQLite database whose user_version happens to be 1 without changing it', () => {
+    const path = join(freshDir(), 'app.db');
+    const db = new Database(path);
+    db.exec('CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)');
+    db.pragma('user_version = 1');
+    db.close();
+    expectRefused(path);
+  });
+
+  it('refuses a store written by a newer schema without changing it', async () => {
+    const path = join(freshDir(), 'splitdance.db');
+    await realStore(path);
+    const db = new Database(path);
+    db.pragma('user_version = 99');
+    db.close();
+    expectRefused(path, /newer/);
+  });
+
+  it('refuses a missing store with create: false and creates nothing', () => {
+    const root = freshDir();
+    const path = join(root, 'nested', 'splitdance.db');
+    let thrown: unknown;
+    try {
+      open(path, false);
+    } catch (err) {
+      thrown = err;
+    }
+    expect((thrown as Error | undefined)?.name).toBe('StoreError');
+    expect(existsSync(path)).toBe(false);
+    expect(readdirSync(root)).toEqual([]);
+  });
+
+  it('refuses a directory given as the store path', () => {
+    const path = join(freshDir(), 'store.db');
+    mkdirSync(path);
+    expect(() => open(path)).toThrow(expect.objectContaining({ name: 'StoreError' }));
+  });
+});
+
+describe('SqliteStore enqueue', () => {
+  it('leaves the file without a batch or task when the source throws after thousands of specs', async () => {
+    const path = join(freshDir(), 'splitdance.db');
+    const s = open(path);
+    function* broken() {
+      // More than one staging chunk (5000) so some rows were staged before the failure.
+      for (let i = 0; i < 12_000; i++) yield spec(`f${String(i).padStart(6, '0')}`);
+      throw new Error('EIO while walking');
+    }
+    await expect(s.enqueue(newBatch(), broken())).rejects.toThrow('EIO while walking');
+    const db = new Database(path, { readonly: true });
+    try {
+      expect(db.prepare('SELECT count(*) AS n FROM batches').get()).toEqual({ n: 0 });
+      expect(db.prepare('SELECT count(*) AS n FROM tasks').get()).toEqual({ n: 0 });
+    } finally {
+      db.close();
+    }
+    expect(await s.listBatches()).toEqual([]);
+    const ok = await s.enqueue(newBatch(), keys(2).map(spec));
+    expect(ok).toMatchObject({ created: true, inserted: 2 });
+  });
+});
+
+describe('SqliteStore listTasks', () => {
+  // Suspected bug (latent: the CLI rejects --limit 0): selectTasks pushes a row before it
+  // checks the limit, so limit 0 returns one task (and retryFailed with limit 0 resets one).
+  it.fails('returns no task for limit 0', async () => {
+    const s = open(join(freshDir(), 'splitdance.db'));
+    const { batch } = await s.enqueue(newBatch(), keys(3).map(spec));
+    expect(await s.listTasks({ batchId: batch.id, limit: 0 })).toEqual([]);
+  });
+});
+
+describe('SqliteStore with two connections on one file', () => {
+  it('never lets two stores hold the same task, over many interleaved rounds', async () => {
+    const path = join(freshDir(), 'splitdance.db');
+    const a = open(path);
+    const b = open(path);
+    const { batch } = await a.enqueue(newBatch('shared', 2), keys(80).map(spec));
+    const t0 = Date.now();
+    const held = new Map<number, string>();
+    let previous: { store: SqliteStore; task: ClaimedTask }[] = [];
+    for (let round = 0; round < 400; round++) {
+      const now = t0 + round * 10;
+      const slots = [{ workerId: 'w1', pid: 1 }, { workerId: 'w2', pid: 2 }];
+      const [ga, gb] = await Promise.all([
+        a.claim({ batchId: batch.id, owner: 'A', host: 'h', now, leaseMs: 60_000, slots }),
+        b.claim({ batchId: batch.id, owner: 'B', host: 'h', now, leaseMs: 60_000, slots }),
+      ]);
+      for (const t of [...ga, ...gb]) {
+        expect(held.has(t.id), `task ${t.key} claimed twice`).toBe(false);
+        held.set(t.id, t.key);
+      }
+      // Settle the previous round's tasks through the other connection half the time.
+      for (const [i, p] of previous.entries()) {
+        const via = i % 2 ? a : b;
+        const s = p.task.id % 4 === 0 ? ending(p.task, 'FAILED', now + 1, { retryAt: now + 2 }) : ending(p.task, 'SUCCESS', now + 1);
+        expect(await via.settle([s])).toEqual([p.task.token]);
+        held.delete(p.task.id);
+      }
+      previous = [...ga.map((task) => ({ store: a, task })), ...gb.map((task) => ({ store: b, task }))];
+      if (previous.length === 0 && (await a.nextDueAt(batch.id)) === null) break;
+    }
+    const c = await b.counts(batch.id);
+    expect(c.succeeded + c.failed).toBe(80);
+    expect(c.total).toBe(80);
+  });
+});

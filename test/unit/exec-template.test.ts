@@ -1,0 +1,241 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { checkTemplate, renderTemplate, shellQuote } from '../../src/worker/exec-template.js';
+import type { TaskMessage } from '../../src/worker/protocol.js';
+
+let work: string;
+beforeEach(() => {
+  work = realpathSync(mkdtempSync(join(tmpdir(), 'sd-exec-')));
+});
+afterEach(() => {
+  rmSync(work, { recursive: true, force: true });
+});
+
+function task(over: Partial<TaskMessage> & { payload?: Partial<TaskMessage['payload']> } = {}): TaskMessage {
+  const { payload, ...rest } = over;
+  return {
+    token: 17,
+    key: '2025/01/app.log',
+    batch: 'nightly',
+    stage: 'main',
+    seq: 42,
+    attempt: 2,
+    logFile: '/nonexistent/log',
+    ...rest,
+    payload: { version: 1, path: '/data/src/2025/01/app.log', rel: '2025/01/app.log', ...payload },
+  };
+}
+
+/** Runs a command line with the real /bin/sh in the scratch dir; returns stdout. */
+function sh(command: string, cwd = work): string {
+  return execFileSync('/bin/sh', ['-c', command], {
+    cwd,
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH, HOME: '/nonexistent-home' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/** Renders `printf '%s\0' <template>` for the task, runs it and returns the arguments it received. */
+function run(template: string, t: TaskMessage): string[] {
+  const rendered = renderTemplate(`printf '%s\\0' ${template}`, t);
+  const out = sh(rendered);
+  return out.split('\0').slice(0, -1);
+}
+
+const hostileNames = [
+  "it's.log",
+  "a'b $(touch x);.log",
+  '$(touch pwned).log',
+  '`touch pwned2`.log',
+  'semi;touch pwned3;.log',
+  'pipe|touch pwned4.log',
+  'new\nline.log',
+  'tab\tand  two  spaces.log',
+  '-rf',
+  '--help.log',
+  '&& touch pwned5 &&.log',
+  '> pwned6.log',
+  '$HOME ${PATH} "dq" \\back.log',
+  '* ? [a-z] ~.log',
+  "''''.log",
+  '\'"\'"\'.log',
+  'emoji 🚀 café cafe\u0301 日本.log',
+  '!!.log',
+];
+
+describe('renderTemplate: hostile names through a real /bin/sh', () => {
+  for (const name of hostileNames) {
+    it(`passes ${JSON.stringify(name)} as one exact argument and runs nothing`, () => {
+      const dir = join(work, 'in dir $(touch pwned-dir)');
+      const path = join(dir, name);
+      const t = task({ key: name, payload: { path, rel: name } });
+      const before = readdirSync(work).sort();
+      expect(run('{}', t)).toEqual([path]);
+      expect(run('{key}', t)).toEqual([name]);
+      expect(run('{rel}', t)).toEqual([name]);
+      expect(run('{name}', t)).toEqual([name]);
+      expect(run('{/}', t)).toEqual([name]);
+      expect(run('{dir}', t)).toEqual([dir]);
+      expect(run('{//}', t)).toEqual([dir]);
+      expect(run('x{}y {name}', t)).toEqual([`x${path}y`, name]);
+      // nothing was created by any of those runs
+      expect(readdirSync(work).sort()).toEqual(before);
+    });
+  }
+
+  it('the same hostile names run against real files: cat reads exactly that file', () => {
+    const src = join(work, 'src');
+    mkdirSync(src);
+    for (const name of hostileNames) {
+      const path = join(src, name);
+      writeFileSync(path, `content of ${name}`);
+      const t = task({ key: name, payload: { path, rel: name } });
+      expect(sh(renderTemplate('cat {}', t))).toBe(`content of ${name}`);
+      expect(sh(renderTemplate('cat -- {rel}', t), src)).toBe(`content of ${name}`);
+    }
+    expect(readdirSync(work)).toEqual(['src']);
+    expect(readdirSync(src).sort()).toEqual([...hostileNames].sort());
+  });
+
+  it('a hostile batch name is quoted too', () => {
+    const batch = "b'; touch pwned; echo '";
+    expect(run('{batch}', task({ batch }))).toEqual([batch]);
+    expect(readdirSync(work)).toEqual([]);
+  });
+});
+
+describe('renderTemplate: placeholders (SPEC §4)', () => {
+  const t = task({
+    key: 'big.tar.gz:00003',
+    seq: 7,
+    attempt: 3,
+    batch: 'b-1',
+    payload: { path: '/srv/data/in/archive.tar.gz', rel: 'in/archive.tar.gz', start: 1024, end: 4096 },
+  });
+
+  const cases: [string, string][] = [
+    ['{}', '/srv/data/in/archive.tar.gz'],
+    ['{key}', 'big.tar.gz:00003'],
+    ['{rel}', 'in/archive.tar.gz'],
+    ['{name}', 'archive.tar.gz'],
+    ['{stem}', 'archive.tar'],
+    ['{ext}', '.gz'],
+    ['{dir}', '/srv/data/in'],
+    ['{start}', '1024'],
+    ['{end}', '4096'],
+    ['{attempt}', '3'],
+    ['{batch}', 'b-1'],
+    ['{.}', '/srv/data/in/archive.tar'],
+    ['{/}', 'archive.tar.gz'],
+    ['{//}', '/srv/data/in'],
+    ['{/.}', 'archive.tar'],
+    ['{#}', '7'],
+  ];
+  for (const [placeholder, value] of cases) {
+    it(`${placeholder} → ${JSON.stringify(value)}`, () => {
+      expect(renderTemplate(`echo ${placeholder}`, t)).toBe(`echo ${shellQuote(value)}`);
+      expect(run(placeholder, t)).toEqual([value]);
+    });
+  }
+
+  it('renders every placeholder in one template, in order', () => {
+    const template = cases.map(([p]) => p).join(' ');
+    expect(run(template, t)).toEqual(cases.map(([, v]) => v));
+  });
+
+  it('{ext} keeps its dot; stem and {.} drop only the last extension', () => {
+    const l = task({ payload: { path: '/x/y/app.log', rel: 'y/app.log' } });
+    expect(run('{ext} {stem} {.} {/.}', l)).toEqual(['.log', 'app', '/x/y/app', 'app']);
+  });
+
+  it('a file without extension: {ext} is empty, {.} is the path', () => {
+    const n = task({ payload: { path: '/x/Makefile', rel: 'Makefile' } });
+    expect(run('{ext} {stem} {.} {/.}', n)).toEqual(['', 'Makefile', '/x/Makefile', 'Makefile']);
+  });
+
+  it('a dotfile has no extension', () => {
+    const d = task({ payload: { path: '/x/.bashrc', rel: '.bashrc' } });
+    expect(run('{ext} {stem} {.}', d)).toEqual(['', '.bashrc', '/x/.bashrc']);
+  });
+
+  it('a dot in a directory name is not an extension', () => {
+    const d = task({ payload: { path: '/x/v1.2/README', rel: 'v1.2/README' } });
+    expect(run('{ext} {.} {dir}', d)).toEqual(['', '/x/v1.2/README', '/x/v1.2']);
+  });
+
+  it('{start} and {end} are empty (but still one argument each) for a whole file', () => {
+    const w = task();
+    expect(run('{start} {end}', w)).toEqual(['', '']);
+  });
+
+  it('{start} 0 is rendered, not treated as missing', () => {
+    const c = task({ payload: { start: 0, end: 10 } });
+    expect(run('{start} {end}', c)).toEqual(['0', '10']);
+  });
+
+  it('the same placeholder may appear many times', () => {
+    expect(run('{#} {#} {name}{ext}', task({ seq: 1 }))).toEqual(['1', '1', 'app.log.log']);
+  });
+
+  it('placeholders work inside a larger shell command with pipes and redirections', () => {
+    const t2 = task({ key: "o'k", payload: { path: join(work, "in'put.txt"), rel: "in'put.txt" } });
+    writeFileSync(t2.payload.path, 'hello\nworld\n');
+    const cmd = renderTemplate('wc -l < {} | tr -d " " > {dir}/{/.}.count && cat {dir}/{/.}.count', t2);
+    expect(sh(cmd).trim()).toBe('2');
+    expect(readdirSync(work).sort()).toEqual(["in'put.count", "in'put.txt"]);
+  });
+
+  it('unknown braces are left alone (awk programs, {foo})', () => {
+    const p = join(work, 'cols.txt');
+    writeFileSync(p, 'a b\nc d\n');
+    const t3 = task({ payload: { path: p, rel: 'cols.txt' } });
+    const rendered = renderTemplate("awk '{print $2}' {}", t3);
+    expect(rendered).toBe(`awk '{print $2}' ${shellQuote(p)}`);
+    expect(sh(rendered)).toBe('b\nd\n');
+    expect(renderTemplate('echo {foo} {{}}', t3)).toBe(`echo {foo} {${shellQuote(p)}}`);
+  });
+});
+
+// The brief asked for "a template with no placeholder gets the path appended" (GNU parallel);
+// src/worker/exec-template.ts was changed (12:44) to run such a template as written, with the
+// path in $SPLITDANCE_PATH instead. SPEC §4 says neither; these tests pin the current source.
+describe('renderTemplate: no placeholder', () => {
+  it('runs the template exactly as written (nothing appended)', () => {
+    const t = task({ payload: { path: "/d/it's here.log", rel: "it's here.log" } });
+    expect(renderTemplate('sleep 0', t)).toBe('sleep 0');
+    expect(renderTemplate("awk '{print $2}'", t)).toBe("awk '{print $2}'");
+    expect(sh(renderTemplate('echo ran', t))).toBe('ran\n');
+  });
+
+  it('quotes only the placeholders when any is used', () => {
+    const t = task();
+    expect(renderTemplate('echo {#}', t)).toBe("echo '42'");
+    expect(run('{name}', t)).toEqual(['app.log']);
+  });
+});
+
+describe('shellQuote and checkTemplate', () => {
+  it('round-trips arbitrary strings through /bin/sh', () => {
+    for (const s of ['', "'", "''", 'a\nb', '\\', '$(x)', '`x`', '"', '\t', '-n', '*']) {
+      expect(sh(`printf '%s\\0' ${shellQuote(s)}`).split('\0').slice(0, -1)).toEqual([s]);
+    }
+  });
+
+  it('refuses an empty or blank template with a UsageError', () => {
+    for (const tpl of ['', '   ', '\n\t']) {
+      let err: unknown;
+      try {
+        checkTemplate(tpl);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(Error);
+      expect((err as Error).name).toBe('UsageError');
+    }
+    expect(() => checkTemplate('gzip -k {}')).not.toThrow();
+  });
+});

@@ -1,0 +1,240 @@
+import { describe, expect, it } from 'vitest';
+import type { BackoffPolicy } from '../../src/coordinator/backoff.js';
+import { settle, type Ending, type RetryRules } from '../../src/coordinator/settlement.js';
+import { PermanentError, serializeError, type SerializedError } from '../../src/errors.js';
+import type { ClaimedTask } from '../../src/store/task-store.js';
+import type { DoneMessage } from '../../src/worker/protocol.js';
+
+const NOW = 1_700_000_000_000;
+const STARTED = NOW - 1_234;
+const policy: BackoffPolicy = { backoffMs: 5_000, factor: 5, maxBackoffMs: 3_600_000, jitter: 0 };
+const rules = (over: Partial<RetryRules> = {}): RetryRules => ({ policy, permanentCodes: [], timeoutMs: 30_000, ...over });
+
+function claimed(attempt: number, maxAttempts = 4): ClaimedTask {
+  return {
+    id: 9,
+    token: 77,
+    key: 'a.log',
+    stage: 'main',
+    seq: 1,
+    attempt,
+    maxAttempts,
+    payload: { version: 1, path: '/src/a.log', rel: 'a.log' },
+    workerId: 'w1',
+  };
+}
+
+function done(over: Partial<DoneMessage> = {}): DoneMessage {
+  return {
+    type: 'done',
+    token: 77,
+    ok: false,
+    result: null,
+    error: null,
+    exitCode: 1,
+    signal: null,
+    outputTail: 'some output',
+    logPath: '/logs/b/a.log.1',
+    durationMs: 1_200,
+    rss: 50_000_000,
+    ...over,
+  };
+}
+
+const reported = (msg: DoneMessage, timedOut = false): Ending => ({ kind: 'reported', msg, timedOut });
+const err = (over: Partial<SerializedError> = {}): SerializedError => ({ name: 'Error', message: 'boom', retryable: true, ...over });
+
+describe('settle', () => {
+  it('SUCCESS: terminal, result and output kept, no error', () => {
+    const { settlement, terminal } = settle(
+      claimed(1),
+      reported(done({ ok: true, result: '{"n":3}', exitCode: 0 })),
+      rules(),
+      NOW,
+      STARTED,
+    );
+    expect(terminal).toBe(true);
+    expect(settlement).toMatchObject({
+      token: 77,
+      taskId: 9,
+      outcome: 'SUCCESS',
+      endedAt: NOW,
+      durationMs: 1_234,
+      exitCode: 0,
+      signal: null,
+      error: null,
+      result: '{"n":3}',
+      outputTail: 'some output',
+      logPath: '/logs/b/a.log.1',
+    });
+  });
+
+  it('SUCCESS on the last attempt is still SUCCESS', () => {
+    const { settlement, terminal } = settle(claimed(4, 4), reported(done({ ok: true, exitCode: 0 })), rules(), NOW, STARTED);
+    expect(settlement.outcome).toBe('SUCCESS');
+    expect(terminal).toBe(true);
+  });
+
+  describe('retryable failure', () => {
+    // [attempt, maxAttempts, expected delay, terminal]
+    const table: [number, number, number, boolean][] = [
+      [1, 4, 5_000, false],
+      [2, 4, 25_000, false],
+      [3, 4, 125_000, false],
+      [4, 4, 625_000, true],
+      [1, 1, 5_000, true],
+      [5, 4, 3_125_000, true],
+    ];
+    for (const [attempt, max, delay, terminal] of table) {
+      it(`attempt ${attempt}/${max}: FAILED, ${terminal ? 'terminal' : `retryAt now + ${delay}`}`, () => {
+        const r = settle(claimed(attempt, max), reported(done({ error: err() })), rules(), NOW, STARTED);
+        expect(r.settlement.outcome).toBe('FAILED');
+        expect(r.settlement.error).toBe('boom');
+        expect(r.terminal).toBe(terminal);
+        if (!terminal) expect(r.settlement.retryAt).toBe(NOW + delay);
+        expect(r.settlement).toMatchObject({ exitCode: 1, outputTail: 'some output', logPath: '/logs/b/a.log.1', durationMs: 1_234 });
+      });
+    }
+
+    it('retryAt is capped by maxBackoff', () => {
+      const r = settle(claimed(3, 9), reported(done()), rules({ policy: { ...policy, maxBackoffMs: 60_000 } }), NOW, STARTED);
+      expect(r.settlement.retryAt).toBe(NOW + 60_000);
+      expect(r.terminal).toBe(false);
+    });
+
+    it('retryAt stays within the jitter band', () => {
+      for (let i = 0; i < 50; i++) {
+        const r = settle(claimed(1), reported(done()), rules({ policy: { ...policy, jitter: 0.1 } }), NOW, STARTED);
+        expect(r.settlement.retryAt).toBeGreaterThanOrEqual(NOW + 4_500);
+        expect(r.settlement.retryAt).toBeLessThanOrEqual(NOW + 5_500);
+      }
+    });
+
+    it('an exec failure without an error object is described as "failed"', () => {
+      const r = settle(claimed(1), reported(done({ exitCode: 3, error: null })), rules(), NOW, STARTED);
+      expect(r.settlement.outcome).toBe('FAILED');
+      expect(r.settlement.error).toBe('failed');
+      expect(r.settlement.exitCode).toBe(3);
+      expect(r.terminal).toBe(false);
+    });
+
+    it('the error line carries the name and code', () => {
+      const r = settle(
+        claimed(1),
+        reported(done({ error: err({ name: 'TypeError', message: 'x is not a function' }) })),
+        rules(),
+        NOW,
+        STARTED,
+      );
+      expect(r.settlement.error).toBe('TypeError: x is not a function');
+      const r2 = settle(claimed(1), reported(done({ error: err({ code: 'ENOENT', message: 'no such file' }) })), rules(), NOW, STARTED);
+      expect(r2.settlement.error).toBe('ENOENT: no such file');
+    });
+
+    it('a signal-killed exec (exitCode null) is retryable even with permanent codes set', () => {
+      const r = settle(claimed(1), reported(done({ exitCode: null, signal: 'SIGKILL' })), rules({ permanentCodes: [0, 1, 137] }), NOW, STARTED);
+      expect(r.settlement.outcome).toBe('FAILED');
+      expect(r.settlement.signal).toBe('SIGKILL');
+      expect(r.settlement.retryAt).toBe(NOW + 5_000);
+      expect(r.terminal).toBe(false);
+    });
+  });
+
+  describe('permanent failure', () => {
+    it('a thrown PermanentError → retryAt null and terminal on the first attempt', () => {
+      const e = serializeError(new PermanentError('bad record'));
+      expect(e.retryable).toBe(false);
+      const r = settle(claimed(1, 4), reported(done({ error: e })), rules(), NOW, STARTED);
+      expect(r.settlement.outcome).toBe('FAILED');
+      expect(r.settlement.retryAt).toBeNull();
+      expect(r.settlement.error).toBe('PermanentError: bad record');
+      expect(r.terminal).toBe(true);
+    });
+
+    it('any error with retryable:false → retryAt null and terminal', () => {
+      const r = settle(claimed(2, 10), reported(done({ error: err({ name: 'ValidationError', message: 'nope', retryable: false }) })), rules(), NOW, STARTED);
+      expect(r.settlement.retryAt).toBeNull();
+      expect(r.terminal).toBe(true);
+    });
+
+    it('an exit code in permanentCodes → retryAt null and terminal', () => {
+      const r = settle(claimed(1, 4), reported(done({ exitCode: 42 })), rules({ permanentCodes: [3, 42] }), NOW, STARTED);
+      expect(r.settlement.outcome).toBe('FAILED');
+      expect(r.settlement.exitCode).toBe(42);
+      expect(r.settlement.retryAt).toBeNull();
+      expect(r.terminal).toBe(true);
+    });
+
+    it('an exit code not in permanentCodes stays retryable', () => {
+      const r = settle(claimed(1, 4), reported(done({ exitCode: 2 })), rules({ permanentCodes: [3, 42] }), NOW, STARTED);
+      expect(r.settlement.retryAt).toBe(NOW + 5_000);
+      expect(r.terminal).toBe(false);
+    });
+  });
+
+  describe('timeout', () => {
+    it('a timed-out report → TIMEOUT, retried like a failure', () => {
+      const r = settle(claimed(1, 4), reported(done({ exitCode: null, signal: 'SIGTERM' }), true), rules(), NOW, STARTED);
+      expect(r.settlement.outcome).toBe('TIMEOUT');
+      expect(r.settlement.error).toMatch(/^TIMEOUT/);
+      expect(r.settlement.error).toContain('30000');
+      expect(r.settlement.retryAt).toBe(NOW + 5_000);
+      expect(r.settlement.signal).toBe('SIGTERM');
+      expect(r.settlement.outputTail).toBe('some output');
+      expect(r.terminal).toBe(false);
+    });
+
+    it('a timed-out report on the last attempt is terminal', () => {
+      const r = settle(claimed(4, 4), reported(done({ error: err() }), true), rules(), NOW, STARTED);
+      expect(r.settlement.outcome).toBe('TIMEOUT');
+      expect(r.terminal).toBe(true);
+    });
+
+    it('a timeout is retried even if its exit code is a permanent one', () => {
+      const r = settle(claimed(1, 4), reported(done({ exitCode: 42 }), true), rules({ permanentCodes: [42] }), NOW, STARTED);
+      expect(r.settlement.outcome).toBe('TIMEOUT');
+      expect(r.settlement.retryAt).toBe(NOW + 5_000);
+      expect(r.terminal).toBe(false);
+    });
+  });
+
+  describe('worker death', () => {
+    it('→ CRASHED with the reason, retried', () => {
+      const r = settle(claimed(2, 4), { kind: 'died', why: 'worker exited with signal SIGSEGV', timedOut: false }, rules(), NOW, STARTED);
+      expect(r.settlement.outcome).toBe('CRASHED');
+      expect(r.settlement.error).toBe('CRASHED: worker exited with signal SIGSEGV');
+      expect(r.settlement.retryAt).toBe(NOW + 25_000);
+      expect(r.settlement).toMatchObject({ exitCode: null, signal: null, outputTail: null, logPath: null, token: 77, taskId: 9 });
+      expect(r.terminal).toBe(false);
+    });
+
+    it('→ CRASHED and terminal on the last attempt (a task that always kills its worker ends)', () => {
+      const r = settle(claimed(4, 4), { kind: 'died', why: 'exit 1', timedOut: false }, rules(), NOW, STARTED);
+      expect(r.settlement.outcome).toBe('CRASHED');
+      expect(r.terminal).toBe(true);
+    });
+
+    it('→ TIMEOUT when the worker died because it timed out', () => {
+      const r = settle(claimed(1, 4), { kind: 'died', why: 'killed', timedOut: true }, rules(), NOW, STARTED);
+      expect(r.settlement.outcome).toBe('TIMEOUT');
+      expect(r.settlement.retryAt).toBe(NOW + 5_000);
+      expect(r.terminal).toBe(false);
+    });
+  });
+
+  describe('interrupted', () => {
+    for (const [attempt, max] of [
+      [1, 4],
+      [4, 4],
+      [9, 4],
+    ] as const) {
+      it(`→ INTERRUPTED and not terminal (attempt ${attempt}/${max})`, () => {
+        const r = settle(claimed(attempt, max), { kind: 'interrupted' }, rules(), NOW, STARTED);
+        expect(r.settlement.outcome).toBe('INTERRUPTED');
+        expect(r.terminal).toBe(false);
+        expect(r.settlement.retryAt ?? null).toBeNull();
+        expect(r.settlement).toMatchObject({ token: 77, taskId: 9, endedAt: NOW, durationMs: 1_234 });
+      });
+    }
+  });
+});
