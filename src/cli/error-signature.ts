@@ -6,10 +6,11 @@ import type { ErrorCount } from '../store/task-store.js';
  */
 export function errorSignature(error: string): string {
   return error
-    .replace(/(?:[A-Za-z]:)?(?:\.{0,2}\/[^\s'"`:,;()]+)+/g, '<path>')
+    .replace(/[^\s'"`:,;()]*\/[^\s'"`:,;()]+/g, '<path>')
     .replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, '<id>')
     .replace(/\b(?=[0-9a-f]*\d)[0-9a-f]{8,}\b/gi, '<id>')
-    .replace(/(['"`])[^'"`\n]*\1/g, '$1…$1')
+    // A quote opens only after a space or punctuation, so the apostrophe of "can't" is not one.
+    .replace(/(^|[\s(=:,[{])(['"`])[^'"`\n]*\2/g, '$1$2…$2')
     .replace(/\d+(\.\d+)?/g, 'N')
     .replace(/\s+/g, ' ')
     .trim()

@@ -49,14 +49,14 @@ export class RunReporter implements RunObserver {
       this.bars = new cliProgress.MultiBar(
         {
           stream: this.io.stderr as NodeJS.WriteStream,
-          format: '{bar} {value}/{total} | {rate}/s | ETA {eta} | running {running} | retrying {retrying} | failed {failed}',
+          format: '{bar} {value}/{total} | {rate}/s | ETA {etaText} | running {running} | retrying {retrying} | failed {failed}',
           hideCursor: true,
           clearOnComplete: false,
           etaBuffer: 50,
         },
         cliProgress.Presets.shades_classic,
       );
-      this.bar = this.bars.create(info.total, 0, { rate: '0.0', eta: '?', running: 0, retrying: 0, failed: 0 });
+      this.bar = this.bars.create(info.total, 0, { rate: '0.0', etaText: '?', running: 0, retrying: 0, failed: 0 });
     }
     const every = this.mode === 'tty' ? 250 : this.intervalMs;
     if (this.mode !== 'quiet') this.timer = setInterval(() => void this.progress(), every);
@@ -133,7 +133,7 @@ export class RunReporter implements RunObserver {
     const eta = rate > 0 ? formatMs((left / rate) * 1000) : '?';
     if (this.bar) {
       this.bar.setTotal(k.total);
-      this.bar.update(done, { rate: rate.toFixed(1), eta, running: k.running, retrying: k.retrying, failed: k.failed });
+      this.bar.update(done, { rate: rate.toFixed(1), etaText: eta, running: k.running, retrying: k.retrying, failed: k.failed });
       return;
     }
     this.human(

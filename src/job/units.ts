@@ -14,8 +14,8 @@ export function parseDuration(value: string, option: string): number {
 
 /** `64MiB`, `64MB`, `512k`, `1048576` → bytes (binary multiples either way, as `bytes` does). */
 export function parseSize(value: string, option: string): number {
-  const text = value.trim().replace(/^(\d+(?:\.\d+)?)\s*([kmgtp])i?b?$/i, '$1$2b');
-  const parsed = /^\d+$/.test(text) ? Number(text) : bytes.parse(text);
+  const m = /^(\d+(?:\.\d+)?)\s*(?:([kmgtp])i?)?b?$/i.exec(value.trim());
+  const parsed = m ? (m[2] ? bytes.parse(`${m[1]}${m[2]}b`) : Number(m[1])) : null;
   if (parsed === null || !Number.isFinite(parsed) || parsed < 1) {
     throw new UsageError(`${option} expects a size such as 64MiB, 512KiB or 1048576; got "${value}"`);
   }

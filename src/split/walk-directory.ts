@@ -1,8 +1,8 @@
 import { readdirSync, realpathSync, statSync, type Dirent, type Stats } from 'node:fs';
 import { join, sep } from 'node:path';
-import picomatch from 'picomatch';
 import { UsageError } from '../errors.js';
 import type { TaskSpec } from '../store/task-store.js';
+import { globMatcher } from './globs.js';
 
 export interface WalkOptions {
   include: string[];
@@ -22,33 +22,35 @@ export interface WalkOptions {
  */
 export function* walkDirectory(root: string, options: WalkOptions): Generator<TaskSpec> {
   const rootReal = realpathSync(root);
-  const includes = options.include.length > 0 ? picomatch(options.include, { basename: true }) : null;
-  const includesStrict = options.include.length > 0 ? picomatch(options.include) : null;
-  const excludes = options.exclude.length > 0 ? picomatch(options.exclude, { dot: true, basename: true }) : null;
+  const includes = globMatcher(options.include, { dot: false });
+  const includesStrict = globMatcher(options.include.filter((p) => p.includes('/')), { dot: false });
+  const excludes = globMatcher(options.exclude, { dot: true });
   const skip = new Set(options.skip);
 
-  const accept = (rel: string, underHidden: boolean): boolean => {
+  /** `inHiddenDir`: some folder above is hidden; `hidden`: the file's own name starts with a dot. */
+  const accept = (rel: string, inHiddenDir: boolean, hidden: boolean): boolean => {
     if (excludes?.(rel)) return false;
-    if (!includes) return !underHidden;
-    // Under a hidden segment only a pattern that spells the dot out may include it.
-    return underHidden ? includesStrict!(rel) : includes(rel);
+    if (!includes) return !inHiddenDir && !hidden;
+    // picomatch (dot: false) matches a dotted segment only where the pattern spells the dot
+    // out; inside a hidden folder a bare-name pattern like `*.log` must not reach in.
+    return inHiddenDir ? Boolean(includesStrict?.(rel)) : includes(rel);
   };
 
-  function* walk(relDir: string, underHidden: boolean): Generator<TaskSpec> {
+  function* walk(relDir: string, inHiddenDir: boolean): Generator<TaskSpec> {
     const dir = relDir ? join(root, relDir) : root;
     for (const entry of listSorted(dir)) {
       const rel = relDir ? `${relDir}/${entry.name}` : entry.name;
       const abs = join(root, rel);
       if (skip.has(abs)) continue;
-      const hidden = underHidden || entry.name.startsWith('.');
+      const hidden = entry.name.startsWith('.');
       if (entry.isDirectory()) {
-        if ((hidden && !includes) || excludes?.(rel)) continue;
-        yield* walk(rel, hidden);
+        if (((inHiddenDir || hidden) && !includesStrict) || excludes?.(rel)) continue;
+        yield* walk(rel, inHiddenDir || hidden);
       } else if (entry.isFile()) {
-        if (accept(rel, hidden)) yield spec(abs, rel, statSync(abs));
+        if (accept(rel, inHiddenDir, hidden)) yield spec(abs, rel, statSync(abs));
       } else if (entry.isSymbolicLink()) {
         const target = linkedFileInside(abs, rootReal);
-        if (target && !skip.has(target.real) && accept(rel, hidden)) yield spec(abs, rel, target.stats);
+        if (target && !skip.has(target.real) && accept(rel, inHiddenDir, hidden)) yield spec(abs, rel, target.stats);
       }
     }
   }

@@ -25,7 +25,7 @@ export interface TaskPayload {
 export interface TaskSpec {
   key: string;
   payload: TaskPayload;
-  /** `size:mtimeMs` of the file, or null for chunks. */
+  /** `size:mtimeMs` of the file (for chunks, of the whole file they come from). */
   fingerprint: string | null;
 }
 

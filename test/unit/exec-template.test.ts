@@ -14,7 +14,7 @@ afterEach(() => {
   rmSync(work, { recursive: true, force: true });
 });
 
-function task(over: Partial<TaskMessage> & { payload?: Partial<TaskMessage['payload']> } = {}): TaskMessage {
+function task(over: Omit<Partial<TaskMessage>, 'payload'> & { payload?: Partial<TaskMessage['payload']> } = {}): TaskMessage {
   const { payload, ...rest } = over;
   return {
     token: 17,

@@ -119,18 +119,22 @@ describe('walkDirectory: include / exclude', () => {
     expect(keys({ include: ['logs/x.log'] })).toEqual(['logs/x.log']);
   });
 
-  // SUSPECTED BUG (picomatch 4 `basename: true` applies to every pattern, also those with a
-  // slash — micromatch/picomatch#89): a glob with a slash is tested against the basename only,
-  // so it never matches a nested file.
-  it.fails('include with a slash matches the relative path', () => {
+  // These failed against the first walk-directory.ts (picomatch 4's `basename: true` applies
+  // to every pattern, also those with a slash — micromatch/picomatch#89); src/split/globs.ts
+  // now compiles path patterns and name patterns apart.
+  it('include with a slash matches the relative path', () => {
     expect(keys({ include: ['logs/*.log'] })).toEqual(['logs/x.log']);
   });
 
-  it.fails('include with a slash and ** matches the relative path', () => {
+  it('include with a slash and ** matches the relative path', () => {
     expect(keys({ include: ['logs/**/*.log'] })).toEqual(['logs/deep/z.log', 'logs/x.log']);
   });
 
-  it.fails('several includes are a union (basename pattern + path pattern)', () => {
+  it('an include with a slash is anchored at the source root', () => {
+    expect(keys({ include: ['node_modules/*.js'] })).toEqual(['node_modules/m.js']);
+  });
+
+  it('several includes are a union (name pattern + path pattern)', () => {
     expect(keys({ include: ['*.txt', 'src/*.js'] })).toEqual(['b.txt', 'logs/y.txt', 'src/k.js']);
   });
 
@@ -156,14 +160,13 @@ describe('walkDirectory: include / exclude', () => {
     ]);
   });
 
-  // SUSPECTED BUG (same cause): `logs/**` is tested against basenames, so it also drops any
-  // nested directory named `logs`, and `logs/deep/**` drops nothing.
-  it.fails('exclude with a slash is anchored at the source root', () => {
+  it('exclude with a slash is anchored at the source root', () => {
     touch('src/logs/keep.txt');
     expect(keys({ exclude: ['logs/**'] })).toContain('src/logs/keep.txt');
+    expect(keys({ exclude: ['logs/**'] })).not.toContain('logs/x.log');
   });
 
-  it.fails('exclude with a slash and a glob matches nested paths', () => {
+  it('exclude with a slash and a glob matches nested paths', () => {
     expect(keys({ include: ['*.log'], exclude: ['logs/deep/**'] })).toEqual(['a.log', 'logs/x.log']);
   });
 
@@ -193,9 +196,14 @@ describe('walkDirectory: hidden entries', () => {
     expect(keys({ include: ['**/*'] })).toEqual(['sub/ok.txt', 'visible.txt']);
   });
 
-  it('an include naming the dot explicitly includes a hidden top-level file', () => {
+  it('an include naming the dot explicitly includes hidden files (by name, at any depth)', () => {
     expect(keys({ include: ['.env'] })).toEqual(['.env']);
-    expect(keys({ include: ['.*.txt'] })).toEqual(['.hidden.txt']);
+    expect(keys({ include: ['.*.txt'] })).toEqual(['.hidden.txt', 'sub/.secret.txt']);
+  });
+
+  it('a name pattern naming the dot does not reach into a hidden directory', () => {
+    touch('.cache/.env');
+    expect(keys({ include: ['.env'] })).toEqual(['.env']);
   });
 
   it('an include naming a hidden directory explicitly includes its files', () => {
@@ -208,10 +216,9 @@ describe('walkDirectory: hidden entries', () => {
     expect(keys({ include: ['**/.secret.txt'] })).toEqual(['sub/.secret.txt']);
   });
 
-  // SUSPECTED BUG: a pattern without a slash matches the basename, and `.secret.txt` spells the
-  // dot out, so it should include `sub/.secret.txt`; the hidden branch matches it against the
-  // whole relative path without `basename`, so only a top-level `.secret.txt` would match.
-  it.fails('an include without a slash naming the dot matches a nested hidden file by basename', () => {
+  // Failed against the first walk-directory.ts (hidden entries were matched on the whole path
+  // without `basename`, so only a top-level `.secret.txt` could match); fixed in the current source.
+  it('an include without a slash naming the dot matches a nested hidden file by basename', () => {
     expect(keys({ include: ['.secret.txt'] })).toEqual(['sub/.secret.txt']);
   });
 

@@ -34,7 +34,7 @@ export async function statusCommand(flags: StatusFlags, io: Io): Promise<number>
       for (const cl of s.clusters.slice(0, 10)) out.push(`  ${cl.count} × ${cl.error}   e.g. ${cl.example}`);
     }
     out.push(s.done ? (s.failed ? 'finished with failures: `splitdance retry-failed --run` retries them' : 'finished') : 'not finished: `splitdance run` resumes it');
-    io.stderr.write(`${out.join('\n')}\n`);
+    io.stdout.write(`${out.join("\n")}\n`);
     return 0;
   });
 }

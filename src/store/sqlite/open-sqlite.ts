@@ -70,6 +70,9 @@ function createStoreFile(path: string): void {
   }
 }
 
+/** Tables every splitdance schema version has; a database lacking them is someone else's. */
+const OWN_TABLES = ['batches', 'tasks', 'attempts'];
+
 function checkIdentity(db: Db, path: string): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version > SCHEMA_VERSION) {
@@ -77,11 +80,12 @@ function checkIdentity(db: Db, path: string): void {
       `the store ${path} has schema version ${version}, newer than this splitdance understands (${SCHEMA_VERSION}); upgrade splitdance`,
     );
   }
-  if (version === 0) {
-    const tables = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number };
-    if (tables.n > 0) {
-      throw new StoreError(`${path} is an SQLite database but not a splitdance store; point --db at another file`);
-    }
+  const tables = new Set(
+    (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((t) => t.name),
+  );
+  const ours = version === 0 ? tables.size === 0 : OWN_TABLES.every((t) => tables.has(t));
+  if (!ours) {
+    throw new StoreError(`${path} is an SQLite database but not a splitdance store; point --db at another file`);
   }
 }
 

@@ -39,7 +39,13 @@ export class SqliteStore implements TaskStore {
   }
 
   static open(path: string, options: { create: boolean }): SqliteStore {
-    return new SqliteStore(path, openSqlite(path, options));
+    const db = openSqlite(path, options);
+    try {
+      return new SqliteStore(path, db);
+    } catch (err) {
+      db.close();
+      throw storeError(err, path);
+    }
   }
 
   /** Runs `fn` in a BEGIN IMMEDIATE transaction, mapping driver errors to StoreError. */
@@ -245,6 +251,7 @@ export class SqliteStore implements TaskStore {
 
   private selectTasks(filter: TaskFilter): TaskRow[] {
     const out: TaskRow[] = [];
+    if (filter.limit !== undefined && filter.limit <= 0) return out;
     const rows = this.st.listTasks.iterate({
       batchId: filter.batchId,
       status: filter.status ?? null,
