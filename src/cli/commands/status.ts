@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import type { BatchRecord, TaskStore } from '../../store/task-store.js';
+import type { BatchRecord, Counts, TaskStore } from '../../store/task-store.js';
 import { clusterErrors, type ErrorCluster } from '../error-signature.js';
 import { duration, iso } from '../format.js';
 import { colors, line, type Io, type OutputFlags } from '../io.js';
@@ -39,16 +39,10 @@ export async function statusCommand(flags: StatusFlags, io: Io): Promise<number>
   });
 }
 
-export interface BatchStatus {
+/** What `status --json` prints: the counts of SPEC §6 and how the batch is doing. */
+export interface BatchStatus extends Counts {
   batch: string;
   source: string;
-  total: number;
-  pending: number;
-  retrying: number;
-  running: number;
-  succeeded: number;
-  failed: number;
-  cancelled: number;
   done: boolean;
   startedAt: string | null;
   updatedAt: string | null;
