@@ -54,6 +54,12 @@ describe('retries and backoff', () => {
     expect(t.attempts).toHaveLength(1);
     expect(t.lastError).toBe('PermanentError: input is not a log file');
 
+    const c = projectWithFiles(1);
+    expect((await runCli(['run', 'src', '--handler', handler('permanent-class')], { cwd: c.dir })).code).toBe(1);
+    const tc = await show(c.dir, 'f000.log');
+    expect(tc.attempts).toHaveLength(1);
+    expect(tc.lastError).toBe('PermanentError: f000.log can never succeed');
+
     const q = projectWithFiles(2);
     const r2 = await runCli(
       ['run', 'src', '--exec', 'case {key} in f000.log) exit 64;; *) exit 1;; esac', '--permanent-codes', '64', '--retries', '1', '--backoff', '50ms'],
