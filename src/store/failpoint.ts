@@ -1,7 +1,12 @@
 /**
- * Test-only crash injection, read in this one place: SPLITDANCE_FAILPOINT=write:N
- * SIGKILLs this process right after its N-th committed store write, the way the
- * SQLite crash tests walk N over every write of a run. Unset, it costs one branch.
+ * Test-only fault injection, read from one env var in this one place:
+ *
+ * - `SPLITDANCE_FAILPOINT=write:N` SIGKILLs this process right after its N-th committed
+ *   store write, the way SQLite's crash tests walk N over every write of a run.
+ * - `SPLITDANCE_FAILPOINT=pages:N` caps the store at N pages (`PRAGMA max_page_count`),
+ *   which makes SQLite report a full disk once the store would grow past it.
+ *
+ * Unset, each call costs one comparison.
  */
 const spec = /^(\w+):(\d+)$/.exec(process.env.SPLITDANCE_FAILPOINT ?? '');
 const counts = new Map<string, number>();
@@ -11,4 +16,9 @@ export function failpoint(name: string): void {
   const n = (counts.get(name) ?? 0) + 1;
   counts.set(name, n);
   if (n === Number(spec[2])) process.kill(process.pid, 'SIGKILL');
+}
+
+/** The number given for a value-style failpoint (`pages:N`), or null. */
+export function failpointValue(name: string): number | null {
+  return spec && spec[1] === name ? Number(spec[2]) : null;
 }

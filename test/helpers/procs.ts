@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Live (non-zombie) processes whose command line contains `marker`. */
 export function liveProcesses(marker: string): string[] {
@@ -11,4 +12,23 @@ export function liveProcesses(marker: string): string[] {
   return out
     .split('\n')
     .filter((l) => l.includes(marker) && !/^\s*\d+\s+Z/.test(l) && !l.includes('ps -eo'));
+}
+
+/**
+ * Live (non-zombie) processes whose environment contains `marker` (e.g. a test's unique
+ * temp dir): finds a run's workers and their children even when the store has no record.
+ */
+export function processesWithEnv(marker: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      if (!readFileSync(`/proc/${entry}/environ`, 'latin1').includes(marker)) continue;
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (stat[stat.lastIndexOf(')') + 2] !== 'Z') found.push(Number(entry));
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return found;
 }

@@ -15,6 +15,7 @@ export function query<T = Record<string, unknown>>(dbPath: string, sql: string, 
 }
 
 export interface SideEffect {
+  type: 'end';
   key: string;
   attempt: number;
   pid: number;
@@ -22,13 +23,23 @@ export interface SideEffect {
   end: number;
 }
 
-/** The side-effect log written by fixtures/handlers/record.mjs. */
-export function sideEffects(path: string): SideEffect[] {
+export type LogEntry =
+  | SideEffect
+  | { type: 'start'; key: string; attempt: number; pid: number; at: number }
+  | { type: 'double'; key: string; pid: number; holder: number };
+
+/** Every line of the side-effect log written by fixtures/handlers/record.mjs. */
+export function logEntries(path: string): LogEntry[] {
   if (!existsSync(path)) return [];
   return readFileSync(path, 'utf8')
     .split('\n')
     .filter(Boolean)
-    .map((l) => JSON.parse(l) as SideEffect);
+    .map((l) => JSON.parse(l) as LogEntry);
+}
+
+/** The completed attempts in the side-effect log. */
+export function sideEffects(path: string): SideEffect[] {
+  return logEntries(path).filter((e): e is SideEffect => e.type === 'end');
 }
 
 export function countBy<T>(items: T[], key: (t: T) => string): Map<string, number> {

@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { StoreError } from '../../errors.js';
+import { failpointValue } from '../failpoint.js';
 
 type Db = Database.Database;
 
@@ -50,6 +51,8 @@ export function openSqlite(path: string, { create }: { create: boolean }): Db {
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
     migrate(db);
+    const pages = failpointValue('pages');
+    if (pages !== null) db.pragma(`max_page_count = ${pages}`);
   } catch (err) {
     db.close();
     throw storeError(err, path);
