@@ -6,6 +6,7 @@ import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from
 
 const CHILD_MAIN = fileURLToPath(new URL('../worker/child-main.js', import.meta.url));
 const STDERR_KEEP = 2048;
+const MAX_LOAD_FAILURES = 5;
 
 export interface PoolWorker {
   readonly id: string;
@@ -52,6 +53,8 @@ export class WorkerPool {
   private readonly workers = new Set<Slot>();
   private next = 1;
   private closing = false;
+  private running = false;
+  private loadFailures = 0;
 
   private events: PoolEvents = { done() {}, exited() {}, idle() {}, heartbeat() {} };
 
@@ -76,6 +79,7 @@ export class WorkerPool {
       await this.shutdown();
       throw failed.reason;
     }
+    this.running = true;
   }
 
   idleWorkers(): PoolWorker[] {
@@ -138,6 +142,7 @@ export class WorkerPool {
       proc.on('message', (msg: FromWorker) => {
         if (msg.type === 'ready') {
           slot.ready = true;
+          this.loadFailures = 0;
           resolve();
           this.events.idle();
         } else if (msg.type === 'load-failed') {
@@ -155,12 +160,17 @@ export class WorkerPool {
         this.workers.delete(slot);
         const why = signal ? `worker killed by ${signal}` : `worker exited with code ${code}`;
         const detail = slot.stderr.trim().split('\n').pop();
-        if (!slot.ready) reject(new UsageError(`the worker could not start the handler (${why})${detail ? `: ${detail}` : ''}`));
+        if (!slot.ready) {
+          this.loadFailures++;
+          reject(new UsageError(`the worker could not start the handler (${why})${detail ? `: ${detail}` : ''}`));
+        }
         const token = slot.token;
         slot.token = null;
         if (slot.pgid) killGroup(slot.pgid, 'SIGKILL');
-        if (!this.closing && slot.ready) void this.replace();
-        if (slot.ready) this.events.exited(slot, token, detail ? `${why}: ${detail}` : why);
+        // Replace the dead once the pool is running; a handler that keeps failing to load
+        // (MAX_LOAD_FAILURES in a row) is given up on, and the coordinator ends the run.
+        if (this.running && !this.closing && this.loadFailures < MAX_LOAD_FAILURES) void this.replace();
+        this.events.exited(slot, token, detail ? `${why}: ${detail}` : why);
       });
       this.send(slot, { type: 'load', handler: this.options.handler, killGraceMs: this.options.killGraceMs });
     });

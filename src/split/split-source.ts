@@ -11,6 +11,7 @@ export interface SplitOptions {
   lines: number | null;
   /** Absolute paths the walk must not list (the store and its folder). */
   skip: string[];
+  onSkip?: (path: string, reason: string) => void;
 }
 
 export type SourceKind = 'directory' | 'file';

@@ -9,6 +9,8 @@ export interface WalkOptions {
   exclude: string[];
   /** Absolute paths never entered or listed (the store's folder, the store file). */
   skip: string[];
+  /** Told about each entry that cannot be a task, e.g. a name that is not valid UTF-8. */
+  onSkip?: (path: string, reason: string) => void;
 }
 
 /**
@@ -38,7 +40,7 @@ export function* walkDirectory(root: string, options: WalkOptions): Generator<Ta
 
   function* walk(relDir: string, inHiddenDir: boolean): Generator<TaskSpec> {
     const dir = relDir ? join(root, relDir) : root;
-    for (const entry of listSorted(dir)) {
+    for (const entry of listSorted(dir, options.onSkip)) {
       const rel = relDir ? `${relDir}/${entry.name}` : entry.name;
       const abs = join(root, rel);
       if (skip.has(abs)) continue;
@@ -58,15 +60,37 @@ export function* walkDirectory(root: string, options: WalkOptions): Generator<Ta
   yield* walk('', false);
 }
 
-function listSorted(dir: string): Dirent[] {
-  let entries: Dirent[];
+/**
+ * A directory's entries in code-unit order. Names that are not valid UTF-8 (byte 0xFF,
+ * say) cannot be passed to a handler or a shell argument intact, so they are reported
+ * through `onSkip` rather than turned into a task for a file that does not exist.
+ */
+function listSorted(dir: string, onSkip?: (path: string, reason: string) => void): Dirent[] {
+  let raw: Dirent<Buffer>[];
   try {
-    entries = readdirSync(dir, { withFileTypes: true });
+    raw = readdirSync(dir, { withFileTypes: true, encoding: 'buffer' }) as unknown as Dirent<Buffer>[];
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     throw new UsageError(`cannot read the directory ${dir} (${e.code}); fix its permissions or --exclude it`);
   }
+  const entries: Dirent[] = [];
+  for (const entry of raw) {
+    const bytes = entry.name as unknown as Buffer;
+    const name = bytes.toString('utf8');
+    if (!Buffer.from(name, 'utf8').equals(bytes)) {
+      onSkip?.(join(dir, escapeBytes(bytes)), 'its name is not valid UTF-8');
+      continue;
+    }
+    entries.push(Object.assign(entry, { name }) as unknown as Dirent);
+  }
   return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** A byte name for messages: invalid bytes as `\xff`. */
+function escapeBytes(bytes: Buffer): string {
+  let out = '';
+  for (const b of bytes) out += b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`;
+  return out;
 }
 
 function linkedFileInside(link: string, rootReal: string): { real: string; stats: Stats } | null {

@@ -57,12 +57,14 @@ export async function runCommand(sourceArg: string, flags: RunFlags, io: Io): Pr
     });
     await pool.start(); // a broken handler fails here, before the store is touched
     try {
+      const unnamed: string[] = [];
       const split = splitSource(source, kind, {
         include: settings.include,
         exclude: settings.exclude,
         chunkSize: settings.chunkSize,
         lines: settings.lines,
         skip: storeFiles(dbPath),
+        onSkip: (path) => unnamed.push(path),
       });
       const specs = existing ? split : nonEmpty(split, source, kind); // an empty new source: exit 2, no store
       store ??= openStore(dbPath, { create: true });
@@ -73,6 +75,10 @@ export async function runCommand(sourceArg: string, flags: RunFlags, io: Io): Pr
         specs,
       );
       if (existing && changed.length) await store.updateJob(batch.id, job as unknown as Record<string, unknown>, maxAttempts);
+      if (unnamed.length) {
+        const shown = unnamed.slice(0, 5).join(', ') + (unnamed.length > 5 ? `, … (${unnamed.length - 5} more)` : '');
+        notes.push(`skipped ${unnamed.length} file${unnamed.length === 1 ? '' : 's'} whose name is not valid UTF-8: ${shown}; rename them to run them`);
+      }
       return await drive(store, batch, pool, settings, inv, { io, flags, dbPath, inserted, notes });
     } finally {
       await pool.shutdown();

@@ -1,0 +1,223 @@
+import Database from 'better-sqlite3';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, readdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { handler, runCli, sleep, startCli, tempDir, waitFor } from '../helpers/cli.js';
+import { processesWithEnv } from '../helpers/procs.js';
+import { projectWithFiles } from '../helpers/project.js';
+import { dbPathIn, query, sideEffects } from '../helpers/store.js';
+import { checkInvariants } from './invariants.js';
+import { prng, seedFor } from './prng.js';
+
+function withCanaries(p: { dir: string; log: string }, extra: Record<string, string> = {}) {
+  const canaries = join(p.dir, 'canaries');
+  mkdirSync(canaries, { recursive: true });
+  return { SIDE_EFFECT_LOG: p.log, CANARY_DIR: canaries, ...extra };
+}
+
+/** Direct children of a process (its workers). */
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+describe('R3: workers SIGKILLed mid-task', () => {
+  it('loses nothing; each killed attempt is recorded CRASHED and retried', async () => {
+    const seed = seedFor(303);
+    const rand = prng(seed);
+    const p = projectWithFiles(500);
+    const env = withCanaries(p, { SLEEP_MS_RANGE: '2-10' });
+    const child = startCli(['run', 'src', '--handler', handler('record'), '-j', '2', '--retries', '5', '--backoff', '10ms', '--quiet'], {
+      cwd: p.dir,
+      env,
+    });
+    let kills = 0;
+    await sleep(800);
+    while (child.exitCode === null && kills < 12) {
+      const workers = childrenOf(child.pid!);
+      if (workers.length) {
+        process.kill(workers[Math.floor(rand() * workers.length)]!, 'SIGKILL');
+        kills++;
+      }
+      await sleep(60 + rand() * 100);
+    }
+    const r = await child.result;
+    expect(r.code, r.stderr).toBe(0);
+    expect(kills).toBeGreaterThan(3);
+    const crashed = query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM attempts WHERE outcome = 'CRASHED'")[0]!.n;
+    expect(crashed).toBeGreaterThan(0);
+    expect(crashed).toBeLessThanOrEqual(kills);
+    expect(checkInvariants({ dbPath: dbPathIn(p.dir), keys: p.keys, retries: 5, logPath: p.log, kills, concurrency: 1 }), `seed ${seed}`).toEqual([]);
+  });
+});
+
+describe('R10: overlapping runs', () => {
+  it('three runs at the same instant, then two right after a SIGKILLed one: each task once, no lock errors', async () => {
+    const p = projectWithFiles(120);
+    const env = withCanaries(p, { SLEEP_MS: '10' });
+    const args = ['run', 'src', '--handler', handler('record'), '-j', '2'];
+    const three = await Promise.all([0, 1, 2].map(() => startCli(args, { cwd: p.dir, env }).result));
+    for (const r of three) {
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).not.toMatch(/locked|busy|SQLITE/i);
+    }
+    expect(sideEffects(p.log)).toHaveLength(120);
+    expect(checkInvariants({ dbPath: dbPathIn(p.dir), keys: p.keys, retries: 3, logPath: p.log })).toEqual([]);
+
+    const q = projectWithFiles(120);
+    const envQ = withCanaries(q, { SLEEP_MS: '20' });
+    const argsQ = ['run', 'src', '--handler', handler('record'), '-j', '2'];
+    const victim = startCli(argsQ, { cwd: q.dir, env: envQ });
+    await sleep(900);
+    victim.kill('SIGKILL');
+    await victim.result;
+    const two = await Promise.all([0, 1].map(() => startCli(argsQ, { cwd: q.dir, env: envQ }).result));
+    for (const r of two) expect(r.code, r.stderr).toBe(0);
+    expect(checkInvariants({ dbPath: dbPathIn(q.dir), keys: q.keys, retries: 3, logPath: q.log, kills: 1, concurrency: 2 })).toEqual([]);
+  });
+});
+
+describe('R11: a store locked by a foreign process', () => {
+  it('waits the busy timeout, then exits 4 with a clear message and changes nothing', async () => {
+    const p = projectWithFiles(3);
+    expect((await runCli(['run', 'src', '--exec', 'exit 1', '--retries', '0'], { cwd: p.dir })).code).toBe(1);
+    const foreign = new Database(dbPathIn(p.dir));
+    foreign.exec('BEGIN IMMEDIATE');
+    try {
+      const t0 = Date.now();
+      const r = await runCli(['retry-failed'], { cwd: p.dir, env: { SPLITDANCE_BUSY_TIMEOUT_MS: '1500' } });
+      expect(r.code).toBe(4);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(1500);
+      expect(r.stderr).toMatch(/store .*splitdance\.db stayed locked by another process for 1500 ms/);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      const run = await runCli(['run', 'src', '--exec', 'true'], { cwd: p.dir, env: { SPLITDANCE_BUSY_TIMEOUT_MS: '1000' } });
+      expect(run.code).toBe(4);
+      expect(processesWithEnv(p.dir)).toEqual([]);
+    } finally {
+      foreign.exec('ROLLBACK');
+      foreign.close();
+    }
+    expect(query<{ status: string }>(dbPathIn(p.dir), 'SELECT DISTINCT status FROM tasks')).toEqual([{ status: 'FAILED' }]);
+  });
+});
+
+describe('R14: power loss, approximated by a torn WAL', () => {
+  it('after SIGKILL and a WAL cut at a random offset, the rerun holds I1–I3 (repeats allowed, never concurrent)', async () => {
+    for (const seed of [seedFor(1401), seedFor(1401) + 1, seedFor(1401) + 2]) {
+      const rand = prng(seed);
+      const p = projectWithFiles(60);
+      const env = withCanaries(p, { SLEEP_MS: '15' });
+      const args = ['run', 'src', '--handler', handler('record'), '-j', '2'];
+      const victim = startCli(args, { cwd: p.dir, env });
+      const target = 5 + Math.floor(rand() * 40);
+      await waitFor(() => sideEffects(p.log).length >= target, 20_000, `${target} tasks done`);
+      victim.kill('SIGKILL');
+      await victim.result;
+      const wal = `${dbPathIn(p.dir)}-wal`;
+      const size = statSync(wal).size;
+      truncateSync(wal, Math.floor(rand() * size));
+      const r = await runCli(args, { cwd: p.dir, env });
+      expect(r.code, `seed ${seed}: ${r.stderr}`).toBe(0);
+      const v = checkInvariants({ dbPath: dbPathIn(p.dir), keys: p.keys, retries: 3, logPath: p.log, historyMayRollBack: true });
+      expect(v, `seed ${seed}`).toEqual([]);
+    }
+  });
+});
+
+describe('R15: a file deleted between split and run', () => {
+  it('fails its task with the reason; the others succeed', async () => {
+    const p = projectWithFiles(4);
+    const r = await runCli(['run', 'src', '--exec', `cat {} > /dev/null && rm -f '${join(p.src, 'f003.log')}'`, '-j', '1', '--retries', '0'], {
+      cwd: p.dir,
+    });
+    expect(r.code).toBe(1);
+    const rows = query<{ task_key: string; status: string; last_error: string | null }>(
+      dbPathIn(p.dir),
+      'SELECT task_key, status, last_error FROM tasks ORDER BY task_key',
+    );
+    expect(rows.map((x) => x.status)).toEqual(['SUCCESS', 'SUCCESS', 'SUCCESS', 'FAILED']);
+    expect(rows[3]!.last_error).toMatch(/No such file or directory/);
+  });
+});
+
+describe('R16: a name that is not valid UTF-8', () => {
+  it('is skipped with a warning naming it; the other files run', async () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, 'src'));
+    writeFileSync(join(dir, 'src', 'ok.log'), 'x');
+    // Node cannot name this file as a string; the shell can.
+    execFileSync('/bin/sh', ['-c', `printf x > "$(printf 'src/bad\\377.log')"`], { cwd: dir });
+    expect(readdirSync(join(dir, 'src'), { encoding: 'buffer' })).toHaveLength(2);
+    const r = await runCli(['run', 'src', '--exec', 'cat {} > /dev/null'], { cwd: dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/skipped 1 file whose name is not valid UTF-8: .*bad\\xff\.log/);
+    expect(query(dbPathIn(dir), 'SELECT task_key FROM tasks')).toEqual([{ task_key: 'ok.log' }]);
+  });
+});
+
+describe('R21: security hygiene', () => {
+  it('store files are 0600 under umask 022 and secrets in the environment reach neither the store nor the logs', async () => {
+    const p = projectWithFiles(3);
+    const secret = `s3cr3t-${process.pid}-${Date.now()}`;
+    const r = await runCli(['run', 'src', '--exec', 'echo hello {key}; exit 0'], {
+      cwd: p.dir,
+      env: { API_TOKEN: secret, DATABASE_PASSWORD: secret },
+    });
+    expect(r.code).toBe(0);
+    const folder = join(p.dir, '.splitdance');
+    const files: string[] = [];
+    const walk = (d: string) => {
+      for (const e of readdirSync(d, { withFileTypes: true })) {
+        const f = join(d, e.name);
+        if (e.isDirectory()) {
+          expect(statSync(f).mode & 0o777, f).toBe(0o700);
+          walk(f);
+        } else files.push(f);
+      }
+    };
+    walk(folder);
+    expect(files.some((f) => f.endsWith('.log'))).toBe(true);
+    for (const f of files) {
+      expect(statSync(f).mode & 0o777, f).toBe(0o600);
+      expect(readFileSync(f).includes(secret), f).toBe(false);
+    }
+  });
+});
+
+describe('R18: scale (CI size; SPLITDANCE_LONG=1 runs 100k files)', () => {
+  it('enqueues a large directory in one go, survives a SIGKILL half-way, and resumes', async () => {
+    const n = process.env.SPLITDANCE_LONG === '1' ? 100_000 : 10_000;
+    const dir = tempDir();
+    const src = join(dir, 'src');
+    mkdirSync(src);
+    for (let i = 0; i < n; i++) {
+      const sub = join(src, `d${Math.floor(i / 1000)}`);
+      if (i % 1000 === 0) mkdirSync(sub);
+      writeFileSync(join(sub, `f${i}`), '');
+    }
+    const args = ['run', 'src', '--handler', handler('ok'), '-j', '2', '--quiet'];
+    const victim = startCli(args, { cwd: dir });
+    const db = dbPathIn(dir);
+    await waitFor(
+      () => {
+        try {
+          return query<{ n: number }>(db, "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")[0]!.n >= n / 2;
+        } catch {
+          return false;
+        }
+      },
+      60_000,
+      'half the tasks',
+    );
+    victim.kill('SIGKILL');
+    await victim.result;
+    const r = await runCli(args, { cwd: dir, timeoutMs: 120_000 });
+    expect(r.code, r.stderr).toBe(0);
+    const keys = query<{ n: number }>(db, "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")[0]!.n;
+    expect(keys).toBe(n);
+  }, 180_000);
+});
