@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { handler, runCli, sleep, startCli, waitFor } from '../helpers/cli.js';
-import { liveProcesses } from '../helpers/procs.js';
+import { liveProcesses, processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { alivePids, dbPathIn, query, sideEffects } from '../helpers/store.js';
+import { dbPathIn, query, sideEffects } from '../helpers/store.js';
 
 const show = async (dir: string, key: string) => JSON.parse((await runCli(['show', key, '--json'], { cwd: dir })).stdout);
 
@@ -77,8 +77,7 @@ describe('coordinator SIGKILL', () => {
       child.kill('SIGKILL');
       await child.result;
       kills++;
-      const pids = query<{ pid: number }>(dbPathIn(p.dir), 'SELECT DISTINCT pid FROM attempts WHERE pid IS NOT NULL').map((r) => r.pid);
-      await waitFor(() => alivePids(pids).length === 0, 1500, 'workers to exit after their coordinator died');
+      await waitFor(() => processesWithEnv(p.log).length === 0, 1500, 'workers to exit after their coordinator died');
     }
     const started = Date.now();
     const final = await runCli(args, { cwd: p.dir, env });

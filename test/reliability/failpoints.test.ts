@@ -30,7 +30,7 @@ describe('R2: crash at every store write of a 10-task run', () => {
     expect(failures).toEqual([]);
     // A 10-task run makes at least one write per claim and per result: the walk really covered them.
     expect(n).toBeGreaterThan(20);
-  });
+  }, 240_000);
 });
 
 describe('R13: disk full during enqueue', () => {

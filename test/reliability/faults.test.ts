@@ -55,6 +55,20 @@ describe('R3: workers SIGKILLed mid-task', () => {
   });
 });
 
+describe('R7: a poison pill', () => {
+  it('kills its worker on every attempt, ends FAILED after 1 + retries attempts; the others are unaffected', async () => {
+    const p = projectWithFiles(40);
+    const r = await runCli(['run', 'src', '--handler', handler('crash'), '--retries', '2', '--backoff', '10ms', '-j', '2'], {
+      cwd: p.dir,
+      env: { CRASH_MODE: 'kill', CRASH_KEY: 'f007.log' },
+    });
+    expect(r.code).toBe(1);
+    const rows = query<{ task_key: string; status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT task_key, status, attempts FROM tasks');
+    expect(rows.filter((t) => t.status !== 'SUCCESS')).toEqual([{ task_key: 'f007.log', status: 'FAILED', attempts: 3 }]);
+    expect(checkInvariants({ dbPath: dbPathIn(p.dir), keys: p.keys, retries: 2, terminal: ['SUCCESS', 'FAILED'] })).toEqual([]);
+  });
+});
+
 describe('R10: overlapping runs', () => {
   it('three runs at the same instant, then two right after a SIGKILLed one: each task once, no lock errors', async () => {
     const p = projectWithFiles(120);
@@ -186,6 +200,17 @@ describe('R21: security hygiene', () => {
       expect(readFileSync(f).includes(secret), f).toBe(false);
     }
   });
+});
+
+describe('R18: a 1M-line file split by --lines 1 (SPLITDANCE_LONG=1 only)', () => {
+  it.runIf(process.env.SPLITDANCE_LONG === '1')('enqueues and runs a million one-line tasks', async () => {
+    const dir = tempDir();
+    const lines = Array.from({ length: 1_000_000 }, (_, i) => `${i}\n`).join('');
+    writeFileSync(join(dir, 'million.txt'), lines);
+    const r = await runCli(['run', 'million.txt', '--lines', '1', '--handler', handler('ok'), '-j', '2', '--quiet'], { cwd: dir, timeoutMs: 1_200_000 });
+    expect(r.code, r.stderr).toBe(0);
+    expect(query<{ n: number }>(dbPathIn(dir), "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")[0]!.n).toBe(1_000_000);
+  }, 1_300_000);
 });
 
 describe('R18: scale (CI size; SPLITDANCE_LONG=1 runs 100k files)', () => {

@@ -63,7 +63,7 @@ type Cmd =
   | { t: 'stale'; pick: number; end: EndingKind; conn: number }
   | { t: 'crash'; owner: number }
   | { t: 'restart'; owner: number; scoped: boolean; batch: number }
-  | { t: 'expire'; owner: number }
+  | { t: 'expire'; owner: number; edge: boolean }
   | { t: 'recover'; owner: number; scoped: boolean; batch: number }
   | { t: 'advance'; ms: number }
   | { t: 'retryFailed'; batch: number; mask: number | null }
@@ -107,15 +107,15 @@ const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ t: fc.constant('stale' as const), pick: fc.nat({ max: 20 }), end: endingArb, conn: fc.nat({ max: 1 }) }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('crash' as const), owner: ownerArb }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('restart' as const), owner: ownerArb, scoped: fc.boolean(), batch: batchArb }) },
-  { weight: 2, arbitrary: fc.record({ t: fc.constant('expire' as const), owner: ownerArb }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('recover' as const), owner: ownerArb, scoped: fc.boolean(), batch: batchArb }) },
+  { weight: 2, arbitrary: fc.record({ t: fc.constant('expire' as const), owner: ownerArb, edge: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ t: fc.constant('recover' as const), owner: ownerArb, scoped: fc.boolean(), batch: batchArb }) },
   { weight: 3, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 300 }) }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('retryFailed' as const), batch: batchArb, mask: fc.option(fc.nat({ max: 31 }), { nil: null }) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('counts' as const), batch: batchArb }) },
 );
 
 const configArb: fc.Arbitrary<Config> = fc.record({
-  owners: fc.integer({ min: 2, max: 3 }),
+  owners: fc.constantFrom(2, 3, 3),
   twoConns: fc.boolean(),
   remoteOwner: fc.boolean(),
   leaseMs: fc.constantFrom(20, 100, 1000),
@@ -593,8 +593,15 @@ async function runScenario({ cfg, cmds }: Scenario): Promise<void> {
         return;
       }
       case 'expire': {
-        // Nobody heartbeats for longer than a lease; another process then sweeps.
-        m.clock += cfg.leaseMs + 1;
+        // Nobody heartbeats for longer than a lease; another process then sweeps. With
+        // `edge` the clock stops exactly at the earliest lease end, which is not yet expired.
+        const ends = m.tasks.filter((t) => t.status === 'RUNNING' && t.expires! >= m.clock).map((t) => t.expires!);
+        if (cmd.edge && ends.length > 0) {
+          m.clock = Math.min(...ends);
+          saw('expire: clock exactly at a lease end');
+        } else {
+          m.clock += cfg.leaseMs + 1;
+        }
         const o = pickAlive(cmd.owner);
         const self = o?.id ?? 'observer/boot:1:0';
         const released = await (o ? storeOf(o.slot) : conns[0]!).releaseStale(null, m.clock, [], self);
@@ -767,6 +774,7 @@ describe('R22: TaskStore model-based test', () => {
         "recovery: released a dead owner's task",
         'recovery: dead remote owner left to its lease',
         'expire: released',
+        'expire: clock exactly at a lease end',
         'expire: released into FAILED (LOST charged)',
         'expire: own expired lease kept',
         'retryFailed: reset',
