@@ -5,6 +5,7 @@ import { UsageError } from '../errors.js';
 import type { Handler } from './handler-types.js';
 
 const LOADABLE = new Set(['.js', '.mjs', '.cjs']);
+const TYPESCRIPT = new Set(['.ts', '.mts', '.cts']);
 
 /**
  * Imports a handler module once per worker. Runs only in worker processes: the
@@ -14,12 +15,14 @@ export async function loadHandler(path: string): Promise<Handler> {
   const abs = resolve(path);
   if (!existsSync(abs)) throw new UsageError(`handler module ${path} does not exist; check the --handler path`);
   const ext = extname(abs);
-  if (!LOADABLE.has(ext)) {
-    throw new UsageError(`handler module ${path} has the extension "${ext}"; give a .js or .mjs module`);
+  if (!LOADABLE.has(ext) && !TYPESCRIPT.has(ext)) {
+    throw new UsageError(`handler module ${path} has the extension "${ext}"; give a .js, .mjs or .ts module`);
   }
   let mod: { default?: unknown };
   try {
-    mod = await import(pathToFileURL(abs).href);
+    const url = pathToFileURL(abs).href;
+    // TypeScript is compiled on the fly by tsx's loader API (Node 20 cannot strip types itself).
+    mod = TYPESCRIPT.has(ext) ? await (await import('tsx/esm/api')).tsImport(url, import.meta.url) : await import(url);
   } catch (err) {
     const e = err as Error;
     throw new UsageError(`handler module ${path} failed to load: ${e.name}: ${e.message}`);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { handler, runCli } from '../helpers/cli.js';
+import { join } from 'node:path';
+import { FIXTURES, handler, runCli } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
@@ -91,5 +92,16 @@ describe('retries and backoff', () => {
     const t = await show(p.dir, 'f002.log');
     expect(t.status).toBe('SUCCESS');
     expect(t.attempts.map((a: { outcome: string }) => a.outcome)).toEqual(['FAILED', 'SUCCESS']);
+  });
+});
+
+describe('TypeScript handlers', () => {
+  it('a .ts handler with a type import and an enum runs on Node 20 and its result is stored', async () => {
+    const p = projectWithFiles(2);
+    const r = await runCli(['run', 'src', '--handler', join(FIXTURES, 'handlers', 'typed.ts')], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(0);
+    const t = await show(p.dir, 'f001.log');
+    expect(t.result).toEqual({ key: 'f001.log', severity: 'High', level: 2 });
+    expect(t.attempts[0].outputTail).toBe('typed handler on f001.log\n');
   });
 });

@@ -135,7 +135,7 @@ const scenarioArb = fc.record({
       fc.record({
         t: fc.constant('enqueue' as const),
         batch: fc.constant(0),
-        keys: fc.array(fc.nat({ max: KEYS.length - 1 }), { minLength: 1, maxLength: 5 }),
+        keys: fc.array(fc.nat({ max: KEYS.length - 1 }), { minLength: 2, maxLength: 5 }),
         maxAttempts: fc.integer({ min: 1, max: 3 }),
       }),
       fc.array(cmdArb, { maxLength: MAX_COMMANDS - 1, size: 'max' }),
@@ -158,6 +158,8 @@ interface MTask {
   token: number | null;
   owner: string | null;
   expires: number | null;
+  /** Attempts with a token below this came before the last retryFailed reset. */
+  resetBefore: number;
 }
 
 interface MAttempt {
@@ -231,7 +233,7 @@ class Model {
     let inserted = 0;
     for (const key of keys) {
       if (this.tasks.some((t) => t.batch === batch && t.key === key)) continue;
-      this.tasks.push({ id: this.nextTaskId++, batch, key, status: 'PENDING', attempts: 0, maxAttempts, nextRunAt: 0, token: null, owner: null, expires: null });
+      this.tasks.push({ id: this.nextTaskId++, batch, key, status: 'PENDING', attempts: 0, maxAttempts, nextRunAt: 0, token: null, owner: null, expires: null, resetBefore: 0 });
       inserted++;
     }
     return { created, inserted };
@@ -305,6 +307,7 @@ class Model {
       t.status = 'PENDING';
       t.attempts = 0;
       t.nextRunAt = 0;
+      t.resetBefore = this.nextToken;
       n++;
     }
     return n;
@@ -430,9 +433,6 @@ async function runScenario({ cfg, cmds }: Scenario): Promise<void> {
     return { slot, gen: 0, host, id: `${host}:${4000 + slot}:0`, alive: true };
   });
   const conns: (SqliteStore | null)[] = [SqliteStore.open(path, { create: true }), cfg.twoConns ? SqliteStore.open(path, { create: true }) : null];
-  const MUT = process.env.MODEL_MUTANT; // TEMP
-  const mutate = (c: SqliteStore | null) => { if (!c || !MUT) return; const x = c as any; const [k, from, to] = JSON.parse(MUT) as [string, string, string]; const sql = x.st[k].source as string; if (!sql.includes(from)) throw new Error('mutant does not apply'); x.st[k] = x.db.prepare(sql.replace(from, to)); };
-  conns.forEach(mutate);
   const connOf = (slot: number) => (cfg.twoConns && slot === 1 ? 1 : 0);
   const storeOf = (slot: number): SqliteStore => {
     const s = conns[connOf(slot)];
@@ -458,6 +458,11 @@ async function runScenario({ cfg, cmds }: Scenario): Promise<void> {
       if (o.alive) return o;
     }
     return undefined;
+  };
+  /** The first live owner from `slot` on that holds a task, else the first live one. */
+  const pickHolder = (slot: number): MOwner | undefined => {
+    const order = owners.map((_, i) => owners[(slot + i) % owners.length]!);
+    return order.find((o) => o.alive && m.held(o.id).length > 0) ?? pickAlive(slot);
   };
   const pickCrashed = (slot: number): MOwner | undefined => {
     for (let i = 0; i < owners.length; i++) {
@@ -499,7 +504,7 @@ async function runScenario({ cfg, cmds }: Scenario): Promise<void> {
         return;
       }
       case 'heartbeat': {
-        const o = pickAlive(cmd.owner);
+        const o = pickHolder(cmd.owner);
         if (!o) return;
         await storeOf(o.slot).heartbeat(o.id, m.clock + cfg.leaseMs);
         m.heartbeat(o.id, cfg.leaseMs);
@@ -507,10 +512,9 @@ async function runScenario({ cfg, cmds }: Scenario): Promise<void> {
         return;
       }
       case 'settle': {
-        // The first live owner from cmd.owner on that holds something.
-        const o = owners.map((_, i) => owners[(cmd.owner + i) % owners.length]!).find((x) => x.alive && m.held(x.id).length > 0);
-        if (!o) return;
-        const held = m.held(o.id);
+        const o = pickHolder(cmd.owner);
+        const held = o ? m.held(o.id) : [];
+        if (!o || held.length === 0) return;
         // A group commit; the same token may appear twice, then the second is fenced.
         const decisions = cmd.items.map(({ pick, end }) => {
           const a = held[pick % held.length]!;
@@ -564,7 +568,7 @@ async function runScenario({ cfg, cmds }: Scenario): Promise<void> {
         return;
       }
       case 'crash': {
-        const o = pickAlive(cmd.owner);
+        const o = pickHolder(cmd.owner);
         if (!o) return;
         o.alive = false;
         saw(m.held(o.id).length > 0 ? 'crash: while holding tasks' : 'crash: idle');
@@ -582,7 +586,7 @@ async function runScenario({ cfg, cmds }: Scenario): Promise<void> {
         o.gen++;
         o.id = `${o.host}:${4000 + o.slot + 10 * o.gen}:${o.gen}`;
         o.alive = true;
-        if (connOf(o.slot) === 1) { conns[1] = SqliteStore.open(path, { create: false }); mutate(conns[1]); }
+        if (connOf(o.slot) === 1) conns[1] = SqliteStore.open(path, { create: false });
         await recoverAs(o, cmd.scoped ? cmd.batch : null);
         return;
       }
@@ -699,6 +703,10 @@ async function runScenario({ cfg, cmds }: Scenario): Promise<void> {
         assert(!leased, `${where}: ${t.status} task ${t.task_key} still carries a lease`);
         assert(open.length === 0, `${where}: ${t.status} task ${t.task_key} has an open attempt ${open.map((a) => a.id)}`);
       }
+      // I4/I5 accounting: every attempt since the last reset is charged except INTERRUPTED ones (LOST is charged).
+      const resetBefore = m.tasks.find((x) => x.id === t.id)?.resetBefore ?? 0;
+      const charged = rows.filter((a) => a.id >= resetBefore && a.outcome !== 'INTERRUPTED').length;
+      assert(charged === t.attempts, `${where}: task ${t.task_key} counts ${t.attempts} attempts but its history since the last reset has ${charged} charged ones`);
       assert(successes <= 1, `${where}: I2 task ${t.task_key} has ${successes} SUCCESS attempts`);
       const last = rows[rows.length - 1];
       if (t.status === 'SUCCESS') assert(successes === 1 && last?.outcome === 'SUCCESS', `${where}: I2 SUCCESS task ${t.task_key} history ends in ${last?.outcome}`);
