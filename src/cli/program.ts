@@ -8,6 +8,7 @@ import { showCommand } from './commands/show.js';
 import { retryFailedCommand } from './commands/retry-failed.js';
 import { logsCommand } from './commands/logs.js';
 import { batchesCommand } from './commands/batches.js';
+import { jobFileJsonSchema } from '../job/job-file.js';
 
 const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
 const collect = (value: string, previous: string[]) => [...previous, value];
@@ -29,8 +30,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       .option('--verbose', 'more detail, stack traces on errors')
       .option('--no-color', 'no colours (also NO_COLOR)');
 
-  common(program.command('run <source>'))
+  common(program.command('run [source]'))
     .description('split <source> into tasks (idempotently) and run the batch to the end')
+    .option('--job <file>', 'job file with run options (default ./splitdance.json when present); flags win')
     .option('--batch <name>', "batch name (default: derived from the source path; {date} expands to YYYY-MM-DD)")
     .option('--exec <template>', "shell command per task, e.g. 'gzip -k {}' (placeholders are shell-quoted)")
     .option('--handler <module>', 'a .js/.mjs module whose default export is async (task, ctx) => result')
@@ -54,7 +56,15 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--max-worker-memory <size>', 'replace a worker whose RSS grows above this, e.g. 512MiB')
     .option('--progress-interval <duration>', 'without a terminal, print progress this often (default 10s)')
     .addOption(new Option('--lease <duration>', 'lease length; a dead remote coordinator is detected after it (default 30s)'))
-    .action(async (source: string, opts, cmd: Command) => setExit(await runCommand(source, withoutDefaults(opts, cmd), io)));
+    .action(async (source: string | undefined, opts, cmd: Command) => setExit(await runCommand(source, withoutDefaults(opts, cmd), io)));
+
+  program
+    .command('schema')
+    .description('print the JSON Schema of splitdance.json (for editor completion)')
+    .action(() => {
+      io.stdout.write(`${JSON.stringify(jobFileJsonSchema(), null, 2)}\n`);
+      setExit(0);
+    });
 
   common(program.command('status'))
     .description('counts, rate, ETA, failures grouped by error, next retry')

@@ -7,6 +7,7 @@ import { checkTemplate } from '../../worker/exec-template.js';
 
 /** `run`'s flags as commander hands them over (strings, before validation). */
 export interface RunFlags {
+  job?: string;
   db?: string;
   batch?: string;
   exec?: string;

@@ -13,6 +13,7 @@ import {
   type JobDefinition,
 } from '../../job/job-definition.js';
 import { parseCountOrPercent } from '../../job/units.js';
+import { findJobFile, readJobFile } from '../../job/job-file.js';
 import { nonEmpty, sourceKind, splitSource } from '../../split/split-source.js';
 import { openStore, resolveDbPath, storeExists } from '../../store/open-store.js';
 import type { TaskStore } from '../../store/task-store.js';
@@ -28,8 +29,15 @@ const KILL_GRACE_MS = 2000;
  * `splitdance run <source>`: split the source into the batch (idempotently) and run
  * it to the end. Nothing is written until the workers have loaded the handler.
  */
-export async function runCommand(sourceArg: string, flags: RunFlags, io: Io): Promise<number> {
-  const source = resolve(io.cwd, sourceArg);
+export async function runCommand(sourceArg: string | undefined, cliFlags: RunFlags, io: Io): Promise<number> {
+  const jobPath = findJobFile(cliFlags.job, io.cwd);
+  const file = jobPath ? readJobFile(jobPath) : null;
+  const flags: RunFlags = { ...definedOnly(file?.flags ?? {}), ...cliFlags }; // flags win over the file
+  const sourceGiven = sourceArg ?? file?.source;
+  if (sourceGiven === undefined) {
+    throw new UsageError(`no source: give one (\`splitdance run ./logs\`) or set "source" in ${jobPath ?? 'splitdance.json'}`);
+  }
+  const source = resolve(io.cwd, sourceGiven);
   const given = givenSettings(flags, io.cwd);
   const inv = invocationOf(flags);
   const kind = sourceKind(source);
@@ -174,4 +182,8 @@ function storeFiles(dbPath: string): string[] {
   const dir = dirname(dbPath);
   const own = [dbPath, `${dbPath}-wal`, `${dbPath}-shm`, `${dbPath}-journal`, join(dir, 'logs')];
   return basename(dir) === '.splitdance' ? [...own, dir] : own;
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

@@ -1,0 +1,58 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ROOT, handler, runCli } from '../helpers/cli.js';
+import { projectWithFiles } from '../helpers/project.js';
+import { dbPathIn, query } from '../helpers/store.js';
+
+const storedJob = (dir: string) => JSON.parse(query<{ job: string }>(dbPathIn(dir), 'SELECT job FROM batches')[0]!.job);
+
+describe('job file', () => {
+  it('a misspelt or mistyped field fails with exit 2 naming the field, what was expected and what arrived', async () => {
+    const p = projectWithFiles(2);
+    writeFileSync(join(p.dir, 'splitdance.json'), JSON.stringify({ source: 'src', exec: 'true', retires: 2 }));
+    const r = await runCli(['run'], { cwd: p.dir });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/splitdance\.json: unknown field "retires" \(did you mean "retries"\?\)/);
+    writeFileSync(join(p.dir, 'splitdance.json'), JSON.stringify({ source: 'src', exec: 'true', retries: 'three', timeout: '5' }));
+    const t = await runCli(['run'], { cwd: p.dir });
+    expect(t.code).toBe(2);
+    expect(t.stderr).toMatch(/field "retries": expected number, received string \(received "three"\)/);
+    expect(t.stderr).toMatch(/field "timeout": expected a duration/);
+    expect(() => query(dbPathIn(p.dir), 'SELECT 1')).toThrow(); // nothing was created
+  });
+
+  it('a valid file produces the same batch as the equivalent flags, and flags win over it', async () => {
+    const options = { retries: 1, backoff: '50ms', backoffFactor: 2, jitter: 0, timeout: '10s', permanentCodes: [64], include: ['*.log'] };
+    const a = projectWithFiles(3);
+    writeFileSync(join(a.dir, 'job.json'), JSON.stringify({ source: 'src', handler: handler('ok'), ...options }));
+    const ra = await runCli(['run', '--job', 'job.json'], { cwd: a.dir });
+    expect(ra.code, ra.stderr).toBe(0);
+    const b = projectWithFiles(3);
+    const rb = await runCli(
+      ['run', 'src', '--handler', handler('ok'), '--retries', '1', '--backoff', '50ms', '--backoff-factor', '2', '--jitter', '0', '--timeout', '10s', '--permanent-codes', '64', '--include', '*.log'],
+      { cwd: b.dir },
+    );
+    expect(rb.code, rb.stderr).toBe(0);
+    const ja = storedJob(a.dir);
+    const jb = storedJob(b.dir);
+    expect({ ...ja, source: null }).toEqual({ ...jb, source: null });
+    expect(ja.version).toBe(1);
+
+    const c = projectWithFiles(2);
+    writeFileSync(join(c.dir, 'splitdance.json'), JSON.stringify({ source: 'src', exec: 'exit 3', retries: 5, batch: 'from-file' }));
+    const rc = await runCli(['run', '--exec', 'true', '--retries', '0'], { cwd: c.dir });
+    expect(rc.code, rc.stderr).toBe(0);
+    const jc = storedJob(c.dir);
+    expect(jc.handler).toEqual({ kind: 'exec', template: 'true' });
+    expect(jc.retries).toBe(0);
+    expect(query(dbPathIn(c.dir), 'SELECT name FROM batches')).toEqual([{ name: 'from-file' }]);
+  });
+
+  it('the shipped JSON Schema is the one the CLI generates (regenerate with npm run schema)', async () => {
+    const r = await runCli(['schema'], { cwd: ROOT });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(readFileSync(join(ROOT, 'splitdance.schema.json'), 'utf8'))).toEqual(JSON.parse(r.stdout));
+    expect(JSON.parse(r.stdout).additionalProperties).toBe(false);
+  });
+});
