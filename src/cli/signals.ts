@@ -33,3 +33,23 @@ export function drainOnSignals(coordinator: Coordinator, graceMs: number, note: 
     process.off('SIGTERM', onTerm);
   };
 }
+
+/**
+ * Before the coordinator runs (workers starting, the source being split), a signal only
+ * marks the run as interrupted; `run` checks between its steps and exits 130/143 with
+ * nothing half-done. Returns the signal seen so far and a function removing the handlers.
+ */
+export function watchSignalsDuringStartup(): { seen(): 'SIGINT' | 'SIGTERM' | null; dispose(): void } {
+  let seen: 'SIGINT' | 'SIGTERM' | null = null;
+  const onInt = () => (seen ??= 'SIGINT');
+  const onTerm = () => (seen ??= 'SIGTERM');
+  process.on('SIGINT', onInt);
+  process.on('SIGTERM', onTerm);
+  return {
+    seen: () => seen,
+    dispose() {
+      process.off('SIGINT', onInt);
+      process.off('SIGTERM', onTerm);
+    },
+  };
+}

@@ -45,17 +45,18 @@ export function splitSource(source: string, kind: SourceKind, options: SplitOpti
 }
 
 /** Pulls the first spec so an empty source is reported before the store is touched. */
-export function nonEmpty(specs: Generator<TaskSpec>, source: string, kind: SourceKind): Iterable<TaskSpec> {
-  const first = specs.next();
+export function nonEmpty(specs: Iterable<TaskSpec>, source: string, kind: SourceKind): Iterable<TaskSpec> {
+  const it = specs[Symbol.iterator]();
+  const first = it.next();
   if (first.done) {
     throw new UsageError(
       kind === 'directory'
-        ? `source ${source} holds no files to run (after --include/--exclude and skipping hidden files)`
+        ? `source ${source} holds no files to run (after --include/--exclude, --sample and skipping hidden files)`
         : `source ${source} is empty; there is nothing to split`,
     );
   }
   return (function* () {
     yield first.value;
-    yield* specs;
+    for (let r = it.next(); !r.done; r = it.next()) yield r.value;
   })();
 }

@@ -19,6 +19,7 @@ export function storeExists(path: string): boolean {
   return existsSync(path);
 }
 
-export function openStore(path: string, options: { create: boolean }): TaskStore {
+/** `readonly` opens without a single write (no WAL switch, no migration, no checkpoint): for --dry-run. */
+export function openStore(path: string, options: { create: boolean; readonly?: boolean }): TaskStore {
   return SqliteStore.open(path, options);
 }

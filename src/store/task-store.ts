@@ -51,6 +51,10 @@ export interface EnqueueResult {
   batch: BatchRecord;
   created: boolean;
   inserted: number;
+  /** Succeeded tasks whose file changed since (fingerprint), still SUCCESS. */
+  changed: number;
+  /** Succeeded tasks whose file changed, re-queued by `rerunChanged`. */
+  requeued: number;
 }
 
 /** A claimed task, as handed to a worker. `token` is the attempt id and the fencing token. */
@@ -179,8 +183,13 @@ export interface TaskStore {
   findBatch(name: string): Promise<BatchRecord | undefined>;
   latestBatch(): Promise<BatchRecord | undefined>;
   listBatches(): Promise<BatchRecord[]>;
-  /** Create the batch if needed and insert the tasks whose keys it lacks, atomically. */
-  enqueue(batch: NewBatch, specs: Iterable<TaskSpec>): Promise<EnqueueResult>;
+  /**
+   * Create the batch if needed and insert the tasks whose keys it lacks, atomically; note
+   * changed fingerprints, and with `rerunChanged` re-queue succeeded tasks whose file changed.
+   */
+  enqueue(batch: NewBatch, specs: Iterable<TaskSpec>, options?: { rerunChanged?: boolean }): Promise<EnqueueResult>;
+  /** Succeeded tasks whose file has changed since they ran (as last observed). */
+  changedCount(batchId: number): Promise<number>;
   /** Replace the stored job definition; unfinished tasks get the new attempt budget. */
   updateJob(batchId: number, job: Record<string, unknown>, maxAttempts: number): Promise<void>;
   /** Atomically claim up to one PENDING, due task per slot, counting the attempt. */

@@ -59,3 +59,13 @@ export function alivePids(pids: number[]): number[] {
     }
   });
 }
+
+/** How many tasks are RUNNING now (0 while the store does not exist yet). */
+export function runningCount(dbPath: string): number {
+  if (!existsSync(dbPath)) return 0;
+  try {
+    return query<{ n: number }>(dbPath, "SELECT count(*) AS n FROM tasks WHERE status = 'RUNNING'")[0]!.n;
+  } catch {
+    return 0;
+  }
+}

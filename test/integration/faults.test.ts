@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { handler, runCli, sleep, startCli, waitFor } from '../helpers/cli.js';
 import { liveProcesses, processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { dbPathIn, query, sideEffects } from '../helpers/store.js';
+import { dbPathIn, query, runningCount, sideEffects } from '../helpers/store.js';
 
 const show = async (dir: string, key: string) => JSON.parse((await runCli(['show', key, '--json'], { cwd: dir })).stdout);
 
@@ -115,8 +115,7 @@ describe('signals', () => {
   it('SIGINT drains running attempts, returns the rest, exit 130; nothing RUNNING, nothing charged', async () => {
     const p = projectWithFiles(20);
     const child = startCli(['run', 'src', '--exec', 'sleep 2', '-j', '2', '--grace', '300ms'], { cwd: p.dir });
-    await waitFor(() => /2 workers/.test(''), 0).catch(() => undefined);
-    await sleep(1200);
+    await waitFor(() => runningCount(dbPathIn(p.dir)) === 2, 20_000, 'two running attempts');
     child.kill('SIGINT');
     const r = await child.result;
     expect(r.code).toBe(130);
@@ -131,12 +130,12 @@ describe('signals', () => {
   it('SIGTERM lets short attempts finish within the grace and exits 143', async () => {
     const p = projectWithFiles(10);
     const child = startCli(['run', 'src', '--exec', 'sleep 0.6', '-j', '2', '--grace', '5s'], { cwd: p.dir });
-    await sleep(1000);
+    await waitFor(() => runningCount(dbPathIn(p.dir)) === 2, 20_000, 'two running attempts');
     child.kill('SIGTERM');
     const r = await child.result;
     expect(r.code).toBe(143);
     const rows = query<{ status: string }>(dbPathIn(p.dir), 'SELECT status FROM tasks');
-    expect(rows.some((t) => t.status === 'SUCCESS')).toBe(true);
+    expect(rows.filter((t) => t.status === 'SUCCESS').length).toBe(2); // the two running ones finished in the grace
     expect(rows.filter((t) => t.status === 'RUNNING')).toEqual([]);
     expect(query(dbPathIn(p.dir), "SELECT 1 FROM attempts WHERE outcome = 'INTERRUPTED'")).toEqual([]);
   });
@@ -144,7 +143,7 @@ describe('signals', () => {
   it('a second SIGINT kills at once instead of waiting for the grace', async () => {
     const p = projectWithFiles(4);
     const child = startCli(['run', 'src', '--exec', 'sleep 30', '-j', '2', '--grace', '60s'], { cwd: p.dir });
-    await sleep(1000);
+    await waitFor(() => runningCount(dbPathIn(p.dir)) === 2, 20_000, 'two running attempts');
     child.kill('SIGINT');
     await sleep(200);
     const t0 = Date.now();
@@ -154,5 +153,17 @@ describe('signals', () => {
     expect(Date.now() - t0).toBeLessThan(5000);
     const rows = query<{ status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks');
     expect(rows.every((t) => t.status === 'PENDING' && t.attempts === 0)).toBe(true);
+  });
+});
+
+describe('signals during start-up', () => {
+  it('SIGTERM before any task starts exits 143 cleanly with no orphan workers', async () => {
+    const p = projectWithFiles(3);
+    const child = startCli(['run', 'src', '--handler', handler('slow')], { cwd: p.dir, env: { SLEEP_MS: '50', MARK: p.dir } });
+    await waitFor(() => processesWithEnv(p.dir).some((pid) => pid !== child.pid), 20_000, 'workers being forked');
+    child.kill('SIGTERM');
+    const r = await child.result;
+    expect(r.code, r.stderr).toBe(143);
+    await waitFor(() => processesWithEnv(p.dir).length === 0, 2000, 'workers to exit');
   });
 });

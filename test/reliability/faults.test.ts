@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { handler, runCli, sleep, startCli, tempDir, waitFor } from '../helpers/cli.js';
 import { processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { dbPathIn, query, sideEffects } from '../helpers/store.js';
+import { dbPathIn, logEntries, query, sideEffects } from '../helpers/store.js';
 import { checkInvariants } from './invariants.js';
 import { prng, seedFor } from './prng.js';
 
@@ -36,7 +36,7 @@ describe('R3: workers SIGKILLed mid-task', () => {
       env,
     });
     let kills = 0;
-    await sleep(800);
+    await waitFor(() => logEntries(p.log).length > 0, 20_000, 'the first attempt');
     while (child.exitCode === null && kills < 12) {
       const workers = childrenOf(child.pid!);
       if (workers.length) {

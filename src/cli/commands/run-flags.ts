@@ -8,6 +8,9 @@ import { checkTemplate } from '../../worker/exec-template.js';
 /** `run`'s flags as commander hands them over (strings, before validation). */
 export interface RunFlags {
   job?: string;
+  dryRun?: boolean;
+  sample?: string;
+  rerunChanged?: boolean;
   db?: string;
   batch?: string;
   exec?: string;

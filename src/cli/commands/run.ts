@@ -1,94 +1,74 @@
-import { basename, dirname, join, resolve } from 'node:path';
-import { UsageError } from '../../errors.js';
+import { dirname, join } from 'node:path';
 import { Coordinator, type StopReason } from '../../coordinator/coordinator.js';
 import { WorkerPool } from '../../coordinator/pool.js';
 import { recoverStale } from '../../coordinator/recovery.js';
-import { defaultBatchName, expandBatchName } from '../../job/batch-name.js';
-import {
-  DEFAULT_SETTINGS,
-  definitionOf,
-  describeHandler,
-  mergeSettings,
-  settingsOf,
-  type JobDefinition,
-} from '../../job/job-definition.js';
+import { definitionOf } from '../../job/job-definition.js';
 import { parseCountOrPercent } from '../../job/units.js';
-import { findJobFile, readJobFile } from '../../job/job-file.js';
-import { nonEmpty, sourceKind, splitSource } from '../../split/split-source.js';
+import { nonEmpty } from '../../split/split-source.js';
 import { openStore, resolveDbPath, storeExists } from '../../store/open-store.js';
-import type { TaskStore } from '../../store/task-store.js';
+import type { BatchRecord, TaskStore } from '../../store/task-store.js';
 import { EXIT } from '../exit-codes.js';
 import { colors, type Io } from '../io.js';
 import { RunReporter, type ReportMode } from '../run-reporter.js';
-import { drainOnSignals } from '../signals.js';
-import { givenSettings, invocationOf, type RunFlags } from './run-flags.js';
+import { drainOnSignals, watchSignalsDuringStartup } from '../signals.js';
+import { printPlan } from './dry-run.js';
+import type { RunFlags } from './run-flags.js';
+import { planRun, type RunPlan } from './run-plan.js';
 
 const KILL_GRACE_MS = 2000;
 
 /**
  * `splitdance run <source>`: split the source into the batch (idempotently) and run
- * it to the end. Nothing is written until the workers have loaded the handler.
+ * it to the end. Nothing is written until the workers have loaded the handler; with
+ * --dry-run nothing is written at all.
  */
 export async function runCommand(sourceArg: string | undefined, cliFlags: RunFlags, io: Io): Promise<number> {
-  const jobPath = findJobFile(cliFlags.job, io.cwd);
-  const file = jobPath ? readJobFile(jobPath) : null;
-  const flags: RunFlags = { ...definedOnly(file?.flags ?? {}), ...cliFlags }; // flags win over the file
-  const sourceGiven = sourceArg ?? file?.source;
-  if (sourceGiven === undefined) {
-    throw new UsageError(`no source: give one (\`splitdance run ./logs\`) or set "source" in ${jobPath ?? 'splitdance.json'}`);
-  }
-  const source = resolve(io.cwd, sourceGiven);
-  const given = givenSettings(flags, io.cwd);
-  const inv = invocationOf(flags);
-  const kind = sourceKind(source);
-  const dbPath = resolveDbPath(flags.db, io.cwd, io.env);
-  const batchName = flags.batch !== undefined ? expandBatchName(flags.batch) : defaultBatchName(source);
-  if (batchName.trim() === '') throw new UsageError('--batch needs a non-empty name');
-
-  let store: TaskStore | null = storeExists(dbPath) ? openStore(dbPath, { create: false }) : null;
+  const dbPath = resolveDbPath(cliFlags.db, io.cwd, io.env);
+  const exists = storeExists(dbPath);
+  let store: TaskStore | null = exists ? openStore(dbPath, { create: false, readonly: cliFlags.dryRun === true }) : null;
   try {
-    const existing = store ? await store.findBatch(batchName) : undefined;
-    const stored = existing ? settingsOf(existing.job as unknown as JobDefinition) : DEFAULT_SETTINGS;
-    const { settings, changed } = mergeSettings(stored, given);
-    if (!settings.handler) {
-      throw new UsageError('no handler: give --exec \'COMMAND {}\' or --handler ./module.js (a new batch has none stored)');
-    }
-    const notes = existing && changed.length ? [`batch ${batchName}: ${changed.join(', ')} changed for the unfinished tasks (handler now ${describeHandler(settings.handler)})`] : [];
-
+    const plan = await planRun(sourceArg, cliFlags, io.cwd, store, dbPath);
+    if (cliFlags.dryRun) return await printPlan(plan, store, io);
     const pool = new WorkerPool({
-      size: inv.concurrency,
-      handler: settings.handler,
+      size: plan.inv.concurrency,
+      handler: plan.settings.handler,
       killGraceMs: KILL_GRACE_MS,
-      maxTasksPerWorker: inv.maxTasksPerWorker,
-      maxWorkerMemory: inv.maxWorkerMemory,
+      maxTasksPerWorker: plan.inv.maxTasksPerWorker,
+      maxWorkerMemory: plan.inv.maxWorkerMemory,
       idPrefix: `${process.pid}.`,
     });
-    await pool.start(); // a broken handler fails here, before the store is touched
+    const startup = watchSignalsDuringStartup();
     try {
+      await pool.start(); // a broken handler fails here, before the store is touched
+    } catch (err) {
+      startup.dispose();
+      throw err;
+    }
+    try {
+      if (startup.seen()) return interruptedBeforeStart(startup.seen()!, io);
       const unnamed: string[] = [];
-      const split = splitSource(source, kind, {
-        include: settings.include,
-        exclude: settings.exclude,
-        chunkSize: settings.chunkSize,
-        lines: settings.lines,
-        skip: storeFiles(dbPath),
-        onSkip: (path) => unnamed.push(path),
-      });
-      const specs = existing ? split : nonEmpty(split, source, kind); // an empty new source: exit 2, no store
+      const split = plan.split((path) => unnamed.push(path));
+      // An empty new source is exit 2 before the store exists.
+      const specs = plan.existing ? split : nonEmpty(split, plan.source, plan.kind);
       store ??= openStore(dbPath, { create: true });
-      const job = definitionOf(source, settings);
-      const maxAttempts = settings.retries + 1;
-      const { batch, inserted } = await store.enqueue(
-        { name: batchName, source, job: job as unknown as Record<string, unknown>, maxAttempts },
-        specs,
-      );
-      if (existing && changed.length) await store.updateJob(batch.id, job as unknown as Record<string, unknown>, maxAttempts);
+      const job = definitionOf(plan.source, plan.settings) as unknown as Record<string, unknown>;
+      const maxAttempts = plan.settings.retries + 1;
+      const enqueued = await store.enqueue({ name: plan.batchName, source: plan.source, job, maxAttempts }, specs, {
+        rerunChanged: plan.rerunChanged,
+      });
+      if (plan.existing && plan.changed.length) await store.updateJob(enqueued.batch.id, job, maxAttempts);
       if (unnamed.length) {
         const shown = unnamed.slice(0, 5).join(', ') + (unnamed.length > 5 ? `, … (${unnamed.length - 5} more)` : '');
-        notes.push(`skipped ${unnamed.length} file${unnamed.length === 1 ? '' : 's'} whose name is not valid UTF-8: ${shown}; rename them to run them`);
+        plan.notes.push(`skipped ${unnamed.length} file${unnamed.length === 1 ? '' : 's'} whose name is not valid UTF-8: ${shown}; rename them to run them`);
       }
-      return await drive(store, batch, pool, settings, inv, { io, flags, dbPath, inserted, notes });
+      if (enqueued.requeued) plan.notes.push(`re-queued ${enqueued.requeued} succeeded task(s) whose file changed (--rerun-changed)`);
+      if (enqueued.changed) plan.notes.push(`${enqueued.changed} succeeded task(s) have changed files since; --rerun-changed runs them again`);
+      if (plan.sample) plan.notes.push(`sample: ${enqueued.inserted} new task(s) of the source (${describeSample(plan)})`);
+      if (startup.seen()) return interruptedBeforeStart(startup.seen()!, io);
+      startup.dispose(); // the coordinator's drain handlers take over
+      return await drive(store, enqueued.batch, pool, plan, io, enqueued.inserted);
     } finally {
+      startup.dispose();
       await pool.shutdown();
     }
   } finally {
@@ -96,15 +76,18 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
   }
 }
 
-async function drive(
-  store: TaskStore,
-  batch: Awaited<ReturnType<TaskStore['enqueue']>>['batch'],
-  pool: WorkerPool,
-  settings: ReturnType<typeof settingsOf>,
-  inv: ReturnType<typeof invocationOf>,
-  ctx: { io: Io; flags: RunFlags; dbPath: string; inserted: number; notes: string[] },
-): Promise<number> {
-  const { io, flags } = ctx;
+function interruptedBeforeStart(signal: 'SIGINT' | 'SIGTERM', io: Io): number {
+  io.stderr.write(`splitdance: ${signal} before any task started; nothing ran (run again to start)\n`);
+  return signal === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM;
+}
+
+function describeSample(plan: RunPlan): string {
+  const s = plan.sample!;
+  return s.kind === 'fraction' ? `${+(s.fraction * 100).toFixed(4)}% by key hash` : `${s.count} by key hash`;
+}
+
+async function drive(store: TaskStore, batch: BatchRecord, pool: WorkerPool, plan: RunPlan, io: Io, inserted: number): Promise<number> {
+  const { flags, settings, inv } = plan;
   const total = (await store.counts(batch.id)).total;
   const mode: ReportMode = flags.json ? 'json' : flags.quiet ? 'quiet' : io.tty ? 'tty' : 'plain';
   const reporter = new RunReporter(io, mode, colors(io, flags), () => store.counts(batch.id), inv.progressIntervalMs);
@@ -114,12 +97,7 @@ async function drive(
     pool,
     {
       rules: {
-        policy: {
-          backoffMs: settings.backoffMs,
-          factor: settings.backoffFactor,
-          maxBackoffMs: settings.maxBackoffMs,
-          jitter: settings.jitter,
-        },
+        policy: { backoffMs: settings.backoffMs, factor: settings.backoffFactor, maxBackoffMs: settings.maxBackoffMs, jitter: settings.jitter },
         permanentCodes: settings.permanentCodes,
         timeoutMs: settings.timeoutMs,
       },
@@ -129,22 +107,14 @@ async function drive(
       noWait: inv.noWait,
       maxFailures: inv.maxFailures === null ? null : parseCountOrPercent(inv.maxFailures, '--max-failures', total),
       maxRuntimeMs: inv.maxRuntimeMs,
-      logDir: join(dirname(ctx.dbPath), 'logs'),
+      logDir: join(dirname(plan.dbPath), 'logs'),
       pollMs: 1000,
     },
     reporter,
   );
   // Tasks a dead coordinator on this host left RUNNING are taken back now, not after their lease.
   const released = await recoverStale(store, batch.id, coordinator.owner);
-  reporter.start({
-    batch: batch.name,
-    source: batch.source,
-    store: ctx.dbPath,
-    total,
-    inserted: ctx.inserted,
-    workers: pool.size,
-    notes: ctx.notes,
-  });
+  reporter.start({ batch: batch.name, source: batch.source, store: plan.dbPath, total, inserted, workers: pool.size, notes: plan.notes });
   if (released.length) reporter.released(released);
   const started = Date.now();
   const removeSignals = drainOnSignals(coordinator, inv.graceMs, (m) => reporter.note(m));
@@ -175,15 +145,4 @@ function exitFor(stop: StopReason, c: { failed: number; cancelled: number }): { 
     case 'done':
       return c.failed + c.cancelled > 0 ? { exitCode: EXIT.FAILED, reason: 'finished with failures' } : { exitCode: EXIT.OK, reason: 'done' };
   }
-}
-
-/** The store's own files, never split even when the store lives inside the source. */
-function storeFiles(dbPath: string): string[] {
-  const dir = dirname(dbPath);
-  const own = [dbPath, `${dbPath}-wal`, `${dbPath}-shm`, `${dbPath}-journal`, join(dir, 'logs')];
-  return basename(dir) === '.splitdance' ? [...own, dir] : own;
-}
-
-function definedOnly<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

@@ -29,6 +29,7 @@ export async function statusCommand(flags: StatusFlags, io: Io): Promise<number>
       out.push(`rate ${s.tasksPerSecond.toFixed(2)} tasks/s${s.etaSeconds ? `, ETA ${duration(s.etaSeconds * 1000)}` : ''}`);
     }
     if (s.nextRetryAt) out.push(`next retry due ${s.nextRetryAt} (in ${duration(Math.max(0, Date.parse(s.nextRetryAt) - Date.now()))})`);
+    if (s.changed) out.push(`${s.changed} succeeded task(s) have changed files since: \`splitdance run --rerun-changed\` re-runs them`);
     if (s.clusters.length) {
       out.push('failures by error:');
       for (const cl of s.clusters.slice(0, 10)) out.push(`  ${cl.count} × ${cl.error}   e.g. ${cl.example}`);
@@ -49,6 +50,8 @@ export interface BatchStatus extends Counts {
   tasksPerSecond: number | null;
   etaSeconds: number | null;
   nextRetryAt: string | null;
+  /** Succeeded tasks whose file changed (size or mtime) since; `run --rerun-changed` re-runs them. */
+  changed: number;
   topErrors: { error: string; count: number; example: string }[];
   clusters: ErrorCluster[];
   storeBytes: number;
@@ -73,6 +76,7 @@ export async function batchStatus(store: TaskStore, batch: BatchRecord): Promise
     tasksPerSecond: rate,
     etaSeconds: open === 0 ? 0 : rate ? Math.round(open / rate) : null,
     nextRetryAt: due !== null && due > Date.now() && c.retrying > 0 ? iso(due) : null,
+    changed: await store.changedCount(batch.id),
     topErrors: clusters.slice(0, 10).map((cl) => ({ error: cl.error, count: cl.count, example: cl.example })),
     clusters,
     storeBytes: storeSize(store.location),

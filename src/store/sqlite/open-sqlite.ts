@@ -30,7 +30,7 @@ export const SCHEMA_VERSION = Math.max(...loadMigrations().map((m) => m.version)
  * checked with reads before the first write, so a corrupt, foreign or newer store is
  * refused without a byte of it changing.
  */
-export function openSqlite(path: string, { create }: { create: boolean }): Db {
+export function openSqlite(path: string, { create, readonly = false }: { create: boolean; readonly?: boolean }): Db {
   const exists = existsSync(path);
   if (!exists && !create) {
     throw new StoreError(`no store at ${path}: run \`splitdance run <source>\` first, or point --db at an existing store`);
@@ -41,12 +41,19 @@ export function openSqlite(path: string, { create }: { create: boolean }): Db {
   if (!exists) createStoreFile(path);
   let db: Db;
   try {
-    db = new Database(path, { timeout: BUSY_TIMEOUT_MS });
+    db = new Database(path, { timeout: BUSY_TIMEOUT_MS, readonly });
   } catch (err) {
     throw storeError(err, path);
   }
   try {
     checkIdentity(db, path);
+    if (readonly) {
+      const version = db.pragma('user_version', { simple: true }) as number;
+      if (version < SCHEMA_VERSION) {
+        throw new StoreError(`the store ${path} has an older schema (${version}); run without --dry-run once to upgrade it`);
+      }
+      return db;
+    }
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');

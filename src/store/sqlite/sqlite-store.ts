@@ -33,12 +33,12 @@ export class SqliteStore implements TaskStore {
 
   private constructor(readonly location: string, db: Database.Database) {
     this.db = db;
-    // Per connection and never in the store file; enqueue stages rows here (see enqueue).
+    // Per connection and never in the store file (a read-only store can have one too).
     db.exec('CREATE TEMP TABLE staging (task_key TEXT NOT NULL, payload TEXT NOT NULL, fingerprint TEXT)');
     this.st = prepareStatements(db);
   }
 
-  static open(path: string, options: { create: boolean }): SqliteStore {
+  static open(path: string, options: { create: boolean; readonly?: boolean }): SqliteStore {
     const db = openSqlite(path, options);
     try {
       return new SqliteStore(path, db);
@@ -81,7 +81,7 @@ export class SqliteStore implements TaskStore {
     return this.read(() => (this.st.listBatches.all() as BatchDbRow[]).map(toBatch));
   }
 
-  async enqueue(batch: NewBatch, specs: Iterable<TaskSpec>): Promise<EnqueueResult> {
+  async enqueue(batch: NewBatch, specs: Iterable<TaskSpec>, options: { rerunChanged?: boolean } = {}): Promise<EnqueueResult> {
     // Stage rows in a TEMP table first: that holds no lock on the store, so a long
     // directory walk never blocks other runs; the store then changes in one short
     // transaction, all tasks or none.
@@ -111,10 +111,17 @@ export class SqliteStore implements TaskStore {
       }
       const { base } = this.st.maxSeq.get(row.id) as { base: number };
       const inserted = this.st.insertStaged.run({ batchId: row.id, base, maxAttempts: batch.maxAttempts, now }).changes;
-      return { batch: toBatch(row), created, inserted };
+      if (!created) this.st.observeStaged.run({ batchId: row.id });
+      const requeued = options.rerunChanged ? this.st.requeueChanged.run({ batchId: row.id }).changes : 0;
+      const { n: changed } = this.st.countChanged.get({ batchId: row.id }) as { n: number };
+      return { batch: toBatch(row), created, inserted, changed, requeued };
     });
     this.read(() => this.db.exec('DELETE FROM temp.staging'));
     return result;
+  }
+
+  async changedCount(batchId: number): Promise<number> {
+    return this.read(() => (this.st.countChanged.get({ batchId }) as { n: number }).n);
   }
 
   async updateJob(batchId: number, job: Record<string, unknown>, maxAttempts: number): Promise<void> {

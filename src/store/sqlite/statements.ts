@@ -19,10 +19,31 @@ const SQL = {
   maxSeq: 'SELECT coalesce(max(seq), 0) AS base FROM tasks WHERE batch_id = ?',
   /** @batchId @base @maxAttempts @now — copies temp.staging; keys already in the batch are skipped. */
   insertStaged: `
-    INSERT INTO tasks (batch_id, task_key, stage, seq, payload, max_attempts, created_at, fingerprint)
-    SELECT @batchId, task_key, '', @base + rowid, payload, @maxAttempts, @now, fingerprint
+    INSERT INTO tasks (batch_id, task_key, stage, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint)
+    SELECT @batchId, task_key, '', @base + rowid, payload, @maxAttempts, @now, fingerprint, fingerprint
     FROM temp.staging WHERE true
     ON CONFLICT (batch_id, stage, task_key) DO NOTHING`,
+  /**
+   * @batchId — records what the source shows now; unfinished tasks will run on it, so it
+   * becomes their fingerprint too. Touches only rows whose file changed.
+   */
+  observeStaged: `
+    UPDATE tasks
+    SET seen_fingerprint = s.fingerprint,
+        fingerprint = CASE WHEN tasks.status = 'SUCCESS' THEN tasks.fingerprint ELSE s.fingerprint END
+    FROM temp.staging AS s
+    WHERE tasks.batch_id = @batchId AND tasks.stage = '' AND tasks.task_key = s.task_key
+      AND tasks.seen_fingerprint IS NOT s.fingerprint`,
+  /** @batchId — succeeded tasks whose file changed since. */
+  countChanged: `
+    SELECT count(*) AS n FROM tasks INDEXED BY tasks_changed
+    WHERE batch_id = @batchId AND status = 'SUCCESS' AND seen_fingerprint IS NOT fingerprint`,
+  /** @batchId — --rerun-changed: back to PENDING with a fresh budget, to run on the new file. */
+  requeueChanged: `
+    UPDATE tasks
+    SET status = 'PENDING', attempts = 0, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
+        fingerprint = seen_fingerprint
+    WHERE batch_id = @batchId AND status = 'SUCCESS' AND seen_fingerprint IS NOT fingerprint`,
 
   /**
    * @batchId @now @owner @expires @workerId — takes the first due PENDING task in index

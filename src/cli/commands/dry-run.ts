@@ -1,0 +1,63 @@
+import { describeHandler } from '../../job/job-definition.js';
+import { formatMs } from '../../job/units.js';
+import type { TaskStore } from '../../store/task-store.js';
+import { line, type Io } from '../io.js';
+import type { RunPlan } from './run-plan.js';
+
+const FIRST_KEYS = 5;
+
+/** `run --dry-run`: what would happen, from reads only. The store is opened read-only or not at all. */
+export async function printPlan(plan: RunPlan, store: TaskStore | null, io: Io): Promise<number> {
+  let count = 0;
+  let known = 0;
+  const first: string[] = [];
+  for (const spec of plan.split()) {
+    if (first.length < FIRST_KEYS) first.push(spec.key);
+    count++;
+    if (plan.existing && store && (await store.getTask(plan.existing.id, spec.key))) known++;
+  }
+  const counts = plan.existing && store ? await store.counts(plan.existing.id) : null;
+  const changed = plan.existing && store ? await store.changedCount(plan.existing.id) : 0;
+  const s = plan.settings;
+  const result = {
+    dryRun: true,
+    source: plan.source,
+    kind: plan.kind,
+    batch: plan.batchName,
+    batchExists: Boolean(plan.existing),
+    store: plan.dbPath,
+    tasks: count,
+    newTasks: count - known,
+    firstKeys: first,
+    chunking: plan.kind === 'file' ? (s.lines ? { lines: s.lines } : { chunkSize: s.chunkSize }) : null,
+    sample: plan.sample,
+    handler: s.handler,
+    concurrency: plan.inv.concurrency,
+    retries: s.retries,
+    timeoutMs: s.timeoutMs,
+    alreadySucceeded: counts?.succeeded ?? 0,
+    failed: counts?.failed ?? 0,
+    wouldRetry: counts?.retrying ?? 0,
+    changedSinceSuccess: changed,
+    wouldRerunChanged: plan.rerunChanged ? changed : 0,
+  };
+  if (plan.flags.json) {
+    line(io.stdout, JSON.stringify(result, null, 2));
+    return 0;
+  }
+  const out = [
+    `dry run: nothing is written`,
+    `source   ${plan.source} (${plan.kind}${result.chunking ? `, ${s.lines ? `${s.lines} lines` : `${s.chunkSize} bytes`} per chunk` : ''})`,
+    `batch    ${plan.batchName}${plan.existing ? ' (exists)' : ' (new)'} in store ${plan.dbPath}`,
+    `tasks    ${count}${plan.existing ? `, ${result.newTasks} new` : ''}${plan.sample ? ' (sampled)' : ''}; first: ${first.join(', ')}${count > first.length ? ', …' : ''}`,
+    `handler  ${describeHandler(s.handler)} on ${plan.inv.concurrency} worker(s), ${s.retries} retries${s.timeoutMs ? `, timeout ${formatMs(s.timeoutMs)}` : ''}`,
+  ];
+  if (counts) {
+    out.push(
+      `state    ${counts.succeeded} already succeeded, ${counts.failed} failed (retry-failed resets them), ${counts.retrying} waiting to retry` +
+        (changed ? `, ${changed} changed since success${plan.rerunChanged ? ' (would re-run)' : ''}` : ''),
+    );
+  }
+  line(io.stdout, out.join('\n'));
+  return 0;
+}

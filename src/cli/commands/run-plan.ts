@@ -1,0 +1,96 @@
+import { basename, dirname, join, resolve } from 'node:path';
+import { UsageError } from '../../errors.js';
+import { defaultBatchName, expandBatchName } from '../../job/batch-name.js';
+import { findJobFile, readJobFile } from '../../job/job-file.js';
+import { DEFAULT_SETTINGS, describeHandler, mergeSettings, settingsOf, type JobDefinition, type JobSettings } from '../../job/job-definition.js';
+import { parseSample, sampled, type Sample } from '../../split/sample.js';
+import { sourceKind, splitSource, type SourceKind } from '../../split/split-source.js';
+import type { BatchRecord, TaskSpec, TaskStore } from '../../store/task-store.js';
+import { givenSettings, invocationOf, type Invocation, type RunFlags } from './run-flags.js';
+
+/** Everything `run` decided before touching anything: what to split, how, into which batch. */
+export interface RunPlan {
+  flags: RunFlags;
+  source: string;
+  kind: SourceKind;
+  dbPath: string;
+  batchName: string;
+  existing: BatchRecord | undefined;
+  settings: JobSettings & { handler: NonNullable<JobSettings['handler']> };
+  /** Settings this command changes on an existing batch. */
+  changed: string[];
+  inv: Invocation;
+  sample: Sample | null;
+  rerunChanged: boolean;
+  /** A fresh stream of the (sampled) task specs; `onSkip` hears of files that cannot be tasks. */
+  split(onSkip?: (path: string) => void): Iterable<TaskSpec>;
+  notes: string[];
+}
+
+/** Resolves the job file, flags, stored batch settings and source into a plan (reads only). */
+export async function planRun(
+  sourceArg: string | undefined,
+  cliFlags: RunFlags,
+  cwd: string,
+  store: TaskStore | null,
+  db: string,
+): Promise<RunPlan> {
+  const jobPath = findJobFile(cliFlags.job, cwd);
+  const file = jobPath ? readJobFile(jobPath) : null;
+  const flags: RunFlags = { ...definedOnly(file?.flags ?? {}), ...cliFlags }; // flags win over the file
+  const sourceGiven = sourceArg ?? file?.source;
+  if (sourceGiven === undefined) {
+    throw new UsageError(`no source: give one (\`splitdance run ./logs\`) or set "source" in ${jobPath ?? 'splitdance.json'}`);
+  }
+  const source = resolve(cwd, sourceGiven);
+  const given = givenSettings(flags, cwd);
+  const inv = invocationOf(flags);
+  const sample = flags.sample === undefined ? null : parseSample(flags.sample);
+  const kind = sourceKind(source);
+  const batchName = flags.batch !== undefined ? expandBatchName(flags.batch) : defaultBatchName(source);
+  if (batchName.trim() === '') throw new UsageError('--batch needs a non-empty name');
+  const existing = store ? await store.findBatch(batchName) : undefined;
+  const stored = existing ? settingsOf(existing.job as unknown as JobDefinition) : DEFAULT_SETTINGS;
+  const { settings, changed } = mergeSettings(stored, given);
+  const handler = settings.handler;
+  if (!handler) throw new UsageError("no handler: give --exec 'COMMAND {}' or --handler ./module.js (a new batch has none stored)");
+  const notes =
+    existing && changed.length ? [`batch ${batchName}: ${changed.join(', ')} changed for the unfinished tasks (handler now ${describeHandler(handler)})`] : [];
+  return {
+    flags,
+    source,
+    kind,
+    dbPath: db,
+    batchName,
+    existing,
+    settings: { ...settings, handler },
+    changed,
+    inv,
+    sample,
+    rerunChanged: flags.rerunChanged === true,
+    notes,
+    split(onSkip) {
+      const make = () =>
+        splitSource(source, kind, {
+          include: settings.include,
+          exclude: settings.exclude,
+          chunkSize: settings.chunkSize,
+          lines: settings.lines,
+          skip: storeFiles(db),
+          onSkip,
+        });
+      return sample ? sampled(make, sample) : make();
+    },
+  };
+}
+
+/** The store's own files, never split even when the store lives inside the source. */
+function storeFiles(dbPath: string): string[] {
+  const dir = dirname(dbPath);
+  const own = [dbPath, `${dbPath}-wal`, `${dbPath}-shm`, `${dbPath}-journal`, join(dir, 'logs')];
+  return basename(dir) === '.splitdance' ? [...own, dir] : own;
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,105 @@
+import { createHash } from 'node:crypto';
+import { readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { handler, runCli, tempDir } from '../helpers/cli.js';
+import { projectWithFiles } from '../helpers/project.js';
+import { dbPathIn, query, sideEffects } from '../helpers/store.js';
+
+/** The database file's bytes (SQLite may add its empty -wal/-shm companions when it reads a WAL store). */
+const shaOfStore = (dir: string) => createHash('sha256').update(readFileSync(dbPathIn(dir))).digest('hex');
+
+describe('--dry-run', () => {
+  it('prints the plan and leaves the store byte-identical (or absent)', async () => {
+    const p = projectWithFiles(12);
+    const fresh = await runCli(['run', 'src', '--exec', 'true', '--dry-run', '--json'], { cwd: p.dir });
+    expect(fresh.code, fresh.stderr).toBe(0);
+    const plan = JSON.parse(fresh.stdout);
+    expect(plan).toMatchObject({ dryRun: true, tasks: 12, newTasks: 12, batchExists: false, firstKeys: ['f000.log', 'f001.log', 'f002.log', 'f003.log', 'f004.log'] });
+    expect(() => readdirSync(join(p.dir, '.splitdance'))).toThrow();
+
+    expect((await runCli(['run', 'src', '--exec', 'test {key} != f003.log', '--retries', '0'], { cwd: p.dir })).code).toBe(1);
+    writeFileSync(join(p.src, 'zz-new.log'), 'new');
+    const before = shaOfStore(p.dir);
+    const rowsBefore = query(dbPathIn(p.dir), 'SELECT * FROM tasks ORDER BY id');
+    const human = await runCli(['run', 'src', '--dry-run'], { cwd: p.dir });
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toMatch(/tasks +13, 1 new/);
+    expect(human.stdout).toMatch(/11 already succeeded, 1 failed/);
+    expect(shaOfStore(p.dir)).toBe(before);
+    expect(query(dbPathIn(p.dir), 'SELECT * FROM tasks ORDER BY id')).toEqual(rowsBefore);
+  });
+});
+
+describe('--sample', () => {
+  it('runs the same keys on two fresh stores', async () => {
+    const keysOf = async () => {
+      const p = projectWithFiles(200);
+      const r = await runCli(['run', 'src', '--exec', 'true', '--sample', '10%'], { cwd: p.dir });
+      expect(r.code, r.stderr).toBe(0);
+      return query<{ task_key: string }>(dbPathIn(p.dir), 'SELECT task_key FROM tasks ORDER BY task_key').map((t) => t.task_key);
+    };
+    const a = await keysOf();
+    const b = await keysOf();
+    expect(a).toEqual(b);
+    expect(a.length).toBeGreaterThan(5);
+    expect(a.length).toBeLessThan(40);
+    const p = projectWithFiles(50);
+    expect((await runCli(['run', 'src', '--exec', 'true', '--sample', '7'], { cwd: p.dir })).code).toBe(0);
+    expect(query(dbPathIn(p.dir), 'SELECT 1 FROM tasks')).toHaveLength(7);
+  });
+});
+
+describe('--rerun-changed', () => {
+  it('status counts succeeded tasks whose file changed; --rerun-changed re-runs exactly those', async () => {
+    const p = projectWithFiles(4);
+    const env = { SIDE_EFFECT_LOG: p.log };
+    expect((await runCli(['run', 'src', '--handler', handler('record')], { cwd: p.dir, env })).code).toBe(0);
+    writeFileSync(join(p.src, 'f001.log'), 'changed content, longer than before\n');
+    utimesSync(join(p.src, 'f002.log'), new Date(), new Date(Date.now() + 60_000));
+    expect((await runCli(['run', 'src'], { cwd: p.dir, env })).code).toBe(0);
+    expect(sideEffects(p.log)).toHaveLength(4);
+    const s = JSON.parse((await runCli(['status', '--json'], { cwd: p.dir })).stdout);
+    expect(s.changed).toBe(2);
+    const r = await runCli(['run', 'src', '--rerun-changed'], { cwd: p.dir, env });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/re-queued 2 succeeded task/);
+    expect(sideEffects(p.log).slice(4).map((e) => e.key).sort()).toEqual(['f001.log', 'f002.log']);
+    expect(JSON.parse((await runCli(['status', '--json'], { cwd: p.dir })).stdout).changed).toBe(0);
+  });
+});
+
+describe('cron', () => {
+  it('--max-runtime 1s on a long batch exits 3 after about a second with nothing RUNNING; the next invocation finishes it', async () => {
+    const p = projectWithFiles(60);
+    const t0 = Date.now();
+    const r = await runCli(['run', 'src', '--exec', 'sleep 0.5', '-j', '2', '--max-runtime', '1s'], { cwd: p.dir });
+    const took = Date.now() - t0;
+    expect(r.code).toBe(3);
+    expect(took).toBeLessThan(6000);
+    expect(r.stderr).toMatch(/--max-runtime reached/);
+    expect(query(dbPathIn(p.dir), "SELECT 1 FROM tasks WHERE status = 'RUNNING'")).toEqual([]);
+    const done = query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")[0]!.n;
+    expect(done).toBeGreaterThan(0);
+    expect(done).toBeLessThan(60);
+    expect(query(dbPathIn(p.dir), "SELECT 1 FROM attempts WHERE outcome != 'SUCCESS'")).toEqual([]);
+  });
+
+  it('runs as cron would (no TTY, env -i, another cwd, absolute --db) through two nights', async () => {
+    const p = projectWithFiles(30);
+    const state = tempDir('sd-state-');
+    const db = join(state, 'splitdance.db');
+    const cronDir = tempDir('sd-home-');
+    const args = ['run', p.src, '--db', db, '--batch', 'nightly-{date}', '--exec', 'sleep 0.2', '-j', '2', '--no-wait', '--quiet'];
+    const env = { PATH: '/usr/bin:/bin', HOME: cronDir };
+    const night1 = await runCli([...args, '--max-runtime', '1s'], { cwd: cronDir, cleanEnv: true, env });
+    expect(night1.code).toBe(3);
+    expect(night1.stdout).toBe('');
+    expect(night1.stderr).not.toMatch(/[\u001b\r]/);
+    const night2 = await runCli(args, { cwd: cronDir, cleanEnv: true, env });
+    expect(night2.code, night2.stderr).toBe(0);
+    expect(night2.stdout + night2.stderr).toBe(''); // --quiet: nothing for cron to mail
+    expect(query<{ n: number }>(db, "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")[0]!.n).toBe(30);
+    expect(readdirSync(cronDir)).toEqual([]); // nothing written into the cron working directory
+  });
+});
