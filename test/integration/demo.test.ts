@@ -1,0 +1,20 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ROOT, runCli, tempDir } from '../helpers/cli.js';
+import { query } from '../helpers/store.js';
+
+describe("the README's first command", () => {
+  it('runs the demo job over fixtures/logs end to end with a TypeScript handler', async () => {
+    const cwd = tempDir();
+    const out = join(cwd, 'out');
+    const db = join(cwd, 'store.db');
+    const r = await runCli(['run', '--job', join(ROOT, 'fixtures/jobs/clean-logs.json'), '--db', db], { cwd, env: { SPLITDANCE_DEMO_OUT: out } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/done: 7 succeeded, 0 failed of 7/);
+    const cleaned = readFileSync(join(out, 'cleaned/2025/01/app.log'), 'utf8');
+    expect(cleaned).not.toMatch(/user \d+/);
+    const results = query<{ result: string }>(db, 'SELECT result FROM tasks').map((t) => JSON.parse(t.result));
+    expect(results.every((x) => x.lines > 0 && x.INFO + x.WARN + x.ERROR === x.lines)).toBe(true);
+  });
+});
