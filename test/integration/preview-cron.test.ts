@@ -83,6 +83,10 @@ describe('cron', () => {
     expect(done).toBeGreaterThan(0);
     expect(done).toBeLessThan(60);
     expect(query(dbPathIn(p.dir), "SELECT 1 FROM attempts WHERE outcome != 'SUCCESS'")).toEqual([]);
+    const next = await runCli(['run', 'src', '-j', '2'], { cwd: p.dir });
+    expect(next.code, next.stderr).toBe(0);
+    expect(query(dbPathIn(p.dir), "SELECT 1 FROM tasks WHERE status != 'SUCCESS'")).toEqual([]);
+    expect(query<{ n: number }>(dbPathIn(p.dir), 'SELECT count(*) AS n FROM attempts')[0]!.n).toBe(60);
   });
 
   it('runs as cron would (no TTY, env -i, another cwd, absolute --db) through two nights', async () => {

@@ -13,7 +13,14 @@
  * isDeadOwner is replaced by the model's knowledge of which owner processes died (an
  * owner on another host is never provably dead, as with the real check).
  *
- * SPLITDANCE_LONG=1 runs 10,000 sequences instead of 1,000.
+ * Commands: enqueue (new, present and changed keys), claim (2–3 owners, 1–3 slots, one or
+ * two connections), heartbeat, settle (SUCCESS, retryable and permanent failures,
+ * CRASHED, TIMEOUT, INTERRUPTED, grouped), settle with a stale token, crash, restart
+ * (recovery with the dead owner), lease expiry (also exactly at the lease end),
+ * recovery by a live owner, advance clock, retryFailed, updateJob, counts.
+ *
+ * SPLITDANCE_LONG=1 runs 10,000 sequences instead of 1,000. Counterexamples found are
+ * kept at the end as `it.fails` regressions pinned by { seed, path }.
  */
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
@@ -56,7 +63,7 @@ const T0 = 1_700_000_000_000;
 type EndingKind = 'ok' | 'fail' | 'permanent' | 'crashed' | 'timeout' | 'interrupted';
 
 type Cmd =
-  | { t: 'enqueue'; batch: number; keys: number[]; maxAttempts: number }
+  | { t: 'enqueue'; batch: number; keys: number[]; maxAttempts: number; fp: number }
   | { t: 'claim'; owner: number; batch: number; slots: number }
   | { t: 'heartbeat'; owner: number }
   | { t: 'settle'; owner: number; items: { pick: number; end: EndingKind }[] }
@@ -67,6 +74,7 @@ type Cmd =
   | { t: 'recover'; owner: number; scoped: boolean; batch: number }
   | { t: 'advance'; ms: number }
   | { t: 'retryFailed'; batch: number; mask: number | null }
+  | { t: 'updateJob'; batch: number; maxAttempts: number; conn: number }
   | { t: 'counts'; batch: number };
 
 interface Config {
@@ -92,6 +100,7 @@ const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
       batch: batchArb,
       keys: fc.array(fc.nat({ max: KEYS.length - 1 }), { maxLength: 5 }),
       maxAttempts: fc.integer({ min: 1, max: 3 }),
+      fp: fc.nat({ max: 1 }),
     }),
   },
   { weight: 6, arbitrary: fc.record({ t: fc.constant('claim' as const), owner: ownerArb, batch: batchArb, slots: fc.integer({ min: 1, max: 3 }) }) },
@@ -112,12 +121,25 @@ const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 300 }) }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('retryFailed' as const), batch: batchArb, mask: fc.option(fc.nat({ max: 31 }), { nil: null }) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('counts' as const), batch: batchArb }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ t: fc.constant('updateJob' as const), batch: batchArb, maxAttempts: fc.integer({ min: 1, max: 4 }), conn: fc.nat({ max: 1 }) }),
+  },
 );
+
+/**
+ * How `updateJob` (a rerun with another --retries) may change the attempt budget:
+ * - `safe`: only while none of the batch's tasks runs, and never to or below the
+ *   attempts a PENDING task already has — the main property;
+ * - `lower`: any budget while none runs (exposes bug 1 below);
+ * - `inflight`: while attempts run, never below the attempts counted (exposes bug 2).
+ */
+type BudgetMode = 'safe' | 'lower' | 'inflight';
 
 const configArb: fc.Arbitrary<Config> = fc.record({
   owners: fc.constantFrom(2, 3, 3),
   twoConns: fc.boolean(),
-  remoteOwner: fc.boolean(),
+  remoteOwner: fc.constantFrom(true, true, false),
   leaseMs: fc.constantFrom(20, 100, 1000),
   policy: fc.record({
     backoffMs: fc.constantFrom(0, 5, 50),
@@ -137,6 +159,7 @@ const scenarioArb = fc.record({
         batch: fc.constant(0),
         keys: fc.array(fc.nat({ max: KEYS.length - 1 }), { minLength: 2, maxLength: 5 }),
         maxAttempts: fc.integer({ min: 1, max: 3 }),
+        fp: fc.constant(0),
       }),
       fc.array(cmdArb, { maxLength: MAX_COMMANDS - 1, size: 'max' }),
     )
@@ -160,6 +183,9 @@ interface MTask {
   expires: number | null;
   /** Attempts with a token below this came before the last retryFailed reset. */
   resetBefore: number;
+  /** Fingerprint the task runs (or ran) on, and the one the source showed last. */
+  ranFp: string;
+  seenFp: string;
 }
 
 interface MAttempt {
@@ -171,8 +197,6 @@ interface MAttempt {
   endedAt: number | null;
   outcome: Outcome | null;
   claimed: ClaimedTask;
-  /** Owner slot (0–2) that claimed it. */
-  slot: number;
 }
 
 interface MOwner {
@@ -227,16 +251,43 @@ class Model {
     t.expires = null;
   }
 
-  enqueue(batch: number, keys: string[], maxAttempts: number): { created: boolean; inserted: number } {
+  /**
+   * Inserts the keys the batch lacks. A present key whose file changed (fingerprint) is
+   * only observed: its status never changes (no --rerun-changed here); an unfinished task
+   * will run on the new file, a succeeded one counts as `changed`.
+   */
+  enqueue(batch: number, keys: string[], maxAttempts: number, fp: (key: string) => string): { created: boolean; inserted: number; changed: number } {
     const created = this.batchIds[batch] === undefined;
     if (created) this.batchIds[batch] = this.nextBatchId++;
     let inserted = 0;
     for (const key of keys) {
-      if (this.tasks.some((t) => t.batch === batch && t.key === key)) continue;
-      this.tasks.push({ id: this.nextTaskId++, batch, key, status: 'PENDING', attempts: 0, maxAttempts, nextRunAt: 0, token: null, owner: null, expires: null, resetBefore: 0 });
+      const t = this.tasks.find((x) => x.batch === batch && x.key === key);
+      if (t) {
+        if (t.seenFp !== fp(key)) {
+          t.seenFp = fp(key);
+          if (t.status !== 'SUCCESS') t.ranFp = fp(key);
+        }
+        continue;
+      }
+      this.tasks.push({
+        id: this.nextTaskId++,
+        batch,
+        key,
+        status: 'PENDING',
+        attempts: 0,
+        maxAttempts,
+        nextRunAt: 0,
+        token: null,
+        owner: null,
+        expires: null,
+        resetBefore: 0,
+        ranFp: fp(key),
+        seenFp: fp(key),
+      });
       inserted++;
     }
-    return { created, inserted };
+    const changed = this.tasks.filter((t) => t.batch === batch && t.status === 'SUCCESS' && t.seenFp !== t.ranFp).length;
+    return { created, inserted, changed };
   }
 
   /** The claim statement's choice: first due PENDING task by (next_run_at, attempts, id). */
@@ -300,6 +351,11 @@ class Model {
     return out;
   }
 
+  /** updateMaxAttempts: unfinished tasks take the new budget. */
+  updateJob(batch: number, maxAttempts: number): void {
+    for (const t of this.tasks) if (t.batch === batch && (t.status === 'PENDING' || t.status === 'RUNNING')) t.maxAttempts = maxAttempts;
+  }
+
   retryFailed(batch: number, matches: (key: string) => boolean): number {
     let n = 0;
     for (const t of this.tasks) {
@@ -331,7 +387,9 @@ function assert(cond: boolean, what: string): void {
   if (!cond) throw new ModelMismatch(what);
 }
 
-const spec = (key: string): TaskSpec => ({ key, payload: { version: 1, path: `/data/src/${key}`, rel: key }, fingerprint: null });
+/** The fingerprint of `key`'s file in source version `v` (a changed file has another). */
+const fingerprint = (v: number) => (key: string) => `${key.charCodeAt(0)}:${1_700_000_000_000 + v}`;
+const spec = (key: string, fp: string | null = null): TaskSpec => ({ key, payload: { version: 1, path: `/data/src/${key}`, rel: key }, fingerprint: fp });
 
 const newBatch = (batch: number, maxAttempts: number) => ({
   name: `batch-${batch}`,
@@ -398,6 +456,7 @@ interface TaskDb {
   lease_owner: string | null;
   lease_token: number | null;
   lease_expires_at: number | null;
+  fingerprint: string | null;
 }
 
 interface AttemptDb {
@@ -421,7 +480,7 @@ const saw = (what: string, n = 1) => {
   if (n > 0) seen.set(what, (seen.get(what) ?? 0) + n);
 };
 
-async function runScenario({ cfg, cmds }: Scenario): Promise<void> {
+async function runScenario({ cfg, cmds }: Scenario, mode: BudgetMode = 'safe'): Promise<void> {
   const path = join(workDir, 'model.db');
   for (const f of [path, `${path}-wal`, `${path}-shm`]) rmSync(f, { force: true });
   ctl.dead.clear();
@@ -442,7 +501,7 @@ async function runScenario({ cfg, cmds }: Scenario): Promise<void> {
   const anyStore = (n: number): SqliteStore => conns[n % 2] ?? conns[0]!;
   const raw = new Database(path, { readonly: true, fileMustExist: true });
   const selTasks = raw.prepare(
-    'SELECT id, batch_id, task_key, seq, status, attempts, max_attempts, next_run_at, lease_owner, lease_token, lease_expires_at FROM tasks ORDER BY id',
+    'SELECT id, batch_id, task_key, seq, status, attempts, max_attempts, next_run_at, lease_owner, lease_token, lease_expires_at, fingerprint FROM tasks ORDER BY id',
   );
   const selAttempts = raw.prepare('SELECT id, task_id, attempt, owner, started_at, ended_at, outcome FROM attempts ORDER BY id');
   const allTasks = raw.prepare('SELECT * FROM tasks ORDER BY id');
@@ -478,10 +537,12 @@ async function runScenario({ cfg, cmds }: Scenario): Promise<void> {
     switch (cmd.t) {
       case 'enqueue': {
         const keys = cmd.keys.map((i) => KEYS[i]!);
-        const r = await anyStore(cmd.batch).enqueue(newBatch(cmd.batch, cmd.maxAttempts), keys.map(spec));
-        const expected = m.enqueue(cmd.batch, keys, cmd.maxAttempts);
-        same({ created: r.created, inserted: r.inserted, id: r.batch.id }, { ...expected, id: m.batchIds[cmd.batch] }, 'enqueue result');
+        const fp = fingerprint(cmd.fp);
+        const r = await anyStore(cmd.batch).enqueue(newBatch(cmd.batch, cmd.maxAttempts), keys.map((k) => spec(k, fp(k))));
+        const expected = m.enqueue(cmd.batch, keys, cmd.maxAttempts, fp);
+        same({ created: r.created, inserted: r.inserted, changed: r.changed, id: r.batch.id }, { ...expected, id: m.batchIds[cmd.batch] }, 'enqueue result');
         saw(expected.inserted < keys.length ? 'enqueue: some keys already present' : 'enqueue: all new');
+        saw('enqueue: a succeeded task\'s file changed (stays SUCCESS)', expected.changed);
         return;
       }
       case 'claim': {
@@ -499,7 +560,7 @@ async function runScenario({ cfg, cmds }: Scenario): Promise<void> {
         saw(got.length === 0 ? 'claim: nothing due' : `claim: ${got.length} on connection ${connOf(o.slot)}`);
         if (got.some((c) => c.attempt > 1)) saw('claim: a retry');
         for (const c of got) {
-          m.attempts.push({ token: c.token, taskId: c.id, attempt: c.attempt, owner: o.id, startedAt: m.clock, endedAt: null, outcome: null, claimed: c, slot: o.slot });
+          m.attempts.push({ token: c.token, taskId: c.id, attempt: c.attempt, owner: o.id, startedAt: m.clock, endedAt: null, outcome: null, claimed: c });
         }
         return;
       }
@@ -632,6 +693,25 @@ async function runScenario({ cfg, cmds }: Scenario): Promise<void> {
       }
       case 'counts':
         return; // checked after every command anyway
+      case 'updateJob': {
+        const batchId = m.batchIds[cmd.batch];
+        if (batchId === undefined) return;
+        const unfinished = m.tasks.filter((t) => t.batch === cmd.batch && (t.status === 'PENDING' || t.status === 'RUNNING'));
+        const pendingMax = Math.max(0, ...unfinished.filter((t) => t.status === 'PENDING').map((t) => t.attempts));
+        const runningMax = Math.max(0, ...unfinished.filter((t) => t.status === 'RUNNING').map((t) => t.attempts));
+        const running = unfinished.some((t) => t.status === 'RUNNING');
+        let maxAttempts = cmd.maxAttempts;
+        if (mode === 'safe' || mode === 'lower') {
+          if (running) return;
+          if (mode === 'safe') maxAttempts = Math.max(maxAttempts, pendingMax + 1);
+        } else {
+          maxAttempts = Math.max(maxAttempts, pendingMax + 1, runningMax);
+        }
+        await anyStore(cmd.conn).updateJob(batchId, { version: 1, handler: { exec: 'true' }, retries: maxAttempts - 1 }, maxAttempts);
+        m.updateJob(cmd.batch, maxAttempts);
+        saw(`updateJob: budget changed ${running ? 'while attempts run' : 'while idle'}`);
+        return;
+      }
     }
   }
 
@@ -661,6 +741,11 @@ async function runScenario({ cfg, cmds }: Scenario): Promise<void> {
       tasks.filter((t) => t.status === 'PENDING').map((t) => [t.id, t.next_run_at]),
       m.tasks.filter((t) => t.status === 'PENDING').map((t) => [t.id, t.nextRunAt]),
       `${where}: next_run_at of PENDING tasks`,
+    );
+    same(
+      tasks.map((t) => t.fingerprint),
+      m.tasks.map((t) => t.ranFp),
+      `${where}: fingerprints`,
     );
     same(
       attempts.map((a) => [a.id, a.task_id, a.attempt, a.owner, a.started_at, a.ended_at, a.outcome]),
@@ -765,7 +850,7 @@ describe('R22: TaskStore model-based test', () => {
     `SQLite store matches the reference model over ${NUM_RUNS} command sequences`,
     async () => {
       seen.clear();
-      await fc.assert(fc.asyncProperty(scenarioArb, runScenario), { numRuns: NUM_RUNS });
+      await fc.assert(fc.asyncProperty(scenarioArb, (s) => runScenario(s, 'safe')), { numRuns: NUM_RUNS });
       const report = [...seen].sort(([a], [b]) => a.localeCompare(b));
       console.log(`R22 coverage over ${NUM_RUNS} sequences:\n${report.map(([k, n]) => `  ${String(n).padStart(6)}  ${k}`).join('\n')}`);
       const required = [
@@ -787,10 +872,59 @@ describe('R22: TaskStore model-based test', () => {
         'expire: own expired lease kept',
         'retryFailed: reset',
         'claim: 1 on connection 1',
+        'updateJob: budget changed while idle',
       ];
       const missing = required.filter((k) => !seen.has(k));
       if (missing.length > 0) throw new Error(`the generated sequences never exercised: ${missing.join('; ')}`);
     },
     LONG ? 30 * 60_000 : 120_000,
   );
+
+  // Counterexamples found by this property, kept as regressions. Each replays its
+  // shrunk case with { seed, path } (valid while the arbitraries above stay as they are)
+  // and passes only while the store still fails it in the expected way; when the bug is
+  // fixed, turn `it.fails` into `it`.
+
+  /**
+   * Bug 1 (I5): `updateJob` lowers `max_attempts` of PENDING tasks below or to the attempts
+   * they already used, and `claimOne` claims PENDING tasks without checking
+   * `attempts < max_attempts`, so the task runs once more than its budget allows.
+   * CLI path: `run --retries 1`, a failed attempt, then `run` again with `--retries 0`.
+   * Shrunk: enqueue a (max 1); updateJob max 2; claim (attempt 1); settle CRASHED
+   * (PENDING, retry due); updateJob max 1; claim -> the store hands out attempt 2 of 1
+   * (tasks.attempts 2 > max_attempts 1). Expected: a task whose attempts reached the
+   * budget is not claimed again (it ends FAILED).
+   */
+  it.fails('regression: lowering the retry budget lets a task run past it (I5)', async () => {
+    await replayFailure('lower', { seed: -2118108772, path: '500:0:0:0:0:0:0:1:6:6:6:6:9:9:11:12:12:17:17:0:10:15:16:16:18:20:20:21:18:16:15:15:15:12' }, /I5 task a has attempts 2 > max 1/);
+  });
+
+  /**
+   * Bug 2: settlement.ts decides `terminal` from the budget copied at claim time
+   * (ClaimedTask.maxAttempts), the store's `fail` statement from the current
+   * `max_attempts`; an `updateJob` while the attempt runs makes them disagree, so the
+   * coordinator reports and counts (--max-failures) the wrong thing. Shrunk: enqueue a
+   * (max 2); claim (attempt 1 of 2); updateJob max 1; settle FAILED with a retryAt ->
+   * store: FAILED; settlement.ts: terminal = false (reports "retrying", not counted as a
+   * failure). Raising the budget during a last attempt gives the opposite.
+   */
+  it.fails('regression: a budget change during an attempt makes settlement.ts and the store disagree on terminal', async () => {
+    await replayFailure('inflight', { seed: -938983695, path: '50:0:0:0:0:1:3:3:4:4:7:7:8:8:9:9:8:9:10:10:6' }, /settlement\.ts terminal for FAILED \(task now FAILED\)/);
+  });
 });
+
+/**
+ * Replays a pinned counterexample. Rethrows (the expected failure) only when the store
+ * fails it with `expected`; any other outcome returns normally so `it.fails` reports it.
+ */
+async function replayFailure(mode: BudgetMode, pin: { seed: number; path: string }, expected: RegExp): Promise<void> {
+  try {
+    await fc.assert(fc.asyncProperty(scenarioArb, (s) => runScenario(s, mode)), { ...pin, numRuns: 1 });
+  } catch (err) {
+    const text = `${(err as Error).message}\n${String((err as Error & { cause?: unknown }).cause ?? '')}`;
+    if (expected.test(text)) throw err;
+    console.error(`pinned counterexample failed differently than expected (${expected}):\n${text}`);
+    return;
+  }
+  console.error(`pinned counterexample ${JSON.stringify(pin)} no longer fails: fixed, or the arbitraries changed`);
+}
