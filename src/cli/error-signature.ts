@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ErrorCount } from '../store/task-store.js';
 
 /**
@@ -17,7 +18,13 @@ export function errorSignature(error: string): string {
     .slice(0, 200);
 }
 
+/** A short stable id for a signature, for `retry-failed --cluster ID`. */
+export function clusterId(signature: string): string {
+  return createHash('sha1').update(signature).digest('hex').slice(0, 6);
+}
+
 export interface ErrorCluster {
+  id: string;
   signature: string;
   /** The most frequent actual error text in the cluster. */
   error: string;
@@ -31,7 +38,7 @@ export function clusterErrors(errors: ErrorCount[]): ErrorCluster[] {
     const signature = errorSignature(e.error);
     const c = clusters.get(signature);
     if (c) c.count += e.count;
-    else clusters.set(signature, { signature, error: e.error, count: e.count, example: e.example });
+    else clusters.set(signature, { id: clusterId(signature), signature, error: e.error, count: e.count, example: e.example });
   }
   return [...clusters.values()].sort((a, b) => b.count - a.count);
 }

@@ -8,6 +8,8 @@ import { showCommand } from './commands/show.js';
 import { retryFailedCommand } from './commands/retry-failed.js';
 import { logsCommand } from './commands/logs.js';
 import { batchesCommand } from './commands/batches.js';
+import { pruneCommand } from './commands/prune.js';
+import { reportCommand } from './commands/report.js';
 import { jobFileJsonSchema } from '../job/job-file.js';
 
 const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
@@ -58,6 +60,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--max-tasks-per-worker <n>', 'replace a worker after this many tasks')
     .option('--max-worker-memory <size>', 'replace a worker whose RSS grows above this, e.g. 512MiB')
     .option('--progress-interval <duration>', 'without a terminal, print progress this often (default 10s)')
+    .option('--history-warn <n>', 'warn when the store holds more attempts than this (default 1000000); see prune')
     .addOption(new Option('--lease <duration>', 'lease length; a dead remote coordinator is detected after it (default 30s)'))
     .action(async (source: string | undefined, opts, cmd: Command) => setExit(await runCommand(source, withoutDefaults(opts, cmd), io)));
 
@@ -80,6 +83,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--status <status>', 'PENDING, RUNNING, SUCCESS, FAILED or CANCELLED (also: retrying)')
     .option('--key <glob>', 'only keys matching')
     .option('--error <text>', 'only tasks whose last error contains this')
+    .option('--slowest <n>', 'the N finished tasks whose last attempt took longest')
     .option('--limit <n>', 'at most N tasks (default: all when piped, 50 on a terminal)')
     .action(async (opts) => setExit(await tasksCommand(opts, io)));
 
@@ -99,9 +103,21 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--batch <name>', 'batch (default: the most recent)')
     .option('--key <glob>', 'only keys matching')
     .option('--error <text>', 'only tasks whose last error contains this')
+    .option('--cluster <id>', 'only tasks in this failure cluster (ids are shown by `status`)')
     .option('--run', 'run the batch right away')
     .option('-j, --concurrency <n>', 'with --run: worker processes')
     .action(async (opts) => setExit(await retryFailedCommand(opts, io)));
+
+  common(program.command('prune'))
+    .description('delete finished batches idle longer than --older-than, with their attempts and logs')
+    .option('--older-than <duration>', 'idle for at least this long (default 30d)')
+    .action(async (opts) => setExit(await pruneCommand(opts, io)));
+
+  common(program.command('report'))
+    .description('a self-contained HTML report: timeline per worker, durations, slowest tasks, failures')
+    .option('--batch <name>', 'batch (default: the most recent)')
+    .option('--html <file>', 'where to write it (default splitdance-report-<batch>.html)')
+    .action(async (opts) => setExit(await reportCommand(opts, io)));
 
   common(program.command('batches'))
     .description('list the batches in the store')

@@ -156,13 +156,17 @@ export class Coordinator {
     const batch = this.queue;
     this.queue = [];
     const applied = new Set(await this.store.settle(batch.map((q) => q.settlement)));
+    // Whether a failure ended its task is the store's call: the budget may have changed since the claim.
+    const failedIds = batch.filter((q) => q.settlement.outcome !== 'SUCCESS' && q.settlement.outcome !== 'INTERRUPTED').map((q) => q.task.id);
+    const status = await this.store.statuses(failedIds);
     for (const q of batch) {
       if (!applied.has(q.settlement.token)) {
         this.observer.note(`attempt ${q.task.attempt} of ${q.task.key} was fenced off (its lease was taken over); its result was discarded`);
         continue;
       }
-      if (q.terminal && q.settlement.outcome !== 'SUCCESS') this.countFailure();
-      this.observer.attemptEnded(q.task, q.settlement, q.terminal);
+      const terminal = status.has(q.task.id) ? status.get(q.task.id) !== 'PENDING' : q.terminal;
+      if (terminal && q.settlement.outcome !== 'SUCCESS') this.countFailure();
+      this.observer.attemptEnded(q.task, q.settlement, terminal);
     }
   }
 

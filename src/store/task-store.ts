@@ -161,7 +161,24 @@ export interface TaskFilter {
   errorContains?: string;
   /** Only tasks attempted at least once (with status PENDING: "retrying"). */
   attemptedOnly?: boolean;
+  /** Matches on the last error (e.g. its normalised signature). */
+  errorMatches?: (error: string | null) => boolean;
+  /** `slowest`: finished tasks, longest last attempt first. Default: creation order. */
+  order?: 'created' | 'slowest';
   limit?: number;
+}
+
+/** An attempt with its task's key, for reports. */
+export interface BatchAttempt extends AttemptRow {
+  key: string;
+}
+
+export interface PruneResult {
+  batches: string[];
+  tasks: number;
+  attempts: number;
+  /** Log files of the removed attempts, for the caller to delete. */
+  logPaths: string[];
 }
 
 /** A RUNNING task whose lease was released by recovery. */
@@ -198,6 +215,8 @@ export interface TaskStore {
   heartbeat(owner: string, leaseExpiresAt: number): Promise<void>;
   /** Commit attempt outcomes in one transaction; returns the tokens that still held their task. */
   settle(settlements: Settlement[]): Promise<number[]>;
+  /** Current status of the given tasks (the store, not a claim-time copy, decides whether a failure ended a task). */
+  statuses(taskIds: number[]): Promise<Map<number, TaskStatus>>;
   /** The owners holding RUNNING tasks in the batch (or all batches), for dead-owner checks. */
   runningOwners(batchId: number | null): Promise<string[]>;
   /**
@@ -213,6 +232,12 @@ export interface TaskStore {
   listTasks(filter: TaskFilter): Promise<TaskRow[]>;
   getTask(batchId: number, key: string): Promise<TaskRow | undefined>;
   attemptsOf(taskId: number): Promise<AttemptRow[]>;
+  /** The batch's attempts, oldest first, at most `limit` (the most recent ones when cut). */
+  batchAttempts(batchId: number, limit: number): Promise<{ attempts: BatchAttempt[]; total: number }>;
+  /** Delete finished batches (nothing PENDING or RUNNING) whose last activity is before `before`. */
+  pruneFinished(before: number): Promise<PruneResult>;
+  /** Attempt rows in the whole store: the history `prune` would trim. */
+  historySize(): Promise<number>;
   /** Reset FAILED tasks matching the filter to PENDING with a fresh budget; returns how many. */
   retryFailed(filter: TaskFilter): Promise<number>;
   /** First and last activity of the batch, for rates. */

@@ -71,3 +71,19 @@ describe('run options', () => {
     expect(json.topErrors[0].count).toBe(5);
   });
 });
+
+describe('changing the retry budget on a rerun (found by the model test)', () => {
+  it('a lower --retries fails waiting retries that used it all instead of running them past it', async () => {
+    const p = projectWithFiles(1);
+    const first = await runCli(['run', 'src', '--exec', 'exit 1', '--retries', '1', '--backoff', '1h', '--no-wait'], { cwd: p.dir });
+    expect(first.code).toBe(3);
+    const second = await runCli(['run', 'src', '--retries', '0'], { cwd: p.dir });
+    expect(second.code).toBe(1);
+    const [t] = query<{ status: string; attempts: number; max_attempts: number; last_error: string }>(
+      dbPathIn(p.dir),
+      'SELECT status, attempts, max_attempts, last_error FROM tasks',
+    );
+    expect(t).toMatchObject({ status: 'FAILED', attempts: 1, max_attempts: 1 });
+    expect(t!.last_error).toMatch(/retry budget lowered/);
+  });
+});

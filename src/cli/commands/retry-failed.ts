@@ -1,6 +1,7 @@
 import picomatch from 'picomatch';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { withBatch } from '../with-store.js';
+import { clusterId, errorSignature } from '../error-signature.js';
 import { runCommand } from './run.js';
 
 export interface RetryFailedFlags extends OutputFlags {
@@ -8,6 +9,7 @@ export interface RetryFailedFlags extends OutputFlags {
   batch?: string;
   key?: string;
   error?: string;
+  cluster?: string;
   run?: boolean;
   concurrency?: string;
 }
@@ -21,6 +23,7 @@ export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promi
       batchId: batch.id,
       keyMatches: flags.key ? picomatch(flags.key, { dot: true }) : undefined,
       errorContains: flags.error,
+      errorMatches: flags.cluster ? (e) => e !== null && clusterId(errorSignature(e)) === flags.cluster!.toLowerCase() : undefined,
     }),
   }));
   if (flags.json && !flags.run) line(io.stdout, JSON.stringify({ batch: name, reset }));

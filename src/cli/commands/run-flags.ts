@@ -34,6 +34,7 @@ export interface RunFlags {
   maxTasksPerWorker?: string;
   maxWorkerMemory?: string;
   progressInterval?: string;
+  historyWarn?: string;
   lease?: string;
   json?: boolean;
   quiet?: boolean;
@@ -52,6 +53,8 @@ export interface Invocation {
   maxWorkerMemory: number | null;
   progressIntervalMs: number;
   leaseMs: number;
+  /** Warn when the store holds more attempt rows than this. */
+  historyWarn: number;
 }
 
 /** The job settings this command line gives explicitly, validated; absent ones stay undefined. */
@@ -94,6 +97,7 @@ export function invocationOf(f: RunFlags): Invocation {
     maxWorkerMemory: f.maxWorkerMemory === undefined ? null : parseSize(f.maxWorkerMemory, '--max-worker-memory'),
     progressIntervalMs: f.progressInterval === undefined ? 10_000 : positive(parseDuration(f.progressInterval, '--progress-interval'), '--progress-interval'),
     leaseMs: f.lease === undefined ? 30_000 : positive(parseDuration(f.lease, '--lease'), '--lease'),
+    historyWarn: f.historyWarn === undefined ? 1_000_000 : parseCount(f.historyWarn, '--history-warn', { min: 1 }),
   };
 }
 

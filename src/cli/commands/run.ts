@@ -63,6 +63,8 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
       }
       if (enqueued.requeued) plan.notes.push(`re-queued ${enqueued.requeued} succeeded task(s) whose file changed (--rerun-changed)`);
       if (enqueued.changed) plan.notes.push(`${enqueued.changed} succeeded task(s) have changed files since; --rerun-changed runs them again`);
+      const history = await store.historySize();
+      if (history > plan.inv.historyWarn) plan.notes.push(`the store holds ${history} attempts of history; \`splitdance prune --older-than 30d\` removes finished batches`);
       if (plan.sample) plan.notes.push(`sample: ${enqueued.inserted} new task(s) of the source (${describeSample(plan)})`);
       if (startup.seen()) return interruptedBeforeStart(startup.seen()!, io);
       startup.dispose(); // the coordinator's drain handlers take over

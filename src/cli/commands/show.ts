@@ -26,18 +26,27 @@ export async function showCommand(key: string, flags: ShowFlags, io: Io): Promis
     if (task.lastError) out.push(`last error: ${task.lastError}`);
     if (task.result) out.push(`result: ${task.result}`);
     if (task.status === 'PENDING' && task.nextRunAt > Date.now()) out.push(`next attempt due ${iso(task.nextRunAt)}`);
-    for (const a of attempts) {
+    out.push(`created ${iso(task.createdAt)}; ${attempts.length} attempt(s) recorded:`);
+    attempts.forEach((a, i) => {
+      const prev = attempts[i - 1];
+      const waited = prev?.endedAt ? `  (after ${duration(a.startedAt - prev.endedAt)})` : '';
       out.push(
-        `#${a.attempt}  ${iso(a.startedAt)} → ${iso(a.endedAt) ?? '(running)'}  ${duration(a.durationMs)}  ${a.outcome ?? 'RUNNING'}` +
+        `#${a.attempt}  ${iso(a.startedAt)} → ${iso(a.endedAt) ?? '(running)'}  ${duration(a.durationMs)}  ${colorOutcome(c, a.outcome)}` +
           `  worker ${a.workerId} pid ${a.pid ?? '-'} on ${a.host}` +
-          `${a.exitCode !== null ? `  exit ${a.exitCode}` : ''}${a.signal ? `  ${a.signal}` : ''}`,
+          `${a.exitCode !== null ? `  exit ${a.exitCode}` : ''}${a.signal ? `  ${a.signal}` : ''}${waited}`,
       );
       if (a.error) out.push(`    error: ${a.error}`);
       if (a.outputTail) out.push(...a.outputTail.trimEnd().split('\n').slice(-5).map((l) => `    | ${cell(l, 200)}`));
-    }
+      if (a.logPath) out.push(`    full output: splitdance logs '${task.key.replace(/'/g, "'\\''")}' --attempt ${a.attempt}`);
+    });
     line(io.stdout, out.join('\n'));
     return 0;
   });
+}
+
+function colorOutcome(c: ReturnType<typeof colors>, outcome: string | null): string {
+  if (outcome === null) return c.cyan('RUNNING');
+  return outcome === 'SUCCESS' ? c.green(outcome) : outcome === 'INTERRUPTED' ? c.yellow(outcome) : c.red(outcome);
 }
 
 export async function findTask(store: TaskStore, batch: BatchRecord, key: string): Promise<{ task: TaskRow; attempts: AttemptRow[] }> {

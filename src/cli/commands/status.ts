@@ -25,6 +25,7 @@ export async function statusCommand(flags: StatusFlags, io: Io): Promise<number>
       `${s.succeeded + s.failed + s.cancelled}/${s.total} done: ${c.green(`${s.succeeded} succeeded`)}, ${s.failed ? c.red(`${s.failed} failed`) : '0 failed'}` +
         `${s.cancelled ? `, ${s.cancelled} cancelled` : ''}; ${s.pending} pending, ${s.retrying} retrying, ${s.running} running`,
     );
+    out.push(`store ${s.storeBytes} bytes on disk`);
     if (s.tasksPerSecond) {
       out.push(`rate ${s.tasksPerSecond.toFixed(2)} tasks/s${s.etaSeconds ? `, ETA ${duration(s.etaSeconds * 1000)}` : ''}`);
     }
@@ -32,7 +33,8 @@ export async function statusCommand(flags: StatusFlags, io: Io): Promise<number>
     if (s.changed) out.push(`${s.changed} succeeded task(s) have changed files since: \`splitdance run --rerun-changed\` re-runs them`);
     if (s.clusters.length) {
       out.push('failures by error:');
-      for (const cl of s.clusters.slice(0, 10)) out.push(`  ${cl.count} × ${cl.error}   e.g. ${cl.example}`);
+      for (const cl of s.clusters.slice(0, 10)) out.push(`  [${cl.id}] ${cl.count} × ${cl.error}   e.g. ${cl.example}`);
+      out.push('  (retry one group: splitdance retry-failed --cluster ID)');
     }
     out.push(s.done ? (s.failed ? 'finished with failures: `splitdance retry-failed --run` retries them' : 'finished') : 'not finished: `splitdance run` resumes it');
     io.stdout.write(`${out.join("\n")}\n`);
@@ -52,7 +54,7 @@ export interface BatchStatus extends Counts {
   nextRetryAt: string | null;
   /** Succeeded tasks whose file changed (size or mtime) since; `run --rerun-changed` re-runs them. */
   changed: number;
-  topErrors: { error: string; count: number; example: string }[];
+  topErrors: { error: string; count: number; example: string; cluster: string }[];
   clusters: ErrorCluster[];
   storeBytes: number;
 }
@@ -77,7 +79,7 @@ export async function batchStatus(store: TaskStore, batch: BatchRecord): Promise
     etaSeconds: open === 0 ? 0 : rate ? Math.round(open / rate) : null,
     nextRetryAt: due !== null && due > Date.now() && c.retrying > 0 ? iso(due) : null,
     changed: await store.changedCount(batch.id),
-    topErrors: clusters.slice(0, 10).map((cl) => ({ error: cl.error, count: cl.count, example: cl.example })),
+    topErrors: clusters.slice(0, 10).map((cl) => ({ error: cl.error, count: cl.count, example: cl.example, cluster: cl.id })),
     clusters,
     storeBytes: storeSize(store.location),
   };

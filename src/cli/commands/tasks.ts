@@ -12,13 +12,16 @@ export interface TasksFlags extends OutputFlags {
   status?: string;
   key?: string;
   error?: string;
+  slowest?: string;
   limit?: string;
 }
 
 /** `splitdance tasks`: every matching task, tab-separated when piped, a table on a terminal, or JSON. */
 export async function tasksCommand(flags: TasksFlags, io: Io): Promise<number> {
   const wanted = parseStatus(flags.status);
-  const limit = flags.limit !== undefined ? parseCount(flags.limit, '--limit', { min: 1 }) : io.tty && !flags.json ? 50 : undefined;
+  const slowest = flags.slowest !== undefined ? parseCount(flags.slowest, '--slowest', { min: 1 }) : undefined;
+  const limit =
+    slowest ?? (flags.limit !== undefined ? parseCount(flags.limit, '--limit', { min: 1 }) : io.tty && !flags.json ? 50 : undefined);
   return withBatch(flags, io, async (store, batch) => {
     const rows = await store.listTasks({
       batchId: batch.id,
@@ -26,6 +29,7 @@ export async function tasksCommand(flags: TasksFlags, io: Io): Promise<number> {
       keyMatches: flags.key ? picomatch(flags.key, { dot: true }) : undefined,
       attemptedOnly: wanted?.retrying,
       errorContains: flags.error,
+      order: slowest ? 'slowest' : 'created',
       limit,
     });
     if (flags.json) {
@@ -36,7 +40,7 @@ export async function tasksCommand(flags: TasksFlags, io: Io): Promise<number> {
     if (io.tty) {
       const header = ['KEY', 'STATUS', 'ATTEMPTS', 'MS', 'LAST ERROR'];
       line(io.stdout, table([header, ...cells.map((r) => r.map((v) => cell(v, 80)))]));
-      if (limit !== undefined && rows.length === limit) line(io.stderr, `(first ${limit}; --limit N shows more)`);
+      if (!slowest && limit !== undefined && rows.length === limit) line(io.stderr, `(first ${limit}; --limit N shows more)`);
     } else {
       for (const r of cells) line(io.stdout, r.map((v) => cell(v, 10_000)).join('\t'));
     }

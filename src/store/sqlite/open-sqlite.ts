@@ -23,7 +23,9 @@ function loadMigrations(): Migration[] {
     .map((f) => ({ version: Number(f.slice(0, f.indexOf('_'))), sql: readFileSync(new URL(f, MIGRATIONS_DIR), 'utf8') }));
 }
 
-export const SCHEMA_VERSION = Math.max(...loadMigrations().map((m) => m.version));
+/** Read once: the migrations this build knows, and so the newest schema it understands. */
+const MIGRATIONS = loadMigrations();
+export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
 
 /**
  * Opens (creating if needed) a splitdance SQLite store. Everything about the file is
@@ -101,7 +103,7 @@ function checkIdentity(db: Db, path: string): void {
 
 function migrate(db: Db): void {
   const current = db.pragma('user_version', { simple: true }) as number;
-  const pending = loadMigrations().filter((m) => m.version > current);
+  const pending = MIGRATIONS.filter((m) => m.version > current);
   if (pending.length === 0) return;
   db.exec('BEGIN IMMEDIATE');
   try {

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type {
   AttemptRow,
+  BatchAttempt,
   BatchRecord,
   ClaimRequest,
   ClaimedTask,
@@ -8,11 +9,13 @@ import type {
   EnqueueResult,
   ErrorCount,
   NewBatch,
+  PruneResult,
   ReleasedTask,
   Settlement,
   TaskFilter,
   TaskRow,
   TaskSpec,
+  TaskStatus,
   TaskStore,
 } from '../task-store.js';
 import { openSqlite, storeError } from './open-sqlite.js';
@@ -126,8 +129,10 @@ export class SqliteStore implements TaskStore {
 
   async updateJob(batchId: number, job: Record<string, unknown>, maxAttempts: number): Promise<void> {
     this.write(() => {
-      this.st.updateJob.run({ batchId, job: JSON.stringify(job), now: Date.now() });
+      const now = Date.now();
+      this.st.updateJob.run({ batchId, job: JSON.stringify(job), now });
       this.st.updateMaxAttempts.run({ batchId, maxAttempts });
+      this.st.failExhausted.run({ batchId, now });
     });
   }
 
@@ -204,6 +209,12 @@ export class SqliteStore implements TaskStore {
     });
   }
 
+  async statuses(taskIds: number[]): Promise<Map<number, TaskStatus>> {
+    if (taskIds.length === 0) return new Map();
+    const rows = this.read(() => this.st.statuses.all(JSON.stringify(taskIds)) as { id: number; status: TaskStatus }[]);
+    return new Map(rows.map((r) => [r.id, r.status]));
+  }
+
   async runningOwners(batchId: number | null): Promise<string[]> {
     const rows = this.read(() => this.st.runningOwners.all({ batchId }) as { owner: string }[]);
     return rows.map((r) => r.owner);
@@ -259,7 +270,8 @@ export class SqliteStore implements TaskStore {
   private selectTasks(filter: TaskFilter): TaskRow[] {
     const out: TaskRow[] = [];
     if (filter.limit !== undefined && filter.limit <= 0) return out;
-    const rows = this.st.listTasks.iterate({
+    const statement = filter.order === 'slowest' ? this.st.slowestTasks : this.st.listTasks;
+    const rows = statement.iterate({
       batchId: filter.batchId,
       status: filter.status ?? null,
       error: filter.errorContains ?? null,
@@ -267,6 +279,7 @@ export class SqliteStore implements TaskStore {
     }) as IterableIterator<TaskDbRow>;
     for (const row of rows) {
       if (filter.keyMatches && !filter.keyMatches(row.task_key)) continue;
+      if (filter.errorMatches && !filter.errorMatches(row.last_error)) continue;
       out.push(toTaskRow(row));
       if (filter.limit !== undefined && out.length >= filter.limit) {
         rows.return?.();
@@ -283,6 +296,33 @@ export class SqliteStore implements TaskStore {
 
   async attemptsOf(taskId: number): Promise<AttemptRow[]> {
     return this.read(() => (this.st.attemptsOf.all(taskId) as AttemptDbRow[]).map(toAttemptRow));
+  }
+
+  async batchAttempts(batchId: number, limit: number): Promise<{ attempts: BatchAttempt[]; total: number }> {
+    return this.read(() => {
+      const rows = this.st.batchAttempts.all({ batchId, limit }) as (AttemptDbRow & { task_key: string })[];
+      const { n } = this.st.batchAttemptCount.get(batchId) as { n: number };
+      return { attempts: rows.reverse().map((r) => ({ ...toAttemptRow(r), key: r.task_key })), total: n };
+    });
+  }
+
+  async pruneFinished(before: number): Promise<PruneResult> {
+    return this.write(() => {
+      const result: PruneResult = { batches: [], tasks: 0, attempts: 0, logPaths: [] };
+      for (const b of this.st.finishedBatches.all({ before }) as BatchDbRow[]) {
+        const sizes = this.st.batchSizes.get({ batchId: b.id }) as { tasks: number; attempts: number };
+        result.logPaths.push(...(this.st.batchLogPaths.all(b.id) as { path: string }[]).map((r) => r.path));
+        this.st.deleteBatch.run(b.id);
+        result.batches.push(b.name);
+        result.tasks += sizes.tasks;
+        result.attempts += sizes.attempts;
+      }
+      return result;
+    });
+  }
+
+  async historySize(): Promise<number> {
+    return this.read(() => (this.st.historySize.get() as { n: number }).n);
   }
 
   async retryFailed(filter: TaskFilter): Promise<number> {

@@ -15,6 +15,16 @@ const SQL = {
   updateJob: 'UPDATE batches SET job = @job, updated_at = @now WHERE id = @batchId',
   /** @batchId @maxAttempts — unfinished tasks take the batch's current retry budget. */
   updateMaxAttempts: "UPDATE tasks SET max_attempts = @maxAttempts WHERE batch_id = @batchId AND status IN ('PENDING', 'RUNNING')",
+  /**
+   * @batchId @now — after a lowered budget: a waiting retry that has used it all is out of
+   * attempts, so it fails now instead of running past the budget.
+   */
+  failExhausted: `
+    UPDATE tasks SET status = 'FAILED', finished_at = @now,
+      last_error = coalesce(last_error, 'failed') || ' (retry budget lowered; no attempts left)'
+    WHERE batch_id = @batchId AND status = 'PENDING' AND attempts > 0 AND attempts >= max_attempts`,
+  /** ?ids (JSON array) */
+  statuses: 'SELECT id, status FROM tasks WHERE id IN (SELECT value FROM json_each(?))',
   /** ?batchId */
   maxSeq: 'SELECT coalesce(max(seq), 0) AS base FROM tasks WHERE batch_id = ?',
   /** @batchId @base @maxAttempts @now — copies temp.staging; keys already in the batch are skipped. */
@@ -55,7 +65,7 @@ const SQL = {
         worker_id = @workerId, started_at = @now, lease_token = NULL
     WHERE id = (
       SELECT id FROM tasks INDEXED BY tasks_by_state
-      WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at <= @now
+      WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at <= @now AND attempts < max_attempts
       ORDER BY next_run_at, attempts, id LIMIT 1)
     RETURNING *`,
   /** @taskId @attempt @workerId @host @pid @owner @now */
@@ -134,6 +144,34 @@ const SQL = {
     WHERE batch_id = @batchId AND (@status IS NULL OR status = @status) AND (@attempted IS NULL OR attempts > 0)
       AND (@error IS NULL OR instr(last_error, @error) > 0)
     ORDER BY id`,
+  /** Same parameters as listTasks; finished tasks, longest last attempt first. */
+  slowestTasks: `
+    SELECT * FROM tasks
+    WHERE batch_id = @batchId AND (@status IS NULL OR status = @status) AND (@attempted IS NULL OR attempts > 0)
+      AND (@error IS NULL OR instr(last_error, @error) > 0) AND finished_at IS NOT NULL
+    ORDER BY finished_at - started_at DESC, id`,
+  /** @batchId @limit — the most recent attempts, returned newest first (the caller reverses). */
+  batchAttempts: `
+    SELECT a.*, t.task_key FROM attempts a JOIN tasks t ON t.id = a.task_id
+    WHERE t.batch_id = @batchId ORDER BY a.id DESC LIMIT @limit`,
+  /** ?batchId */
+  batchAttemptCount: 'SELECT count(*) AS n FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE t.batch_id = ?',
+  /** @before — batches with nothing PENDING or RUNNING whose last activity is older than @before. */
+  finishedBatches: `
+    SELECT b.* FROM batches b
+    WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.batch_id = b.id AND t.status IN ('PENDING', 'RUNNING'))
+      AND max(b.updated_at, coalesce((SELECT max(finished_at) FROM tasks t WHERE t.batch_id = b.id), 0)) < @before`,
+  /** ?batchId */
+  batchLogPaths: `
+    SELECT a.log_path AS path FROM attempts a JOIN tasks t ON t.id = a.task_id
+    WHERE t.batch_id = ? AND a.log_path IS NOT NULL`,
+  /** @batchId */
+  batchSizes: `
+    SELECT (SELECT count(*) FROM tasks WHERE batch_id = @batchId) AS tasks,
+           (SELECT count(*) FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE t.batch_id = @batchId) AS attempts`,
+  /** ?batchId — tasks and attempts go with it (ON DELETE CASCADE). */
+  deleteBatch: 'DELETE FROM batches WHERE id = ?',
+  historySize: 'SELECT count(*) AS n FROM attempts',
   /** ?batchId ?key */
   taskByKey: "SELECT * FROM tasks WHERE batch_id = ? AND stage = '' AND task_key = ?",
   /** ?taskId */

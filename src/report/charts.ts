@@ -1,0 +1,68 @@
+import { formatMs } from '../job/units.js';
+import type { BatchAttempt } from '../store/task-store.js';
+import { esc } from './escape.js';
+
+export const OUTCOME_COLORS: Record<string, string> = {
+  SUCCESS: '#2e9d5b',
+  FAILED: '#d64545',
+  TIMEOUT: '#e08a1e',
+  CRASHED: '#8e44ad',
+  LOST: '#7f8c8d',
+  INTERRUPTED: '#c9b037',
+  RUNNING: '#3b82f6',
+};
+
+const LANE = 18;
+const LABEL = 150;
+const WIDTH = 1100;
+
+/** A Gantt chart: one lane per worker, one bar per attempt, coloured by outcome. */
+export function ganttSvg(attempts: BatchAttempt[], now: number): string {
+  if (attempts.length === 0) return '<p class="empty">No attempts yet.</p>';
+  const lanes = [...new Set(attempts.map((a) => a.workerId))];
+  const t0 = Math.min(...attempts.map((a) => a.startedAt));
+  const t1 = Math.max(...attempts.map((a) => a.endedAt ?? now), t0 + 1);
+  const plot = WIDTH - LABEL - 10;
+  const x = (t: number) => LABEL + ((t - t0) / (t1 - t0)) * plot;
+  const height = lanes.length * LANE + 30;
+  const bars = attempts.map((a) => {
+    const outcome = a.outcome ?? 'RUNNING';
+    const end = a.endedAt ?? now;
+    const y = lanes.indexOf(a.workerId) * LANE + 4;
+    const w = Math.max(1, x(end) - x(a.startedAt));
+    const title = `${a.key} #${a.attempt} ${outcome} ${formatMs(end - a.startedAt)} (worker ${a.workerId}, pid ${a.pid ?? '-'})${a.error ? `: ${a.error}` : ''}`;
+    return `<rect class="bar" data-outcome="${outcome}" x="${x(a.startedAt).toFixed(1)}" y="${y}" width="${w.toFixed(1)}" height="${LANE - 6}" fill="${OUTCOME_COLORS[outcome]}"><title>${esc(title)}</title></rect>`;
+  });
+  const labels = lanes.map((l, i) => `<text class="lane" x="4" y="${i * LANE + 15}">${esc(l)}</text>`);
+  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => {
+    const tx = LABEL + f * plot;
+    return `<line x1="${tx}" x2="${tx}" y1="0" y2="${lanes.length * LANE}" class="grid"/><text class="tick" x="${tx}" y="${lanes.length * LANE + 16}" text-anchor="middle">+${esc(tick((t1 - t0) * f, t1 - t0))}</text>`;
+  });
+  return `<svg class="gantt" role="img" aria-label="attempts per worker over time" viewBox="0 0 ${WIDTH} ${height}" width="${WIDTH}" height="${height}">${ticks.join('')}${labels.join('')}${bars.join('')}</svg>`;
+}
+
+/** A histogram of finished attempts' durations in 20 equal buckets. */
+export function histogramSvg(attempts: BatchAttempt[]): string {
+  const durations = attempts.filter((a) => a.durationMs !== null).map((a) => a.durationMs!);
+  if (durations.length === 0) return '<p class="empty">No finished attempts yet.</p>';
+  const lo = Math.min(...durations);
+  const hi = Math.max(...durations, lo + 1);
+  const buckets = new Array<number>(20).fill(0);
+  for (const d of durations) buckets[Math.min(19, Math.floor(((d - lo) / (hi - lo)) * 20))]!++;
+  const peak = Math.max(...buckets);
+  const w = 40;
+  const h = 160;
+  const bars = buckets.map((n, i) => {
+    const bh = (n / peak) * h;
+    const from = lo + ((hi - lo) * i) / 20;
+    return `<rect class="hist" x="${i * w + 2}" y="${h - bh + 10}" width="${w - 4}" height="${bh}"><title>${n} attempt(s) of ${esc(formatMs(from))}–${esc(formatMs(from + (hi - lo) / 20))}</title></rect>`;
+  });
+  return `<svg class="histogram" role="img" aria-label="duration histogram" viewBox="0 0 ${20 * w} ${h + 30}" width="${20 * w}" height="${h + 30}">${bars.join('')}<text class="tick" x="2" y="${h + 26}">${esc(formatMs(lo))}</text><text class="tick" x="${20 * w - 2}" y="${h + 26}" text-anchor="end">${esc(formatMs(hi))}</text></svg>`;
+}
+
+/** Axis labels precise enough to tell the ticks apart. */
+function tick(ms: number, span: number): string {
+  if (span < 2000) return `${Math.round(ms)}ms`;
+  if (span < 120_000) return `${(ms / 1000).toFixed(1)}s`;
+  return formatMs(ms);
+}

@@ -1,0 +1,48 @@
+import { formatMs } from '../job/units.js';
+import { ganttSvg, histogramSvg, OUTCOME_COLORS } from './charts.js';
+import { esc } from './escape.js';
+import type { ReportData } from './report-data.js';
+
+const CSS = `
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1f2328;background:#fff}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.muted{color:#666} .cards{display:flex;gap:12px;flex-wrap:wrap;margin:14px 0}
+.card{border:1px solid #ddd;border-radius:8px;padding:8px 14px;min-width:90px} .card b{display:block;font-size:20px}
+table{border-collapse:collapse;font-size:13px} td,th{border-bottom:1px solid #eee;padding:4px 10px;text-align:left;vertical-align:top}
+code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px} pre{background:#f6f8fa;padding:8px;max-width:1000px;overflow:auto;white-space:pre-wrap}
+.legend span{display:inline-block;margin-right:14px} .legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px;border-radius:2px}
+svg text{font-size:11px;fill:#444} .grid{stroke:#eee} .hist{fill:#5b8def} .empty{color:#888}
+.scroll{overflow-x:auto}`;
+
+/** The whole report as one self-contained HTML file: inline CSS and SVG, no script, no network. */
+export function renderReport(d: ReportData): string {
+  const s = d.status;
+  const card = (label: string, value: unknown) => `<div class="card"><b>${esc(value)}</b>${esc(label)}</div>`;
+  const legend = Object.entries(OUTCOME_COLORS)
+    .map(([k, c]) => `<span><i style="background:${c}"></i>${k}</span>`)
+    .join('');
+  const cut = d.attemptsTotal > d.attempts.length ? `<p class="muted">Showing the ${d.attempts.length} most recent of ${d.attemptsTotal} attempts.</p>` : '';
+  const slowest = d.slowest
+    .map((t) => `<tr><td><code>${esc(t.key)}</code></td><td>${esc(formatMs((t.finishedAt ?? 0) - (t.startedAt ?? 0)))}</td><td>${esc(t.status)}</td><td>${t.attempts}</td></tr>`)
+    .join('');
+  const clusters = d.clusters
+    .map(
+      (c) => `<tr><td><code>${esc(c.id)}</code></td><td>${c.count}</td><td>${esc(c.error)}<details><summary>${c.keys.length} key(s)</summary><pre>${esc(c.keys.join('\n'))}</pre></details>${
+        c.tail ? `<details><summary>output tail</summary><pre>${esc(c.tail)}</pre></details>` : ''
+      }</td></tr>`,
+    )
+    .join('');
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>splitdance report: ${esc(s.batch)}</title><style>${CSS}</style></head>
+<body>
+<h1>Batch ${esc(s.batch)}</h1>
+<div class="muted">source ${esc(s.source)} · generated ${esc(new Date(d.generatedAt).toISOString())}${s.startedAt ? ` · started ${esc(s.startedAt)}` : ''}</div>
+<div class="cards">${card('tasks', s.total)}${card('succeeded', s.succeeded)}${card('failed', s.failed)}${card('retrying', s.retrying)}${card('pending', s.pending)}${card('running', s.running)}${card('tasks/s', s.tasksPerSecond ? s.tasksPerSecond.toFixed(2) : '-')}${card(s.done ? 'finished' : 'ETA', s.done ? '✓' : s.etaSeconds !== null ? formatMs(s.etaSeconds * 1000) : '?')}</div>
+<h2>Timeline</h2><div class="legend">${legend}</div>${cut}<div class="scroll">${ganttSvg(d.attempts, d.generatedAt)}</div>
+<h2>Attempt durations</h2>${histogramSvg(d.attempts)}
+<h2>Slowest tasks</h2>${slowest ? `<table><tr><th>key</th><th>last attempt</th><th>status</th><th>attempts</th></tr>${slowest}</table>` : '<p class="empty">None finished yet.</p>'}
+<h2>Failures by error</h2>${clusters ? `<table><tr><th>cluster</th><th>tasks</th><th>error</th></tr>${clusters}</table><p class="muted">Retry one cluster: <code>splitdance retry-failed --cluster ID --run</code></p>` : '<p class="empty">No failed tasks.</p>'}
+</body></html>
+`;
+}

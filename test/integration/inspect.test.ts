@@ -1,0 +1,82 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { projectWithFiles } from '../helpers/project.js';
+import { dbPathIn, query } from '../helpers/store.js';
+
+describe('failure clusters', () => {
+  it('errors differing only by a number or a path share a cluster; retry-failed --cluster resets exactly that cluster', async () => {
+    const p = projectWithFiles(6);
+    const exec = [
+      'case {key} in',
+      'f00[01].log) echo ENOENT: no such file /data/in/{stem}.csv >&2; exit 2;;',
+      'f00[23].log) echo timeout after {#} ms >&2; exit 3;;',
+      'f004.log) echo disk quota exceeded >&2; exit 4;;',
+      'esac',
+    ].join(' ');
+    expect((await runCli(['run', 'src', '--exec', exec, '--retries', '0'], { cwd: p.dir })).code).toBe(1);
+    const s = JSON.parse((await runCli(['status', '--json'], { cwd: p.dir })).stdout);
+    expect(s.topErrors.map((e: { count: number }) => e.count)).toEqual([2, 2, 1]);
+    const enoent = s.topErrors.find((e: { error: string }) => e.error.includes('ENOENT'));
+    expect(enoent.cluster).toMatch(/^[0-9a-f]{6}$/);
+    const human = await runCli(['status'], { cwd: p.dir });
+    expect(human.stdout).toContain(`[${enoent.cluster}] 2 × exit code 2: ENOENT: no such file /data/in/f00`);
+
+    const reset = await runCli(['retry-failed', '--cluster', enoent.cluster, '--json'], { cwd: p.dir });
+    expect(JSON.parse(reset.stdout).reset).toBe(2);
+    const rows = query<{ task_key: string; status: string }>(dbPathIn(p.dir), 'SELECT task_key, status FROM tasks ORDER BY task_key');
+    expect(rows.filter((r) => r.status === 'PENDING').map((r) => r.task_key)).toEqual(['f000.log', 'f001.log']);
+    expect(rows.filter((r) => r.status === 'FAILED').map((r) => r.task_key)).toEqual(['f002.log', 'f003.log', 'f004.log']);
+  });
+});
+
+describe('tasks filters', () => {
+  it('--status, --key, --error, --slowest, tab-separated when piped', async () => {
+    const p = projectWithFiles(5);
+    const exec = 'case {key} in f001.log) sleep 0.4;; f003.log) sleep 0.2;; f004.log) echo oops >&2; exit 1;; esac';
+    expect((await runCli(['run', 'src', '--exec', exec, '--retries', '0'], { cwd: p.dir })).code).toBe(1);
+    const tsv = await runCli(['tasks', '--status', 'FAILED'], { cwd: p.dir });
+    expect(tsv.stdout.trim().split('\n')).toHaveLength(1);
+    expect(tsv.stdout.split('\t').slice(0, 3)).toEqual(['f004.log', 'FAILED', '1']);
+    const slow = JSON.parse((await runCli(['tasks', '--slowest', '2', '--json'], { cwd: p.dir })).stdout);
+    expect(slow.map((t: { key: string }) => t.key)).toEqual(['f001.log', 'f003.log']);
+    const byKey = JSON.parse((await runCli(['tasks', '--key', 'f00[34].log', '--json'], { cwd: p.dir })).stdout);
+    expect(byKey.map((t: { key: string }) => t.key)).toEqual(['f003.log', 'f004.log']);
+    const byError = JSON.parse((await runCli(['tasks', '--error', 'oops', '--json'], { cwd: p.dir })).stdout);
+    expect(byError).toHaveLength(1);
+    expect(byError[0]).toMatchObject({ key: 'f004.log', status: 'FAILED', attempts: 1, lastError: 'exit code 1: oops' });
+  });
+});
+
+describe('batches and prune', () => {
+  it('prune on a store with 3 finished and 1 running batch removes exactly the 3 and their logs', async () => {
+    const p = projectWithFiles(3);
+    for (const b of ['old-1', 'old-2', 'old-3']) {
+      expect((await runCli(['run', 'src', '--batch', b, '--exec', 'echo output of {key}'], { cwd: p.dir })).code).toBe(0);
+    }
+    // A batch that is not finished: its retries wait an hour.
+    expect((await runCli(['run', 'src', '--batch', 'live', '--exec', 'echo live; exit 1', '--backoff', '1h', '--no-wait'], { cwd: p.dir })).code).toBe(3);
+    const batches = JSON.parse((await runCli(['batches', '--json'], { cwd: p.dir })).stdout);
+    expect(batches.map((b: { name: string; succeeded: number }) => [b.name, b.succeeded])).toEqual([
+      ['old-1', 3],
+      ['old-2', 3],
+      ['old-3', 3],
+      ['live', 0],
+    ]);
+    const logs = join(p.dir, '.splitdance', 'logs');
+    expect(readdirSync(logs).sort()).toEqual(['live', 'old-1', 'old-2', 'old-3']);
+    const none = await runCli(['prune'], { cwd: p.dir }); // default 30d: nothing that old
+    expect(none.stderr).toMatch(/nothing to prune/);
+    const r = await runCli(['prune', '--older-than', '0s', '--json'], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out.batches.sort()).toEqual(['old-1', 'old-2', 'old-3']);
+    expect(out).toMatchObject({ tasks: 9, attempts: 9 });
+    expect(out.logBytesFreed).toBeGreaterThan(0);
+    expect(query(dbPathIn(p.dir), 'SELECT name FROM batches')).toEqual([{ name: 'live' }]);
+    expect(query<{ n: number }>(dbPathIn(p.dir), 'SELECT count(*) AS n FROM attempts')[0]!.n).toBe(3);
+    expect(readdirSync(logs)).toEqual(['live']);
+    expect(existsSync(join(logs, 'live'))).toBe(true);
+  });
+});
