@@ -19,8 +19,7 @@ describe('timeouts', () => {
     expect(t.attempts.map((a: { outcome: string }) => a.outcome)).toEqual(['TIMEOUT', 'TIMEOUT']);
     expect(t.attempts[0].durationMs).toBeGreaterThanOrEqual(1000);
     expect(t.attempts[0].durationMs).toBeLessThan(5000);
-    await sleep(200);
-    expect(liveProcesses(`sleep ${marker}`)).toEqual([]);
+    await waitFor(() => liveProcesses(`sleep ${marker}`).length === 0, 1000, 'no sleep survivor');
   });
 
   it('an attempt ignoring SIGTERM is killed with SIGKILL, including its background children', async () => {
@@ -33,8 +32,7 @@ describe('timeouts', () => {
     expect(r.code).toBe(1);
     const t = await show(p.dir, 'f000.log');
     expect(t.attempts[0].outcome).toBe('TIMEOUT');
-    await sleep(200);
-    expect(liveProcesses(`sleep ${marker}`)).toEqual([]);
+    await waitFor(() => liveProcesses(`sleep ${marker}`).length === 0, 1000, 'no sleep survivor');
   });
 
   it('a module handler that ignores ctx.signal is killed with its worker and recorded TIMEOUT', async () => {
@@ -114,7 +112,8 @@ describe('coordinator SIGKILL', () => {
 describe('signals', () => {
   it('SIGINT drains running attempts, returns the rest, exit 130; nothing RUNNING, nothing charged', async () => {
     const p = projectWithFiles(20);
-    const child = startCli(['run', 'src', '--exec', 'sleep 2', '-j', '2', '--grace', '300ms'], { cwd: p.dir });
+    const marker = `sleep 2.${process.pid}3`;
+    const child = startCli(['run', 'src', '--exec', marker, '-j', '2', '--grace', '300ms'], { cwd: p.dir });
     await waitFor(() => runningCount(dbPathIn(p.dir)) === 2, 20_000, 'two running attempts');
     child.kill('SIGINT');
     const r = await child.result;
@@ -124,7 +123,7 @@ describe('signals', () => {
     expect(rows.every((t) => t.status === 'PENDING' && t.attempts === 0)).toBe(true);
     const outcomes = query<{ outcome: string }>(dbPathIn(p.dir), 'SELECT outcome FROM attempts');
     expect(outcomes).toEqual([{ outcome: 'INTERRUPTED' }, { outcome: 'INTERRUPTED' }]);
-    expect(liveProcesses('sleep 2').length).toBe(0);
+    await waitFor(() => liveProcesses(marker).length === 0, 2000, 'the killed attempts to be gone');
   });
 
   it('SIGTERM lets short attempts finish within the grace and exits 143', async () => {
