@@ -1,21 +1,14 @@
 import { Command, Option } from 'commander';
 import { createRequire } from 'node:module';
 import type { Io } from './io.js';
-import { runCommand } from './commands/run.js';
-import { statusCommand } from './commands/status.js';
-import { tasksCommand } from './commands/tasks.js';
-import { showCommand } from './commands/show.js';
-import { retryFailedCommand } from './commands/retry-failed.js';
-import { logsCommand } from './commands/logs.js';
-import { batchesCommand } from './commands/batches.js';
-import { pruneCommand } from './commands/prune.js';
-import { reportCommand } from './commands/report.js';
-import { jobFileJsonSchema } from '../job/job-file.js';
 
 const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
 const collect = (value: string, previous: string[]) => [...previous, value];
 
-/** commander definitions only; each action hands its options to a plain async command function. */
+/**
+ * commander definitions only; each action hands its options to a plain async command
+ * function, imported when its command runs so `status` does not load the runner (or zod).
+ */
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   const program = new Command('splitdance')
     .description('Split a directory or a big file into tasks and run them reliably; rerun to resume after any crash.')
@@ -62,12 +55,13 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--progress-interval <duration>', 'without a terminal, print progress this often (default 10s)')
     .option('--history-warn <n>', 'warn when the store holds more attempts than this (default 1000000); see prune')
     .addOption(new Option('--lease <duration>', 'lease length; a dead remote coordinator is detected after it (default 30s)'))
-    .action(async (source: string | undefined, opts, cmd: Command) => setExit(await runCommand(source, withoutDefaults(opts, cmd), io)));
+    .action(async (source: string | undefined, opts, cmd: Command) => setExit(await (await import('./commands/run.js')).runCommand(source, withoutDefaults(opts, cmd), io)));
 
   program
     .command('schema')
     .description('print the JSON Schema of splitdance.json (for editor completion)')
-    .action(() => {
+    .action(async () => {
+      const { jobFileJsonSchema } = await import('../job/job-file.js');
       io.stdout.write(`${JSON.stringify(jobFileJsonSchema(), null, 2)}\n`);
       setExit(0);
     });
@@ -75,7 +69,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   common(program.command('status'))
     .description('counts, rate, ETA, failures grouped by error, next retry')
     .option('--batch <name>', 'batch (default: the most recent)')
-    .action(async (opts) => setExit(await statusCommand(opts, io)));
+    .action(async (opts) => setExit(await (await import('./commands/status.js')).statusCommand(opts, io)));
 
   common(program.command('tasks'))
     .description('list tasks (tab-separated, or --json)')
@@ -85,18 +79,18 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--error <text>', 'only tasks whose last error contains this')
     .option('--slowest <n>', 'the N finished tasks whose last attempt took longest')
     .option('--limit <n>', 'at most N tasks (default: all when piped, 50 on a terminal)')
-    .action(async (opts) => setExit(await tasksCommand(opts, io)));
+    .action(async (opts) => setExit(await (await import('./commands/tasks.js')).tasksCommand(opts, io)));
 
   common(program.command('show <key>'))
     .description("a task's attempts timeline, errors and output tail")
     .option('--batch <name>', 'batch (default: the most recent)')
-    .action(async (key: string, opts) => setExit(await showCommand(key, opts, io)));
+    .action(async (key: string, opts) => setExit(await (await import('./commands/show.js')).showCommand(key, opts, io)));
 
   common(program.command('logs <key>'))
     .description('full captured output of the last attempt (or --attempt N)')
     .option('--batch <name>', 'batch (default: the most recent)')
     .option('--attempt <n>', 'attempt number')
-    .action(async (key: string, opts) => setExit(await logsCommand(key, opts, io)));
+    .action(async (key: string, opts) => setExit(await (await import('./commands/logs.js')).logsCommand(key, opts, io)));
 
   common(program.command('retry-failed'))
     .description('give FAILED tasks a fresh retry budget (and run them with --run)')
@@ -106,22 +100,22 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--cluster <id>', 'only tasks in this failure cluster (ids are shown by `status`)')
     .option('--run', 'run the batch right away')
     .option('-j, --concurrency <n>', 'with --run: worker processes')
-    .action(async (opts) => setExit(await retryFailedCommand(opts, io)));
+    .action(async (opts) => setExit(await (await import('./commands/retry-failed.js')).retryFailedCommand(opts, io)));
 
   common(program.command('prune'))
     .description('delete finished batches idle longer than --older-than, with their attempts and logs')
     .option('--older-than <duration>', 'idle for at least this long (default 30d)')
-    .action(async (opts) => setExit(await pruneCommand(opts, io)));
+    .action(async (opts) => setExit(await (await import('./commands/prune.js')).pruneCommand(opts, io)));
 
   common(program.command('report'))
     .description('a self-contained HTML report: timeline per worker, durations, slowest tasks, failures')
     .option('--batch <name>', 'batch (default: the most recent)')
     .option('--html <file>', 'where to write it (default splitdance-report-<batch>.html)')
-    .action(async (opts) => setExit(await reportCommand(opts, io)));
+    .action(async (opts) => setExit(await (await import('./commands/report.js')).reportCommand(opts, io)));
 
   common(program.command('batches'))
     .description('list the batches in the store')
-    .action(async (opts) => setExit(await batchesCommand(opts, io)));
+    .action(async (opts) => setExit(await (await import('./commands/batches.js')).batchesCommand(opts, io)));
 
   return program;
 }

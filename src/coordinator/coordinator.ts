@@ -139,9 +139,8 @@ export class Coordinator {
     try {
       do {
         this.again = false;
-        await this.flush();
         if (!this.stopping) await this.recoverIfDue();
-        if (!this.stopping) await this.claim();
+        await this.exchange();
         await this.checkEnd();
       } while (this.again);
     } catch (err) {
@@ -151,11 +150,35 @@ export class Coordinator {
     }
   }
 
+  /** Commits what finished and claims for the idle workers, in one transaction. */
+  private async exchange(): Promise<void> {
+    // A failure may end its task and trip --max-failures, which must stop the claim: commit
+    // failures on their own first. (Successes, the common case, share the claim's transaction.)
+    if (this.queue.some((q) => q.settlement.outcome !== 'SUCCESS')) await this.flush();
+    const idle = this.stopping ? [] : this.pool.idleWorkers();
+    if (this.queue.length === 0 && idle.length === 0) return;
+    const batch = this.queue;
+    this.queue = [];
+    const now = Date.now();
+    const { applied, claimed } = await this.store.settleAndClaim(
+      batch.map((q) => q.settlement),
+      { batchId: this.batch.id, owner: this.owner, host: HOST, now, leaseMs: this.options.leaseMs, slots: idle.map((w) => ({ workerId: w.id, pid: w.pid })) },
+    );
+    claimed.forEach((task, i) => this.dispatch(idle[i]!, task, now));
+    await this.report(batch, new Set(applied));
+    if (idle.length > 0 && claimed.length < idle.length) await this.sleepUntilDue(now);
+  }
+
+  /** Commits what finished (no claim): used when the run is ending. */
   private async flush(): Promise<void> {
     if (this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];
-    const applied = new Set(await this.store.settle(batch.map((q) => q.settlement)));
+    await this.report(batch, new Set(await this.store.settle(batch.map((q) => q.settlement))));
+  }
+
+  private async report(batch: Queued[], applied: Set<number>): Promise<void> {
+    if (batch.length === 0) return;
     // Whether a failure ended its task is the store's call: the budget may have changed since the claim.
     const failedIds = batch.filter((q) => q.settlement.outcome !== 'SUCCESS' && q.settlement.outcome !== 'INTERRUPTED').map((q) => q.task.id);
     const status = await this.store.statuses(failedIds);
@@ -182,22 +205,6 @@ export class Coordinator {
     this.lastRecovery = now;
     const released = await recoverStale(this.store, this.batch.id, this.owner, now);
     if (released.length) this.observer.released(released);
-  }
-
-  private async claim(): Promise<void> {
-    const idle = this.pool.idleWorkers();
-    if (idle.length === 0) return;
-    const now = Date.now();
-    const claimed = await this.store.claim({
-      batchId: this.batch.id,
-      owner: this.owner,
-      host: HOST,
-      now,
-      leaseMs: this.options.leaseMs,
-      slots: idle.map((w) => ({ workerId: w.id, pid: w.pid })),
-    });
-    claimed.forEach((task, i) => this.dispatch(idle[i]!, task, now));
-    if (claimed.length < idle.length) await this.sleepUntilDue(now);
   }
 
   private dispatch(worker: PoolWorker, task: ClaimedTask, now: number): void {

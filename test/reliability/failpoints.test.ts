@@ -28,8 +28,9 @@ describe('R2: crash at every store write of a 10-task run', () => {
       failures.push(...v.map((x) => `write ${n}: ${x}`));
     }
     expect(failures).toEqual([]);
-    // A 10-task run makes at least one write per claim and per result: the walk really covered them.
-    expect(n).toBeGreaterThan(20);
+    // A 10-task run makes at least one write per task (a result shares its commit with the next
+    // claim): the walk really covered them.
+    expect(n).toBeGreaterThan(10);
   }, 240_000);
 });
 

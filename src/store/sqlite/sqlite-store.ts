@@ -138,8 +138,22 @@ export class SqliteStore implements TaskStore {
 
   async claim(req: ClaimRequest): Promise<ClaimedTask[]> {
     if (req.slots.length === 0) return [];
-    return this.write(() => {
+    return this.write(() => this.claimIn(req));
+  }
+
+  /**
+   * One transaction for a coordinator's tick: commit the finished attempts, then claim for
+   * the free slots. Halves the commits per task compared with settle + claim.
+   */
+  async settleAndClaim(settlements: Settlement[], req: ClaimRequest): Promise<{ applied: number[]; claimed: ClaimedTask[] }> {
+    if (settlements.length === 0 && req.slots.length === 0) return { applied: [], claimed: [] };
+    return this.write(() => ({ applied: this.settleIn(settlements), claimed: this.claimIn(req) }));
+  }
+
+  private claimIn(req: ClaimRequest): ClaimedTask[] {
+    {
       const claimed: ClaimedTask[] = [];
+      if (req.slots.length > 0) this.st.markStarted.run({ batchId: req.batchId, now: req.now });
       for (const slot of req.slots) {
         const t = this.st.claimOne.get({
           batchId: req.batchId,
@@ -174,7 +188,7 @@ export class SqliteStore implements TaskStore {
         });
       }
       return claimed;
-    });
+    }
   }
 
   async heartbeat(owner: string, leaseExpiresAt: number): Promise<void> {
@@ -183,7 +197,11 @@ export class SqliteStore implements TaskStore {
 
   async settle(settlements: Settlement[]): Promise<number[]> {
     if (settlements.length === 0) return [];
-    return this.write(() => {
+    return this.write(() => this.settleIn(settlements));
+  }
+
+  private settleIn(settlements: Settlement[]): number[] {
+    {
       const applied: number[] = [];
       for (const s of settlements) {
         const params = { taskId: s.taskId, token: s.token, endedAt: s.endedAt, error: s.error };
@@ -192,6 +210,7 @@ export class SqliteStore implements TaskStore {
         else if (s.outcome === 'INTERRUPTED') changes = this.st.interrupt.run({ taskId: s.taskId, token: s.token }).changes;
         else changes = this.st.fail.run({ ...params, retryAt: s.retryAt ?? null }).changes;
         if (changes === 0) continue; // fenced off: another attempt holds the task now
+        if (s.outcome !== 'INTERRUPTED') this.st.markFinished.run({ taskId: s.taskId, endedAt: s.endedAt });
         this.st.endAttempt.run({
           token: s.token,
           endedAt: s.endedAt,
@@ -206,7 +225,7 @@ export class SqliteStore implements TaskStore {
         applied.push(s.token);
       }
       return applied;
-    });
+    }
   }
 
   async statuses(taskIds: number[]): Promise<Map<number, TaskStatus>> {
@@ -241,11 +260,16 @@ export class SqliteStore implements TaskStore {
   }
 
   async counts(batchId: number): Promise<Counts> {
-    const rows = this.read(() => this.st.counts.all(batchId) as { status: string; tried: number; n: number }[]);
+    const rows = this.read(() => this.st.counts.all({ batchId }) as { status: string; tried: number; n: number }[]);
     const c: Counts = { total: 0, pending: 0, retrying: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 };
     for (const r of rows) {
+      if (r.tried) {
+        c.retrying += r.n; // also counted in the PENDING row above: move them over
+        c.pending -= r.n;
+        continue;
+      }
       c.total += r.n;
-      if (r.status === 'PENDING') c[r.tried ? 'retrying' : 'pending'] += r.n;
+      if (r.status === 'PENDING') c.pending += r.n;
       else if (r.status === 'RUNNING') c.running += r.n;
       else if (r.status === 'SUCCESS') c.succeeded += r.n;
       else if (r.status === 'FAILED') c.failed += r.n;

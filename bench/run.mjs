@@ -1,0 +1,211 @@
+#!/usr/bin/env node
+// `npm run bench`: splitdance side by side with what people use instead, on this machine,
+// in one process of measurement. Medians of several runs; ratios printed and written to
+// bench/results.md. Prerequisite: GNU parallel (`apt-get install parallel`). Installs nothing.
+import { execFileSync, fork, spawn, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const BIN = join(ROOT, 'bin/splitdance.js');
+const NOOP = join(ROOT, 'fixtures/handlers/ok.mjs');
+const QUICK = process.env.BENCH_QUICK === '1';
+const RUNS = QUICK ? 1 : 3;
+const SIZES = {
+  shell: QUICK ? 300 : 1000,
+  handler: QUICK ? 10_000 : 40_000,
+  million: QUICK ? 100_000 : 1_000_000,
+  split: QUICK ? 20_000 : 100_000,
+};
+
+if (spawnSync('parallel', ['--version'], { stdio: 'ignore' }).status !== 0) {
+  console.error('GNU parallel is needed for the comparison: apt-get install parallel');
+  process.exit(2);
+}
+const work = mkdtempSync(join(tmpdir(), 'sd-bench-'));
+const rows = [];
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const secs = (f) => {
+  const t = process.hrtime.bigint();
+  f();
+  return Number(process.hrtime.bigint() - t) / 1e9;
+};
+const sh = (cmd, opts = {}) => execFileSync('/bin/sh', ['-c', cmd], { stdio: ['ignore', 'ignore', 'inherit'], ...opts });
+const splitdance = (args, cwd) => {
+  rmSync(join(cwd, '.splitdance'), { recursive: true, force: true });
+  const r = spawnSync(process.execPath, [BIN, ...args], { cwd, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`splitdance ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
+};
+const rate = (n, s) => n / s;
+function record(benchmark, workload, entries, goal) {
+  rows.push({ benchmark, workload, entries, goal });
+  console.log(`${benchmark}: ${entries.map((e) => `${e.name} ${e.rate.toFixed(0)}/s`).join(', ')}`);
+}
+
+function filesDir(name, n, content = '') {
+  const dir = join(work, name);
+  mkdirSync(dir, { recursive: true });
+  for (let i = 0; i < n; i++) writeFileSync(join(dir, `f${String(i).padStart(7, '0')}`), content);
+  writeFileSync(join(work, `${name}.list`), readdirSync(dir).map((f) => join(dir, f)).join('\n') + '\n');
+  return dir;
+}
+
+// 1. Shell tasks: one spawn of `true` per file.
+{
+  const n = SIZES.shell;
+  const dir = filesDir('shell', n);
+  const list = join(work, 'shell.list');
+  const sd = median(Array.from({ length: RUNS }, () => secs(() => splitdance(['run', dir, '--exec', 'true', '-j', '2', '--quiet'], work))));
+  const par = median(Array.from({ length: RUNS }, () => secs(() => sh(`parallel -j2 --joblog ${work}/joblog true < ${list}`))));
+  const xargs = median(Array.from({ length: RUNS }, () => secs(() => sh(`xargs -P2 -n1 true < ${list}`))));
+  record('shell tasks', `${n} files, --exec true, -j 2`, [
+    { name: 'splitdance', rate: rate(n, sd) },
+    { name: 'parallel --joblog', rate: rate(n, par) },
+    { name: 'xargs -P2', rate: rate(n, xargs) },
+  ], '≥ 5× parallel, ≥ 1.0× xargs');
+}
+
+// 2. No-op handler tasks vs a bare fork/IPC ping-pong with one message in flight per worker.
+{
+  const n = SIZES.handler;
+  const file = join(work, 'handler.txt');
+  writeFileSync(file, 'x\n'.repeat(n));
+  const sd = median(Array.from({ length: RUNS }, () => secs(() => splitdance(['run', file, '--lines', '1', '--handler', NOOP, '-j', '2', '--quiet'], work))));
+  const ping = median(await Promise.all(Array.from({ length: RUNS }, () => 0)).then(async () => {
+    const out = [];
+    for (let r = 0; r < RUNS; r++) out.push(await pingPong(n, 2));
+    return out;
+  }));
+  record('handler tasks', `${n} no-op JS tasks, -j 2, an attempt row each`, [
+    { name: 'splitdance', rate: rate(n, sd) },
+    { name: 'bare fork/IPC ping-pong', rate: rate(n, ping) },
+  ], '≥ 30,000/s and ≥ 1.25× ping-pong');
+}
+
+// 3. A real workload: gzip every file of a package tree from node_modules.
+{
+  const tree = join(work, 'tree');
+  cpSync(join(ROOT, 'node_modules/typescript/lib'), tree, { recursive: true });
+  const files = readdirSync(tree, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath ?? e.path, e.name));
+  writeFileSync(join(work, 'tree.list'), files.join('\n') + '\n');
+  const n = files.length;
+  const clean = () => sh(`find ${tree} -name '*.gz' -delete`);
+  const sd = median(Array.from({ length: RUNS }, () => { clean(); return secs(() => splitdance(['run', tree, '--exec', 'gzip -kf {}', '-j', '2', '--quiet'], work)); }));
+  const par = median(Array.from({ length: RUNS }, () => { clean(); return secs(() => sh(`parallel -j2 --joblog ${work}/joblog2 gzip -kf < ${work}/tree.list`)); }));
+  const xargs = median(Array.from({ length: RUNS }, () => { clean(); return secs(() => sh(`xargs -P2 -n1 gzip -kf < ${work}/tree.list`)); }));
+  record('real workload', `gzip ${n} files of node_modules/typescript/lib`, [
+    { name: 'splitdance', rate: rate(n, sd) },
+    { name: 'parallel --joblog', rate: rate(n, par) },
+    { name: 'xargs -P2', rate: rate(n, xargs) },
+  ], '≥ 1.0× xargs, ≥ 1.5× parallel');
+}
+
+// 4. Scale: a million one-line tasks; peak RSS of every process; status latency.
+{
+  const n = SIZES.million;
+  const file = join(work, 'million.txt');
+  writeFileSync(file, 'x\n'.repeat(n));
+  rmSync(join(work, '.splitdance'), { recursive: true, force: true });
+  const { seconds, peakRss } = await withPeakRss([BIN, 'run', file, '--lines', '1', '--handler', NOOP, '-j', '2', '--quiet'], work);
+  const status = median(Array.from({ length: 5 }, () => secs(() => spawnSync(process.execPath, [BIN, 'status', '--json'], { cwd: work, stdio: 'ignore' }))));
+  record('scale', `${n} tasks (--lines 1), no-op handler`, [
+    { name: 'splitdance', rate: rate(n, seconds), note: `peak RSS ${(peakRss / 1048576).toFixed(0)} MB (largest process); status ${status.toFixed(2)} s` },
+  ], 'completes; every process ≤ 200 MB; status < 0.5 s');
+}
+
+// 5. Split: enqueue a directory of many files (time to the start event).
+{
+  const n = SIZES.split;
+  const dir = filesDir('split', n);
+  const t = median(Array.from({ length: RUNS }, () => {
+    rmSync(join(work, '.splitdance'), { recursive: true, force: true });
+    return secs(() => spawnSync(process.execPath, [BIN, 'run', dir, '--exec', 'true', '--dry-run'], { cwd: work, stdio: 'ignore' }));
+  }));
+  const full = median(Array.from({ length: RUNS }, () => {
+    rmSync(join(work, '.splitdance'), { recursive: true, force: true });
+    return secs(() => spawnSync(process.execPath, [BIN, 'run', dir, '--exec', 'true', '--max-runtime', '1ms', '-j', '1'], { cwd: work, stdio: 'ignore' }));
+  }));
+  record('split', `${n} files in a directory`, [
+    { name: 'splitdance (walk only, --dry-run)', rate: rate(n, t) },
+    { name: 'splitdance (walk + enqueue, run stopped at once)', rate: rate(n, full), note: `enqueued in ${full.toFixed(2)} s` },
+  ], '≤ 5 s');
+}
+
+function pingPong(total, workers) {
+  const child = `process.on('message', (m) => process.send(m));`;
+  const path = join(work, 'echo.cjs');
+  writeFileSync(path, child);
+  return new Promise((resolve) => {
+    const t0 = process.hrtime.bigint();
+    let sent = 0;
+    let got = 0;
+    const kids = Array.from({ length: workers }, () => fork(path));
+    for (const k of kids) {
+      k.on('message', () => {
+        if (++got === total) {
+          kids.forEach((c) => c.kill());
+          resolve(Number(process.hrtime.bigint() - t0) / 1e9);
+        } else if (sent < total) {
+          sent++;
+          k.send({ type: 'run', token: sent });
+        }
+      });
+      sent++;
+      k.send({ type: 'run', token: sent });
+    }
+  });
+}
+
+/** Runs a command and samples the RSS of it and all its descendants; returns the largest. */
+function withPeakRss(args, cwd) {
+  return new Promise((resolve) => {
+    const t0 = process.hrtime.bigint();
+    const child = spawn(process.execPath, args, { cwd, stdio: 'ignore' });
+    let peak = 0;
+    const sample = () => {
+      for (const pid of [child.pid, ...descendants(child.pid)]) {
+        try {
+          const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+          if (m) peak = Math.max(peak, Number(m[1]) * 1024);
+        } catch {}
+      }
+    };
+    const timer = setInterval(sample, 200);
+    child.on('exit', () => {
+      clearInterval(timer);
+      resolve({ seconds: Number(process.hrtime.bigint() - t0) / 1e9, peakRss: peak });
+    });
+  });
+}
+
+function descendants(pid) {
+  try {
+    const kids = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    return kids.flatMap((k) => [k, ...descendants(k)]);
+  } catch {
+    return [];
+  }
+}
+
+// The table.
+const lines = [
+  `# splitdance benchmarks`,
+  '',
+  `${availableParallelism()} cores, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}; medians of ${RUNS} run(s)${QUICK ? ' (BENCH_QUICK sizes)' : ''}.`,
+  '',
+  '| benchmark | workload | results | ratio | goal |',
+  '| --- | --- | --- | --- | --- |',
+];
+for (const r of rows) {
+  const [me, ...others] = r.entries;
+  const ratios = others.map((o) => `${(me.rate / o.rate).toFixed(2)}× ${o.name}`).join(', ') || '—';
+  const results = r.entries.map((e) => `${e.name}: ${e.rate.toFixed(0)}/s${e.note ? ` (${e.note})` : ''}`).join('<br>');
+  lines.push(`| ${r.benchmark} | ${r.workload} | ${results} | ${ratios} | ${r.goal} |`);
+}
+const table = lines.join('\n') + '\n';
+mkdirSync(join(ROOT, 'bench'), { recursive: true });
+writeFileSync(join(ROOT, 'bench/results.md'), table);
+console.log(`\n${table}`);
+rmSync(work, { recursive: true, force: true });
