@@ -66,6 +66,19 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       setExit(0);
     });
 
+  common(program.command('worker'))
+    .description("join the store's unfinished batches (no splitting) with their stored handlers and work until none is left")
+    .option('--batch <name>', 'only this batch')
+    .option('--follow', 'keep polling for new batches and work')
+    .option('-j, --concurrency <n>', 'worker processes: a number or a share of the CPUs such as 50% (default: CPUs)')
+    .option('--no-wait', 'do not sleep through retry delays')
+    .option('--max-runtime <duration>', 'stop claiming after this long, finish running attempts, exit 3')
+    .option('--grace <duration>', 'on SIGINT/SIGTERM, time running attempts get to finish (default 10s)')
+    .option('--max-tasks-per-worker <n>', 'replace a worker after this many tasks')
+    .option('--max-worker-memory <size>', 'replace a worker whose RSS grows above this')
+    .option('--lease <duration>', 'lease length (default 30s)')
+    .action(async (opts, cmd: Command) => setExit(await (await import('./commands/worker.js')).workerCommand(withoutDefaults(opts, cmd), io)));
+
   common(program.command('status'))
     .description('counts, rate, ETA, failures grouped by error, next retry')
     .option('--batch <name>', 'batch (default: the most recent)')

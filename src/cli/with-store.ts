@@ -9,7 +9,7 @@ export async function withBatch<T>(
   io: Io,
   fn: (store: TaskStore, batch: BatchRecord) => Promise<T>,
 ): Promise<T> {
-  const store = openStore(resolveDbPath(flags.db, io.cwd, io.env), { create: false });
+  const store = await openStore(resolveDbPath(flags.db, io.cwd, io.env), { create: false });
   try {
     return await fn(store, await resolveBatch(store, flags.batch));
   } finally {

@@ -1,25 +1,46 @@
 import { existsSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { StoreError } from '../errors.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 import type { TaskStore } from './task-store.js';
 
 export const DEFAULT_DB = '.splitdance/splitdance.db';
 
-/** `--db`, else `SPLITDANCE_DB`, else `.splitdance/splitdance.db` under the working directory. */
+/** `postgres://…` or `postgresql://…`: a shared PostgreSQL store. */
+export const isPostgresUrl = (db: string): boolean => /^postgres(ql)?:\/\//.test(db);
+
+/** `--db`, else `SPLITDANCE_DB`, else `.splitdance/splitdance.db` under the working directory. A URL stays a URL. */
 export function resolveDbPath(flag: string | undefined, cwd: string, env: NodeJS.ProcessEnv): string {
   const given = flag ?? env.SPLITDANCE_DB ?? DEFAULT_DB;
-  if (/^postgres(ql)?:\/\//.test(given)) {
-    throw new StoreError('PostgreSQL stores are not supported by this version yet; use a SQLite file path with --db');
-  }
+  if (isPostgresUrl(given)) return given;
   return isAbsolute(given) ? given : resolve(cwd, given);
 }
 
-export function storeExists(path: string): boolean {
-  return existsSync(path);
+/** A PostgreSQL server always "exists"; whether it holds a store is for open() to say. */
+export function storeExists(db: string): boolean {
+  return isPostgresUrl(db) || existsSync(db);
 }
 
-/** `readonly` opens without a single write (no WAL switch, no migration, no checkpoint): for --dry-run. */
-export function openStore(path: string, options: { create: boolean; readonly?: boolean }): TaskStore {
-  return SqliteStore.open(path, options);
+/** Where attempt logs go: beside a SQLite store; under the working directory for a shared server. */
+export function logRoot(db: string, cwd: string): string {
+  return isPostgresUrl(db) ? join(cwd, '.splitdance', 'logs') : join(dirname(db), 'logs');
+}
+
+/** A store location for messages: a URL loses its password. */
+export function describeStore(db: string): string {
+  return isPostgresUrl(db) ? db.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@') : db;
+}
+
+/**
+ * Opens a store. `readonly` (SQLite) opens without a single write (no WAL switch, no
+ * migration, no checkpoint): for --dry-run.
+ */
+export async function openStore(db: string, options: { create: boolean; readonly?: boolean }): Promise<TaskStore> {
+  if (isPostgresUrl(db)) {
+    const { PostgresStore } = await import('./postgres/pg-store.js').catch((err: Error) => {
+      throw new StoreError(`the PostgreSQL backend could not be loaded: ${err.message}`);
+    });
+    return PostgresStore.open(db, { create: options.create, readonly: options.readonly });
+  }
+  return SqliteStore.open(db, options);
 }

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ClaimedTask, NewBatch, Outcome, Settlement, TaskSpec, TaskStore } from '../../src/store/task-store.js';
+import type { ClaimedTask, NewBatch, Outcome, Settlement, TaskFilter, TaskSpec, TaskStore } from '../../src/store/task-store.js';
 
 /**
  * The TaskStore contract: every backend runs this suite, through the interface only
@@ -382,6 +382,36 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
         ]);
         expect(applied.sort()).toEqual([a!.token, c!.token].sort());
       });
+
+      it('settleAndClaim commits the finished attempts, then claims for the free slots', async () => {
+        const id = await setup(3, { maxAttempts: 3 });
+        const now = Date.now();
+        const [a, b] = await claim(id, now, { slots: 2 });
+        const slots = [1, 2, 3].map((i) => ({ workerId: `w${i}`, pid: i }));
+        const request = (at: number) => ({ batchId: id, owner: 'owner-A', host: HOST, now: at, leaseMs: LEASE_MS, slots });
+        const tick = await store.settleAndClaim(
+          [ending(a!, 'SUCCESS', now + 1, { result: '"a"' }), ending(b!, 'FAILED', now + 1, { retryAt: now + 2 })],
+          request(now + 2),
+        );
+        expect(tick.applied.sort()).toEqual([a!.token, b!.token].sort());
+        // The task that just failed is due again and claimed in the same tick, after the fresh one.
+        expect(tick.claimed.map((t) => [t.key, t.attempt, t.workerId])).toEqual([
+          ['k002', 1, 'w1'],
+          [b!.key, 2, 'w2'],
+        ]);
+        expect(await task(id, a!.key)).toMatchObject({ status: 'SUCCESS', result: '"a"' });
+        expect((await store.attemptsOf(b!.id)).map((x) => x.outcome)).toEqual(['FAILED', null]);
+
+        // A stale settlement is fenced off; the claim still happens; nothing to do is nothing.
+        const again = await store.settleAndClaim([ending(a!, 'FAILED', now + 3, { retryAt: null })], request(now + 3));
+        expect(again).toEqual({ applied: [], claimed: [] });
+        expect(await task(id, a!.key)).toMatchObject({ status: 'SUCCESS' });
+        expect(await store.settleAndClaim([], { ...request(now + 3), slots: [] })).toEqual({ applied: [], claimed: [] });
+        const last = await store.settleAndClaim(tick.claimed.map((t) => ending(t, 'SUCCESS', now + 4)), { ...request(now + 4), slots: [] });
+        expect(last.applied.sort()).toEqual(tick.claimed.map((t) => t.token).sort());
+        expect(last.claimed).toEqual([]);
+        expect(await countsAddUp(id)).toMatchObject({ succeeded: 3, running: 0 });
+      });
     });
 
     describe('retries', () => {
@@ -742,6 +772,200 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
         await store.settle([ending(running!, 'FAILED', now + 2, { retryAt: now + 3 })]);
         expect(await task(id, running!.key)).toMatchObject({ status: 'PENDING', attempts: 1 });
         expect(await claimOne(id, now + 3)).toMatchObject({ maxAttempts: 5 });
+      });
+    });
+
+    describe('statuses, changed inputs, history and prune', () => {
+      /** `spec(key)` whose file now shows another size:mtime. */
+      const changedSpec = (key: string) => ({ ...spec(key), fingerprint: `${key.length + 100}:1800000000000` });
+
+      it('statuses reads the current status of the given tasks, skipping unknown ids', async () => {
+        const id = await setup(4);
+        const now = Date.now();
+        const [a, b, c] = await claim(id, now, { slots: 3 });
+        await store.settle([ending(a!, 'SUCCESS', now + 1), ending(b!, 'FAILED', now + 1, { retryAt: null })]);
+        const pending = await task(id, 'k003');
+        const got = await store.statuses([a!.id, b!.id, c!.id, pending.id, 999_999]);
+        expect([...got.entries()].sort((x, y) => x[0] - y[0])).toEqual(
+          [
+            [a!.id, 'SUCCESS'],
+            [b!.id, 'FAILED'],
+            [c!.id, 'RUNNING'],
+            [pending.id, 'PENDING'],
+          ].sort((x, y) => (x[0] as number) - (y[0] as number)),
+        );
+        expect((await store.statuses([])).size).toBe(0);
+        // A retryable failure is PENDING again: the store, not the claim, says whether the task ended.
+        await store.settle([ending(c!, 'FAILED', now + 2, { retryAt: now + 10 })]);
+        expect((await store.statuses([c!.id])).get(c!.id)).toBe('PENDING');
+      });
+
+      it('notes succeeded tasks whose file changed, and re-queues them only with rerunChanged', async () => {
+        const first = await store.enqueue(newBatch(), keys(3).map(spec));
+        expect(first).toMatchObject({ changed: 0, requeued: 0 });
+        const id = first.batch.id;
+        const now = Date.now();
+        const [a, b] = await claim(id, now, { slots: 2 });
+        await store.settle([ending(a!, 'SUCCESS', now + 1, { result: '"a"' }), ending(b!, 'SUCCESS', now + 1, { result: '"b"' })]);
+        expect(await store.changedCount(id)).toBe(0);
+
+        // k000 (succeeded) and k002 (never ran) changed; k001 did not.
+        const specs = () => [changedSpec('k000'), spec('k001'), changedSpec('k002')];
+        const seen = await store.enqueue(newBatch(), specs());
+        expect(seen).toMatchObject({ created: false, inserted: 0, changed: 1, requeued: 0 });
+        expect(await store.changedCount(id)).toBe(1);
+        expect(await task(id, 'k000')).toMatchObject({ status: 'SUCCESS', result: '"a"', fingerprint: spec('k000').fingerprint });
+        // An unfinished task will run on the file as it is now.
+        expect(await task(id, 'k002')).toMatchObject({ status: 'PENDING', fingerprint: changedSpec('k002').fingerprint });
+        expect(await store.enqueue(newBatch(), specs())).toMatchObject({ changed: 1, requeued: 0 });
+
+        const rerun = await store.enqueue(newBatch(), specs(), { rerunChanged: true });
+        expect(rerun).toMatchObject({ inserted: 0, changed: 0, requeued: 1 });
+        expect(await task(id, 'k000')).toMatchObject({
+          status: 'PENDING',
+          attempts: 0,
+          result: null,
+          finishedAt: null,
+          fingerprint: changedSpec('k000').fingerprint,
+        });
+        expect(await task(id, 'k001')).toMatchObject({ status: 'SUCCESS', result: '"b"' });
+        expect(await store.changedCount(id)).toBe(0);
+        expect(await countsAddUp(id)).toMatchObject({ pending: 2, succeeded: 1 });
+        expect((await claim(id, now + 10, { slots: 3 })).map((t) => [t.key, t.attempt])).toEqual([
+          ['k000', 1],
+          ['k002', 1],
+        ]);
+      });
+
+      it('forgets a change when the file is back as it was when the task succeeded', async () => {
+        const id = await setup(1);
+        const now = Date.now();
+        await store.settle([ending(await claimOne(id, now), 'SUCCESS', now + 1)]);
+        expect((await store.enqueue(newBatch(), [changedSpec('k000')])).changed).toBe(1);
+        expect((await store.enqueue(newBatch(), [spec('k000')])).changed).toBe(0);
+        expect(await store.changedCount(id)).toBe(0);
+        expect((await store.enqueue(newBatch(), [spec('k000')], { rerunChanged: true })).requeued).toBe(0);
+        expect(await task(id, 'k000')).toMatchObject({ status: 'SUCCESS' });
+      });
+
+      it('batchAttempts lists the batch attempts oldest first with their keys, the most recent when cut', async () => {
+        const id = await setup(2, { maxAttempts: 5 });
+        const other = await setup(1, { name: 'other' });
+        const now = Date.now();
+        const tokens: number[] = [];
+        for (let i = 0; i < 3; i++) {
+          const ts = await claim(id, now + i * 10, { slots: 2 });
+          tokens.push(...ts.map((t) => t.token));
+          await store.settle(ts.map((t) => ending(t, 'FAILED', now + i * 10 + 5, { retryAt: now + i * 10 + 10 })));
+        }
+        await claimOne(other, now);
+        const all = await store.batchAttempts(id, 100);
+        expect(all.total).toBe(6);
+        expect(all.attempts.map((a) => a.id)).toEqual(tokens);
+        expect(all.attempts.map((a) => a.key)).toEqual(['k000', 'k001', 'k000', 'k001', 'k000', 'k001']);
+        expect(all.attempts.map((a) => a.attempt)).toEqual([1, 1, 2, 2, 3, 3]);
+        expect(all.attempts[0]).toMatchObject({ outcome: 'FAILED', endedAt: now + 5, host: HOST, workerId: 'w1' });
+        const cut = await store.batchAttempts(id, 2);
+        expect(cut).toMatchObject({ total: 6 });
+        expect(cut.attempts.map((a) => a.id)).toEqual(tokens.slice(-2));
+        expect(await store.batchAttempts(await setup(1, { name: 'idle' }), 10)).toEqual({ attempts: [], total: 0 });
+      });
+
+      it('historySize counts the attempts of every batch', async () => {
+        expect(await store.historySize()).toBe(0);
+        const a = await setup(2, { name: 'a' });
+        const b = await setup(1, { name: 'b' });
+        const now = Date.now();
+        await claim(a, now, { slots: 2 });
+        const t = await claimOne(b, now);
+        await store.settle([ending(t, 'INTERRUPTED', now + 1)]);
+        await claimOne(b, now + 2);
+        expect(await store.historySize()).toBe(4);
+      });
+
+      it('pruneFinished deletes idle finished batches with their tasks and attempts, and nothing else', async () => {
+        const now = Date.now();
+        const done = await setup(3, { name: 'done', maxAttempts: 1 });
+        const [ok, bad, lost] = await claim(done, now, { slots: 3, leaseMs: 10 });
+        await store.settle([ending(ok!, 'SUCCESS', now + 1), ending(bad!, 'FAILED', now + 2, { retryAt: null })]);
+        await store.releaseStale(done, now + 100, [], 'self');
+        const busy = await setup(2, { name: 'busy' });
+        await store.settle([ending(await claimOne(busy, now), 'SUCCESS', now + 1)]);
+        const running = await setup(1, { name: 'running' });
+        await claimOne(running, now, { leaseMs: 10 });
+        const recent = await setup(1, { name: 'recent' });
+        await store.settle([ending(await claimOne(recent, now), 'SUCCESS', now + 3_600_000)]);
+        await store.enqueue(newBatch('empty'), []);
+        const history = await store.historySize();
+
+        const before = Date.now() + 60_000;
+        const result = await store.pruneFinished(before);
+        expect([...result.batches].sort()).toEqual(['done', 'empty']);
+        expect(result).toMatchObject({ tasks: 3, attempts: 3 });
+        expect([...result.logPaths].sort()).toEqual([`/logs/${ok!.key}.log`, `/logs/${bad!.key}.log`]);
+        expect(lost).toBeDefined();
+        expect(await store.findBatch('done')).toBeUndefined();
+        expect(await store.getTask(done, 'k000')).toBeUndefined();
+        expect(await store.attemptsOf(ok!.id)).toEqual([]);
+        expect((await store.listBatches()).map((b) => b.name)).toEqual(['busy', 'running', 'recent']);
+        expect(await store.historySize()).toBe(history - 3);
+        expect((await store.counts(busy)).total).toBe(2);
+        expect(await store.pruneFinished(before)).toEqual({ batches: [], tasks: 0, attempts: 0, logPaths: [] });
+        // Once its last finish is old enough, the recent batch goes too.
+        expect((await store.pruneFinished(now + 3_600_001)).batches).toEqual(['recent']);
+      });
+
+      it("listTasks order 'slowest': finished tasks, longest last attempt first, ties in key order", async () => {
+        const id = await setup(5, { maxAttempts: 2 });
+        const now = Date.now();
+        const ts = await claim(id, now, { slots: 5 });
+        const by = (k: string) => ts.find((t) => t.key === k)!;
+        await store.settle([
+          ending(by('k000'), 'SUCCESS', now + 30),
+          ending(by('k001'), 'FAILED', now + 50, { retryAt: null }),
+          ending(by('k002'), 'SUCCESS', now + 30),
+          ending(by('k003'), 'FAILED', now + 90, { retryAt: now + 100 }),
+        ]);
+        // k003 is waiting to retry and k004 still runs: neither has finished.
+        const slowest = async (f: Omit<TaskFilter, 'batchId' | 'order'> = {}) =>
+          (await store.listTasks({ batchId: id, order: 'slowest', ...f })).map((t) => t.key);
+        expect(await slowest()).toEqual(['k001', 'k000', 'k002']);
+        expect(await slowest({ limit: 2 })).toEqual(['k001', 'k000']);
+        expect(await slowest({ status: 'SUCCESS' })).toEqual(['k000', 'k002']);
+        expect(await slowest({ keyMatches: (k) => k !== 'k001', limit: 1 })).toEqual(['k000']);
+        // The retried task's duration is that of its last attempt.
+        const again = await claimOne(id, now + 100);
+        expect(again.key).toBe('k003');
+        await store.settle([ending(again, 'SUCCESS', now + 101)]);
+        expect(await slowest()).toEqual(['k001', 'k000', 'k002', 'k003']);
+      });
+
+      it('listTasks and retryFailed match errors with errorMatches, null for no error', async () => {
+        const id = await setup(4, { maxAttempts: 1 });
+        const now = Date.now();
+        const [a, b, c] = await claim(id, now, { slots: 3 });
+        await store.settle([
+          ending(a!, 'FAILED', now + 1, { error: 'ENOENT: /data/a missing', retryAt: null }),
+          ending(b!, 'FAILED', now + 1, { error: 'ENOENT: /data/b missing', retryAt: null }),
+          ending(c!, 'FAILED', now + 1, { error: null, retryAt: null }),
+        ]);
+        const signature = (e: string | null) => e !== null && /^ENOENT: \S+ missing$/.test(e);
+        const list = async (f: Omit<TaskFilter, 'batchId'>) => (await store.listTasks({ batchId: id, ...f })).map((t) => t.key);
+        expect(await list({ errorMatches: signature })).toEqual(['k000', 'k001']);
+        expect(await list({ errorMatches: (e) => e === null })).toEqual(['k002', 'k003']);
+        expect(await list({ errorMatches: (e) => e === null, status: 'FAILED' })).toEqual(['k002']);
+        expect(await list({ errorMatches: signature, limit: 1 })).toEqual(['k000']);
+        expect(await store.topErrors(id, 10)).toEqual([
+          { error: '(no error recorded)', count: 1, example: 'k002' },
+          { error: 'ENOENT: /data/a missing', count: 1, example: 'k000' },
+          { error: 'ENOENT: /data/b missing', count: 1, example: 'k001' },
+        ]);
+        expect(await store.retryFailed({ batchId: id, errorMatches: signature, keyMatches: (k) => k !== 'k001' })).toBe(1);
+        expect(await task(id, 'k000')).toMatchObject({ status: 'PENDING', attempts: 0 });
+        expect(await task(id, 'k001')).toMatchObject({ status: 'FAILED' });
+        expect(await store.retryFailed({ batchId: id, limit: 0 })).toBe(0);
+        expect(await store.retryFailed({ batchId: id, errorMatches: (e) => e === null })).toBe(1);
+        expect(await task(id, 'k002')).toMatchObject({ status: 'PENDING', attempts: 0 });
       });
     });
   });

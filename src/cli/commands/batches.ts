@@ -4,7 +4,7 @@ import { line, type Io, type OutputFlags } from '../io.js';
 
 /** `splitdance batches`: every batch with its counts. */
 export async function batchesCommand(flags: OutputFlags & { db?: string }, io: Io): Promise<number> {
-  const store = openStore(resolveDbPath(flags.db, io.cwd, io.env), { create: false });
+  const store = await openStore(resolveDbPath(flags.db, io.cwd, io.env), { create: false });
   try {
     const rows = [];
     for (const b of await store.listBatches()) {

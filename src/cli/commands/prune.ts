@@ -1,9 +1,9 @@
 import { rmSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import bytes from 'bytes';
 import { safeName } from '../../coordinator/coordinator.js';
 import { parseDuration } from '../../job/units.js';
-import { openStore, resolveDbPath } from '../../store/open-store.js';
+import { logRoot, openStore, resolveDbPath } from '../../store/open-store.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 
 export interface PruneFlags extends OutputFlags {
@@ -18,13 +18,13 @@ export interface PruneFlags extends OutputFlags {
 export async function pruneCommand(flags: PruneFlags, io: Io): Promise<number> {
   const age = parseDuration(flags.olderThan ?? '30d', '--older-than');
   const dbPath = resolveDbPath(flags.db, io.cwd, io.env);
-  const store = openStore(dbPath, { create: false });
+  const store = await openStore(dbPath, { create: false });
   try {
     const result = await store.pruneFinished(Date.now() - age);
     let freed = 0;
     // Rows first (one transaction), files after: a crash in between leaves only orphan files.
     for (const path of result.logPaths) freed += removeFile(path);
-    for (const name of result.batches) rmSync(join(dirname(dbPath), 'logs', safeName(name)), { recursive: true, force: true });
+    for (const name of result.batches) rmSync(join(logRoot(dbPath, io.cwd), safeName(name)), { recursive: true, force: true });
     const summary = { batches: result.batches, tasks: result.tasks, attempts: result.attempts, logBytesFreed: freed };
     if (flags.json) line(io.stdout, JSON.stringify(summary, null, 2));
     else if (!flags.quiet) {

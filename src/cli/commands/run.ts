@@ -1,11 +1,10 @@
-import { dirname, join } from 'node:path';
 import { Coordinator, type StopReason } from '../../coordinator/coordinator.js';
 import { WorkerPool } from '../../coordinator/pool.js';
 import { recoverStale } from '../../coordinator/recovery.js';
 import { definitionOf } from '../../job/job-definition.js';
 import { parseCountOrPercent } from '../../job/units.js';
 import { nonEmpty } from '../../split/split-source.js';
-import { openStore, resolveDbPath, storeExists } from '../../store/open-store.js';
+import { describeStore, logRoot, openStore, resolveDbPath, storeExists } from '../../store/open-store.js';
 import type { BatchRecord, TaskStore } from '../../store/task-store.js';
 import { EXIT } from '../exit-codes.js';
 import { colors, type Io } from '../io.js';
@@ -15,7 +14,7 @@ import { printPlan } from './dry-run.js';
 import type { RunFlags } from './run-flags.js';
 import { planRun, type RunPlan } from './run-plan.js';
 
-const KILL_GRACE_MS = 2000;
+export const KILL_GRACE_MS = 2000;
 
 /**
  * `splitdance run <source>`: split the source into the batch (idempotently) and run
@@ -25,7 +24,7 @@ const KILL_GRACE_MS = 2000;
 export async function runCommand(sourceArg: string | undefined, cliFlags: RunFlags, io: Io): Promise<number> {
   const dbPath = resolveDbPath(cliFlags.db, io.cwd, io.env);
   const exists = storeExists(dbPath);
-  let store: TaskStore | null = exists ? openStore(dbPath, { create: false, readonly: cliFlags.dryRun === true }) : null;
+  let store: TaskStore | null = exists ? await openStore(dbPath, { create: false, readonly: cliFlags.dryRun === true }) : null;
   try {
     const plan = await planRun(sourceArg, cliFlags, io.cwd, store, dbPath);
     if (cliFlags.dryRun) return await printPlan(plan, store, io);
@@ -50,7 +49,7 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
       const split = plan.split((path) => unnamed.push(path));
       // An empty new source is exit 2 before the store exists.
       const specs = plan.existing ? split : nonEmpty(split, plan.source, plan.kind);
-      store ??= openStore(dbPath, { create: true });
+      store ??= await openStore(dbPath, { create: true });
       const job = definitionOf(plan.source, plan.settings) as unknown as Record<string, unknown>;
       const maxAttempts = plan.settings.retries + 1;
       const enqueued = await store.enqueue({ name: plan.batchName, source: plan.source, job, maxAttempts }, specs, {
@@ -88,7 +87,11 @@ function describeSample(plan: RunPlan): string {
   return s.kind === 'fraction' ? `${+(s.fraction * 100).toFixed(4)}% by key hash` : `${s.count} by key hash`;
 }
 
-async function drive(store: TaskStore, batch: BatchRecord, pool: WorkerPool, plan: RunPlan, io: Io, inserted: number): Promise<number> {
+/** What driving a batch needs from a plan; `worker` builds it from the batch's stored job. */
+export type DrivePlan = Pick<RunPlan, 'flags' | 'settings' | 'inv' | 'dbPath' | 'notes'>;
+
+/** Runs the coordinator on an enqueued batch until it ends; returns the exit code. */
+export async function drive(store: TaskStore, batch: BatchRecord, pool: WorkerPool, plan: DrivePlan, io: Io, inserted: number): Promise<number> {
   const { flags, settings, inv } = plan;
   const total = (await store.counts(batch.id)).total;
   const mode: ReportMode = flags.json ? 'json' : flags.quiet ? 'quiet' : io.tty ? 'tty' : 'plain';
@@ -109,14 +112,14 @@ async function drive(store: TaskStore, batch: BatchRecord, pool: WorkerPool, pla
       noWait: inv.noWait,
       maxFailures: inv.maxFailures === null ? null : parseCountOrPercent(inv.maxFailures, '--max-failures', total),
       maxRuntimeMs: inv.maxRuntimeMs,
-      logDir: join(dirname(plan.dbPath), 'logs'),
+      logDir: logRoot(plan.dbPath, io.cwd),
       pollMs: 1000,
     },
     reporter,
   );
   // Tasks a dead coordinator on this host left RUNNING are taken back now, not after their lease.
   const released = await recoverStale(store, batch.id, coordinator.owner);
-  reporter.start({ batch: batch.name, source: batch.source, store: plan.dbPath, total, inserted, workers: pool.size, notes: plan.notes });
+  reporter.start({ batch: batch.name, source: batch.source, store: describeStore(plan.dbPath), total, inserted, workers: pool.size, notes: plan.notes });
   if (released.length) reporter.released(released);
   const started = Date.now();
   const removeSignals = drainOnSignals(coordinator, inv.graceMs, (m) => reporter.note(m));

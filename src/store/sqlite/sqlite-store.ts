@@ -153,7 +153,6 @@ export class SqliteStore implements TaskStore {
   private claimIn(req: ClaimRequest): ClaimedTask[] {
     {
       const claimed: ClaimedTask[] = [];
-      if (req.slots.length > 0) this.st.markStarted.run({ batchId: req.batchId, now: req.now });
       for (const slot of req.slots) {
         const t = this.st.claimOne.get({
           batchId: req.batchId,
@@ -187,6 +186,7 @@ export class SqliteStore implements TaskStore {
           workerId: slot.workerId,
         });
       }
+      if (claimed.length > 0) this.st.markStarted.run({ batchId: req.batchId, now: req.now });
       return claimed;
     }
   }
@@ -359,8 +359,8 @@ export class SqliteStore implements TaskStore {
   }
 
   async activity(batchId: number): Promise<{ firstStartedAt: number | null; lastFinishedAt: number | null }> {
-    const row = this.read(() => this.st.activity.get(batchId) as { first: number | null; last: number | null });
-    return { firstStartedAt: row.first, lastFinishedAt: row.last };
+    const row = this.read(() => this.st.activity.get(batchId) as { first: number | null; last: number | null } | undefined);
+    return { firstStartedAt: row?.first ?? null, lastFinishedAt: row?.last ?? null };
   }
 
   async close(): Promise<void> {

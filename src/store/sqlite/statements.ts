@@ -75,7 +75,7 @@ const SQL = {
   /** @id @token */
   setToken: 'UPDATE tasks SET lease_token = @token WHERE id = @id',
   /** @owner @expires */
-  heartbeat: "UPDATE tasks SET lease_expires_at = @expires WHERE lease_owner = @owner AND status = 'RUNNING'",
+  heartbeat: "UPDATE tasks INDEXED BY tasks_running SET lease_expires_at = @expires WHERE lease_owner = @owner AND status = 'RUNNING'",
 
   /** @taskId @token @endedAt @error @result — fenced: only while the token still holds the task. */
   complete: `
@@ -144,7 +144,7 @@ const SQL = {
   activity: 'SELECT first_started_at AS first, last_finished_at AS last FROM batches WHERE id = ?',
   /** @batchId @now */
   markStarted: 'UPDATE batches SET first_started_at = @now WHERE id = @batchId AND first_started_at IS NULL',
-  /** @taskId @endedAt — only for attempts that ended their task. */
+  /** @taskId @endedAt — the batch's last activity: every committed outcome except INTERRUPTED. */
   markFinished: `
     UPDATE batches SET last_finished_at = @endedAt
     WHERE id = (SELECT batch_id FROM tasks WHERE id = @taskId) AND (last_finished_at IS NULL OR last_finished_at < @endedAt)`,

@@ -1,0 +1,96 @@
+import { WorkerPool } from '../../coordinator/pool.js';
+import { settingsOf, type JobDefinition } from '../../job/job-definition.js';
+import { openStore, resolveDbPath } from '../../store/open-store.js';
+import type { BatchRecord, TaskStore } from '../../store/task-store.js';
+import { EXIT } from '../exit-codes.js';
+import { line, type Io } from '../io.js';
+import { resolveBatch } from '../resolve-batch.js';
+import { drive, KILL_GRACE_MS } from './run.js';
+import { invocationOf, type RunFlags } from './run-flags.js';
+
+export interface WorkerFlags extends RunFlags {
+  follow?: boolean;
+}
+
+/** How often `worker --follow` looks for new work when there is none. */
+const FOLLOW_POLL_MS = 2000;
+
+/**
+ * `splitdance worker`: join the batches already in the store (no splitting) and work on
+ * them with each batch's stored handler and policy, one batch at a time, until none has
+ * work left; `--follow` keeps polling for new batches. Many workers, on many machines
+ * with a PostgreSQL store, cooperate like overlapping `run`s.
+ */
+export async function workerCommand(flags: WorkerFlags, io: Io): Promise<number> {
+  const inv = invocationOf(flags);
+  const dbPath = resolveDbPath(flags.db, io.cwd, io.env);
+  let worst: number = EXIT.OK;
+  for (;;) {
+    const store = await openStore(dbPath, { create: false });
+    let worked = false;
+    try {
+      for (const batch of await candidates(store, flags.batch)) {
+        const code = await workOn(store, batch, flags, inv, dbPath, io);
+        if (code === null) continue;
+        worked = true;
+        if (code === EXIT.SIGINT || code === EXIT.SIGTERM) return code;
+        worst = Math.max(worst, code);
+      }
+    } finally {
+      await store.close();
+    }
+    if (!flags.follow) {
+      if (!worked && !flags.quiet) line(io.stderr, 'no batch in the store has work left');
+      return worst;
+    }
+    const stopped = await sleepUnlessSignalled(FOLLOW_POLL_MS);
+    if (stopped) return stopped === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM;
+  }
+}
+
+async function candidates(store: TaskStore, name: string | undefined): Promise<BatchRecord[]> {
+  if (name !== undefined) return [await resolveBatch(store, name)];
+  return (await store.listBatches()).filter((b) => !b.paused);
+}
+
+/** Runs one batch to its end; null when it has nothing to do or no stored handler. */
+async function workOn(store: TaskStore, batch: BatchRecord, flags: WorkerFlags, inv: ReturnType<typeof invocationOf>, dbPath: string, io: Io): Promise<number | null> {
+  const c = await store.counts(batch.id);
+  if (c.pending + c.retrying + c.running === 0) return null;
+  const settings = settingsOf(batch.job as unknown as JobDefinition);
+  const handler = settings.handler;
+  if (!handler) {
+    line(io.stderr, `batch ${batch.name} has no stored handler; run it once with --exec or --handler`);
+    return null;
+  }
+  const pool = new WorkerPool({
+    size: inv.concurrency,
+    handler,
+    killGraceMs: KILL_GRACE_MS,
+    maxTasksPerWorker: inv.maxTasksPerWorker,
+    maxWorkerMemory: inv.maxWorkerMemory,
+    idPrefix: `${process.pid}.`,
+  });
+  await pool.start();
+  try {
+    return await drive(store, batch, pool, { flags, settings: { ...settings, handler }, inv, dbPath, notes: [] }, io, 0);
+  } finally {
+    await pool.shutdown();
+  }
+}
+
+function sleepUnlessSignalled(ms: number): Promise<'SIGINT' | 'SIGTERM' | null> {
+  return new Promise((resolve) => {
+    const done = (value: 'SIGINT' | 'SIGTERM' | null) => {
+      clearTimeout(timer);
+      process.off('SIGINT', onInt);
+      process.off('SIGTERM', onTerm);
+      resolve(value);
+    };
+    const onInt = () => done('SIGINT');
+    const onTerm = () => done('SIGTERM');
+    const timer = setTimeout(() => done(null), ms);
+    process.on('SIGINT', onInt);
+    process.on('SIGTERM', onTerm);
+  });
+}

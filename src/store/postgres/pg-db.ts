@@ -1,0 +1,135 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { failpoint } from '../failpoint.js';
+import { LOCK_TIMEOUT_MS, isBroken, isRetryable, pgStoreError } from './pg-errors.js';
+import type { PgTarget } from './pg-url.js';
+
+/** A named statement: prepared once per pooled connection, on first use. */
+export interface Statement {
+  name: string;
+  text: string;
+}
+
+/** What a verb runs its SQL through: one pooled client, or the pool for single reads. */
+export interface Sql {
+  rows<T>(st: Statement | string, values?: unknown[]): Promise<T[]>;
+  /** Rows changed (or returned). */
+  run(st: Statement | string, values?: unknown[]): Promise<number>;
+}
+
+/** Transactions that deadlock or fail serialization run again, up to this many times in all. */
+const MAX_TRIES = 5;
+
+/** BIGINT (ids, times, counts) as JS numbers: every value the store holds is below 2^53. */
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+const config = (st: Statement | string, values: unknown[] | undefined) =>
+  typeof st === 'string' ? { text: st, values } : { name: st.name, text: st.text, values };
+
+function over(client: pg.Pool | pg.PoolClient): Sql {
+  return {
+    async rows<T>(st: Statement | string, values?: unknown[]) {
+      return (await client.query(config(st, values))).rows as T[];
+    },
+    async run(st: Statement | string, values?: unknown[]) {
+      return (await client.query(config(st, values))).rowCount ?? 0;
+    },
+  };
+}
+
+/**
+ * The connection pool of one PostgresStore. Every error leaving it is mapped to a
+ * StoreError naming the server (see pg-errors.ts); every multi-statement verb runs in
+ * `transaction`, on one client.
+ */
+export class PgDb {
+  private readonly pool: pg.Pool;
+  private readonly direct: Sql;
+  private closed = false;
+
+  constructor(
+    readonly target: PgTarget,
+    readonly: boolean,
+  ) {
+    this.pool = new pg.Pool({
+      // Read-only stores: the server itself refuses any write, whatever the code path.
+      ...(readonly ? { options: '-c default_transaction_read_only=on' } : {}),
+      connectionString: target.connectionString,
+      types,
+      max: 4,
+      connectionTimeoutMillis: 10_000,
+      idleTimeoutMillis: 10_000,
+      keepAlive: true,
+      lock_timeout: LOCK_TIMEOUT_MS,
+      application_name: 'splitdance',
+    });
+    // An idle connection the server dropped: the pool discards it and opens another on demand.
+    this.pool.on('error', () => {});
+    this.direct = over(this.pool);
+  }
+
+  /** A single statement outside any transaction. */
+  async read<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
+    try {
+      return await fn(this.direct);
+    } catch (err) {
+      throw pgStoreError(err, this.target);
+    }
+  }
+
+  /** Holds one client for a session (temp tables live on one connection). */
+  async session<T>(fn: (sql: Sql, tx: <R>(body: (sql: Sql) => Promise<R>) => Promise<R>) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw pgStoreError(err, this.target);
+    }
+    // A checked-out client has no pool listener: without this, a connection that drops
+    // between statements (say, during a long directory walk) would crash the process.
+    let broken: Error | undefined;
+    const onError = (err: Error) => (broken ??= err);
+    client.on('error', onError);
+    try {
+      return await fn(over(client), (body) => this.inTransaction(client, body));
+    } catch (err) {
+      if (isBroken(err)) broken ??= err as Error;
+      throw pgStoreError(broken ?? err, this.target);
+    } finally {
+      client.removeListener('error', onError);
+      client.release(broken);
+    }
+  }
+
+  /** BEGIN … COMMIT on one client; rerun whole after a deadlock or serialization failure. */
+  async transaction<T>(body: (sql: Sql) => Promise<T>): Promise<T> {
+    return this.session((_, tx) => tx(body));
+  }
+
+  private async inTransaction<T>(client: pg.PoolClient, body: (sql: Sql) => Promise<T>): Promise<T> {
+    const sql = over(client);
+    for (let tries = 1; ; tries++) {
+      await client.query('BEGIN');
+      try {
+        const result = await body(sql);
+        await client.query('COMMIT');
+        failpoint('write');
+        return result;
+      } catch (err) {
+        if (!isBroken(err)) await client.query('ROLLBACK');
+        if (!isRetryable(err) || tries >= MAX_TRIES) throw err;
+      }
+      // Let the other transaction of the deadlock finish first; jitter so both do not collide again.
+      await sleep(5 * tries + Math.random() * 20);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+}

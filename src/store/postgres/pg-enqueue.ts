@@ -1,0 +1,75 @@
+import type { EnqueueResult, NewBatch, TaskSpec } from '../task-store.js';
+import type { PgDb, Sql } from './pg-db.js';
+import { lockKey } from './pg-locks.js';
+import { toBatch, type BatchDbRow } from './rows.js';
+import type { Statements } from './statements.js';
+
+/** Specs per staging INSERT: one round trip per chunk, memory bounded by one chunk. */
+const STAGING_CHUNK = 5000;
+
+/** $1 ords bigint[] $2 keys text[] $3 payloads text[] $4 fingerprints text[] */
+const STAGE = `
+  INSERT INTO pg_temp.staging (ord, task_key, payload, fingerprint)
+  SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[])`;
+
+/**
+ * Create the batch if needed and insert the keys it lacks, all or nothing. Rows are first
+ * streamed into a TEMP table on this session's connection, outside any transaction, so a
+ * long directory walk holds no lock and no transaction open on the store; the store then
+ * changes in one short transaction. A source that throws midway leaves the store as it was.
+ */
+export async function enqueue(
+  db: PgDb,
+  st: Statements,
+  batch: NewBatch,
+  specs: Iterable<TaskSpec>,
+  rerunChanged: boolean,
+): Promise<EnqueueResult> {
+  return db.session(async (sql, transaction) => {
+    await sql.run('DROP TABLE IF EXISTS pg_temp.staging');
+    await sql.run('CREATE TEMP TABLE staging (ord BIGINT NOT NULL, task_key TEXT COLLATE "C" NOT NULL, payload TEXT NOT NULL, fingerprint TEXT)');
+    try {
+      await stage(sql, specs);
+      // Temp tables are never auto-analysed; without statistics a million-row join is planned blind.
+      await sql.run('ANALYZE pg_temp.staging');
+      const key = lockKey('batch', db.target.schema, batch.name);
+      return await transaction((tx) => commit(tx, st, key, batch, rerunChanged));
+    } finally {
+      // Best effort: a broken connection is discarded with its temp table; the first error is the one to report.
+      await sql.run('DROP TABLE IF EXISTS pg_temp.staging').catch(() => undefined);
+    }
+  });
+}
+
+async function stage(sql: Sql, specs: Iterable<TaskSpec>): Promise<void> {
+  let ord = 0;
+  let chunk: TaskSpec[] = [];
+  const flush = async () => {
+    if (chunk.length === 0) return;
+    const rows = chunk;
+    chunk = [];
+    const ords = rows.map(() => ++ord);
+    await sql.run(STAGE, [ords, rows.map((s) => s.key), rows.map((s) => JSON.stringify(s.payload)), rows.map((s) => s.fingerprint)]);
+  };
+  for (const spec of specs) {
+    chunk.push(spec);
+    if (chunk.length >= STAGING_CHUNK) await flush();
+  }
+  await flush();
+}
+
+async function commit(sql: Sql, st: Statements, key: string, batch: NewBatch, rerunChanged: boolean): Promise<EnqueueResult> {
+  // Serialises enqueues of one batch, its creation included, so `seq` stays unique.
+  await sql.run(st.lockBatchWork, [key]);
+  const now = Date.now();
+  const inserted = await sql.rows(st.insertBatch, [batch.name, batch.source, JSON.stringify(batch.job), now]);
+  const created = inserted.length === 1;
+  const [row] = await sql.rows<BatchDbRow>(st.batchByName, [batch.name]);
+  const batchId = row!.id;
+  const [{ base }] = (await sql.rows<{ base: number }>(st.maxSeq, [batchId])) as [{ base: number }];
+  const added = await sql.run(st.insertStaged, [batchId, base, batch.maxAttempts, now]);
+  if (!created) await sql.run(st.observeStaged, [batchId]);
+  const requeued = rerunChanged ? await sql.run(st.requeueChanged, [batchId]) : 0;
+  const [{ n: changed }] = (await sql.rows<{ n: number }>(st.countChanged, [batchId])) as [{ n: number }];
+  return { batch: toBatch(row!), created, inserted: added, changed, requeued };
+}

@@ -1,0 +1,71 @@
+import { StoreError } from '../../errors.js';
+import type { PgTarget } from './pg-url.js';
+
+/** Milliseconds a statement waits for another session's row or table lock before exit 4 (`lock_timeout`). */
+export const LOCK_TIMEOUT_MS = Number(process.env.SPLITDANCE_BUSY_TIMEOUT_MS ?? 5000);
+
+/** Socket-level failures: the server was never reached, or the connection broke. */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE', 'ENOENT']);
+
+/** Deadlocks and serialization failures: the whole transaction may simply run again. */
+export function isRetryable(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return code === '40P01' || code === '40001';
+}
+
+/** A failure after which the connection must not go back to the pool. */
+export function isBroken(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown };
+  if (typeof e.code === 'string') return NETWORK_CODES.has(e.code) || e.code.startsWith('08') || e.code.startsWith('57P');
+  return typeof e.message === 'string' && /Connection terminated|connection timeout|timeout expired|not queryable/i.test(e.message);
+}
+
+/**
+ * Maps a driver or server error to a StoreError whose message names the server (never the
+ * password) and the fix. Anything unknown (a bad statement, a constraint) is a bug and is
+ * returned as it is.
+ */
+export function pgStoreError(err: unknown, t: PgTarget): Error {
+  if (err instanceof StoreError) return err;
+  const e = err as { code?: unknown; message?: unknown };
+  const code = typeof e.code === 'string' ? e.code : '';
+  const message = typeof e.message === 'string' ? e.message : String(err);
+  const at = `PostgreSQL at ${t.server}`;
+  if (NETWORK_CODES.has(code) || /connection timeout|timeout expired|\bSSL\b/i.test(message)) {
+    return new StoreError(`cannot reach ${at}: ${message}; check --db and that the server is running`);
+  }
+  if (/Connection terminated|not queryable/i.test(message) || code.startsWith('08')) {
+    return new StoreError(`lost the connection to ${at} (${message}); run again once the server is reachable`);
+  }
+  switch (code) {
+    case '28P01':
+    case '28000':
+      return new StoreError(`${at} refused the login of user "${t.user}" (${message}); check the user and password in --db`);
+    case '3D000':
+      return new StoreError(`database "${t.database}" does not exist on ${at}; create it (createdb ${t.database}) or fix --db`);
+    case '42501':
+      return new StoreError(
+        `user "${t.user}" may not use the store ${t.location} (${message}); grant CREATE on the database and USAGE on schema ${t.schema}, or use another --db`,
+      );
+    case '55P03':
+      return new StoreError(
+        `the store ${t.location} stayed locked by another session for ${LOCK_TIMEOUT_MS} ms; retry when it finishes, or look for a stuck session in pg_stat_activity`,
+      );
+    case '40P01':
+    case '40001':
+      return new StoreError(`the store ${t.location} kept conflicting with other sessions (${message}); run again`);
+    case '42P01':
+    case '42703':
+      return new StoreError(`the store ${t.location} (schema ${t.schema}) is missing part of its tables (${message}); was it changed outside splitdance?`);
+    case '25006':
+      return new StoreError(`the store ${t.location} was opened read-only (--dry-run) and cannot be written`);
+    case '53100':
+      return new StoreError(`the disk of ${at} is full; free space and run again (nothing was half-written)`);
+    case '53300':
+      return new StoreError(`${at} has no free connection slot (${message}); close other clients or raise max_connections`);
+  }
+  if (code.startsWith('57P') || code.startsWith('53')) {
+    return new StoreError(`${at} cannot serve the store now (${message}); run again once it is up`);
+  }
+  return err instanceof Error ? err : new Error(message);
+}

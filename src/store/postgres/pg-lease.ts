@@ -1,0 +1,87 @@
+import type { ClaimRequest, ClaimedTask, ReleasedTask, Settlement } from '../task-store.js';
+import type { Sql, Statement } from './pg-db.js';
+import type { TaskDbRow } from './rows.js';
+import type { Statements } from './statements.js';
+
+/**
+ * The lease verbs (claim, settle, release), each run inside one transaction by the store.
+ * Three statements per claim whatever the slot count: lock-and-count, open the attempts,
+ * hand each task its attempt id as fencing token.
+ */
+export async function claim(sql: Sql, st: Statements, req: ClaimRequest): Promise<ClaimedTask[]> {
+  if (req.slots.length === 0) return [];
+  // As SQLite's markStarted: asking with free slots marks the batch started, even when nothing is due.
+  await sql.run(st.markStarted, [req.batchId, req.now]);
+  const workerIds = req.slots.map((s) => s.workerId);
+  const rows = await sql.rows<TaskDbRow & { n: number }>(st.claimTasks, [req.batchId, req.now, req.owner, req.now + req.leaseMs, workerIds]);
+  if (rows.length === 0) return [];
+  rows.sort((a, b) => a.n - b.n);
+  const opened = await sql.rows<{ id: number; task_id: number }>(st.insertAttempts, [
+    rows.map((t) => t.id),
+    rows.map((t) => t.attempts),
+    rows.map((t) => t.worker_id),
+    rows.map((t) => req.slots[t.n - 1]!.pid),
+    req.host,
+    req.owner,
+    req.now,
+  ]);
+  const tokens = new Map(opened.map((a) => [a.task_id, a.id]));
+  await sql.run(st.setTokens, [rows.map((t) => t.id), rows.map((t) => tokens.get(t.id))]);
+  return rows.map((t) => ({
+    id: t.id,
+    token: tokens.get(t.id)!,
+    key: t.task_key,
+    stage: t.stage,
+    seq: t.seq,
+    attempt: t.attempts,
+    maxAttempts: t.max_attempts,
+    payload: JSON.parse(t.payload),
+    workerId: t.worker_id!,
+  }));
+}
+
+/** Applies each settlement only while its token still holds the task; returns the tokens that did. */
+export async function settle(sql: Sql, st: Statements, settlements: Settlement[]): Promise<number[]> {
+  const applied = new Set<Settlement>();
+  /** Per batch, the latest end of an applied attempt that was not INTERRUPTED. */
+  const finished = new Map<number, number>();
+  // Task rows locked in id order, batch rows last: two settles cannot deadlock.
+  for (const s of [...settlements].sort((a, b) => a.taskId - b.taskId)) {
+    const [held] = await sql.rows<{ batch_id: number }>(...fenced(st, s));
+    if (!held) continue; // fenced off: another attempt holds the task now
+    await sql.run(st.endAttempt, [s.token, s.endedAt, s.outcome, s.exitCode, s.signal, s.error, s.durationMs, s.outputTail, s.logPath]);
+    applied.add(s);
+    if (s.outcome !== 'INTERRUPTED') finished.set(held.batch_id, Math.max(finished.get(held.batch_id) ?? s.endedAt, s.endedAt));
+  }
+  for (const [batchId, endedAt] of [...finished].sort((a, b) => a[0] - b[0])) await sql.run(st.markFinished, [batchId, endedAt]);
+  return settlements.filter((s) => applied.has(s)).map((s) => s.token);
+}
+
+/** The task update for a settlement, fenced by its token; returns the task's batch when it applied. */
+function fenced(st: Statements, s: Settlement): [Statement, unknown[]] {
+  if (s.outcome === 'SUCCESS') return [st.complete, [s.taskId, s.token, s.endedAt, s.error, s.result ?? null]];
+  if (s.outcome === 'INTERRUPTED') return [st.interrupt, [s.taskId, s.token]];
+  return [st.fail, [s.taskId, s.token, s.endedAt, s.error, s.retryAt ?? null]];
+}
+
+/** Returns stale RUNNING tasks (expired lease or dead owner, never `self`'s) to PENDING, or FAILED when out of attempts. */
+export async function releaseStale(
+  sql: Sql,
+  st: Statements,
+  batchId: number | null,
+  now: number,
+  deadOwners: string[],
+  self: string,
+): Promise<ReleasedTask[]> {
+  const released: ReleasedTask[] = [];
+  for (const t of await sql.rows<TaskDbRow>(st.staleTasks, [batchId, now, deadOwners, self])) {
+    const dead = t.lease_owner !== null && deadOwners.includes(t.lease_owner);
+    const error = dead
+      ? `LOST: its coordinator (${t.lease_owner}) died while the attempt ran`
+      : `LOST: the lease of ${t.lease_owner ?? 'an unknown owner'} expired without a heartbeat`;
+    await sql.run(st.releaseLost, [t.id, now, error]);
+    await sql.run(st.loseAttempt, [t.lease_token, now, error]);
+    released.push({ key: t.task_key, owner: t.lease_owner, failed: t.attempts >= t.max_attempts });
+  }
+  return released;
+}

@@ -1,0 +1,221 @@
+import type {
+  AttemptRow,
+  BatchAttempt,
+  BatchRecord,
+  ClaimRequest,
+  ClaimedTask,
+  Counts,
+  EnqueueResult,
+  ErrorCount,
+  NewBatch,
+  PruneResult,
+  ReleasedTask,
+  Settlement,
+  TaskFilter,
+  TaskRow,
+  TaskSpec,
+  TaskStatus,
+  TaskStore,
+} from '../task-store.js';
+import { migrate } from './migrate.js';
+import { PgDb } from './pg-db.js';
+import { enqueue } from './pg-enqueue.js';
+import { claim, releaseStale, settle } from './pg-lease.js';
+import { selectTasks } from './pg-list.js';
+import { lockKey } from './pg-locks.js';
+import { parsePgUrl } from './pg-url.js';
+import { toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from './rows.js';
+import { prepareStatements, type Statements } from './statements.js';
+
+/** Ids per `resetFailed` statement, so a million failed tasks never make one giant array. */
+const RESET_CHUNK = 1000;
+
+/**
+ * The PostgreSQL TaskStore: the SQLite store's tables and semantics in one schema of a
+ * shared database, so coordinators on many machines can run one batch. Claims lock rows
+ * with FOR UPDATE SKIP LOCKED; every multi-statement verb is one transaction on one
+ * pooled connection; all times come from the caller, never the server clock.
+ */
+export class PostgresStore implements TaskStore {
+  private readonly st: Statements;
+
+  private constructor(
+    readonly location: string,
+    private readonly db: PgDb,
+  ) {
+    this.st = prepareStatements(db.target.schema);
+  }
+
+  /**
+   * Opens the store at `url` (postgres://USER:PASSWORD@HOST:PORT/DB[?schema=NAME]) in
+   * `options.schema`, else `?schema=`, else `splitdance`; creates (with `create`) or upgrades
+   * the schema. Refuses (StoreError, nothing written) a newer or foreign schema. `readonly`
+   * (for --dry-run) never writes: no creation, no migration, read-only transactions.
+   */
+  static async open(url: string, options: { create: boolean; schema?: string; readonly?: boolean }): Promise<PostgresStore> {
+    const readonly = options.readonly ?? false;
+    const db = new PgDb(parsePgUrl(url, options.schema), readonly);
+    try {
+      await migrate(db, { create: options.create, readonly });
+    } catch (err) {
+      await db.close().catch(() => undefined);
+      throw err;
+    }
+    return new PostgresStore(db.target.location, db);
+  }
+
+  async findBatch(name: string): Promise<BatchRecord | undefined> {
+    const [row] = await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.batchByName, [name]));
+    return row && toBatch(row);
+  }
+
+  async latestBatch(): Promise<BatchRecord | undefined> {
+    const [row] = await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.latestBatch));
+    return row && toBatch(row);
+  }
+
+  async listBatches(): Promise<BatchRecord[]> {
+    return (await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.listBatches))).map(toBatch);
+  }
+
+  async enqueue(batch: NewBatch, specs: Iterable<TaskSpec>, options: { rerunChanged?: boolean } = {}): Promise<EnqueueResult> {
+    return enqueue(this.db, this.st, batch, specs, options.rerunChanged ?? false);
+  }
+
+  async changedCount(batchId: number): Promise<number> {
+    return this.count(this.st.countChanged, [batchId]);
+  }
+
+  async updateJob(batchId: number, job: Record<string, unknown>, maxAttempts: number): Promise<void> {
+    await this.db.transaction(async (sql) => {
+      const now = Date.now();
+      // Task rows first, the batch row last, the order settle locks them in.
+      await sql.run(this.st.updateMaxAttempts, [batchId, maxAttempts]);
+      await sql.run(this.st.failExhausted, [batchId, now]);
+      await sql.run(this.st.updateJob, [batchId, JSON.stringify(job), now]);
+    });
+  }
+
+  async claim(req: ClaimRequest): Promise<ClaimedTask[]> {
+    if (req.slots.length === 0) return [];
+    return this.db.transaction((sql) => claim(sql, this.st, req));
+  }
+
+  /** A coordinator's tick in one transaction: commit what finished, then claim for the free slots. */
+  async settleAndClaim(settlements: Settlement[], req: ClaimRequest): Promise<{ applied: number[]; claimed: ClaimedTask[] }> {
+    if (settlements.length === 0 && req.slots.length === 0) return { applied: [], claimed: [] };
+    return this.db.transaction(async (sql) => ({ applied: await settle(sql, this.st, settlements), claimed: await claim(sql, this.st, req) }));
+  }
+
+  async heartbeat(owner: string, leaseExpiresAt: number): Promise<void> {
+    // One statement, but in `transaction` so a deadlock with a settle is retried, not reported.
+    await this.db.transaction((sql) => sql.run(this.st.heartbeat, [owner, leaseExpiresAt]));
+  }
+
+  async settle(settlements: Settlement[]): Promise<number[]> {
+    if (settlements.length === 0) return [];
+    return this.db.transaction((sql) => settle(sql, this.st, settlements));
+  }
+
+  async statuses(taskIds: number[]): Promise<Map<number, TaskStatus>> {
+    if (taskIds.length === 0) return new Map();
+    const rows = await this.db.read((sql) => sql.rows<{ id: number; status: TaskStatus }>(this.st.statuses, [taskIds]));
+    return new Map(rows.map((r) => [r.id, r.status]));
+  }
+
+  async runningOwners(batchId: number | null): Promise<string[]> {
+    return (await this.db.read((sql) => sql.rows<{ owner: string }>(this.st.runningOwners, [batchId]))).map((r) => r.owner);
+  }
+
+  async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string): Promise<ReleasedTask[]> {
+    return this.db.transaction((sql) => releaseStale(sql, this.st, batchId, now, deadOwners, self));
+  }
+
+  async counts(batchId: number): Promise<Counts> {
+    return toCounts(await this.db.read((sql) => sql.rows<CountDbRow>(this.st.counts, [batchId])));
+  }
+
+  async nextDueAt(batchId: number): Promise<number | null> {
+    const [row] = await this.db.read((sql) => sql.rows<{ due: number | null }>(this.st.nextDue, [batchId]));
+    return row!.due;
+  }
+
+  async topErrors(batchId: number, limit: number): Promise<ErrorCount[]> {
+    return this.db.read((sql) => sql.rows<ErrorCount>(this.st.failedErrors, [batchId, limit]));
+  }
+
+  async listTasks(filter: TaskFilter): Promise<TaskRow[]> {
+    return this.db.transaction((sql) => selectTasks(sql, this.st, filter));
+  }
+
+  async getTask(batchId: number, key: string): Promise<TaskRow | undefined> {
+    const [row] = await this.db.read((sql) => sql.rows<TaskDbRow>(this.st.taskByKey, [batchId, key]));
+    return row && toTaskRow(row);
+  }
+
+  async attemptsOf(taskId: number): Promise<AttemptRow[]> {
+    return (await this.db.read((sql) => sql.rows<AttemptDbRow>(this.st.attemptsOf, [taskId]))).map(toAttemptRow);
+  }
+
+  async batchAttempts(batchId: number, limit: number): Promise<{ attempts: BatchAttempt[]; total: number }> {
+    return this.db.transaction(async (sql) => {
+      const rows = await sql.rows<AttemptDbRow & { task_key: string }>(this.st.batchAttempts, [batchId, limit]);
+      const [{ n }] = (await sql.rows<{ n: number }>(this.st.batchAttemptCount, [batchId])) as [{ n: number }];
+      return { attempts: rows.reverse().map((r) => ({ ...toAttemptRow(r), key: r.task_key })), total: n };
+    });
+  }
+
+  async pruneFinished(before: number): Promise<PruneResult> {
+    return this.db.transaction(async (sql) => {
+      const result: PruneResult = { batches: [], tasks: 0, attempts: 0, logPaths: [] };
+      for (const candidate of await sql.rows<BatchDbRow>(this.st.finishedBatches, [before, null])) {
+        // Lock, then re-check with a fresh snapshot: an enqueue or retry that committed meanwhile keeps its batch.
+        await sql.run(this.st.lockBatchWork, [this.batchKey(candidate.name)]);
+        await sql.run(this.st.lockBatchForDelete, [candidate.id]);
+        if ((await sql.run(this.st.finishedBatches, [before, candidate.id])) === 0) continue;
+        const [sizes] = await sql.rows<{ tasks: number; attempts: number }>(this.st.batchSizes, [candidate.id]);
+        result.logPaths.push(...(await sql.rows<{ path: string }>(this.st.batchLogPaths, [candidate.id])).map((r) => r.path));
+        await sql.run(this.st.deleteBatch, [candidate.id]);
+        result.batches.push(candidate.name);
+        result.tasks += sizes!.tasks;
+        result.attempts += sizes!.attempts;
+      }
+      return result;
+    });
+  }
+
+  async historySize(): Promise<number> {
+    return this.count(this.st.historySize, []);
+  }
+
+  async retryFailed(filter: TaskFilter): Promise<number> {
+    return this.db.transaction(async (sql) => {
+      const [batch] = await sql.rows<{ name: string }>(this.st.batchName, [filter.batchId]);
+      if (!batch) return 0;
+      await sql.run(this.st.lockBatchWork, [this.batchKey(batch.name)]);
+      const ids = (await selectTasks(sql, this.st, { ...filter, status: 'FAILED' })).map((t) => t.id);
+      let n = 0;
+      for (let i = 0; i < ids.length; i += RESET_CHUNK) n += await sql.run(this.st.resetFailed, [ids.slice(i, i + RESET_CHUNK)]);
+      return n;
+    });
+  }
+
+  async activity(batchId: number): Promise<{ firstStartedAt: number | null; lastFinishedAt: number | null }> {
+    const [row] = await this.db.read((sql) => sql.rows<{ first: number | null; last: number | null }>(this.st.activity, [batchId]));
+    return { firstStartedAt: row?.first ?? null, lastFinishedAt: row?.last ?? null };
+  }
+
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+
+  /** The advisory lock that serialises enqueue, retryFailed and prune of one batch. */
+  private batchKey(name: string): string {
+    return lockKey('batch', this.db.target.schema, name);
+  }
+
+  private async count(st: Statements[keyof Statements], values: unknown[]): Promise<number> {
+    const [row] = await this.db.read((sql) => sql.rows<{ n: number }>(st, values));
+    return row!.n;
+  }
+}

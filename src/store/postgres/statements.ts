@@ -1,0 +1,241 @@
+import type { Statement } from './pg-db.js';
+
+/**
+ * Every SQL statement of the PostgreSQL store, named like their SQLite twins and prepared
+ * once per pooled connection. Each one's comment lists its positional parameters. Tables
+ * are qualified with the store's schema (`s`, a validated plain identifier), so no
+ * connection state such as search_path is needed.
+ */
+function sql(s: string) {
+  return {
+    /** $1 name */
+    batchByName: `SELECT * FROM ${s}.batches WHERE name = $1`,
+    listBatches: `SELECT * FROM ${s}.batches ORDER BY created_at, id`,
+    latestBatch: `SELECT * FROM ${s}.batches ORDER BY created_at DESC, id DESC LIMIT 1`,
+    /** $1 name $2 source $3 job $4 now — concurrent creators of one name: one inserts, the others get no row. */
+    insertBatch: `
+      INSERT INTO ${s}.batches (name, source, job, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
+      ON CONFLICT (name) DO NOTHING RETURNING id`,
+    /** $1 batchId */
+    batchName: `SELECT name FROM ${s}.batches WHERE id = $1`,
+    /**
+     * $1 lock key — serialises enqueue, retryFailed and prune of one batch (so `seq` stays
+     * unique). An advisory lock, not the batch row: settles update that row and must never
+     * wait for a million-row enqueue.
+     */
+    lockBatchWork: 'SELECT pg_advisory_xact_lock($1::bigint)',
+    /** $1 batchId $2 job $3 now */
+    updateJob: `UPDATE ${s}.batches SET job = $2, updated_at = $3 WHERE id = $1`,
+    /** $1 batchId $2 maxAttempts — unfinished tasks take the batch's current retry budget. */
+    updateMaxAttempts: `UPDATE ${s}.tasks SET max_attempts = $2 WHERE batch_id = $1 AND status IN ('PENDING', 'RUNNING')`,
+    /**
+     * $1 batchId $2 now — after a lowered budget: a waiting retry that has used it all is out
+     * of attempts, so it fails now instead of running past the budget.
+     */
+    failExhausted: `
+      UPDATE ${s}.tasks SET status = 'FAILED', finished_at = $2,
+        last_error = coalesce(last_error, 'failed') || ' (retry budget lowered; no attempts left)'
+      WHERE batch_id = $1 AND status = 'PENDING' AND attempts > 0 AND attempts >= max_attempts`,
+    /** $1 ids bigint[] */
+    statuses: `SELECT id, status FROM ${s}.tasks WHERE id = ANY($1::bigint[])`,
+    /** $1 batchId */
+    maxSeq: `SELECT coalesce(max(seq), 0) AS base FROM ${s}.tasks WHERE batch_id = $1`,
+    /** $1 batchId $2 base $3 maxAttempts $4 now — copies pg_temp.staging; keys already in the batch are skipped. */
+    insertStaged: `
+      INSERT INTO ${s}.tasks (batch_id, task_key, stage, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint)
+      SELECT $1, task_key, '', $2 + ord, payload, $3, $4, fingerprint, fingerprint
+      FROM pg_temp.staging ORDER BY ord
+      ON CONFLICT (batch_id, stage, task_key) DO NOTHING`,
+    /**
+     * $1 batchId — records what the source shows now; unfinished tasks will run on it, so it
+     * becomes their fingerprint too. Touches only rows whose file changed.
+     */
+    observeStaged: `
+      UPDATE ${s}.tasks AS t
+      SET seen_fingerprint = st.fingerprint,
+          fingerprint = CASE WHEN t.status = 'SUCCESS' THEN t.fingerprint ELSE st.fingerprint END
+      FROM pg_temp.staging AS st
+      WHERE t.batch_id = $1 AND t.stage = '' AND t.task_key = st.task_key
+        AND t.seen_fingerprint IS DISTINCT FROM st.fingerprint`,
+    /** $1 batchId — succeeded tasks whose file changed since (served by tasks_changed). */
+    countChanged: `
+      SELECT count(*) AS n FROM ${s}.tasks
+      WHERE batch_id = $1 AND status = 'SUCCESS' AND seen_fingerprint IS DISTINCT FROM fingerprint`,
+    /** $1 batchId — --rerun-changed: back to PENDING with a fresh budget, to run on the new file. */
+    requeueChanged: `
+      UPDATE ${s}.tasks
+      SET status = 'PENDING', attempts = 0, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
+          fingerprint = seen_fingerprint
+      WHERE batch_id = $1 AND status = 'SUCCESS' AND seen_fingerprint IS DISTINCT FROM fingerprint`,
+
+    /**
+     * $1 batchId $2 now $3 owner $4 expires $5 workerIds text[] — locks up to one due PENDING
+     * task per worker, skipping rows another coordinator is claiming (SKIP LOCKED: no waiting,
+     * no double hand-out), and counts the attempt in the same statement: a claim is an attempt.
+     * `n` is the task's rank, and so its worker's slot.
+     */
+    claimTasks: `
+      WITH due AS (
+        SELECT id, row_number() OVER (ORDER BY next_run_at, attempts, id) AS n FROM (
+          SELECT id, next_run_at, attempts FROM ${s}.tasks
+          WHERE batch_id = $1 AND status = 'PENDING' AND next_run_at <= $2 AND attempts < max_attempts
+          ORDER BY next_run_at, attempts, id LIMIT cardinality($5::text[])
+          FOR UPDATE SKIP LOCKED) AS locked)
+      UPDATE ${s}.tasks AS t
+      SET status = 'RUNNING', attempts = t.attempts + 1, lease_owner = $3, lease_expires_at = $4,
+          worker_id = ($5::text[])[due.n::int], started_at = $2, lease_token = NULL
+      FROM due WHERE t.id = due.id
+      RETURNING t.id, t.task_key, t.stage, t.seq, t.attempts, t.max_attempts, t.payload, t.worker_id, due.n`,
+    /** $1 taskIds bigint[] $2 attempts int[] $3 workerIds text[] $4 pids int[] $5 host $6 owner $7 now — ids in slot order. */
+    insertAttempts: `
+      INSERT INTO ${s}.attempts (task_id, attempt, worker_id, host, pid, owner, started_at)
+      SELECT task_id, attempt, worker_id, $5, pid, $6, $7
+      FROM unnest($1::bigint[], $2::int[], $3::text[], $4::int[]) WITH ORDINALITY AS a(task_id, attempt, worker_id, pid, n)
+      ORDER BY n
+      RETURNING id, task_id`,
+    /** $1 taskIds bigint[] $2 tokens bigint[] */
+    setTokens: `
+      UPDATE ${s}.tasks AS t SET lease_token = u.token
+      FROM unnest($1::bigint[], $2::bigint[]) AS u(id, token) WHERE t.id = u.id`,
+    /** $1 batchId $2 now — set once, so only a batch's very first claims contend for its row. */
+    markStarted: `UPDATE ${s}.batches SET first_started_at = $2 WHERE id = $1 AND first_started_at IS NULL`,
+    /** $1 batchId $2 endedAt — the latest end of an attempt that was not INTERRUPTED (as SQLite's markFinished). */
+    markFinished: `
+      UPDATE ${s}.batches SET last_finished_at = $2
+      WHERE id = $1 AND (last_finished_at IS NULL OR last_finished_at < $2)`,
+    /** $1 owner $2 expires — rows locked in id order, like every multi-row writer, against deadlocks. */
+    heartbeat: `
+      UPDATE ${s}.tasks SET lease_expires_at = $2
+      WHERE id IN (SELECT id FROM ${s}.tasks WHERE lease_owner = $1 AND status = 'RUNNING' ORDER BY id FOR UPDATE)`,
+
+    /** $1 taskId $2 token $3 endedAt $4 error $5 result — fenced: only while the token still holds the task. */
+    complete: `
+      UPDATE ${s}.tasks
+      SET status = 'SUCCESS', result = $5, finished_at = $3, last_error = $4,
+          lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+      WHERE id = $1 AND status = 'RUNNING' AND lease_token = $2
+      RETURNING batch_id`,
+    /** $1 taskId $2 token $3 endedAt $4 error $5 retryAt — retryAt NULL fails the task now (permanent). */
+    fail: `
+      UPDATE ${s}.tasks
+      SET status = CASE WHEN $5::bigint IS NOT NULL AND attempts < max_attempts THEN 'PENDING' ELSE 'FAILED' END,
+          finished_at = CASE WHEN $5::bigint IS NOT NULL AND attempts < max_attempts THEN NULL ELSE $3::bigint END,
+          next_run_at = coalesce($5::bigint, next_run_at),
+          last_error = $4, lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+      WHERE id = $1 AND status = 'RUNNING' AND lease_token = $2
+      RETURNING batch_id`,
+    /** $1 taskId $2 token — an interrupted attempt is not charged. */
+    interrupt: `
+      UPDATE ${s}.tasks
+      SET status = 'PENDING', attempts = attempts - 1, lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+      WHERE id = $1 AND status = 'RUNNING' AND lease_token = $2
+      RETURNING batch_id`,
+    /** $1 token $2 endedAt $3 outcome $4 exitCode $5 signal $6 error $7 durationMs $8 outputTail $9 logPath */
+    endAttempt: `
+      UPDATE ${s}.attempts
+      SET ended_at = $2, outcome = $3, exit_code = $4, signal = $5, error = $6,
+          duration_ms = $7, output_tail = $8, log_path = $9
+      WHERE id = $1 AND ended_at IS NULL`,
+
+    /** $1 batchId (NULL = every batch) */
+    runningOwners: `
+      SELECT DISTINCT lease_owner AS owner FROM ${s}.tasks
+      WHERE status = 'RUNNING' AND lease_owner IS NOT NULL AND ($1::bigint IS NULL OR batch_id = $1)`,
+    /**
+     * $1 batchId (NULL = every batch) $2 now $3 dead owners text[] $4 self — locked (waiting for
+     * a settle in flight, then re-checked), so two recovering coordinators never both release one.
+     */
+    staleTasks: `
+      SELECT * FROM ${s}.tasks
+      WHERE status = 'RUNNING' AND ($1::bigint IS NULL OR batch_id = $1) AND lease_owner IS DISTINCT FROM $4
+        AND (lease_expires_at < $2 OR lease_owner = ANY($3::text[]))
+      ORDER BY id FOR UPDATE`,
+    /** $1 id $2 now $3 error — the lost attempt stays counted, so a task that kills its machine cannot loop forever. */
+    releaseLost: `
+      UPDATE ${s}.tasks
+      SET status = CASE WHEN attempts < max_attempts THEN 'PENDING' ELSE 'FAILED' END,
+          finished_at = CASE WHEN attempts < max_attempts THEN NULL ELSE $2::bigint END,
+          next_run_at = $2, last_error = $3,
+          lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+      WHERE id = $1`,
+    /** $1 token $2 now $3 error */
+    loseAttempt: `
+      UPDATE ${s}.attempts SET ended_at = $2, outcome = 'LOST', error = $3, duration_ms = $2 - started_at
+      WHERE id = $1 AND ended_at IS NULL`,
+    ...reportStatements(s),
+  };
+}
+
+/** The read side: counts, listings, history and prune. */
+function reportStatements(s: string) {
+  return {
+    /** $1 batchId — covered by tasks_by_state (index-only once the batch is a minority of the table). */
+    counts: `
+      SELECT status, attempts > 0 AS tried, count(*) AS n FROM ${s}.tasks
+      WHERE batch_id = $1 GROUP BY status, tried`,
+    /** $1 batchId */
+    nextDue: `SELECT min(next_run_at) AS due FROM ${s}.tasks WHERE batch_id = $1 AND status = 'PENDING'`,
+    /** $1 batchId $2 limit */
+    failedErrors: `
+      SELECT coalesce(last_error, '(no error recorded)') AS error, count(*) AS count, min(task_key) AS example
+      FROM ${s}.tasks WHERE batch_id = $1 AND status = 'FAILED'
+      GROUP BY 1 ORDER BY count DESC, error LIMIT $2`,
+    /** $1 batchId */
+    activity: `SELECT first_started_at AS first, last_finished_at AS last FROM ${s}.batches WHERE id = $1`,
+    /** $1 batchId $2 status (NULL = any) $3 attempted (NULL = any, true = attempts > 0) $4 error substring (NULL = any) */
+    listTasks: `
+      SELECT * FROM ${s}.tasks
+      WHERE batch_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::boolean IS NULL OR attempts > 0)
+        AND ($4::text IS NULL OR strpos(last_error, $4) > 0)
+      ORDER BY id`,
+    /** Same parameters as listTasks; finished tasks, longest last attempt first (NULLs last, as in SQLite). */
+    slowestTasks: `
+      SELECT * FROM ${s}.tasks
+      WHERE batch_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::boolean IS NULL OR attempts > 0)
+        AND ($4::text IS NULL OR strpos(last_error, $4) > 0) AND finished_at IS NOT NULL
+      ORDER BY finished_at - started_at DESC NULLS LAST, id`,
+    /** $1 ids bigint[] — a fresh retry budget; the attempts history is kept. */
+    resetFailed: `
+      UPDATE ${s}.tasks SET status = 'PENDING', attempts = 0, next_run_at = 0, finished_at = NULL, last_error = NULL
+      WHERE id = ANY($1::bigint[]) AND status = 'FAILED'`,
+    /** $1 batchId $2 key */
+    taskByKey: `SELECT * FROM ${s}.tasks WHERE batch_id = $1 AND stage = '' AND task_key = $2`,
+    /** $1 taskId */
+    attemptsOf: `SELECT * FROM ${s}.attempts WHERE task_id = $1 ORDER BY id`,
+    /** $1 batchId $2 limit — the most recent attempts, returned newest first (the caller reverses). */
+    batchAttempts: `
+      SELECT a.*, t.task_key FROM ${s}.attempts a JOIN ${s}.tasks t ON t.id = a.task_id
+      WHERE t.batch_id = $1 ORDER BY a.id DESC LIMIT $2`,
+    /** $1 batchId */
+    batchAttemptCount: `SELECT count(*) AS n FROM ${s}.attempts a JOIN ${s}.tasks t ON t.id = a.task_id WHERE t.batch_id = $1`,
+    /** $1 before $2 batchId (NULL = any) — batches with nothing PENDING or RUNNING, last active before $1. */
+    finishedBatches: `
+      SELECT b.* FROM ${s}.batches b
+      WHERE ($2::bigint IS NULL OR b.id = $2)
+        AND NOT EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.batch_id = b.id AND t.status IN ('PENDING', 'RUNNING'))
+        AND greatest(b.updated_at, coalesce((SELECT max(finished_at) FROM ${s}.tasks t WHERE t.batch_id = b.id), 0)) < $1
+      ORDER BY b.id`,
+    /** $1 batchId — the delete takes this lock anyway; taking it first makes the re-check see every commit before it. */
+    lockBatchForDelete: `SELECT id FROM ${s}.batches WHERE id = $1 FOR UPDATE`,
+    /** $1 batchId */
+    batchLogPaths: `
+      SELECT a.log_path AS path FROM ${s}.attempts a JOIN ${s}.tasks t ON t.id = a.task_id
+      WHERE t.batch_id = $1 AND a.log_path IS NOT NULL ORDER BY a.id`,
+    /** $1 batchId */
+    batchSizes: `
+      SELECT (SELECT count(*) FROM ${s}.tasks WHERE batch_id = $1) AS tasks,
+             (SELECT count(*) FROM ${s}.attempts a JOIN ${s}.tasks t ON t.id = a.task_id WHERE t.batch_id = $1) AS attempts`,
+    /** $1 batchId — tasks and attempts go with it (ON DELETE CASCADE). */
+    deleteBatch: `DELETE FROM ${s}.batches WHERE id = $1`,
+    historySize: `SELECT count(*) AS n FROM ${s}.attempts`,
+  };
+}
+
+export type Statements = Record<keyof ReturnType<typeof sql>, Statement>;
+
+/** Named per statement; a pool serves one store, so one schema, so the names never clash. */
+export function prepareStatements(schema: string): Statements {
+  return Object.fromEntries(
+    Object.entries(sql(`"${schema}"`)).map(([name, text]) => [name, { name: `splitdance_${name}`, text }]),
+  ) as Statements;
+}

@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { handler, runCli, startCli } from '../helpers/cli.js';
+import { projectWithFiles } from '../helpers/project.js';
+import { dbPathIn, query, sideEffects } from '../helpers/store.js';
+
+describe('splitdance worker', () => {
+  it('joins the unfinished batches with their stored handlers; two workers together run each task once', async () => {
+    const p = projectWithFiles(40);
+    const env = { SIDE_EFFECT_LOG: p.log, SLEEP_MS: '10' };
+    // Enqueue two batches and stop at once: the store holds the work and the handlers.
+    for (const b of ['one', 'two']) {
+      const r = await runCli(['run', 'src', '--batch', b, '--handler', handler('record'), '--max-runtime', '1ms', '-j', '1'], { cwd: p.dir, env });
+      expect(r.code, r.stderr).toBe(3);
+    }
+    const [a, b] = await Promise.all([0, 1].map(() => startCli(['worker', '-j', '2', '--quiet'], { cwd: p.dir, env }).result));
+    expect(a.code, a.stderr).toBe(0);
+    expect(b.code, b.stderr).toBe(0);
+    const rows = query<{ name: string; status: string; n: number }>(
+      dbPathIn(p.dir),
+      'SELECT b.name, t.status, count(*) AS n FROM tasks t JOIN batches b ON b.id = t.batch_id GROUP BY b.name, t.status',
+    );
+    expect(rows).toEqual([
+      { name: 'one', status: 'SUCCESS', n: 40 },
+      { name: 'two', status: 'SUCCESS', n: 40 },
+    ]);
+    const effects = sideEffects(p.log);
+    expect(effects.length).toBe(80);
+    const again = await runCli(['worker'], { cwd: p.dir });
+    expect(again.code).toBe(0);
+    expect(again.stderr).toMatch(/no batch in the store has work left/);
+  });
+});

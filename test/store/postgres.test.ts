@@ -1,0 +1,308 @@
+// The lock timeout is read when the store module loads, so set it before importing the store.
+process.env.SPLITDANCE_BUSY_TIMEOUT_MS = '1000';
+
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { PostgresStore } from '../../src/store/postgres/pg-store.js';
+import type { ClaimedTask } from '../../src/store/task-store.js';
+import { describeTaskStore, ending, keys, newBatch, spec } from './contract.js';
+
+const { PostgresStore: Store } = await import('../../src/store/postgres/pg-store.js');
+
+/**
+ * The PostgreSQL store on a real server (`source .ci/start-postgres.sh` starts one and sets
+ * SPLITDANCE_PG_URL). Every test gets its own fresh schema, dropped afterwards.
+ */
+const PG_URL = process.env.SPLITDANCE_PG_URL;
+if (!PG_URL) console.warn('SPLITDANCE_PG_URL is not set: skipping the PostgreSQL store tests (source .ci/start-postgres.sh to run them)');
+
+const freshSchema = () => `sd_test_${randomBytes(6).toString('hex')}`;
+
+/** Runs `fn` on a plain connection of its own, the way a DBA with psql would look. */
+async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+const dropSchema = (schema: string) => admin((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+
+/** Every row of every table in the schema, as text: equal snapshots mean nothing changed. */
+async function snapshot(schema: string): Promise<string> {
+  return admin(async (c) => {
+    const tables = await c.query<{ name: string }>(
+      "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1",
+      [schema],
+    );
+    const out = [JSON.stringify(tables.rows)];
+    for (const { name } of tables.rows) {
+      const rows = await c.query(`SELECT t::text AS r FROM "${schema}"."${name}" t ORDER BY 1`);
+      out.push(name, ...rows.rows.map((r) => r.r as string));
+    }
+    return out.join('\n');
+  });
+}
+
+async function openError(url: string, options: { create: boolean; schema?: string; readonly?: boolean }): Promise<Error> {
+  try {
+    const s = await Store.open(url, options);
+    await s.close();
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error('expected PostgresStore.open to fail');
+}
+
+describe.skipIf(!PG_URL)('PostgreSQL store', () => {
+  describeTaskStore('postgres', async () => {
+    const schema = freshSchema();
+    const store = await Store.open(PG_URL!, { create: true, schema });
+    return {
+      store,
+      cleanup: async () => {
+        await store.close();
+        await dropSchema(schema);
+      },
+    };
+  });
+
+  const schemas: string[] = [];
+  const stores: PostgresStore[] = [];
+  afterEach(async () => {
+    for (const s of stores.splice(0)) await s.close();
+    for (const s of schemas.splice(0)) await dropSchema(s);
+  });
+
+  async function open(schema: string, create = true): Promise<PostgresStore> {
+    if (!schemas.includes(schema)) schemas.push(schema);
+    const s = await Store.open(PG_URL!, { create, schema });
+    stores.push(s);
+    return s;
+  }
+
+  describe('concurrency', () => {
+    it('never lets two stores (two pools) hold the same task, claiming in parallel over many rounds', async () => {
+      const schema = freshSchema();
+      const stores3 = [await open(schema), await open(schema), await open(schema)];
+      const owners = ['A', 'B', 'C'];
+      const { batch } = await stores3[0]!.enqueue(newBatch('shared', 3), keys(150).map(spec));
+      const t0 = Date.now();
+      const held = new Map<number, string>();
+      let previous: ClaimedTask[][] = [[], [], []];
+      let claims = 0;
+      const slots = [1, 2, 3].map((i) => ({ workerId: `w${i}`, pid: i }));
+      for (let round = 0; round < 400; round++) {
+        const now = t0 + round * 10;
+        const request = (owner: string) => ({ batchId: batch.id, owner, host: 'h', now, leaseMs: 60_000, slots });
+        const endings = previous.map((ts) =>
+          ts.map((t) => (t.id % 4 === 0 ? ending(t, 'FAILED', now, { retryAt: now + 2 }) : ending(t, 'SUCCESS', now))),
+        );
+        // Every store at once: a coordinator's tick (settle and claim in one transaction, or
+        // apart on odd rounds), a heartbeat and a recovery pass that must find nothing stale.
+        const ticks = await Promise.all(
+          stores3.map(async (s, i) => {
+            const owner = owners[i]!;
+            const [tick] = await Promise.all([
+              round % 2
+                ? s.settle(endings[i]!).then(async (applied) => ({ applied, claimed: await s.claim(request(owner)) }))
+                : s.settleAndClaim(endings[i]!, request(owner)),
+              s.heartbeat(owner, now + 60_000),
+              s.releaseStale(batch.id, now, [], owner),
+            ]);
+            return tick;
+          }),
+        );
+        for (const [i, tick] of ticks.entries()) {
+          expect(tick.applied.sort()).toEqual(endings[i]!.map((e) => e.token).sort());
+          for (const t of previous[i]!) held.delete(t.id);
+        }
+        for (const [i, tick] of ticks.entries()) {
+          for (const t of tick.claimed) {
+            expect(held.get(t.id), `task ${t.key} claimed by ${owners[i]} while held by ${held.get(t.id)}`).toBeUndefined();
+            held.set(t.id, owners[i]!);
+          }
+          claims += tick.claimed.length;
+        }
+        previous = ticks.map((t) => t.claimed);
+        if (previous.every((p) => p.length === 0) && (await stores3[0]!.nextDueAt(batch.id)) === null) break;
+      }
+      const counts = await stores3[1]!.counts(batch.id);
+      expect(counts).toMatchObject({ total: 150, running: 0, pending: 0, retrying: 0 });
+      expect(counts.succeeded + counts.failed).toBe(150);
+      expect(claims).toBeGreaterThan(150);
+      const open_ = await admin((db) => db.query(`SELECT count(*)::int AS n FROM "${schema}".attempts WHERE ended_at IS NULL`));
+      expect(open_.rows[0].n).toBe(0);
+      const attempts = await admin((db) => db.query(`SELECT count(*)::int AS n FROM "${schema}".attempts`));
+      expect(attempts.rows[0].n).toBe(claims);
+    });
+
+    it('migrates once when several coordinators open a new schema at the same moment', async () => {
+      const schema = freshSchema();
+      schemas.push(schema);
+      const opened = await Promise.all(Array.from({ length: 6 }, () => Store.open(PG_URL!, { create: true, schema })));
+      stores.push(...opened);
+      const versions = await admin((c) => c.query(`SELECT version FROM "${schema}".splitdance_migrations ORDER BY version`));
+      expect(versions.rows.map((r) => r.version)).toEqual([1]);
+      const results = await Promise.all(opened.map((s, i) => s.enqueue(newBatch('same'), keys(20 + i).map(spec))));
+      expect(results.filter((r) => r.created)).toHaveLength(1);
+      const batch = results[0]!.batch;
+      expect((await opened[0]!.counts(batch.id)).total).toBe(25);
+      const seqs = await admin((c) => c.query(`SELECT seq FROM "${schema}".tasks GROUP BY seq HAVING count(*) > 1`));
+      expect(seqs.rows).toEqual([]);
+    });
+  });
+
+  describe('open', () => {
+    it('keeps the store in the schema of ?schema= and never shows the password', async () => {
+      const schema = freshSchema();
+      schemas.push(schema);
+      const url = new URL(PG_URL!);
+      url.searchParams.set('schema', schema);
+      const s = await Store.open(url.toString(), { create: true });
+      stores.push(s);
+      await s.enqueue(newBatch(), keys(2).map(spec));
+      const found = await admin((c) => c.query(`SELECT count(*)::int AS n FROM "${schema}".tasks`));
+      expect(found.rows[0].n).toBe(2);
+      if (url.password) expect(s.location).not.toContain(`:${url.password}@`);
+      expect(s.location).toContain(url.host);
+    });
+
+    it('refuses a store written by a newer schema version and changes nothing', async () => {
+      const schema = freshSchema();
+      const s = await open(schema);
+      const { batch } = await s.enqueue(newBatch(), keys(5).map(spec));
+      const now = Date.now();
+      const [t] = await s.claim({ batchId: batch.id, owner: 'o', host: 'h', now, leaseMs: 1000, slots: [{ workerId: 'w', pid: 1 }] });
+      await s.settle([ending(t!, 'SUCCESS', now + 1)]);
+      await admin((c) => c.query(`INSERT INTO "${schema}".splitdance_migrations VALUES (99, '099_future.sql', 0)`));
+      const before = await snapshot(schema);
+      const err = await openError(PG_URL!, { create: true, schema });
+      expect(err.name).toBe('StoreError');
+      expect(err.message).toMatch(/newer/);
+      expect(await snapshot(schema)).toBe(before);
+    });
+
+    it('refuses a schema holding foreign tables and changes nothing', async () => {
+      const schema = freshSchema();
+      schemas.push(schema);
+      await admin((c) => c.query(`CREATE SCHEMA "${schema}"; CREATE TABLE "${schema}".users (id int); INSERT INTO "${schema}".users VALUES (1)`));
+      const before = await snapshot(schema);
+      const err = await openError(PG_URL!, { create: true, schema });
+      expect(err.name).toBe('StoreError');
+      expect(err.message).toMatch(/not a splitdance store/);
+      expect(await snapshot(schema)).toBe(before);
+    });
+
+    it('refuses a missing store with create: false and creates nothing', async () => {
+      const schema = freshSchema();
+      const err = await openError(PG_URL!, { create: false, schema });
+      expect(err.name).toBe('StoreError');
+      expect(err.message).toMatch(/no splitdance store/);
+      const exists = await admin((c) => c.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]));
+      expect(exists.rows).toEqual([]);
+    });
+
+    it('opens read-only without writing: no schema created, no write accepted', async () => {
+      const missing = freshSchema();
+      expect((await openError(PG_URL!, { create: true, readonly: true, schema: missing })).message).toMatch(/no splitdance store/);
+      const exists = await admin((c) => c.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [missing]));
+      expect(exists.rows).toEqual([]);
+
+      const schema = freshSchema();
+      const { batch } = await (await open(schema)).enqueue(newBatch(), keys(3).map(spec));
+      const before = await snapshot(schema);
+      const ro = await Store.open(PG_URL!, { create: false, readonly: true, schema });
+      stores.push(ro);
+      expect((await ro.counts(batch.id)).pending).toBe(3);
+      expect((await ro.listTasks({ batchId: batch.id, limit: 2 })).map((t) => t.key)).toEqual(['k000', 'k001']);
+      const claimed = await ro.claim({ batchId: batch.id, owner: 'o', host: 'h', now: Date.now(), leaseMs: 1, slots: [{ workerId: 'w', pid: 1 }] }).then(
+        () => new Error('expected the claim to fail'),
+        (e: Error) => e,
+      );
+      expect(claimed.name).toBe('StoreError');
+      expect(claimed.message).toMatch(/read-only/);
+      expect(await snapshot(schema)).toBe(before);
+    });
+
+    it('gives a StoreError naming the server, without the password, for a bad URL', async () => {
+      const unreachable = await openError('postgres://someone:s3cret-pw@127.0.0.1:1/nowhere', { create: true, schema: freshSchema() });
+      expect(unreachable.name).toBe('StoreError');
+      expect(unreachable.message).toMatch(/cannot reach PostgreSQL at 127\.0\.0\.1:1/);
+      expect(unreachable.message).toMatch(/--db/);
+      for (const bad of ['postgres://someone:s3cret-pw@[::1', 'postgres://someone:s3cret-pw@host:notaport/db', 'mysql://someone:s3cret-pw@host/db']) {
+        const err = await openError(bad, { create: true });
+        expect(err.name, bad).toBe('StoreError');
+        expect(err.message).not.toContain('s3cret-pw');
+      }
+      const badSchema = await openError(PG_URL!, { create: true, schema: 'Robert"; DROP TABLE x' });
+      expect(badSchema.name).toBe('StoreError');
+
+      const wrongPassword = new URL(PG_URL!);
+      wrongPassword.password = 's3cret-pw';
+      const login = await openError(wrongPassword.toString(), { create: true, schema: freshSchema() });
+      expect(login.name).toBe('StoreError');
+      expect(login.message).toMatch(/refused the login/);
+      expect(login.message).not.toContain('s3cret-pw');
+
+      const noDb = new URL(PG_URL!);
+      noDb.pathname = '/splitdance_no_such_db';
+      const missing = await openError(noDb.toString(), { create: true, schema: freshSchema() });
+      expect(missing.name).toBe('StoreError');
+      expect(missing.message).toMatch(/database "splitdance_no_such_db" does not exist/);
+    });
+  });
+
+  describe('locks', () => {
+    it('never makes a claim wait for a locked task, and fails a blocked settle with StoreError after the lock timeout', async () => {
+      const schema = freshSchema();
+      const s = await open(schema);
+      const { batch } = await s.enqueue(newBatch(), keys(3).map(spec));
+      const now = Date.now();
+      const req = (slots: number) => ({ batchId: batch.id, owner: 'o', host: 'h', now, leaseMs: 60_000, slots: Array.from({ length: slots }, (_, i) => ({ workerId: `w${i}`, pid: i })) });
+      const [t] = await s.claim(req(1));
+      const foreign = new pg.Client({ connectionString: PG_URL });
+      await foreign.connect();
+      try {
+        // A stuck session (say, psql left open) holds the running task and the next pending one.
+        await foreign.query('BEGIN');
+        await foreign.query(`SELECT id FROM "${schema}".tasks WHERE task_key IN ('k000', 'k001') FOR UPDATE`);
+        const start = performance.now();
+        expect((await s.claim(req(3))).map((x) => x.key)).toEqual(['k002']);
+        expect(performance.now() - start).toBeLessThan(900);
+        const err = await s.settle([ending(t!, 'SUCCESS', now + 1)]).then(
+          () => new Error('expected the settle to fail'),
+          (e: Error) => e,
+        );
+        expect(err.name).toBe('StoreError');
+        expect(err.message).toMatch(/locked by another session for 1000 ms/);
+        await foreign.query('ROLLBACK');
+        expect(await s.settle([ending(t!, 'SUCCESS', now + 2)])).toEqual([t!.token]);
+        expect((await s.claim(req(3))).map((x) => x.key)).toEqual(['k001']);
+      } finally {
+        await foreign.end();
+      }
+    });
+  });
+
+  describe('enqueue', () => {
+    it('writes no batch and no task when the source throws after several staging chunks', async () => {
+      const schema = freshSchema();
+      const s = await open(schema);
+      function* broken() {
+        for (let i = 0; i < 12_000; i++) yield spec(`f${String(i).padStart(6, '0')}`);
+        throw new Error('EIO while walking');
+      }
+      await expect(s.enqueue(newBatch(), broken())).rejects.toThrow('EIO while walking');
+      const rows = await admin((c) =>
+        c.query(`SELECT (SELECT count(*)::int FROM "${schema}".batches) AS b, (SELECT count(*)::int FROM "${schema}".tasks) AS t`),
+      );
+      expect(rows.rows[0]).toEqual({ b: 0, t: 0 });
+      expect(await s.enqueue(newBatch(), keys(2).map(spec))).toMatchObject({ created: true, inserted: 2 });
+    });
+  });
+});
