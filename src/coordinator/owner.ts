@@ -9,8 +9,11 @@ import { hostname } from 'node:os';
  * the owner. Only owners on this machine can be proven dead; others are reclaimed when
  * their lease expires.
  */
-export const HOST = hostname();
-const MACHINE = `${HOST}/${bootId()}`;
+// SPLITDANCE_HOST_ID is for tests only: it gives a process another machine's identity, so
+// one machine can simulate several hosts sharing a PostgreSQL store.
+const OVERRIDE = process.env.SPLITDANCE_HOST_ID;
+export const HOST = OVERRIDE ?? hostname();
+const MACHINE = OVERRIDE ? `${OVERRIDE}/sim` : `${HOST}/${bootId()}`;
 
 function bootId(): string {
   try {

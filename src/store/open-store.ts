@@ -16,9 +16,18 @@ export function resolveDbPath(flag: string | undefined, cwd: string, env: NodeJS
   return isAbsolute(given) ? given : resolve(cwd, given);
 }
 
-/** A PostgreSQL server always "exists"; whether it holds a store is for open() to say. */
-export function storeExists(db: string): boolean {
-  return isPostgresUrl(db) || existsSync(db);
+/**
+ * Opens the store if it exists (a SQLite file, or a PostgreSQL schema that holds one);
+ * null when there is none yet, so `run` can load the handler before creating anything.
+ */
+export async function openExistingStore(db: string, options: { readonly?: boolean } = {}): Promise<TaskStore | null> {
+  if (!isPostgresUrl(db)) return existsSync(db) ? openStore(db, { create: false, ...options }) : null;
+  try {
+    return await openStore(db, { create: false, ...options });
+  } catch (err) {
+    if (err instanceof StoreError && /no splitdance store/.test(err.message)) return null;
+    throw err;
+  }
 }
 
 /** Where attempt logs go: beside a SQLite store; under the working directory for a shared server. */

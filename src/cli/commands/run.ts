@@ -4,7 +4,7 @@ import { recoverStale } from '../../coordinator/recovery.js';
 import { definitionOf } from '../../job/job-definition.js';
 import { parseCountOrPercent } from '../../job/units.js';
 import { nonEmpty } from '../../split/split-source.js';
-import { describeStore, logRoot, openStore, resolveDbPath, storeExists } from '../../store/open-store.js';
+import { describeStore, logRoot, openExistingStore, openStore, resolveDbPath } from '../../store/open-store.js';
 import type { BatchRecord, TaskStore } from '../../store/task-store.js';
 import { EXIT } from '../exit-codes.js';
 import { colors, type Io } from '../io.js';
@@ -23,8 +23,7 @@ export const KILL_GRACE_MS = 2000;
  */
 export async function runCommand(sourceArg: string | undefined, cliFlags: RunFlags, io: Io): Promise<number> {
   const dbPath = resolveDbPath(cliFlags.db, io.cwd, io.env);
-  const exists = storeExists(dbPath);
-  let store: TaskStore | null = exists ? await openStore(dbPath, { create: false, readonly: cliFlags.dryRun === true }) : null;
+  let store: TaskStore | null = await openExistingStore(dbPath, { readonly: cliFlags.dryRun === true });
   try {
     const plan = await planRun(sourceArg, cliFlags, io.cwd, store, dbPath);
     if (cliFlags.dryRun) return await printPlan(plan, store, io);

@@ -1,0 +1,105 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { handler, runCli, startCli, waitFor } from '../helpers/cli.js';
+import { projectWithFiles } from '../helpers/project.js';
+import { logEntries, sideEffects } from '../helpers/store.js';
+
+const URL = process.env.SPLITDANCE_PG_URL;
+const schemas: string[] = [];
+
+/** A fresh schema on the test server for one test. */
+function freshDb(): { db: string; schema: string } {
+  const schema = `cli_${process.pid}_${schemas.length}_${Date.now() % 100000}`;
+  schemas.push(schema);
+  return { db: `${URL}${URL!.includes('?') ? '&' : '?'}schema=${schema}`, schema };
+}
+
+async function sql<T>(text: string, params: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: URL });
+  await client.connect();
+  try {
+    return (await client.query(text, params)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
+afterAll(async () => {
+  if (URL) for (const s of schemas) await sql(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
+});
+
+describe.skipIf(!URL)('the CLI on a shared PostgreSQL store', () => {
+  it('run enqueues, two workers finish 300 tasks with every task once; SIGKILL of a worker loses nothing', async () => {
+    const { db, schema } = freshDb();
+    const p = projectWithFiles(300);
+    const canaries = join(p.dir, 'canaries');
+    mkdirSync(canaries);
+    const env = { SIDE_EFFECT_LOG: p.log, SLEEP_MS: '15', CANARY_DIR: canaries };
+    const first = await runCli(['run', 'src', '--db', db, '--handler', handler('record'), '--max-runtime', '1ms', '-j', '1'], { cwd: p.dir, env });
+    expect(first.code, first.stderr).toBe(3);
+    const a = startCli(['worker', '--db', db, '-j', '2'], { cwd: p.dir, env });
+    const b = startCli(['worker', '--db', db, '-j', '2'], { cwd: p.dir, env });
+    await waitFor(() => sideEffects(p.log).length >= 60, 30_000, '60 tasks done');
+    a.kill('SIGKILL');
+    const rb = await b.result;
+    expect(rb.code, rb.stderr).toBe(0);
+    await a.result;
+    const rows = await sql<{ status: string; n: string }>(`SELECT status, count(*) AS n FROM ${schema}.tasks GROUP BY status`);
+    expect(rows).toEqual([{ status: 'SUCCESS', n: '300' }]);
+    const effects = sideEffects(p.log);
+    expect(new Set(effects.map((e) => e.key)).size).toBe(300);
+    expect(effects.length - 300).toBeLessThanOrEqual(2); // at most the attempts running at the kill
+    expect(logEntries(p.log).filter((e) => e.type === 'double')).toEqual([]);
+  });
+
+  it('status, tasks, show, retry-failed and report work on PostgreSQL', async () => {
+    const { db } = freshDb();
+    const p = projectWithFiles(4);
+    const r = await runCli(['run', 'src', '--db', db, '--exec', 'test {key} != f002.log || { echo nope >&2; exit 3; }', '--retries', '0'], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(1);
+    const status = JSON.parse((await runCli(['status', '--db', db, '--json'], { cwd: p.dir })).stdout);
+    expect(status).toMatchObject({ total: 4, succeeded: 3, failed: 1, done: true });
+    expect(status.topErrors[0]).toMatchObject({ error: 'exit code 3: nope', count: 1 });
+    const tasks = JSON.parse((await runCli(['tasks', '--db', db, '--json', '--status', 'FAILED'], { cwd: p.dir })).stdout);
+    expect(tasks.map((t: { key: string }) => t.key)).toEqual(['f002.log']);
+    const show = JSON.parse((await runCli(['show', 'f002.log', '--db', db, '--json'], { cwd: p.dir })).stdout);
+    expect(show.attempts.map((x: { outcome: string }) => x.outcome)).toEqual(['FAILED']);
+    const report = await runCli(['report', '--db', db, '--html', join(p.dir, 'r.html')], { cwd: p.dir });
+    expect(report.code, report.stderr).toBe(0);
+    const retry = await runCli(['retry-failed', '--db', db, '--run', '--json'], { cwd: p.dir });
+    expect(retry.code).toBe(1); // still failing, but it ran again
+    const again = JSON.parse((await runCli(['show', 'f002.log', '--db', db, '--json'], { cwd: p.dir })).stdout);
+    expect(again.attempts).toHaveLength(2);
+    expect(r.stderr + status.source).not.toContain(':postgres@'); // the password is never printed
+  });
+
+  it('two simulated hosts: a dead remote host is recovered only after its lease, every task once apart from the killed', async () => {
+    const { db, schema } = freshDb();
+    const p = projectWithFiles(80);
+    const canaries = join(p.dir, 'canaries');
+    mkdirSync(canaries);
+    const env = { SIDE_EFFECT_LOG: p.log, SLEEP_MS: '40', CANARY_DIR: canaries };
+    expect((await runCli(['run', 'src', '--db', db, '--handler', handler('record'), '--max-runtime', '1ms', '-j', '1'], { cwd: p.dir, env })).code).toBe(3);
+    const hostA = startCli(['worker', '--db', db, '-j', '2', '--lease', '2s'], { cwd: p.dir, env: { ...env, SPLITDANCE_HOST_ID: 'host-a' } });
+    const hostB = startCli(['worker', '--db', db, '-j', '2', '--lease', '2s'], { cwd: p.dir, env: { ...env, SPLITDANCE_HOST_ID: 'host-b' } });
+    await waitFor(() => sideEffects(p.log).length >= 20, 30_000, '20 tasks done');
+    const killedAt = Date.now();
+    hostA.kill('SIGKILL');
+    expect((await hostB.result).code).toBe(0);
+    const lost = await sql<{ error: string; ended_at: string; host: string }>(
+      `SELECT a.error, a.ended_at, a.host FROM ${schema}.attempts a WHERE a.outcome = 'LOST'`,
+    );
+    expect(lost.length).toBeGreaterThan(0); // host A held tasks when it died
+    for (const l of lost) {
+      expect(l.host).toBe('host-a');
+      expect(l.error).toMatch(/lease .* expired/);
+      expect(Number(l.ended_at) - killedAt).toBeGreaterThanOrEqual(1000); // not reclaimed at once: a remote pid cannot be checked
+    }
+    const effects = sideEffects(p.log);
+    expect(new Set(effects.map((e) => e.key)).size).toBe(80);
+    expect(effects.length - 80).toBeLessThanOrEqual(2);
+    expect(logEntries(p.log).filter((e) => e.type === 'double')).toEqual([]);
+  });
+});
