@@ -131,6 +131,22 @@ function filesDir(name, n, content = '') {
     { name: 'splitdance (walk only, --dry-run)', rate: rate(n, t) },
     { name: 'splitdance (walk + enqueue, run stopped at once)', rate: rate(n, full), note: `enqueued in ${full.toFixed(2)} s` },
   ], '≤ 5 s');
+  rows.at(-1).noRatio = true;
+}
+
+// 6. Shared store: the handler benchmark on PostgreSQL with 1, 2 and 4 worker processes.
+if (process.env.SPLITDANCE_PG_URL) {
+  const n = QUICK ? 2000 : 10_000;
+  const file = join(work, 'pg.txt');
+  writeFileSync(file, 'x\n'.repeat(n));
+  const entries = [];
+  for (const j of [1, 2, 4]) {
+    const db = `${process.env.SPLITDANCE_PG_URL}${process.env.SPLITDANCE_PG_URL.includes('?') ? '&' : '?'}schema=bench_${process.pid}_${j}`;
+    const s = secs(() => splitdance(['run', file, '--db', db, '--batch', `pg-${j}`, '--lines', '1', '--handler', NOOP, '-j', String(j), '--quiet'], work));
+    entries.push({ name: `-j ${j}`, rate: rate(n, s) });
+  }
+  record('shared store', `${n} no-op tasks on PostgreSQL`, entries, 'grows with workers until the server is busy');
+  rows.at(-1).noRatio = true;
 }
 
 function pingPong(total, workers) {
@@ -200,7 +216,7 @@ const lines = [
 ];
 for (const r of rows) {
   const [me, ...others] = r.entries;
-  const ratios = others.map((o) => `${(me.rate / o.rate).toFixed(2)}× ${o.name}`).join(', ') || '—';
+  const ratios = r.noRatio ? '—' : others.map((o) => `${(me.rate / o.rate).toFixed(2)}× ${o.name}`).join(', ') || '—';
   const results = r.entries.map((e) => `${e.name}: ${e.rate.toFixed(0)}/s${e.note ? ` (${e.note})` : ''}`).join('<br>');
   lines.push(`| ${r.benchmark} | ${r.workload} | ${results} | ${ratios} | ${r.goal} |`);
 }
