@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { handler, runCli, sleep, startCli, tempDir, waitFor } from '../helpers/cli.js';
@@ -66,6 +66,40 @@ describe('R7: a poison pill', () => {
     const rows = query<{ task_key: string; status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT task_key, status, attempts FROM tasks');
     expect(rows.filter((t) => t.status !== 'SUCCESS')).toEqual([{ task_key: 'f007.log', status: 'FAILED', attempts: 3 }]);
     expect(checkInvariants({ dbPath: dbPathIn(p.dir), keys: p.keys, retries: 2, terminal: ['SUCCESS', 'FAILED'] })).toEqual([]);
+  });
+});
+
+describe('R8: a leaking handler', () => {
+  it('is recycled by task count and memory; the coordinator RSS stays flat', async () => {
+    const p = projectWithFiles(400);
+    const child = startCli(['run', 'src', '--handler', handler('leak'), '-j', '2', '--max-tasks-per-worker', '40', '--max-worker-memory', '150MiB', '--quiet'], {
+      cwd: p.dir,
+    });
+    const rss = () => {
+      try {
+        return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) * 1024;
+      } catch {
+        return 0;
+      }
+    };
+    const done = () => {
+      try {
+        return query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")[0]!.n;
+      } catch {
+        return 0; // the store is still being created
+      }
+    };
+    await waitFor(() => existsSync(dbPathIn(p.dir)) && done() >= 100, 60_000, '100 tasks');
+    const early = rss();
+    await waitFor(() => done() >= 380, 60_000, '380 tasks');
+    const late = rss();
+    const r = await child.result;
+    expect(r.code, r.stderr).toBe(0);
+    // 400 tasks leaked 800 MB into workers; the coordinator must not have grown with them.
+    expect(late - early).toBeLessThan(40 * 1024 * 1024);
+    const perWorker = query<{ n: number }>(dbPathIn(p.dir), 'SELECT count(*) AS n FROM attempts GROUP BY pid');
+    expect(Math.max(...perWorker.map((x) => x.n))).toBeLessThanOrEqual(40);
+    expect(perWorker.length).toBeGreaterThanOrEqual(10);
   });
 });
 
