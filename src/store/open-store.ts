@@ -49,7 +49,7 @@ export async function openStore(db: string, options: { create: boolean; readonly
     const { PostgresStore } = await import('./postgres/pg-store.js').catch((err: Error) => {
       throw new StoreError(`the PostgreSQL backend could not be loaded: ${err.message}`);
     });
-    return PostgresStore.open(db, { create: options.create, readonly: options.readonly });
+    return PostgresStore.open(db, { create: options.create, readonly: options.readonly, clock: 'server' });
   }
   return SqliteStore.open(db, options);
 }

@@ -306,3 +306,33 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
     });
   });
 });
+
+describe.skipIf(!process.env.SPLITDANCE_PG_URL)('PostgreSQL: the server clock', () => {
+  it("with clock: 'server', caller times are moved onto the server's clock and nextDueAt back", async () => {
+    const { PostgresStore } = await import('../../src/store/postgres/pg-store.js');
+    const schema = `clock_${process.pid}_${Date.now() % 100000}`;
+    const store = await PostgresStore.open(process.env.SPLITDANCE_PG_URL!, { create: true, schema, clock: 'server' });
+    try {
+      const offset = (store as unknown as { offset: number }).offset;
+      expect(Math.abs(offset)).toBeLessThan(1000); // one machine: the clocks agree
+      const { batch } = await store.enqueue({ name: 'b', source: '/s', job: { version: 1 }, maxAttempts: 3 }, [
+        { key: 'a', payload: { version: 1, path: '/s/a', rel: 'a' }, fingerprint: null },
+      ]);
+      const now = Date.now();
+      const [t] = await store.claim({ batchId: batch.id, owner: 'o', host: 'h', now, leaseMs: 1000, slots: [{ workerId: 'w', pid: 1 }] });
+      await store.settle([
+        { token: t!.token, taskId: t!.id, outcome: 'FAILED', endedAt: now + 1, durationMs: 1, exitCode: 1, signal: null, error: 'x', outputTail: null, logPath: null, retryAt: now + 5000 },
+      ]);
+      expect(await store.nextDueAt(batch.id)).toBe(now + 5000); // back on the caller's clock
+      const stored = await store.getTask(batch.id, 'a');
+      expect(stored!.nextRunAt).toBe(now + 5000 + offset); // stored on the server's
+    } finally {
+      await store.close();
+      const pg = (await import('pg')).default;
+      const c = new pg.Client({ connectionString: process.env.SPLITDANCE_PG_URL });
+      await c.connect();
+      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await c.end();
+    }
+  });
+});

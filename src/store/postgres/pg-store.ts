@@ -34,10 +34,18 @@ const RESET_CHUNK = 1000;
  * The PostgreSQL TaskStore: the SQLite store's tables and semantics in one schema of a
  * shared database, so coordinators on many machines can run one batch. Claims lock rows
  * with FOR UPDATE SKIP LOCKED; every multi-statement verb is one transaction on one
- * pooled connection; all times come from the caller, never the server clock.
+ * pooled connection.
+ *
+ * Clocks: with `clock: 'server'` (what the CLI uses) every time a coordinator passes in is
+ * moved onto the server's clock by an offset measured at open, and `nextDueAt` is moved
+ * back, so leases and backoff mean the same on every machine however their clocks drift
+ * apart. With `clock: 'caller'` (the default, for the contract tests) times are stored as
+ * given.
  */
 export class PostgresStore implements TaskStore {
   private readonly st: Statements;
+  /** Server clock minus this process's clock, in ms (0 with `clock: 'caller'`). */
+  private offset = 0;
 
   private constructor(
     readonly location: string,
@@ -46,13 +54,36 @@ export class PostgresStore implements TaskStore {
     this.st = prepareStatements(db.target.schema);
   }
 
+  /** A caller's time on the server's clock. */
+  private s(ms: number): number;
+  private s(ms: number | null): number | null;
+  private s(ms: number | null): number | null {
+    return ms === null ? null : ms + this.offset;
+  }
+
+  private onServerClock(req: ClaimRequest): ClaimRequest {
+    return { ...req, now: this.s(req.now) };
+  }
+
+  private settlementsOnServerClock(settlements: Settlement[]): Settlement[] {
+    return settlements.map((x) => ({ ...x, endedAt: this.s(x.endedAt), retryAt: x.retryAt === undefined ? undefined : this.s(x.retryAt) }));
+  }
+
+  /** Measures the offset to the server's clock, halving the round trip. */
+  private async measureClock(): Promise<void> {
+    const before = Date.now();
+    const [row] = await this.db.read((sql) => sql.rows<{ now: string | number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now'));
+    const after = Date.now();
+    this.offset = Math.round(Number(row!.now) - (before + after) / 2);
+  }
+
   /**
    * Opens the store at `url` (postgres://USER:PASSWORD@HOST:PORT/DB[?schema=NAME]) in
    * `options.schema`, else `?schema=`, else `splitdance`; creates (with `create`) or upgrades
    * the schema. Refuses (StoreError, nothing written) a newer or foreign schema. `readonly`
    * (for --dry-run) never writes: no creation, no migration, read-only transactions.
    */
-  static async open(url: string, options: { create: boolean; schema?: string; readonly?: boolean }): Promise<PostgresStore> {
+  static async open(url: string, options: { create: boolean; schema?: string; readonly?: boolean; clock?: 'server' | 'caller' }): Promise<PostgresStore> {
     const readonly = options.readonly ?? false;
     const db = new PgDb(parsePgUrl(url, options.schema), readonly);
     try {
@@ -61,7 +92,9 @@ export class PostgresStore implements TaskStore {
       await db.close().catch(() => undefined);
       throw err;
     }
-    return new PostgresStore(db.target.location, db);
+    const store = new PostgresStore(db.target.location, db);
+    if (options.clock === 'server') await store.measureClock();
+    return store;
   }
 
   async findBatch(name: string): Promise<BatchRecord | undefined> {
@@ -88,7 +121,7 @@ export class PostgresStore implements TaskStore {
 
   async updateJob(batchId: number, job: Record<string, unknown>, maxAttempts: number): Promise<void> {
     await this.db.transaction(async (sql) => {
-      const now = Date.now();
+      const now = this.s(Date.now());
       // Task rows first, the batch row last, the order settle locks them in.
       await sql.run(this.st.updateMaxAttempts, [batchId, maxAttempts]);
       await sql.run(this.st.failExhausted, [batchId, now]);
@@ -98,23 +131,25 @@ export class PostgresStore implements TaskStore {
 
   async claim(req: ClaimRequest): Promise<ClaimedTask[]> {
     if (req.slots.length === 0) return [];
-    return this.db.transaction((sql) => claim(sql, this.st, req));
+    return this.db.transaction((sql) => claim(sql, this.st, this.onServerClock(req)));
   }
 
   /** A coordinator's tick in one transaction: commit what finished, then claim for the free slots. */
   async settleAndClaim(settlements: Settlement[], req: ClaimRequest): Promise<{ applied: number[]; claimed: ClaimedTask[] }> {
     if (settlements.length === 0 && req.slots.length === 0) return { applied: [], claimed: [] };
-    return this.db.transaction(async (sql) => ({ applied: await settle(sql, this.st, settlements), claimed: await claim(sql, this.st, req) }));
+    const onServer = this.settlementsOnServerClock(settlements);
+    return this.db.transaction(async (sql) => ({ applied: await settle(sql, this.st, onServer), claimed: await claim(sql, this.st, this.onServerClock(req)) }));
   }
 
   async heartbeat(owner: string, leaseExpiresAt: number): Promise<void> {
     // One statement, but in `transaction` so a deadlock with a settle is retried, not reported.
-    await this.db.transaction((sql) => sql.run(this.st.heartbeat, [owner, leaseExpiresAt]));
+    await this.db.transaction((sql) => sql.run(this.st.heartbeat, [owner, this.s(leaseExpiresAt)]));
   }
 
   async settle(settlements: Settlement[]): Promise<number[]> {
     if (settlements.length === 0) return [];
-    return this.db.transaction((sql) => settle(sql, this.st, settlements));
+    const onServer = this.settlementsOnServerClock(settlements);
+    return this.db.transaction((sql) => settle(sql, this.st, onServer));
   }
 
   async statuses(taskIds: number[]): Promise<Map<number, TaskStatus>> {
@@ -128,7 +163,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string): Promise<ReleasedTask[]> {
-    return this.db.transaction((sql) => releaseStale(sql, this.st, batchId, now, deadOwners, self));
+    return this.db.transaction((sql) => releaseStale(sql, this.st, batchId, this.s(now), deadOwners, self));
   }
 
   async counts(batchId: number): Promise<Counts> {
@@ -137,7 +172,7 @@ export class PostgresStore implements TaskStore {
 
   async nextDueAt(batchId: number): Promise<number | null> {
     const [row] = await this.db.read((sql) => sql.rows<{ due: number | null }>(this.st.nextDue, [batchId]));
-    return row!.due;
+    return row!.due === null ? null : Number(row!.due) - this.offset;
   }
 
   async topErrors(batchId: number, limit: number): Promise<ErrorCount[]> {
@@ -168,11 +203,11 @@ export class PostgresStore implements TaskStore {
   async pruneFinished(before: number): Promise<PruneResult> {
     return this.db.transaction(async (sql) => {
       const result: PruneResult = { batches: [], tasks: 0, attempts: 0, logPaths: [] };
-      for (const candidate of await sql.rows<BatchDbRow>(this.st.finishedBatches, [before, null])) {
+      for (const candidate of await sql.rows<BatchDbRow>(this.st.finishedBatches, [this.s(before), null])) {
         // Lock, then re-check with a fresh snapshot: an enqueue or retry that committed meanwhile keeps its batch.
         await sql.run(this.st.lockBatchWork, [this.batchKey(candidate.name)]);
         await sql.run(this.st.lockBatchForDelete, [candidate.id]);
-        if ((await sql.run(this.st.finishedBatches, [before, candidate.id])) === 0) continue;
+        if ((await sql.run(this.st.finishedBatches, [this.s(before), candidate.id])) === 0) continue;
         const [sizes] = await sql.rows<{ tasks: number; attempts: number }>(this.st.batchSizes, [candidate.id]);
         result.logPaths.push(...(await sql.rows<{ path: string }>(this.st.batchLogPaths, [candidate.id])).map((r) => r.path));
         await sql.run(this.st.deleteBatch, [candidate.id]);
