@@ -54,6 +54,36 @@ describe.skipIf(!URL)('the CLI on a shared PostgreSQL store', () => {
     expect(logEntries(p.log).filter((e) => e.type === 'double')).toEqual([]);
   });
 
+  it('random coordinator SIGKILLs (R1 on PostgreSQL): nothing lost, repeats only of killed attempts, no double runs', async () => {
+    const { db, schema } = freshDb();
+    const p = projectWithFiles(150);
+    const canaries = join(p.dir, 'canaries');
+    mkdirSync(canaries);
+    const env = { SIDE_EFFECT_LOG: p.log, SLEEP_MS: '10', CANARY_DIR: canaries };
+    const args = ['run', 'src', '--db', db, '--handler', handler('record'), '-j', '2', '--retries', '1000', '--backoff', '10ms', '--quiet'];
+    let seed = 7;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    let kills = 0;
+    for (let k = 0; k < 15; k++) {
+      const child = startCli(args, { cwd: p.dir, env });
+      const r = await Promise.race([child.result, new Promise<null>((res) => setTimeout(() => res(null), 200 + rand() * 800))]);
+      if (r) break;
+      child.kill('SIGKILL');
+      await child.result;
+      kills++;
+    }
+    const final = await runCli(args, { cwd: p.dir, env });
+    expect(final.code, final.stderr).toBe(0);
+    const rows = await sql<{ status: string; n: string }>(`SELECT status, count(*) AS n FROM ${schema}.tasks GROUP BY status`);
+    expect(rows).toEqual([{ status: 'SUCCESS', n: '150' }]);
+    const open = await sql(`SELECT 1 FROM ${schema}.attempts WHERE ended_at IS NULL`);
+    expect(open).toEqual([]);
+    const effects = sideEffects(p.log);
+    expect(new Set(effects.map((e) => e.key)).size).toBe(150);
+    expect(effects.length - 150).toBeLessThanOrEqual(2 * kills);
+    expect(logEntries(p.log).filter((e) => e.type === 'double')).toEqual([]);
+  });
+
   it('status, tasks, show, retry-failed and report work on PostgreSQL', async () => {
     const { db } = freshDb();
     const p = projectWithFiles(4);
