@@ -20,7 +20,7 @@ import type {
 } from '../task-store.js';
 import { openSqlite, storeError } from './open-sqlite.js';
 import { prepareStatements, type Statements } from './statements.js';
-import { toAttemptRow, toBatch, toTaskRow, type AttemptDbRow, type BatchDbRow, type TaskDbRow } from './rows.js';
+import { toAttemptRow, toBatch, toTaskRow, type AttemptDbRow, type BatchDbRow, type TaskDbRow } from '../db-rows.js';
 import { failpoint } from '../failpoint.js';
 
 const STAGING_CHUNK = 5000;

@@ -1,6 +1,10 @@
-import type { AttemptRow, BatchRecord, Outcome, TaskRow, TaskStatus } from '../task-store.js';
+import type { AttemptRow, BatchRecord, Outcome, TaskRow, TaskStatus } from './task-store.js';
 
-/** Raw rows as SQLite returns them; converted once here so the rest of the code never sees snake_case. */
+/**
+ * Raw rows as both drivers return them (the same columns in SQLite and PostgreSQL; the
+ * PostgreSQL pool parses BIGINT to numbers); converted once here so the rest of the code
+ * never sees snake_case.
+ */
 export interface BatchDbRow {
   id: number;
   name: string;
@@ -8,7 +12,8 @@ export interface BatchDbRow {
   job: string;
   created_at: number;
   updated_at: number;
-  paused: number;
+  /** 0/1 in SQLite, a boolean in PostgreSQL. */
+  paused: number | boolean;
 }
 
 export interface TaskDbRow {
@@ -59,7 +64,7 @@ export function toBatch(r: BatchDbRow): BatchRecord {
     job: JSON.parse(r.job),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
-    paused: r.paused !== 0,
+    paused: Boolean(r.paused),
   };
 }
 
