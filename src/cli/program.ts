@@ -126,6 +126,13 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--html <file>', 'where to write it (default splitdance-report-<batch>.html)')
     .action(async (opts) => setExit(await (await import('./commands/report.js')).reportCommand(opts, io)));
 
+  for (const [name, paused] of [['pause', true], ['resume', false]] as const) {
+    common(program.command(name))
+      .description(paused ? 'stop claiming from a batch (running attempts finish)' : 'let a paused batch be claimed from again')
+      .option('--batch <name>', 'batch (default: the most recent)')
+      .action(async (opts) => setExit(await (await import('./commands/pause.js')).setPausedCommand(paused, opts, io)));
+  }
+
   common(program.command('batches'))
     .description('list the batches in the store')
     .action(async (opts) => setExit(await (await import('./commands/batches.js')).batchesCommand(opts, io)));

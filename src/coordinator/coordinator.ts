@@ -30,7 +30,8 @@ export type StopReason =
   | { kind: 'signal'; signal: 'SIGINT' | 'SIGTERM' }
   | { kind: 'max-failures' }
   | { kind: 'max-runtime' }
-  | { kind: 'no-wait' };
+  | { kind: 'no-wait' }
+  | { kind: 'paused' };
 
 interface Inflight {
   task: ClaimedTask;
@@ -205,6 +206,8 @@ export class Coordinator {
     this.lastRecovery = now;
     const released = await recoverStale(this.store, this.batch.id, this.owner, now);
     if (released.length) this.observer.released(released);
+    // `splitdance pause` from anywhere: stop claiming within a poll, let running attempts finish.
+    if ((await this.store.findBatch(this.batch.name))?.paused) this.stop({ kind: 'paused' });
   }
 
   private dispatch(worker: PoolWorker, task: ClaimedTask, now: number): void {

@@ -209,6 +209,8 @@ export interface TaskStore {
   changedCount(batchId: number): Promise<number>;
   /** Replace the stored job definition; unfinished tasks get the new attempt budget. */
   updateJob(batchId: number, job: Record<string, unknown>, maxAttempts: number): Promise<void>;
+  /** Pause (nothing new is claimed; running attempts finish) or resume a batch. */
+  setPaused(batchId: number, paused: boolean): Promise<void>;
   /** Atomically claim up to one PENDING, due task per slot, counting the attempt. */
   claim(request: ClaimRequest): Promise<ClaimedTask[]>;
   /** Extend the leases of every task `owner` holds. */

@@ -124,6 +124,16 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
         expect((await store.counts(r.batch.id)).total).toBe(2);
       });
 
+      it('pauses and resumes a batch (setPaused), seen by findBatch and listBatches', async () => {
+        const r = await store.enqueue(newBatch('p'), ['a'].map(spec));
+        expect(r.batch.paused).toBe(false);
+        await store.setPaused(r.batch.id, true);
+        expect((await store.findBatch('p'))!.paused).toBe(true);
+        expect((await store.listBatches()).find((b) => b.name === 'p')!.paused).toBe(true);
+        await store.setPaused(r.batch.id, false);
+        expect((await store.findBatch('p'))!.paused).toBe(false);
+      });
+
       it('creates a batch with no tasks from an empty source', async () => {
         const r = await store.enqueue(newBatch('empty'), []);
         expect(r).toMatchObject({ created: true, inserted: 0 });

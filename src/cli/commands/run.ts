@@ -142,6 +142,8 @@ function exitFor(stop: StopReason, c: { failed: number; cancelled: number }): { 
         : { exitCode: EXIT.SIGTERM, reason: 'terminated (SIGTERM); run again to resume' };
     case 'max-runtime':
       return { exitCode: EXIT.INCOMPLETE, reason: '--max-runtime reached; run again to resume' };
+    case 'paused':
+      return { exitCode: EXIT.INCOMPLETE, reason: 'paused (`splitdance resume` to continue)' };
     case 'no-wait':
       return { exitCode: EXIT.INCOMPLETE, reason: 'incomplete (--no-wait): retries are due later; run again to resume' };
     case 'max-failures':

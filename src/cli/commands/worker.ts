@@ -71,7 +71,13 @@ async function workOn(store: TaskStore, batch: BatchRecord, flags: WorkerFlags, 
     maxWorkerMemory: inv.maxWorkerMemory,
     idPrefix: `${process.pid}.`,
   });
-  await pool.start();
+  try {
+    await pool.start();
+  } catch (err) {
+    // One batch with a broken handler must not stop a worker serving the others.
+    line(io.stderr, `batch ${batch.name}: its handler does not load, skipped: ${(err as Error).message}`);
+    return EXIT.USAGE;
+  }
   try {
     return await drive(store, batch, pool, { flags, settings: { ...settings, handler }, inv, dbPath, notes: [] }, io, 0);
   } finally {

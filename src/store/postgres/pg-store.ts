@@ -129,6 +129,10 @@ export class PostgresStore implements TaskStore {
     });
   }
 
+  async setPaused(batchId: number, paused: boolean): Promise<void> {
+    await this.db.transaction((sql) => sql.run(this.st.setPaused, [batchId, paused, this.s(Date.now())]));
+  }
+
   async claim(req: ClaimRequest): Promise<ClaimedTask[]> {
     if (req.slots.length === 0) return [];
     return this.db.transaction((sql) => claim(sql, this.st, this.onServerClock(req)));

@@ -24,6 +24,8 @@ function sql(s: string) {
      * wait for a million-row enqueue.
      */
     lockBatchWork: 'SELECT pg_advisory_xact_lock($1::bigint)',
+    /** $1 batchId $2 paused $3 now */
+    setPaused: `UPDATE ${s}.batches SET paused = $2, updated_at = $3 WHERE id = $1`,
     /** $1 batchId $2 job $3 now */
     updateJob: `UPDATE ${s}.batches SET job = $2, updated_at = $3 WHERE id = $1`,
     /** $1 batchId $2 maxAttempts — unfinished tasks take the batch's current retry budget. */

@@ -123,6 +123,10 @@ export class SqliteStore implements TaskStore {
     return result;
   }
 
+  async setPaused(batchId: number, paused: boolean): Promise<void> {
+    this.write(() => this.st.setPaused.run({ batchId, paused: paused ? 1 : 0, now: Date.now() }));
+  }
+
   async changedCount(batchId: number): Promise<number> {
     return this.read(() => (this.st.countChanged.get({ batchId }) as { n: number }).n);
   }

@@ -11,6 +11,8 @@ const SQL = {
   latestBatch: 'SELECT * FROM batches ORDER BY created_at DESC, id DESC LIMIT 1',
   /** @name @source @job @now */
   insertBatch: 'INSERT INTO batches (name, source, job, created_at, updated_at) VALUES (@name, @source, @job, @now, @now)',
+  /** @batchId @paused (0/1) @now */
+  setPaused: 'UPDATE batches SET paused = @paused, updated_at = @now WHERE id = @batchId',
   /** @batchId @job @now */
   updateJob: 'UPDATE batches SET job = @job, updated_at = @now WHERE id = @batchId',
   /** @batchId @maxAttempts — unfinished tasks take the batch's current retry budget. */
