@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { handler, runCli, startCli } from '../helpers/cli.js';
+import { handler, runCli, startCli, waitFor } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query, sideEffects } from '../helpers/store.js';
 
@@ -28,5 +28,25 @@ describe('splitdance worker', () => {
     const again = await runCli(['worker'], { cwd: p.dir });
     expect(again.code).toBe(0);
     expect(again.stderr).toMatch(/no batch in the store has work left/);
+  });
+});
+
+describe('splitdance worker --follow', () => {
+  it('keeps polling and picks up a batch created after it started; SIGTERM ends it cleanly', async () => {
+    const p = projectWithFiles(5);
+    const env = { SIDE_EFFECT_LOG: p.log };
+    // A store must exist before a worker can join it.
+    expect((await runCli(['run', 'src', '--batch', 'first', '--handler', handler('record')], { cwd: p.dir, env })).code).toBe(0);
+    const follower = startCli(['worker', '--follow', '-j', '1'], { cwd: p.dir, env });
+    const late = await runCli(['run', 'src', '--batch', 'late', '--handler', handler('record'), '--max-runtime', '1ms', '-j', '1'], { cwd: p.dir, env });
+    expect(late.code).toBe(3);
+    await waitFor(
+      () => query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM tasks t JOIN batches b ON b.id = t.batch_id WHERE b.name = 'late' AND t.status = 'SUCCESS'")[0]!.n === 5,
+      30_000,
+      'the follower to finish the late batch',
+    );
+    follower.kill('SIGTERM');
+    const r = await follower.result;
+    expect(r.code).toBe(143);
   });
 });
