@@ -1,6 +1,9 @@
 import type { Coordinator } from '../coordinator/coordinator.js';
 import { formatMs } from '../job/units.js';
 
+/** After the grace, how long an attempt gets between ctx.signal / SIGTERM and SIGKILL. */
+const SHUTDOWN_KILL_MS = 1000;
+
 /**
  * SIGINT/SIGTERM: stop claiming and let running attempts finish for the grace period,
  * then kill them (their tasks go back to PENDING, uncharged). A second signal kills at
@@ -19,8 +22,8 @@ export function drainOnSignals(coordinator: Coordinator, graceMs: number, note: 
     );
     coordinator.stop({ kind: 'signal', signal });
     graceTimer = setTimeout(() => {
-      if (coordinator.running) note(`grace period over: killing ${coordinator.running} running attempt(s)`);
-      coordinator.killAll();
+      if (coordinator.running) note(`grace period over: stopping ${coordinator.running} running attempt(s) (ctx.signal / SIGTERM, then SIGKILL)`);
+      coordinator.interruptAll(SHUTDOWN_KILL_MS);
     }, graceMs);
   };
   const onInt = () => onSignal('SIGINT');

@@ -38,6 +38,8 @@ interface Inflight {
   worker: PoolWorker;
   startedAt: number;
   timedOut: boolean;
+  /** Stopped by a shutdown: however it ends, it is INTERRUPTED (not charged). */
+  interrupted: boolean;
   timers: NodeJS.Timeout[];
 }
 
@@ -108,6 +110,19 @@ export class Coordinator {
     this.stopping = reason;
     this.pool.quiesce();
     this.schedule();
+  }
+
+  /**
+   * The grace is over: fire ctx.signal (module handlers) or TERM the process group (exec)
+   * of every running attempt, and kill whatever still runs `killAfterMs` later. Each ends
+   * INTERRUPTED: its task returns to PENDING, uncharged.
+   */
+  interruptAll(killAfterMs: number): void {
+    for (const entry of this.inflight.values()) {
+      entry.interrupted = true;
+      this.pool.abort(entry.worker, 'shutdown');
+    }
+    if (this.inflight.size > 0) this.timers.push(setTimeout(() => this.killAll(), killAfterMs));
   }
 
   /** Kill every running attempt now and return its task to PENDING, uncharged. */
@@ -211,7 +226,7 @@ export class Coordinator {
   }
 
   private dispatch(worker: PoolWorker, task: ClaimedTask, now: number): void {
-    const entry: Inflight = { task, worker, startedAt: now, timedOut: false, timers: [] };
+    const entry: Inflight = { task, worker, startedAt: now, timedOut: false, interrupted: false, timers: [] };
     this.inflight.set(task.token, entry);
     const msg: TaskMessage = {
       token: task.token,
@@ -254,7 +269,8 @@ export class Coordinator {
   private ended(token: number, ending: Ending): void {
     const entry = this.inflight.get(token);
     if (!entry) return; // already settled (killed at shutdown)
-    if (ending.kind !== 'interrupted') ending = { ...ending, timedOut: entry.timedOut };
+    if (entry.interrupted) ending = { kind: 'interrupted' };
+    else if (ending.kind !== 'interrupted') ending = { ...ending, timedOut: entry.timedOut };
     this.push(entry, ending, Date.now());
     this.schedule();
   }

@@ -1,3 +1,5 @@
+import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { handler, runCli, sleep, startCli, waitFor } from '../helpers/cli.js';
 import { liveProcesses, processesWithEnv } from '../helpers/procs.js';
@@ -124,6 +126,22 @@ describe('signals', () => {
     const outcomes = query<{ outcome: string }>(dbPathIn(p.dir), 'SELECT outcome FROM attempts');
     expect(outcomes).toEqual([{ outcome: 'INTERRUPTED' }, { outcome: 'INTERRUPTED' }]);
     await waitFor(() => liveProcesses(marker).length === 0, 2000, 'the killed attempts to be gone');
+  });
+
+  it('after the grace, a module handler sees ctx.signal fire; its attempt is INTERRUPTED, not charged', async () => {
+    const p = projectWithFiles(6);
+    const markers = join(p.dir, 'markers');
+    mkdirSync(markers);
+    const child = startCli(['run', 'src', '--handler', handler('aborts'), '-j', '2', '--grace', '300ms'], { cwd: p.dir, env: { MARKER_DIR: markers } });
+    await waitFor(() => runningCount(dbPathIn(p.dir)) === 2, 20_000, 'two running attempts');
+    child.kill('SIGINT');
+    const r = await child.result;
+    expect(r.code).toBe(130);
+    expect(readdirSync(markers).sort()).toEqual(['f000.log', 'f001.log']);
+    expect(readFileSync(join(markers, 'f000.log'), 'utf8')).toBe('aborted: shutdown');
+    const rows = query<{ status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks');
+    expect(rows.every((t) => t.status === 'PENDING' && t.attempts === 0)).toBe(true);
+    expect(query(dbPathIn(p.dir), 'SELECT outcome FROM attempts')).toEqual([{ outcome: 'INTERRUPTED' }, { outcome: 'INTERRUPTED' }]);
   });
 
   it('SIGTERM lets short attempts finish within the grace and exits 143', async () => {
