@@ -37,16 +37,16 @@ describe('splitdance worker --follow', () => {
     const env = { SIDE_EFFECT_LOG: p.log };
     // A store must exist before a worker can join it.
     expect((await runCli(['run', 'src', '--batch', 'first', '--handler', handler('record')], { cwd: p.dir, env })).code).toBe(0);
-    const follower = startCli(['worker', '--follow', '-j', '1'], { cwd: p.dir, env });
+    const follower = startCli(['worker', '--follow', '-j', '1'], { cwd: p.dir, env, timeoutMs: 100_000 });
     const late = await runCli(['run', 'src', '--batch', 'late', '--handler', handler('record'), '--max-runtime', '1ms', '-j', '1'], { cwd: p.dir, env });
     expect(late.code).toBe(3);
     await waitFor(
       () => query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM tasks t JOIN batches b ON b.id = t.batch_id WHERE b.name = 'late' AND t.status = 'SUCCESS'")[0]!.n === 5,
-      30_000,
+      60_000,
       'the follower to finish the late batch',
     );
     follower.kill('SIGTERM');
     const r = await follower.result;
-    expect(r.code).toBe(143);
-  });
+    expect(r.code, r.stderr).toBe(143);
+  }, 120_000);
 });

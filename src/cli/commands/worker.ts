@@ -5,6 +5,7 @@ import type { BatchRecord, TaskStore } from '../../store/task-store.js';
 import { EXIT } from '../exit-codes.js';
 import { line, type Io } from '../io.js';
 import { resolveBatch } from '../resolve-batch.js';
+import { watchSignalsDuringStartup } from '../signals.js';
 import { drive, KILL_GRACE_MS } from './run.js';
 import { invocationOf, type RunFlags } from './run-flags.js';
 
@@ -24,13 +25,27 @@ const FOLLOW_POLL_MS = 2000;
 export async function workerCommand(flags: WorkerFlags, io: Io): Promise<number> {
   const inv = invocationOf(flags);
   const dbPath = resolveDbPath(flags.db, io.cwd, io.env);
+  // A signal between batches (or while workers start) must end the command with 130/143,
+  // not kill it mid-step; while a batch runs, its coordinator drains as `run` does.
+  const signals = watchSignalsDuringStartup();
+  try {
+    return await serve(flags, inv, dbPath, io, signals.seen);
+  } finally {
+    signals.dispose();
+  }
+}
+
+const exitFor = (signal: 'SIGINT' | 'SIGTERM') => (signal === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM);
+
+async function serve(flags: WorkerFlags, inv: ReturnType<typeof invocationOf>, dbPath: string, io: Io, seen: () => 'SIGINT' | 'SIGTERM' | null): Promise<number> {
   let worst: number = EXIT.OK;
   for (;;) {
     const store = await openStore(dbPath, { create: false });
     let worked = false;
     try {
       for (const batch of await candidates(store, flags.batch)) {
-        const code = await workOn(store, batch, flags, inv, dbPath, io);
+        if (seen()) return exitFor(seen()!);
+        const code = await workOn(store, batch, flags, inv, dbPath, io, seen);
         if (code === null) continue;
         worked = true;
         if (code === EXIT.SIGINT || code === EXIT.SIGTERM) return code;
@@ -43,8 +58,8 @@ export async function workerCommand(flags: WorkerFlags, io: Io): Promise<number>
       if (!worked && !flags.quiet) line(io.stderr, 'no batch in the store has work left');
       return worst;
     }
-    const stopped = await sleepUnlessSignalled(FOLLOW_POLL_MS);
-    if (stopped) return stopped === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM;
+    for (let waited = 0; waited < FOLLOW_POLL_MS && !seen(); waited += 100) await new Promise((r) => setTimeout(r, 100));
+    if (seen()) return exitFor(seen()!);
   }
 }
 
@@ -54,7 +69,15 @@ async function candidates(store: TaskStore, name: string | undefined): Promise<B
 }
 
 /** Runs one batch to its end; null when it has nothing to do or no stored handler. */
-async function workOn(store: TaskStore, batch: BatchRecord, flags: WorkerFlags, inv: ReturnType<typeof invocationOf>, dbPath: string, io: Io): Promise<number | null> {
+async function workOn(
+  store: TaskStore,
+  batch: BatchRecord,
+  flags: WorkerFlags,
+  inv: ReturnType<typeof invocationOf>,
+  dbPath: string,
+  io: Io,
+  seen: () => 'SIGINT' | 'SIGTERM' | null,
+): Promise<number | null> {
   const c = await store.counts(batch.id);
   if (c.pending + c.retrying + c.running === 0) return null;
   const settings = settingsOf(batch.job as unknown as JobDefinition);
@@ -79,24 +102,9 @@ async function workOn(store: TaskStore, batch: BatchRecord, flags: WorkerFlags, 
     return EXIT.USAGE;
   }
   try {
+    if (seen()) return exitFor(seen()!); // signalled while the workers started
     return await drive(store, batch, pool, { flags, settings: { ...settings, handler }, inv, dbPath, notes: [] }, io, 0);
   } finally {
     await pool.shutdown();
   }
-}
-
-function sleepUnlessSignalled(ms: number): Promise<'SIGINT' | 'SIGTERM' | null> {
-  return new Promise((resolve) => {
-    const done = (value: 'SIGINT' | 'SIGTERM' | null) => {
-      clearTimeout(timer);
-      process.off('SIGINT', onInt);
-      process.off('SIGTERM', onTerm);
-      resolve(value);
-    };
-    const onInt = () => done('SIGINT');
-    const onTerm = () => done('SIGTERM');
-    const timer = setTimeout(() => done(null), ms);
-    process.on('SIGINT', onInt);
-    process.on('SIGTERM', onTerm);
-  });
 }
