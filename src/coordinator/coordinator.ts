@@ -269,7 +269,8 @@ export class Coordinator {
   private ended(token: number, ending: Ending): void {
     const entry = this.inflight.get(token);
     if (!entry) return; // already settled (killed at shutdown)
-    if (entry.interrupted) ending = { kind: 'interrupted' };
+    // A stopped attempt is INTERRUPTED (uncharged), unless it managed to succeed anyway.
+    if (entry.interrupted && !(ending.kind === 'reported' && ending.msg.ok)) ending = { kind: 'interrupted' };
     else if (ending.kind !== 'interrupted') ending = { ...ending, timedOut: entry.timedOut };
     this.push(entry, ending, Date.now());
     this.schedule();
