@@ -12,6 +12,11 @@ export class UsageError extends Error {
 /** The store cannot be used (unreadable, locked past timeout, corrupt, newer): exit 4. */
 export class StoreError extends Error {
   override name = 'StoreError';
+
+  /** `NO_STORE`: there is no store at that place yet (`run` then creates one). */
+  constructor(message: string, readonly code?: 'NO_STORE') {
+    super(message);
+  }
 }
 
 /** Thrown by a handler: fail the task at once, without retries. */

@@ -1,4 +1,4 @@
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
 import { createRequire } from 'node:module';
 import type { Io } from './io.js';
 
@@ -25,7 +25,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       .option('--verbose', 'more detail, stack traces on errors')
       .option('--no-color', 'no colours (also NO_COLOR)');
 
-  common(program.command('run [source]'))
+  poolOptions(common(program.command('run [source]')))
     .description('split <source> into tasks (idempotently) and run the batch to the end')
     .option('--job <file>', 'job file with run options (default ./splitdance.json when present); flags win')
     .option('--dry-run', 'print the plan (tasks, first keys, handler, store, what is done) and write nothing')
@@ -34,7 +34,6 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--batch <name>', "batch name (default: derived from the source path; {date} expands to YYYY-MM-DD)")
     .option('--exec <template>', "shell command per task, e.g. 'gzip -k {}' (placeholders are shell-quoted)")
     .option('--handler <module>', 'a .js/.mjs module whose default export is async (task, ctx) => result')
-    .option('-j, --concurrency <n>', 'worker processes: a number or a share of the CPUs such as 50% (default: CPUs)')
     .option('--retries <n>', 'retries after the first attempt (default 3)')
     .option('--backoff <duration>', 'delay before the first retry (default 5s)')
     .option('--backoff-factor <n>', 'each further retry waits this many times longer (default 5)')
@@ -46,15 +45,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--exclude <glob>', 'skip files matching (repeatable)', collect, [])
     .option('--chunk-size <size>', 'file source: chunk size, cut after a newline (default 64MiB)')
     .option('--lines <n>', 'file source: N lines per task instead')
-    .option('--no-wait', 'exit (3) once nothing is claimable now instead of sleeping through retry delays')
     .option('--max-failures <n>', 'stop claiming after N (or P%) tasks FAILED; exit 1')
-    .option('--max-runtime <duration>', 'stop claiming after this long, finish running attempts, exit 3')
-    .option('--grace <duration>', 'on SIGINT/SIGTERM, time running attempts get to finish (default 10s)')
-    .option('--max-tasks-per-worker <n>', 'replace a worker after this many tasks')
-    .option('--max-worker-memory <size>', 'replace a worker whose RSS grows above this, e.g. 512MiB')
     .option('--progress-interval <duration>', 'without a terminal, print progress this often (default 10s)')
     .option('--history-warn <n>', 'warn when the store holds more attempts than this (default 1000000); see prune')
-    .addOption(new Option('--lease <duration>', 'lease length; a dead remote coordinator is detected after it (default 30s)'))
     .action(async (source: string | undefined, opts, cmd: Command) => setExit(await (await import('./commands/run.js')).runCommand(source, withoutDefaults(opts, cmd), io)));
 
   program
@@ -66,17 +59,10 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       setExit(0);
     });
 
-  common(program.command('worker'))
+  poolOptions(common(program.command('worker')))
     .description("join the store's unfinished batches (no splitting) with their stored handlers and work until none is left")
     .option('--batch <name>', 'only this batch')
     .option('--follow', 'keep polling for new batches and work')
-    .option('-j, --concurrency <n>', 'worker processes: a number or a share of the CPUs such as 50% (default: CPUs)')
-    .option('--no-wait', 'do not sleep through retry delays')
-    .option('--max-runtime <duration>', 'stop claiming after this long, finish running attempts, exit 3')
-    .option('--grace <duration>', 'on SIGINT/SIGTERM, time running attempts get to finish (default 10s)')
-    .option('--max-tasks-per-worker <n>', 'replace a worker after this many tasks')
-    .option('--max-worker-memory <size>', 'replace a worker whose RSS grows above this')
-    .option('--lease <duration>', 'lease length (default 30s)')
     .action(async (opts, cmd: Command) => setExit(await (await import('./commands/worker.js')).workerCommand(withoutDefaults(opts, cmd), io)));
 
   common(program.command('status'))
@@ -138,6 +124,18 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .action(async (opts) => setExit(await (await import('./commands/batches.js')).batchesCommand(opts, io)));
 
   return program;
+}
+
+/** The options of everything that runs a pool of workers on a batch: `run` and `worker`. */
+function poolOptions(cmd: Command): Command {
+  return cmd
+    .option('-j, --concurrency <n>', 'worker processes: a number or a share of the CPUs such as 50% (default: CPUs)')
+    .option('--no-wait', 'exit (3) once nothing is claimable now instead of sleeping through retry delays')
+    .option('--max-runtime <duration>', 'stop claiming after this long, finish running attempts, exit 3')
+    .option('--grace <duration>', 'on SIGINT/SIGTERM, time running attempts get to finish (default 10s)')
+    .option('--max-tasks-per-worker <n>', 'replace a worker after this many tasks')
+    .option('--max-worker-memory <size>', 'replace a worker whose RSS grows above this, e.g. 512MiB')
+    .option('--lease <duration>', 'lease length; a dead remote coordinator is detected after it (default 30s)');
 }
 
 /** Options the user actually gave, so a re-run replaces only those in the stored job. */

@@ -86,10 +86,6 @@ export class WorkerPool {
     return [...this.workers].filter((w) => w.ready && w.token === null && !w.retiring);
   }
 
-  get busyCount(): number {
-    return [...this.workers].filter((w) => w.token !== null).length;
-  }
-
   dispatch(worker: PoolWorker, task: TaskMessage): void {
     const slot = worker as Slot;
     slot.token = task.token;

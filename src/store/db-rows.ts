@@ -1,4 +1,4 @@
-import type { AttemptRow, BatchRecord, Outcome, TaskRow, TaskStatus } from './task-store.js';
+import type { AttemptRow, BatchRecord, ClaimedTask, Outcome, TaskRow, TaskStatus } from './task-store.js';
 
 /**
  * Raw rows as both drivers return them (the same columns in SQLite and PostgreSQL; the
@@ -106,5 +106,20 @@ export function toAttemptRow(r: AttemptDbRow): AttemptRow {
     durationMs: r.duration_ms,
     outputTail: r.output_tail,
     logPath: r.log_path,
+  };
+}
+
+/** A task row just claimed, as handed to a worker: `token` is its new attempt's id. */
+export function toClaimedTask(r: TaskDbRow, token: number, workerId: string): ClaimedTask {
+  return {
+    id: r.id,
+    token,
+    key: r.task_key,
+    stage: r.stage,
+    seq: r.seq,
+    attempt: r.attempts,
+    maxAttempts: r.max_attempts,
+    payload: JSON.parse(r.payload),
+    workerId,
   };
 }

@@ -25,7 +25,7 @@ export async function openExistingStore(db: string, options: { readonly?: boolea
   try {
     return await openStore(db, { create: false, ...options });
   } catch (err) {
-    if (err instanceof StoreError && /no splitdance store/.test(err.message)) return null;
+    if (err instanceof StoreError && err.code === 'NO_STORE') return null;
     throw err;
   }
 }

@@ -48,18 +48,6 @@ export function countBy<T>(items: T[], key: (t: T) => string): Map<string, numbe
   return m;
 }
 
-/** Pids still running: present and not a zombie (an exited orphan waiting to be reaped is dead). */
-export function alivePids(pids: number[]): number[] {
-  return pids.filter((pid) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-    } catch {
-      return false;
-    }
-  });
-}
-
 /** How many tasks are RUNNING now (0 while the store does not exist yet). */
 export function runningCount(dbPath: string): number {
   if (!existsSync(dbPath)) return 0;

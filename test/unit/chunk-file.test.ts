@@ -4,18 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { chunkFile, type ChunkMode } from '../../src/split/chunk-file.js';
 import type { TaskSpec } from '../../src/store/task-store.js';
-
-/** Tiny seeded PRNG so failures reproduce from the seed in the test name. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from '../reliability/prng.js';
 
 let dir: string;
 beforeEach(() => {
@@ -69,7 +58,7 @@ function linesPerChunk(specs: TaskSpec[], content: Buffer): number[] {
 describe('chunkFile (bytes mode)', () => {
   for (const seed of [1, 42, 1337, 20250101, 0xdeadbeef]) {
     it(`tiles random line lengths exactly, line-aligned (seed ${seed})`, () => {
-      const rnd = mulberry32(seed);
+      const rnd = prng(seed);
       const parts: string[] = [];
       const lineCount = 200 + Math.floor(rnd() * 800);
       for (let i = 0; i < lineCount; i++) {
@@ -178,7 +167,7 @@ describe('chunkFile (bytes mode)', () => {
   });
 
   it('is deterministic: the same file gives the same chunks', () => {
-    const rnd = mulberry32(7);
+    const rnd = prng(7);
     const content = Buffer.from(Array.from({ length: 500 }, () => 'y'.repeat(Math.floor(rnd() * 80)) + '\n').join(''));
     const path = write('det.txt', content);
     expect(chunks(path, bytes(333))).toEqual(chunks(path, bytes(333)));
@@ -186,7 +175,7 @@ describe('chunkFile (bytes mode)', () => {
 
   it('tiles a ~50 MB file split with chunkSize 1 MiB', () => {
     const path = join(dir, 'big.log');
-    const rnd = mulberry32(50);
+    const rnd = prng(50);
     // Build a 1 MiB block of random-length lines once, write it 50 times with a varying prefix
     // so the newlines do not fall on the same offsets in every MiB.
     const blockParts: string[] = [];
@@ -226,7 +215,7 @@ describe('chunkFile (bytes mode)', () => {
 describe('chunkFile (--lines N)', () => {
   for (const seed of [3, 99, 31337]) {
     it(`holds exactly N lines per chunk except the last (seed ${seed})`, () => {
-      const rnd = mulberry32(seed);
+      const rnd = prng(seed);
       const total = 1 + Math.floor(rnd() * 2000);
       const parts = Array.from({ length: total }, () => 'w'.repeat(Math.floor(rnd() * 50)) + (rnd() < 0.3 ? '\r\n' : '\n'));
       const content = Buffer.from(parts.join(''));

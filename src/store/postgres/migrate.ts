@@ -64,6 +64,7 @@ export async function migrate(db: PgDb, { create, readonly }: { create: boolean;
   if (state.version === null && (!create || readonly)) {
     throw new StoreError(
       `no splitdance store in schema ${schema} at ${location}: run \`splitdance run <source>\` first, or point --db (and ?schema=) at an existing store`,
+      'NO_STORE',
     );
   }
   if (readonly) {

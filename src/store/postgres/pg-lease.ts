@@ -1,6 +1,6 @@
 import type { ClaimRequest, ClaimedTask, ReleasedTask, Settlement } from '../task-store.js';
 import type { Sql, Statement } from './pg-db.js';
-import type { TaskDbRow } from './rows.js';
+import { toClaimedTask, type TaskDbRow } from './rows.js';
 import type { Statements } from './statements.js';
 
 /**
@@ -27,17 +27,7 @@ export async function claim(sql: Sql, st: Statements, req: ClaimRequest): Promis
   ]);
   const tokens = new Map(opened.map((a) => [a.task_id, a.id]));
   await sql.run(st.setTokens, [rows.map((t) => t.id), rows.map((t) => tokens.get(t.id))]);
-  return rows.map((t) => ({
-    id: t.id,
-    token: tokens.get(t.id)!,
-    key: t.task_key,
-    stage: t.stage,
-    seq: t.seq,
-    attempt: t.attempts,
-    maxAttempts: t.max_attempts,
-    payload: JSON.parse(t.payload),
-    workerId: t.worker_id!,
-  }));
+  return rows.map((t) => toClaimedTask(t, tokens.get(t.id)!, t.worker_id!));
 }
 
 /** Applies each settlement only while its token still holds the task; returns the tokens that did. */

@@ -1,6 +1,6 @@
 import type { Counts, TaskStatus } from '../task-store.js';
 
-export { toAttemptRow, toBatch, toTaskRow, type AttemptDbRow, type BatchDbRow, type TaskDbRow } from '../db-rows.js';
+export { toAttemptRow, toBatch, toClaimedTask, toTaskRow, type AttemptDbRow, type BatchDbRow, type TaskDbRow } from '../db-rows.js';
 
 /** One group of the `counts` statement. */
 export interface CountDbRow {

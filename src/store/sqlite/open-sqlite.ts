@@ -35,7 +35,7 @@ export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
 export function openSqlite(path: string, { create, readonly = false }: { create: boolean; readonly?: boolean }): Db {
   const exists = existsSync(path);
   if (!exists && !create) {
-    throw new StoreError(`no store at ${path}: run \`splitdance run <source>\` first, or point --db at an existing store`);
+    throw new StoreError(`no store at ${path}: run \`splitdance run <source>\` first, or point --db at an existing store`, 'NO_STORE');
   }
   if (exists && statSync(path).isDirectory()) {
     throw new StoreError(`store path ${path} is a directory; give --db a file path such as ${path}/splitdance.db`);

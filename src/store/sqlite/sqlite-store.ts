@@ -20,7 +20,7 @@ import type {
 } from '../task-store.js';
 import { openSqlite, storeError } from './open-sqlite.js';
 import { prepareStatements, type Statements } from './statements.js';
-import { toAttemptRow, toBatch, toTaskRow, type AttemptDbRow, type BatchDbRow, type TaskDbRow } from '../db-rows.js';
+import { toAttemptRow, toBatch, toClaimedTask, toTaskRow, type AttemptDbRow, type BatchDbRow, type TaskDbRow } from '../db-rows.js';
 import { failpoint } from '../failpoint.js';
 
 const STAGING_CHUNK = 5000;
@@ -178,17 +178,7 @@ export class SqliteStore implements TaskStore {
           }).lastInsertRowid,
         );
         this.st.setToken.run({ id: t.id, token });
-        claimed.push({
-          id: t.id,
-          token,
-          key: t.task_key,
-          stage: t.stage,
-          seq: t.seq,
-          attempt: t.attempts,
-          maxAttempts: t.max_attempts,
-          payload: JSON.parse(t.payload),
-          workerId: slot.workerId,
-        });
+        claimed.push(toClaimedTask(t, token, slot.workerId));
       }
       if (claimed.length > 0) this.st.markStarted.run({ batchId: req.batchId, now: req.now });
       return claimed;
