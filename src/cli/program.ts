@@ -119,6 +119,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       .action(async (opts) => setExit(await (await import('./commands/pause.js')).setPausedCommand(paused, opts, io)));
   }
 
+  common(program.command('cancel'))
+    .description('cancel pending tasks (running ones finish, then end CANCELLED unless they succeed)')
+    .option('--batch <name>', 'batch (default: the most recent)')
+    .option('--key <glob>', 'only keys matching (default: every unfinished task)')
+    .action(async (opts) => setExit(await (await import('./commands/cancel.js')).cancelCommand(opts, io)));
+
   common(program.command('batches'))
     .description('list the batches in the store')
     .action(async (opts) => setExit(await (await import('./commands/batches.js')).batchesCommand(opts, io)));

@@ -1,7 +1,7 @@
 import cliProgress from 'cli-progress';
 import type { ChalkInstance } from 'chalk';
 import type { RunObserver } from '../coordinator/coordinator.js';
-import type { ClaimedTask, Counts, ReleasedTask, Settlement } from '../store/task-store.js';
+import type { ClaimedTask, Counts, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
 import { formatMs } from '../job/units.js';
 import { line, type Io } from './io.js';
 
@@ -62,7 +62,8 @@ export class RunReporter implements RunObserver {
     if (this.mode !== 'quiet') this.timer = setInterval(() => void this.progress(), every);
   }
 
-  attemptEnded(task: ClaimedTask, s: Settlement, terminal: boolean): void {
+  attemptEnded(task: ClaimedTask, s: Settlement, status: TaskStatus): void {
+    const terminal = status !== 'PENDING';
     if (terminal) this.finishedHere++;
     if (this.mode === 'json') {
       this.event({
@@ -71,7 +72,7 @@ export class RunReporter implements RunObserver {
         attempt: task.attempt,
         outcome: s.outcome,
         terminal,
-        status: terminal ? (s.outcome === 'SUCCESS' ? 'SUCCESS' : 'FAILED') : s.outcome === 'SUCCESS' ? 'SUCCESS' : 'PENDING',
+        status,
         durationMs: s.durationMs,
         exitCode: s.exitCode,
         error: s.error,
@@ -79,7 +80,7 @@ export class RunReporter implements RunObserver {
       return;
     }
     if (terminal && s.outcome !== 'SUCCESS') {
-      const text = `${this.c.red('FAILED')} ${task.key} after ${task.attempt} attempt${task.attempt === 1 ? '' : 's'}: ${s.error ?? s.outcome}`;
+      const text = `${this.c.red(status)} ${task.key} after ${task.attempt} attempt${task.attempt === 1 ? '' : 's'}: ${s.error ?? s.outcome}`;
       this.failures.push(text);
       if (this.mode !== 'quiet') this.human(text);
     }

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { BatchRecord, ClaimedTask, ReleasedTask, Settlement, TaskStore } from '../store/task-store.js';
+import type { BatchRecord, ClaimedTask, ReleasedTask, Settlement, TaskStatus, TaskStore } from '../store/task-store.js';
 import type { DoneMessage, TaskMessage } from '../worker/protocol.js';
 import { HOST, ownerId } from './owner.js';
 import type { PoolWorker, WorkerPool } from './pool.js';
@@ -7,7 +7,8 @@ import { recoverStale } from './recovery.js';
 import { settle, type Ending, type RetryRules } from './settlement.js';
 
 export interface CoordinatorOptions {
-  rules: RetryRules;
+  /** The retry rules of a stage ('' for a batch without stages). */
+  rules: (stage: string) => RetryRules;
   leaseMs: number;
   graceMs: number;
   killGraceMs: number;
@@ -20,7 +21,8 @@ export interface CoordinatorOptions {
 }
 
 export interface RunObserver {
-  attemptEnded(task: ClaimedTask, settlement: Settlement, terminal: boolean): void;
+  /** `status`: the task's status once the attempt was committed (CANCELLED if `cancel` stopped it). */
+  attemptEnded(task: ClaimedTask, settlement: Settlement, status: TaskStatus): void;
   released(tasks: ReleasedTask[]): void;
   note(message: string): void;
 }
@@ -196,16 +198,18 @@ export class Coordinator {
   private async report(batch: Queued[], applied: Set<number>): Promise<void> {
     if (batch.length === 0) return;
     // Whether a failure ended its task is the store's call: the budget may have changed since the claim.
-    const failedIds = batch.filter((q) => q.settlement.outcome !== 'SUCCESS' && q.settlement.outcome !== 'INTERRUPTED').map((q) => q.task.id);
+    // (An interrupted attempt of a task `cancel` stopped ends it CANCELLED.)
+    const failedIds = batch.filter((q) => q.settlement.outcome !== 'SUCCESS').map((q) => q.task.id);
     const status = await this.store.statuses(failedIds);
     for (const q of batch) {
       if (!applied.has(q.settlement.token)) {
         this.observer.note(`attempt ${q.task.attempt} of ${q.task.key} was fenced off (its lease was taken over); its result was discarded`);
         continue;
       }
-      const terminal = status.has(q.task.id) ? status.get(q.task.id) !== 'PENDING' : q.terminal;
-      if (terminal && q.settlement.outcome !== 'SUCCESS') this.countFailure();
-      this.observer.attemptEnded(q.task, q.settlement, terminal);
+      let now = status.get(q.task.id) ?? (q.settlement.outcome === 'SUCCESS' ? 'SUCCESS' : q.terminal ? 'FAILED' : 'PENDING');
+      if (now === 'RUNNING') now = 'PENDING'; // already claimed again, by another coordinator: it was a retry
+      if (now === 'FAILED') this.countFailure();
+      this.observer.attemptEnded(q.task, q.settlement, now);
     }
   }
 
@@ -236,10 +240,11 @@ export class Coordinator {
       seq: task.seq,
       attempt: task.attempt,
       payload: task.payload,
+      inputs: task.inputs,
       logFile: join(this.options.logDir, safeName(this.batch.name), `${task.token}.log`),
     };
     this.pool.dispatch(worker, msg);
-    const { timeoutMs } = this.options.rules;
+    const { timeoutMs } = this.options.rules(task.stage);
     if (timeoutMs !== null) entry.timers.push(setTimeout(() => this.timeOut(entry), timeoutMs));
   }
 
@@ -284,7 +289,7 @@ export class Coordinator {
   private push(entry: Inflight, ending: Ending, now: number): void {
     entry.timers.forEach(clearTimeout);
     this.inflight.delete(entry.task.token);
-    const { settlement, terminal } = settle(entry.task, ending, this.options.rules, now, entry.startedAt);
+    const { settlement, terminal } = settle(entry.task, ending, this.options.rules(entry.task.stage), now, entry.startedAt);
     this.queue.push({ task: entry.task, settlement, terminal });
   }
 

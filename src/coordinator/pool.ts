@@ -32,7 +32,8 @@ export interface PoolEvents {
 
 export interface PoolOptions {
   size: number;
-  handler: HandlerSpec;
+  /** The handler of every stage ('' for a batch without stages). */
+  handlers: Record<string, HandlerSpec>;
   killGraceMs: number;
   maxTasksPerWorker: number | null;
   maxWorkerMemory: number | null;
@@ -168,7 +169,7 @@ export class WorkerPool {
         if (this.running && !this.closing && this.loadFailures < MAX_LOAD_FAILURES) void this.replace();
         this.events.exited(slot, token, detail ? `${why}: ${detail}` : why);
       });
-      this.send(slot, { type: 'load', handler: this.options.handler, killGraceMs: this.options.killGraceMs });
+      this.send(slot, { type: 'load', handlers: this.options.handlers, killGraceMs: this.options.killGraceMs });
     });
   }
 

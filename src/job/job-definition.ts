@@ -1,4 +1,5 @@
 import type { HandlerSpec } from '../worker/protocol.js';
+import type { StageDefinition } from './stages.js';
 
 /**
  * The effective definition of a batch, stored on it as JSON so a bare re-run (or a
@@ -16,6 +17,8 @@ export interface JobDefinition {
   jitter: number;
   timeoutMs: number | null;
   permanentCodes: number[];
+  /** A per-item pipeline; empty without stages (then `handler` runs every task). */
+  stages: StageDefinition[];
 }
 
 export type JobSettings = Omit<JobDefinition, 'version' | 'source' | 'split'> & JobDefinition['split'];
@@ -33,11 +36,12 @@ export const DEFAULT_SETTINGS: JobSettings = {
   jitter: 0.1,
   timeoutMs: null,
   permanentCodes: [],
+  stages: [],
 };
 
 export function settingsOf(job: JobDefinition): JobSettings {
   const { version: _v, source: _s, split, ...rest } = job;
-  return { ...split, ...rest };
+  return { ...split, ...rest, stages: rest.stages ?? [] }; // stored before stages existed: none
 }
 
 export function definitionOf(source: string, s: JobSettings): JobDefinition {
@@ -60,7 +64,8 @@ export function mergeSettings(base: JobSettings, given: Partial<JobSettings>): {
   return { settings, changed };
 }
 
-export function describeHandler(h: HandlerSpec | null): string {
+export function describeHandler(h: HandlerSpec | null, stages: StageDefinition[] = []): string {
+  if (stages.length) return stages.map((s) => `${s.name}: ${describeHandler(s.handler)}`).join('; ');
   if (!h) return '(none)';
   return h.kind === 'exec' ? `--exec ${JSON.stringify(h.template)}` : `--handler ${h.path}`;
 }

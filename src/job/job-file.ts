@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { UsageError } from '../errors.js';
 import type { RunFlags } from '../cli/commands/run-flags.js';
 import { parseDuration, parseSize } from './units.js';
+import { orderStages, type StageDefinition } from './stages.js';
 
 export const JOB_FILE = 'splitdance.json';
 
@@ -19,7 +20,33 @@ const duration = z.string().refine(valid(parseDuration), 'expected a duration su
 const size = z.union([z.number().int().positive(), z.string().refine(valid(parseSize), 'expected a size such as 64MiB')]);
 const countOrPercent = z.union([z.number().int().positive(), z.string().regex(/^\d+(\.\d+)?%$/, 'expected a count or a percentage such as 10%')]);
 
-/** `splitdance.json`: every `run` option, camelCase. Unknown fields are errors. */
+/** The retry policy: of the job, and of a stage (over the job's). */
+const policy = {
+  retries: z.number().int().min(0).optional(),
+  backoff: duration.optional(),
+  backoffFactor: z.number().min(1).optional(),
+  maxBackoff: duration.optional(),
+  jitter: z.number().min(0).max(1).optional(),
+  timeout: duration.optional(),
+  permanentCodes: z.array(z.number().int().min(1).max(255)).optional(),
+};
+
+/** One stage of a per-item pipeline: its own handler and, optionally, its own policy. */
+const StageSchema = z
+  .object({
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'expected a stage name of letters, digits, _ . and - (it starts every task key: name/item)')
+      .describe('stage name; its tasks are keyed name/itemkey'),
+    exec: z.string().min(1).describe("shell command per task; {inputs.STAGE.FIELD} reads a needed stage's result").optional(),
+    handler: z.string().min(1).describe('a .js, .mjs or .ts module, relative to this file; task.inputs holds the needed results').optional(),
+    needs: z.array(z.string()).describe('stages that must succeed for the same item first').optional(),
+    ...policy,
+  })
+  .strict()
+  .refine((s) => (s.exec === undefined) !== (s.handler === undefined), { message: 'give the stage exactly one of "exec" or "handler"' });
+
+/** `splitdance.json`: every `run` option, camelCase, plus stages. Unknown fields are errors. */
 export const JobFileSchema = z
   .object({
     $schema: z.string().optional(),
@@ -32,19 +59,14 @@ export const JobFileSchema = z
     chunkSize: size.optional(),
     lines: z.number().int().positive().optional(),
     concurrency: countOrPercent.optional(),
-    retries: z.number().int().min(0).optional(),
-    backoff: duration.optional(),
-    backoffFactor: z.number().min(1).optional(),
-    maxBackoff: duration.optional(),
-    jitter: z.number().min(0).max(1).optional(),
-    timeout: duration.optional(),
-    permanentCodes: z.array(z.number().int().min(1).max(255)).optional(),
+    ...policy,
     maxFailures: countOrPercent.optional(),
     maxRuntime: duration.optional(),
     grace: duration.optional(),
     noWait: z.boolean().optional(),
     maxTasksPerWorker: z.number().int().positive().optional(),
     maxWorkerMemory: size.optional(),
+    stages: z.array(StageSchema).min(1).describe('a per-item pipeline: one task per stage and item').optional(),
   })
   .strict();
 
@@ -65,8 +87,8 @@ export function findJobFile(flag: string | undefined, cwd: string): string | nul
   return existsSync(implicit) ? implicit : null;
 }
 
-/** Reads and validates a job file into `run` flags (paths made absolute against the file's folder). */
-export function readJobFile(path: string): { flags: RunFlags; source?: string } {
+/** Reads and validates a job file into `run` flags and stages (paths made absolute against the file's folder). */
+export function readJobFile(path: string): { flags: RunFlags; source?: string; stages?: StageDefinition[] } {
   let data: unknown;
   try {
     data = JSON.parse(readFileSync(path, 'utf8'));
@@ -79,8 +101,18 @@ export function readJobFile(path: string): { flags: RunFlags; source?: string } 
   const here = dirname(path);
   const abs = (p: string) => (isAbsolute(p) ? p : resolve(here, p));
   const str = (v: number | string | undefined) => (v === undefined ? undefined : String(v));
+  if (j.stages && (j.exec !== undefined || j.handler !== undefined)) {
+    throw new UsageError(`job file ${path}: with "stages", each stage has its own "exec" or "handler"; remove the top-level one`);
+  }
+  let stages: StageDefinition[] | undefined;
+  try {
+    stages = j.stages && orderStages(j.stages.map((s) => stageOf(s, abs)));
+  } catch (err) {
+    throw new UsageError(`job file ${path}: ${(err as Error).message}`);
+  }
   return {
     source: j.source === undefined ? undefined : abs(j.source),
+    stages,
     flags: {
       batch: j.batch,
       exec: j.exec,
@@ -107,7 +139,24 @@ export function readJobFile(path: string): { flags: RunFlags; source?: string } 
   };
 }
 
-const FIELDS = Object.keys(JobFileSchema.shape);
+function stageOf(s: z.infer<typeof StageSchema>, abs: (p: string) => string): StageDefinition {
+  const def: StageDefinition = {
+    name: s.name,
+    needs: s.needs ?? [],
+    handler: s.exec !== undefined ? { kind: 'exec', template: s.exec } : { kind: 'module', path: abs(s.handler!) },
+    retries: s.retries,
+    backoffMs: s.backoff === undefined ? undefined : parseDuration(s.backoff, 'backoff'),
+    backoffFactor: s.backoffFactor,
+    maxBackoffMs: s.maxBackoff === undefined ? undefined : parseDuration(s.maxBackoff, 'maxBackoff'),
+    jitter: s.jitter,
+    timeoutMs: s.timeout === undefined ? undefined : parseDuration(s.timeout, 'timeout'),
+    permanentCodes: s.permanentCodes,
+  };
+  // Unset fields stay out of the stored definition, so they follow the job's.
+  return Object.fromEntries(Object.entries(def).filter(([, v]) => v !== undefined)) as unknown as StageDefinition;
+}
+
+const FIELDS = [...Object.keys(JobFileSchema.shape), ...Object.keys(StageSchema.shape)];
 
 function describeIssues(issues: z.core.$ZodIssue[]): string {
   return issues

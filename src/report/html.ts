@@ -14,6 +14,15 @@ code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
 svg text{font-size:11px;fill:#444} .grid{stroke:#eee} .hist{fill:#5b8def} .empty{color:#888}
 .scroll{overflow-x:auto}`;
 
+/** Per-stage counts, for a batch with stages. */
+function stagesTable(s: ReportData['status']): string {
+  if (s.stages.length === 0) return '';
+  const rows = s.stages
+    .map((st) => `<tr><td><code>${esc(st.stage)}</code></td><td>${st.total}</td><td>${st.succeeded}</td><td>${st.failed}</td><td>${st.cancelled}</td><td>${st.pending + st.retrying + st.running}</td></tr>`)
+    .join('');
+  return `<h2>Stages</h2><table><tr><th>stage</th><th>tasks</th><th>succeeded</th><th>failed</th><th>cancelled</th><th>unfinished</th></tr>${rows}</table>`;
+}
+
 /** The whole report as one self-contained HTML file: inline CSS and SVG, no script, no network. */
 export function renderReport(d: ReportData): string {
   const s = d.status;
@@ -22,8 +31,12 @@ export function renderReport(d: ReportData): string {
     .map(([k, c]) => `<span><i style="background:${c}"></i>${k}</span>`)
     .join('');
   const cut = d.attemptsTotal > d.attempts.length ? `<p class="muted">Showing the ${d.attempts.length} most recent of ${d.attemptsTotal} attempts.</p>` : '';
+  const staged = s.stages.length > 0;
   const slowest = d.slowest
-    .map((t) => `<tr><td><code>${esc(t.key)}</code></td><td>${esc(formatMs((t.finishedAt ?? 0) - (t.startedAt ?? 0)))}</td><td>${esc(t.status)}</td><td>${t.attempts}</td></tr>`)
+    .map(
+      (t) =>
+        `<tr><td><code>${esc(t.key)}</code></td>${staged ? `<td>${esc(t.stage)}</td>` : ''}<td>${esc(formatMs((t.finishedAt ?? 0) - (t.startedAt ?? 0)))}</td><td>${esc(t.status)}</td><td>${t.attempts}</td></tr>`,
+    )
     .join('');
   const clusters = d.clusters
     .map(
@@ -38,10 +51,11 @@ export function renderReport(d: ReportData): string {
 <body>
 <h1>Batch ${esc(s.batch)}</h1>
 <div class="muted">source ${esc(s.source)} · generated ${esc(new Date(d.generatedAt).toISOString())}${s.startedAt ? ` · started ${esc(s.startedAt)}` : ''}</div>
-<div class="cards">${card('tasks', s.total)}${card('succeeded', s.succeeded)}${card('failed', s.failed)}${card('retrying', s.retrying)}${card('pending', s.pending)}${card('running', s.running)}${card('tasks/s', s.tasksPerSecond ? s.tasksPerSecond.toFixed(2) : '-')}${card(s.done ? 'finished' : 'ETA', s.done ? '✓' : s.etaSeconds !== null ? formatMs(s.etaSeconds * 1000) : '?')}</div>
+<div class="cards">${card('tasks', s.total)}${card('succeeded', s.succeeded)}${card('failed', s.failed)}${s.cancelled ? card('cancelled', s.cancelled) : ''}${card('retrying', s.retrying)}${card('pending', s.pending)}${card('running', s.running)}${card('tasks/s', s.tasksPerSecond ? s.tasksPerSecond.toFixed(2) : '-')}${card(s.done ? 'finished' : 'ETA', s.done ? '✓' : s.etaSeconds !== null ? formatMs(s.etaSeconds * 1000) : '?')}</div>
 <h2>Timeline</h2><div class="legend">${legend}</div>${cut}<div class="scroll">${ganttSvg(d.attempts, d.generatedAt)}</div>
 <h2>Attempt durations</h2>${histogramSvg(d.attempts)}
-<h2>Slowest tasks</h2>${slowest ? `<table><tr><th>key</th><th>last attempt</th><th>status</th><th>attempts</th></tr>${slowest}</table>` : '<p class="empty">None finished yet.</p>'}
+${stagesTable(s)}
+<h2>Slowest tasks</h2>${slowest ? `<table><tr><th>key</th>${staged ? '<th>stage</th>' : ''}<th>last attempt</th><th>status</th><th>attempts</th></tr>${slowest}</table>` : '<p class="empty">None finished yet.</p>'}
 <h2>Failures by error</h2>${clusters ? `<table><tr><th>cluster</th><th>tasks</th><th>error</th></tr>${clusters}</table><p class="muted">Retry one cluster: <code>splitdance retry-failed --cluster ID --run</code></p>` : '<p class="empty">No failed tasks.</p>'}
 </body></html>
 `;

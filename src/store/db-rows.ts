@@ -1,4 +1,5 @@
-import type { AttemptRow, BatchRecord, ClaimedTask, Outcome, TaskRow, TaskStatus } from './task-store.js';
+import type { AttemptRow, BatchRecord, ClaimedTask, Counts, Outcome, StageCounts, TaskRow, TaskStatus } from './task-store.js';
+import type { Sibling } from './stage-graph.js';
 
 /**
  * Raw rows as both drivers return them (the same columns in SQLite and PostgreSQL; the
@@ -37,6 +38,9 @@ export interface TaskDbRow {
   last_error: string | null;
   result: string | null;
   fingerprint: string | null;
+  item_key: string | null;
+  /** JSON array of stage names, or null. */
+  needs: string | null;
 }
 
 export interface AttemptDbRow {
@@ -87,6 +91,8 @@ export function toTaskRow(r: TaskDbRow): TaskRow {
     result: r.result,
     payload: JSON.parse(r.payload),
     fingerprint: r.fingerprint,
+    item: r.item_key,
+    needs: r.needs === null ? [] : JSON.parse(r.needs),
   };
 }
 
@@ -110,7 +116,7 @@ export function toAttemptRow(r: AttemptDbRow): AttemptRow {
 }
 
 /** A task row just claimed, as handed to a worker: `token` is its new attempt's id. */
-export function toClaimedTask(r: TaskDbRow, token: number, workerId: string): ClaimedTask {
+export function toClaimedTask(r: TaskDbRow, token: number, workerId: string, inputs: Record<string, unknown>): ClaimedTask {
   return {
     id: r.id,
     token,
@@ -121,5 +127,47 @@ export function toClaimedTask(r: TaskDbRow, token: number, workerId: string): Cl
     maxAttempts: r.max_attempts,
     payload: JSON.parse(r.payload),
     workerId,
+    inputs,
   };
+}
+
+/** One group of a `counts` statement: status, whether attempted (0/1 or boolean), count. */
+export interface CountDbRow {
+  status: TaskStatus;
+  tried: boolean | number;
+  n: number;
+}
+
+/** Disjoint groups (status × tried) into the counts `status` shows. */
+export function toCounts(rows: CountDbRow[]): Counts {
+  const c: Counts = { total: 0, pending: 0, retrying: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 };
+  for (const r of rows) {
+    const n = Number(r.n);
+    c.total += n;
+    if (r.status === 'PENDING') c[r.tried ? 'retrying' : 'pending'] += n;
+    else if (r.status === 'RUNNING') c.running += n;
+    else if (r.status === 'SUCCESS') c.succeeded += n;
+    else if (r.status === 'FAILED') c.failed += n;
+    else if (r.status === 'CANCELLED') c.cancelled += n;
+  }
+  return c;
+}
+
+/** Groups of stage × status × tried into per-stage counts, in the order given. */
+export function stageCountsOf(rows: (CountDbRow & { stage: string })[]): StageCounts[] {
+  const byStage = new Map<string, CountDbRow[]>();
+  for (const r of rows) byStage.set(r.stage, [...(byStage.get(r.stage) ?? []), r]);
+  return [...byStage].map(([stage, group]) => ({ stage, ...toCounts(group) }));
+}
+
+export interface SiblingDbRow {
+  id: number;
+  stage: string;
+  status: TaskStatus;
+  needs: string | null;
+  last_error: string | null;
+}
+
+export function toSibling(r: SiblingDbRow): Sibling {
+  return { id: Number(r.id), stage: r.stage, status: r.status, needs: r.needs === null ? [] : JSON.parse(r.needs), lastError: r.last_error };
 }

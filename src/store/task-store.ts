@@ -27,7 +27,15 @@ export interface TaskSpec {
   payload: TaskPayload;
   /** `size:mtimeMs` of the file (for chunks, of the whole file they come from). */
   fingerprint: string | null;
+  /** With stages: the stage, the split item's key, the stages it needs, its budget. */
+  stage?: string;
+  item?: string;
+  needs?: string[];
+  maxAttempts?: number;
 }
+
+export type { Budget } from './budget.js';
+import type { Budget } from './budget.js';
 
 export interface BatchRecord {
   id: number;
@@ -68,6 +76,8 @@ export interface ClaimedTask {
   maxAttempts: number;
   payload: TaskPayload;
   workerId: string;
+  /** The stored results of the stages it needs (stages only), by stage. */
+  inputs: Record<string, unknown>;
 }
 
 /** One worker slot asking for a task in a claim. */
@@ -134,6 +144,9 @@ export interface TaskRow {
   result: string | null;
   payload: TaskPayload;
   fingerprint: string | null;
+  /** The split item of a stage task (null without stages) and the stages it needs. */
+  item: string | null;
+  needs: string[];
 }
 
 export interface AttemptRow {
@@ -188,6 +201,17 @@ export interface ReleasedTask {
   failed: boolean;
 }
 
+/** What `cancel` did: PENDING tasks ended, RUNNING ones asked to stop, dependents ended with them. */
+export interface CancelResult {
+  cancelled: number;
+  stopping: number;
+  dependents: number;
+}
+
+export interface StageCounts extends Counts {
+  stage: string;
+}
+
 export interface ErrorCount {
   error: string;
   count: number;
@@ -207,11 +231,11 @@ export interface TaskStore {
   enqueue(batch: NewBatch, specs: Iterable<TaskSpec>, options?: { rerunChanged?: boolean }): Promise<EnqueueResult>;
   /** Succeeded tasks whose file has changed since they ran (as last observed). */
   changedCount(batchId: number): Promise<number>;
-  /** Replace the stored job definition; unfinished tasks get the new attempt budget. */
-  updateJob(batchId: number, job: Record<string, unknown>, maxAttempts: number): Promise<void>;
+  /** Replace the stored job definition; unfinished tasks get the new attempt budget (per stage, with stages). */
+  updateJob(batchId: number, job: Record<string, unknown>, budget: Budget): Promise<void>;
   /** Pause (nothing new is claimed; running attempts finish) or resume a batch. */
   setPaused(batchId: number, paused: boolean): Promise<void>;
-  /** Atomically claim up to one PENDING, due task per slot, counting the attempt. */
+  /** Atomically claim up to one PENDING, due task whose needs succeeded per slot, counting the attempt. */
   claim(request: ClaimRequest): Promise<ClaimedTask[]>;
   /** Extend the leases of every task `owner` holds. */
   heartbeat(owner: string, leaseExpiresAt: number): Promise<void>;
@@ -229,7 +253,9 @@ export interface TaskStore {
    */
   releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string): Promise<ReleasedTask[]>;
   counts(batchId: number): Promise<Counts>;
-  /** The earliest `next_run_at` of a PENDING task, or null. */
+  /** Counts per stage (one entry, stage '', for a batch without stages). */
+  stageCounts(batchId: number): Promise<StageCounts[]>;
+  /** The earliest `next_run_at` of a PENDING task whose needs are met, or null. */
   nextDueAt(batchId: number): Promise<number | null>;
   /** The last errors of FAILED tasks with their counts, most frequent first. */
   topErrors(batchId: number, limit: number): Promise<ErrorCount[]>;
@@ -242,8 +268,16 @@ export interface TaskStore {
   pruneFinished(before: number): Promise<PruneResult>;
   /** Attempt rows in the whole store: the history `prune` would trim. */
   historySize(): Promise<number>;
-  /** Reset FAILED tasks matching the filter to PENDING with a fresh budget; returns how many. */
+  /**
+   * Reset FAILED tasks matching the filter to PENDING with a fresh budget; returns how many.
+   * Their dependents cancelled because they failed return to PENDING too.
+   */
   retryFailed(filter: TaskFilter): Promise<number>;
+  /**
+   * `cancel`: PENDING tasks matching the filter end CANCELLED; RUNNING ones finish and end
+   * CANCELLED unless they succeed; stage tasks that need them are cancelled too.
+   */
+  cancel(filter: TaskFilter): Promise<CancelResult>;
   /** First and last activity of the batch, for rates. */
   activity(batchId: number): Promise<{ firstStartedAt: number | null; lastFinishedAt: number | null }>;
   close(): Promise<void>;

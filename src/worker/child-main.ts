@@ -12,15 +12,15 @@ import type { FromWorker, HandlerSpec, TaskMessage, ToWorker } from './protocol.
 import { runExec } from './run-exec.js';
 import { runModule } from './run-module.js';
 
-let spec: HandlerSpec | null = null;
-let handler: Handler | null = null;
+/** Per stage ('' without stages): the spec, and the module's default export once loaded. */
+const handlers = new Map<string, { spec: HandlerSpec; fn: Handler | null }>();
 let killGraceMs = 2000;
 let current: { token: number; pgid: number | null; abort(reason: string): void } | null = null;
 
 const send = (msg: FromWorker) => process.send?.(msg);
 
 process.on('message', (msg: ToWorker) => {
-  if (msg.type === 'load') void load(msg.handler, msg.killGraceMs);
+  if (msg.type === 'load') void load(msg.handlers, msg.killGraceMs);
   else if (msg.type === 'run') void run(msg.task);
   else if (msg.type === 'abort' && current?.token === msg.token) current.abort(msg.reason);
 });
@@ -30,11 +30,12 @@ process.on('disconnect', () => {
   process.exit(0);
 });
 
-async function load(h: HandlerSpec, grace: number): Promise<void> {
-  spec = h;
+async function load(specs: Record<string, HandlerSpec>, grace: number): Promise<void> {
   killGraceMs = grace;
   try {
-    if (h.kind === 'module') handler = await loadHandler(h.path);
+    for (const [stage, spec] of Object.entries(specs)) {
+      handlers.set(stage, { spec, fn: spec.kind === 'module' ? await loadHandler(spec.path) : null });
+    }
     send({ type: 'ready' });
   } catch (err) {
     send({ type: 'load-failed', error: serializeError(err) });
@@ -43,10 +44,12 @@ async function load(h: HandlerSpec, grace: number): Promise<void> {
 
 async function run(task: TaskMessage): Promise<void> {
   const env = taskEnv(task);
+  const h = handlers.get(task.stage);
+  if (!h) throw new Error(`no handler loaded for stage "${task.stage}"`); // the coordinator sends only stages it loaded
   const running =
-    spec?.kind === 'exec'
-      ? runExec(spec.template, task, killGraceMs, env)
-      : runModule(handler!, task, () => send({ type: 'heartbeat', token: task.token }));
+    h.spec.kind === 'exec'
+      ? runExec(h.spec.template, task, killGraceMs, env)
+      : runModule(h.fn!, task, () => send({ type: 'heartbeat', token: task.token }));
   const pgid = 'pgid' in running ? (running.pgid as number | null) : null;
   current = { token: task.token, pgid, abort: (reason) => running.abort(reason) };
   if (pgid !== null) send({ type: 'spawned', token: task.token, pgid });
@@ -62,5 +65,6 @@ function taskEnv(task: TaskMessage): NodeJS.ProcessEnv {
     SPLITDANCE_PATH: task.payload.path,
     SPLITDANCE_BATCH: task.batch,
     SPLITDANCE_ATTEMPT: String(task.attempt),
+    ...(task.stage ? { SPLITDANCE_STAGE: task.stage } : {}),
   };
 }

@@ -1,17 +1,43 @@
 import { basename, dirname, extname } from 'node:path';
-import { UsageError } from '../errors.js';
+import { PermanentError, UsageError } from '../errors.js';
 import type { TaskMessage } from './protocol.js';
 
-const PLACEHOLDER = /\{(key|rel|name|stem|ext|dir|start|end|attempt|batch|\/\/|\/\.|\/|\.|#|)\}/g;
+const PLACEHOLDER = /\{(key|rel|name|stem|ext|dir|start|end|attempt|batch|stage|\/\/|\/\.|\/|\.|#|)\}|\{inputs\.([A-Za-z0-9_.-]+)\}/g;
+const INPUT = /\{inputs\.([A-Za-z0-9_-][A-Za-z0-9_.-]*)\}/g;
 
 /** Single-quotes a value for /bin/sh: nothing inside is expanded, newlines included. */
 export function shellQuote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
-/** Rejects templates that could never run, before any task is written. */
-export function checkTemplate(template: string): void {
+/**
+ * Rejects templates that could never run, before any task is written; `needs` (a stage's)
+ * are the stages whose results `{inputs.STAGE.FIELD}` may read.
+ */
+export function checkTemplate(template: string, needs: string[] = []): void {
   if (template.trim() === '') throw new UsageError('--exec needs a command, e.g. --exec \'gzip -k {}\'');
+  for (const [, path] of template.matchAll(INPUT)) {
+    const stage = path!.split('.')[0]!;
+    if (!needs.includes(stage)) {
+      throw new UsageError(
+        needs.length
+          ? `{inputs.${path}} reads stage "${stage}", which this stage does not need (needs: ${needs.join(', ')})`
+          : `{inputs.${path}} reads another stage's result; only a stage with "needs" has inputs`,
+      );
+    }
+  }
+}
+
+/** `{inputs.transcode.out}`: a field of a needed stage's stored result, as text (JSON for objects). */
+function inputValue(inputs: Record<string, unknown>, path: string): string {
+  let value: unknown = inputs;
+  for (const part of path.split('.')) {
+    if (value === null || typeof value !== 'object' || !(part in value)) {
+      throw new PermanentError(`{inputs.${path}}: the needed stage's result has no "${part}" (result: ${JSON.stringify(inputs[path.split('.')[0]!] ?? null)})`);
+    }
+    value = (value as Record<string, unknown>)[part];
+  }
+  return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
 /**
@@ -40,6 +66,9 @@ export function renderTemplate(template: string, task: TaskMessage): string {
     '//': dirname(path),
     '/.': basename(path, ext),
     '#': String(task.seq),
+    stage: task.stage,
   };
-  return template.replace(PLACEHOLDER, (_m, name: string) => shellQuote(values[name]!));
+  return template.replace(PLACEHOLDER, (_m, name: string | undefined, input: string | undefined) =>
+    shellQuote(input !== undefined ? inputValue(task.inputs, input) : values[name!]!),
+  );
 }

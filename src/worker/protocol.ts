@@ -16,12 +16,15 @@ export interface TaskMessage {
   seq: number;
   attempt: number;
   payload: TaskPayload;
+  /** The stored results of the stages it needs, by stage (empty without stages). */
+  inputs: Record<string, unknown>;
   /** Where the full output goes, created only if the attempt prints anything. */
   logFile: string;
 }
 
 export type ToWorker =
-  | { type: 'load'; handler: HandlerSpec; killGraceMs: number }
+  /** The handler of every stage ('' for a batch without stages). */
+  | { type: 'load'; handlers: Record<string, HandlerSpec>; killGraceMs: number }
   | { type: 'run'; task: TaskMessage }
   /** Stop the attempt: fire ctx.signal, TERM the process group, KILL after the grace. */
   | { type: 'abort'; token: number; reason: 'timeout' | 'shutdown' };

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { serializeError } from '../errors.js';
 import { OutputCapture } from './output-capture.js';
 import { renderTemplate } from './exec-template.js';
 import { killGroup } from './kill-group.js';
@@ -19,8 +20,17 @@ const PIPE_LINGER_MS = 200;
  */
 export function runExec(template: string, task: TaskMessage, killGraceMs: number, env: NodeJS.ProcessEnv): RunningExec {
   const started = Date.now();
+  let command: string;
+  try {
+    command = renderTemplate(template, task);
+  } catch (err) {
+    // e.g. {inputs.x.y} naming a field the needed stage's result lacks: the attempt fails, nothing runs.
+    const error = serializeError(err);
+    const failed = { ok: false, result: null, error, exitCode: null, signal: null, outputTail: null, logPath: null, durationMs: 0 };
+    return { pgid: null, abort() {}, done: Promise.resolve(failed) };
+  }
   const capture = new OutputCapture(task.logFile);
-  const child = spawn('/bin/sh', ['-c', renderTemplate(template, task)], {
+  const child = spawn('/bin/sh', ['-c', command], {
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
     env,

@@ -30,7 +30,7 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
     end: msg.payload.end,
     attempt: msg.attempt,
     payload: msg.payload,
-    inputs: {},
+    inputs: msg.inputs,
   };
   const ctx = {
     attempt: msg.attempt,

@@ -3,7 +3,7 @@ import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query, runningCount } from '../helpers/store.js';
 
-describe('pause and resume', () => {
+describe('pause, resume and cancel', () => {
   it('pause stops claiming (running attempts finish, exit 3); a paused batch is left alone until resumed', async () => {
     const p = projectWithFiles(30);
     const db = dbPathIn(p.dir);
@@ -32,5 +32,50 @@ describe('pause and resume', () => {
     expect(finished.code, finished.stderr).toBe(0);
     expect(query(db, "SELECT 1 FROM tasks WHERE status != 'SUCCESS'")).toEqual([]);
     expect(attempts()).toBe(30);
+  });
+
+  it('cancel from another process: pending tasks end CANCELLED at once, running ones finish and are not retried; exit 1', async () => {
+    const p = projectWithFiles(20);
+    const db = dbPathIn(p.dir);
+    // Every attempt fails after a while, with retries left: without cancel each would run 4 times.
+    const child = startCli(['run', 'src', '--exec', 'sleep 0.4; exit 1', '-j', '2', '--retries', '3', '--backoff', '10ms'], { cwd: p.dir });
+    await waitFor(() => runningCount(db) === 2, 20_000, 'two running attempts');
+    const cancel = await runCli(['cancel'], { cwd: p.dir });
+    expect(cancel.code, cancel.stderr).toBe(0);
+    expect(cancel.stderr).toMatch(/: 18 pending tasks cancelled, 2 running \(they finish; unless they succeed they end CANCELLED\)/);
+    // Nothing is claimable once cancel committed: every attempt the batch will ever have exists now.
+    const attempts = () => query<{ n: number }>(db, 'SELECT count(*) AS n FROM attempts')[0]!.n;
+    const atCancel = attempts();
+    const r = await child.result;
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/0 succeeded, 0 failed, 20 cancelled of 20/);
+    expect(attempts()).toBe(atCancel);
+    const rows = query<{ status: string; last_error: string }>(db, 'SELECT status, last_error FROM tasks ORDER BY id');
+    expect(rows.every((t) => t.status === 'CANCELLED')).toBe(true);
+    // The two running at the cancel finished (exit 1) and were not retried.
+    expect(rows.filter((t) => /^cancelled; its last attempt: exit code 1/.test(t.last_error))).toHaveLength(2);
+    expect(rows.filter((t) => t.last_error === 'cancelled')).toHaveLength(18);
+    expect(runningCount(db)).toBe(0);
+
+    const again = await runCli(['run', 'src'], { cwd: p.dir });
+    expect(again.code).toBe(1); // nothing left to run; the batch ended with cancelled tasks
+    expect(attempts()).toBe(atCancel);
+  });
+
+  it('cancel --key only touches matching keys; --json reports the counts', async () => {
+    const p = projectWithFiles(6);
+    // -j 1 and a 1 ms window: at most f000 runs before the batch stops.
+    expect((await runCli(['run', 'src', '--exec', 'true', '--max-runtime', '1ms', '-j', '1'], { cwd: p.dir })).code).toBe(3);
+    const r = await runCli(['cancel', '--key', 'f00[3-5].log', '--json'], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ cancelled: 3, stopping: 0, dependents: 0 });
+    const done = await runCli(['run', 'src'], { cwd: p.dir });
+    expect(done.code).toBe(1);
+    const db = dbPathIn(p.dir);
+    expect(query(db, "SELECT task_key FROM tasks WHERE status = 'SUCCESS' ORDER BY task_key").map((t) => (t as { task_key: string }).task_key)).toEqual([
+      'f000.log',
+      'f001.log',
+      'f002.log',
+    ]);
   });
 });

@@ -24,6 +24,7 @@ function task(over: Omit<Partial<TaskMessage>, 'payload'> & { payload?: Partial<
     seq: 42,
     attempt: 2,
     logFile: '/nonexistent/log',
+    inputs: {},
     ...rest,
     payload: { version: 1, path: '/data/src/2025/01/app.log', rel: '2025/01/app.log', ...payload },
   };
@@ -237,5 +238,31 @@ describe('shellQuote and checkTemplate', () => {
       expect((err as Error).name).toBe('UsageError');
     }
     expect(() => checkTemplate('gzip -k {}')).not.toThrow();
+  });
+});
+
+describe('stage inputs: {inputs.STAGE.FIELD}', () => {
+  const hostile = "a'b $(touch pwned);`touch pwned2`.ts";
+  const inputs = { transcode: { out: hostile, size: 12, meta: { fps: 25 } } };
+
+  it('renders a needed stage\'s field shell-quoted, numbers and objects as JSON, nested paths too', () => {
+    const cmd = renderTemplate('printf "%s|" {inputs.transcode.out} {inputs.transcode.size} {inputs.transcode.meta} {inputs.transcode.meta.fps} {stage}', task({ inputs }));
+    expect(sh(cmd)).toBe(`${hostile}|12|{"fps":25}|25|main|`);
+    expect(readdirSync(work)).toEqual([]); // nothing injected
+  });
+
+  it('a field the result lacks fails the attempt for good, naming it', () => {
+    expect(() => renderTemplate('echo {inputs.transcode.missing}', task({ inputs }))).toThrow(/\{inputs\.transcode\.missing\}: the needed stage's result has no "missing"/);
+    try {
+      renderTemplate('echo {inputs.transcode.missing}', task({ inputs }));
+    } catch (err) {
+      expect((err as Error).name).toBe('PermanentError');
+    }
+  });
+
+  it('checkTemplate accepts inputs of the stages a stage needs and rejects the others', () => {
+    expect(() => checkTemplate('cp {inputs.transcode.out} {}', ['transcode'])).not.toThrow();
+    expect(() => checkTemplate('cp {inputs.package.out} {}', ['transcode'])).toThrow(/reads stage "package", which this stage does not need \(needs: transcode\)/);
+    expect(() => checkTemplate('cp {inputs.package.out} {}')).toThrow(/only a stage with "needs" has inputs/);
   });
 });

@@ -32,6 +32,7 @@ export async function printPlan(plan: RunPlan, store: TaskStore | null, io: Io):
     chunking: plan.kind === 'file' ? (s.lines ? { lines: s.lines } : { chunkSize: s.chunkSize }) : null,
     sample: plan.sample,
     handler: s.handler,
+    stages: s.stages.length ? s.stages : undefined,
     concurrency: plan.inv.concurrency,
     retries: s.retries,
     timeoutMs: s.timeoutMs,
@@ -50,7 +51,7 @@ export async function printPlan(plan: RunPlan, store: TaskStore | null, io: Io):
     `source   ${plan.source} (${plan.kind}${result.chunking ? `, ${s.lines ? `${s.lines} lines` : `${s.chunkSize} bytes`} per chunk` : ''})`,
     `batch    ${plan.batchName}${plan.existing ? ' (exists)' : ' (new)'} in store ${plan.dbPath}`,
     `tasks    ${count}${plan.existing ? `, ${result.newTasks} new` : ''}${plan.sample ? ' (sampled)' : ''}; first: ${first.join(', ')}${count > first.length ? ', …' : ''}`,
-    `handler  ${describeHandler(s.handler)} on ${plan.inv.concurrency} worker(s), ${s.retries} retries${s.timeoutMs ? `, timeout ${formatMs(s.timeoutMs)}` : ''}`,
+    `handler  ${describeHandler(s.handler, s.stages)} on ${plan.inv.concurrency} worker(s), ${s.retries} retries${s.timeoutMs ? `, timeout ${formatMs(s.timeoutMs)}` : ''}`,
   ];
   if (counts) {
     out.push(

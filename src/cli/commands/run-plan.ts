@@ -5,6 +5,8 @@ import { findJobFile, readJobFile } from '../../job/job-file.js';
 import { DEFAULT_SETTINGS, describeHandler, mergeSettings, settingsOf, type JobDefinition, type JobSettings } from '../../job/job-definition.js';
 import { parseSample, sampled, type Sample } from '../../split/sample.js';
 import { sourceKind, splitSource, type SourceKind } from '../../split/split-source.js';
+import { expandStages, layoutOf } from '../../job/stages.js';
+import { checkTemplate } from '../../worker/exec-template.js';
 import type { BatchRecord, TaskSpec, TaskStore } from '../../store/task-store.js';
 import { givenSettings, invocationOf, type Invocation, type RunFlags } from './run-flags.js';
 
@@ -16,7 +18,8 @@ export interface RunPlan {
   dbPath: string;
   batchName: string;
   existing: BatchRecord | undefined;
-  settings: JobSettings & { handler: NonNullable<JobSettings['handler']> };
+  /** Has a handler, or stages that each have theirs. */
+  settings: JobSettings;
   /** Settings this command changes on an existing batch. */
   changed: string[];
   inv: Invocation;
@@ -43,7 +46,7 @@ export async function planRun(
     throw new UsageError(`no source: give one (\`splitdance run ./logs\`) or set "source" in ${jobPath ?? 'splitdance.json'}`);
   }
   const source = resolve(cwd, sourceGiven);
-  const given = givenSettings(flags, cwd);
+  const given = { ...givenSettings(flags, cwd), stages: file?.stages };
   const inv = invocationOf(flags);
   const sample = flags.sample === undefined ? null : parseSample(flags.sample);
   const kind = sourceKind(source);
@@ -52,10 +55,14 @@ export async function planRun(
   const existing = store ? await store.findBatch(batchName) : undefined;
   const stored = existing ? settingsOf(existing.job as unknown as JobDefinition) : DEFAULT_SETTINGS;
   const { settings, changed } = mergeSettings(stored, given);
-  const handler = settings.handler;
-  if (!handler) throw new UsageError("no handler: give --exec 'COMMAND {}' or --handler ./module.js (a new batch has none stored)");
+  checkStages(settings, stored, existing, batchName, given.handler !== undefined);
+  if (!settings.handler && settings.stages.length === 0) {
+    throw new UsageError("no handler: give --exec 'COMMAND {}' or --handler ./module.js (a new batch has none stored)");
+  }
   const notes =
-    existing && changed.length ? [`batch ${batchName}: ${changed.join(', ')} changed for the unfinished tasks (handler now ${describeHandler(handler)})`] : [];
+    existing && changed.length
+      ? [`batch ${batchName}: ${changed.join(', ')} changed for the unfinished tasks (handler now ${describeHandler(settings.handler, settings.stages)})`]
+      : [];
   return {
     flags,
     source,
@@ -63,7 +70,7 @@ export async function planRun(
     dbPath: db,
     batchName,
     existing,
-    settings: { ...settings, handler },
+    settings,
     changed,
     inv,
     sample,
@@ -79,9 +86,27 @@ export async function planRun(
           skip: storeFiles(db),
           onSkip,
         });
-      return sample ? sampled(make, sample) : make();
+      return expandStages(sample ? sampled(make, sample) : make(), settings);
     },
   };
+}
+
+/**
+ * Stages and a single handler exclude each other, and a batch keeps the stage layout
+ * (names and needs) it was created with: its task keys are built from it.
+ */
+function checkStages(settings: JobSettings, stored: JobSettings, existing: BatchRecord | undefined, batch: string, handlerGiven: boolean): void {
+  if (existing && layoutOf(stored.stages) !== layoutOf(settings.stages)) {
+    throw new UsageError(
+      `batch ${batch} was created with ${layoutOf(stored.stages)}, not ${layoutOf(settings.stages)}; ` +
+        'task keys follow the stages, so use a new --batch for a different pipeline',
+    );
+  }
+  if (settings.stages.length === 0) return;
+  if (handlerGiven || settings.handler) {
+    throw new UsageError(`batch ${batch} has stages, each with its own handler; --exec/--handler cannot replace them (edit the stages in the job file)`);
+  }
+  for (const s of settings.stages) if (s.handler.kind === 'exec') checkTemplate(s.handler.template, s.needs);
 }
 
 /** The store's own files, never split even when the store lives inside the source. */

@@ -1,7 +1,9 @@
 import { Coordinator, type StopReason } from '../../coordinator/coordinator.js';
 import { WorkerPool } from '../../coordinator/pool.js';
 import { recoverStale } from '../../coordinator/recovery.js';
-import { definitionOf } from '../../job/job-definition.js';
+import { definitionOf, type JobSettings } from '../../job/job-definition.js';
+import { budgetOf, handlersOf, policyFor } from '../../job/stages.js';
+import type { RetryRules } from '../../coordinator/settlement.js';
 import { parseCountOrPercent } from '../../job/units.js';
 import { nonEmpty } from '../../split/split-source.js';
 import { describeStore, logRoot, openExistingStore, openStore, resolveDbPath } from '../../store/open-store.js';
@@ -29,7 +31,7 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
     if (cliFlags.dryRun) return await printPlan(plan, store, io);
     const pool = new WorkerPool({
       size: plan.inv.concurrency,
-      handler: plan.settings.handler,
+      handlers: handlersOf(plan.settings),
       killGraceMs: KILL_GRACE_MS,
       maxTasksPerWorker: plan.inv.maxTasksPerWorker,
       maxWorkerMemory: plan.inv.maxWorkerMemory,
@@ -54,7 +56,7 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
       const enqueued = await store.enqueue({ name: plan.batchName, source: plan.source, job, maxAttempts }, specs, {
         rerunChanged: plan.rerunChanged,
       });
-      if (plan.existing && plan.changed.length) await store.updateJob(enqueued.batch.id, job, maxAttempts);
+      if (plan.existing && plan.changed.length) await store.updateJob(enqueued.batch.id, job, budgetOf(plan.settings));
       if (unnamed.length) {
         const shown = unnamed.slice(0, 5).join(', ') + (unnamed.length > 5 ? `, … (${unnamed.length - 5} more)` : '');
         plan.notes.push(`skipped ${unnamed.length} file${unnamed.length === 1 ? '' : 's'} whose name is not valid UTF-8: ${shown}; rename them to run them`);
@@ -100,11 +102,7 @@ export async function drive(store: TaskStore, batch: BatchRecord, pool: WorkerPo
     batch,
     pool,
     {
-      rules: {
-        policy: { backoffMs: settings.backoffMs, factor: settings.backoffFactor, maxBackoffMs: settings.maxBackoffMs, jitter: settings.jitter },
-        permanentCodes: settings.permanentCodes,
-        timeoutMs: settings.timeoutMs,
-      },
+      rules: rulesOf(settings),
       leaseMs: inv.leaseMs,
       graceMs: inv.graceMs,
       killGraceMs: KILL_GRACE_MS,
@@ -132,6 +130,20 @@ export async function drive(store: TaskStore, batch: BatchRecord, pool: WorkerPo
   const { exitCode, reason } = exitFor(stop, counts);
   await reporter.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Date.now() - started });
   return exitCode;
+}
+
+/** Each stage's retry rules, worked out once. */
+function rulesOf(settings: JobSettings): (stage: string) => RetryRules {
+  const rules = new Map<string, RetryRules>();
+  for (const stage of settings.stages.length ? settings.stages.map((s) => s.name) : ['']) {
+    const p = policyFor(settings, stage);
+    rules.set(stage, {
+      policy: { backoffMs: p.backoffMs, factor: p.backoffFactor, maxBackoffMs: p.maxBackoffMs, jitter: p.jitter },
+      permanentCodes: p.permanentCodes,
+      timeoutMs: p.timeoutMs,
+    });
+  }
+  return (stage) => rules.get(stage) ?? rules.values().next().value!;
 }
 
 function exitFor(stop: StopReason, c: { failed: number; cancelled: number }): { exitCode: number; reason: string } {

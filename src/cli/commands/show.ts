@@ -23,6 +23,7 @@ export async function showCommand(key: string, flags: ShowFlags, io: Io): Promis
       `${c.bold(cell(task.key, 1000))} in batch ${batch.name}: ${task.status}, ${task.attempts} attempt(s) counted of ${task.maxAttempts}`,
       `path ${task.payload.path}${task.payload.start !== undefined ? ` bytes [${task.payload.start}, ${task.payload.end})` : ''}`,
     ];
+    if (task.stage) out.push(`stage ${task.stage} of item ${task.item}${task.needs.length ? `; needs ${task.needs.join(', ')}` : ''}`);
     if (task.lastError) out.push(`last error: ${task.lastError}`);
     if (task.result) out.push(`result: ${task.result}`);
     if (task.status === 'PENDING' && task.nextRunAt > Date.now()) out.push(`next attempt due ${iso(task.nextRunAt)}`);
@@ -74,6 +75,7 @@ function showJson(task: TaskRow, attempts: AttemptRow[]) {
       outputTail: a.outputTail,
       logPath: a.logPath,
     })),
+    needs: task.needs,
     payload: task.payload,
     result: task.result === null ? null : JSON.parse(task.result),
     fingerprint: task.fingerprint,

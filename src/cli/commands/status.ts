@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import type { BatchRecord, Counts, TaskStore } from '../../store/task-store.js';
+import type { BatchRecord, Counts, StageCounts, TaskStore } from '../../store/task-store.js';
 import { clusterErrors, type ErrorCluster } from '../error-signature.js';
 import { duration, iso } from '../format.js';
 import { colors, line, type Io, type OutputFlags } from '../io.js';
@@ -25,6 +25,12 @@ export async function statusCommand(flags: StatusFlags, io: Io): Promise<number>
       `${s.succeeded + s.failed + s.cancelled}/${s.total} done: ${c.green(`${s.succeeded} succeeded`)}, ${s.failed ? c.red(`${s.failed} failed`) : '0 failed'}` +
         `${s.cancelled ? `, ${s.cancelled} cancelled` : ''}; ${s.pending} pending, ${s.retrying} retrying, ${s.running} running`,
     );
+    for (const st of s.stages) {
+      out.push(
+        `  ${st.stage.padEnd(Math.max(...s.stages.map((x) => x.stage.length)))}  ${st.succeeded + st.failed + st.cancelled}/${st.total} done: ` +
+          `${st.succeeded} succeeded, ${st.failed} failed, ${st.cancelled} cancelled; ${st.pending} pending, ${st.retrying} retrying, ${st.running} running`,
+      );
+    }
     out.push(`store ${s.storeBytes} bytes on disk`);
     if (s.tasksPerSecond) {
       out.push(`rate ${s.tasksPerSecond.toFixed(2)} tasks/s${s.etaSeconds ? `, ETA ${duration(s.etaSeconds * 1000)}` : ''}`);
@@ -57,6 +63,8 @@ export interface BatchStatus extends Counts {
   topErrors: { error: string; count: number; example: string; cluster: string }[];
   clusters: ErrorCluster[];
   storeBytes: number;
+  /** Counts per stage, for a batch with stages (empty without). */
+  stages: StageCounts[];
 }
 
 export async function batchStatus(store: TaskStore, batch: BatchRecord): Promise<BatchStatus> {
@@ -82,7 +90,18 @@ export async function batchStatus(store: TaskStore, batch: BatchRecord): Promise
     topErrors: clusters.slice(0, 10).map((cl) => ({ error: cl.error, count: cl.count, example: cl.example, cluster: cl.id })),
     clusters,
     storeBytes: storeSize(store.location),
+    stages: hasStages(batch) ? inPipelineOrder(batch, await store.stageCounts(batch.id)) : [],
   };
+}
+
+/** Whether the batch's stored job declares stages. */
+export function hasStages(batch: BatchRecord): boolean {
+  return Array.isArray(batch.job.stages) && batch.job.stages.length > 0;
+}
+
+function inPipelineOrder(batch: BatchRecord, counts: StageCounts[]): StageCounts[] {
+  const order = (batch.job.stages as { name: string }[]).map((s) => s.name);
+  return [...counts].sort((a, b) => order.indexOf(a.stage) - order.indexOf(b.stage));
 }
 
 function storeSize(path: string): number {

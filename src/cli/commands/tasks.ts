@@ -5,6 +5,7 @@ import { TASK_STATUSES, type TaskRow, type TaskStatus } from '../../store/task-s
 import { cell, iso, table } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { withBatch } from '../with-store.js';
+import { hasStages } from './status.js';
 
 export interface TasksFlags extends OutputFlags {
   db?: string;
@@ -36,9 +37,18 @@ export async function tasksCommand(flags: TasksFlags, io: Io): Promise<number> {
       line(io.stdout, JSON.stringify(rows.map(taskJson), null, 2));
       return 0;
     }
-    const cells = rows.map((t) => [t.key, t.status, String(t.attempts), t.finishedAt && t.startedAt ? String(t.finishedAt - t.startedAt) : '', t.lastError ?? '']);
+    // With stages, a STAGE column after the key (whose first segment it is).
+    const staged = hasStages(batch);
+    const cells = rows.map((t) => [
+      t.key,
+      ...(staged ? [t.stage] : []),
+      t.status,
+      String(t.attempts),
+      t.finishedAt && t.startedAt ? String(t.finishedAt - t.startedAt) : '',
+      t.lastError ?? '',
+    ]);
     if (io.tty) {
-      const header = ['KEY', 'STATUS', 'ATTEMPTS', 'MS', 'LAST ERROR'];
+      const header = ['KEY', ...(staged ? ['STAGE'] : []), 'STATUS', 'ATTEMPTS', 'MS', 'LAST ERROR'];
       line(io.stdout, table([header, ...cells.map((r) => r.map((v) => cell(v, 80)))]));
       if (!slowest && limit !== undefined && rows.length === limit) line(io.stderr, `(first ${limit}; --limit N shows more)`);
     } else {
@@ -51,6 +61,8 @@ export async function tasksCommand(flags: TasksFlags, io: Io): Promise<number> {
 export function taskJson(t: TaskRow) {
   return {
     key: t.key,
+    stage: t.stage || null,
+    item: t.item,
     status: t.status,
     attempts: t.attempts,
     maxAttempts: t.maxAttempts,

@@ -1,5 +1,6 @@
 import { WorkerPool } from '../../coordinator/pool.js';
 import { settingsOf, type JobDefinition } from '../../job/job-definition.js';
+import { handlersOf } from '../../job/stages.js';
 import { openStore, resolveDbPath } from '../../store/open-store.js';
 import type { BatchRecord, TaskStore } from '../../store/task-store.js';
 import { EXIT } from '../exit-codes.js';
@@ -81,14 +82,14 @@ async function workOn(
   const c = await store.counts(batch.id);
   if (c.pending + c.retrying + c.running === 0) return null;
   const settings = settingsOf(batch.job as unknown as JobDefinition);
-  const handler = settings.handler;
-  if (!handler) {
+  const handlers = handlersOf(settings);
+  if (Object.keys(handlers).length === 0) {
     line(io.stderr, `batch ${batch.name} has no stored handler; run it once with --exec or --handler`);
     return null;
   }
   const pool = new WorkerPool({
     size: inv.concurrency,
-    handler,
+    handlers,
     killGraceMs: KILL_GRACE_MS,
     maxTasksPerWorker: inv.maxTasksPerWorker,
     maxWorkerMemory: inv.maxWorkerMemory,
@@ -103,7 +104,7 @@ async function workOn(
   }
   try {
     if (seen()) return exitFor(seen()!); // signalled while the workers started
-    return await drive(store, batch, pool, { flags, settings: { ...settings, handler }, inv, dbPath, notes: [] }, io, 0);
+    return await drive(store, batch, pool, { flags, settings, inv, dbPath, notes: [] }, io, 0);
   } finally {
     await pool.shutdown();
   }

@@ -7,10 +7,10 @@ import type { Statements } from './statements.js';
 /** Specs per staging INSERT: one round trip per chunk, memory bounded by one chunk. */
 const STAGING_CHUNK = 5000;
 
-/** $1 ords bigint[] $2 keys text[] $3 payloads text[] $4 fingerprints text[] */
+/** $1 ords bigint[] $2 keys text[] $3 payloads text[] $4 fingerprints text[] $5 stages text[] $6 items text[] $7 needs text[] $8 maxAttempts int[] */
 const STAGE = `
-  INSERT INTO pg_temp.staging (ord, task_key, payload, fingerprint)
-  SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[])`;
+  INSERT INTO pg_temp.staging (ord, task_key, payload, fingerprint, stage, item_key, needs, max_attempts)
+  SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[])`;
 
 /**
  * Create the batch if needed and insert the keys it lacks, all or nothing. Rows are first
@@ -27,7 +27,10 @@ export async function enqueue(
 ): Promise<EnqueueResult> {
   return db.session(async (sql, transaction) => {
     await sql.run('DROP TABLE IF EXISTS pg_temp.staging');
-    await sql.run('CREATE TEMP TABLE staging (ord BIGINT NOT NULL, task_key TEXT COLLATE "C" NOT NULL, payload TEXT NOT NULL, fingerprint TEXT)');
+    await sql.run(
+      `CREATE TEMP TABLE staging (ord BIGINT NOT NULL, task_key TEXT COLLATE "C" NOT NULL, payload TEXT NOT NULL, fingerprint TEXT,
+        stage TEXT COLLATE "C" NOT NULL, item_key TEXT COLLATE "C", needs TEXT, max_attempts INTEGER)`,
+    );
     try {
       await stage(sql, specs);
       // Temp tables are never auto-analysed; without statistics a million-row join is planned blind.
@@ -49,7 +52,16 @@ async function stage(sql: Sql, specs: Iterable<TaskSpec>): Promise<void> {
     const rows = chunk;
     chunk = [];
     const ords = rows.map(() => ++ord);
-    await sql.run(STAGE, [ords, rows.map((s) => s.key), rows.map((s) => JSON.stringify(s.payload)), rows.map((s) => s.fingerprint)]);
+    await sql.run(STAGE, [
+      ords,
+      rows.map((s) => s.key),
+      rows.map((s) => JSON.stringify(s.payload)),
+      rows.map((s) => s.fingerprint),
+      rows.map((s) => s.stage ?? ''),
+      rows.map((s) => s.item ?? null),
+      rows.map((s) => (s.needs?.length ? JSON.stringify(s.needs) : null)),
+      rows.map((s) => s.maxAttempts ?? null),
+    ]);
   };
   for (const spec of specs) {
     chunk.push(spec);

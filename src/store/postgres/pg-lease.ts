@@ -1,6 +1,7 @@
 import type { ClaimRequest, ClaimedTask, ReleasedTask, Settlement } from '../task-store.js';
 import type { Sql, Statement } from './pg-db.js';
 import { toClaimedTask, type TaskDbRow } from './rows.js';
+import { cascade, inputsOf } from './pg-stages.js';
 import type { Statements } from './statements.js';
 
 /**
@@ -27,7 +28,9 @@ export async function claim(sql: Sql, st: Statements, req: ClaimRequest): Promis
   ]);
   const tokens = new Map(opened.map((a) => [a.task_id, a.id]));
   await sql.run(st.setTokens, [rows.map((t) => t.id), rows.map((t) => tokens.get(t.id))]);
-  return rows.map((t) => toClaimedTask(t, tokens.get(t.id)!, t.worker_id!));
+  const claimed = [];
+  for (const t of rows) claimed.push(toClaimedTask(t, tokens.get(t.id)!, t.worker_id!, await inputsOf(sql, st, t)));
+  return claimed;
 }
 
 /** Applies each settlement only while its token still holds the task; returns the tokens that did. */
@@ -35,14 +38,20 @@ export async function settle(sql: Sql, st: Statements, settlements: Settlement[]
   const applied = new Set<Settlement>();
   /** Per batch, the latest end of an applied attempt that was not INTERRUPTED. */
   const finished = new Map<number, number>();
+  /** Per batch, the items with a stage task that failed or was cancelled: their dependents end too. */
+  const ended = new Map<number, string[]>();
   // Task rows locked in id order, batch rows last: two settles cannot deadlock.
   for (const s of [...settlements].sort((a, b) => a.taskId - b.taskId)) {
-    const [held] = await sql.rows<{ batch_id: number }>(...fenced(st, s));
+    const [held] = await sql.rows<{ batch_id: number; status: string; item_key: string | null }>(...fenced(st, s));
     if (!held) continue; // fenced off: another attempt holds the task now
+    if (held.item_key !== null && (held.status === 'FAILED' || held.status === 'CANCELLED')) {
+      ended.set(held.batch_id, [...(ended.get(held.batch_id) ?? []), held.item_key]);
+    }
     await sql.run(st.endAttempt, [s.token, s.endedAt, s.outcome, s.exitCode, s.signal, s.error, s.durationMs, s.outputTail, s.logPath]);
     applied.add(s);
     if (s.outcome !== 'INTERRUPTED') finished.set(held.batch_id, Math.max(finished.get(held.batch_id) ?? s.endedAt, s.endedAt));
   }
+  for (const [batchId, items] of ended) await cascade(sql, st, batchId, items, Math.max(...settlements.map((s) => s.endedAt)));
   for (const [batchId, endedAt] of [...finished].sort((a, b) => a[0] - b[0])) await sql.run(st.markFinished, [batchId, endedAt]);
   return settlements.filter((s) => applied.has(s)).map((s) => s.token);
 }
@@ -50,7 +59,7 @@ export async function settle(sql: Sql, st: Statements, settlements: Settlement[]
 /** The task update for a settlement, fenced by its token; returns the task's batch when it applied. */
 function fenced(st: Statements, s: Settlement): [Statement, unknown[]] {
   if (s.outcome === 'SUCCESS') return [st.complete, [s.taskId, s.token, s.endedAt, s.error, s.result ?? null]];
-  if (s.outcome === 'INTERRUPTED') return [st.interrupt, [s.taskId, s.token]];
+  if (s.outcome === 'INTERRUPTED') return [st.interrupt, [s.taskId, s.token, s.endedAt]];
   return [st.fail, [s.taskId, s.token, s.endedAt, s.error, s.retryAt ?? null]];
 }
 
@@ -69,9 +78,10 @@ export async function releaseStale(
     const error = dead
       ? `LOST: its coordinator (${t.lease_owner}) died while the attempt ran`
       : `LOST: the lease of ${t.lease_owner ?? 'an unknown owner'} expired without a heartbeat`;
-    await sql.run(st.releaseLost, [t.id, now, error]);
+    const [after] = await sql.rows<{ status: string }>(st.releaseLost, [t.id, now, error]);
     await sql.run(st.loseAttempt, [t.lease_token, now, error]);
-    released.push({ key: t.task_key, owner: t.lease_owner, failed: t.attempts >= t.max_attempts });
+    released.push({ key: t.task_key, owner: t.lease_owner, failed: after!.status !== 'PENDING' });
+    if (after!.status !== 'PENDING') await cascade(sql, st, t.batch_id, [t.item_key], now);
   }
   return released;
 }

@@ -2,6 +2,8 @@ import type {
   AttemptRow,
   BatchAttempt,
   BatchRecord,
+  Budget,
+  CancelResult,
   ClaimRequest,
   ClaimedTask,
   Counts,
@@ -11,6 +13,7 @@ import type {
   PruneResult,
   ReleasedTask,
   Settlement,
+  StageCounts,
   TaskFilter,
   TaskRow,
   TaskSpec,
@@ -24,7 +27,9 @@ import { claim, releaseStale, settle } from './pg-lease.js';
 import { selectTasks } from './pg-list.js';
 import { lockKey } from './pg-locks.js';
 import { parsePgUrl } from './pg-url.js';
-import { toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from './rows.js';
+import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from './rows.js';
+import { cascade, revive } from './pg-stages.js';
+import { budgets } from '../budget.js';
 import { prepareStatements, type Statements } from './statements.js';
 
 /** Ids per `resetFailed` statement, so a million failed tasks never make one giant array. */
@@ -119,12 +124,13 @@ export class PostgresStore implements TaskStore {
     return this.count(this.st.countChanged, [batchId]);
   }
 
-  async updateJob(batchId: number, job: Record<string, unknown>, maxAttempts: number): Promise<void> {
+  async updateJob(batchId: number, job: Record<string, unknown>, budget: Budget): Promise<void> {
     await this.db.transaction(async (sql) => {
       const now = this.s(Date.now());
       // Task rows first, the batch row last, the order settle locks them in.
-      await sql.run(this.st.updateMaxAttempts, [batchId, maxAttempts]);
-      await sql.run(this.st.failExhausted, [batchId, now]);
+      for (const [stage, maxAttempts] of budgets(budget)) await sql.run(this.st.updateMaxAttempts, [batchId, maxAttempts, stage]);
+      const failed = await sql.rows<{ item_key: string | null }>(this.st.failExhausted, [batchId, now]);
+      await cascade(sql, this.st, batchId, failed.map((r) => r.item_key), now);
       await sql.run(this.st.updateJob, [batchId, JSON.stringify(job), now]);
     });
   }
@@ -188,7 +194,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async getTask(batchId: number, key: string): Promise<TaskRow | undefined> {
-    const [row] = await this.db.read((sql) => sql.rows<TaskDbRow>(this.st.taskByKey, [batchId, key]));
+    const [row] = await this.db.read((sql) => sql.rows<TaskDbRow>(this.st.taskByKey, [batchId, key, key.split('/')[0]]));
     return row && toTaskRow(row);
   }
 
@@ -234,9 +240,37 @@ export class PostgresStore implements TaskStore {
       await sql.run(this.st.lockBatchWork, [this.batchKey(batch.name)]);
       const ids = (await selectTasks(sql, this.st, { ...filter, status: 'FAILED' })).map((t) => t.id);
       let n = 0;
-      for (let i = 0; i < ids.length; i += RESET_CHUNK) n += await sql.run(this.st.resetFailed, [ids.slice(i, i + RESET_CHUNK)]);
+      const items: (string | null)[] = [];
+      for (let i = 0; i < ids.length; i += RESET_CHUNK) {
+        const reset = await sql.rows<{ item_key: string | null }>(this.st.resetFailed, [ids.slice(i, i + RESET_CHUNK)]);
+        n += reset.length;
+        items.push(...reset.map((r) => r.item_key));
+      }
+      await revive(sql, this.st, filter.batchId, items);
       return n;
     });
+  }
+
+  async cancel(filter: TaskFilter): Promise<CancelResult> {
+    return this.db.transaction(async (sql) => {
+      const now = this.s(Date.now());
+      const result: CancelResult = { cancelled: 0, stopping: 0, dependents: 0 };
+      const items: (string | null)[] = [];
+      for (const t of await selectTasks(sql, this.st, { ...filter, status: undefined })) {
+        if (t.status !== 'PENDING' && t.status !== 'RUNNING') continue;
+        const [row] = await sql.rows<{ status: string }>(this.st.cancelTask, [t.id, 'cancelled', now]);
+        if (!row) continue;
+        if (row.status === 'RUNNING') result.stopping++;
+        else result.cancelled++;
+        items.push(t.item);
+      }
+      result.dependents = await cascade(sql, this.st, filter.batchId, items, now);
+      return result;
+    });
+  }
+
+  async stageCounts(batchId: number): Promise<StageCounts[]> {
+    return stageCountsOf(await this.db.read((sql) => sql.rows<CountDbRow & { stage: string }>(this.st.stageCounts, [batchId])));
   }
 
   async activity(batchId: number): Promise<{ firstStartedAt: number | null; lastFinishedAt: number | null }> {

@@ -7,6 +7,7 @@ import type { Statement } from './pg-db.js';
  * connection state such as search_path is needed.
  */
 function sql(s: string) {
+  const needsMet = needsMetIn(s);
   return {
     /** $1 name */
     batchByName: `SELECT * FROM ${s}.batches WHERE name = $1`,
@@ -28,8 +29,10 @@ function sql(s: string) {
     setPaused: `UPDATE ${s}.batches SET paused = $2, updated_at = $3 WHERE id = $1`,
     /** $1 batchId $2 job $3 now */
     updateJob: `UPDATE ${s}.batches SET job = $2, updated_at = $3 WHERE id = $1`,
-    /** $1 batchId $2 maxAttempts — unfinished tasks take the batch's current retry budget. */
-    updateMaxAttempts: `UPDATE ${s}.tasks SET max_attempts = $2 WHERE batch_id = $1 AND status IN ('PENDING', 'RUNNING')`,
+    /** $1 batchId $2 maxAttempts $3 stage (NULL = every stage) — unfinished tasks take the current retry budget. */
+    updateMaxAttempts: `
+      UPDATE ${s}.tasks SET max_attempts = $2
+      WHERE batch_id = $1 AND status IN ('PENDING', 'RUNNING') AND ($3::text IS NULL OR stage = $3)`,
     /**
      * $1 batchId $2 now — after a lowered budget: a waiting retry that has used it all is out
      * of attempts, so it fails now instead of running past the budget.
@@ -37,15 +40,16 @@ function sql(s: string) {
     failExhausted: `
       UPDATE ${s}.tasks SET status = 'FAILED', finished_at = $2,
         last_error = coalesce(last_error, 'failed') || ' (retry budget lowered; no attempts left)'
-      WHERE batch_id = $1 AND status = 'PENDING' AND attempts > 0 AND attempts >= max_attempts`,
+      WHERE batch_id = $1 AND status = 'PENDING' AND attempts > 0 AND attempts >= max_attempts
+      RETURNING item_key`,
     /** $1 ids bigint[] */
     statuses: `SELECT id, status FROM ${s}.tasks WHERE id = ANY($1::bigint[])`,
     /** $1 batchId */
     maxSeq: `SELECT coalesce(max(seq), 0) AS base FROM ${s}.tasks WHERE batch_id = $1`,
     /** $1 batchId $2 base $3 maxAttempts $4 now — copies pg_temp.staging; keys already in the batch are skipped. */
     insertStaged: `
-      INSERT INTO ${s}.tasks (batch_id, task_key, stage, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint)
-      SELECT $1, task_key, '', $2 + ord, payload, $3, $4, fingerprint, fingerprint
+      INSERT INTO ${s}.tasks (batch_id, task_key, stage, item_key, needs, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint)
+      SELECT $1, task_key, stage, item_key, needs, $2 + ord, payload, coalesce(max_attempts, $3), $4, fingerprint, fingerprint
       FROM pg_temp.staging ORDER BY ord
       ON CONFLICT (batch_id, stage, task_key) DO NOTHING`,
     /**
@@ -57,7 +61,7 @@ function sql(s: string) {
       SET seen_fingerprint = st.fingerprint,
           fingerprint = CASE WHEN t.status = 'SUCCESS' THEN t.fingerprint ELSE st.fingerprint END
       FROM pg_temp.staging AS st
-      WHERE t.batch_id = $1 AND t.stage = '' AND t.task_key = st.task_key
+      WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
         AND t.seen_fingerprint IS DISTINCT FROM st.fingerprint`,
     /** $1 batchId — succeeded tasks whose file changed since (served by tasks_changed). */
     countChanged: `
@@ -79,15 +83,40 @@ function sql(s: string) {
     claimTasks: `
       WITH due AS (
         SELECT id, row_number() OVER (ORDER BY next_run_at, attempts, id) AS n FROM (
-          SELECT id, next_run_at, attempts FROM ${s}.tasks
-          WHERE batch_id = $1 AND status = 'PENDING' AND next_run_at <= $2 AND attempts < max_attempts
+          SELECT id, next_run_at, attempts FROM ${s}.tasks AS c
+          WHERE batch_id = $1 AND status = 'PENDING' AND next_run_at <= $2 AND attempts < max_attempts AND ${needsMet}
           ORDER BY next_run_at, attempts, id LIMIT cardinality($5::text[])
           FOR UPDATE SKIP LOCKED) AS locked)
       UPDATE ${s}.tasks AS t
       SET status = 'RUNNING', attempts = t.attempts + 1, lease_owner = $3, lease_expires_at = $4,
           worker_id = ($5::text[])[due.n::int], started_at = $2, lease_token = NULL
       FROM due WHERE t.id = due.id
-      RETURNING t.id, t.task_key, t.stage, t.seq, t.attempts, t.max_attempts, t.payload, t.worker_id, due.n`,
+      RETURNING t.id, t.batch_id, t.task_key, t.stage, t.item_key, t.needs, t.seq, t.attempts, t.max_attempts, t.payload, t.worker_id, due.n`,
+    /** $1 batchId $2 item $3 stages (JSON array) — the stored results of an item's needed stages. */
+    inputs: `
+      SELECT stage, result FROM ${s}.tasks
+      WHERE batch_id = $1 AND item_key = $2 AND stage IN (SELECT jsonb_array_elements_text($3::jsonb))`,
+    /** $1 batchId $2 item — every stage task of one item, locked in id order. */
+    siblings: `
+      SELECT id, stage, status, needs, last_error FROM ${s}.tasks
+      WHERE batch_id = $1 AND item_key = $2 ORDER BY id FOR UPDATE`,
+    /** $1 id $2 reason $3 now — a dependent whose need failed or was cancelled. */
+    cancelPending: `
+      UPDATE ${s}.tasks SET status = 'CANCELLED', last_error = $2, finished_at = $3
+      WHERE id = $1 AND status = 'PENDING'`,
+    /** $1 id $2 reason $3 now — \`cancel\`: a PENDING task ends now; a RUNNING one finishes first. */
+    cancelTask: `
+      UPDATE ${s}.tasks SET
+        status = CASE WHEN status = 'PENDING' THEN 'CANCELLED' ELSE status END,
+        finished_at = CASE WHEN status = 'PENDING' THEN $3 ELSE finished_at END,
+        last_error = CASE WHEN status = 'PENDING' THEN $2 ELSE last_error END,
+        cancel_requested = (status = 'RUNNING' OR cancel_requested)
+      WHERE id = $1 AND status IN ('PENDING', 'RUNNING')
+      RETURNING status`,
+    /** $1 ids bigint[] — dependents whose need was reset by retry-failed. */
+    revive: `
+      UPDATE ${s}.tasks SET status = 'PENDING', finished_at = NULL, last_error = NULL, next_run_at = 0
+      WHERE id = ANY($1::bigint[]) AND status = 'CANCELLED'`,
     /** $1 taskIds bigint[] $2 attempts int[] $3 workerIds text[] $4 pids int[] $5 host $6 owner $7 now — ids in slot order. */
     insertAttempts: `
       INSERT INTO ${s}.attempts (task_id, attempt, worker_id, host, pid, owner, started_at)
@@ -114,24 +143,32 @@ function sql(s: string) {
     complete: `
       UPDATE ${s}.tasks
       SET status = 'SUCCESS', result = $5, finished_at = $3, last_error = $4,
-          lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+          lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, cancel_requested = false
       WHERE id = $1 AND status = 'RUNNING' AND lease_token = $2
-      RETURNING batch_id`,
-    /** $1 taskId $2 token $3 endedAt $4 error $5 retryAt — retryAt NULL fails the task now (permanent). */
+      RETURNING batch_id, status, item_key`,
+    /**
+     * $1 taskId $2 token $3 endedAt $4 error $5 retryAt — retryAt NULL fails the task now
+     * (permanent); a task \`cancel\` asked to stop ends CANCELLED instead of retrying.
+     */
     fail: `
       UPDATE ${s}.tasks
-      SET status = CASE WHEN $5::bigint IS NOT NULL AND attempts < max_attempts THEN 'PENDING' ELSE 'FAILED' END,
-          finished_at = CASE WHEN $5::bigint IS NOT NULL AND attempts < max_attempts THEN NULL ELSE $3::bigint END,
+      SET status = CASE WHEN cancel_requested THEN 'CANCELLED'
+                        WHEN $5::bigint IS NOT NULL AND attempts < max_attempts THEN 'PENDING' ELSE 'FAILED' END,
+          finished_at = CASE WHEN NOT cancel_requested AND $5::bigint IS NOT NULL AND attempts < max_attempts THEN NULL ELSE $3::bigint END,
           next_run_at = coalesce($5::bigint, next_run_at),
-          last_error = $4, lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+          last_error = CASE WHEN cancel_requested THEN 'cancelled; its last attempt: ' || $4 ELSE $4 END,
+          lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
       WHERE id = $1 AND status = 'RUNNING' AND lease_token = $2
-      RETURNING batch_id`,
-    /** $1 taskId $2 token — an interrupted attempt is not charged. */
+      RETURNING batch_id, status, item_key`,
+    /** $1 taskId $2 token $3 endedAt — an interrupted attempt is not charged (a cancelled task ends CANCELLED). */
     interrupt: `
       UPDATE ${s}.tasks
-      SET status = 'PENDING', attempts = attempts - 1, lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+      SET status = CASE WHEN cancel_requested THEN 'CANCELLED' ELSE 'PENDING' END,
+          finished_at = CASE WHEN cancel_requested THEN $3::bigint ELSE finished_at END,
+          last_error = CASE WHEN cancel_requested THEN 'cancelled' ELSE last_error END,
+          attempts = attempts - 1, lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
       WHERE id = $1 AND status = 'RUNNING' AND lease_token = $2
-      RETURNING batch_id`,
+      RETURNING batch_id, status, item_key`,
     /** $1 token $2 endedAt $3 outcome $4 exitCode $5 signal $6 error $7 durationMs $8 outputTail $9 logPath */
     endAttempt: `
       UPDATE ${s}.attempts
@@ -155,11 +192,12 @@ function sql(s: string) {
     /** $1 id $2 now $3 error — the lost attempt stays counted, so a task that kills its machine cannot loop forever. */
     releaseLost: `
       UPDATE ${s}.tasks
-      SET status = CASE WHEN attempts < max_attempts THEN 'PENDING' ELSE 'FAILED' END,
-          finished_at = CASE WHEN attempts < max_attempts THEN NULL ELSE $2::bigint END,
+      SET status = CASE WHEN cancel_requested THEN 'CANCELLED' WHEN attempts < max_attempts THEN 'PENDING' ELSE 'FAILED' END,
+          finished_at = CASE WHEN NOT cancel_requested AND attempts < max_attempts THEN NULL ELSE $2::bigint END,
           next_run_at = $2, last_error = $3,
           lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
-      WHERE id = $1`,
+      WHERE id = $1
+      RETURNING status`,
     /** $1 token $2 now $3 error */
     loseAttempt: `
       UPDATE ${s}.attempts SET ended_at = $2, outcome = 'LOST', error = $3, duration_ms = $2 - started_at
@@ -168,15 +206,31 @@ function sql(s: string) {
   };
 }
 
+/**
+ * A PENDING task (alias `c`) whose needs all succeeded for its item; a task without needs
+ * passes at once. Part of the claim itself, so no race can start a stage early.
+ */
+function needsMetIn(s: string): string {
+  return `(c.needs IS NULL OR jsonb_array_length(c.needs::jsonb) = (
+    SELECT count(*) FROM ${s}.tasks AS d
+    WHERE d.batch_id = c.batch_id AND d.item_key = c.item_key AND d.status = 'SUCCESS'
+      AND d.stage IN (SELECT jsonb_array_elements_text(c.needs::jsonb))))`;
+}
+
 /** The read side: counts, listings, history and prune. */
 function reportStatements(s: string) {
+  const needsMet = needsMetIn(s);
   return {
     /** $1 batchId — covered by tasks_by_state (index-only once the batch is a minority of the table). */
     counts: `
       SELECT status, attempts > 0 AS tried, count(*) AS n FROM ${s}.tasks
       WHERE batch_id = $1 GROUP BY status, tried`,
     /** $1 batchId */
-    nextDue: `SELECT min(next_run_at) AS due FROM ${s}.tasks WHERE batch_id = $1 AND status = 'PENDING'`,
+    nextDue: `SELECT min(next_run_at) AS due FROM ${s}.tasks AS c WHERE batch_id = $1 AND status = 'PENDING' AND ${needsMet}`,
+    /** $1 batchId — per stage, for batches with stages. */
+    stageCounts: `
+      SELECT stage, status, attempts > 0 AS tried, count(*) AS n FROM ${s}.tasks
+      WHERE batch_id = $1 GROUP BY stage, status, tried ORDER BY stage`,
     /** $1 batchId $2 limit */
     failedErrors: `
       SELECT coalesce(last_error, '(no error recorded)') AS error, count(*) AS count, min(task_key) AS example
@@ -199,9 +253,10 @@ function reportStatements(s: string) {
     /** $1 ids bigint[] — a fresh retry budget; the attempts history is kept. */
     resetFailed: `
       UPDATE ${s}.tasks SET status = 'PENDING', attempts = 0, next_run_at = 0, finished_at = NULL, last_error = NULL
-      WHERE id = ANY($1::bigint[]) AND status = 'FAILED'`,
-    /** $1 batchId $2 key */
-    taskByKey: `SELECT * FROM ${s}.tasks WHERE batch_id = $1 AND stage = '' AND task_key = $2`,
+      WHERE id = ANY($1::bigint[]) AND status = 'FAILED'
+      RETURNING item_key`,
+    /** $1 batchId $2 key $3 stage (the key's first segment: a stage task's key starts with its stage) */
+    taskByKey: `SELECT * FROM ${s}.tasks WHERE batch_id = $1 AND task_key = $2 AND stage IN ('', $3)`,
     /** $1 taskId */
     attemptsOf: `SELECT * FROM ${s}.attempts WHERE task_id = $1 ORDER BY id`,
     /** $1 batchId $2 limit — the most recent attempts, returned newest first (the caller reverses). */

@@ -3,6 +3,8 @@ import type {
   AttemptRow,
   BatchAttempt,
   BatchRecord,
+  Budget,
+  CancelResult,
   ClaimRequest,
   ClaimedTask,
   Counts,
@@ -12,6 +14,7 @@ import type {
   PruneResult,
   ReleasedTask,
   Settlement,
+  StageCounts,
   TaskFilter,
   TaskRow,
   TaskSpec,
@@ -20,8 +23,23 @@ import type {
 } from '../task-store.js';
 import { openSqlite, storeError } from './open-sqlite.js';
 import { prepareStatements, type Statements } from './statements.js';
-import { toAttemptRow, toBatch, toClaimedTask, toTaskRow, type AttemptDbRow, type BatchDbRow, type TaskDbRow } from '../db-rows.js';
+import {
+  stageCountsOf,
+  toAttemptRow,
+  toBatch,
+  toClaimedTask,
+  toCounts,
+  toSibling,
+  toTaskRow,
+  type AttemptDbRow,
+  type BatchDbRow,
+  type CountDbRow,
+  type SiblingDbRow,
+  type TaskDbRow,
+} from '../db-rows.js';
+import { cascadeCancel, cascadeRevive, type Sibling } from '../stage-graph.js';
 import { failpoint } from '../failpoint.js';
+import { budgets } from '../budget.js';
 
 const STAGING_CHUNK = 5000;
 
@@ -37,7 +55,8 @@ export class SqliteStore implements TaskStore {
   private constructor(readonly location: string, db: Database.Database) {
     this.db = db;
     // Per connection and never in the store file (a read-only store can have one too).
-    db.exec('CREATE TEMP TABLE staging (task_key TEXT NOT NULL, payload TEXT NOT NULL, fingerprint TEXT)');
+    db.exec(`CREATE TEMP TABLE staging (task_key TEXT NOT NULL, payload TEXT NOT NULL, fingerprint TEXT,
+      stage TEXT NOT NULL, item_key TEXT, needs TEXT, max_attempts INTEGER)`);
     this.st = prepareStatements(db);
   }
 
@@ -89,10 +108,15 @@ export class SqliteStore implements TaskStore {
     // directory walk never blocks other runs; the store then changes in one short
     // transaction, all tasks or none.
     this.read(() => this.db.exec('DELETE FROM temp.staging'));
-    const stage = this.db.prepare('INSERT INTO temp.staging (task_key, payload, fingerprint) VALUES (?, ?, ?)');
+    const stage = this.db.prepare(
+      'INSERT INTO temp.staging (task_key, payload, fingerprint, stage, item_key, needs, max_attempts) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    );
     let chunk: TaskSpec[] = [];
     const flush = this.db.transaction((rows: TaskSpec[]) => {
-      for (const s of rows) stage.run(s.key, JSON.stringify(s.payload), s.fingerprint);
+      for (const s of rows) {
+        const needs = s.needs?.length ? JSON.stringify(s.needs) : null;
+        stage.run(s.key, JSON.stringify(s.payload), s.fingerprint, s.stage ?? '', s.item ?? null, needs, s.maxAttempts ?? null);
+      }
     });
     this.read(() => {
       for (const spec of specs) {
@@ -131,13 +155,28 @@ export class SqliteStore implements TaskStore {
     return this.read(() => (this.st.countChanged.get({ batchId }) as { n: number }).n);
   }
 
-  async updateJob(batchId: number, job: Record<string, unknown>, maxAttempts: number): Promise<void> {
+  async updateJob(batchId: number, job: Record<string, unknown>, budget: Budget): Promise<void> {
     this.write(() => {
       const now = Date.now();
       this.st.updateJob.run({ batchId, job: JSON.stringify(job), now });
-      this.st.updateMaxAttempts.run({ batchId, maxAttempts });
-      this.st.failExhausted.run({ batchId, now });
+      for (const [stage, maxAttempts] of budgets(budget)) this.st.updateMaxAttempts.run({ batchId, maxAttempts, stage });
+      const failed = this.st.failExhausted.all({ batchId, now }) as { item_key: string | null }[];
+      this.cascade(batchId, failed.map((r) => r.item_key), now);
     });
+  }
+
+  /** Cancels the dependents of the items' failed or cancelled stage tasks (transitively). */
+  private cascade(batchId: number, items: Iterable<string | null>, now: number): number {
+    let n = 0;
+    for (const item of new Set(items)) {
+      if (item === null) continue;
+      for (const c of cascadeCancel(this.siblings(batchId, item))) n += this.st.cancelPending.run({ id: c.id, reason: c.reason, now }).changes;
+    }
+    return n;
+  }
+
+  private siblings(batchId: number, item: string): Sibling[] {
+    return (this.st.siblings.all({ batchId, item }) as SiblingDbRow[]).map(toSibling);
   }
 
   async claim(req: ClaimRequest): Promise<ClaimedTask[]> {
@@ -178,11 +217,18 @@ export class SqliteStore implements TaskStore {
           }).lastInsertRowid,
         );
         this.st.setToken.run({ id: t.id, token });
-        claimed.push(toClaimedTask(t, token, slot.workerId));
+        claimed.push(toClaimedTask(t, token, slot.workerId, this.inputsOf(t)));
       }
       if (claimed.length > 0) this.st.markStarted.run({ batchId: req.batchId, now: req.now });
       return claimed;
     }
+  }
+
+  /** The stored results of the stages a task needs, by stage. */
+  private inputsOf(t: TaskDbRow): Record<string, unknown> {
+    if (t.needs === null || t.item_key === null) return {};
+    const rows = this.st.inputs.all({ batchId: t.batch_id, item: t.item_key, stages: t.needs }) as { stage: string; result: string | null }[];
+    return Object.fromEntries(rows.map((r) => [r.stage, r.result === null ? null : JSON.parse(r.result)]));
   }
 
   async heartbeat(owner: string, leaseExpiresAt: number): Promise<void> {
@@ -197,13 +243,18 @@ export class SqliteStore implements TaskStore {
   private settleIn(settlements: Settlement[]): number[] {
     {
       const applied: number[] = [];
+      const ended = new Map<number, (string | null)[]>(); // batch → items with a stage task that failed or was cancelled
       for (const s of settlements) {
         const params = { taskId: s.taskId, token: s.token, endedAt: s.endedAt, error: s.error };
-        let changes: number;
-        if (s.outcome === 'SUCCESS') changes = this.st.complete.run({ ...params, result: s.result ?? null }).changes;
-        else if (s.outcome === 'INTERRUPTED') changes = this.st.interrupt.run({ taskId: s.taskId, token: s.token }).changes;
-        else changes = this.st.fail.run({ ...params, retryAt: s.retryAt ?? null }).changes;
-        if (changes === 0) continue; // fenced off: another attempt holds the task now
+        let row: { status: TaskStatus; item_key: string | null } | undefined;
+        if (s.outcome === 'SUCCESS') row = this.st.complete.get({ ...params, result: s.result ?? null }) as typeof row;
+        else if (s.outcome === 'INTERRUPTED') row = this.st.interrupt.get({ taskId: s.taskId, token: s.token, endedAt: s.endedAt }) as typeof row;
+        else row = this.st.fail.get({ ...params, retryAt: s.retryAt ?? null }) as typeof row;
+        if (!row) continue; // fenced off: another attempt holds the task now
+        if (row.item_key !== null && (row.status === 'FAILED' || row.status === 'CANCELLED')) {
+          const batchId = (this.st.batchOf.get(s.taskId) as { batch_id: number }).batch_id;
+          ended.set(batchId, [...(ended.get(batchId) ?? []), row.item_key]);
+        }
         if (s.outcome !== 'INTERRUPTED') this.st.markFinished.run({ taskId: s.taskId, endedAt: s.endedAt });
         this.st.endAttempt.run({
           token: s.token,
@@ -218,6 +269,7 @@ export class SqliteStore implements TaskStore {
         });
         applied.push(s.token);
       }
+      for (const [batchId, items] of ended) this.cascade(batchId, items, Date.now());
       return applied;
     }
   }
@@ -240,34 +292,28 @@ export class SqliteStore implements TaskStore {
     if (stale.length === 0) return [];
     return this.write(() => {
       const released: ReleasedTask[] = [];
+      const ended: TaskDbRow[] = [];
       for (const t of this.st.staleTasks.all(params) as TaskDbRow[]) {
         const dead = t.lease_owner !== null && deadOwners.includes(t.lease_owner);
         const error = dead
           ? `LOST: its coordinator (${t.lease_owner}) died while the attempt ran`
           : `LOST: the lease of ${t.lease_owner ?? 'an unknown owner'} expired without a heartbeat`;
-        this.st.releaseLost.run({ id: t.id, now, error });
+        const after = this.st.releaseLost.get({ id: t.id, now, error }) as { status: TaskStatus };
         this.st.loseAttempt.run({ token: t.lease_token, now, error });
-        released.push({ key: t.task_key, owner: t.lease_owner, failed: t.attempts >= t.max_attempts });
+        released.push({ key: t.task_key, owner: t.lease_owner, failed: after.status !== 'PENDING' });
+        if (after.status !== 'PENDING') ended.push(t);
       }
+      for (const t of ended) this.cascade(t.batch_id, [t.item_key], now);
       return released;
     });
   }
 
   async counts(batchId: number): Promise<Counts> {
-    const rows = this.read(() => this.st.counts.all({ batchId }) as { status: string; tried: number; n: number }[]);
-    const c: Counts = { total: 0, pending: 0, retrying: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 };
-    for (const r of rows) {
-      if (r.tried) {
-        c.retrying += r.n; // also counted in the PENDING row above: move them over
-        c.pending -= r.n;
-        continue;
-      }
-      c.total += r.n;
-      if (r.status === 'PENDING') c.pending += r.n;
-      else if (r.status === 'RUNNING') c.running += r.n;
-      else if (r.status === 'SUCCESS') c.succeeded += r.n;
-      else if (r.status === 'FAILED') c.failed += r.n;
-      else if (r.status === 'CANCELLED') c.cancelled += r.n;
+    const rows = this.read(() => this.st.counts.all({ batchId }) as CountDbRow[]);
+    const c = toCounts(rows.filter((r) => !r.tried));
+    for (const r of rows.filter((r) => r.tried)) {
+      c.retrying += r.n; // also counted in the PENDING row above: move them over
+      c.pending -= r.n;
     }
     return c;
   }
@@ -308,7 +354,7 @@ export class SqliteStore implements TaskStore {
   }
 
   async getTask(batchId: number, key: string): Promise<TaskRow | undefined> {
-    const row = this.read(() => this.st.taskByKey.get(batchId, key) as TaskDbRow | undefined);
+    const row = this.read(() => this.st.taskByKey.get(batchId, key, key.split('/')[0]) as TaskDbRow | undefined);
     return row && toTaskRow(row);
   }
 
@@ -347,9 +393,40 @@ export class SqliteStore implements TaskStore {
     return this.write(() => {
       const targets = this.selectTasks({ ...filter, status: 'FAILED' });
       let n = 0;
-      for (const t of targets) n += this.st.resetFailed.run(t.id).changes;
+      const items = new Set<string>();
+      for (const t of targets) {
+        const row = this.st.resetFailed.get(t.id) as { item_key: string | null } | undefined;
+        if (!row) continue;
+        n++;
+        if (row.item_key !== null) items.add(row.item_key);
+      }
+      // Their dependents, cancelled because these failed, wait for them again.
+      for (const item of items) for (const id of cascadeRevive(this.siblings(filter.batchId, item))) this.st.revive.run(id);
       return n;
     });
+  }
+
+  async cancel(filter: TaskFilter): Promise<CancelResult> {
+    return this.write(() => {
+      const now = Date.now();
+      const result: CancelResult = { cancelled: 0, stopping: 0, dependents: 0 };
+      const items: (string | null)[] = [];
+      for (const t of this.selectTasks({ ...filter, status: undefined })) {
+        if (t.status !== 'PENDING' && t.status !== 'RUNNING') continue;
+        const row = this.st.cancelTask.get({ id: t.id, reason: 'cancelled', now }) as { status: TaskStatus } | undefined;
+        if (!row) continue;
+        if (row.status === 'RUNNING') result.stopping++;
+        else result.cancelled++;
+        items.push(t.item);
+      }
+      result.dependents = this.cascade(filter.batchId, items, now);
+      return result;
+    });
+  }
+
+  async stageCounts(batchId: number): Promise<StageCounts[]> {
+    const rows = this.read(() => this.st.stageCounts.all({ batchId }) as (CountDbRow & { stage: string })[]);
+    return stageCountsOf(rows);
   }
 
   async activity(batchId: number): Promise<{ firstStartedAt: number | null; lastFinishedAt: number | null }> {

@@ -4,6 +4,15 @@ import type Database from 'better-sqlite3';
  * Every SQL statement of the SQLite store, prepared once per connection. Each one's
  * comment lists its named parameters.
  */
+/**
+ * A PENDING task (alias `c`) whose needs all succeeded for its item; a task without needs
+ * passes at once. Part of the claim itself, so no race can start a stage early.
+ */
+const NEEDS_MET = `(c.needs IS NULL OR json_array_length(c.needs) = (
+  SELECT count(*) FROM tasks AS d INDEXED BY tasks_by_item
+  WHERE d.batch_id = c.batch_id AND d.item_key = c.item_key AND d.status = 'SUCCESS'
+    AND d.stage IN (SELECT value FROM json_each(c.needs))))`;
+
 const SQL = {
   /** ?name */
   batchByName: 'SELECT * FROM batches WHERE name = ?',
@@ -15,8 +24,10 @@ const SQL = {
   setPaused: 'UPDATE batches SET paused = @paused, updated_at = @now WHERE id = @batchId',
   /** @batchId @job @now */
   updateJob: 'UPDATE batches SET job = @job, updated_at = @now WHERE id = @batchId',
-  /** @batchId @maxAttempts — unfinished tasks take the batch's current retry budget. */
-  updateMaxAttempts: "UPDATE tasks SET max_attempts = @maxAttempts WHERE batch_id = @batchId AND status IN ('PENDING', 'RUNNING')",
+  /** @batchId @maxAttempts @stage (NULL = every stage) — unfinished tasks take the current retry budget. */
+  updateMaxAttempts: `
+    UPDATE tasks SET max_attempts = @maxAttempts
+    WHERE batch_id = @batchId AND status IN ('PENDING', 'RUNNING') AND (@stage IS NULL OR stage = @stage)`,
   /**
    * @batchId @now — after a lowered budget: a waiting retry that has used it all is out of
    * attempts, so it fails now instead of running past the budget.
@@ -24,15 +35,19 @@ const SQL = {
   failExhausted: `
     UPDATE tasks SET status = 'FAILED', finished_at = @now,
       last_error = coalesce(last_error, 'failed') || ' (retry budget lowered; no attempts left)'
-    WHERE batch_id = @batchId AND status = 'PENDING' AND attempts > 0 AND attempts >= max_attempts`,
+    WHERE batch_id = @batchId AND status = 'PENDING' AND attempts > 0 AND attempts >= max_attempts
+    RETURNING item_key`,
   /** ?ids (JSON array) */
   statuses: 'SELECT id, status FROM tasks WHERE id IN (SELECT value FROM json_each(?))',
+  /** ?taskId */
+  batchOf: 'SELECT batch_id FROM tasks WHERE id = ?',
   /** ?batchId */
   maxSeq: 'SELECT coalesce(max(seq), 0) AS base FROM tasks WHERE batch_id = ?',
   /** @batchId @base @maxAttempts @now — copies temp.staging; keys already in the batch are skipped. */
   insertStaged: `
-    INSERT INTO tasks (batch_id, task_key, stage, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint)
-    SELECT @batchId, task_key, '', @base + rowid, payload, @maxAttempts, @now, fingerprint, fingerprint
+    INSERT INTO tasks (batch_id, task_key, stage, item_key, needs, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint)
+    SELECT @batchId, task_key, stage, item_key, needs, @base + rowid, payload, coalesce(max_attempts, @maxAttempts), @now,
+      fingerprint, fingerprint
     FROM temp.staging WHERE true
     ON CONFLICT (batch_id, stage, task_key) DO NOTHING`,
   /**
@@ -44,7 +59,7 @@ const SQL = {
     SET seen_fingerprint = s.fingerprint,
         fingerprint = CASE WHEN tasks.status = 'SUCCESS' THEN tasks.fingerprint ELSE s.fingerprint END
     FROM temp.staging AS s
-    WHERE tasks.batch_id = @batchId AND tasks.stage = '' AND tasks.task_key = s.task_key
+    WHERE tasks.batch_id = @batchId AND tasks.stage = s.stage AND tasks.task_key = s.task_key
       AND tasks.seen_fingerprint IS NOT s.fingerprint`,
   /** @batchId — succeeded tasks whose file changed since. */
   countChanged: `
@@ -59,17 +74,42 @@ const SQL = {
 
   /**
    * @batchId @now @owner @expires @workerId — takes the first due PENDING task in index
-   * order and counts the attempt in the same statement: a claim is an attempt.
+   * order whose needs all succeeded for its item, and counts the attempt in the same
+   * statement: a claim is an attempt.
    */
   claimOne: `
     UPDATE tasks
     SET status = 'RUNNING', attempts = attempts + 1, lease_owner = @owner, lease_expires_at = @expires,
         worker_id = @workerId, started_at = @now, lease_token = NULL
     WHERE id = (
-      SELECT id FROM tasks INDEXED BY tasks_by_state
+      SELECT id FROM tasks AS c INDEXED BY tasks_by_state
       WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at <= @now AND attempts < max_attempts
+        AND ${NEEDS_MET}
       ORDER BY next_run_at, attempts, id LIMIT 1)
     RETURNING *`,
+  /** @batchId @item @stages (JSON array) — the stored results of an item's needed stages. */
+  inputs: `
+    SELECT stage, result FROM tasks INDEXED BY tasks_by_item
+    WHERE batch_id = @batchId AND item_key = @item AND stage IN (SELECT value FROM json_each(@stages))`,
+  /** @batchId @item — every stage task of one item. */
+  siblings: `
+    SELECT id, stage, status, needs, last_error FROM tasks INDEXED BY tasks_by_item
+    WHERE batch_id = @batchId AND item_key = @item`,
+  /** @id @reason @now — a dependent whose need failed or was cancelled. */
+  cancelPending: `
+    UPDATE tasks SET status = 'CANCELLED', last_error = @reason, finished_at = @now
+    WHERE id = @id AND status = 'PENDING'`,
+  /** @id @reason @now — `cancel`: a PENDING task ends now; a RUNNING one finishes first. */
+  cancelTask: `
+    UPDATE tasks SET
+      status = CASE WHEN status = 'PENDING' THEN 'CANCELLED' ELSE status END,
+      finished_at = CASE WHEN status = 'PENDING' THEN @now ELSE finished_at END,
+      last_error = CASE WHEN status = 'PENDING' THEN @reason ELSE last_error END,
+      cancel_requested = CASE WHEN status = 'RUNNING' THEN 1 ELSE cancel_requested END
+    WHERE id = @id AND status IN ('PENDING', 'RUNNING')
+    RETURNING status`,
+  /** ?id — a dependent whose need was reset by retry-failed. */
+  revive: "UPDATE tasks SET status = 'PENDING', finished_at = NULL, last_error = NULL, next_run_at = 0 WHERE id = ? AND status = 'CANCELLED'",
   /** @taskId @attempt @workerId @host @pid @owner @now */
   insertAttempt: `
     INSERT INTO attempts (task_id, attempt, worker_id, host, pid, owner, started_at)
@@ -83,21 +123,32 @@ const SQL = {
   complete: `
     UPDATE tasks
     SET status = 'SUCCESS', result = @result, finished_at = @endedAt, last_error = @error,
-        lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
-    WHERE id = @taskId AND status = 'RUNNING' AND lease_token = @token`,
-  /** @taskId @token @endedAt @error @retryAt — retryAt NULL fails the task now (permanent). */
+        lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0
+    WHERE id = @taskId AND status = 'RUNNING' AND lease_token = @token
+    RETURNING status, item_key`,
+  /**
+   * @taskId @token @endedAt @error @retryAt — retryAt NULL fails the task now (permanent);
+   * a task `cancel` asked to stop ends CANCELLED instead of retrying.
+   */
   fail: `
     UPDATE tasks
-    SET status = CASE WHEN @retryAt IS NOT NULL AND attempts < max_attempts THEN 'PENDING' ELSE 'FAILED' END,
-        finished_at = CASE WHEN @retryAt IS NOT NULL AND attempts < max_attempts THEN NULL ELSE @endedAt END,
+    SET status = CASE WHEN cancel_requested THEN 'CANCELLED'
+                      WHEN @retryAt IS NOT NULL AND attempts < max_attempts THEN 'PENDING' ELSE 'FAILED' END,
+        finished_at = CASE WHEN NOT cancel_requested AND @retryAt IS NOT NULL AND attempts < max_attempts THEN NULL ELSE @endedAt END,
         next_run_at = coalesce(@retryAt, next_run_at),
-        last_error = @error, lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
-    WHERE id = @taskId AND status = 'RUNNING' AND lease_token = @token`,
-  /** @taskId @token — an interrupted attempt is not charged. */
+        last_error = CASE WHEN cancel_requested THEN 'cancelled; its last attempt: ' || @error ELSE @error END,
+        lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+    WHERE id = @taskId AND status = 'RUNNING' AND lease_token = @token
+    RETURNING status, item_key`,
+  /** @taskId @token @endedAt — an interrupted attempt is not charged (a cancelled task ends CANCELLED). */
   interrupt: `
     UPDATE tasks
-    SET status = 'PENDING', attempts = attempts - 1, lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
-    WHERE id = @taskId AND status = 'RUNNING' AND lease_token = @token`,
+    SET status = CASE WHEN cancel_requested THEN 'CANCELLED' ELSE 'PENDING' END,
+        finished_at = CASE WHEN cancel_requested THEN @endedAt ELSE finished_at END,
+        last_error = CASE WHEN cancel_requested THEN 'cancelled' ELSE last_error END,
+        attempts = attempts - 1, lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+    WHERE id = @taskId AND status = 'RUNNING' AND lease_token = @token
+    RETURNING status, item_key`,
   /** @token @endedAt @outcome @exitCode @signal @error @durationMs @outputTail @logPath */
   endAttempt: `
     UPDATE attempts
@@ -117,11 +168,12 @@ const SQL = {
   /** @id @now @error — the lost attempt stays counted, so a task that kills its machine cannot loop forever. */
   releaseLost: `
     UPDATE tasks
-    SET status = CASE WHEN attempts < max_attempts THEN 'PENDING' ELSE 'FAILED' END,
-        finished_at = CASE WHEN attempts < max_attempts THEN NULL ELSE @now END,
+    SET status = CASE WHEN cancel_requested THEN 'CANCELLED' WHEN attempts < max_attempts THEN 'PENDING' ELSE 'FAILED' END,
+        finished_at = CASE WHEN NOT cancel_requested AND attempts < max_attempts THEN NULL ELSE @now END,
         next_run_at = @now, last_error = @error,
         lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
-    WHERE id = @id`,
+    WHERE id = @id
+    RETURNING status, item_key`,
   /** @token @now @error */
   loseAttempt: `
     UPDATE attempts SET ended_at = @now, outcome = 'LOST', error = @error, duration_ms = @now - started_at
@@ -136,7 +188,12 @@ const SQL = {
     UNION ALL
     SELECT 'PENDING', count(*), 1 FROM tasks INDEXED BY tasks_by_state WHERE batch_id = @batchId AND status = 'PENDING' AND attempts > 0`,
   /** ?batchId */
-  nextDue: "SELECT min(next_run_at) AS due FROM tasks WHERE batch_id = ? AND status = 'PENDING'",
+  /** ?batchId — only tasks whose needs are met: one waiting for a running need is not "due". */
+  nextDue: `SELECT min(next_run_at) AS due FROM tasks AS c WHERE batch_id = ? AND status = 'PENDING' AND ${NEEDS_MET}`,
+  /** @batchId — per stage, for batches with stages. */
+  stageCounts: `
+    SELECT stage, status, attempts > 0 AS tried, count(*) AS n FROM tasks
+    WHERE batch_id = @batchId GROUP BY stage, status, tried ORDER BY stage`,
   /** @batchId @limit */
   failedErrors: `
     SELECT coalesce(last_error, '(no error recorded)') AS error, count(*) AS count, min(task_key) AS example FROM tasks
@@ -185,13 +242,15 @@ const SQL = {
   deleteBatch: 'DELETE FROM batches WHERE id = ?',
   historySize: 'SELECT count(*) AS n FROM attempts',
   /** ?batchId ?key */
-  taskByKey: "SELECT * FROM tasks WHERE batch_id = ? AND stage = '' AND task_key = ?",
+  /** ?batchId ?key ?stage (the key's first segment: a stage task's key starts with its stage) */
+  taskByKey: "SELECT * FROM tasks WHERE batch_id = ? AND task_key = ? AND stage IN ('', ?)",
   /** ?taskId */
   attemptsOf: 'SELECT * FROM attempts WHERE task_id = ? ORDER BY id',
   /** ?id — a fresh retry budget; the attempts history is kept. */
   resetFailed: `
     UPDATE tasks SET status = 'PENDING', attempts = 0, next_run_at = 0, finished_at = NULL, last_error = NULL
-    WHERE id = ? AND status = 'FAILED'`,
+    WHERE id = ? AND status = 'FAILED'
+    RETURNING item_key`,
 } as const;
 
 export type Statements = Record<keyof typeof SQL, Database.Statement>;

@@ -1,0 +1,29 @@
+import picomatch from 'picomatch';
+import { line, type Io, type OutputFlags } from '../io.js';
+import { withBatch } from '../with-store.js';
+
+export interface CancelFlags extends OutputFlags {
+  db?: string;
+  batch?: string;
+  key?: string;
+}
+
+/**
+ * `splitdance cancel [--key GLOB]`: matching PENDING tasks (waiting retries included) end
+ * CANCELLED now; RUNNING ones finish, and end CANCELLED instead of retrying unless they
+ * succeed. Stage tasks that need a cancelled task are cancelled with it. Through the
+ * store, so coordinators anywhere see it at their next claim.
+ */
+export async function cancelCommand(flags: CancelFlags, io: Io): Promise<number> {
+  return withBatch(flags, io, async (store, batch) => {
+    const r = await store.cancel({ batchId: batch.id, keyMatches: flags.key ? picomatch(flags.key, { dot: true }) : undefined });
+    if (flags.json) line(io.stdout, JSON.stringify({ batch: batch.name, ...r }));
+    else if (!flags.quiet) {
+      const parts = [`${r.cancelled} pending task${r.cancelled === 1 ? '' : 's'} cancelled`];
+      if (r.dependents) parts.push(`${r.dependents} dependent${r.dependents === 1 ? '' : 's'} cancelled with them`);
+      if (r.stopping) parts.push(`${r.stopping} running (they finish; unless they succeed they end CANCELLED)`);
+      line(io.stderr, `batch ${batch.name}${flags.key ? ` (keys ${flags.key})` : ''}: ${parts.join(', ')}`);
+    }
+    return 0;
+  });
+}
