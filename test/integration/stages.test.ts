@@ -123,6 +123,11 @@ describe.each(backends)('stages on %s', (name, dbArgs) => {
       const show = await runCli(['show', 'manifest/video03.mp4', ...db], { cwd: p.dir });
       expect(show.stdout).toMatch(/stage manifest of item video03\.mp4; needs thumbnail, package/);
       expect(show.stdout).toMatch(/last error: needs thumbnail: CANCELLED/);
+      const report = await runCli(['report', '--html', 'report.html', ...db], { cwd: p.dir });
+      expect(report.code, report.stderr).toBe(0);
+      const html = readFileSync(join(p.dir, 'report.html'), 'utf8');
+      expect(html).toMatch(/<h2>Stages<\/h2>/);
+      expect(html).toContain('<tr><td><code>thumbnail</code></td><td>12</td><td>10</td><td>0</td><td>2</td><td>0</td></tr>');
 
       // Fix the input, retry the failed stage: its dependents come back and run; nothing else runs again.
       const retry = await runCli(['retry-failed', '--key', 'transcode/*', ...db], { cwd: p.dir });
