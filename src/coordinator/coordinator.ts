@@ -38,6 +38,9 @@ export type StopReason =
 interface Inflight {
   task: ClaimedTask;
   worker: PoolWorker;
+  /** Whether it is the attempt its worker runs now (the others wait in the worker's queue). */
+  head: boolean;
+  /** When it started running (became its worker's head); until then, when it was claimed. */
   startedAt: number;
   timedOut: boolean;
   /** Stopped by a shutdown: however it ends, it is INTERRUPTED (not charged). */
@@ -61,6 +64,8 @@ export class Coordinator {
   private readonly inflight = new Map<number, Inflight>();
   private queue: Queued[] = [];
   private stopping: StopReason | null = null;
+  /** Set once run() has its answer: nothing may be scheduled after that. */
+  private finished = false;
   private failures = 0;
   private tickQueued = false;
   private ticking = false;
@@ -81,12 +86,25 @@ export class Coordinator {
 
   async run(): Promise<StopReason> {
     const done = new Promise<StopReason>((resolve, reject) => {
-      this.finish = resolve;
-      this.fail = reject;
+      this.finish = (r) => {
+        this.finished = true;
+        resolve(r);
+      };
+      this.fail = (err) => {
+        this.finished = true;
+        reject(err);
+      };
     });
     this.pool.attach({
-      done: (worker, msg) => this.ended(msg.token, { kind: 'reported', msg, timedOut: false }),
-      exited: (_worker, token, why) => this.died(token, why),
+      done: (worker, msg) => {
+        this.ended(msg.token, { kind: 'reported', msg, timedOut: false });
+        this.startHead(worker);
+      },
+      dropped: (_worker, tokens) => tokens.forEach((t) => this.ended(t, { kind: 'interrupted' })),
+      exited: (_worker, token, why, queued) => {
+        for (const t of queued) this.ended(t, { kind: 'interrupted', why: `its worker died (${why}) before it started` });
+        this.died(token, why);
+      },
       idle: () => this.schedule(),
       heartbeat: () => undefined, // leases are extended for every running attempt on a timer
     });
@@ -120,20 +138,20 @@ export class Coordinator {
    * INTERRUPTED: its task returns to PENDING, uncharged.
    */
   interruptAll(killAfterMs: number): void {
+    const workers = new Set<PoolWorker>();
     for (const entry of this.inflight.values()) {
       entry.interrupted = true;
-      this.pool.abort(entry.worker, 'shutdown');
+      workers.add(entry.worker);
     }
+    for (const w of workers) this.pool.abort(w, 'shutdown'); // also drops its queued attempts
     if (this.inflight.size > 0) this.timers.push(setTimeout(() => this.killAll(), killAfterMs));
   }
 
   /** Kill every running attempt now and return its task to PENDING, uncharged. */
   killAll(): void {
     const now = Date.now();
-    for (const entry of this.inflight.values()) {
-      this.pool.kill(entry.worker);
-      this.push(entry, { kind: 'interrupted' }, now);
-    }
+    for (const w of new Set([...this.inflight.values()].map((e) => e.worker))) this.pool.kill(w);
+    for (const entry of this.inflight.values()) this.push(entry, { kind: 'interrupted' }, now);
     this.schedule();
   }
 
@@ -142,7 +160,7 @@ export class Coordinator {
   }
 
   private schedule(): void {
-    if (this.tickQueued) return;
+    if (this.tickQueued || this.finished) return;
     this.tickQueued = true;
     setImmediate(() => void this.tick());
   }
@@ -156,6 +174,7 @@ export class Coordinator {
     this.ticking = true;
     try {
       do {
+        if (this.finished) return;
         this.again = false;
         if (!this.stopping) await this.recoverIfDue();
         await this.exchange();
@@ -173,18 +192,20 @@ export class Coordinator {
     // A failure may end its task and trip --max-failures, which must stop the claim: commit
     // failures on their own first. (Successes, the common case, share the claim's transaction.)
     if (this.queue.some((q) => q.settlement.outcome !== 'SUCCESS')) await this.flush();
-    const idle = this.stopping ? [] : this.pool.idleWorkers();
-    if (this.queue.length === 0 && idle.length === 0) return;
+    const free = this.stopping ? [] : this.pool.freeSlots();
+    if (this.queue.length === 0 && free.length === 0) return;
     const batch = this.queue;
     this.queue = [];
     const now = Date.now();
     const { applied, claimed } = await this.store.settleAndClaim(
       batch.map((q) => q.settlement),
-      { batchId: this.batch.id, owner: this.owner, host: HOST, now, leaseMs: this.options.leaseMs, slots: idle.map((w) => ({ workerId: w.id, pid: w.pid })) },
+      { batchId: this.batch.id, owner: this.owner, host: HOST, now, leaseMs: this.options.leaseMs, slots: free.map((w) => ({ workerId: w.id, pid: w.pid })) },
     );
-    claimed.forEach((task, i) => this.dispatch(idle[i]!, task, now));
+    const perWorker = new Map<PoolWorker, ClaimedTask[]>();
+    claimed.forEach((task, i) => perWorker.set(free[i]!, [...(perWorker.get(free[i]!) ?? []), task]));
+    for (const [worker, tasks] of perWorker) this.dispatch(worker, tasks, now);
     await this.report(batch, new Set(applied));
-    if (idle.length > 0 && claimed.length < idle.length) await this.sleepUntilDue(now);
+    if (free.length > 0 && claimed.length < free.length) await this.sleepUntilDue(now);
   }
 
   /** Commits what finished (no claim): used when the run is ending. */
@@ -229,22 +250,33 @@ export class Coordinator {
     if ((await this.store.findBatch(this.batch.name))?.paused) this.stop({ kind: 'paused' });
   }
 
-  private dispatch(worker: PoolWorker, task: ClaimedTask, now: number): void {
-    const entry: Inflight = { task, worker, startedAt: now, timedOut: false, interrupted: false, timers: [] };
-    this.inflight.set(task.token, entry);
-    const msg: TaskMessage = {
-      token: task.token,
-      key: task.key,
-      batch: this.batch.name,
-      stage: task.stage,
-      seq: task.seq,
-      attempt: task.attempt,
-      payload: task.payload,
-      inputs: task.inputs,
-      logFile: join(this.options.logDir, safeName(this.batch.name), `${task.token}.log`),
-    };
-    this.pool.dispatch(worker, msg);
-    const { timeoutMs } = this.options.rules(task.stage);
+  private dispatch(worker: PoolWorker, tasks: ClaimedTask[], now: number): void {
+    const logDir = join(this.options.logDir, safeName(this.batch.name));
+    const msgs: TaskMessage[] = tasks.map((task) => {
+      this.inflight.set(task.token, { task, worker, head: false, startedAt: now, timedOut: false, interrupted: false, timers: [] });
+      return {
+        token: task.token,
+        key: task.key,
+        batch: this.batch.name,
+        stage: task.stage,
+        seq: task.seq,
+        attempt: task.attempt,
+        payload: task.payload,
+        inputs: task.inputs,
+        logFile: join(logDir, `${task.token}.log`),
+      };
+    });
+    this.pool.dispatch(worker, msgs);
+    this.startHead(worker);
+  }
+
+  /** The worker's first queued attempt is running now: its clock (and timeout) starts. */
+  private startHead(worker: PoolWorker): void {
+    const entry = worker.queue.length ? this.inflight.get(worker.queue[0]!) : undefined;
+    if (!entry || entry.head) return;
+    entry.head = true;
+    entry.startedAt = Date.now();
+    const { timeoutMs } = this.options.rules(entry.task.stage);
     if (timeoutMs !== null) entry.timers.push(setTimeout(() => this.timeOut(entry), timeoutMs));
   }
 
@@ -259,7 +291,8 @@ export class Coordinator {
     const due = await this.store.nextDueAt(this.batch.id);
     const delay = due === null ? this.options.pollMs : Math.min(Math.max(due - now, 0), this.options.pollMs);
     clearTimeout(this.wake);
-    this.wake = setTimeout(() => this.schedule(), Math.max(delay, 5));
+    // A tick still running when the run ended must not leave a timer holding the process.
+    if (!this.finished) this.wake = setTimeout(() => this.schedule(), Math.max(delay, 5));
   }
 
   private async checkEnd(): Promise<void> {
@@ -268,7 +301,7 @@ export class Coordinator {
     const c = await this.store.counts(this.batch.id);
     if (c.pending + c.retrying + c.running === 0) return this.finish({ kind: 'done' });
     if (this.pool.size === 0) throw new Error('every worker died and none could be restarted; see the errors above');
-    if (this.options.noWait && this.pool.idleWorkers().length > 0) return this.finish({ kind: 'no-wait' });
+    if (this.options.noWait && this.pool.hasIdleWorker()) return this.finish({ kind: 'no-wait' });
   }
 
   private ended(token: number, ending: Ending): void {

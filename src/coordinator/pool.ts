@@ -8,11 +8,22 @@ const CHILD_MAIN = fileURLToPath(new URL('../worker/child-main.js', import.meta.
 const STDERR_KEEP = 2048;
 const MAX_LOAD_FAILURES = 5;
 
+/**
+ * A worker is handed several attempts at once only while they are short: it holds at most
+ * about QUEUED_WORK_MS of queued work (by its recent attempt durations), and never more than
+ * MAX_WINDOW attempts. Per-attempt IPC round trips and commits then stop dominating
+ * millisecond tasks, while a slow handler still gets one attempt at a time.
+ */
+const QUEUED_WORK_MS = 2;
+const MAX_WINDOW = 64;
+/** Weight of the newest duration in a worker's running average. */
+const EWMA = 0.2;
+
 export interface PoolWorker {
   readonly id: string;
   readonly pid: number | null;
-  /** The attempt this worker runs, if any. */
-  token: number | null;
+  /** The attempts handed to this worker and not yet ended: the first runs, the rest wait in order. */
+  readonly queue: number[];
   /** The exec attempt's process group, if one runs. */
   pgid: number | null;
   tasksRun: number;
@@ -23,8 +34,10 @@ export interface PoolWorker {
 
 export interface PoolEvents {
   done(worker: PoolWorker, msg: DoneMessage): void;
-  /** The worker died; `token` is the attempt it was running, if any. */
-  exited(worker: PoolWorker, token: number | null, why: string): void;
+  /** A shutdown took back attempts that were queued on the worker and never started. */
+  dropped(worker: PoolWorker, tokens: number[]): void;
+  /** The worker died; `token` is the attempt it was running, `queued` those that never started. */
+  exited(worker: PoolWorker, token: number | null, why: string, queued: number[]): void;
   /** A worker became ready and idle. */
   idle(): void;
   heartbeat(token: number): void;
@@ -41,8 +54,11 @@ export interface PoolOptions {
 }
 
 interface Slot extends PoolWorker {
+  queue: number[];
   proc: ChildProcess;
   stderr: string;
+  /** Running average of its attempts' durations (ms), null before the first. */
+  avgMs: number | null;
 }
 
 /**
@@ -57,7 +73,7 @@ export class WorkerPool {
   private running = false;
   private loadFailures = 0;
 
-  private events: PoolEvents = { done() {}, exited() {}, idle() {}, heartbeat() {} };
+  private events: PoolEvents = { done() {}, dropped() {}, exited() {}, idle() {}, heartbeat() {} };
 
   constructor(private readonly options: PoolOptions) {}
 
@@ -83,19 +99,40 @@ export class WorkerPool {
     this.running = true;
   }
 
-  idleWorkers(): PoolWorker[] {
-    return [...this.workers].filter((w) => w.ready && w.token === null && !w.retiring);
+  /** One entry per attempt the pool can take now: a worker appears once per free place in its window. */
+  freeSlots(): PoolWorker[] {
+    // Round by round (each worker's first free place, then each one's second, …), so a
+    // claim that comes up short still spreads its tasks over the workers.
+    const room = [...this.workers].filter((w) => w.ready && !w.retiring).map((w) => ({ w, n: this.window(w) - w.queue.length }));
+    const free: PoolWorker[] = [];
+    for (let round = 0; room.some((r) => r.n > round); round++) for (const r of room) if (r.n > round) free.push(r.w);
+    return free;
   }
 
-  dispatch(worker: PoolWorker, task: TaskMessage): void {
+  /** Whether some worker has nothing to do. */
+  hasIdleWorker(): boolean {
+    return [...this.workers].some((w) => w.ready && !w.retiring && w.queue.length === 0);
+  }
+
+  private window(w: Slot): number {
+    const { maxTasksPerWorker } = this.options;
+    const room = maxTasksPerWorker ? Math.max(1, maxTasksPerWorker - w.tasksRun) : MAX_WINDOW;
+    const byTime = w.avgMs === null ? 1 : Math.floor(QUEUED_WORK_MS / Math.max(w.avgMs, QUEUED_WORK_MS / MAX_WINDOW));
+    return Math.max(1, Math.min(byTime, MAX_WINDOW, room));
+  }
+
+  /** Queues attempts on the worker, in order, in one message. */
+  dispatch(worker: PoolWorker, tasks: TaskMessage[]): void {
     const slot = worker as Slot;
-    slot.token = task.token;
-    slot.pgid = null;
-    this.send(slot, { type: 'run', task });
+    if (slot.queue.length === 0) slot.pgid = null;
+    slot.queue.push(...tasks.map((t) => t.token));
+    this.send(slot, { type: 'run', tasks });
   }
 
+  /** Stops the worker's running attempt; a shutdown also takes back its queued ones (see `dropped`). */
   abort(worker: PoolWorker, reason: 'timeout' | 'shutdown'): void {
-    if (worker.token !== null) this.send(worker as Slot, { type: 'abort', token: worker.token, reason });
+    const head = worker.queue[0];
+    if (head !== undefined) this.send(worker as Slot, { type: 'abort', token: head, reason });
   }
 
   /** SIGKILLs the worker's process group and its exec attempt's group. */
@@ -125,7 +162,8 @@ export class WorkerPool {
     const slot: Slot = {
       id: `${this.options.idPrefix}w${this.next++}`,
       pid: proc.pid ?? null,
-      token: null,
+      queue: [],
+      avgMs: null,
       pgid: null,
       tasksRun: 0,
       ready: false,
@@ -145,11 +183,15 @@ export class WorkerPool {
         } else if (msg.type === 'load-failed') {
           reject(new UsageError(errorLine(msg.error).replace(/^UsageError: /, '')));
         } else if (msg.type === 'spawned') {
-          if (slot.token === msg.token) slot.pgid = msg.pgid;
+          if (slot.queue[0] === msg.token) slot.pgid = msg.pgid;
         } else if (msg.type === 'heartbeat') {
           this.events.heartbeat(msg.token);
         } else if (msg.type === 'done') {
-          this.finishAttempt(slot, msg);
+          for (const result of msg.results) this.finishAttempt(slot, result, msg.rss);
+        } else if (msg.type === 'dropped') {
+          const dropped = msg.tokens.filter((t) => slot.queue.includes(t));
+          slot.queue = slot.queue.filter((t) => !dropped.includes(t));
+          this.events.dropped(slot, dropped);
         }
       });
       proc.on('error', () => undefined); // reported through 'exit'
@@ -161,30 +203,30 @@ export class WorkerPool {
           this.loadFailures++;
           reject(new UsageError(`the worker could not start the handler (${why})${detail ? `: ${detail}` : ''}`));
         }
-        const token = slot.token;
-        slot.token = null;
+        const [token = null, ...queued] = slot.queue;
+        slot.queue = [];
         if (slot.pgid) killGroup(slot.pgid, 'SIGKILL');
         // Replace the dead once the pool is running; a handler that keeps failing to load
         // (MAX_LOAD_FAILURES in a row) is given up on, and the coordinator ends the run.
         if (this.running && !this.closing && this.loadFailures < MAX_LOAD_FAILURES) void this.replace();
-        this.events.exited(slot, token, detail ? `${why}: ${detail}` : why);
+        this.events.exited(slot, token, detail ? `${why}: ${detail}` : why, queued);
       });
       this.send(slot, { type: 'load', handlers: this.options.handlers, killGraceMs: this.options.killGraceMs });
     });
   }
 
-  private finishAttempt(slot: Slot, msg: DoneMessage): void {
-    if (slot.token !== msg.token) return;
-    slot.token = null;
+  private finishAttempt(slot: Slot, msg: DoneMessage, rss: number): void {
+    if (slot.queue[0] !== msg.token) return;
+    slot.queue.shift();
     slot.pgid = null;
     slot.tasksRun++;
+    slot.avgMs = slot.avgMs === null ? msg.durationMs : slot.avgMs + EWMA * (msg.durationMs - slot.avgMs);
     const { maxTasksPerWorker, maxWorkerMemory } = this.options;
-    const worn = (maxTasksPerWorker && slot.tasksRun >= maxTasksPerWorker) || (maxWorkerMemory && msg.rss > maxWorkerMemory);
-    if (worn && !this.closing) {
-      slot.retiring = true;
-      slot.proc.disconnect(); // exits by itself; 'exit' spawns the replacement
-    }
+    const worn = (maxTasksPerWorker && slot.tasksRun >= maxTasksPerWorker) || (maxWorkerMemory && rss > maxWorkerMemory);
+    if (worn && !this.closing) slot.retiring = true; // no new attempts; it exits once its queue is empty
     this.events.done(slot, msg);
+    // Exits by itself once disconnected; 'exit' spawns the replacement.
+    if (slot.retiring && slot.queue.length === 0 && slot.proc.connected) slot.proc.disconnect();
   }
 
   private async replace(): Promise<void> {

@@ -13,7 +13,8 @@ export interface RetryRules {
 export type Ending =
   | { kind: 'reported'; msg: DoneMessage; timedOut: boolean }
   | { kind: 'died'; why: string; timedOut: boolean }
-  | { kind: 'interrupted' };
+  /** Stopped by a shutdown, or never started because its worker died first: not counted. */
+  | { kind: 'interrupted'; why?: string };
 
 /**
  * Turns an attempt's ending into the settlement to commit and says whether it ends the
@@ -27,7 +28,8 @@ export function settle(task: ClaimedTask, ending: Ending, rules: RetryRules, now
   type Io = Pick<Settlement, 'exitCode' | 'signal' | 'outputTail' | 'logPath'>;
   const io: Io = { exitCode: null, signal: null, outputTail: null, logPath: null };
   if (ending.kind === 'interrupted') {
-    return { settlement: { ...base, ...io, outcome: 'INTERRUPTED', error: 'INTERRUPTED: stopped by a signal; not counted' }, terminal: false };
+    const error = `INTERRUPTED: ${ending.why ?? 'stopped by a signal'}; not counted`;
+    return { settlement: { ...base, ...io, outcome: 'INTERRUPTED', error }, terminal: false };
   }
   const retryAt = now + backoffDelay(task.attempt, rules.policy);
   const failure = (outcome: Outcome, error: string, permanent: boolean, extra: Io = io) => {

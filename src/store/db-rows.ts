@@ -116,7 +116,13 @@ export function toAttemptRow(r: AttemptDbRow): AttemptRow {
 }
 
 /** A task row just claimed, as handed to a worker: `token` is its new attempt's id. */
-export function toClaimedTask(r: TaskDbRow, token: number, workerId: string, inputs: Record<string, unknown>): ClaimedTask {
+/** The columns a claim returns (both stores). */
+export type ClaimedDbRow = Pick<
+  TaskDbRow,
+  'id' | 'batch_id' | 'task_key' | 'stage' | 'item_key' | 'needs' | 'seq' | 'payload' | 'attempts' | 'max_attempts' | 'lease_token' | 'worker_id'
+>;
+
+export function toClaimedTask(r: ClaimedDbRow, token: number, workerId: string, inputs: Record<string, unknown>): ClaimedTask {
   return {
     id: r.id,
     token,

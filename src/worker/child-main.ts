@@ -1,14 +1,15 @@
 /**
- * The worker process: loads the handler once, then runs one attempt at a time as the
- * coordinator asks, reporting each outcome. It never touches the store and never
- * decides retries. When the coordinator's channel closes it kills what it started and
- * exits, so a SIGKILLed coordinator leaves no orphans.
+ * The worker process: loads the handler once, then runs one attempt at a time, in the
+ * order the coordinator queued them, reporting each outcome (outcomes that end in the
+ * same turn of the event loop travel in one message). It never touches the store and
+ * never decides retries. When the coordinator's channel closes it kills what it started
+ * and exits, so a SIGKILLed coordinator leaves no orphans; queued attempts never start.
  */
 import { serializeError } from '../errors.js';
 import type { Handler } from './handler-types.js';
 import { killGroup } from './kill-group.js';
 import { loadHandler } from './load-handler.js';
-import type { FromWorker, HandlerSpec, TaskMessage, ToWorker } from './protocol.js';
+import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from './protocol.js';
 import { runExec } from './run-exec.js';
 import { runModule } from './run-module.js';
 
@@ -16,13 +17,20 @@ import { runModule } from './run-module.js';
 const handlers = new Map<string, { spec: HandlerSpec; fn: Handler | null }>();
 let killGraceMs = 2000;
 let current: { token: number; pgid: number | null; abort(reason: string): void } | null = null;
+const queue: TaskMessage[] = [];
+let outbox: DoneMessage[] = [];
 
 const send = (msg: FromWorker) => process.send?.(msg);
 
 process.on('message', (msg: ToWorker) => {
   if (msg.type === 'load') void load(msg.handlers, msg.killGraceMs);
-  else if (msg.type === 'run') void run(msg.task);
-  else if (msg.type === 'abort' && current?.token === msg.token) current.abort(msg.reason);
+  else if (msg.type === 'run') {
+    queue.push(...msg.tasks);
+    if (!draining) void drain();
+  } else if (msg.type === 'abort') {
+    if (msg.reason === 'shutdown' && queue.length) send({ type: 'dropped', tokens: queue.splice(0).map((t) => t.token) });
+    if (current?.token === msg.token) current.abort(msg.reason);
+  }
 });
 
 process.on('disconnect', () => {
@@ -42,20 +50,37 @@ async function load(specs: Record<string, HandlerSpec>, grace: number): Promise<
   }
 }
 
+let draining = false;
+
+/** Runs the queued attempts one by one. */
+async function drain(): Promise<void> {
+  draining = true;
+  while (queue.length) await run(queue.shift()!);
+  draining = false;
+}
+
 async function run(task: TaskMessage): Promise<void> {
-  const env = taskEnv(task);
   const h = handlers.get(task.stage);
   if (!h) throw new Error(`no handler loaded for stage "${task.stage}"`); // the coordinator sends only stages it loaded
   const running =
     h.spec.kind === 'exec'
-      ? runExec(h.spec.template, task, killGraceMs, env)
+      ? runExec(h.spec.template, task, killGraceMs, taskEnv(task))
       : runModule(h.fn!, task, () => send({ type: 'heartbeat', token: task.token }));
   const pgid = 'pgid' in running ? (running.pgid as number | null) : null;
-  current = { token: task.token, pgid, abort: (reason) => running.abort(reason) };
   if (pgid !== null) send({ type: 'spawned', token: task.token, pgid });
+  // Set before the first await, so a message arriving meanwhile sees this attempt running.
+  current = { token: task.token, pgid, abort: (reason) => running.abort(reason) };
   const outcome = await running.done;
   current = null;
-  send({ type: 'done', token: task.token, ...outcome, rss: process.memoryUsage.rss() });
+  if (outbox.length === 0) setImmediate(flush);
+  outbox.push({ token: task.token, ...outcome });
+}
+
+/** Reports the outcomes gathered in this turn in one message. */
+function flush(): void {
+  const results = outbox;
+  outbox = [];
+  send({ type: 'done', results, rss: process.memoryUsage.rss() }); // the RSS after them, for recycling
 }
 
 function taskEnv(task: TaskMessage): NodeJS.ProcessEnv {

@@ -25,12 +25,16 @@ export interface TaskMessage {
 export type ToWorker =
   /** The handler of every stage ('' for a batch without stages). */
   | { type: 'load'; handlers: Record<string, HandlerSpec>; killGraceMs: number }
-  | { type: 'run'; task: TaskMessage }
-  /** Stop the attempt: fire ctx.signal, TERM the process group, KILL after the grace. */
+  /** Attempts to run one after another, in order, after those already queued. */
+  | { type: 'run'; tasks: TaskMessage[] }
+  /**
+   * Stop the running attempt: fire ctx.signal, TERM the process group, KILL after the grace.
+   * A shutdown also drops the queued attempts, never started (reported as `dropped`).
+   */
   | { type: 'abort'; token: number; reason: 'timeout' | 'shutdown' };
 
+/** How one attempt ended, as the worker saw it. */
 export interface DoneMessage {
-  type: 'done';
   token: number;
   ok: boolean;
   /** JSON text of the handler's result (SUCCESS only). */
@@ -41,8 +45,6 @@ export interface DoneMessage {
   outputTail: string | null;
   logPath: string | null;
   durationMs: number;
-  /** The worker's RSS after the attempt, for recycling. */
-  rss: number;
 }
 
 export type FromWorker =
@@ -51,4 +53,7 @@ export type FromWorker =
   /** An exec attempt's process group, so the coordinator can kill it if the worker dies. */
   | { type: 'spawned'; token: number; pgid: number }
   | { type: 'heartbeat'; token: number }
-  | DoneMessage;
+  /** Attempts that ended since the last report, in the order they ran. */
+  | { type: 'done'; results: DoneMessage[]; rss: number }
+  /** Queued attempts dropped by a shutdown: they never started. */
+  | { type: 'dropped'; tokens: number[] };

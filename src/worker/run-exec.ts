@@ -8,7 +8,7 @@ import type { DoneMessage, TaskMessage } from './protocol.js';
 export interface RunningExec {
   pgid: number | null;
   abort(): void;
-  done: Promise<Omit<DoneMessage, 'type' | 'token' | 'rss'>>;
+  done: Promise<Omit<DoneMessage, 'token'>>;
 }
 
 /** Streams a straggler (a background grandchild holding the pipe) may keep open after exit. */
@@ -40,7 +40,7 @@ export function runExec(template: string, task: TaskMessage, killGraceMs: number
   child.stdout.on('data', (b: Buffer) => capture.write(b));
   child.stderr.on('data', (b: Buffer) => capture.write(b));
 
-  const done = new Promise<Omit<DoneMessage, 'type' | 'token' | 'rss'>>((resolve) => {
+  const done = new Promise<Omit<DoneMessage, 'token'>>((resolve) => {
     let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
     let spawnError: Error | null = null;
     const finish = () => {

@@ -6,7 +6,7 @@ import type { DoneMessage, TaskMessage } from './protocol.js';
 
 export interface RunningModule {
   abort(reason: string): void;
-  done: Promise<Omit<DoneMessage, 'type' | 'token' | 'rss'>>;
+  done: Promise<Omit<DoneMessage, 'token'>>;
 }
 
 type Write = typeof process.stdout.write;

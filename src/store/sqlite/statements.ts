@@ -13,6 +13,9 @@ const NEEDS_MET = `(c.needs IS NULL OR json_array_length(c.needs) = (
   WHERE d.batch_id = c.batch_id AND d.item_key = c.item_key AND d.status = 'SUCCESS'
     AND d.stage IN (SELECT value FROM json_each(c.needs))))`;
 
+/** What a claim hands back: what a worker needs, no more (RETURNING * costs as much as the update). */
+const CLAIMED = 'id, batch_id, task_key, stage, item_key, needs, seq, payload, attempts, max_attempts, lease_token, worker_id';
+
 const SQL = {
   /** ?name */
   batchByName: 'SELECT * FROM batches WHERE name = ?',
@@ -72,21 +75,6 @@ const SQL = {
         fingerprint = seen_fingerprint
     WHERE batch_id = @batchId AND status = 'SUCCESS' AND seen_fingerprint IS NOT fingerprint`,
 
-  /**
-   * @batchId @now @owner @expires @workerId — takes the first due PENDING task in index
-   * order whose needs all succeeded for its item, and counts the attempt in the same
-   * statement: a claim is an attempt.
-   */
-  claimOne: `
-    UPDATE tasks
-    SET status = 'RUNNING', attempts = attempts + 1, lease_owner = @owner, lease_expires_at = @expires,
-        worker_id = @workerId, started_at = @now, lease_token = NULL
-    WHERE id = (
-      SELECT id FROM tasks AS c INDEXED BY tasks_by_state
-      WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at <= @now AND attempts < max_attempts
-        AND ${NEEDS_MET}
-      ORDER BY next_run_at, attempts, id LIMIT 1)
-    RETURNING *`,
   /** @batchId @item @stages (JSON array) — the stored results of an item's needed stages. */
   inputs: `
     SELECT stage, result FROM tasks INDEXED BY tasks_by_item
@@ -110,22 +98,52 @@ const SQL = {
     RETURNING status`,
   /** ?id — a dependent whose need was reset by retry-failed. */
   revive: "UPDATE tasks SET status = 'PENDING', finished_at = NULL, last_error = NULL, next_run_at = 0 WHERE id = ? AND status = 'CANCELLED'",
-  /** @taskId @attempt @workerId @host @pid @owner @now */
-  insertAttempt: `
-    INSERT INTO attempts (task_id, attempt, worker_id, host, pid, owner, started_at)
-    VALUES (@taskId, @attempt, @workerId, @host, @pid, @owner, @now)`,
-  /** @id @token */
-  setToken: 'UPDATE tasks SET lease_token = @token WHERE id = @id',
+  /** The id the next attempt row will get. */
+  nextAttemptId: 'SELECT coalesce(max(id), 0) + 1 AS id FROM attempts',
+  /**
+   * @batchId @now @owner @expires @workers (JSON array, one worker id per slot) @first —
+   * claims one due PENDING task whose needs are met per slot, in index order, and counts the
+   * attempt: one statement for a whole tick's claims. The k-th task claimed goes to the k-th
+   * slot's worker, and its fencing token is the id its attempt row will have, @first + k - 1
+   * (ids are free: the transaction is the only writer).
+   */
+  claimMany: `
+    UPDATE tasks
+    SET status = 'RUNNING', attempts = attempts + 1, lease_owner = @owner, lease_expires_at = @expires,
+        started_at = @now, lease_token = @first + pick.rank - 1, worker_id = @workers ->> (pick.rank - 1)
+    FROM (
+      SELECT id, row_number() OVER (ORDER BY next_run_at, attempts, id) AS rank FROM (
+        SELECT id, next_run_at, attempts FROM tasks AS c INDEXED BY tasks_by_state
+        WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at <= @now AND attempts < max_attempts
+          AND ${NEEDS_MET}
+        ORDER BY next_run_at, attempts, id LIMIT json_array_length(@workers))) AS pick
+    WHERE tasks.id = pick.id
+    RETURNING ${CLAIMED}`,
+  /** @rows (JSON [[token, taskId, attempt, workerId, pid], …]) @host @owner @now — the claimed attempts' rows. */
+  insertAttempts: `
+    INSERT INTO attempts (id, task_id, attempt, worker_id, host, pid, owner, started_at)
+    SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, @host, value ->> 4, @owner, @now FROM json_each(@rows)`,
+  /**
+   * @rows (JSON [{taskId, token, endedAt, result}, …]) — SUCCESS for each task its token
+   * still holds (fenced, as complete); returns the tasks it applied to.
+   */
+  completeMany: `
+    UPDATE tasks
+    SET status = 'SUCCESS', result = j.value ->> 'result', finished_at = j.value ->> 'endedAt', last_error = NULL,
+        lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0
+    FROM json_each(@rows) AS j
+    WHERE tasks.id = j.value ->> 'taskId' AND tasks.status = 'RUNNING' AND tasks.lease_token = j.value ->> 'token'
+    RETURNING tasks.id`,
+  /** @rows (JSON [{token, endedAt, exitCode, signal, durationMs, outputTail, logPath}, …]) — their attempts, SUCCESS. */
+  endSucceeded: `
+    UPDATE attempts
+    SET ended_at = j.value ->> 'endedAt', outcome = 'SUCCESS', exit_code = j.value ->> 'exitCode', signal = j.value ->> 'signal',
+        error = NULL, duration_ms = j.value ->> 'durationMs', output_tail = j.value ->> 'outputTail', log_path = j.value ->> 'logPath'
+    FROM json_each(@rows) AS j
+    WHERE attempts.id = j.value ->> 'token' AND attempts.ended_at IS NULL`,
   /** @owner @expires */
   heartbeat: "UPDATE tasks INDEXED BY tasks_running SET lease_expires_at = @expires WHERE lease_owner = @owner AND status = 'RUNNING'",
 
-  /** @taskId @token @endedAt @error @result — fenced: only while the token still holds the task. */
-  complete: `
-    UPDATE tasks
-    SET status = 'SUCCESS', result = @result, finished_at = @endedAt, last_error = @error,
-        lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0
-    WHERE id = @taskId AND status = 'RUNNING' AND lease_token = @token
-    RETURNING status, item_key`,
   /**
    * @taskId @token @endedAt @error @retryAt — retryAt NULL fails the task now (permanent);
    * a task `cancel` asked to stop ends CANCELLED instead of retrying.
@@ -203,6 +221,12 @@ const SQL = {
   activity: 'SELECT first_started_at AS first, last_finished_at AS last FROM batches WHERE id = ?',
   /** @batchId @now */
   markStarted: 'UPDATE batches SET first_started_at = @now WHERE id = @batchId AND first_started_at IS NULL',
+  /** @rows (JSON [{taskId, endedAt}, …]) — markFinished for a group: each batch's latest end. */
+  markFinishedMany: `
+    UPDATE batches SET last_finished_at = x.ended
+    FROM (SELECT t.batch_id AS id, max(j.value ->> 'endedAt') AS ended FROM json_each(@rows) AS j
+          JOIN tasks AS t ON t.id = j.value ->> 'taskId' GROUP BY t.batch_id) AS x
+    WHERE batches.id = x.id AND (batches.last_finished_at IS NULL OR batches.last_finished_at < x.ended)`,
   /** @taskId @endedAt — the batch's last activity: every committed outcome except INTERRUPTED. */
   markFinished: `
     UPDATE batches SET last_finished_at = @endedAt
