@@ -31,9 +31,8 @@ export function settle(task: ClaimedTask, ending: Ending, rules: RetryRules, now
     const error = `INTERRUPTED: ${ending.why ?? 'stopped by a signal'}; not counted`;
     return { settlement: { ...base, ...io, outcome: 'INTERRUPTED', error }, terminal: false };
   }
-  const retryAt = now + backoffDelay(task.attempt, rules.policy);
   const failure = (outcome: Outcome, error: string, permanent: boolean, extra: Io = io) => {
-    const at = permanent ? null : retryAt;
+    const at = permanent ? null : now + backoffDelay(task.attempt, rules.policy);
     return {
       settlement: { ...base, ...extra, outcome, error, retryAt: at },
       terminal: at === null || task.attempt >= task.maxAttempts,

@@ -352,13 +352,14 @@ class Model {
   }
 
   /**
-   * updateMaxAttempts: unfinished tasks take the new budget; a waiting retry that has
-   * already used it all fails now (failExhausted) rather than running past it.
+   * updateMaxAttempts: unfinished tasks take the new budget, never below the attempts they
+   * made (so attempts ≤ max always holds); a waiting retry that has already used it all
+   * fails now (failExhausted) rather than running past it.
    */
   updateJob(batch: number, maxAttempts: number): void {
     for (const t of this.tasks) {
       if (t.batch !== batch || (t.status !== 'PENDING' && t.status !== 'RUNNING')) continue;
-      t.maxAttempts = maxAttempts;
+      t.maxAttempts = Math.max(maxAttempts, t.attempts);
       if (t.status === 'PENDING' && t.attempts > 0 && t.attempts >= maxAttempts) t.status = 'FAILED';
     }
   }
@@ -917,6 +918,12 @@ describe('R22: TaskStore model-based test', () => {
    */
   it('regression: a budget change during an attempt is judged by the store', async () => {
     await replay('inflight', { seed: -938983695, path: '50:0:0:0:0:1:3:3:4:4:7:7:8:8:9:9:8:9:10:10:6' });
+  });
+  it('regression: a lowered budget never leaves a task with more attempts than its max (I5)', async () => {
+    // Bug 3 (I5), fixed: updateJob set max_attempts of a waiting retry below the attempts it
+    // had already made (2 of 3, lowered to 1); failExhausted then ended it FAILED with
+    // attempts > max. The budget now never drops below the attempts made.
+    await replay('lower', { seed: 73400344, path: '35:0:0:2:2:9:9:9:9:15:15:16:17:23:25:22:22:22:26:27:27:28:28:33:35:1:0:17:18:19:23:23:23:26:27:28:28:30:30:31:29:28:28' });
   });
 });
 

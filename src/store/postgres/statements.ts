@@ -29,9 +29,12 @@ function sql(s: string) {
     setPaused: `UPDATE ${s}.batches SET paused = $2, updated_at = $3 WHERE id = $1`,
     /** $1 batchId $2 job $3 now */
     updateJob: `UPDATE ${s}.batches SET job = $2, updated_at = $3 WHERE id = $1`,
-    /** $1 batchId $2 maxAttempts $3 stage (NULL = every stage) — unfinished tasks take the current retry budget. */
+    /**
+     * $1 batchId $2 maxAttempts $3 stage (NULL = every stage) — unfinished tasks take the current
+     * retry budget, never below the attempts they already made (a lowered budget ends them).
+     */
     updateMaxAttempts: `
-      UPDATE ${s}.tasks SET max_attempts = $2
+      UPDATE ${s}.tasks SET max_attempts = greatest($2, attempts)
       WHERE batch_id = $1 AND status IN ('PENDING', 'RUNNING') AND ($3::text IS NULL OR stage = $3)`,
     /**
      * $1 batchId $2 now — after a lowered budget: a waiting retry that has used it all is out

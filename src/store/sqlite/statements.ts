@@ -27,9 +27,12 @@ const SQL = {
   setPaused: 'UPDATE batches SET paused = @paused, updated_at = @now WHERE id = @batchId',
   /** @batchId @job @now */
   updateJob: 'UPDATE batches SET job = @job, updated_at = @now WHERE id = @batchId',
-  /** @batchId @maxAttempts @stage (NULL = every stage) — unfinished tasks take the current retry budget. */
+  /**
+   * @batchId @maxAttempts @stage (NULL = every stage) — unfinished tasks take the current
+   * retry budget, never below the attempts they already made (a lowered budget ends them).
+   */
   updateMaxAttempts: `
-    UPDATE tasks SET max_attempts = @maxAttempts
+    UPDATE tasks SET max_attempts = max(@maxAttempts, attempts)
     WHERE batch_id = @batchId AND status IN ('PENDING', 'RUNNING') AND (@stage IS NULL OR stage = @stage)`,
   /**
    * @batchId @now — after a lowered budget: a waiting retry that has used it all is out of
