@@ -100,7 +100,10 @@ export class Coordinator {
         this.ended(msg.token, { kind: 'reported', msg, timedOut: false });
         this.startHead(worker);
       },
-      dropped: (_worker, tokens) => tokens.forEach((t) => this.ended(t, { kind: 'interrupted' })),
+      dropped: (_worker, tokens) => {
+        const why = this.stopping ? undefined : 'taken back unstarted from a worker busy with a slow attempt';
+        tokens.forEach((t) => this.ended(t, { kind: 'interrupted', why }));
+      },
       exited: (_worker, token, why, queued) => {
         for (const t of queued) this.ended(t, { kind: 'interrupted', why: `its worker died (${why}) before it started` });
         this.died(token, why);
@@ -246,6 +249,8 @@ export class Coordinator {
     this.lastRecovery = now;
     const released = await recoverStale(this.store, this.batch.id, this.owner, now);
     if (released.length) this.observer.released(released);
+    // Attempts queued behind one that turned out slow go back, so idle workers can run them.
+    for (const w of this.pool.stuck(this.options.pollMs)) this.pool.drop(w);
     // `splitdance pause` from anywhere: stop claiming within a poll, let running attempts finish.
     if ((await this.store.findBatch(this.batch.name))?.paused) this.stop({ kind: 'paused' });
   }

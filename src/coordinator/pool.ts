@@ -59,6 +59,8 @@ interface Slot extends PoolWorker {
   stderr: string;
   /** Running average of its attempts' durations (ms), null before the first. */
   avgMs: number | null;
+  /** When its current attempt started (the head of its queue), for the window. */
+  headSince: number;
 }
 
 /**
@@ -117,14 +119,34 @@ export class WorkerPool {
   private window(w: Slot): number {
     const { maxTasksPerWorker } = this.options;
     const room = maxTasksPerWorker ? Math.max(1, maxTasksPerWorker - w.tasksRun) : MAX_WINDOW;
-    const byTime = w.avgMs === null ? 1 : Math.floor(QUEUED_WORK_MS / Math.max(w.avgMs, QUEUED_WORK_MS / MAX_WINDOW));
+    if (w.avgMs === null) return 1;
+    // An attempt running longer than the average says this one is slow: queue nothing behind it.
+    const running = w.queue.length ? Date.now() - w.headSince : 0;
+    const byTime = Math.floor(QUEUED_WORK_MS / Math.max(w.avgMs, running, QUEUED_WORK_MS / MAX_WINDOW));
     return Math.max(1, Math.min(byTime, MAX_WINDOW, room));
+  }
+
+  /**
+   * Workers whose running attempt has run for longer than `ms` while others wait queued
+   * behind it: the caller takes those back (`drop`) so idle workers can run them.
+   */
+  stuck(ms: number): PoolWorker[] {
+    const now = Date.now();
+    return [...this.workers].filter((w) => w.queue.length > 1 && now - w.headSince > ms);
+  }
+
+  /** Asks the worker to give back its queued attempts (reported through `dropped`). */
+  drop(worker: PoolWorker): void {
+    this.send(worker as Slot, { type: 'drop' });
   }
 
   /** Queues attempts on the worker, in order, in one message. */
   dispatch(worker: PoolWorker, tasks: TaskMessage[]): void {
     const slot = worker as Slot;
-    if (slot.queue.length === 0) slot.pgid = null;
+    if (slot.queue.length === 0) {
+      slot.pgid = null;
+      slot.headSince = Date.now();
+    }
     slot.queue.push(...tasks.map((t) => t.token));
     this.send(slot, { type: 'run', tasks });
   }
@@ -164,6 +186,7 @@ export class WorkerPool {
       pid: proc.pid ?? null,
       queue: [],
       avgMs: null,
+      headSince: 0,
       pgid: null,
       tasksRun: 0,
       ready: false,
@@ -218,6 +241,7 @@ export class WorkerPool {
   private finishAttempt(slot: Slot, msg: DoneMessage, rss: number): void {
     if (slot.queue[0] !== msg.token) return;
     slot.queue.shift();
+    slot.headSince = Date.now();
     slot.pgid = null;
     slot.tasksRun++;
     slot.avgMs = slot.avgMs === null ? msg.durationMs : slot.avgMs + EWMA * (msg.durationMs - slot.avgMs);

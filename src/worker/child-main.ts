@@ -28,9 +28,9 @@ process.on('message', (msg: ToWorker) => {
     queue.push(...msg.tasks);
     if (!draining) void drain();
   } else if (msg.type === 'abort') {
-    if (msg.reason === 'shutdown' && queue.length) send({ type: 'dropped', tokens: queue.splice(0).map((t) => t.token) });
+    if (msg.reason === 'shutdown') dropQueued();
     if (current?.token === msg.token) current.abort(msg.reason);
-  }
+  } else if (msg.type === 'drop') dropQueued();
 });
 
 process.on('disconnect', () => {
@@ -48,6 +48,11 @@ async function load(specs: Record<string, HandlerSpec>, grace: number): Promise<
   } catch (err) {
     send({ type: 'load-failed', error: serializeError(err) });
   }
+}
+
+/** Hands the queued attempts back unstarted. */
+function dropQueued(): void {
+  if (queue.length) send({ type: 'dropped', tokens: queue.splice(0).map((t) => t.token) });
 }
 
 let draining = false;

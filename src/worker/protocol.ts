@@ -31,7 +31,9 @@ export type ToWorker =
    * Stop the running attempt: fire ctx.signal, TERM the process group, KILL after the grace.
    * A shutdown also drops the queued attempts, never started (reported as `dropped`).
    */
-  | { type: 'abort'; token: number; reason: 'timeout' | 'shutdown' };
+  | { type: 'abort'; token: number; reason: 'timeout' | 'shutdown' }
+  /** Give back the queued attempts (reported as `dropped`); the running one goes on. */
+  | { type: 'drop' };
 
 /** How one attempt ended, as the worker saw it. */
 export interface DoneMessage {
