@@ -17,4 +17,16 @@ describe("the README's first command", () => {
     const results = query<{ result: string }>(db, 'SELECT result FROM tasks').map((t) => JSON.parse(t.result));
     expect(results.every((x) => x.lines > 0 && x.INFO + x.WARN + x.ERROR === x.lines)).toBe(true);
   });
+
+  it('runs the stages demo: count, then alert and archive per log; alert reads count\'s result', async () => {
+    const cwd = tempDir();
+    const db = join(cwd, 'store.db');
+    const r = await runCli(['run', '--job', join(ROOT, 'fixtures/jobs/log-pipeline.json'), '--db', db], { cwd, env: { SPLITDANCE_DEMO_OUT: join(cwd, 'out') } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/done: 21 succeeded, 0 failed of 21/);
+    const counted = JSON.parse(query<{ result: string }>(db, "SELECT result FROM tasks WHERE task_key = 'count/2025/01/app.log'")[0]!.result);
+    expect(counted.ERROR).toBeGreaterThan(0);
+    const logs = await runCli(['logs', 'alert/2025/01/app.log', '--db', db], { cwd });
+    expect(logs.stdout.trim()).toBe(`2025/01/app.log: ${counted.ERROR} errors`);
+  });
 });
