@@ -253,7 +253,7 @@ export interface TaskStore {
    */
   releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string): Promise<ReleasedTask[]>;
   counts(batchId: number): Promise<Counts>;
-  /** Counts per stage (one entry, stage '', for a batch without stages). */
+  /** Counts per stage of a batch with stages (none for a batch without). */
   stageCounts(batchId: number): Promise<StageCounts[]>;
   /** The earliest `next_run_at` of a PENDING task whose needs are met, or null. */
   nextDueAt(batchId: number): Promise<number | null>;

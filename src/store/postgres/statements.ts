@@ -230,10 +230,10 @@ function reportStatements(s: string) {
       WHERE batch_id = $1 GROUP BY status, tried`,
     /** $1 batchId */
     nextDue: `SELECT min(next_run_at) AS due FROM ${s}.tasks AS c WHERE batch_id = $1 AND status = 'PENDING' AND ${needsMet}`,
-    /** $1 batchId — per stage, for batches with stages. */
+    /** $1 batchId — per stage, for batches with stages (tasks_by_stage). */
     stageCounts: `
       SELECT stage, status, attempts > 0 AS tried, count(*) AS n FROM ${s}.tasks
-      WHERE batch_id = $1 GROUP BY stage, status, tried ORDER BY stage`,
+      WHERE batch_id = $1 AND item_key IS NOT NULL GROUP BY stage, status, tried ORDER BY stage`,
     /** $1 batchId $2 limit */
     failedErrors: `
       SELECT coalesce(last_error, '(no error recorded)') AS error, count(*) AS count, min(task_key) AS example

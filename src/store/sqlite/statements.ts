@@ -211,10 +211,10 @@ const SQL = {
   /** ?batchId */
   /** ?batchId — only tasks whose needs are met: one waiting for a running need is not "due". */
   nextDue: `SELECT min(next_run_at) AS due FROM tasks AS c WHERE batch_id = ? AND status = 'PENDING' AND ${NEEDS_MET}`,
-  /** @batchId — per stage, for batches with stages. */
+  /** @batchId — per stage, for batches with stages (served by tasks_by_stage alone). */
   stageCounts: `
-    SELECT stage, status, attempts > 0 AS tried, count(*) AS n FROM tasks
-    WHERE batch_id = @batchId GROUP BY stage, status, tried ORDER BY stage`,
+    SELECT stage, status, attempts > 0 AS tried, count(*) AS n FROM tasks INDEXED BY tasks_by_stage
+    WHERE batch_id = @batchId AND item_key IS NOT NULL GROUP BY stage, status, tried ORDER BY stage`,
   /** @batchId @limit */
   failedErrors: `
     SELECT coalesce(last_error, '(no error recorded)') AS error, count(*) AS count, min(task_key) AS example FROM tasks

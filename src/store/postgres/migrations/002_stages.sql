@@ -7,3 +7,5 @@ ALTER TABLE tasks ADD COLUMN needs TEXT;
 ALTER TABLE tasks ADD COLUMN cancel_requested BOOLEAN NOT NULL DEFAULT false;
 
 CREATE INDEX tasks_by_item ON tasks (batch_id, item_key, stage) WHERE item_key IS NOT NULL;
+-- Per-stage counts for `status` (index-only); only stage tasks are in it.
+CREATE INDEX tasks_by_stage ON tasks (batch_id, stage, status, attempts) WHERE item_key IS NOT NULL;

@@ -8,3 +8,5 @@ ALTER TABLE tasks ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;
 
 -- An item's siblings: the claim's needs check, cancelling dependents, inputs.
 CREATE INDEX tasks_by_item ON tasks (batch_id, item_key, stage) WHERE item_key IS NOT NULL;
+-- Per-stage counts for `status` without reading the table; only stage tasks are in it.
+CREATE INDEX tasks_by_stage ON tasks (batch_id, stage, status, attempts) WHERE item_key IS NOT NULL;
