@@ -42,6 +42,8 @@ interface Inflight {
   head: boolean;
   /** When it started running (became its worker's head); until then, when it was claimed. */
   startedAt: number;
+  /** It waited queued behind another attempt on its worker before it started. */
+  waited: boolean;
   timedOut: boolean;
   /** Stopped by a shutdown: however it ends, it is INTERRUPTED (not charged). */
   interrupted: boolean;
@@ -98,7 +100,7 @@ export class Coordinator {
     this.pool.attach({
       done: (worker, msg) => {
         this.ended(msg.token, { kind: 'reported', msg, timedOut: false });
-        this.startHead(worker);
+        this.startHead(worker, true);
       },
       dropped: (_worker, tokens) => {
         const why = this.stopping ? undefined : 'taken back unstarted from a worker busy with a slow attempt';
@@ -258,7 +260,7 @@ export class Coordinator {
   private dispatch(worker: PoolWorker, tasks: ClaimedTask[], now: number): void {
     const logDir = join(this.options.logDir, safeName(this.batch.name));
     const msgs: TaskMessage[] = tasks.map((task) => {
-      this.inflight.set(task.token, { task, worker, head: false, startedAt: now, timedOut: false, interrupted: false, timers: [] });
+      this.inflight.set(task.token, { task, worker, head: false, startedAt: now, waited: false, timedOut: false, interrupted: false, timers: [] });
       return {
         token: task.token,
         key: task.key,
@@ -272,14 +274,15 @@ export class Coordinator {
       };
     });
     this.pool.dispatch(worker, msgs);
-    this.startHead(worker);
+    this.startHead(worker, false);
   }
 
   /** The worker's first queued attempt is running now: its clock (and timeout) starts. */
-  private startHead(worker: PoolWorker): void {
+  private startHead(worker: PoolWorker, waited: boolean): void {
     const entry = worker.queue.length ? this.inflight.get(worker.queue[0]!) : undefined;
     if (!entry || entry.head) return;
     entry.head = true;
+    entry.waited = waited;
     entry.startedAt = Date.now();
     const { timeoutMs } = this.options.rules(entry.task.stage);
     if (timeoutMs !== null) entry.timers.push(setTimeout(() => this.timeOut(entry), timeoutMs));
@@ -328,6 +331,8 @@ export class Coordinator {
     entry.timers.forEach(clearTimeout);
     this.inflight.delete(entry.task.token);
     const { settlement, terminal } = settle(entry.task, ending, this.options.rules(entry.task.stage), now, entry.startedAt);
+    // It waited queued on its worker: its attempt row should say when it really started.
+    if (entry.waited) settlement.startedAt = entry.startedAt;
     this.queue.push({ task: entry.task, settlement, terminal });
   }
 

@@ -114,6 +114,11 @@ export interface Settlement {
    * now (permanent). Ignored for SUCCESS and INTERRUPTED.
    */
   retryAt?: number | null;
+  /**
+   * When the attempt started running, if later than its claim (it waited queued on its
+   * worker); the attempt row's start moves there, so timelines show when it really ran.
+   */
+  startedAt?: number;
 }
 
 export interface Counts {

@@ -65,4 +65,17 @@ describe('attempts queued on a worker', () => {
     expect(again.code, again.stderr).toBe(0);
     expect(query(db, "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")).toEqual([{ n: 2000 }]);
   }, 60_000);
+
+  it('an attempt that waited queued is recorded from when it ran: one worker\'s attempts never overlap', async () => {
+    const p = project(400);
+    const r = await runCli(['run', 'items.txt', '--lines', '1', '--handler', handler('stall'), '-j', '1'], { cwd: p.dir, env: { STALL_KEY: 'none' } });
+    expect(r.code, r.stderr).toBe(0);
+    const rows = query<{ s: number; e: number; claimed: number }>(
+      dbPathIn(p.dir),
+      'SELECT a.started_at AS s, a.ended_at AS e, t.started_at AS claimed FROM attempts a JOIN tasks t ON t.id = a.task_id ORDER BY a.id',
+    );
+    expect(rows).toHaveLength(400);
+    for (let i = 1; i < rows.length; i++) expect(rows[i]!.s, `attempt ${i + 1}`).toBeGreaterThanOrEqual(rows[i - 1]!.e);
+    expect(rows.every((a) => a.s >= a.claimed)).toBe(true);
+  });
 });

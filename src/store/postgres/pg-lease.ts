@@ -47,7 +47,8 @@ export async function settle(sql: Sql, st: Statements, settlements: Settlement[]
     if (held.item_key !== null && (held.status === 'FAILED' || held.status === 'CANCELLED')) {
       ended.set(held.batch_id, [...(ended.get(held.batch_id) ?? []), held.item_key]);
     }
-    await sql.run(st.endAttempt, [s.token, s.endedAt, s.outcome, s.exitCode, s.signal, s.error, s.durationMs, s.outputTail, s.logPath]);
+    const startedAt = s.startedAt ?? null;
+    await sql.run(st.endAttempt, [s.token, s.endedAt, s.outcome, s.exitCode, s.signal, s.error, s.durationMs, s.outputTail, s.logPath, startedAt]);
     applied.add(s);
     if (s.outcome !== 'INTERRUPTED') finished.set(held.batch_id, Math.max(finished.get(held.batch_id) ?? s.endedAt, s.endedAt));
   }

@@ -71,7 +71,12 @@ export class PostgresStore implements TaskStore {
   }
 
   private settlementsOnServerClock(settlements: Settlement[]): Settlement[] {
-    return settlements.map((x) => ({ ...x, endedAt: this.s(x.endedAt), retryAt: x.retryAt === undefined ? undefined : this.s(x.retryAt) }));
+    return settlements.map((x) => ({
+      ...x,
+      endedAt: this.s(x.endedAt),
+      retryAt: x.retryAt === undefined ? undefined : this.s(x.retryAt),
+      startedAt: x.startedAt === undefined ? undefined : this.s(x.startedAt),
+    }));
   }
 
   /** Measures the offset to the server's clock, halving the round trip. */

@@ -172,11 +172,11 @@ function sql(s: string) {
           attempts = attempts - 1, lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
       WHERE id = $1 AND status = 'RUNNING' AND lease_token = $2
       RETURNING batch_id, status, item_key`,
-    /** $1 token $2 endedAt $3 outcome $4 exitCode $5 signal $6 error $7 durationMs $8 outputTail $9 logPath */
+    /** $1 token $2 endedAt $3 outcome $4 exitCode $5 signal $6 error $7 durationMs $8 outputTail $9 logPath $10 startedAt (NULL: the claim's) */
     endAttempt: `
       UPDATE ${s}.attempts
       SET ended_at = $2, outcome = $3, exit_code = $4, signal = $5, error = $6,
-          duration_ms = $7, output_tail = $8, log_path = $9
+          duration_ms = $7, output_tail = $8, log_path = $9, started_at = coalesce($10::bigint, started_at)
       WHERE id = $1 AND ended_at IS NULL`,
 
     /** $1 batchId (NULL = every batch) */

@@ -276,6 +276,7 @@ export class SqliteStore implements TaskStore {
       durationMs: s.durationMs,
       outputTail: s.outputTail,
       logPath: s.logPath,
+      startedAt: s.startedAt ?? null,
     });
     return true;
   }
@@ -296,6 +297,7 @@ export class SqliteStore implements TaskStore {
       durationMs: s.durationMs,
       outputTail: s.outputTail,
       logPath: s.logPath,
+      startedAt: s.startedAt ?? null,
     }));
     this.st.endSucceeded.run({ rows: JSON.stringify(ends) });
     this.st.markFinishedMany.run({ rows: JSON.stringify(ends) });

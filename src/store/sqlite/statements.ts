@@ -137,11 +137,12 @@ const SQL = {
     FROM json_each(@rows) AS j
     WHERE tasks.id = j.value ->> 'taskId' AND tasks.status = 'RUNNING' AND tasks.lease_token = j.value ->> 'token'
     RETURNING tasks.id`,
-  /** @rows (JSON [{token, endedAt, exitCode, signal, durationMs, outputTail, logPath}, …]) — their attempts, SUCCESS. */
+  /** @rows (JSON [{token, endedAt, exitCode, signal, durationMs, outputTail, logPath, startedAt}, …]) — their attempts, SUCCESS. */
   endSucceeded: `
     UPDATE attempts
     SET ended_at = j.value ->> 'endedAt', outcome = 'SUCCESS', exit_code = j.value ->> 'exitCode', signal = j.value ->> 'signal',
-        error = NULL, duration_ms = j.value ->> 'durationMs', output_tail = j.value ->> 'outputTail', log_path = j.value ->> 'logPath'
+        error = NULL, duration_ms = j.value ->> 'durationMs', output_tail = j.value ->> 'outputTail', log_path = j.value ->> 'logPath',
+        started_at = coalesce(j.value ->> 'startedAt', started_at)
     FROM json_each(@rows) AS j
     WHERE attempts.id = j.value ->> 'token' AND attempts.ended_at IS NULL`,
   /** @owner @expires */
@@ -170,11 +171,11 @@ const SQL = {
         attempts = attempts - 1, lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
     WHERE id = @taskId AND status = 'RUNNING' AND lease_token = @token
     RETURNING status, item_key`,
-  /** @token @endedAt @outcome @exitCode @signal @error @durationMs @outputTail @logPath */
+  /** @token @endedAt @outcome @exitCode @signal @error @durationMs @outputTail @logPath @startedAt (NULL: the claim's) */
   endAttempt: `
     UPDATE attempts
     SET ended_at = @endedAt, outcome = @outcome, exit_code = @exitCode, signal = @signal, error = @error,
-        duration_ms = @durationMs, output_tail = @outputTail, log_path = @logPath
+        duration_ms = @durationMs, output_tail = @outputTail, log_path = @logPath, started_at = coalesce(@startedAt, started_at)
     WHERE id = @token AND ended_at IS NULL`,
 
   /** @batchId (NULL = every batch) */
