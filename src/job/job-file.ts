@@ -142,7 +142,7 @@ export function readJobFile(path: string): { flags: RunFlags; source?: string; s
 function stageOf(s: z.infer<typeof StageSchema>, abs: (p: string) => string): StageDefinition {
   const def: StageDefinition = {
     name: s.name,
-    needs: s.needs ?? [],
+    needs: [...new Set(s.needs ?? [])], // a need named twice is one need
     handler: s.exec !== undefined ? { kind: 'exec', template: s.exec } : { kind: 'module', path: abs(s.handler!) },
     retries: s.retries,
     backoffMs: s.backoff === undefined ? undefined : parseDuration(s.backoff, 'backoff'),

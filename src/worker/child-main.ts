@@ -1,9 +1,11 @@
 /**
  * The worker process: loads the handler once, then runs one attempt at a time, in the
- * order the coordinator queued them, reporting each outcome (outcomes that end in the
- * same turn of the event loop travel in one message). It never touches the store and
- * never decides retries. When the coordinator's channel closes it kills what it started
- * and exits, so a SIGKILLed coordinator leaves no orphans; queued attempts never start.
+ * order the coordinator queued them. Each outcome is handed to the channel before the
+ * next attempt starts, so the coordinator always knows which attempt is running: a
+ * crash, a timeout or a process group is never pinned on the wrong one. It never touches
+ * the store and never decides retries. When the coordinator's channel closes it kills
+ * what it started and exits, so a SIGKILLed coordinator leaves no orphans; queued
+ * attempts never start.
  */
 import { serializeError } from '../errors.js';
 import type { Handler } from './handler-types.js';
@@ -18,7 +20,6 @@ const handlers = new Map<string, { spec: HandlerSpec; fn: Handler | null }>();
 let killGraceMs = 2000;
 let current: { token: number; pgid: number | null; abort(reason: string): void } | null = null;
 const queue: TaskMessage[] = [];
-let outbox: DoneMessage[] = [];
 
 const send = (msg: FromWorker) => process.send?.(msg);
 
@@ -77,15 +78,20 @@ async function run(task: TaskMessage): Promise<void> {
   current = { token: task.token, pgid, abort: (reason) => running.abort(reason) };
   const outcome = await running.done;
   current = null;
-  if (outbox.length === 0) setImmediate(flush);
-  outbox.push({ token: task.token, ...outcome });
+  const result: DoneMessage = { token: task.token, ...outcome };
+  // Written to the channel before anything else runs here: if the next attempt kills this
+  // process, this outcome has left already.
+  await new Promise<void>((written) => process.send?.({ type: 'done', results: [result], rss: rss() } satisfies FromWorker, undefined, {}, () => written()) ?? written());
 }
 
-/** Reports the outcomes gathered in this turn in one message. */
-function flush(): void {
-  const results = outbox;
-  outbox = [];
-  send({ type: 'done', results, rss: process.memoryUsage.rss() }); // the RSS after them, for recycling
+let rssAt = 0;
+let lastRss = 0;
+
+/** This process's RSS for recycling, measured at most every 50 ms (reading it costs more than a no-op task). */
+function rss(): number {
+  const now = Date.now();
+  if (now - rssAt >= 50) [rssAt, lastRss] = [now, process.memoryUsage.rss()];
+  return lastRss;
 }
 
 function taskEnv(task: TaskMessage): NodeJS.ProcessEnv {

@@ -78,4 +78,20 @@ describe('attempts queued on a worker', () => {
     for (let i = 1; i < rows.length; i++) expect(rows[i]!.s, `attempt ${i + 1}`).toBeGreaterThanOrEqual(rows[i - 1]!.e);
     expect(rows.every((a) => a.s >= a.claimed)).toBe(true);
   });
+
+  it('a handler that ends its worker amid fast queued attempts: that attempt is CRASHED, no other is blamed', async () => {
+    const p = project(600);
+    const args = ['run', 'items.txt', '--lines', '1', '--handler', handler('stall'), '-j', '1', '--retries', '0'];
+    const r = await runCli(args, { cwd: p.dir, env: { STALL_KEY: 'none', CRASH_KEY: 'items.txt:00400' } });
+    expect(r.code, r.stderr).toBe(1);
+    const db = dbPathIn(p.dir);
+    expect(query(db, "SELECT task_key, status FROM tasks WHERE status != 'SUCCESS'")).toEqual([{ task_key: 'items.txt:00400', status: 'FAILED' }]);
+    expect(query(db, "SELECT t.task_key FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE a.outcome = 'CRASHED'")).toEqual([
+      { task_key: 'items.txt:00400' },
+    ]);
+    // Whatever was queued behind it never started: not counted, run again, once.
+    for (const t of query<{ attempts: number; n: number }>(db, "SELECT t.attempts, count(a.id) AS n FROM tasks t JOIN attempts a ON a.task_id = t.id WHERE t.status = 'SUCCESS' GROUP BY t.id")) {
+      expect(t.attempts).toBe(1);
+    }
+  });
 });

@@ -173,6 +173,13 @@ describe('stages: bad pipelines are usage errors (exit 2, nothing written)', () 
     expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
   });
 
+  it('a need named twice counts once (the run ends, it does not wait forever)', async () => {
+    const p = pipelineProject([{ name: 'a', exec: 'true' }, { name: 'b', exec: 'true', needs: ['a', 'a'] }]);
+    const r = await runCli(['run', '--job', 'pipeline.json', '--no-wait'], { cwd: p.dir, timeoutMs: 20_000 });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/done: 24 succeeded, 0 failed of 24/);
+  });
+
   it('a top-level handler beside stages, and --exec on a batch with stages, are refused', async () => {
     const p = pipelineProject([{ name: 'a', exec: 'true' }]);
     const job = JSON.parse(readFileSync(join(p.dir, 'pipeline.json'), 'utf8'));

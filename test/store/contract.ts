@@ -1067,6 +1067,24 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
         expect(await countsAddUp(id)).toMatchObject({ running: 2, succeeded: 1, cancelled: 6 });
       });
 
+      it('retry-failed on a task whose need is itself FAILED cancels it at once instead of leaving it unclaimable', async () => {
+        const id = await pipeline(['a'], 1);
+        const now = Date.now();
+        await store.settle([ending(await claimOne(id, now), 'SUCCESS', now + 1)]); // transcode/a
+        const [thumb, pkg] = await claim(id, now + 2, { slots: 2 });
+        await store.settle([ending(thumb!, 'FAILED', now + 3, { retryAt: null }), ending(pkg!, 'SUCCESS', now + 3)]);
+        // The input changed: transcode/a runs again and now fails for good; thumb/a stays FAILED.
+        const changed = ['transcode', 'thumb', 'pkg'].map((stage) => ({ ...spec('a'), fingerprint: 'other', key: `${stage}/a`, stage, item: 'a', needs: stage === 'transcode' ? [] : ['transcode'], maxAttempts: 1 }));
+        await store.enqueue(newBatch('staged', 1), changed, { rerunChanged: true });
+        const again = await claimOne(id, now + 4);
+        expect(again.key).toBe('transcode/a');
+        await store.settle([ending(again, 'FAILED', now + 5, { retryAt: null })]);
+        expect(await task(id, 'pkg/a')).toMatchObject({ status: 'CANCELLED', lastError: 'needs transcode: FAILED' });
+        expect(await store.retryFailed({ batchId: id, keyMatches: (k) => k === 'thumb/a' })).toBe(1);
+        expect(await task(id, 'thumb/a')).toMatchObject({ status: 'CANCELLED', lastError: 'needs transcode: FAILED' });
+        expect(await countsAddUp(id)).toMatchObject({ pending: 0, running: 0, failed: 1, cancelled: 2 });
+      });
+
       it('cancel without stages: an interrupted attempt of a cancelled task ends CANCELLED; retry-failed leaves cancelled tasks alone', async () => {
         const id = await setup(3);
         const now = Date.now();

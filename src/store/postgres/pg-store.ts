@@ -251,7 +251,9 @@ export class PostgresStore implements TaskStore {
         n += reset.length;
         items.push(...reset.map((r) => r.item_key));
       }
+      // Their dependents wait for them again; a reset task whose own need is still dead is cancelled.
       await revive(sql, this.st, filter.batchId, items);
+      await cascade(sql, this.st, filter.batchId, items, this.s(Date.now()));
       return n;
     });
   }

@@ -430,8 +430,10 @@ export class SqliteStore implements TaskStore {
         n++;
         if (row.item_key !== null) items.add(row.item_key);
       }
-      // Their dependents, cancelled because these failed, wait for them again.
+      // Their dependents, cancelled because these failed, wait for them again; a reset task
+      // whose own need is still dead is cancelled at once instead of waiting forever.
       for (const item of items) for (const id of cascadeRevive(this.siblings(filter.batchId, item))) this.st.revive.run(id);
+      this.cascade(filter.batchId, items, Date.now());
       return n;
     });
   }
