@@ -102,10 +102,7 @@ export class Coordinator {
         this.ended(msg.token, { kind: 'reported', msg, timedOut: false });
         this.startHead(worker, true);
       },
-      dropped: (_worker, tokens) => {
-        const why = this.stopping ? undefined : 'taken back unstarted from a worker busy with a slow attempt';
-        tokens.forEach((t) => this.ended(t, { kind: 'interrupted', why }));
-      },
+      dropped: (_worker, tokens, why) => tokens.forEach((t) => this.ended(t, { kind: 'interrupted', why: this.stopping ? undefined : why })),
       exited: (_worker, token, why, queued) => {
         for (const t of queued) this.ended(t, { kind: 'interrupted', why: `its worker died (${why}) before it started` });
         this.died(token, why);

@@ -34,8 +34,8 @@ export interface PoolWorker {
 
 export interface PoolEvents {
   done(worker: PoolWorker, msg: DoneMessage): void;
-  /** A shutdown took back attempts that were queued on the worker and never started. */
-  dropped(worker: PoolWorker, tokens: number[]): void;
+  /** Attempts queued on the worker were taken back, never started (`why`, unless a shutdown did it). */
+  dropped(worker: PoolWorker, tokens: number[], why: string): void;
   /** The worker died; `token` is the attempt it was running, `queued` those that never started. */
   exited(worker: PoolWorker, token: number | null, why: string, queued: number[]): void;
   /** A worker became ready and idle. */
@@ -214,7 +214,9 @@ export class WorkerPool {
         } else if (msg.type === 'dropped') {
           const dropped = msg.tokens.filter((t) => slot.queue.includes(t));
           slot.queue = slot.queue.filter((t) => !dropped.includes(t));
-          this.events.dropped(slot, dropped);
+          const why = slot.retiring ? 'its worker was being recycled (--max-worker-memory)' : 'taken back unstarted from a worker busy with a slow attempt';
+          this.events.dropped(slot, dropped, why);
+          if (slot.retiring && slot.queue.length === 0 && slot.proc.connected) slot.proc.disconnect();
         }
       });
       proc.on('error', () => undefined); // reported through 'exit'
@@ -246,8 +248,12 @@ export class WorkerPool {
     slot.tasksRun++;
     slot.avgMs = slot.avgMs === null ? msg.durationMs : slot.avgMs + EWMA * (msg.durationMs - slot.avgMs);
     const { maxTasksPerWorker, maxWorkerMemory } = this.options;
-    const worn = (maxTasksPerWorker && slot.tasksRun >= maxTasksPerWorker) || (maxWorkerMemory && rss > maxWorkerMemory);
-    if (worn && !this.closing) slot.retiring = true; // no new attempts; it exits once its queue is empty
+    const tooBig = maxWorkerMemory !== null && rss > maxWorkerMemory;
+    const worn = (maxTasksPerWorker && slot.tasksRun >= maxTasksPerWorker) || tooBig;
+    if (worn && !this.closing && !slot.retiring) {
+      slot.retiring = true; // no new attempts; it exits once its queue is empty
+      if (tooBig && slot.queue.length > 1) this.drop(slot); // and runs none of the queued ones
+    }
     this.events.done(slot, msg);
     // Exits by itself once disconnected; 'exit' spawns the replacement.
     if (slot.retiring && slot.queue.length === 0 && slot.proc.connected) slot.proc.disconnect();

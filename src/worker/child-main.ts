@@ -81,17 +81,9 @@ async function run(task: TaskMessage): Promise<void> {
   const result: DoneMessage = { token: task.token, ...outcome };
   // Written to the channel before anything else runs here: if the next attempt kills this
   // process, this outcome has left already.
-  await new Promise<void>((written) => process.send?.({ type: 'done', results: [result], rss: rss() } satisfies FromWorker, undefined, {}, () => written()) ?? written());
-}
-
-let rssAt = 0;
-let lastRss = 0;
-
-/** This process's RSS for recycling, measured at most every 50 ms (reading it costs more than a no-op task). */
-function rss(): number {
-  const now = Date.now();
-  if (now - rssAt >= 50) [rssAt, lastRss] = [now, process.memoryUsage.rss()];
-  return lastRss;
+  // Peak RSS, for recycling: a getrusage() call, where reading the current RSS costs more than a no-op task.
+  const done: FromWorker = { type: 'done', results: [result], rss: process.resourceUsage().maxRSS * 1024 };
+  await new Promise<void>((written) => process.send?.(done, undefined, {}, () => written()) ?? written());
 }
 
 function taskEnv(task: TaskMessage): NodeJS.ProcessEnv {

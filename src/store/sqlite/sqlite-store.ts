@@ -194,20 +194,26 @@ export class SqliteStore implements TaskStore {
     return this.write(() => ({ applied: this.settleIn(settlements), claimed: this.claimIn(req) }));
   }
 
-  /** Claims for every slot in two statements whatever their number: claim-and-count, then open the attempts. */
+  /**
+   * One prepared claim and one attempt row per slot, all in the caller's transaction (set-
+   * based statements over JSON were slower here: SQLite re-parses the JSON per field).
+   */
   private claimIn(req: ClaimRequest): ClaimedTask[] {
     if (req.slots.length === 0) return [];
-    const { id: first } = this.st.nextAttemptId.get() as { id: number };
-    const workers = JSON.stringify(req.slots.map((s) => s.workerId));
+    let { id: token } = this.st.nextAttemptId.get() as { id: number };
     const expires = req.now + req.leaseMs;
-    const rows = this.st.claimMany.all({ batchId: req.batchId, now: req.now, owner: req.owner, expires, workers, first }) as ClaimedDbRow[];
-    if (rows.length === 0) return [];
-    rows.sort((a, b) => a.lease_token! - b.lease_token!); // slot order
-    const pid = (t: ClaimedDbRow) => req.slots[t.lease_token! - first]!.pid;
-    const attempts = JSON.stringify(rows.map((t) => [t.lease_token, t.id, t.attempts, t.worker_id, pid(t)]));
-    this.st.insertAttempts.run({ rows: attempts, host: req.host, owner: req.owner, now: req.now });
-    this.st.markStarted.run({ batchId: req.batchId, now: req.now });
-    return rows.map((t) => toClaimedTask(t, t.lease_token!, t.worker_id!, this.inputsOf(t)));
+    const claimed: ClaimedTask[] = [];
+    for (const slot of req.slots) {
+      const t = this.st.claimOne.get({ batchId: req.batchId, now: req.now, owner: req.owner, expires, workerId: slot.workerId, token }) as
+        | ClaimedDbRow
+        | undefined;
+      if (!t) break;
+      this.st.insertAttempt.run({ token, taskId: t.id, attempt: t.attempts, workerId: slot.workerId, host: req.host, pid: slot.pid, owner: req.owner, now: req.now });
+      claimed.push(toClaimedTask(t, token, slot.workerId, this.inputsOf(t)));
+      token++;
+    }
+    if (claimed.length > 0) this.st.markStarted.run({ batchId: req.batchId, now: req.now });
+    return claimed;
   }
 
   /** The stored results of the stages a task needs, by stage. */
@@ -230,78 +236,43 @@ export class SqliteStore implements TaskStore {
    * Successes, the common case, are committed a group at a time (three statements for any
    * number); other outcomes one by one, as each may end its task and cancel dependents.
    */
+  /** Commits the outcomes in order, each fenced by its token; returns the tokens that still held their task. */
   private settleIn(settlements: Settlement[]): number[] {
-    const applied = new Set<Settlement>();
+    const applied: number[] = [];
+    const finished = new Map<number, number>(); // batch → latest end of an outcome other than INTERRUPTED
     const ended = new Map<number, (string | null)[]>(); // batch → items with a stage task that failed or was cancelled
-    // Round k holds the k-th settlement of each task, so within a round every task appears
-    // once and order does not matter; rounds keep one task's settlements in order (a later
-    // one is fenced off if an earlier one applied), exactly as one by one.
-    for (let rest = settlements; rest.length; ) {
-      const seen = new Set<number>();
-      const round = rest.filter((s) => !seen.has(s.taskId) && seen.add(s.taskId));
-      const inRound = new Set(round);
-      rest = rest.filter((s) => !inRound.has(s));
-      for (const s of this.completeAll(round.filter((s) => s.outcome === 'SUCCESS'))) applied.add(s);
-      for (const s of round) {
-        if (s.outcome === 'SUCCESS' || !this.endOne(s, ended)) continue;
-        applied.add(s);
+    for (const s of settlements) {
+      const fenced = { taskId: s.taskId, token: s.token, endedAt: s.endedAt, error: s.error };
+      type After = { batch_id: number; status: TaskStatus; item_key: string | null } | undefined;
+      const row = (
+        s.outcome === 'SUCCESS'
+          ? this.st.complete.get({ ...fenced, result: s.result ?? null })
+          : s.outcome === 'INTERRUPTED'
+            ? this.st.interrupt.get({ taskId: s.taskId, token: s.token, endedAt: s.endedAt })
+            : this.st.fail.get({ ...fenced, retryAt: s.retryAt ?? null })
+      ) as After;
+      if (!row) continue; // fenced off: another attempt holds the task now
+      if (s.outcome !== 'INTERRUPTED') finished.set(row.batch_id, Math.max(finished.get(row.batch_id) ?? s.endedAt, s.endedAt));
+      if (row.item_key !== null && (row.status === 'FAILED' || row.status === 'CANCELLED')) {
+        ended.set(row.batch_id, [...(ended.get(row.batch_id) ?? []), row.item_key]);
       }
+      this.st.endAttempt.run({
+        token: s.token,
+        endedAt: s.endedAt,
+        outcome: s.outcome,
+        exitCode: s.exitCode,
+        signal: s.signal,
+        error: s.error,
+        durationMs: s.durationMs,
+        outputTail: s.outputTail,
+        logPath: s.logPath,
+        startedAt: s.startedAt ?? null,
+      });
+      applied.push(s.token);
     }
+    for (const [batchId, endedAt] of finished) this.st.markFinished.run({ batchId, endedAt });
     for (const [batchId, items] of ended) this.cascade(batchId, items, Date.now());
-    return settlements.filter((s) => applied.has(s)).map((s) => s.token);
-  }
-
-  /** A failure or interruption, fenced by its token; false when another attempt holds the task. */
-  private endOne(s: Settlement, ended: Map<number, (string | null)[]>): boolean {
-    const params = { taskId: s.taskId, token: s.token, endedAt: s.endedAt, error: s.error };
-    type After = { status: TaskStatus; item_key: string | null } | undefined;
-    const row = (
-      s.outcome === 'INTERRUPTED'
-        ? this.st.interrupt.get({ taskId: s.taskId, token: s.token, endedAt: s.endedAt })
-        : this.st.fail.get({ ...params, retryAt: s.retryAt ?? null })
-    ) as After;
-    if (!row) return false;
-    if (row.item_key !== null && (row.status === 'FAILED' || row.status === 'CANCELLED')) {
-      const batchId = (this.st.batchOf.get(s.taskId) as { batch_id: number }).batch_id;
-      ended.set(batchId, [...(ended.get(batchId) ?? []), row.item_key]);
-    }
-    if (s.outcome !== 'INTERRUPTED') this.st.markFinished.run({ taskId: s.taskId, endedAt: s.endedAt });
-    this.st.endAttempt.run({
-      token: s.token,
-      endedAt: s.endedAt,
-      outcome: s.outcome,
-      exitCode: s.exitCode,
-      signal: s.signal,
-      error: s.error,
-      durationMs: s.durationMs,
-      outputTail: s.outputTail,
-      logPath: s.logPath,
-      startedAt: s.startedAt ?? null,
-    });
-    return true;
-  }
-
-  /** SUCCESS for each settlement (one per task) whose token still holds its task; returns those that applied. */
-  private completeAll(ok: Settlement[]): Settlement[] {
-    if (ok.length === 0) return [];
-    const rows = JSON.stringify(ok.map((s) => ({ taskId: s.taskId, token: s.token, endedAt: s.endedAt, result: s.result ?? null })));
-    const held = new Set((this.st.completeMany.all({ rows }) as { id: number }[]).map((r) => r.id));
-    const done = ok.filter((s) => held.has(s.taskId));
-    if (done.length === 0) return [];
-    const ends = done.map((s) => ({
-      token: s.token,
-      taskId: s.taskId,
-      endedAt: s.endedAt,
-      exitCode: s.exitCode,
-      signal: s.signal,
-      durationMs: s.durationMs,
-      outputTail: s.outputTail,
-      logPath: s.logPath,
-      startedAt: s.startedAt ?? null,
-    }));
-    this.st.endSucceeded.run({ rows: JSON.stringify(ends) });
-    this.st.markFinishedMany.run({ rows: JSON.stringify(ends) });
-    return done;
+    return applied;
   }
 
   async statuses(taskIds: number[]): Promise<Map<number, TaskStatus>> {

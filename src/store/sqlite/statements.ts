@@ -45,8 +45,6 @@ const SQL = {
     RETURNING item_key`,
   /** ?ids (JSON array) */
   statuses: 'SELECT id, status FROM tasks WHERE id IN (SELECT value FROM json_each(?))',
-  /** ?taskId */
-  batchOf: 'SELECT batch_id FROM tasks WHERE id = ?',
   /** ?batchId */
   maxSeq: 'SELECT coalesce(max(seq), 0) AS base FROM tasks WHERE batch_id = ?',
   /** @batchId @base @maxAttempts @now — copies temp.staging; keys already in the batch are skipped. */
@@ -104,47 +102,32 @@ const SQL = {
   /** The id the next attempt row will get. */
   nextAttemptId: 'SELECT coalesce(max(id), 0) + 1 AS id FROM attempts',
   /**
-   * @batchId @now @owner @expires @workers (JSON array, one worker id per slot) @first —
-   * claims one due PENDING task whose needs are met per slot, in index order, and counts the
-   * attempt: one statement for a whole tick's claims. The k-th task claimed goes to the k-th
-   * slot's worker, and its fencing token is the id its attempt row will have, @first + k - 1
-   * (ids are free: the transaction is the only writer).
+   * @batchId @now @owner @expires @workerId @token — takes the first due PENDING task in
+   * index order whose needs all succeeded for its item, and counts the attempt in the same
+   * statement: a claim is an attempt. @token is the id its attempt row will get (the claim
+   * transaction is the only writer, so ids from nextAttemptId on are free).
    */
-  claimMany: `
+  claimOne: `
     UPDATE tasks
     SET status = 'RUNNING', attempts = attempts + 1, lease_owner = @owner, lease_expires_at = @expires,
-        started_at = @now, lease_token = @first + pick.rank - 1, worker_id = @workers ->> (pick.rank - 1)
-    FROM (
-      SELECT id, row_number() OVER (ORDER BY next_run_at, attempts, id) AS rank FROM (
-        SELECT id, next_run_at, attempts FROM tasks AS c INDEXED BY tasks_by_state
-        WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at <= @now AND attempts < max_attempts
-          AND ${NEEDS_MET}
-        ORDER BY next_run_at, attempts, id LIMIT json_array_length(@workers))) AS pick
-    WHERE tasks.id = pick.id
+        worker_id = @workerId, started_at = @now, lease_token = @token
+    WHERE id = (
+      SELECT id FROM tasks AS c INDEXED BY tasks_by_state
+      WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at <= @now AND attempts < max_attempts
+        AND ${NEEDS_MET}
+      ORDER BY next_run_at, attempts, id LIMIT 1)
     RETURNING ${CLAIMED}`,
-  /** @rows (JSON [[token, taskId, attempt, workerId, pid], …]) @host @owner @now — the claimed attempts' rows. */
-  insertAttempts: `
+  /** @token @taskId @attempt @workerId @host @pid @owner @now — the claimed attempt's row, its id the token. */
+  insertAttempt: `
     INSERT INTO attempts (id, task_id, attempt, worker_id, host, pid, owner, started_at)
-    SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, @host, value ->> 4, @owner, @now FROM json_each(@rows)`,
-  /**
-   * @rows (JSON [{taskId, token, endedAt, result}, …]) — SUCCESS for each task its token
-   * still holds (fenced, as complete); returns the tasks it applied to.
-   */
-  completeMany: `
+    VALUES (@token, @taskId, @attempt, @workerId, @host, @pid, @owner, @now)`,
+  /** @taskId @token @endedAt @error @result — fenced: only while the token still holds the task. */
+  complete: `
     UPDATE tasks
-    SET status = 'SUCCESS', result = j.value ->> 'result', finished_at = j.value ->> 'endedAt', last_error = NULL,
+    SET status = 'SUCCESS', result = @result, finished_at = @endedAt, last_error = @error,
         lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0
-    FROM json_each(@rows) AS j
-    WHERE tasks.id = j.value ->> 'taskId' AND tasks.status = 'RUNNING' AND tasks.lease_token = j.value ->> 'token'
-    RETURNING tasks.id`,
-  /** @rows (JSON [{token, endedAt, exitCode, signal, durationMs, outputTail, logPath, startedAt}, …]) — their attempts, SUCCESS. */
-  endSucceeded: `
-    UPDATE attempts
-    SET ended_at = j.value ->> 'endedAt', outcome = 'SUCCESS', exit_code = j.value ->> 'exitCode', signal = j.value ->> 'signal',
-        error = NULL, duration_ms = j.value ->> 'durationMs', output_tail = j.value ->> 'outputTail', log_path = j.value ->> 'logPath',
-        started_at = coalesce(j.value ->> 'startedAt', started_at)
-    FROM json_each(@rows) AS j
-    WHERE attempts.id = j.value ->> 'token' AND attempts.ended_at IS NULL`,
+    WHERE id = @taskId AND status = 'RUNNING' AND lease_token = @token
+    RETURNING batch_id, status, item_key`,
   /** @owner @expires */
   heartbeat: "UPDATE tasks INDEXED BY tasks_running SET lease_expires_at = @expires WHERE lease_owner = @owner AND status = 'RUNNING'",
 
@@ -161,7 +144,7 @@ const SQL = {
         last_error = CASE WHEN cancel_requested THEN 'cancelled; its last attempt: ' || @error ELSE @error END,
         lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
     WHERE id = @taskId AND status = 'RUNNING' AND lease_token = @token
-    RETURNING status, item_key`,
+    RETURNING batch_id, status, item_key`,
   /** @taskId @token @endedAt — an interrupted attempt is not charged (a cancelled task ends CANCELLED). */
   interrupt: `
     UPDATE tasks
@@ -170,7 +153,7 @@ const SQL = {
         last_error = CASE WHEN cancel_requested THEN 'cancelled' ELSE last_error END,
         attempts = attempts - 1, lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
     WHERE id = @taskId AND status = 'RUNNING' AND lease_token = @token
-    RETURNING status, item_key`,
+    RETURNING batch_id, status, item_key`,
   /** @token @endedAt @outcome @exitCode @signal @error @durationMs @outputTail @logPath @startedAt (NULL: the claim's) */
   endAttempt: `
     UPDATE attempts
@@ -221,20 +204,14 @@ const SQL = {
     SELECT coalesce(last_error, '(no error recorded)') AS error, count(*) AS count, min(task_key) AS example FROM tasks
     WHERE batch_id = @batchId AND status = 'FAILED'
     GROUP BY error ORDER BY count DESC, error LIMIT @limit`,
+  /** @batchId @endedAt — the batch's last activity: every committed outcome except INTERRUPTED. */
+  markFinished: `
+    UPDATE batches SET last_finished_at = @endedAt
+    WHERE id = @batchId AND (last_finished_at IS NULL OR last_finished_at < @endedAt)`,
   /** ?batchId */
   activity: 'SELECT first_started_at AS first, last_finished_at AS last FROM batches WHERE id = ?',
   /** @batchId @now */
   markStarted: 'UPDATE batches SET first_started_at = @now WHERE id = @batchId AND first_started_at IS NULL',
-  /** @rows (JSON [{taskId, endedAt}, …]) — markFinished for a group: each batch's latest end. */
-  markFinishedMany: `
-    UPDATE batches SET last_finished_at = x.ended
-    FROM (SELECT t.batch_id AS id, max(j.value ->> 'endedAt') AS ended FROM json_each(@rows) AS j
-          JOIN tasks AS t ON t.id = j.value ->> 'taskId' GROUP BY t.batch_id) AS x
-    WHERE batches.id = x.id AND (batches.last_finished_at IS NULL OR batches.last_finished_at < x.ended)`,
-  /** @taskId @endedAt — the batch's last activity: every committed outcome except INTERRUPTED. */
-  markFinished: `
-    UPDATE batches SET last_finished_at = @endedAt
-    WHERE id = (SELECT batch_id FROM tasks WHERE id = @taskId) AND (last_finished_at IS NULL OR last_finished_at < @endedAt)`,
   /** @batchId @status (NULL = any) @error (NULL = any; substring of last_error) @attempted (1 = attempts > 0) */
   listTasks: `
     SELECT * FROM tasks
