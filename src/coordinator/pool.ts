@@ -210,7 +210,7 @@ export class WorkerPool {
         } else if (msg.type === 'heartbeat') {
           this.events.heartbeat(msg.token);
         } else if (msg.type === 'done') {
-          for (const result of msg.results) this.finishAttempt(slot, result, msg.rss);
+          this.finishAttempt(slot, msg.result, msg.rss);
         } else if (msg.type === 'dropped') {
           const dropped = msg.tokens.filter((t) => slot.queue.includes(t));
           slot.queue = slot.queue.filter((t) => !dropped.includes(t));

@@ -21,16 +21,13 @@ export interface StageDefinition {
   permanentCodes?: number[];
 }
 
-/** What a stage runs with: its own fields over the job's. */
-export type StagePolicy = Pick<JobSettings, 'retries' | 'backoffMs' | 'backoffFactor' | 'maxBackoffMs' | 'jitter' | 'timeoutMs' | 'permanentCodes'> & {
-  handler: HandlerSpec | null;
-};
+/** What a stage retries and times out with: its own fields over the job's. */
+export type StagePolicy = Pick<JobSettings, 'retries' | 'backoffMs' | 'backoffFactor' | 'maxBackoffMs' | 'jitter' | 'timeoutMs' | 'permanentCodes'>;
 
-/** The handler and policy of `stage` ('' for a batch without stages). */
+/** The policy of `stage` ('' for a batch without stages). */
 export function policyFor(settings: JobSettings, stage: string): StagePolicy {
   const own = settings.stages.find((s) => s.name === stage);
   return {
-    handler: own ? own.handler : settings.handler,
     retries: own?.retries ?? settings.retries,
     backoffMs: own?.backoffMs ?? settings.backoffMs,
     backoffFactor: own?.backoffFactor ?? settings.backoffFactor,

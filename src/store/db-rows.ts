@@ -119,7 +119,7 @@ export function toAttemptRow(r: AttemptDbRow): AttemptRow {
 /** The columns a claim returns (both stores). */
 export type ClaimedDbRow = Pick<
   TaskDbRow,
-  'id' | 'batch_id' | 'task_key' | 'stage' | 'item_key' | 'needs' | 'seq' | 'payload' | 'attempts' | 'max_attempts' | 'lease_token' | 'worker_id'
+  'id' | 'batch_id' | 'task_key' | 'stage' | 'item_key' | 'needs' | 'seq' | 'payload' | 'attempts' | 'max_attempts'
 >;
 
 export function toClaimedTask(r: ClaimedDbRow, token: number, workerId: string, inputs: Record<string, unknown>): ClaimedTask {

@@ -82,7 +82,7 @@ async function run(task: TaskMessage): Promise<void> {
   // Written to the channel before anything else runs here: if the next attempt kills this
   // process, this outcome has left already.
   // Peak RSS, for recycling: a getrusage() call, where reading the current RSS costs more than a no-op task.
-  const done: FromWorker = { type: 'done', results: [result], rss: process.resourceUsage().maxRSS * 1024 };
+  const done: FromWorker = { type: 'done', result, rss: process.resourceUsage().maxRSS * 1024 };
   await new Promise<void>((written) => process.send?.(done, undefined, {}, () => written()) ?? written());
 }
 

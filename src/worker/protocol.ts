@@ -55,7 +55,7 @@ export type FromWorker =
   /** An exec attempt's process group, so the coordinator can kill it if the worker dies. */
   | { type: 'spawned'; token: number; pgid: number }
   | { type: 'heartbeat'; token: number }
-  /** Attempts that ended (one, before the next starts); `rss`: the worker's peak RSS so far, bytes. */
-  | { type: 'done'; results: DoneMessage[]; rss: number }
+  /** An attempt ended (reported before the next starts); `rss`: the worker's peak RSS so far, bytes. */
+  | { type: 'done'; result: DoneMessage; rss: number }
   /** Queued attempts dropped by a shutdown: they never started. */
   | { type: 'dropped'; tokens: number[] };
