@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
@@ -6,7 +6,6 @@ import type { RunFlags } from '../cli/commands/run-flags.js';
 import { parseDuration, parseSize } from './units.js';
 import { orderStages, type StageDefinition } from './stages.js';
 
-export const JOB_FILE = 'splitdance.json';
 
 const valid = (parse: (v: string, o: string) => unknown) => (v: string) => {
   try {
@@ -77,16 +76,6 @@ export function jobFileJsonSchema(): unknown {
 }
 
 /** The job file to read: `--job FILE`, else `./splitdance.json` when it exists. */
-export function findJobFile(flag: string | undefined, cwd: string): string | null {
-  if (flag !== undefined) {
-    const path = resolve(cwd, flag);
-    if (!existsSync(path)) throw new UsageError(`job file ${flag} does not exist`);
-    return path;
-  }
-  const implicit = resolve(cwd, JOB_FILE);
-  return existsSync(implicit) ? implicit : null;
-}
-
 /** Reads and validates a job file into `run` flags and stages (paths made absolute against the file's folder). */
 export function readJobFile(path: string): { flags: RunFlags; source?: string; stages?: StageDefinition[] } {
   let data: unknown;

@@ -1,7 +1,7 @@
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../../errors.js';
 import { defaultBatchName, expandBatchName } from '../../job/batch-name.js';
-import { findJobFile, readJobFile } from '../../job/job-file.js';
+import { findJobFile } from '../../job/job-file-path.js';
 import { DEFAULT_SETTINGS, describeHandler, mergeSettings, settingsOf, type JobDefinition, type JobSettings } from '../../job/job-definition.js';
 import { parseSample, sampled, type Sample } from '../../split/sample.js';
 import { sourceKind, splitSource, type SourceKind } from '../../split/split-source.js';
@@ -39,7 +39,7 @@ export async function planRun(
   db: string,
 ): Promise<RunPlan> {
   const jobPath = findJobFile(cliFlags.job, cwd);
-  const file = jobPath ? readJobFile(jobPath) : null;
+  const file = jobPath ? (await import('../../job/job-file.js')).readJobFile(jobPath) : null;
   const flags: RunFlags = { ...definedOnly(file?.flags ?? {}), ...cliFlags }; // flags win over the file
   const sourceGiven = sourceArg ?? file?.source;
   if (sourceGiven === undefined) {
