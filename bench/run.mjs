@@ -13,6 +13,9 @@ const BIN = join(ROOT, 'bin/splitdance.js');
 const NOOP = join(ROOT, 'fixtures/handlers/ok.mjs');
 const QUICK = process.env.BENCH_QUICK === '1';
 const RUNS = QUICK ? 1 : 3;
+/** BENCH_ONLY=shell,gzip runs only those benchmarks (shell, handler, gzip, scale, split, pg) and writes no results file. */
+const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null;
+const want = (name) => !ONLY || ONLY.has(name);
 const SIZES = {
   shell: QUICK ? 300 : 1000,
   handler: QUICK ? 10_000 : 40_000,
@@ -53,7 +56,7 @@ function filesDir(name, n, content = '') {
 }
 
 // 1. Shell tasks: one spawn of `true` per file.
-{
+if (want('shell')) {
   const n = SIZES.shell;
   const dir = filesDir('shell', n);
   const list = join(work, 'shell.list');
@@ -68,7 +71,7 @@ function filesDir(name, n, content = '') {
 }
 
 // 2. No-op handler tasks vs a bare fork/IPC ping-pong with one message in flight per worker.
-{
+if (want('handler')) {
   const n = SIZES.handler;
   const file = join(work, 'handler.txt');
   writeFileSync(file, 'x\n'.repeat(n));
@@ -85,7 +88,7 @@ function filesDir(name, n, content = '') {
 }
 
 // 3. A real workload: gzip every file of a package tree from node_modules.
-{
+if (want('gzip')) {
   const tree = join(work, 'tree');
   cpSync(join(ROOT, 'node_modules/typescript/lib'), tree, { recursive: true });
   const files = readdirSync(tree, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath ?? e.path, e.name));
@@ -103,7 +106,7 @@ function filesDir(name, n, content = '') {
 }
 
 // 4. Scale: a million one-line tasks; peak RSS of every process; status latency.
-{
+if (want('scale')) {
   const n = SIZES.million;
   const file = join(work, 'million.txt');
   writeFileSync(file, 'x\n'.repeat(n));
@@ -116,7 +119,7 @@ function filesDir(name, n, content = '') {
 }
 
 // 5. Split: enqueue a directory of many files (time to the start event).
-{
+if (want('split')) {
   const n = SIZES.split;
   const dir = filesDir('split', n);
   const t = median(Array.from({ length: RUNS }, () => {
@@ -135,7 +138,7 @@ function filesDir(name, n, content = '') {
 }
 
 // 6. Shared store: the handler benchmark on PostgreSQL with 1, 2 and 4 worker processes.
-if (process.env.SPLITDANCE_PG_URL) {
+if (want('pg') && process.env.SPLITDANCE_PG_URL) {
   const n = QUICK ? 2000 : 10_000;
   const file = join(work, 'pg.txt');
   writeFileSync(file, 'x\n'.repeat(n));
@@ -221,7 +224,9 @@ for (const r of rows) {
   lines.push(`| ${r.benchmark} | ${r.workload} | ${results} | ${ratios} | ${r.goal} |`);
 }
 const table = lines.join('\n') + '\n';
-mkdirSync(join(ROOT, 'bench'), { recursive: true });
-writeFileSync(join(ROOT, 'bench/results.md'), table);
+if (!ONLY) {
+  mkdirSync(join(ROOT, 'bench'), { recursive: true });
+  writeFileSync(join(ROOT, 'bench/results.md'), table);
+}
 console.log(`\n${table}`);
 rmSync(work, { recursive: true, force: true });

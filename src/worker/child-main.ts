@@ -68,14 +68,17 @@ async function drain(): Promise<void> {
 async function run(task: TaskMessage): Promise<void> {
   const h = handlers.get(task.stage);
   if (!h) throw new Error(`no handler loaded for stage "${task.stage}"`); // the coordinator sends only stages it loaded
+  // Set before the attempt starts, so a message arriving meanwhile sees it running.
+  const attempt: NonNullable<typeof current> = { token: task.token, pgid: null, abort: () => {} };
+  current = attempt;
   const running =
     h.spec.kind === 'exec'
-      ? runExec(h.spec.template, task, killGraceMs, taskEnv(task))
+      ? runExec(h.spec.template, task, killGraceMs, taskVars(task), (pgid) => {
+          attempt.pgid = pgid;
+          send({ type: 'spawned', token: task.token, pgid });
+        })
       : runModule(h.fn!, task, () => send({ type: 'heartbeat', token: task.token }));
-  const pgid = 'pgid' in running ? (running.pgid as number | null) : null;
-  if (pgid !== null) send({ type: 'spawned', token: task.token, pgid });
-  // Set before the first await, so a message arriving meanwhile sees this attempt running.
-  current = { token: task.token, pgid, abort: (reason) => running.abort(reason) };
+  attempt.abort = (reason) => running.abort(reason);
   const outcome = await running.done;
   current = null;
   const result: DoneMessage = { token: task.token, ...outcome };
@@ -86,9 +89,9 @@ async function run(task: TaskMessage): Promise<void> {
   await new Promise<void>((written) => process.send?.(done, undefined, {}, () => written()) ?? written());
 }
 
-function taskEnv(task: TaskMessage): NodeJS.ProcessEnv {
+/** What an exec attempt gets over the worker's environment. */
+function taskVars(task: TaskMessage): Record<string, string> {
   return {
-    ...process.env,
     SPLITDANCE_KEY: task.key,
     SPLITDANCE_PATH: task.payload.path,
     SPLITDANCE_BATCH: task.batch,

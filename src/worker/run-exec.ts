@@ -1,24 +1,47 @@
 import { spawn } from 'node:child_process';
+import { closeSync, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
+import { constants } from 'node:os';
+import { dirname } from 'node:path';
 import { serializeError } from '../errors.js';
-import { OutputCapture } from './output-capture.js';
+import { OutputCapture, TAIL_BYTES } from './output-capture.js';
 import { renderTemplate } from './exec-template.js';
 import { killGroup } from './kill-group.js';
 import type { DoneMessage, TaskMessage } from './protocol.js';
+import { directArgv } from './simple-command.js';
+import { Spawner } from './spawner.js';
 
 export interface RunningExec {
-  pgid: number | null;
   abort(): void;
   done: Promise<Omit<DoneMessage, 'token'>>;
+}
+
+/** How a command ended, whichever way it was started. */
+interface Ended {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** It never ran (or its fate is unknown): an errno-style code (ENOENT…) and the whole message. */
+  spawnError: { code: string; message: string } | null;
+  outputTail: string | null;
+  logPath: string | null;
 }
 
 /** Streams a straggler (a background grandchild holding the pipe) may keep open after exit. */
 const PIPE_LINGER_MS = 200;
 
 /**
- * Runs one `--exec` attempt in its own process group (`detached`), so a timeout or
- * shutdown can kill the shell and everything it started with one signal.
+ * Runs one `--exec` attempt in its own session and process group, so a timeout or shutdown
+ * can kill the command and everything it started with one signal. The rendered line runs
+ * under `/bin/sh -c`, or directly when it needs no shell (simple-command.ts) — with the
+ * same arguments, and a signal death reported as the shell would (exit 128+n). Commands
+ * start through the spawner helper when it is built, else with Node's spawn.
  */
-export function runExec(template: string, task: TaskMessage, killGraceMs: number, env: NodeJS.ProcessEnv): RunningExec {
+export function runExec(
+  template: string,
+  task: TaskMessage,
+  killGraceMs: number,
+  vars: Record<string, string>,
+  onSpawned: (pgid: number) => void,
+): RunningExec {
   const started = Date.now();
   let command: string;
   try {
@@ -27,38 +50,131 @@ export function runExec(template: string, task: TaskMessage, killGraceMs: number
     // e.g. {inputs.x.y} naming a field the needed stage's result lacks: the attempt fails, nothing runs.
     const error = serializeError(err);
     const failed = { ok: false, result: null, error, exitCode: null, signal: null, outputTail: null, logPath: null, durationMs: 0 };
-    return { pgid: null, abort() {}, done: Promise.resolve(failed) };
+    return { abort() {}, done: Promise.resolve(failed) };
   }
-  const capture = new OutputCapture(task.logFile);
-  const child = spawn('/bin/sh', ['-c', command], {
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env,
-  });
-  const pgid = child.pid ?? null;
+  let pgid: number | null = null;
+  let aborted = false;
   let killTimer: NodeJS.Timeout | undefined;
+  const kill = () => {
+    killGroup(pgid!, 'SIGTERM');
+    killTimer = setTimeout(() => killGroup(pgid!, 'SIGKILL'), killGraceMs);
+  };
+  const onStarted = (pid: number) => {
+    pgid = pid;
+    onSpawned(pid);
+    if (aborted) kill();
+  };
+  const launch = (argv: string[]) => {
+    const spawner = Spawner.get();
+    return spawner ? viaSpawner(spawner, argv, vars, task.logFile, onStarted) : viaNode(argv, vars, task.logFile, onStarted);
+  };
+
+  const done = (async (): Promise<Omit<DoneMessage, 'token'>> => {
+    const direct = directArgv(command);
+    let ended = await launch(direct ?? ['/bin/sh', '-c', command]);
+    // Not found, not executable, a script without #!: the shell's own handling and message.
+    if (ended.spawnError?.code === SPAWNER_DIED && pgid !== null) killGroup(pgid, 'SIGKILL'); // it cannot reap it now
+    else if (direct && ended.spawnError) ended = await launch(['/bin/sh', '-c', command]);
+    else if (direct && ended.signal && !aborted) ended = { ...ended, code: 128 + constants.signals[ended.signal], signal: null };
+    clearTimeout(killTimer);
+    const { code, signal, spawnError, outputTail, logPath } = ended;
+    const ok = !spawnError && code === 0;
+    return {
+      ok,
+      result: null,
+      error: ok ? null : { name: 'Error', message: describeExit(code, signal, spawnError, outputTail), retryable: true },
+      exitCode: code,
+      signal,
+      outputTail,
+      logPath,
+      durationMs: Date.now() - started,
+    };
+  })();
+
+  return {
+    abort() {
+      aborted = true;
+      if (pgid !== null) kill();
+    },
+    done,
+  };
+}
+
+const SPAWNER_DIED = 'ESPAWNER';
+const SIGNAL_NAMES = new Map(Object.entries(constants.signals).map(([name, n]) => [n, name as NodeJS.Signals]));
+const madeDirs = new Set<string>();
+
+async function viaSpawner(
+  spawner: Spawner,
+  argv: string[],
+  vars: Record<string, string>,
+  logFile: string,
+  onStarted: (pid: number) => void,
+): Promise<Ended> {
+  const dir = dirname(logFile);
+  if (!madeDirs.has(dir)) {
+    try {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      madeDirs.add(dir);
+    } catch {
+      return viaNode(argv, vars, logFile, onStarted); // it keeps the output tail without a log
+    }
+  }
+  const end = await spawner.run(argv, vars, logFile, onStarted);
+  switch (end.kind) {
+    case 'exited': {
+      const signo = end.status & 0x7f;
+      const written = end.written > 0;
+      return {
+        code: signo ? null : (end.status >> 8) & 0xff,
+        signal: signo ? (SIGNAL_NAMES.get(signo) ?? null) : null,
+        spawnError: null,
+        outputTail: written ? readTail(logFile, end.written) : null,
+        logPath: written ? logFile : null,
+      };
+    }
+    case 'spawn-failed': {
+      const code = Object.entries(constants.errno).find(([, n]) => n === end.errno)?.[0] ?? `errno ${end.errno}`;
+      return { code: null, signal: null, spawnError: { code, message: `could not start ${argv[0]}: spawn ${argv[0]} ${code}` }, outputTail: null, logPath: null };
+    }
+    case 'log-failed':
+      return viaNode(argv, vars, logFile, onStarted); // it keeps the output tail without a log
+    case 'spawner-died':
+      return { code: null, signal: null, spawnError: { code: SPAWNER_DIED, message: 'the spawner helper died while the command ran' }, outputTail: null, logPath: null };
+  }
+}
+
+/** The last bytes (at most TAIL_BYTES) of the `written` the command appended to its log. */
+function readTail(logFile: string, written: number): string | null {
+  try {
+    const fd = openSync(logFile, 'r');
+    try {
+      const size = fstatSync(fd).size;
+      const n = Math.min(TAIL_BYTES, written, size);
+      const buf = Buffer.alloc(n);
+      readSync(fd, buf, 0, n, size - n);
+      return buf.toString('utf8');
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return null;
+  }
+}
+
+function viaNode(argv: string[], vars: Record<string, string>, logFile: string, onStarted: (pid: number) => void): Promise<Ended> {
+  const capture = new OutputCapture(logFile);
+  const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...vars } });
+  if (child.pid !== undefined) onStarted(child.pid);
   child.stdout.on('data', (b: Buffer) => capture.write(b));
   child.stderr.on('data', (b: Buffer) => capture.write(b));
-
-  const done = new Promise<Omit<DoneMessage, 'token'>>((resolve) => {
+  return new Promise<Ended>((resolve) => {
     let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
-    let spawnError: Error | null = null;
+    let spawnError: NodeJS.ErrnoException | null = null;
     const finish = () => {
-      clearTimeout(killTimer);
       const { outputTail, logPath } = capture.finish();
-      const code = exit?.code ?? null;
-      const signal = exit?.signal ?? null;
-      const ok = !spawnError && code === 0;
-      resolve({
-        ok,
-        result: null,
-        error: ok ? null : { name: 'Error', message: describeExit(code, signal, spawnError, outputTail), retryable: true },
-        exitCode: code,
-        signal,
-        outputTail,
-        logPath,
-        durationMs: Date.now() - started,
-      });
+      const error = spawnError ? { code: spawnError.code ?? 'ERROR', message: `could not start ${argv[0]}: ${spawnError.message}` } : null;
+      resolve({ code: exit?.code ?? null, signal: exit?.signal ?? null, spawnError: error, outputTail, logPath });
     };
     child.on('error', (err) => {
       spawnError = err;
@@ -73,20 +189,10 @@ export function runExec(template: string, task: TaskMessage, killGraceMs: number
     });
     child.on('close', () => finish());
   });
-
-  return {
-    pgid,
-    abort() {
-      if (pgid === null) return;
-      killGroup(pgid, 'SIGTERM');
-      killTimer = setTimeout(() => killGroup(pgid, 'SIGKILL'), killGraceMs);
-    },
-    done,
-  };
 }
 
-function describeExit(code: number | null, signal: string | null, spawnError: Error | null, tail: string | null): string {
-  if (spawnError) return `could not start /bin/sh: ${spawnError.message}`;
+function describeExit(code: number | null, signal: string | null, spawnError: { message: string } | null, tail: string | null): string {
+  if (spawnError) return spawnError.message;
   const what = signal ? `killed by ${signal}` : `exit code ${code}`;
   const lastLine = tail?.trimEnd().split('\n').pop()?.trim();
   return lastLine ? `${what}: ${lastLine.slice(0, 300)}` : what;

@@ -1,0 +1,240 @@
+/*
+ * splitdance's spawner: a tiny long-lived helper that starts `--exec` commands for one
+ * worker with posix_spawn (a vfork: no copy of the caller's page tables), where Node's
+ * spawn forks the whole worker. On this kind of machine that halves the CPU each shell
+ * task costs. Each command still gets what a plain spawn gives it: its own session and
+ * process group, stdin from /dev/null, stdout and stderr into its log file, the worker's
+ * cwd, and the worker's environment plus the task's variables.
+ *
+ * Requests arrive on stdin as NUL-terminated fields:
+ *   id, log path, argument count, arguments…, variable count, NAME=value…
+ * (argument 0 is looked up on PATH unless it holds a slash). Replies go to stdout, one
+ * line each:
+ *   "<id> S <pid>"            started; the pid is also its process group
+ *   "<id> F <errno>"          could not start (e.g. ENOENT: no such command)
+ *   "<id> L <errno>"          could not open the log file; nothing started
+ *   "<id> X <status> <bytes>" ended: raw wait status, bytes the command wrote to its log
+ * A log the command left empty is removed again, so silent tasks leave no files. When
+ * stdin closes (the worker is gone), every command still running is killed with its
+ * group and the spawner exits: it never leaves orphans behind.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+struct child {
+  pid_t pid;
+  long long id;
+  int log_fd;
+  off_t log_start;
+  int log_created;
+  char *log_path;
+  struct child *next;
+};
+
+static struct child *children;
+static int sigchld_pipe[2];
+
+static void on_sigchld(int sig) {
+  (void)sig;
+  int saved = errno;
+  ssize_t ignored = write(sigchld_pipe[1], "", 1);
+  (void)ignored;
+  errno = saved;
+}
+
+/* One reply line: "<id> <what> <a>", or "<id> <what> <a> <b>" when b is not negative. */
+static void reply(long long id, char what, long long a, long long b) {
+  char line[96];
+  int n = b < 0 ? snprintf(line, sizeof line, "%lld %c %lld\n", id, what, a)
+                : snprintf(line, sizeof line, "%lld %c %lld %lld\n", id, what, a, b);
+  for (int off = 0; off < n;) {
+    ssize_t w = write(STDOUT_FILENO, line + off, (size_t)(n - off));
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) _exit(0); /* the worker is gone */
+    off += (int)w;
+  }
+}
+
+/* Reads one NUL-terminated field at *pos; NULL if the buffer does not hold it yet. */
+static char *field(char *buf, size_t len, size_t *pos) {
+  char *start = buf + *pos;
+  char *end = memchr(start, '\0', len - *pos);
+  if (!end) return NULL;
+  *pos = (size_t)(end - buf) + 1;
+  return start;
+}
+
+/* The worker's environment with the task's variables put over it. */
+static char **task_env(char **vars, long nvars) {
+  size_t n = 0;
+  while (environ[n]) n++;
+  char **env = malloc((n + (size_t)nvars + 1) * sizeof *env);
+  if (!env) return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t name = strcspn(environ[i], "=");
+    int overridden = 0;
+    for (long v = 0; v < nvars && !overridden; v++) {
+      overridden = strncmp(vars[v], environ[i], name) == 0 && vars[v][name] == '=';
+    }
+    if (!overridden) env[k++] = environ[i];
+  }
+  for (long v = 0; v < nvars; v++) env[k++] = vars[v];
+  env[k] = NULL;
+  return env;
+}
+
+static void start(long long id, char *log_path, char **argv, char **vars, long nvars) {
+  int created = 1;
+  int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    created = 0;
+    fd = open(log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+  }
+  if (fd < 0) {
+    reply(id, 'L', errno, -1);
+    return;
+  }
+  struct stat st;
+  off_t log_start = fstat(fd, &st) == 0 ? st.st_size : 0;
+
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fd, STDERR_FILENO);
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+
+  char **env = task_env(vars, nvars);
+  pid_t pid = 0;
+  int err = env ? posix_spawnp(&pid, argv[0], &actions, &attr, argv, env) : ENOMEM;
+  free(env);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (err != 0) {
+    close(fd);
+    if (created) unlink(log_path);
+    reply(id, 'F', err, -1);
+    return;
+  }
+  struct child *c = calloc(1, sizeof *c);
+  char *path_copy = strdup(log_path);
+  if (!c || !path_copy) abort(); /* out of memory: the worker sees the spawner die */
+  *c = (struct child){ pid, id, fd, log_start, created, path_copy, children };
+  children = c;
+  reply(id, 'S', pid, -1);
+}
+
+/* Parses and starts every complete request in the buffer; returns the bytes consumed. */
+static size_t serve(char *buf, size_t len) {
+  size_t done = 0;
+  for (;;) {
+    size_t pos = done;
+    char *id = field(buf, len, &pos), *log_path = id ? field(buf, len, &pos) : NULL;
+    char *nargs_s = log_path ? field(buf, len, &pos) : NULL;
+    if (!nargs_s) return done;
+    long nargs = strtol(nargs_s, NULL, 10);
+    if (nargs < 1) _exit(2); /* the worker never sends this: a protocol bug */
+    char **argv = calloc((size_t)nargs + 1, sizeof *argv);
+    if (!argv) abort();
+    long i = 0;
+    while (i < nargs && (argv[i] = field(buf, len, &pos))) i++;
+    char *nvars_s = i == nargs ? field(buf, len, &pos) : NULL;
+    long nvars = nvars_s ? strtol(nvars_s, NULL, 10) : 0;
+    char **vars = nvars_s ? calloc((size_t)nvars + 1, sizeof *vars) : NULL;
+    long v = 0;
+    while (vars && v < nvars && (vars[v] = field(buf, len, &pos))) v++;
+    if (!vars || v < nvars) {
+      free(argv);
+      free(vars);
+      return done; /* incomplete: wait for more input */
+    }
+    start(strtoll(id, NULL, 10), log_path, argv, vars, nvars);
+    free(argv);
+    free(vars);
+    done = pos;
+  }
+}
+
+static void reap(void) {
+  int status;
+  pid_t pid;
+  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    for (struct child **p = &children; *p; p = &(*p)->next) {
+      struct child *c = *p;
+      if (c->pid != pid) continue;
+      struct stat st;
+      off_t written = fstat(c->log_fd, &st) == 0 ? st.st_size - c->log_start : 0;
+      close(c->log_fd);
+      if (written == 0 && c->log_created) unlink(c->log_path);
+      reply(c->id, 'X', status, (long long)written);
+      *p = c->next;
+      free(c->log_path);
+      free(c);
+      break;
+    }
+  }
+}
+
+int main(void) {
+  if (pipe2(sigchld_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigchld;
+  sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  sigaction(SIGCHLD, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  fcntl(STDIN_FILENO, F_SETFD, FD_CLOEXEC);
+  fcntl(STDOUT_FILENO, F_SETFD, FD_CLOEXEC);
+
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap);
+  if (!buf) return 1;
+  for (;;) {
+    struct pollfd fds[2] = { { STDIN_FILENO, POLLIN, 0 }, { sigchld_pipe[0], POLLIN, 0 } };
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return 1;
+    }
+    if (fds[1].revents) {
+      char drain[64];
+      while (read(sigchld_pipe[0], drain, sizeof drain) > 0) {}
+      reap();
+    }
+    if (fds[0].revents) {
+      if (len == cap) {
+        char *grown = realloc(buf, cap *= 2);
+        if (!grown) abort();
+        buf = grown;
+      }
+      ssize_t n = read(STDIN_FILENO, buf + len, cap - len);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break; /* the worker is gone */
+      len += (size_t)n;
+      size_t used = serve(buf, len);
+      memmove(buf, buf + used, len - used);
+      len -= used;
+    }
+  }
+  for (struct child *c = children; c; c = c->next) kill(-c->pid, SIGKILL);
+  return 0;
+}
