@@ -1,8 +1,12 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
+import type { EventEmitter } from 'node:events';
+import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { UsageError, errorLine } from '../errors.js';
 import { killGroup } from '../worker/kill-group.js';
 import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from '../worker/protocol.js';
+import { Spawner } from '../worker/spawner.js';
+import { InProcessWorker } from './in-process-worker.js';
 
 const CHILD_MAIN = fileURLToPath(new URL('../worker/child-main.js', import.meta.url));
 const STDERR_KEEP = 2048;
@@ -53,9 +57,20 @@ export interface PoolOptions {
   idPrefix: string;
 }
 
+/** A forked worker process, or an InProcessWorker that looks like one. */
+interface WorkerProcess extends EventEmitter {
+  readonly pid?: number | undefined;
+  readonly connected: boolean;
+  readonly exitCode: number | null;
+  readonly signalCode: NodeJS.Signals | null;
+  readonly stderr: Readable | null;
+  send(msg: ToWorker): boolean;
+  disconnect(): void;
+}
+
 interface Slot extends PoolWorker {
   queue: number[];
-  proc: ChildProcess;
+  proc: WorkerProcess;
   stderr: string;
   /** Running average of its attempts' durations (ms), null before the first. */
   avgMs: number | null;
@@ -77,7 +92,11 @@ export class WorkerPool {
 
   private events: PoolEvents = { done() {}, dropped() {}, exited() {}, idle() {}, heartbeat() {} };
 
-  constructor(private readonly options: PoolOptions) {}
+  private readonly execOnly: boolean;
+
+  constructor(private readonly options: PoolOptions) {
+    this.execOnly = Object.values(options.handlers).every((h) => h.kind === 'exec');
+  }
 
   /** Routes worker events to the coordinator (the pool starts before the coordinator exists). */
   attach(events: PoolEvents): void {
@@ -180,7 +199,12 @@ export class WorkerPool {
   }
 
   private spawn(): Promise<void> {
-    const proc = fork(CHILD_MAIN, [], { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
+    // `--exec` batches run inside the coordinator through spawner helpers when they are
+    // built; module handlers (and exec without the helper) in forked worker processes.
+    const spawner = this.execOnly ? Spawner.start() : null;
+    const proc: WorkerProcess = spawner
+      ? new InProcessWorker(spawner)
+      : fork(CHILD_MAIN, [], { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
     const slot: Slot = {
       id: `${this.options.idPrefix}w${this.next++}`,
       pid: proc.pid ?? null,

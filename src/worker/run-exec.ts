@@ -8,7 +8,7 @@ import { renderTemplate } from './exec-template.js';
 import { killGroup } from './kill-group.js';
 import type { DoneMessage, TaskMessage } from './protocol.js';
 import { directArgv } from './simple-command.js';
-import { Spawner } from './spawner.js';
+import type { Spawner } from './spawner.js';
 
 export interface RunningExec {
   abort(): void;
@@ -40,7 +40,8 @@ export function runExec(
   task: TaskMessage,
   killGraceMs: number,
   vars: Record<string, string>,
-  onSpawned: (pgid: number) => void,
+  spawner: Spawner | null,
+  onSpawned: (pgid: number, viaSpawner: boolean) => void,
 ): RunningExec {
   const started = Date.now();
   let command: string;
@@ -59,15 +60,15 @@ export function runExec(
     killGroup(pgid!, 'SIGTERM');
     killTimer = setTimeout(() => killGroup(pgid!, 'SIGKILL'), killGraceMs);
   };
-  const onStarted = (pid: number) => {
+  const onStarted = (viaSpawner: boolean) => (pid: number) => {
     pgid = pid;
-    onSpawned(pid);
+    onSpawned(pid, viaSpawner);
     if (aborted) kill();
   };
-  const launch = (argv: string[]) => {
-    const spawner = Spawner.get();
-    return spawner ? viaSpawner(spawner, argv, vars, task.logFile, onStarted) : viaNode(argv, vars, task.logFile, onStarted);
-  };
+  const launch = (argv: string[]) =>
+    spawner && !spawner.dead
+      ? viaSpawner(spawner, argv, vars, task.logFile, onStarted(true), onStarted(false))
+      : viaNode(argv, vars, task.logFile, onStarted(false));
 
   const done = (async (): Promise<Omit<DoneMessage, 'token'>> => {
     const direct = directArgv(command);
@@ -110,6 +111,7 @@ async function viaSpawner(
   vars: Record<string, string>,
   logFile: string,
   onStarted: (pid: number) => void,
+  onStartedByNode: (pid: number) => void,
 ): Promise<Ended> {
   const dir = dirname(logFile);
   if (!madeDirs.has(dir)) {
@@ -117,7 +119,7 @@ async function viaSpawner(
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       madeDirs.add(dir);
     } catch {
-      return viaNode(argv, vars, logFile, onStarted); // it keeps the output tail without a log
+      return viaNode(argv, vars, logFile, onStartedByNode); // it keeps the output tail without a log
     }
   }
   const end = await spawner.run(argv, vars, logFile, onStarted);
@@ -138,7 +140,7 @@ async function viaSpawner(
       return { code: null, signal: null, spawnError: { code, message: `could not start ${argv[0]}: spawn ${argv[0]} ${code}` }, outputTail: null, logPath: null };
     }
     case 'log-failed':
-      return viaNode(argv, vars, logFile, onStarted); // it keeps the output tail without a log
+      return viaNode(argv, vars, logFile, onStartedByNode); // it keeps the output tail without a log
     case 'spawner-died':
       return { code: null, signal: null, spawnError: { code: SPAWNER_DIED, message: 'the spawner helper died while the command ran' }, outputTail: null, logPath: null };
   }

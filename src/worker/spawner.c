@@ -16,7 +16,8 @@
  *   "<id> X <status> <bytes>" ended: raw wait status, bytes the command wrote to its log
  * A log the command left empty is removed again, so silent tasks leave no files. When
  * stdin closes (the worker is gone), every command still running is killed with its
- * group and the spawner exits: it never leaves orphans behind.
+ * group and the spawner exits: it never leaves orphans behind. It runs in its own process
+ * group, so a kill aimed at the worker's group leaves it alive to do that.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -24,42 +24,67 @@ interface Pending {
 /**
  * The worker's side of spawner.c: one long-lived helper that starts commands with
  * posix_spawn instead of forking this Node process for each (see spawner.c for why and
- * for the protocol). `Spawner.get()` is null when the helper is not built or
- * SPLITDANCE_SPAWNER=node asks for Node's own spawn; a helper that dies is not restarted.
+ * for the protocol). `Spawner.start()` is null when the helper is not built or
+ * SPLITDANCE_SPAWNER=node asks for Node's own spawn.
  */
 export class Spawner {
-  private static instance: Spawner | null | undefined;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private buffered = '';
-  private dead = false;
+  private exited = false;
+  private readonly exitListeners: ((code: number | null, signal: NodeJS.Signals | null) => void)[] = [];
 
-  static get(): Spawner | null {
-    if (Spawner.instance === undefined) Spawner.instance = Spawner.start();
-    if (Spawner.instance?.dead) Spawner.instance = null;
-    return Spawner.instance;
-  }
-
-  private static start(): Spawner | null {
-    if (process.env.SPLITDANCE_SPAWNER === 'node') return null;
+  /** Whether the helper can be used: built, and not turned off with SPLITDANCE_SPAWNER=node. */
+  static available(): boolean {
+    if (process.env.SPLITDANCE_SPAWNER === 'node') return false;
     try {
       accessSync(BINARY, constants.X_OK);
+      return true;
     } catch {
-      return null;
+      return false;
     }
-    const child = spawn(BINARY, [], { stdio: ['pipe', 'pipe', 'inherit'] });
-    // The worker's IPC channel keeps it alive; the helper must not (it exits when stdin closes).
+  }
+
+  static start(): Spawner | null {
+    if (!Spawner.available()) return null;
+    // Its own process group: a kill aimed at the worker's group leaves it alive to see its
+    // stdin close and kill its commands. The worker's IPC channel keeps the worker alive;
+    // the helper must not (it exits by itself when stdin closes).
+    const child = spawn(BINARY, [], { stdio: ['pipe', 'pipe', 'inherit'], detached: true });
     child.unref();
     (child.stdout as unknown as { unref(): void }).unref();
     return new Spawner(child);
+  }
+
+  get pid(): number | null {
+    return this.child.pid ?? null;
+  }
+
+  get dead(): boolean {
+    return this.exited;
+  }
+
+  /** Called once when the helper is gone (after its pending commands were told so). */
+  onExit(listener: (code: number | null, signal: NodeJS.Signals | null) => void): void {
+    this.exitListeners.push(listener);
+  }
+
+  /** Closes its stdin: it kills what still runs and exits. */
+  close(): void {
+    this.child.stdin.end();
+  }
+
+  /** SIGKILLs the helper (its commands' groups are the caller's to kill). */
+  kill(): void {
+    this.child.kill('SIGKILL');
   }
 
   private constructor(private readonly child: ChildProcessByStdio<Writable, Readable, null>) {
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (text: string) => this.read(text));
     child.stdin.on('error', () => {}); // a dead helper: handled by 'exit'
-    child.on('error', () => this.died());
-    child.on('exit', () => this.died());
+    child.on('error', () => this.died(null, null));
+    child.on('exit', (code, signal) => this.died(code, signal));
   }
 
   /**
@@ -67,7 +92,7 @@ export class Spawner {
    * logFile, with `vars` over this process's environment.
    */
   run(argv: string[], vars: Record<string, string>, logFile: string, onStarted: (pid: number) => void): Promise<SpawnerEnd> {
-    if (this.dead) return Promise.resolve({ kind: 'spawner-died' });
+    if (this.exited) return Promise.resolve({ kind: 'spawner-died' });
     const id = this.nextId++;
     const env = Object.entries(vars).map(([k, v]) => `${k}=${v}`);
     const fields = [String(id), logFile, String(argv.length), ...argv, String(env.length), ...env];
@@ -95,10 +120,11 @@ export class Spawner {
     }
   }
 
-  private died(): void {
-    if (this.dead) return;
-    this.dead = true;
+  private died(code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.exited) return;
+    this.exited = true;
     for (const p of this.pending.values()) p.resolve({ kind: 'spawner-died' });
     this.pending.clear();
+    for (const listener of this.exitListeners) listener(code, signal);
   }
 }

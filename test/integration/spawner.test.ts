@@ -43,9 +43,12 @@ describe('the spawner helper is built', () => {
 describe.each(modes)('--exec through the $name', ({ env, parent }) => {
   it('starts commands from the expected process', async () => {
     const p = projectWithFiles(1);
-    const r = await runCli(['run', 'src', '--exec', 'cat /proc/$PPID/comm'], { cwd: p.dir, env });
-    expect(r.code).toBe(0);
-    expect(attempts(p.dir)[0]!.output_tail?.trim()).toBe(parent);
+    const run = startCli(['run', 'src', '--exec', 'cat /proc/$PPID/comm; cut -d" " -f4 /proc/$PPID/stat'], { cwd: p.dir, env });
+    expect((await run.result).code).toBe(0);
+    const [comm, grandparent] = attempts(p.dir)[0]!.output_tail!.trim().split('\n');
+    expect(comm).toBe(parent);
+    // The helper of an --exec batch is the coordinator's own child: no worker process in between.
+    expect(Number(grandparent)).toBe(run.pid);
   });
 
   it('captures stdout and stderr into a log only when there is output, and keeps the exit code', async () => {
@@ -115,19 +118,45 @@ describe.each(modes)('--exec through the $name', ({ env, parent }) => {
 });
 
 describe.skipIf(!SPAWNER_BUILT)('when the spawner helper dies', () => {
-  it('the running attempt fails and is retried with Node spawn; its command does not survive', async () => {
+  const helperOf = (mark: string) => processesWithEnv(mark).find((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'spawner');
+
+  it('in an --exec batch its worker has died: the attempt is CRASHED and retried; its command does not survive', async () => {
     const p = projectWithFiles(1);
     const marker = `1.${process.pid}9`;
     const run = startCli(['run', 'src', '--exec', `sleep ${marker}`, '--retries', '1', '--backoff', '10ms'], { cwd: p.dir, env: { SD_MARK: p.dir } });
     await waitFor(() => sleeping(marker) === 1, 10_000, 'the command running');
-    const helper = processesWithEnv(p.dir).find((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'spawner');
-    expect(helper).toBeDefined();
-    process.kill(helper!, 'SIGKILL');
+    process.kill(helperOf(p.dir)!, 'SIGKILL');
     const r = await run.result;
-    expect(r.code).toBe(0);
+    expect(r.code, r.stderr).toBe(0);
     const rows = attempts(p.dir);
-    expect(rows.map((a) => a.outcome)).toEqual(['FAILED', 'SUCCESS']);
-    expect(rows[0]!.error).toBe('the spawner helper died while the command ran');
+    expect(rows.map((a) => a.outcome)).toEqual(['CRASHED', 'SUCCESS']);
+    expect(rows[0]!.error).toMatch(/worker killed by SIGKILL/);
+    await waitFor(() => sleeping(marker) === 0, 2000, 'no sleep survivor');
+  });
+
+  it('in a worker process (a stage batch with a module stage) the attempt fails and the worker goes on with Node spawn', async () => {
+    const p = projectWithFiles(1);
+    const marker = `1.${process.pid}6`;
+    writeFileSync(
+      join(p.dir, 'splitdance.json'),
+      JSON.stringify({
+        source: 'src',
+        retries: 1,
+        backoff: '10ms',
+        stages: [
+          { name: 'first', handler: join(ROOT, 'fixtures/handlers/ok.mjs') },
+          { name: 'second', needs: ['first'], exec: `sleep ${marker}` },
+        ],
+      }),
+    );
+    const run = startCli(['run', '-j', '1'], { cwd: p.dir, env: { SD_MARK: p.dir } });
+    await waitFor(() => sleeping(marker) === 1, 10_000, 'the command running');
+    process.kill(helperOf(p.dir)!, 'SIGKILL');
+    const r = await run.result;
+    expect(r.code, r.stderr).toBe(0);
+    const second = attempts(p.dir).filter((a) => a.key.startsWith('second/'));
+    expect(second.map((a) => a.outcome)).toEqual(['FAILED', 'SUCCESS']);
+    expect(second[0]!.error).toBe('the spawner helper died while the command ran');
     await waitFor(() => sleeping(marker) === 0, 2000, 'no sleep survivor');
   });
 });
