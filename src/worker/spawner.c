@@ -196,7 +196,8 @@ static void reap(void) {
   }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--check") == 0) return 0; /* "this build runs here" */
   if (pipe2(sigchld_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);

@@ -1,5 +1,4 @@
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
+import { spawn, spawnSync, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
@@ -34,15 +33,16 @@ export class Spawner {
   private exited = false;
   private readonly exitListeners: ((code: number | null, signal: NodeJS.Signals | null) => void)[] = [];
 
-  /** Whether the helper can be used: built, and not turned off with SPLITDANCE_SPAWNER=node. */
+  private static usable: boolean | undefined;
+
+  /**
+   * Whether the helper can be used: built, runs on this machine (a binary copied from
+   * another platform would not), and not turned off with SPLITDANCE_SPAWNER=node.
+   */
   static available(): boolean {
     if (process.env.SPLITDANCE_SPAWNER === 'node') return false;
-    try {
-      accessSync(BINARY, constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
+    Spawner.usable ??= spawnSync(BINARY, ['--check'], { stdio: 'ignore' }).status === 0;
+    return Spawner.usable;
   }
 
   static start(): Spawner | null {
