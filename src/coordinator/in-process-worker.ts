@@ -22,7 +22,10 @@ export class InProcessWorker extends EventEmitter {
     super();
     this.core = new WorkerCore({
       send: (msg, written) => {
-        if (this.connected) queueMicrotask(() => this.emit('message', msg as FromWorker));
+        const deliver = () => this.connected && this.emit('message', msg as FromWorker);
+        // Ready only once the helper runs: one that cannot start counts as a failed load.
+        if (msg.type === 'ready') this.spawner.onSpawn(() => queueMicrotask(deliver));
+        else queueMicrotask(deliver);
         written?.();
       },
       spawner: () => this.spawner,
@@ -30,7 +33,9 @@ export class InProcessWorker extends EventEmitter {
       reportGroups: () => true, // if the helper dies, the pool kills the running command's group
     });
     spawner.onExit((code, signal) => {
+      // The worker has died: nothing it had queued may start (the pool hands those on).
       this.connected = false;
+      this.core.killRunning();
       this.exitCode = code;
       this.signalCode = signal;
       setImmediate(() => this.emit('exit', code, signal));

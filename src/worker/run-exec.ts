@@ -53,6 +53,12 @@ export function runExec(
     const failed = { ok: false, result: null, error, exitCode: null, signal: null, outputTail: null, logPath: null, durationMs: 0 };
     return { abort() {}, done: Promise.resolve(failed) };
   }
+  if ([command, ...Object.values(vars)].some((s) => s.includes('\0'))) {
+    // Only a stage result can put one there ({inputs…}); no program can receive it, and a retry would not help.
+    const message = `the command line holds a NUL byte (from a placeholder's value), which no command can receive: ${JSON.stringify(command).slice(0, 200)}`;
+    const failed = { ok: false, result: null, error: { name: 'Error', message, retryable: false }, exitCode: null, signal: null, outputTail: null, logPath: null, durationMs: 0 };
+    return { abort() {}, done: Promise.resolve(failed) };
+  }
   let pgid: number | null = null;
   let aborted = false;
   let killTimer: NodeJS.Timeout | undefined;
@@ -74,8 +80,10 @@ export function runExec(
     const direct = directArgv(command);
     let ended = await launch(direct ?? ['/bin/sh', '-c', command]);
     // Not found, not executable, a script without #!: the shell's own handling and message.
-    if (ended.spawnError?.code === SPAWNER_DIED && pgid !== null) killGroup(pgid, 'SIGKILL'); // it cannot reap it now
-    else if (direct && ended.spawnError) ended = await launch(['/bin/sh', '-c', command]);
+    if (ended.spawnError?.code === SPAWNER_DIED) {
+      // Whether it started is unknown, so it is never started again here; a group we know of is killed.
+      if (pgid !== null) killGroup(pgid, 'SIGKILL');
+    } else if (direct && ended.spawnError) ended = await launch(['/bin/sh', '-c', command]);
     else if (direct && ended.signal && !aborted) ended = { ...ended, code: 128 + constants.signals[ended.signal], signal: null };
     clearTimeout(killTimer);
     const { code, signal, spawnError, outputTail, logPath } = ended;
@@ -126,10 +134,12 @@ async function viaSpawner(
   switch (end.kind) {
     case 'exited': {
       const signo = end.status & 0x7f;
+      const name = signo ? (SIGNAL_NAMES.get(signo) ?? null) : null;
       const written = end.written > 0;
       return {
-        code: signo ? null : (end.status >> 8) & 0xff,
-        signal: signo ? (SIGNAL_NAMES.get(signo) ?? null) : null,
+        // A signal Node has no name for (real-time ones) is reported as the shell would: 128+n.
+        code: signo ? (name ? null : 128 + signo) : (end.status >> 8) & 0xff,
+        signal: name,
         spawnError: null,
         outputTail: written ? readTail(logFile, end.written) : null,
         logPath: written ? logFile : null,

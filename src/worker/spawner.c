@@ -47,6 +47,12 @@ struct child {
 static struct child *children;
 static int sigchld_pipe[2];
 
+/* Kills every running command's process group and exits: the worker is gone or the input is bad. */
+static void quit(int code) {
+  for (struct child *c = children; c; c = c->next) kill(-c->pid, SIGKILL);
+  _exit(code);
+}
+
 static void on_sigchld(int sig) {
   (void)sig;
   int saved = errno;
@@ -63,7 +69,7 @@ static void reply(long long id, char what, long long a, long long b) {
   for (int off = 0; off < n;) {
     ssize_t w = write(STDOUT_FILENO, line + off, (size_t)(n - off));
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0) _exit(0); /* the worker is gone */
+    if (w < 0) quit(0); /* the worker is gone: nobody would learn of these commands */
     off += (int)w;
   }
 }
@@ -98,6 +104,10 @@ static char **task_env(char **vars, long nvars) {
 }
 
 static void start(long long id, char *log_path, char **argv, char **vars, long nvars) {
+  /* Allocated first: running out of memory after the spawn would leave an untracked command. */
+  struct child *c = calloc(1, sizeof *c);
+  char *path_copy = strdup(log_path);
+  if (!c || !path_copy) quit(1);
   int created = 1;
   int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0 && errno == EEXIST) {
@@ -105,6 +115,8 @@ static void start(long long id, char *log_path, char **argv, char **vars, long n
     fd = open(log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
   }
   if (fd < 0) {
+    free(c);
+    free(path_copy);
     reply(id, 'L', errno, -1);
     return;
   }
@@ -134,15 +146,23 @@ static void start(long long id, char *log_path, char **argv, char **vars, long n
   if (err != 0) {
     close(fd);
     if (created) unlink(log_path);
+    free(c);
+    free(path_copy);
     reply(id, 'F', err, -1);
     return;
   }
-  struct child *c = calloc(1, sizeof *c);
-  char *path_copy = strdup(log_path);
-  if (!c || !path_copy) abort(); /* out of memory: the worker sees the spawner die */
   *c = (struct child){ pid, id, fd, log_start, created, path_copy, children };
   children = c;
   reply(id, 'S', pid, -1);
+}
+
+/* A count field: digits only, at least `least`; anything else is a protocol bug, never input. */
+static long count(const char *s, long least) {
+  char *end;
+  errno = 0;
+  long n = strtol(s, &end, 10);
+  if (errno || end == s || *end != '\0' || n < least || n > (1L << 20)) quit(2);
+  return n;
 }
 
 /* Parses and starts every complete request in the buffer; returns the bytes consumed. */
@@ -153,15 +173,15 @@ static size_t serve(char *buf, size_t len) {
     char *id = field(buf, len, &pos), *log_path = id ? field(buf, len, &pos) : NULL;
     char *nargs_s = log_path ? field(buf, len, &pos) : NULL;
     if (!nargs_s) return done;
-    long nargs = strtol(nargs_s, NULL, 10);
-    if (nargs < 1) _exit(2); /* the worker never sends this: a protocol bug */
+    long nargs = count(nargs_s, 1);
     char **argv = calloc((size_t)nargs + 1, sizeof *argv);
-    if (!argv) abort();
+    if (!argv) quit(1);
     long i = 0;
     while (i < nargs && (argv[i] = field(buf, len, &pos))) i++;
     char *nvars_s = i == nargs ? field(buf, len, &pos) : NULL;
-    long nvars = nvars_s ? strtol(nvars_s, NULL, 10) : 0;
+    long nvars = nvars_s ? count(nvars_s, 0) : 0;
     char **vars = nvars_s ? calloc((size_t)nvars + 1, sizeof *vars) : NULL;
+    if (nvars_s && !vars) quit(1);
     long v = 0;
     while (vars && v < nvars && (vars[v] = field(buf, len, &pos))) v++;
     if (!vars || v < nvars) {
@@ -225,7 +245,7 @@ int main(int argc, char **argv) {
     if (fds[0].revents) {
       if (len == cap) {
         char *grown = realloc(buf, cap *= 2);
-        if (!grown) abort();
+        if (!grown) quit(1);
         buf = grown;
       }
       ssize_t n = read(STDIN_FILENO, buf + len, cap - len);
@@ -237,6 +257,5 @@ int main(int argc, char **argv) {
       len -= used;
     }
   }
-  for (struct child *c = children; c; c = c->next) kill(-c->pid, SIGKILL);
-  return 0;
+  quit(0);
 }

@@ -1,9 +1,11 @@
 import { spawn, spawnSync, type ChildProcessByStdio } from 'node:child_process';
+import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
 /** Built from src/worker/spawner.c by `npm run build` when a C compiler is present. */
-const BINARY = fileURLToPath(new URL('../native/spawner', import.meta.url));
+// From dist/worker and src/worker alike: <root>/dist/native/spawner.
+const BINARY = fileURLToPath(new URL('../../dist/native/spawner', import.meta.url));
 
 export type SpawnerEnd =
   /** The command ran: its raw wait status and the bytes it wrote to its log. */
@@ -32,6 +34,8 @@ export class Spawner {
   private buffered = '';
   private exited = false;
   private readonly exitListeners: ((code: number | null, signal: NodeJS.Signals | null) => void)[] = [];
+  private readonly spawnListeners: (() => void)[] = [];
+  private running = false;
 
   private static usable: boolean | undefined;
 
@@ -64,6 +68,12 @@ export class Spawner {
     return this.exited;
   }
 
+  /** Called once the helper process is running. */
+  onSpawn(listener: () => void): void {
+    if (this.running) listener();
+    else this.spawnListeners.push(listener);
+  }
+
   /** Called once when the helper is gone (after its pending commands were told so). */
   onExit(listener: (code: number | null, signal: NodeJS.Signals | null) => void): void {
     this.exitListeners.push(listener);
@@ -83,8 +93,13 @@ export class Spawner {
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (text: string) => this.read(text));
     child.stdin.on('error', () => {}); // a dead helper: handled by 'exit'
+    child.once('spawn', () => {
+      this.running = true;
+      this.spawnListeners.forEach((l) => l());
+    });
     child.on('error', () => this.died(null, null));
-    child.on('exit', (code, signal) => this.died(code, signal));
+    // 'close', not 'exit': replies still in the pipe when it exits are read first.
+    child.on('close', (code, signal) => this.died(code, signal));
   }
 
   /**
@@ -96,6 +111,9 @@ export class Spawner {
     const id = this.nextId++;
     const env = Object.entries(vars).map(([k, v]) => `${k}=${v}`);
     const fields = [String(id), logFile, String(argv.length), ...argv, String(env.length), ...env];
+    // Fields are NUL-separated: one holding a NUL would forge fields of its own. (runExec
+    // refuses such commands first; this keeps the helper's input well-formed regardless.)
+    if (fields.some((f) => f.includes('\0'))) return Promise.resolve({ kind: 'spawn-failed', errno: constants.errno.EINVAL });
     return new Promise<SpawnerEnd>((resolve) => {
       this.pending.set(id, { onStarted, resolve });
       this.child.stdin.write(fields.join('\0') + '\0');

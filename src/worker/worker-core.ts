@@ -35,6 +35,7 @@ export class WorkerCore {
   private current: { token: number; pgid: number | null; abort(reason: string): void } | null = null;
   private readonly queue: TaskMessage[] = [];
   private draining = false;
+  private stopped = false;
 
   constructor(private readonly host: WorkerHost) {}
 
@@ -49,8 +50,9 @@ export class WorkerCore {
     } else if (msg.type === 'drop') this.dropQueued();
   }
 
-  /** The coordinator is gone: kill what runs; queued attempts never start. */
+  /** The worker's end (its coordinator or its helper is gone): kill what runs; nothing more starts. */
   killRunning(): void {
+    this.stopped = true;
     this.queue.length = 0;
     if (this.current?.pgid) killGroup(this.current.pgid, 'SIGKILL');
   }
@@ -75,7 +77,7 @@ export class WorkerCore {
   /** Runs the queued attempts one by one. */
   private async drain(): Promise<void> {
     this.draining = true;
-    while (this.queue.length) await this.run(this.queue.shift()!);
+    while (this.queue.length && !this.stopped) await this.run(this.queue.shift()!);
     this.draining = false;
   }
 

@@ -1,7 +1,11 @@
+import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ROOT, runCli, startCli, waitFor } from '../helpers/cli.js';
+import { ROOT, runCli, sleep, startCli, tempDir, waitFor } from '../helpers/cli.js';
+import { InProcessWorker } from '../../src/coordinator/in-process-worker.js';
+import type { FromWorker, TaskMessage } from '../../src/worker/protocol.js';
+import { Spawner } from '../../src/worker/spawner.js';
 import { liveProcesses, processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
@@ -158,5 +162,62 @@ describe.skipIf(!SPAWNER_BUILT)('when the spawner helper dies', () => {
     expect(second.map((a) => a.outcome)).toEqual(['FAILED', 'SUCCESS']);
     expect(second[0]!.error).toBe('the spawner helper died while the command ran');
     await waitFor(() => sleeping(marker) === 0, 2000, 'no sleep survivor');
+  });
+});
+
+describe('a NUL byte in a command line', () => {
+  it('fails the attempt for good and runs nothing (it could otherwise forge a request to the helper)', async () => {
+    const p = projectWithFiles(1);
+    const forged = join(p.dir, 'forged');
+    // A result whose value, NUL-separated, reads as a whole extra request to the helper.
+    const title = ['x', '0', '999', join(p.dir, 'l'), '3', '/bin/sh', '-c', `touch ${forged}`, '0', ''].join('\u0000');
+    writeFileSync(join(p.dir, 'meta.mjs'), `export default async () => ({ title: ${JSON.stringify(title)} });\n`);
+    writeFileSync(
+      join(p.dir, 'splitdance.json'),
+      JSON.stringify({ source: 'src', retries: 2, stages: [{ name: 'meta', handler: './meta.mjs' }, { name: 'echo', needs: ['meta'], exec: '/bin/echo {inputs.meta.title}' }] }),
+    );
+    const r = await runCli(['run'], { cwd: p.dir });
+    expect(r.code).toBe(1);
+    const echo = attempts(p.dir).filter((a) => a.key.startsWith('echo/'));
+    expect(echo).toHaveLength(1); // permanent: no retry
+    expect(echo[0]).toMatchObject({ outcome: 'FAILED' });
+    expect(echo[0]!.error).toMatch(/NUL byte/);
+    expect(existsSync(forged)).toBe(false);
+  });
+});
+
+describe.skipIf(!SPAWNER_BUILT)('the helper itself', () => {
+  it('kills the command it started when it cannot report it (its worker stopped reading)', async () => {
+    const marker = `37.${process.pid}5`;
+    const dir = tempDir();
+    const helper = spawn(join(ROOT, 'dist/native/spawner'), [], { stdio: ['pipe', 'pipe', 'ignore'] });
+    helper.stdout.destroy(); // the reply to this request cannot be written
+    helper.stdin.write(['1', join(dir, 'o.log'), '2', 'sleep', marker, '0', ''].join('\0'));
+    await new Promise((done) => helper.on('exit', done));
+    await sleep(100);
+    expect(sleeping(marker)).toBe(0);
+  });
+
+  it('an in-process worker whose helper dies starts none of its queued attempts', async () => {
+    const dir = tempDir();
+    const spawner = Spawner.start()!;
+    const worker = new InProcessWorker(spawner);
+    const messages: FromWorker[] = [];
+    worker.on('message', (m: FromWorker) => messages.push(m));
+    const exited = new Promise((done) => worker.on('exit', done));
+    worker.send({ type: 'load', handlers: { '': { kind: 'exec', template: `touch {}; sleep 0.3` } }, killGraceMs: 1000 });
+    await waitFor(() => messages.some((m) => m.type === 'ready'), 5000, 'ready');
+    const task = (n: number): TaskMessage => ({
+      token: n, key: `t${n}`, batch: 'b', stage: '', seq: n, attempt: 1, inputs: {},
+      payload: { version: 1, path: join(dir, `t${n}`), rel: `t${n}` },
+      logFile: join(dir, 'logs', `${n}.log`),
+    });
+    worker.send({ type: 'run', tasks: [task(1), task(2), task(3)] });
+    await waitFor(() => existsSync(join(dir, 't1')), 5000, 'the first attempt running');
+    process.kill(spawner.pid!, 'SIGKILL');
+    await exited;
+    await sleep(800); // longer than the attempts would take
+    expect(['t1', 't2', 't3'].filter((f) => existsSync(join(dir, f)))).toEqual(['t1']);
+    expect(messages.filter((m) => m.type === 'done')).toEqual([]);
   });
 });
