@@ -3,8 +3,10 @@ import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
-/** Built from src/worker/spawner.c by `npm run build` when a C compiler is present. */
-// From dist/worker and src/worker alike: <root>/dist/native/spawner.
+/**
+ * Built from src/worker/spawner.c by `npm run build` when a C compiler is present; the same
+ * <root>/dist/native/spawner whether this module runs from dist/worker or src/worker.
+ */
 const BINARY = fileURLToPath(new URL('../../dist/native/spawner', import.meta.url));
 
 export type SpawnerEnd =
@@ -25,8 +27,8 @@ interface Pending {
 /**
  * The worker's side of spawner.c: one long-lived helper that starts commands with
  * posix_spawn instead of forking this Node process for each (see spawner.c for why and
- * for the protocol). `Spawner.start()` is null when the helper is not built or
- * SPLITDANCE_SPAWNER=node asks for Node's own spawn.
+ * for the protocol). `Spawner.start()` is null when the helper is not built, does not run
+ * here, or SPLITDANCE_SPAWNER=node asks for Node's own spawn.
  */
 export class Spawner {
   private readonly pending = new Map<number, Pending>();
