@@ -49,15 +49,12 @@ export function runExec(
     command = renderTemplate(template, task);
   } catch (err) {
     // e.g. {inputs.x.y} naming a field the needed stage's result lacks: the attempt fails, nothing runs.
-    const error = serializeError(err);
-    const failed = { ok: false, result: null, error, exitCode: null, signal: null, outputTail: null, logPath: null, durationMs: 0 };
-    return { abort() {}, done: Promise.resolve(failed) };
+    return notRun(serializeError(err));
   }
   if ([command, ...Object.values(vars)].some((s) => s.includes('\0'))) {
     // Only a stage result can put one there ({inputs…}); no program can receive it, and a retry would not help.
     const message = `the command line holds a NUL byte (from a placeholder's value), which no command can receive: ${JSON.stringify(command).slice(0, 200)}`;
-    const failed = { ok: false, result: null, error: { name: 'Error', message, retryable: false }, exitCode: null, signal: null, outputTail: null, logPath: null, durationMs: 0 };
-    return { abort() {}, done: Promise.resolve(failed) };
+    return notRun({ name: 'Error', message, retryable: false });
   }
   let pgid: number | null = null;
   let aborted = false;
@@ -66,24 +63,24 @@ export function runExec(
     killGroup(pgid!, 'SIGTERM');
     killTimer = setTimeout(() => killGroup(pgid!, 'SIGKILL'), killGraceMs);
   };
-  const onStarted = (viaSpawner: boolean) => (pid: number) => {
+  const onStarted: OnStarted = (pid, viaSpawner) => {
     pgid = pid;
     onSpawned(pid, viaSpawner);
     if (aborted) kill();
   };
   const launch = (argv: string[]) =>
-    spawner && !spawner.dead
-      ? viaSpawner(spawner, argv, vars, task.logFile, onStarted(true), onStarted(false))
-      : viaNode(argv, vars, task.logFile, onStarted(false));
+    spawner && !spawner.dead ? viaSpawner(spawner, argv, vars, task.logFile, onStarted) : viaNode(argv, vars, task.logFile, onStarted);
 
   const done = (async (): Promise<Omit<DoneMessage, 'token'>> => {
     const direct = directArgv(command);
     let ended = await launch(direct ?? ['/bin/sh', '-c', command]);
-    // Not found, not executable, a script without #!: the shell's own handling and message.
     if (ended.spawnError?.code === SPAWNER_DIED) {
       // Whether it started is unknown, so it is never started again here; a group we know of is killed.
       if (pgid !== null) killGroup(pgid, 'SIGKILL');
-    } else if (direct && ended.spawnError) ended = await launch(['/bin/sh', '-c', command]);
+    } else if (direct && ended.spawnError) {
+      // Not found, not executable, a script without #!: the shell's own handling and message.
+      ended = await launch(['/bin/sh', '-c', command]);
+    }
     else if (direct && ended.signal && !aborted) ended = { ...ended, code: 128 + constants.signals[ended.signal], signal: null };
     clearTimeout(killTimer);
     const { code, signal, spawnError, outputTail, logPath } = ended;
@@ -109,6 +106,14 @@ export function runExec(
   };
 }
 
+/** An attempt that fails before anything runs. */
+function notRun(error: NonNullable<DoneMessage['error']>): RunningExec {
+  const failed = { ok: false, result: null, error, exitCode: null, signal: null, outputTail: null, logPath: null, durationMs: 0 };
+  return { abort() {}, done: Promise.resolve(failed) };
+}
+
+type OnStarted = (pid: number, viaSpawner: boolean) => void;
+
 const SPAWNER_DIED = 'ESPAWNER';
 const SIGNAL_NAMES = new Map(Object.entries(constants.signals).map(([name, n]) => [n, name as NodeJS.Signals]));
 const madeDirs = new Set<string>();
@@ -118,8 +123,7 @@ async function viaSpawner(
   argv: string[],
   vars: Record<string, string>,
   logFile: string,
-  onStarted: (pid: number) => void,
-  onStartedByNode: (pid: number) => void,
+  onStarted: OnStarted,
 ): Promise<Ended> {
   const dir = dirname(logFile);
   if (!madeDirs.has(dir)) {
@@ -127,10 +131,10 @@ async function viaSpawner(
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       madeDirs.add(dir);
     } catch {
-      return viaNode(argv, vars, logFile, onStartedByNode); // it keeps the output tail without a log
+      return viaNode(argv, vars, logFile, onStarted); // it keeps the output tail without a log
     }
   }
-  const end = await spawner.run(argv, vars, logFile, onStarted);
+  const end = await spawner.run(argv, vars, logFile, (pid) => onStarted(pid, true));
   switch (end.kind) {
     case 'exited': {
       const signo = end.status & 0x7f;
@@ -150,7 +154,7 @@ async function viaSpawner(
       return { code: null, signal: null, spawnError: { code, message: `could not start ${argv[0]}: spawn ${argv[0]} ${code}` }, outputTail: null, logPath: null };
     }
     case 'log-failed':
-      return viaNode(argv, vars, logFile, onStartedByNode); // it keeps the output tail without a log
+      return viaNode(argv, vars, logFile, onStarted); // it keeps the output tail without a log
     case 'spawner-died':
       return { code: null, signal: null, spawnError: { code: SPAWNER_DIED, message: 'the spawner helper died while the command ran' }, outputTail: null, logPath: null };
   }
@@ -174,10 +178,10 @@ function readTail(logFile: string, written: number): string | null {
   }
 }
 
-function viaNode(argv: string[], vars: Record<string, string>, logFile: string, onStarted: (pid: number) => void): Promise<Ended> {
+function viaNode(argv: string[], vars: Record<string, string>, logFile: string, onStarted: OnStarted): Promise<Ended> {
   const capture = new OutputCapture(logFile);
   const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...vars } });
-  if (child.pid !== undefined) onStarted(child.pid);
+  if (child.pid !== undefined) onStarted(child.pid, false);
   child.stdout.on('data', (b: Buffer) => capture.write(b));
   child.stderr.on('data', (b: Buffer) => capture.write(b));
   return new Promise<Ended>((resolve) => {

@@ -86,15 +86,10 @@ export class Spawner {
     this.child.stdin.end();
   }
 
-  /** SIGKILLs the helper (its commands' groups are the caller's to kill). */
-  kill(): void {
-    this.child.kill('SIGKILL');
-  }
-
   private constructor(private readonly child: ChildProcessByStdio<Writable, Readable, null>) {
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (text: string) => this.read(text));
-    child.stdin.on('error', () => {}); // a dead helper: handled by 'exit'
+    child.stdin.on('error', () => {}); // a dead helper: handled by 'close'
     child.once('spawn', () => {
       this.running = true;
       this.spawnListeners.forEach((l) => l());
