@@ -1,7 +1,7 @@
 import type { EnqueueResult, NewBatch, TaskSpec } from '../task-store.js';
 import type { PgDb, Sql } from './pg-db.js';
 import { lockKey } from './pg-locks.js';
-import { toBatch, type BatchDbRow } from './rows.js';
+import { toBatch, type BatchDbRow } from '../db-rows.js';
 import type { Statements } from './statements.js';
 
 /** Specs per staging INSERT: one round trip per chunk, memory bounded by one chunk. */

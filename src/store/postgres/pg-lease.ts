@@ -1,6 +1,6 @@
 import type { ClaimRequest, ClaimedTask, ReleasedTask, Settlement } from '../task-store.js';
 import type { Sql, Statement } from './pg-db.js';
-import { toClaimedTask, type TaskDbRow } from './rows.js';
+import { toClaimedTask, type TaskDbRow } from '../db-rows.js';
 import { cascade, inputsOf } from './pg-stages.js';
 import type { Statements } from './statements.js';
 

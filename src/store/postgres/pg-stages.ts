@@ -1,6 +1,6 @@
 import { cascadeCancel, cascadeRevive } from '../stage-graph.js';
 import type { Sql } from './pg-db.js';
-import { toSibling, type SiblingDbRow } from './rows.js';
+import { toSibling, type SiblingDbRow } from '../db-rows.js';
 import type { Statements } from './statements.js';
 
 /**

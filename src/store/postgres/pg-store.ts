@@ -27,7 +27,7 @@ import { claim, releaseStale, settle } from './pg-lease.js';
 import { selectTasks } from './pg-list.js';
 import { lockKey } from './pg-locks.js';
 import { parsePgUrl } from './pg-url.js';
-import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from './rows.js';
+import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../db-rows.js';
 import { cascade, revive } from './pg-stages.js';
 import { budgets } from '../budget.js';
 import { prepareStatements, type Statements } from './statements.js';
