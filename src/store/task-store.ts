@@ -246,7 +246,7 @@ export interface TaskStore {
   heartbeat(owner: string, leaseExpiresAt: number): Promise<void>;
   /** settle, then claim, in one transaction: what a coordinator does on every tick. */
   settleAndClaim(settlements: Settlement[], request: ClaimRequest): Promise<{ applied: number[]; claimed: ClaimedTask[] }>;
-  /** Commit attempt outcomes in one transaction; returns the tokens that still held their task. */
+  /** Commit attempt outcomes in one transaction; returns the tokens that still held their task, in the order given. */
   settle(settlements: Settlement[]): Promise<number[]>;
   /** Current status of the given tasks (the store, not a claim-time copy, decides whether a failure ended a task). */
   statuses(taskIds: number[]): Promise<Map<number, TaskStatus>>;

@@ -393,6 +393,56 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
         expect(applied.sort()).toEqual([a!.token, c!.token].sort());
       });
 
+      it('commits a group of successes row by row: each its own result and attempt fields, stale ones fenced', async () => {
+        const id = await setup(4);
+        const now = Date.now();
+        const [a, b, c, d] = await claim(id, now, { owner: 'owner-A', slots: 4, leaseMs: 1000 });
+        const attemptOf = async (t: ClaimedTask) => (await store.attemptsOf(t.id))[0];
+        expect((await Promise.all([a, b, c, d].map((t) => attemptOf(t!)))).map((x) => [x!.workerId, x!.pid])).toEqual([
+          ['w1', 1000],
+          ['w2', 1001],
+          ['w3', 1002],
+          ['w4', 1003],
+        ]);
+        // c goes back unstarted and owner-B claims it again: owner-A's success for c must not land.
+        await store.settle([ending(c!, 'INTERRUPTED', now + 1)]);
+        const again = await claimOne(id, now + 2, { owner: 'owner-B' });
+        expect(again.key).toBe(c!.key);
+        const weird = '"quote \\" ü 😀 \\n tab\\t"';
+        const applied = await store.settle([
+          ending(a!, 'SUCCESS', now + 10, { result: weird, durationMs: 3, outputTail: 'a out', startedAt: now + 5 }),
+          ending(b!, 'SUCCESS', now + 11, { result: null, exitCode: 0, outputTail: null, logPath: null }),
+          ending(c!, 'SUCCESS', now + 12, { result: '"stale"' }),
+          ending(d!, 'SUCCESS', now + 13, { result: JSON.stringify('x'.repeat(100_000)) }),
+        ]);
+        expect(applied.sort()).toEqual([a!.token, b!.token, d!.token].sort());
+        expect(await task(id, a!.key)).toMatchObject({ status: 'SUCCESS', result: weird, finishedAt: now + 10 });
+        expect(await task(id, b!.key)).toMatchObject({ status: 'SUCCESS', result: null, finishedAt: now + 11 });
+        expect(await task(id, c!.key)).toMatchObject({ status: 'RUNNING', leaseOwner: 'owner-B', result: null });
+        expect((await task(id, d!.key)).result).toHaveLength(100_002);
+        expect(await attemptOf(a!)).toMatchObject({ outcome: 'SUCCESS', startedAt: now + 5, endedAt: now + 10, durationMs: 3, outputTail: 'a out' });
+        expect(await attemptOf(b!)).toMatchObject({ outcome: 'SUCCESS', startedAt: now, endedAt: now + 11, outputTail: null, logPath: null });
+        expect((await store.attemptsOf(c!.id)).map((x) => [x.outcome, x.workerId])).toEqual([
+          ['INTERRUPTED', 'w3'],
+          [null, 'w1'],
+        ]);
+      });
+
+      it('a task listed twice in one group: only the settlement whose token holds it lands', async () => {
+        const id = await setup(1);
+        const now = Date.now();
+        const stale = await claimOne(id, now, { owner: 'owner-A', leaseMs: 1000 });
+        await store.releaseStale(id, now + 2000, [], 'owner-B');
+        const fresh = await claimOne(id, now + 2000, { owner: 'owner-B' });
+        const applied = await store.settle([
+          ending(fresh, 'SUCCESS', now + 2100, { result: '"fresh"' }),
+          ending(stale, 'SUCCESS', now + 2100, { result: '"stale"' }),
+        ]);
+        expect(applied).toEqual([fresh.token]);
+        expect(await task(id, fresh.key)).toMatchObject({ status: 'SUCCESS', result: '"fresh"' });
+        expect((await store.attemptsOf(fresh.id)).map((a) => a.outcome)).toEqual(['LOST', 'SUCCESS']);
+      });
+
       it('settleAndClaim commits the finished attempts, then claims for the free slots', async () => {
         const id = await setup(3, { maxAttempts: 3 });
         const now = Date.now();

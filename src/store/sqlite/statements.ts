@@ -102,25 +102,57 @@ const SQL = {
   /** The id the next attempt row will get. */
   nextAttemptId: 'SELECT coalesce(max(id), 0) + 1 AS id FROM attempts',
   /**
-   * @batchId @now @owner @expires @workerId @token — takes the first due PENDING task in
-   * index order whose needs all succeeded for its item, and counts the attempt in the same
-   * statement: a claim is an attempt. @token is the id its attempt row will get (the claim
-   * transaction is the only writer, so ids from nextAttemptId on are free).
+   * @batchId @now @n — the first @n due PENDING tasks in index order whose needs all
+   * succeeded for their item. Read inside the claim's write transaction, so no other
+   * writer can take them before claimMany does.
    */
-  claimOne: `
+  dueTasks: `
+    SELECT id FROM tasks AS c INDEXED BY tasks_by_state
+    WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at <= @now AND attempts < max_attempts
+      AND ${NEEDS_MET}
+    ORDER BY next_run_at, attempts, id LIMIT @n`,
+  /**
+   * @list (JSON [[taskId, workerId, token, pid], …]) @owner @expires @now — claims the
+   * listed tasks and counts the attempt in the same statement: a claim is an attempt. Each
+   * token is the id its attempt row will get (the claim transaction is the only writer, so
+   * ids from nextAttemptId on are free). One statement for the group: per-row statements
+   * cost about 2.5× as much here.
+   */
+  claimMany: `
     UPDATE tasks
     SET status = 'RUNNING', attempts = attempts + 1, lease_owner = @owner, lease_expires_at = @expires,
-        worker_id = @workerId, started_at = @now, lease_token = @token
-    WHERE id = (
-      SELECT id FROM tasks AS c INDEXED BY tasks_by_state
-      WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at <= @now AND attempts < max_attempts
-        AND ${NEEDS_MET}
-      ORDER BY next_run_at, attempts, id LIMIT 1)
+        worker_id = j.value ->> 1, started_at = @now, lease_token = j.value ->> 2
+    FROM json_each(@list) AS j
+    WHERE tasks.id = j.value ->> 0 AND tasks.status = 'PENDING'
     RETURNING ${CLAIMED}`,
-  /** @token @taskId @attempt @workerId @host @pid @owner @now — the claimed attempt's row, its id the token. */
-  insertAttempt: `
+  /** @list (as claimMany's) @host @owner @now — the claimed attempts' rows, their ids the tokens. */
+  insertAttempts: `
     INSERT INTO attempts (id, task_id, attempt, worker_id, host, pid, owner, started_at)
-    VALUES (@token, @taskId, @attempt, @workerId, @host, @pid, @owner, @now)`,
+    SELECT j.value ->> 2, t.id, t.attempts, j.value ->> 1, @host, j.value ->> 3, @owner, @now
+    FROM json_each(@list) AS j JOIN tasks AS t ON t.id = j.value ->> 0
+    WHERE t.lease_token = j.value ->> 2`,
+  /**
+   * @list (JSON [[taskId, token, endedAt, result], …]) — successes, fenced: a task changes
+   * only while the token still holds it. (A task appears once in the list.)
+   */
+  completeMany: `
+    UPDATE tasks
+    SET status = 'SUCCESS', result = j.value ->> 3, finished_at = j.value ->> 2, last_error = NULL,
+        lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0
+    FROM json_each(@list) AS j
+    WHERE tasks.id = j.value ->> 0 AND tasks.status = 'RUNNING' AND tasks.lease_token = j.value ->> 1
+    RETURNING id, batch_id`,
+  /**
+   * @list (JSON [[token, endedAt, durationMs, exitCode, signal, outputTail, logPath, startedAt], …])
+   * — the attempt rows of committed successes (startedAt NULL: the claim's).
+   */
+  endSuccesses: `
+    UPDATE attempts
+    SET ended_at = j.value ->> 1, outcome = 'SUCCESS', exit_code = j.value ->> 3, signal = j.value ->> 4, error = NULL,
+        duration_ms = j.value ->> 2, output_tail = j.value ->> 5, log_path = j.value ->> 6,
+        started_at = coalesce(j.value ->> 7, attempts.started_at)
+    FROM json_each(@list) AS j
+    WHERE attempts.id = j.value ->> 0 AND attempts.ended_at IS NULL`,
   /** @taskId @token @endedAt @error @result — fenced: only while the token still holds the task. */
   complete: `
     UPDATE tasks
