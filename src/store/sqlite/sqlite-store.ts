@@ -43,6 +43,30 @@ import { failpoint } from '../failpoint.js';
 import { budgets } from '../budget.js';
 
 const STAGING_CHUNK = 5000;
+/**
+ * Successes are committed in groups whose JSON list stays near GROUP_CHARS (a list is one
+ * string, and a string has a size limit); a result longer than GROUP_RESULT_MAX goes on its
+ * own, bound as a parameter, as it would not gain from a group anyway.
+ */
+const GROUP_CHARS = 4 * 1024 * 1024;
+const GROUP_RESULT_MAX = 256 * 1024;
+
+/** Consecutive runs of settlements whose texts add up to about GROUP_CHARS at most. */
+function* bySize(settlements: Settlement[]): Generator<Settlement[]> {
+  let group: Settlement[] = [];
+  let chars = 0;
+  for (const s of settlements) {
+    const size = 100 + (s.result?.length ?? 0) + (s.outputTail?.length ?? 0) + (s.logPath?.length ?? 0);
+    if (group.length > 0 && chars + size > GROUP_CHARS) {
+      yield group;
+      group = [];
+      chars = 0;
+    }
+    group.push(s);
+    chars += size;
+  }
+  if (group.length > 0) yield group;
+}
 
 /**
  * The SQLite TaskStore. better-sqlite3 is synchronous; the async interface exists for
@@ -240,11 +264,11 @@ export class SqliteStore implements TaskStore {
     const ended = new Map<number, (string | null)[]>(); // batch → items with a stage task that failed or was cancelled
     const seen = new Map<number, number>();
     for (const s of settlements) seen.set(s.taskId, (seen.get(s.taskId) ?? 0) + 1);
-    // A task listed twice (a lease taken over and claimed again) is settled row by row.
-    const grouped = settlements.filter((s) => s.outcome === 'SUCCESS' && seen.get(s.taskId) === 1);
+    // A task listed twice (a lease taken over and claimed again) and a large result go row by row.
+    const grouped = settlements.filter((s) => s.outcome === 'SUCCESS' && seen.get(s.taskId) === 1 && (s.result?.length ?? 0) <= GROUP_RESULT_MAX);
     const byTask = new Map(grouped.map((s) => [s.taskId, s]));
-    if (grouped.length > 0) {
-      const list = JSON.stringify(grouped.map((s) => [s.taskId, s.token, s.endedAt, s.result ?? null]));
+    for (const group of bySize(grouped)) {
+      const list = JSON.stringify(group.map((s) => [s.taskId, s.token, s.endedAt, s.result ?? null]));
       const done: Settlement[] = [];
       for (const row of this.st.completeMany.all({ list }) as { id: number; batch_id: number }[]) {
         const s = byTask.get(row.id)!;

@@ -16,7 +16,7 @@ const NEEDS_MET = `(c.needs IS NULL OR json_array_length(c.needs) = (
 /** What a claim hands back: what a worker needs, no more (RETURNING * costs as much as the update). */
 const CLAIMED = 'id, batch_id, task_key, stage, item_key, needs, seq, payload, attempts, max_attempts';
 
-const SQL = {
+export const SQL = {
   /** ?name */
   batchByName: 'SELECT * FROM batches WHERE name = ?',
   listBatches: 'SELECT * FROM batches ORDER BY created_at, id',
@@ -116,43 +116,53 @@ const SQL = {
    * listed tasks and counts the attempt in the same statement: a claim is an attempt. Each
    * token is the id its attempt row will get (the claim transaction is the only writer, so
    * ids from nextAttemptId on are free). One statement for the group: per-row statements
-   * cost about 2.5× as much here.
+   * cost about 2.5× as much here. The list is MATERIALIZED first so every row is found by
+   * its id whatever statistics an ANALYZE left (without it a plan can scan the table).
    */
   claimMany: `
+    WITH j AS MATERIALIZED (
+      SELECT value ->> 0 AS id, value ->> 1 AS worker, value ->> 2 AS token FROM json_each(@list))
     UPDATE tasks
     SET status = 'RUNNING', attempts = attempts + 1, lease_owner = @owner, lease_expires_at = @expires,
-        worker_id = j.value ->> 1, started_at = @now, lease_token = j.value ->> 2
-    FROM json_each(@list) AS j
-    WHERE tasks.id = j.value ->> 0 AND tasks.status = 'PENDING'
+        worker_id = j.worker, started_at = @now, lease_token = j.token
+    FROM j
+    WHERE tasks.id = j.id AND tasks.status = 'PENDING'
     RETURNING ${CLAIMED}`,
   /** @list (as claimMany's) @host @owner @now — the claimed attempts' rows, their ids the tokens. */
   insertAttempts: `
+    WITH j AS MATERIALIZED (
+      SELECT value ->> 0 AS id, value ->> 1 AS worker, value ->> 2 AS token, value ->> 3 AS pid FROM json_each(@list))
     INSERT INTO attempts (id, task_id, attempt, worker_id, host, pid, owner, started_at)
-    SELECT j.value ->> 2, t.id, t.attempts, j.value ->> 1, @host, j.value ->> 3, @owner, @now
-    FROM json_each(@list) AS j JOIN tasks AS t ON t.id = j.value ->> 0
-    WHERE t.lease_token = j.value ->> 2`,
+    SELECT j.token, t.id, t.attempts, j.worker, @host, j.pid, @owner, @now
+    FROM j JOIN tasks AS t ON t.id = j.id
+    WHERE t.lease_token = j.token`,
   /**
    * @list (JSON [[taskId, token, endedAt, result], …]) — successes, fenced: a task changes
    * only while the token still holds it. (A task appears once in the list.)
    */
   completeMany: `
+    WITH j AS MATERIALIZED (
+      SELECT value ->> 0 AS id, value ->> 1 AS token, value ->> 2 AS ended, value ->> 3 AS result FROM json_each(@list))
     UPDATE tasks
-    SET status = 'SUCCESS', result = j.value ->> 3, finished_at = j.value ->> 2, last_error = NULL,
+    SET status = 'SUCCESS', result = j.result, finished_at = j.ended, last_error = NULL,
         lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0
-    FROM json_each(@list) AS j
-    WHERE tasks.id = j.value ->> 0 AND tasks.status = 'RUNNING' AND tasks.lease_token = j.value ->> 1
+    FROM j
+    WHERE tasks.id = j.id AND tasks.status = 'RUNNING' AND tasks.lease_token = j.token
     RETURNING id, batch_id`,
   /**
    * @list (JSON [[token, endedAt, durationMs, exitCode, signal, outputTail, logPath, startedAt], …])
    * — the attempt rows of committed successes (startedAt NULL: the claim's).
    */
   endSuccesses: `
+    WITH j AS MATERIALIZED (
+      SELECT value ->> 0 AS id, value ->> 1 AS ended, value ->> 2 AS duration, value ->> 3 AS code, value ->> 4 AS signal,
+             value ->> 5 AS tail, value ->> 6 AS log, value ->> 7 AS started
+      FROM json_each(@list))
     UPDATE attempts
-    SET ended_at = j.value ->> 1, outcome = 'SUCCESS', exit_code = j.value ->> 3, signal = j.value ->> 4, error = NULL,
-        duration_ms = j.value ->> 2, output_tail = j.value ->> 5, log_path = j.value ->> 6,
-        started_at = coalesce(j.value ->> 7, attempts.started_at)
-    FROM json_each(@list) AS j
-    WHERE attempts.id = j.value ->> 0 AND attempts.ended_at IS NULL`,
+    SET ended_at = j.ended, outcome = 'SUCCESS', exit_code = j.code, signal = j.signal, error = NULL,
+        duration_ms = j.duration, output_tail = j.tail, log_path = j.log, started_at = coalesce(j.started, attempts.started_at)
+    FROM j
+    WHERE attempts.id = j.id AND attempts.ended_at IS NULL`,
   /** @taskId @token @endedAt @error @result — fenced: only while the token still holds the task. */
   complete: `
     UPDATE tasks
