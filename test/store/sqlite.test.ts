@@ -273,15 +273,20 @@ describe('SqliteStore grouped statements', () => {
     await s.claim({ batchId: batch.id, owner: 'o', host: 'h', now: Date.now(), leaseMs: 1000, slots });
     const db = new Database(path);
     db.exec('ANALYZE'); // statistics that make a table look tiny: the plan must not start from it
-    const params: Record<string, unknown> = { list: '[]', owner: 'o', host: 'h', now: 1, expires: 1 };
-    for (const name of ['claimMany', 'insertAttempts', 'completeMany', 'endSuccesses'] as const) {
-      const sql = SQL[name];
+    const params: Record<string, unknown> = { list: '[]', owner: 'o', host: 'h', now: 1, expires: 1, batchId: 1, self: 'o', dead: '[]' };
+    const planOf = (sql: string) => {
       const used = Object.fromEntries(Object.entries(params).filter(([k]) => sql.includes(`@${k}`)));
-      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(used) as { detail: string }[]).map((r) => r.detail);
+      const stmt = db.prepare(`EXPLAIN QUERY PLAN ${sql}`);
+      return (sql.includes('?') ? stmt.all('[]') : stmt.all(used)).map((r) => (r as { detail: string }).detail);
+    };
+    for (const name of ['claimMany', 'insertAttempts', 'completeMany', 'endSuccesses', 'statuses'] as const) {
+      const plan = planOf(SQL[name]);
       expect(plan.filter((d) => /^(SCAN|SEARCH) (tasks|attempts|t)\b/.test(d)), `${name}: ${plan.join(' | ')}`).toEqual([
         expect.stringMatching(/^SEARCH (tasks|attempts|t) USING INTEGER PRIMARY KEY/),
       ]);
     }
+    // The recovery poll (every second of a run) reads only the RUNNING tasks.
+    expect(planOf(SQL.staleTasks)[0]).toMatch(/^SCAN tasks USING INDEX tasks_running/);
     db.close();
   });
 

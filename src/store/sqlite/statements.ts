@@ -44,7 +44,9 @@ export const SQL = {
     WHERE batch_id = @batchId AND status = 'PENDING' AND attempts > 0 AND attempts >= max_attempts
     RETURNING item_key`,
   /** ?ids (JSON array) */
-  statuses: 'SELECT id, status FROM tasks WHERE id IN (SELECT value FROM json_each(?))',
+  statuses: `
+    WITH j AS MATERIALIZED (SELECT value AS id FROM json_each(?))
+    SELECT tasks.id, tasks.status FROM j JOIN tasks ON tasks.id = j.id`,
   /** ?batchId */
   maxSeq: 'SELECT coalesce(max(seq), 0) AS base FROM tasks WHERE batch_id = ?',
   /** @batchId @base @maxAttempts @now — copies temp.staging; keys already in the batch are skipped. */
@@ -209,7 +211,7 @@ export const SQL = {
     WHERE status = 'RUNNING' AND lease_owner IS NOT NULL AND (@batchId IS NULL OR batch_id = @batchId)`,
   /** @batchId (NULL = every batch) @now @dead (JSON array of dead owners) @self */
   staleTasks: `
-    SELECT * FROM tasks
+    SELECT * FROM tasks INDEXED BY tasks_running
     WHERE status = 'RUNNING' AND (@batchId IS NULL OR batch_id = @batchId) AND lease_owner IS NOT @self
       AND (lease_expires_at < @now OR lease_owner IN (SELECT value FROM json_each(@dead)))`,
   /** @id @now @error — the lost attempt stays counted, so a task that kills its machine cannot loop forever. */
