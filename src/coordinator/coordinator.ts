@@ -204,7 +204,11 @@ export class Coordinator {
       { batchId: this.batch.id, owner: this.owner, host: HOST, now, leaseMs: this.options.leaseMs, slots: free.map((w) => ({ workerId: w.id, pid: w.pid })) },
     );
     const perWorker = new Map<PoolWorker, ClaimedTask[]>();
-    claimed.forEach((task, i) => perWorker.set(free[i]!, [...(perWorker.get(free[i]!) ?? []), task]));
+    claimed.forEach((task, i) => {
+      const tasks = perWorker.get(free[i]!);
+      if (tasks) tasks.push(task);
+      else perWorker.set(free[i]!, [task]);
+    });
     for (const [worker, tasks] of perWorker) this.dispatch(worker, tasks, now);
     await this.report(batch, new Set(applied));
     if (free.length > 0 && claimed.length < free.length) await this.sleepUntilDue(now);
@@ -314,7 +318,7 @@ export class Coordinator {
     if (!entry) return; // already settled (killed at shutdown)
     // A stopped attempt is INTERRUPTED (uncharged), unless it managed to succeed anyway.
     if (entry.interrupted && !(ending.kind === 'reported' && ending.msg.ok)) ending = { kind: 'interrupted' };
-    else if (ending.kind !== 'interrupted') ending = { ...ending, timedOut: entry.timedOut };
+    else if (ending.kind !== 'interrupted') ending.timedOut = entry.timedOut; // each ending is a fresh object
     this.push(entry, ending, Date.now());
     this.schedule();
   }

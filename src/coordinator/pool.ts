@@ -260,7 +260,8 @@ export class WorkerPool {
         if (this.running && !this.closing && this.loadFailures < MAX_LOAD_FAILURES) void this.replace();
         this.events.exited(slot, token, detail ? `${why}: ${detail}` : why, queued);
       });
-      this.send(slot, { type: 'load', handlers: this.options.handlers, killGraceMs: this.options.killGraceMs });
+      const watchMemory = this.options.maxWorkerMemory !== null;
+      this.send(slot, { type: 'load', handlers: this.options.handlers, killGraceMs: this.options.killGraceMs, watchMemory });
     });
   }
 

@@ -23,8 +23,11 @@ export interface TaskMessage {
 }
 
 export type ToWorker =
-  /** The handler of every stage ('' for a batch without stages). */
-  | { type: 'load'; handlers: Record<string, HandlerSpec>; killGraceMs: number }
+  /**
+   * The handler of every stage ('' for a batch without stages); `watchMemory`: report the
+   * peak RSS with each outcome (--max-worker-memory), else 0 (a getrusage() call per attempt).
+   */
+  | { type: 'load'; handlers: Record<string, HandlerSpec>; killGraceMs: number; watchMemory: boolean }
   /** Attempts to run one after another, in order, after those already queued. */
   | { type: 'run'; tasks: TaskMessage[] }
   /**
@@ -55,7 +58,7 @@ export type FromWorker =
   /** An exec attempt's process group, so the coordinator can kill it if the worker dies. */
   | { type: 'spawned'; token: number; pgid: number }
   | { type: 'heartbeat'; token: number }
-  /** An attempt ended (reported before the next starts); `rss`: the worker's peak RSS so far, bytes. */
+  /** An attempt ended (reported before the next starts); `rss`: the worker's peak RSS so far, bytes (0 unless watched). */
   | { type: 'done'; result: DoneMessage; rss: number }
   /** Queued attempts dropped by a shutdown: they never started. */
   | { type: 'dropped'; tokens: number[] };

@@ -32,6 +32,7 @@ export class WorkerCore {
   /** Per stage ('' without stages): the spec, and the module's default export once loaded. */
   private readonly handlers = new Map<string, { spec: HandlerSpec; fn: Handler | null }>();
   private killGraceMs = 2000;
+  private watchMemory = false;
   private current: { token: number; pgid: number | null; abort(reason: string): void } | null = null;
   private readonly queue: TaskMessage[] = [];
   private draining = false;
@@ -40,7 +41,10 @@ export class WorkerCore {
   constructor(private readonly host: WorkerHost) {}
 
   handle(msg: ToWorker): void {
-    if (msg.type === 'load') void this.load(msg.handlers, msg.killGraceMs);
+    if (msg.type === 'load') {
+      this.watchMemory = msg.watchMemory;
+      void this.load(msg.handlers, msg.killGraceMs);
+    }
     else if (msg.type === 'run') {
       this.queue.push(...msg.tasks);
       if (!this.draining) void this.drain();
@@ -97,10 +101,11 @@ export class WorkerCore {
     attempt.abort = (reason) => running.abort(reason);
     const outcome = await running.done;
     this.current = null;
-    const result: DoneMessage = { token: task.token, ...outcome };
+    const { ok, result: value, error, exitCode, signal, outputTail, logPath, durationMs } = outcome;
+    const result: DoneMessage = { token: task.token, ok, result: value, error, exitCode, signal, outputTail, logPath, durationMs };
     // Handed to the channel before anything else runs here: if the next attempt kills this
     // process, this outcome has left already.
-    await new Promise<void>((written) => this.host.send({ type: 'done', result, rss: this.host.peakRss() }, written));
+    await new Promise<void>((written) => this.host.send({ type: 'done', result, rss: this.watchMemory ? this.host.peakRss() : 0 }, written));
   }
 }
 

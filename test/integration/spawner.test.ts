@@ -205,7 +205,7 @@ describe.skipIf(!SPAWNER_BUILT)('the helper itself', () => {
     const messages: FromWorker[] = [];
     worker.on('message', (m: FromWorker) => messages.push(m));
     const exited = new Promise((done) => worker.on('exit', done));
-    worker.send({ type: 'load', handlers: { '': { kind: 'exec', template: `touch {}; sleep 0.3` } }, killGraceMs: 1000 });
+    worker.send({ type: 'load', handlers: { '': { kind: 'exec', template: `touch {}; sleep 0.3` } }, killGraceMs: 1000, watchMemory: false });
     await waitFor(() => messages.some((m) => m.type === 'ready'), 5000, 'ready');
     const task = (n: number): TaskMessage => ({
       token: n, key: `t${n}`, batch: 'b', stage: '', seq: n, attempt: 1, inputs: {},
