@@ -18,8 +18,8 @@ const MAX_LOAD_FAILURES = 5;
  * MAX_WINDOW attempts. Per-attempt IPC round trips and commits then stop dominating
  * millisecond tasks, while a slow handler still gets one attempt at a time.
  */
-const QUEUED_WORK_MS = 4;
-const MAX_WINDOW = 128;
+const QUEUED_WORK_MS = 2;
+const MAX_WINDOW = 64;
 /** Weight of the newest duration in a worker's running average. */
 const EWMA = 0.2;
 
