@@ -41,10 +41,7 @@ export class WorkerCore {
   constructor(private readonly host: WorkerHost) {}
 
   handle(msg: ToWorker): void {
-    if (msg.type === 'load') {
-      this.watchMemory = msg.watchMemory;
-      void this.load(msg.handlers, msg.killGraceMs);
-    }
+    if (msg.type === 'load') void this.load(msg);
     else if (msg.type === 'run') {
       this.queue.push(...msg.tasks);
       if (!this.draining) void this.drain();
@@ -61,8 +58,9 @@ export class WorkerCore {
     if (this.current?.pgid) killGroup(this.current.pgid, 'SIGKILL');
   }
 
-  private async load(specs: Record<string, HandlerSpec>, grace: number): Promise<void> {
-    this.killGraceMs = grace;
+  private async load({ handlers: specs, killGraceMs, watchMemory }: Extract<ToWorker, { type: 'load' }>): Promise<void> {
+    this.killGraceMs = killGraceMs;
+    this.watchMemory = watchMemory;
     try {
       for (const [stage, spec] of Object.entries(specs)) {
         this.handlers.set(stage, { spec, fn: spec.kind === 'module' ? await loadHandler(spec.path) : null });

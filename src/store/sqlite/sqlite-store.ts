@@ -261,6 +261,7 @@ export class SqliteStore implements TaskStore {
   private settleIn(settlements: Settlement[]): number[] {
     const applied: number[] = [];
     const finished = new Map<number, number>(); // batch → latest end of an outcome other than INTERRUPTED
+    const noteEnd = (batchId: number, endedAt: number) => finished.set(batchId, Math.max(finished.get(batchId) ?? endedAt, endedAt));
     const ended = new Map<number, (string | null)[]>(); // batch → items with a stage task that failed or was cancelled
     const seen = new Map<number, number>();
     for (const s of settlements) seen.set(s.taskId, (seen.get(s.taskId) ?? 0) + 1);
@@ -272,7 +273,7 @@ export class SqliteStore implements TaskStore {
       const done: Settlement[] = [];
       for (const row of this.st.completeMany.all({ list }) as { id: number; batch_id: number }[]) {
         const s = byTask.get(row.id)!;
-        finished.set(row.batch_id, Math.max(finished.get(row.batch_id) ?? s.endedAt, s.endedAt));
+        noteEnd(row.batch_id, s.endedAt);
         done.push(s);
         applied.push(s.token);
       }
@@ -291,7 +292,7 @@ export class SqliteStore implements TaskStore {
             : this.st.fail.get({ ...fenced, retryAt: s.retryAt ?? null })
       ) as After;
       if (!row) continue; // fenced off: another attempt holds the task now
-      if (s.outcome !== 'INTERRUPTED') finished.set(row.batch_id, Math.max(finished.get(row.batch_id) ?? s.endedAt, s.endedAt));
+      if (s.outcome !== 'INTERRUPTED') noteEnd(row.batch_id, s.endedAt);
       if (row.item_key !== null && (row.status === 'FAILED' || row.status === 'CANCELLED')) {
         ended.set(row.batch_id, [...(ended.get(row.batch_id) ?? []), row.item_key]);
       }
