@@ -3,7 +3,7 @@
 // in one process of measurement. Medians of several runs; ratios printed and written to
 // bench/results.md. Prerequisite: GNU parallel (`apt-get install parallel`). Installs nothing.
 import { fork, spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
