@@ -233,7 +233,10 @@ export class SqliteStore implements TaskStore {
     this.st.insertAttempts.run({ list, host: req.host, owner: req.owner, now: req.now });
     this.st.markStarted.run({ batchId: req.batchId, now: req.now });
     const byId = new Map(rows.map((r) => [r.id, r]));
-    return ids.map((id, i) => toClaimedTask(byId.get(id)!, first + i, req.slots[i]!.workerId, this.inputsOf(byId.get(id)!)));
+    return ids.map((id, i) => {
+      const row = byId.get(id)!;
+      return toClaimedTask(row, first + i, req.slots[i]!.workerId, this.inputsOf(row));
+    });
   }
 
   /** The stored results of the stages a task needs, by stage. */
