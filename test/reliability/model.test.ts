@@ -806,7 +806,16 @@ async function runScenario({ cfg, cmds }: Scenario, mode: BudgetMode = 'safe'): 
       const last = rows[rows.length - 1];
       if (t.status === 'SUCCESS') assert(successes === 1 && last?.outcome === 'SUCCESS', `${where}: I2 SUCCESS task ${t.task_key} history ends in ${last?.outcome}`);
       if (t.status === 'FAILED') {
-        assert(last !== undefined && ['FAILED', 'TIMEOUT', 'CRASHED', 'LOST'].includes(last.outcome ?? ''), `${where}: FAILED task ${t.task_key} history ends in ${last?.outcome}`);
+        // Its latest charged attempt since the last reset is a failure. Only uncounted
+        // interruptions may follow it: a lowered budget fails a waiting task whose last attempt
+        // was interrupted, as it had used its budget up before (a failure, then Ctrl-C, then
+        // `run --retries 0`).
+        const charged = rows.filter((a) => a.id >= resetBefore && a.outcome !== 'INTERRUPTED');
+        const lastCharged = charged[charged.length - 1];
+        assert(
+          lastCharged !== undefined && ['FAILED', 'TIMEOUT', 'CRASHED', 'LOST'].includes(lastCharged.outcome ?? ''),
+          `${where}: FAILED task ${t.task_key} history ends in ${last?.outcome}, its latest charged attempt ${lastCharged?.outcome}`,
+        );
       }
       if (prevStatus.get(t.id) === 'SUCCESS') assert(t.status === 'SUCCESS', `${where}: I2 task ${t.task_key} left SUCCESS for ${t.status}`);
       prevStatus.set(t.id, t.status);
@@ -924,6 +933,12 @@ describe('R22: TaskStore model-based test', () => {
     // had already made (2 of 3, lowered to 1); failExhausted then ended it FAILED with
     // attempts > max. The budget now never drops below the attempts made.
     await replay('lower', { seed: 73400344, path: '35:0:0:2:2:9:9:9:9:15:15:16:17:23:25:22:22:22:26:27:27:28:28:33:35:1:0:17:18:19:23:23:23:26:27:28:28:30:30:31:29:28:28' });
+  });
+  it('regression: a lowered budget may fail a task whose last attempt was interrupted (I2 read on charged attempts)', async () => {
+    // Bug 4, in this checker: it required a FAILED task's very last attempt to be a failure.
+    // A LOST attempt (charged), then an INTERRUPTED one (not charged), then the budget
+    // lowered to 1: the store rightly fails the task, whose history ends in the interruption.
+    await replay('lower', { seed: -235072636, path: '22:0:0:0:0:1:5:1:2:5:5:7:8:10:13:14:18:18:18:22:24:24:24:26:26:26:16' });
   });
 });
 
