@@ -108,9 +108,13 @@ export class WorkerPool {
     this.closing = true;
   }
 
-  /** Forks every worker and waits until each has loaded the handler; a load failure is a UsageError. */
-  async start(): Promise<void> {
-    const loads = Array.from({ length: this.options.size }, () => this.spawn());
+  /**
+   * Forks `count` workers (default: the pool's size) and waits until each has loaded the
+   * handler; a load failure is a UsageError. `run` starts one, to prove the handler loads
+   * before anything is written, and grows the pool once it knows how much work there is.
+   */
+  async start(count = this.options.size): Promise<void> {
+    const loads = Array.from({ length: Math.max(1, Math.min(count, this.options.size)) }, () => this.spawn());
     const results = await Promise.allSettled(loads);
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) {
@@ -118,6 +122,16 @@ export class WorkerPool {
       throw failed.reason;
     }
     this.running = true;
+  }
+
+  /**
+   * Adds workers up to `target` (never above the pool's size): no more workers than there
+   * are tasks to run (`-j 50` for one task starts one). A worker that fails to load now is
+   * left out, like a failed replacement.
+   */
+  async grow(target: number): Promise<void> {
+    const missing = Math.min(target, this.options.size) - this.workers.size;
+    if (missing > 0) await Promise.allSettled(Array.from({ length: missing }, () => this.spawn()));
   }
 
   /** One entry per attempt the pool can take now: a worker appears once per free place in its window. */

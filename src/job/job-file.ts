@@ -2,31 +2,50 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
-import type { RunFlags } from '../cli/commands/run-flags.js';
-import { parseDuration, parseSize } from './units.js';
+import { parseSample } from '../split/sample.js';
+import { MAX_CONCURRENCY, MAX_RETRIES, parseConcurrency, type RunInput, definedOnly } from './run-options.js';
 import { orderStages, type StageDefinition } from './stages.js';
+import { parseCountOrShare, parseDuration, parseSize } from './units.js';
 
-
-const valid = (parse: (v: string, o: string) => unknown) => (v: string) => {
+/**
+ * A field parsed once, by the same function as its flag: the schema's output is the typed
+ * value (milliseconds, bytes, …), never text to be parsed again.
+ */
+const parsedBy = <T>(parse: (v: string, option: string) => T) => (v: string, ctx: z.core.$RefinementCtx<string>) => {
   try {
-    parse(v, '');
-    return true;
-  } catch {
-    return false;
+    return parse(v, '');
+  } catch (err) {
+    // The parser's message without its flag name and echo of the value (the issue reports
+    // what arrived): `expected a duration such as 500ms, 5s, 2m or 1h`.
+    const message = (err as Error).message.trim().replace(/^expects/, 'expected').replace(/; got "[\s\S]*"$/, '');
+    ctx.addIssue({ code: 'custom', message, input: v });
+    return z.NEVER;
   }
 };
-const duration = z.string().refine(valid(parseDuration), 'expected a duration such as 500ms, 5s, 2m or 1h');
-const size = z.union([z.number().int().positive(), z.string().refine(valid(parseSize), 'expected a size such as 64MiB')]);
-const countOrPercent = z.union([z.number().int().positive(), z.string().regex(/^\d+(\.\d+)?%$/, 'expected a count or a percentage such as 10%')]);
+const duration = z.string().describe('a duration such as 500ms, 5s, 2m or 1h').transform(parsedBy(parseDuration));
+/** A duration that must be longer than 0 (a timeout of 0 would kill every attempt at once). */
+const longerThanZero = z
+  .string()
+  .describe('a duration such as 500ms, 5s, 2m or 1h, longer than 0')
+  .transform(parsedBy((v, o) => {
+    const ms = parseDuration(v, o);
+    if (ms <= 0) throw new UsageError(`expects a duration longer than 0; got "${v}"`);
+    return ms;
+  }));
+const size = z.union([z.number().int().positive().max(Number.MAX_SAFE_INTEGER), z.string().transform(parsedBy(parseSize))]);
+const countOrShare = z.union([z.number().int().positive().max(Number.MAX_SAFE_INTEGER), z.string()]).transform((v, ctx) =>
+  parsedBy(parseCountOrShare)(String(v), ctx as z.core.$RefinementCtx<string>),
+);
+const count = (min: number, max = Number.MAX_SAFE_INTEGER) => z.number().int().min(min).max(max);
 
 /** The retry policy: of the job, and of a stage (over the job's). */
 const policy = {
-  retries: z.number().int().min(0).optional(),
+  retries: count(0, MAX_RETRIES).optional(),
   backoff: duration.optional(),
   backoffFactor: z.number().min(1).optional(),
   maxBackoff: duration.optional(),
   jitter: z.number().min(0).max(1).optional(),
-  timeout: duration.optional(),
+  timeout: longerThanZero.optional(),
   permanentCodes: z.array(z.number().int().min(1).max(255)).optional(),
 };
 
@@ -56,28 +75,41 @@ export const JobFileSchema = z
     include: z.array(z.string()).optional(),
     exclude: z.array(z.string()).optional(),
     chunkSize: size.optional(),
-    lines: z.number().int().positive().optional(),
-    concurrency: countOrPercent.optional(),
+    lines: count(1).optional(),
+    sample: z
+      .union([z.number().positive(), z.string()])
+      .describe('run a deterministic sample: a fraction (0.1 or "10%") or a number of tasks')
+      .transform((v, ctx) => parsedBy((t) => parseSample(t))(String(v), ctx as z.core.$RefinementCtx<string>))
+      .optional(),
+    rerunChanged: z.boolean().describe('re-run succeeded tasks whose file changed since').optional(),
+    concurrency: z
+      .union([count(1, MAX_CONCURRENCY), z.string()])
+      .describe('worker processes: a number, or a share of the CPUs such as "50%"')
+      .transform((v, ctx) => parsedBy((t) => parseConcurrency(t, 'concurrency'))(String(v), ctx as z.core.$RefinementCtx<string>))
+      .optional(),
     ...policy,
-    maxFailures: countOrPercent.optional(),
-    maxRuntime: duration.optional(),
+    maxFailures: countOrShare.optional(),
+    maxRuntime: longerThanZero.optional(),
     grace: duration.optional(),
     noWait: z.boolean().optional(),
-    maxTasksPerWorker: z.number().int().positive().optional(),
+    maxTasksPerWorker: count(1).optional(),
     maxWorkerMemory: size.optional(),
+    progressInterval: longerThanZero.optional(),
+    lease: longerThanZero.optional(),
+    historyWarn: count(1).describe('warn when the store holds more attempts than this').optional(),
     stages: z.array(StageSchema).min(1).describe('a per-item pipeline: one task per stage and item').optional(),
   })
   .strict();
 
-export type JobFile = z.infer<typeof JobFileSchema>;
+export type JobFile = z.output<typeof JobFileSchema>;
 
+/** The JSON Schema of the file as written (the input side of every field). */
 export function jobFileJsonSchema(): unknown {
-  return z.toJSONSchema(JobFileSchema);
+  return z.toJSONSchema(JobFileSchema, { io: 'input' });
 }
 
-/** The job file to read: `--job FILE`, else `./splitdance.json` when it exists. */
-/** Reads and validates a job file into `run` flags and stages (paths made absolute against the file's folder). */
-export function readJobFile(path: string): { flags: RunFlags; source?: string; stages?: StageDefinition[] } {
+/** Reads and validates a job file into a typed RunInput (paths made absolute against the file's folder). */
+export function readJobFile(path: string): RunInput {
   let data: unknown;
   try {
     data = JSON.parse(readFileSync(path, 'utf8'));
@@ -89,10 +121,11 @@ export function readJobFile(path: string): { flags: RunFlags; source?: string; s
   const j = parsed.data;
   const here = dirname(path);
   const abs = (p: string) => (isAbsolute(p) ? p : resolve(here, p));
-  const str = (v: number | string | undefined) => (v === undefined ? undefined : String(v));
   if (j.stages && (j.exec !== undefined || j.handler !== undefined)) {
     throw new UsageError(`job file ${path}: with "stages", each stage has its own "exec" or "handler"; remove the top-level one`);
   }
+  if (j.lines !== undefined && j.chunkSize !== undefined) throw new UsageError(`job file ${path}: give either "lines" or "chunkSize", not both`);
+  if (j.batch !== undefined && j.batch.trim() === '') throw new UsageError(`job file ${path}: field "batch" needs a non-empty name`);
   let stages: StageDefinition[] | undefined;
   try {
     stages = j.stages && orderStages(j.stages.map((s) => stageOf(s, abs)));
@@ -101,48 +134,54 @@ export function readJobFile(path: string): { flags: RunFlags; source?: string; s
   }
   return {
     source: j.source === undefined ? undefined : abs(j.source),
-    stages,
-    flags: {
-      batch: j.batch,
-      exec: j.exec,
-      handler: j.handler === undefined ? undefined : abs(j.handler),
+    batch: j.batch,
+    sample: j.sample,
+    rerunChanged: j.rerunChanged,
+    settings: definedOnly({
+      handler: j.exec !== undefined ? { kind: 'exec' as const, template: j.exec } : j.handler !== undefined ? { kind: 'module' as const, path: abs(j.handler) } : undefined,
+      stages,
       include: j.include,
       exclude: j.exclude,
-      chunkSize: str(j.chunkSize),
-      lines: str(j.lines),
-      concurrency: str(j.concurrency),
-      retries: str(j.retries),
-      backoff: j.backoff,
-      backoffFactor: str(j.backoffFactor),
-      maxBackoff: j.maxBackoff,
-      jitter: str(j.jitter),
-      timeout: j.timeout,
-      permanentCodes: j.permanentCodes?.join(','),
-      maxFailures: str(j.maxFailures),
-      maxRuntime: j.maxRuntime,
-      grace: j.grace,
-      wait: j.noWait === undefined ? undefined : !j.noWait,
-      maxTasksPerWorker: str(j.maxTasksPerWorker),
-      maxWorkerMemory: str(j.maxWorkerMemory),
-    },
+      chunkSize: j.chunkSize,
+      lines: j.lines,
+      retries: j.retries,
+      backoffMs: j.backoff,
+      backoffFactor: j.backoffFactor,
+      maxBackoffMs: j.maxBackoff,
+      jitter: j.jitter,
+      timeoutMs: j.timeout,
+      permanentCodes: j.permanentCodes,
+    }),
+    inv: definedOnly({
+      concurrency: j.concurrency,
+      noWait: j.noWait,
+      maxFailures: j.maxFailures,
+      maxRuntimeMs: j.maxRuntime,
+      graceMs: j.grace,
+      maxTasksPerWorker: j.maxTasksPerWorker,
+      maxWorkerMemory: j.maxWorkerMemory,
+      progressIntervalMs: j.progressInterval,
+      leaseMs: j.lease,
+      historyWarn: j.historyWarn,
+    }),
   };
 }
 
-function stageOf(s: z.infer<typeof StageSchema>, abs: (p: string) => string): StageDefinition {
+function stageOf(s: z.output<typeof StageSchema>, abs: (p: string) => string): StageDefinition {
   const def: StageDefinition = {
     name: s.name,
     needs: [...new Set(s.needs ?? [])], // a need named twice is one need
     handler: s.exec !== undefined ? { kind: 'exec', template: s.exec } : { kind: 'module', path: abs(s.handler!) },
     retries: s.retries,
-    backoffMs: s.backoff === undefined ? undefined : parseDuration(s.backoff, 'backoff'),
+    backoffMs: s.backoff,
     backoffFactor: s.backoffFactor,
-    maxBackoffMs: s.maxBackoff === undefined ? undefined : parseDuration(s.maxBackoff, 'maxBackoff'),
+    maxBackoffMs: s.maxBackoff,
     jitter: s.jitter,
-    timeoutMs: s.timeout === undefined ? undefined : parseDuration(s.timeout, 'timeout'),
+    timeoutMs: s.timeout,
     permanentCodes: s.permanentCodes,
   };
   // Unset fields stay out of the stored definition, so they follow the job's.
-  return Object.fromEntries(Object.entries(def).filter(([, v]) => v !== undefined)) as unknown as StageDefinition;
+  return definedOnly(def) as StageDefinition;
 }
 
 const FIELDS = [...Object.keys(JobFileSchema.shape), ...Object.keys(StageSchema.shape)];

@@ -22,22 +22,38 @@ export function parseSize(value: string, option: string): number {
   return Math.floor(parsed);
 }
 
-export function parseCount(value: string, option: string, { min = 0 } = {}): number {
-  if (!/^\d+$/.test(value.trim()) || Number(value) < min) {
-    throw new UsageError(`${option} expects a whole number${min > 0 ? ` of at least ${min}` : ''}; got "${value}"`);
+export function parseCount(value: string, option: string, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+    const range = max < Number.MAX_SAFE_INTEGER ? ` from ${min} to ${max}` : min > 0 ? ` of at least ${min}` : '';
+    throw new UsageError(`${option} expects a whole number${range}; got "${value}"`);
   }
-  return Number(value);
+  return n;
+}
+
+/** A count, or a share of some whole known later (`5%` of the tasks): parsed now, resolved then. */
+export type CountOrShare = { count: number } | { percent: number };
+
+/** `N` (at least 1) or `P%` (above 0, at most 100). */
+export function parseCountOrShare(value: string, option: string): CountOrShare {
+  const m = /^(\d+(?:\.\d+)?)%$/.exec(value.trim());
+  if (m) {
+    const percent = Number(m[1]);
+    if (!(percent > 0 && percent <= 100)) throw new UsageError(`${option} expects a positive count or a percentage up to 100%; got "${value}"`);
+    return { percent };
+  }
+  if (!/^\d+$/.test(value.trim())) throw new UsageError(`${option} expects a count or a percentage such as 10%; got "${value}"`);
+  return { count: parseCount(value, option, { min: 1 }) };
+}
+
+/** The number a CountOrShare stands for: a share of `whole`, rounded up, at least 1. */
+export function resolveCountOrShare(n: CountOrShare, whole: number): number {
+  return 'count' in n ? n.count : Math.max(1, Math.ceil((whole * n.percent) / 100));
 }
 
 /** `N` or `P%` of `whole`, rounded up, at least 1. */
 export function parseCountOrPercent(value: string, option: string, whole: number): number {
-  const m = /^(\d+(?:\.\d+)?)%$/.exec(value.trim());
-  if (m) {
-    const pct = Number(m[1]);
-    if (pct <= 0) throw new UsageError(`${option} expects a positive count or percentage; got "${value}"`);
-    return Math.max(1, Math.ceil((whole * pct) / 100));
-  }
-  return parseCount(value, option, { min: 1 });
+  return resolveCountOrShare(parseCountOrShare(value, option), whole);
 }
 
 export function parseFraction(value: string, option: string): number {

@@ -1,5 +1,5 @@
 import { readdirSync, realpathSync, statSync, type Dirent, type Stats } from 'node:fs';
-import { join, sep } from 'node:path';
+import { basename, dirname, join, sep } from 'node:path';
 import { UsageError } from '../errors.js';
 import type { TaskSpec } from '../store/task-store.js';
 import { globMatcher } from './globs.js';
@@ -7,15 +7,16 @@ import { globMatcher } from './globs.js';
 export interface WalkOptions {
   include: string[];
   exclude: string[];
-  /** Absolute paths never entered or listed (the store's folder, the store file). */
+  /** Absolute paths never entered or listed (the store's folder, the store file); compared by real path. */
   skip: string[];
   /** Told about each entry that cannot be a task, e.g. a name that is not valid UTF-8. */
   onSkip?: (path: string, reason: string) => void;
 }
 
 /**
- * One task per regular file under `root`, depth first with each directory's entries
- * in code-unit order, so the same tree always yields the same keys in the same order.
+ * One task per regular file under `root`, in bytewise order of the whole key (a folder
+ * sorts as its name plus `/`, so `a-b`, `a.c` and `a/z` come in that order), so the same
+ * tree always yields the same keys in the same order.
  * Only one directory listing is held at a time: memory does not grow with the tree.
  *
  * Symlinks: a link to a regular file inside the source is a task under the link's
@@ -27,7 +28,10 @@ export function* walkDirectory(root: string, options: WalkOptions): Generator<Ta
   const includes = globMatcher(options.include, { dot: false });
   const includesStrict = globMatcher(options.include.filter((p) => p.includes('/')), { dot: false });
   const excludes = globMatcher(options.exclude, { dot: true });
-  const skip = new Set(options.skip);
+  // By real path: a source reached through a symlink (or a store path that is one) must not
+  // turn the store's own files into tasks. The walk never enters a linked folder, so an
+  // entry's real path is its key under the source's real path.
+  const skip = new Set(options.skip.map(realPathOf));
 
   /** `inHiddenDir`: some folder above is hidden; `hidden`: the file's own name starts with a dot. */
   const accept = (rel: string, inHiddenDir: boolean, hidden: boolean): boolean => {
@@ -43,7 +47,7 @@ export function* walkDirectory(root: string, options: WalkOptions): Generator<Ta
     for (const entry of listSorted(dir, options.onSkip)) {
       const rel = relDir ? `${relDir}/${entry.name}` : entry.name;
       const abs = join(root, rel);
-      if (skip.has(abs)) continue;
+      if (skip.has(join(rootReal, rel))) continue;
       const hidden = entry.name.startsWith('.');
       if (entry.isDirectory()) {
         if (((inHiddenDir || hidden) && !includesStrict) || excludes?.(rel)) continue;
@@ -61,7 +65,7 @@ export function* walkDirectory(root: string, options: WalkOptions): Generator<Ta
 }
 
 /**
- * A directory's entries in code-unit order. Names that are not valid UTF-8 (byte 0xFF,
+ * A directory's entries in bytewise order (folders as `name/`). Names that are not valid UTF-8 (byte 0xFF,
  * say) cannot be passed to a handler or a shell argument intact, so they are reported
  * through `onSkip` rather than turned into a task for a file that does not exist.
  */
@@ -73,7 +77,7 @@ function listSorted(dir: string, onSkip?: (path: string, reason: string) => void
     const e = err as NodeJS.ErrnoException;
     throw new UsageError(`cannot read the directory ${dir} (${e.code}); fix its permissions or --exclude it`);
   }
-  const entries: Dirent[] = [];
+  const entries: { entry: Dirent; order: Buffer }[] = [];
   for (const entry of raw) {
     const bytes = entry.name as unknown as Buffer;
     const name = bytes.toString('utf8');
@@ -81,9 +85,25 @@ function listSorted(dir: string, onSkip?: (path: string, reason: string) => void
       onSkip?.(join(dir, escapeBytes(bytes)), 'its name is not valid UTF-8');
       continue;
     }
-    entries.push(Object.assign(entry, { name }) as unknown as Dirent);
+    const order = entry.isDirectory() ? Buffer.concat([bytes, SLASH]) : bytes;
+    entries.push({ entry: Object.assign(entry, { name }) as unknown as Dirent, order });
   }
-  return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return entries.sort((a, b) => Buffer.compare(a.order, b.order)).map((e) => e.entry);
+}
+
+const SLASH = Buffer.from('/');
+
+/** The real path of `path`, or of its folder plus its name when it does not exist (yet). */
+function realPathOf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    try {
+      return join(realpathSync(dirname(path)), basename(path));
+    } catch {
+      return path;
+    }
+  }
 }
 
 /** A byte name for messages: invalid bytes as `\xff`. */

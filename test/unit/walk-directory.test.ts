@@ -36,11 +36,23 @@ describe('walkDirectory: keys and order', () => {
       '2025/01/app.log',
       '2025/02/app.log',
       'A.txt',
-      'a/b/c/d/e.txt',
       'a.txt',
+      'a/b/c/d/e.txt',
       'a0.txt',
       'b.txt',
     ]);
+  });
+
+  it('sorts by the whole key, bytewise: a folder sorts as its name plus "/"', () => {
+    for (const rel of ['a/z', 'a-b', 'a.c', 'a/y/x', 'a0']) touch(rel);
+    const got = keys();
+    expect(got).toEqual(['a-b', 'a.c', 'a/y/x', 'a/z', 'a0']);
+    expect(got).toEqual([...got].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y))));
+  });
+
+  it('orders by UTF-8 bytes, not UTF-16 code units (U+FFFD before an emoji)', () => {
+    for (const rel of ['\u{1F600}.txt', '\uFFFD.txt']) touch(rel);
+    expect(keys()).toEqual(['\uFFFD.txt', '\u{1F600}.txt']);
   });
 
   it('sorts each directory by code units, so the order is stable and locale-free', () => {
@@ -247,6 +259,27 @@ describe('walkDirectory: skip', () => {
     touch('store.db');
     symlinkSync(join(root, 'store.db'), join(root, 'link.db'));
     expect(keys({ skip: [join(root, 'store.db')] })).toEqual([]);
+  });
+});
+
+describe('walkDirectory: the store is skipped however the source is reached', () => {
+  it('a source given through a symlink still skips the store inside it', () => {
+    touch('.splitdance/splitdance.db');
+    touch('store.db');
+    touch('data.txt');
+    const link = join(base, 'via-link');
+    symlinkSync(root, link);
+    // The store named by its real path, the source walked through the link (and the other way round).
+    expect(keys({ include: ['**', '.splitdance/**'], skip: [join(root, '.splitdance'), join(root, 'store.db')] }, link)).toEqual(['data.txt']);
+    expect(keys({ include: ['**', '.splitdance/**'], skip: [join(link, '.splitdance'), join(link, 'store.db')] }, root)).toEqual(['data.txt']);
+  });
+
+  it('a store path that does not exist yet is still compared by its folder\'s real path', () => {
+    touch('data.txt');
+    const link = join(base, 'via-link');
+    symlinkSync(root, link);
+    touch('new.db');
+    expect(keys({ skip: [join(link, 'new.db')] })).toEqual(['data.txt']);
   });
 });
 

@@ -2,22 +2,23 @@ import { describeHandler } from '../../job/job-definition.js';
 import { formatMs } from '../../job/units.js';
 import type { TaskStore } from '../../store/task-store.js';
 import { line, type Io } from '../io.js';
-import type { RunPlan } from './run-plan.js';
+import type { RunPlan } from '../../job/plan-run.js';
 
 const FIRST_KEYS = 5;
 
 /** `run --dry-run`: what would happen, from reads only. The store is opened read-only or not at all. */
 export async function printPlan(plan: RunPlan, store: TaskStore | null, io: Io): Promise<number> {
+  const existing = plan.existing && store ? await store.findBatch(plan.batchName) : undefined;
   let count = 0;
   let known = 0;
   const first: string[] = [];
   for (const spec of plan.split()) {
     if (first.length < FIRST_KEYS) first.push(spec.key);
     count++;
-    if (plan.existing && store && (await store.getTask(plan.existing.id, spec.key))) known++;
+    if (existing && store && (await store.getTask(existing.id, spec.key))) known++;
   }
-  const counts = plan.existing && store ? await store.counts(plan.existing.id) : null;
-  const changed = plan.existing && store ? await store.changedCount(plan.existing.id) : 0;
+  const counts = existing && store ? await store.counts(existing.id) : null;
+  const changed = existing && store ? await store.changedCount(existing.id) : 0;
   const s = plan.settings;
   const result = {
     dryRun: true,

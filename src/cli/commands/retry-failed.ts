@@ -1,8 +1,13 @@
 import picomatch from 'picomatch';
+import { UsageError } from '../../errors.js';
+import { parseConcurrency } from '../../job/run-options.js';
+import type { BatchRecord, TaskStore } from '../../store/task-store.js';
 import { line, type Io, type OutputFlags } from '../io.js';
+import { resolveBatch } from '../resolve-batch.js';
 import { withBatch } from '../with-store.js';
 import { clusterId, errorSignature } from '../error-signature.js';
 import { runCommand } from './run.js';
+import { openStore, resolveDbPath } from '../../store/open-store.js';
 
 export interface RetryFailedFlags extends OutputFlags {
   db?: string;
@@ -14,21 +19,48 @@ export interface RetryFailedFlags extends OutputFlags {
   concurrency?: string;
 }
 
-/** `splitdance retry-failed`: FAILED tasks back to PENDING with a fresh budget; `--run` runs the batch. */
+/**
+ * `splitdance retry-failed`: FAILED tasks back to PENDING with a fresh budget; `--run` runs
+ * the batch with its stored definition (never a job file that happens to be in the current
+ * folder). Every flag is checked, and with --run the handler loaded, before a task is reset.
+ */
 export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promise<number> {
-  const { name, source, reset } = await withBatch(flags, io, async (store, batch) => ({
-    name: batch.name,
-    source: batch.source,
-    reset: await store.retryFailed({
-      batchId: batch.id,
-      keyMatches: flags.key ? picomatch(flags.key, { dot: true }) : undefined,
-      errorContains: flags.error,
-      errorMatches: flags.cluster ? (e) => e !== null && clusterId(errorSignature(e)) === flags.cluster!.toLowerCase() : undefined,
-    }),
-  }));
-  if (flags.json && !flags.run) line(io.stdout, JSON.stringify({ batch: name, reset }));
-  else if (!flags.quiet) line(io.stderr, `batch ${name}: ${reset} failed task${reset === 1 ? '' : 's'} reset to PENDING`);
-  if (!flags.run) return 0;
+  for (const [flag, value] of [['--key', flags.key], ['--error', flags.error], ['--cluster', flags.cluster]] as const) {
+    if (value !== undefined && value.trim() === '') {
+      throw new UsageError(`${flag} is empty, which would match every failed task; give a pattern, or leave ${flag} out to retry them all`);
+    }
+  }
+  if (flags.concurrency !== undefined) parseConcurrency(flags.concurrency);
+  if (!flags.run) {
+    const { name, reset } = await withBatch(flags, io, async (store, batch) => ({ name: batch.name, reset: await resetFailed(store, batch, flags) }));
+    if (flags.json) line(io.stdout, JSON.stringify({ batch: name, reset }));
+    else if (!flags.quiet) line(io.stderr, `batch ${name}: ${reset} failed task${reset === 1 ? '' : 's'} reset to PENDING`);
+    return 0;
+  }
+  const dbPath = resolveDbPath(flags.db, io.cwd, io.env);
+  const store = await openStore(dbPath, { create: false });
+  let batch: BatchRecord;
+  try {
+    batch = await resolveBatch(store, flags.batch);
+  } finally {
+    await store.close();
+  }
   const { db, json, quiet, verbose, color, concurrency } = flags;
-  return runCommand(source, { db, batch: name, json, quiet, verbose, color, concurrency }, io);
+  return runCommand(batch.source, { db, batch: batch.name, json, quiet, verbose, color, concurrency }, io, {
+    storedOnly: true,
+    beforeWrite: async (writable) => {
+      const current = await writable.findBatch(batch.name);
+      const reset = current ? await resetFailed(writable, current, flags) : 0;
+      if (!quiet && !json) line(io.stderr, `batch ${batch.name}: ${reset} failed task${reset === 1 ? '' : 's'} reset to PENDING`);
+    },
+  });
+}
+
+function resetFailed(store: TaskStore, batch: BatchRecord, flags: RetryFailedFlags): Promise<number> {
+  return store.retryFailed({
+    batchId: batch.id,
+    keyMatches: flags.key !== undefined ? picomatch(flags.key, { dot: true }) : undefined,
+    errorContains: flags.error,
+    errorMatches: flags.cluster !== undefined ? (e) => e !== null && clusterId(errorSignature(e)) === flags.cluster!.trim().toLowerCase() : undefined,
+  });
 }

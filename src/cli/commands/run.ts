@@ -2,78 +2,96 @@ import { Coordinator, type StopReason } from '../../coordinator/coordinator.js';
 import { WorkerPool } from '../../coordinator/pool.js';
 import { recoverStale } from '../../coordinator/recovery.js';
 import { definitionOf, type JobSettings } from '../../job/job-definition.js';
+import { planRun, type PlanOptions, type RunPlan } from '../../job/plan-run.js';
+import type { RawRunFlags } from '../../job/run-options.js';
 import { budgetOf, handlersOf, policyFor } from '../../job/stages.js';
 import type { RetryRules } from '../../coordinator/settlement.js';
-import { parseCountOrPercent } from '../../job/units.js';
+import { resolveCountOrShare } from '../../job/units.js';
 import { nonEmpty } from '../../split/split-source.js';
 import { describeStore, logRoot, openExistingStore, openStore, resolveDbPath } from '../../store/open-store.js';
+import { peekBatch } from '../../store/peek-batch.js';
 import type { BatchRecord, TaskStore } from '../../store/task-store.js';
 import { EXIT } from '../exit-codes.js';
 import { colors, type Io } from '../io.js';
 import { RunReporter, type ReportMode } from '../run-reporter.js';
 import { drainOnSignals, watchSignalsDuringStartup } from '../signals.js';
 import { printPlan } from './dry-run.js';
-import type { RunFlags } from './run-flags.js';
-import { planRun, type RunPlan } from './run-plan.js';
+
+export type RunFlags = RawRunFlags;
 
 export const KILL_GRACE_MS = 2000;
 
+export interface RunCommandOptions extends PlanOptions {
+  /**
+   * Called with the open store once every input is validated and the handler loaded, before
+   * the batch is written: `retry-failed --run` resets its tasks here, so a bad flag or a
+   * broken handler leaves them as they were.
+   */
+  beforeWrite?: (store: TaskStore) => Promise<void>;
+}
+
 /**
- * `splitdance run <source>`: split the source into the batch (idempotently) and run
- * it to the end. Nothing is written until the workers have loaded the handler; with
- * --dry-run nothing is written at all.
+ * `splitdance run <source>`: split the source into the batch (idempotently) and run it to
+ * the end. Every flag and job-file field is validated, and the workers have loaded the
+ * handler, before the store is written (or even migrated); with --dry-run nothing is written.
  */
-export async function runCommand(sourceArg: string | undefined, cliFlags: RunFlags, io: Io): Promise<number> {
+export async function runCommand(sourceArg: string | undefined, cliFlags: RunFlags, io: Io, options: RunCommandOptions = {}): Promise<number> {
   const dbPath = resolveDbPath(cliFlags.db, io.cwd, io.env);
-  let store: TaskStore | null = await openExistingStore(dbPath, { readonly: cliFlags.dryRun === true });
-  try {
-    const plan = await planRun(sourceArg, cliFlags, io.cwd, store, dbPath);
-    if (cliFlags.dryRun) return await printPlan(plan, store, io);
-    const pool = new WorkerPool({
-      size: plan.inv.concurrency,
-      handlers: handlersOf(plan.settings),
-      killGraceMs: KILL_GRACE_MS,
-      maxTasksPerWorker: plan.inv.maxTasksPerWorker,
-      maxWorkerMemory: plan.inv.maxWorkerMemory,
-      idPrefix: `${process.pid}.`,
-    });
-    const startup = watchSignalsDuringStartup();
+  if (cliFlags.dryRun) {
+    const store = await openExistingStore(dbPath, { readonly: true });
     try {
-      await pool.start(); // a broken handler fails here, before the store is touched
-    } catch (err) {
-      startup.dispose();
-      throw err;
-    }
-    try {
-      if (startup.seen()) return interruptedBeforeStart(startup.seen()!, io);
-      const unnamed: string[] = [];
-      const split = plan.split((path) => unnamed.push(path));
-      // An empty new source is exit 2 before the store exists.
-      const specs = plan.existing ? split : nonEmpty(split, plan.source, plan.kind);
-      store ??= await openStore(dbPath, { create: true });
-      const job = definitionOf(plan.source, plan.settings) as unknown as Record<string, unknown>;
-      const maxAttempts = plan.settings.retries + 1;
-      const enqueued = await store.enqueue({ name: plan.batchName, source: plan.source, job, maxAttempts }, specs, {
-        rerunChanged: plan.rerunChanged,
-      });
-      if (plan.existing && plan.changed.length) await store.updateJob(enqueued.batch.id, job, budgetOf(plan.settings));
-      if (unnamed.length) {
-        const shown = unnamed.slice(0, 5).join(', ') + (unnamed.length > 5 ? `, … (${unnamed.length - 5} more)` : '');
-        plan.notes.push(`skipped ${unnamed.length} file${unnamed.length === 1 ? '' : 's'} whose name is not valid UTF-8: ${shown}; rename them to run them`);
-      }
-      if (enqueued.requeued) plan.notes.push(`re-queued ${enqueued.requeued} succeeded task(s) whose file changed (--rerun-changed)`);
-      if (enqueued.changed) plan.notes.push(`${enqueued.changed} succeeded task(s) have changed files since; --rerun-changed runs them again`);
-      const history = await store.historySize();
-      if (history > plan.inv.historyWarn) plan.notes.push(`the store holds ${history} attempts of history; \`splitdance prune --older-than 30d\` removes finished batches`);
-      if (plan.sample) plan.notes.push(`sample: ${enqueued.inserted} new task(s) of the source (${describeSample(plan)})`);
-      if (startup.seen()) return interruptedBeforeStart(startup.seen()!, io);
-      startup.dispose(); // the coordinator's drain handlers take over
-      return await drive(store, enqueued.batch, pool, plan, io, enqueued.inserted);
+      const plan = await planRun(sourceArg, cliFlags, io.cwd, async (name) => store?.findBatch(name), dbPath, options);
+      return await printPlan(plan, store, io);
     } finally {
-      startup.dispose();
-      await pool.shutdown();
+      await store?.close();
     }
+  }
+  const plan = await planRun(sourceArg, cliFlags, io.cwd, (name) => peekBatch(dbPath, name), dbPath, options);
+  const pool = new WorkerPool({
+    size: plan.inv.concurrency,
+    handlers: handlersOf(plan.settings),
+    killGraceMs: KILL_GRACE_MS,
+    maxTasksPerWorker: plan.inv.maxTasksPerWorker,
+    maxWorkerMemory: plan.inv.maxWorkerMemory,
+    idPrefix: `${process.pid}.`,
+  });
+  const startup = watchSignalsDuringStartup();
+  try {
+    await pool.start(1); // a broken handler fails here, before the store is touched
+  } catch (err) {
+    startup.dispose();
+    throw err;
+  }
+  let store: TaskStore | null = null;
+  try {
+    if (startup.seen()) return interruptedBeforeStart(startup.seen()!, io);
+    const unnamed: string[] = [];
+    const split = plan.split((path) => unnamed.push(path));
+    // An empty new source is exit 2 before the store exists.
+    const specs = plan.existing ? split : nonEmpty(split, plan.source, plan.kind);
+    store = await openStore(dbPath, { create: true });
+    await options.beforeWrite?.(store);
+    const job = definitionOf(plan.source, plan.settings) as unknown as Record<string, unknown>;
+    const maxAttempts = plan.settings.retries + 1;
+    const enqueued = await store.enqueue({ name: plan.batchName, source: plan.source, job, maxAttempts }, specs, {
+      rerunChanged: plan.rerunChanged,
+    });
+    if (plan.existing && plan.changed.length) await store.updateJob(enqueued.batch.id, job, budgetOf(plan.settings));
+    if (unnamed.length) {
+      const shown = unnamed.slice(0, 5).join(', ') + (unnamed.length > 5 ? `, … (${unnamed.length - 5} more)` : '');
+      plan.notes.push(`skipped ${unnamed.length} file${unnamed.length === 1 ? '' : 's'} whose name is not valid UTF-8: ${shown}; rename them to run them`);
+    }
+    if (enqueued.requeued) plan.notes.push(`re-queued ${enqueued.requeued} succeeded task(s) whose file changed (--rerun-changed)`);
+    if (enqueued.changed) plan.notes.push(`${enqueued.changed} succeeded task(s) have changed files since; --rerun-changed runs them again`);
+    const history = await store.historySize();
+    if (history > plan.inv.historyWarn) plan.notes.push(`the store holds ${history} attempts of history; \`splitdance prune --older-than 30d\` removes finished batches`);
+    if (plan.sample) plan.notes.push(`sample: ${enqueued.inserted} new task(s) of the source (${describeSample(plan)})`);
+    if (startup.seen()) return interruptedBeforeStart(startup.seen()!, io);
+    startup.dispose(); // the coordinator's drain handlers take over
+    return await drive(store, enqueued.batch, pool, plan, io, enqueued.inserted);
   } finally {
+    startup.dispose();
+    await pool.shutdown();
     await store?.close();
   }
 }
@@ -94,7 +112,10 @@ export type DrivePlan = Pick<RunPlan, 'flags' | 'settings' | 'inv' | 'dbPath' | 
 /** Runs the coordinator on an enqueued batch until it ends; returns the exit code. */
 export async function drive(store: TaskStore, batch: BatchRecord, pool: WorkerPool, plan: DrivePlan, io: Io, inserted: number): Promise<number> {
   const { flags, settings, inv } = plan;
-  const total = (await store.counts(batch.id)).total;
+  const before = await store.counts(batch.id);
+  const total = before.total;
+  // No more workers than tasks to run: `-j 50` on one task starts one.
+  await pool.grow(before.pending + before.retrying + before.running);
   const mode: ReportMode = flags.json ? 'json' : flags.quiet ? 'quiet' : io.tty ? 'tty' : 'plain';
   const reporter = new RunReporter(io, mode, colors(io, flags), () => store.counts(batch.id), inv.progressIntervalMs);
   const coordinator = new Coordinator(
@@ -107,7 +128,7 @@ export async function drive(store: TaskStore, batch: BatchRecord, pool: WorkerPo
       graceMs: inv.graceMs,
       killGraceMs: KILL_GRACE_MS,
       noWait: inv.noWait,
-      maxFailures: inv.maxFailures === null ? null : parseCountOrPercent(inv.maxFailures, '--max-failures', total),
+      maxFailures: inv.maxFailures === null ? null : resolveCountOrShare(inv.maxFailures, total),
       maxRuntimeMs: inv.maxRuntimeMs,
       logDir: logRoot(plan.dbPath, io.cwd),
       pollMs: 1000,
@@ -133,7 +154,7 @@ export async function drive(store: TaskStore, batch: BatchRecord, pool: WorkerPo
 }
 
 /** Each stage's retry rules, worked out once. */
-function rulesOf(settings: JobSettings): (stage: string) => RetryRules {
+export function rulesOf(settings: JobSettings): (stage: string) => RetryRules {
   const rules = new Map<string, RetryRules>();
   for (const stage of settings.stages.length ? settings.stages.map((s) => s.name) : ['']) {
     const p = policyFor(settings, stage);

@@ -7,8 +7,8 @@ import { EXIT } from '../exit-codes.js';
 import { line, type Io } from '../io.js';
 import { resolveBatch } from '../resolve-batch.js';
 import { watchSignalsDuringStartup } from '../signals.js';
-import { drive, KILL_GRACE_MS } from './run.js';
-import { invocationOf, type RunFlags } from './run-flags.js';
+import { inputFromFlags, invocationOf, type Invocation } from '../../job/run-options.js';
+import { drive, KILL_GRACE_MS, type RunFlags } from './run.js';
 
 export interface WorkerFlags extends RunFlags {
   follow?: boolean;
@@ -24,7 +24,7 @@ const FOLLOW_POLL_MS = 2000;
  * with a PostgreSQL store, cooperate like overlapping `run`s.
  */
 export async function workerCommand(flags: WorkerFlags, io: Io): Promise<number> {
-  const inv = invocationOf(flags);
+  const inv = invocationOf(inputFromFlags(flags, io.cwd)); // every flag validated before the store is opened
   const dbPath = resolveDbPath(flags.db, io.cwd, io.env);
   // A signal between batches (or while workers start) must end the command with 130/143,
   // not kill it mid-step; while a batch runs, its coordinator drains as `run` does.
@@ -38,7 +38,7 @@ export async function workerCommand(flags: WorkerFlags, io: Io): Promise<number>
 
 const exitFor = (signal: 'SIGINT' | 'SIGTERM') => (signal === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM);
 
-async function serve(flags: WorkerFlags, inv: ReturnType<typeof invocationOf>, dbPath: string, io: Io, seen: () => 'SIGINT' | 'SIGTERM' | null): Promise<number> {
+async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io, seen: () => 'SIGINT' | 'SIGTERM' | null): Promise<number> {
   let worst: number = EXIT.OK;
   for (;;) {
     const store = await openStore(dbPath, { create: false });
@@ -74,7 +74,7 @@ async function workOn(
   store: TaskStore,
   batch: BatchRecord,
   flags: WorkerFlags,
-  inv: ReturnType<typeof invocationOf>,
+  inv: Invocation,
   dbPath: string,
   io: Io,
   seen: () => 'SIGINT' | 'SIGTERM' | null,
@@ -96,7 +96,7 @@ async function workOn(
     idPrefix: `${process.pid}.`,
   });
   try {
-    await pool.start();
+    await pool.start(1); // `drive` grows it to the batch's work
   } catch (err) {
     // One batch with a broken handler must not stop a worker serving the others.
     line(io.stderr, `batch ${batch.name}: its handler does not load, skipped: ${(err as Error).message}`);

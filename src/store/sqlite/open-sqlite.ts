@@ -85,7 +85,7 @@ function createStoreFile(path: string): void {
 /** Tables every splitdance schema version has; a database lacking them is someone else's. */
 const OWN_TABLES = ['batches', 'tasks', 'attempts'];
 
-function checkIdentity(db: Db, path: string): void {
+export function checkIdentity(db: Db, path: string): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version > SCHEMA_VERSION) {
     throw new StoreError(

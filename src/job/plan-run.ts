@@ -1,23 +1,29 @@
 import { basename, dirname, join, resolve } from 'node:path';
-import { UsageError } from '../../errors.js';
-import { defaultBatchName, expandBatchName } from '../../job/batch-name.js';
-import { findJobFile } from '../../job/job-file-path.js';
-import { DEFAULT_SETTINGS, describeHandler, mergeSettings, settingsOf, type JobDefinition, type JobSettings } from '../../job/job-definition.js';
-import { parseSample, sampled, type Sample } from '../../split/sample.js';
-import { sourceKind, splitSource, type SourceKind } from '../../split/split-source.js';
-import { expandStages, layoutOf } from '../../job/stages.js';
-import { checkTemplate } from '../../worker/exec-template.js';
-import type { BatchRecord, TaskSpec, TaskStore } from '../../store/task-store.js';
-import { givenSettings, invocationOf, type Invocation, type RunFlags } from './run-flags.js';
+import { UsageError } from '../errors.js';
+import { defaultBatchName, expandBatchName } from './batch-name.js';
+import { findJobFile } from './job-file-path.js';
+import { DEFAULT_SETTINGS, describeHandler, mergeSettings, settingsOf, type JobDefinition, type JobSettings } from './job-definition.js';
+import { inputFromFlags, invocationOf, layerInputs, type Invocation, type RawRunFlags, type RunInput } from './run-options.js';
+import { sampled, type Sample } from '../split/sample.js';
+import { sourceKind, splitSource, type SourceKind } from '../split/split-source.js';
+import { expandStages, layoutOf } from './stages.js';
+import { checkTemplate } from '../worker/exec-template.js';
+import type { TaskSpec } from '../store/task-store.js';
+
+/** What planning needs to know of a batch already in the store: only its stored definition. */
+export interface StoredBatch {
+  job: unknown;
+}
 
 /** Everything `run` decided before touching anything: what to split, how, into which batch. */
 export interface RunPlan {
-  flags: RunFlags;
+  /** The command line's own flags (output mode, --db, --dry-run); every setting is below, typed. */
+  flags: RawRunFlags;
   source: string;
   kind: SourceKind;
   dbPath: string;
   batchName: string;
-  existing: BatchRecord | undefined;
+  existing: StoredBatch | undefined;
   /** Has a handler, or stages that each have theirs. */
   settings: JobSettings;
   /** Settings this command changes on an existing batch. */
@@ -30,41 +36,52 @@ export interface RunPlan {
   notes: string[];
 }
 
-/** Resolves the job file, flags, stored batch settings and source into a plan (reads only). */
+export interface PlanOptions {
+  /** Run the batch's stored definition only: no job file is read (`retry-failed --run`). */
+  storedOnly?: boolean;
+}
+
+/**
+ * The options pipeline's last step: flags and job file (each parsed once, into typed values),
+ * layered over the batch's stored definition, into one validated plan. Reads only: the
+ * store is consulted through `findBatch`, which must not write (not even a migration).
+ */
 export async function planRun(
   sourceArg: string | undefined,
-  cliFlags: RunFlags,
+  cliFlags: RawRunFlags,
   cwd: string,
-  store: TaskStore | null,
+  findBatch: (name: string) => Promise<StoredBatch | undefined>,
   db: string,
+  options: PlanOptions = {},
 ): Promise<RunPlan> {
-  const jobPath = findJobFile(cliFlags.job, cwd);
-  const file = jobPath ? (await import('../../job/job-file.js')).readJobFile(jobPath) : null;
-  const flags: RunFlags = { ...definedOnly(file?.flags ?? {}), ...cliFlags }; // flags win over the file
-  const sourceGiven = sourceArg ?? file?.source;
+  const fromFlags = inputFromFlags(cliFlags, cwd);
+  const jobPath = options.storedOnly ? null : findJobFile(cliFlags.job, cwd);
+  const fromFile: RunInput | null = jobPath ? (await import('./job-file.js')).readJobFile(jobPath) : null;
+  const input = fromFile ? layerInputs(fromFile, fromFlags) : fromFlags; // flags win over the file
+  const sourceGiven = sourceArg ?? input.source;
   if (sourceGiven === undefined) {
     throw new UsageError(`no source: give one (\`splitdance run ./logs\`) or set "source" in ${jobPath ?? 'splitdance.json'}`);
   }
   const source = resolve(cwd, sourceGiven);
-  const given = { ...givenSettings(flags, cwd), stages: file?.stages };
-  const inv = invocationOf(flags);
-  const sample = flags.sample === undefined ? null : parseSample(flags.sample);
+  const inv = invocationOf(input);
   const kind = sourceKind(source);
-  const batchName = flags.batch !== undefined ? expandBatchName(flags.batch) : defaultBatchName(source);
+  const batchName = input.batch !== undefined ? expandBatchName(input.batch) : defaultBatchName(source);
   if (batchName.trim() === '') throw new UsageError('--batch needs a non-empty name');
-  const existing = store ? await store.findBatch(batchName) : undefined;
-  const stored = existing ? settingsOf(existing.job as unknown as JobDefinition) : DEFAULT_SETTINGS;
-  const { settings, changed } = mergeSettings(stored, given);
-  checkStages(settings, stored, existing, batchName, given.handler !== undefined);
+  const existing = await findBatch(batchName);
+  const stored = existing ? settingsOf(existing.job as JobDefinition) : DEFAULT_SETTINGS;
+  const { settings, changed } = mergeSettings(stored, input.settings);
+  checkStages(settings, stored, existing, batchName, input.settings.handler !== undefined);
   if (!settings.handler && settings.stages.length === 0) {
     throw new UsageError("no handler: give --exec 'COMMAND {}' or --handler ./module.js (a new batch has none stored)");
   }
+  if (settings.handler?.kind === 'exec') checkTemplate(settings.handler.template);
   const notes =
     existing && changed.length
       ? [`batch ${batchName}: ${changed.join(', ')} changed for the unfinished tasks (handler now ${describeHandler(settings.handler, settings.stages)})`]
       : [];
+  const sample = input.sample ?? null;
   return {
-    flags,
+    flags: cliFlags,
     source,
     kind,
     dbPath: db,
@@ -74,7 +91,7 @@ export async function planRun(
     changed,
     inv,
     sample,
-    rerunChanged: flags.rerunChanged === true,
+    rerunChanged: input.rerunChanged === true,
     notes,
     split(onSkip) {
       const make = () =>
@@ -95,7 +112,7 @@ export async function planRun(
  * Stages and a single handler exclude each other, and a batch keeps the stage layout
  * (names and needs) it was created with: its task keys are built from it.
  */
-function checkStages(settings: JobSettings, stored: JobSettings, existing: BatchRecord | undefined, batch: string, handlerGiven: boolean): void {
+function checkStages(settings: JobSettings, stored: JobSettings, existing: StoredBatch | undefined, batch: string, handlerGiven: boolean): void {
   if (existing && layoutOf(stored.stages) !== layoutOf(settings.stages)) {
     throw new UsageError(
       `batch ${batch} was created with ${layoutOf(stored.stages)}, not ${layoutOf(settings.stages)}; ` +
@@ -114,8 +131,4 @@ function storeFiles(dbPath: string): string[] {
   const dir = dirname(dbPath);
   const own = [dbPath, `${dbPath}-wal`, `${dbPath}-shm`, `${dbPath}-journal`, join(dir, 'logs')];
   return basename(dir) === '.splitdance' ? [...own, dir] : own;
-}
-
-function definedOnly<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

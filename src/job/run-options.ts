@@ -1,0 +1,191 @@
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
+import { UsageError } from '../errors.js';
+import { parseSample, type Sample } from '../split/sample.js';
+import { checkTemplate } from '../worker/exec-template.js';
+import type { JobSettings } from './job-definition.js';
+import type { StageDefinition } from './stages.js';
+import { parseCount, parseCountOrShare, parseDuration, parseFraction, parseNumber, parseSize, type CountOrShare } from './units.js';
+
+/**
+ * The options pipeline of `run` (and `worker`): flags and the job file are each parsed once,
+ * here and in job-file.ts, into one typed `RunInput`; the two are layered (flags win), then
+ * over the batch's stored definition (plan-run.ts). Nothing later parses text again, and
+ * nothing is written before all of it has been validated.
+ */
+
+/** `run`'s flags as the command line gives them: text, before validation. */
+export interface RawRunFlags {
+  job?: string;
+  dryRun?: boolean;
+  sample?: string;
+  rerunChanged?: boolean;
+  db?: string;
+  batch?: string;
+  exec?: string;
+  handler?: string;
+  concurrency?: string;
+  retries?: string;
+  backoff?: string;
+  backoffFactor?: string;
+  maxBackoff?: string;
+  jitter?: string;
+  timeout?: string;
+  permanentCodes?: string;
+  include?: string[];
+  exclude?: string[];
+  chunkSize?: string;
+  lines?: string;
+  wait?: boolean;
+  maxFailures?: string;
+  maxRuntime?: string;
+  grace?: string;
+  maxTasksPerWorker?: string;
+  maxWorkerMemory?: string;
+  progressInterval?: string;
+  historyWarn?: string;
+  lease?: string;
+  json?: boolean;
+  quiet?: boolean;
+  verbose?: boolean;
+  color?: boolean;
+}
+
+/** Settings of this invocation only; not stored on the batch. */
+export interface Invocation {
+  concurrency: number;
+  noWait: boolean;
+  maxFailures: CountOrShare | null;
+  maxRuntimeMs: number | null;
+  graceMs: number;
+  maxTasksPerWorker: number | null;
+  maxWorkerMemory: number | null;
+  progressIntervalMs: number;
+  leaseMs: number;
+  /** Warn when the store holds more attempt rows than this. */
+  historyWarn: number;
+}
+
+export const DEFAULT_INVOCATION: Invocation = {
+  concurrency: availableParallelism(),
+  noWait: false,
+  maxFailures: null,
+  maxRuntimeMs: null,
+  graceMs: 10_000,
+  maxTasksPerWorker: null,
+  maxWorkerMemory: null,
+  progressIntervalMs: 10_000,
+  leaseMs: 30_000,
+  historyWarn: 1_000_000,
+};
+
+/** What one source of options (the command line, or the job file) gives, typed; absent = not given. */
+export interface RunInput {
+  source?: string;
+  /** As given: `{date}` is expanded when the plan is made. */
+  batch?: string;
+  settings: Partial<JobSettings>;
+  inv: Partial<Invocation>;
+  sample?: Sample;
+  rerunChanged?: boolean;
+}
+
+/** Upper bounds: beyond them a value is a typo, and some would overflow a store column. */
+export const MAX_RETRIES = 1_000_000;
+export const MAX_CONCURRENCY = 1024;
+
+/** Parses and validates every `run`/`worker` flag that was given; throws a UsageError naming the flag. */
+export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
+  if (f.exec !== undefined && f.handler !== undefined) throw new UsageError('give either --exec or --handler, not both');
+  if (f.lines !== undefined && f.chunkSize !== undefined) throw new UsageError('give either --lines or --chunk-size, not both');
+  if (f.exec !== undefined) checkTemplate(f.exec);
+  const settings: Partial<JobSettings> = {
+    handler: f.exec !== undefined ? { kind: 'exec', template: f.exec } : f.handler !== undefined ? { kind: 'module', path: resolve(cwd, f.handler) } : undefined,
+    retries: given(f.retries, (v) => parseCount(v, '--retries', { max: MAX_RETRIES })),
+    backoffMs: given(f.backoff, (v) => parseDuration(v, '--backoff')),
+    backoffFactor: given(f.backoffFactor, (v) => parseNumber(v, '--backoff-factor', { min: 1 })),
+    maxBackoffMs: given(f.maxBackoff, (v) => parseDuration(v, '--max-backoff')),
+    jitter: given(f.jitter, (v) => parseFraction(v, '--jitter')),
+    timeoutMs: given(f.timeout, (v) => positive(parseDuration(v, '--timeout'), '--timeout')),
+    permanentCodes: given(f.permanentCodes, parseCodes),
+    include: f.include?.length ? f.include : undefined,
+    exclude: f.exclude?.length ? f.exclude : undefined,
+    chunkSize: given(f.chunkSize, (v) => parseSize(v, '--chunk-size')),
+    lines: given(f.lines, (v) => parseCount(v, '--lines', { min: 1 })),
+  };
+  const inv: Partial<Invocation> = {
+    concurrency: given(f.concurrency, parseConcurrency),
+    noWait: f.wait === false ? true : undefined,
+    maxFailures: given(f.maxFailures, (v) => parseCountOrShare(v, '--max-failures')),
+    maxRuntimeMs: given(f.maxRuntime, (v) => positive(parseDuration(v, '--max-runtime'), '--max-runtime')),
+    graceMs: given(f.grace, (v) => parseDuration(v, '--grace')),
+    maxTasksPerWorker: given(f.maxTasksPerWorker, (v) => parseCount(v, '--max-tasks-per-worker', { min: 1 })),
+    maxWorkerMemory: given(f.maxWorkerMemory, (v) => parseSize(v, '--max-worker-memory')),
+    progressIntervalMs: given(f.progressInterval, (v) => positive(parseDuration(v, '--progress-interval'), '--progress-interval')),
+    leaseMs: given(f.lease, (v) => positive(parseDuration(v, '--lease'), '--lease')),
+    historyWarn: given(f.historyWarn, (v) => parseCount(v, '--history-warn', { min: 1 })),
+  };
+  if (f.batch !== undefined && f.batch.trim() === '') throw new UsageError('--batch needs a non-empty name');
+  return {
+    batch: f.batch,
+    settings: definedOnly(settings),
+    inv: definedOnly(inv),
+    sample: given(f.sample, (v) => parseSample(v)),
+    rerunChanged: f.rerunChanged === true ? true : undefined,
+  };
+}
+
+/** Layers `over` on `base`: a field `over` gives wins, whatever `base` said. */
+export function layerInputs(base: RunInput, over: RunInput): RunInput {
+  return {
+    source: over.source ?? base.source,
+    batch: over.batch ?? base.batch,
+    settings: { ...base.settings, ...definedOnly(over.settings) },
+    inv: { ...base.inv, ...definedOnly(over.inv) },
+    sample: over.sample ?? base.sample,
+    rerunChanged: over.rerunChanged ?? base.rerunChanged,
+  };
+}
+
+export function invocationOf(input: RunInput): Invocation {
+  return { ...DEFAULT_INVOCATION, ...definedOnly(input.inv) };
+}
+
+/** `-j 4` or `-j 50%` (of the CPUs), at least 1 and at most MAX_CONCURRENCY. */
+export function parseConcurrency(value: string, option = '-j/--concurrency'): number {
+  const cpus = availableParallelism();
+  if (!/^\d+%?$/.test(value.trim())) {
+    throw new UsageError(`${option} expects a number of workers or a share of the ${cpus} CPUs such as 50%; got "${value}"`);
+  }
+  const n = parseCountOrShare(value, option);
+  const workers = 'count' in n ? n.count : Math.max(1, Math.ceil((cpus * n.percent) / 100));
+  if (workers > MAX_CONCURRENCY) throw new UsageError(`${option} allows at most ${MAX_CONCURRENCY} workers; got "${value}"`);
+  return workers;
+}
+
+export function parseCodes(value: string): number[] {
+  const codes = value.split(',').map((s) => s.trim()).filter(Boolean);
+  if (codes.length === 0 || codes.some((c) => !/^\d+$/.test(c) || Number(c) > 255 || Number(c) === 0)) {
+    throw new UsageError(`--permanent-codes expects exit codes 1-255 separated by commas, e.g. 2,64; got "${value}"`);
+  }
+  return codes.map(Number);
+}
+
+/** A stage list or handler given in a job file, with its templates checked against its needs. */
+export function checkHandlers(settings: Partial<JobSettings>): void {
+  if (settings.handler?.kind === 'exec') checkTemplate(settings.handler.template);
+  for (const s of settings.stages ?? ([] as StageDefinition[])) if (s.handler.kind === 'exec') checkTemplate(s.handler.template, s.needs);
+}
+
+function positive(n: number, option: string): number {
+  if (n <= 0) throw new UsageError(`${option} must be longer than 0`);
+  return n;
+}
+
+function given<T>(value: string | undefined, parse: (v: string) => T): T | undefined {
+  return value === undefined ? undefined : parse(value);
+}
+
+export function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
