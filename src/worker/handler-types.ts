@@ -25,7 +25,10 @@ export interface TaskContext {
   signal: AbortSignal;
   /** Appends a line to the task's captured output. */
   log(...args: unknown[]): void;
-  /** Tells the coordinator the attempt is alive. */
+  /**
+   * Reserved for `--heartbeat-timeout` (a sign of life for a long attempt); today it has no
+   * effect: leases are renewed for every running attempt on a timer.
+   */
   heartbeat(): void;
 }
 
