@@ -1,18 +1,26 @@
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { StoreError } from '../errors.js';
+import { StoreError, UsageError } from '../errors.js';
+// pg-url.ts needs no driver: recognising and redacting a URL never loads node-postgres.
+import { isPostgresUrl, looksLikeUrl, redactUrl } from './postgres/pg-url.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 import type { TaskStore } from './task-store.js';
 
+export { isPostgresUrl };
+
 export const DEFAULT_DB = '.splitdance/splitdance.db';
 
-/** `postgres://…` or `postgresql://…`: a shared PostgreSQL store. */
-export const isPostgresUrl = (db: string): boolean => /^postgres(ql)?:\/\//.test(db);
-
-/** `--db`, else `SPLITDANCE_DB`, else `.splitdance/splitdance.db` under the working directory. A URL stays a URL. */
+/**
+ * `--db`, else `SPLITDANCE_DB`, else `.splitdance/splitdance.db` under the working directory.
+ * A PostgreSQL URL (any letter case) stays a URL; any other `scheme://…` is refused rather
+ * than becoming a SQLite file named after it.
+ */
 export function resolveDbPath(flag: string | undefined, cwd: string, env: NodeJS.ProcessEnv): string {
   const given = flag ?? env.SPLITDANCE_DB ?? DEFAULT_DB;
   if (isPostgresUrl(given)) return given;
+  if (looksLikeUrl(given)) {
+    throw new UsageError(`--db ${redactUrl(given)} is not a store splitdance knows; give a file path or a postgres:// URL`);
+  }
   return isAbsolute(given) ? given : resolve(cwd, given);
 }
 
@@ -35,9 +43,9 @@ export function logRoot(db: string, cwd: string): string {
   return isPostgresUrl(db) ? join(cwd, '.splitdance', 'logs') : join(dirname(db), 'logs');
 }
 
-/** A store location for messages: a URL loses its password. */
+/** A store's name for anything printed or stored: a URL's password masked (see `redactUrl`). */
 export function describeStore(db: string): string {
-  return isPostgresUrl(db) ? db.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@') : db;
+  return redactUrl(db);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { describeHandler } from '../../job/job-definition.js';
 import { formatMs } from '../../job/units.js';
+import { describeStore } from '../../store/open-store.js';
 import type { TaskStore } from '../../store/task-store.js';
 import { line, type Io } from '../io.js';
 import type { RunPlan } from '../../job/plan-run.js';
@@ -20,13 +21,14 @@ export async function printPlan(plan: RunPlan, store: TaskStore | null, io: Io):
   const counts = existing && store ? await store.counts(existing.id) : null;
   const changed = existing && store ? await store.changedCount(existing.id) : 0;
   const s = plan.settings;
+  const storeName = describeStore(plan.dbPath);
   const result = {
     dryRun: true,
     source: plan.source,
     kind: plan.kind,
     batch: plan.batchName,
     batchExists: Boolean(plan.existing),
-    store: plan.dbPath,
+    store: storeName,
     tasks: count,
     newTasks: count - known,
     firstKeys: first,
@@ -50,7 +52,7 @@ export async function printPlan(plan: RunPlan, store: TaskStore | null, io: Io):
   const out = [
     `dry run: nothing is written`,
     `source   ${plan.source} (${plan.kind}${result.chunking ? `, ${s.lines ? `${s.lines} lines` : `${s.chunkSize} bytes`} per chunk` : ''})`,
-    `batch    ${plan.batchName}${plan.existing ? ' (exists)' : ' (new)'} in store ${plan.dbPath}`,
+    `batch    ${plan.batchName}${plan.existing ? ' (exists)' : ' (new)'} in store ${storeName}`,
     `tasks    ${count}${plan.existing ? `, ${result.newTasks} new` : ''}${plan.sample ? ' (sampled)' : ''}; first: ${first.join(', ')}${count > first.length ? ', …' : ''}`,
     `handler  ${describeHandler(s.handler, s.stages)} on ${plan.inv.concurrency} worker(s), ${s.retries} retries${s.timeoutMs ? `, timeout ${formatMs(s.timeoutMs)}` : ''}`,
   ];

@@ -83,7 +83,11 @@ export async function migrate(db: PgDb, { create, readonly }: { create: boolean;
       version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`);
     for (const m of MIGRATIONS.filter((x) => x.version > current)) {
       await sql.run(m.sql);
-      await sql.run(`INSERT INTO ${VERSION_TABLE} (version, name, applied_at) VALUES ($1, $2, $3)`, [m.version, m.name, Date.now()]);
+      // The server's clock, like every other time the store holds (the offset is not measured yet).
+      await sql.run(
+        `INSERT INTO ${VERSION_TABLE} (version, name, applied_at) VALUES ($1, $2, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)`,
+        [m.version, m.name],
+      );
     }
   });
 }

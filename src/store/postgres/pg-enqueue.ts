@@ -17,6 +17,7 @@ const STAGE = `
  * streamed into a TEMP table on this session's connection, outside any transaction, so a
  * long directory walk holds no lock and no transaction open on the store; the store then
  * changes in one short transaction. A source that throws midway leaves the store as it was.
+ * `now` reads the store's clock (see PostgresStore).
  */
 export async function enqueue(
   db: PgDb,
@@ -24,6 +25,7 @@ export async function enqueue(
   batch: NewBatch,
   specs: Iterable<TaskSpec>,
   rerunChanged: boolean,
+  now: () => number,
 ): Promise<EnqueueResult> {
   return db.session(async (sql, transaction) => {
     await sql.run('DROP TABLE IF EXISTS pg_temp.staging');
@@ -36,7 +38,7 @@ export async function enqueue(
       // Temp tables are never auto-analysed; without statistics a million-row join is planned blind.
       await sql.run('ANALYZE pg_temp.staging');
       const key = lockKey('batch', db.target.schema, batch.name);
-      return await transaction((tx) => commit(tx, st, key, batch, rerunChanged));
+      return await transaction((tx) => commit(tx, st, key, batch, rerunChanged, now));
     } finally {
       // Best effort: a broken connection is discarded with its temp table; the first error is the one to report.
       await sql.run('DROP TABLE IF EXISTS pg_temp.staging').catch(() => undefined);
@@ -70,10 +72,12 @@ async function stage(sql: Sql, specs: Iterable<TaskSpec>): Promise<void> {
   await flush();
 }
 
-async function commit(sql: Sql, st: Statements, key: string, batch: NewBatch, rerunChanged: boolean): Promise<EnqueueResult> {
+async function commit(sql: Sql, st: Statements, key: string, batch: NewBatch, rerunChanged: boolean, clock: () => number): Promise<EnqueueResult> {
   // Serialises enqueues of one batch, its creation included, so `seq` stays unique.
   await sql.run(st.lockBatchWork, [key]);
-  const now = Date.now();
+  // The store's clock (the server's, for the CLI), read once the lock is held: rows are
+  // stamped on the same clock as every claim, lease and settlement, whatever this machine's clock says.
+  const now = clock();
   const inserted = await sql.rows(st.insertBatch, [batch.name, batch.source, JSON.stringify(batch.job), now]);
   const created = inserted.length === 1;
   const [row] = await sql.rows<BatchDbRow>(st.batchByName, [batch.name]);

@@ -23,13 +23,14 @@ export function isBroken(err: unknown): boolean {
 /**
  * Maps a driver or server error to a StoreError whose message names the server (never the
  * password) and the fix. Anything unknown (a bad statement, a constraint) is a bug and is
- * returned as it is.
+ * returned as it is, its message and stack scrubbed of the password.
  */
 export function pgStoreError(err: unknown, t: PgTarget): Error {
   if (err instanceof StoreError) return err;
   const e = err as { code?: unknown; message?: unknown };
   const code = typeof e.code === 'string' ? e.code : '';
-  const message = typeof e.message === 'string' ? e.message : String(err);
+  // The driver's own text may echo the connection string or the password: never pass it on raw.
+  const message = t.scrub(typeof e.message === 'string' ? e.message : String(err));
   const at = `PostgreSQL at ${t.server}`;
   if (NETWORK_CODES.has(code) || /connection timeout|timeout expired|\bSSL\b/i.test(message)) {
     return new StoreError(`cannot reach ${at}: ${message}; check --db and that the server is running`);
@@ -67,5 +68,8 @@ export function pgStoreError(err: unknown, t: PgTarget): Error {
   if (code.startsWith('57P') || code.startsWith('53')) {
     return new StoreError(`${at} cannot serve the store now (${message}); run again once it is up`);
   }
-  return err instanceof Error ? err : new Error(message);
+  if (!(err instanceof Error)) return new Error(message);
+  err.message = message;
+  if (err.stack) err.stack = t.scrub(err.stack);
+  return err;
 }

@@ -122,7 +122,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async enqueue(batch: NewBatch, specs: Iterable<TaskSpec>, options: { rerunChanged?: boolean } = {}): Promise<EnqueueResult> {
-    return enqueue(this.db, this.st, batch, specs, options.rerunChanged ?? false);
+    return enqueue(this.db, this.st, batch, specs, options.rerunChanged ?? false, () => this.s(Date.now()));
   }
 
   async changedCount(batchId: number): Promise<number> {

@@ -1,0 +1,64 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { projectWithFiles } from '../helpers/project.js';
+
+/**
+ * One clock on a PostgreSQL store: every time the CLI writes is on the server's clock, so
+ * machines whose clocks disagree still agree on leases, backoff and history. The CLI runs
+ * with its process clock (Date.now) an hour ahead, as on a machine whose clock is wrong.
+ */
+const URL_ = process.env.SPLITDANCE_PG_URL;
+const SKEW_MS = 3_600_000;
+const schemas: string[] = [];
+
+async function sql<T>(text: string): Promise<T[]> {
+  const client = new pg.Client({ connectionString: URL_ });
+  await client.connect();
+  try {
+    return (await client.query(text)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
+const serverNow = async () => Number((await sql<{ now: string }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now'))[0]!.now);
+
+afterAll(async () => {
+  if (URL_) for (const s of schemas) await sql(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
+});
+
+describe.skipIf(!URL_)('the PostgreSQL store keeps one clock', () => {
+  it('a run from a machine whose clock is an hour ahead stamps the batch, its tasks and attempts with the server time', async () => {
+    const schema = `clock_${process.pid}_${Date.now() % 100000}`;
+    schemas.push(schema);
+    const p = projectWithFiles(3);
+    const skew = join(p.dir, 'skew-clock.mjs');
+    writeFileSync(skew, `const real = Date.now; Date.now = () => real() + ${SKEW_MS};\n`);
+    const db = `${URL_}${URL_!.includes('?') ? '&' : '?'}schema=${schema}`;
+    const before = await serverNow();
+    const r = await runCli(['run', 'src', '--db', db, '--exec', 'true {}'], {
+      cwd: p.dir,
+      env: { NODE_OPTIONS: `--import ${pathToFileURL(skew).href}` },
+    });
+    const after = await serverNow();
+    expect(r.code, r.stderr).toBe(0);
+    const times = await sql<{ what: string; t: string }>(
+      `SELECT 'batch created' AS what, created_at AS t FROM ${schema}.batches
+       UNION ALL SELECT 'batch updated', updated_at FROM ${schema}.batches
+       UNION ALL SELECT 'task created', created_at FROM ${schema}.tasks
+       UNION ALL SELECT 'task finished', finished_at FROM ${schema}.tasks
+       UNION ALL SELECT 'attempt started', started_at FROM ${schema}.attempts
+       UNION ALL SELECT 'attempt ended', ended_at FROM ${schema}.attempts`,
+    );
+    expect(times.length).toBe(2 + 3 * 4);
+    const slack = 1000; // the offset is measured over one round trip
+    for (const { what, t } of times) {
+      expect(Number(t), what).toBeGreaterThanOrEqual(before - slack);
+      expect(Number(t), what).toBeLessThanOrEqual(after + slack);
+    }
+  });
+});
