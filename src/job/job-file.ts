@@ -3,7 +3,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
 import type { RunFlags } from '../cli/commands/run-flags.js';
-import { parseDuration, parseSize } from './units.js';
+import { MAX_DURATION_TEXT, parseDuration, parseSize } from './units.js';
 import { orderStages, type StageDefinition } from './stages.js';
 
 
@@ -15,7 +15,7 @@ const valid = (parse: (v: string, o: string) => unknown) => (v: string) => {
     return false;
   }
 };
-const duration = z.string().refine(valid(parseDuration), 'expected a duration such as 500ms, 5s, 2m or 1h');
+const duration = z.string().refine(valid(parseDuration), `expected a duration such as 500ms, 5s, 2m or 1h, at most ${MAX_DURATION_TEXT}`);
 const size = z.union([z.number().int().positive(), z.string().refine(valid(parseSize), 'expected a size such as 64MiB')]);
 const countOrPercent = z.union([z.number().int().positive(), z.string().regex(/^\d+(\.\d+)?%$/, 'expected a count or a percentage such as 10%')]);
 

@@ -1,3 +1,5 @@
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
@@ -79,6 +81,44 @@ describe('durations longer than Node timers take (24.8 days) work as written', (
     expect(r.code, r.stderr).toBe(143);
     expect(r.stderr).not.toMatch(/TimeoutOverflowWarning/);
     expectAllSucceeded(p.dir);
+  });
+});
+
+describe('durations above the maximum (366d) are refused', () => {
+  it('--timeout 400d is exit 2 naming the option, the maximum and the value; no store is created', async () => {
+    const p = projectWithFiles(2);
+    const r = await runCli(['run', 'src', '--exec', 'true', '--timeout', '400d'], { cwd: p.dir });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--timeout expects a duration of at most 366d; got "400d"/);
+    expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
+  });
+
+  it('--max-runtime 2y is exit 2 (1y is fine: 365.25 days)', async () => {
+    const p = projectWithFiles(1);
+    const r = await runCli(['run', 'src', '--exec', 'true', '--max-runtime', '2y'], { cwd: p.dir });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--max-runtime expects a duration of at most 366d; got "2y"/);
+    const ok = await runCli(['run', 'src', '--exec', 'true', '--max-runtime', '1y'], { cwd: p.dir });
+    expect(ok.code, ok.stderr).toBe(0);
+  });
+
+  it('a job file with "timeout": "400d" is exit 2 naming the field, the maximum and the value; no store is created', async () => {
+    const p = projectWithFiles(2);
+    writeFileSync(join(p.dir, 'splitdance.json'), JSON.stringify({ source: 'src', exec: 'true', timeout: '400d' }));
+    const r = await runCli(['run'], { cwd: p.dir });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/field "timeout": .*at most 366d.*"400d"/);
+    expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
+  });
+
+  it('a stage with "backoff": "400d" in a job file is exit 2 too', async () => {
+    const p = projectWithFiles(1);
+    const stages = [{ name: 'a', exec: 'true', backoff: '400d' }];
+    writeFileSync(join(p.dir, 'splitdance.json'), JSON.stringify({ source: 'src', stages }));
+    const r = await runCli(['run'], { cwd: p.dir });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/field "stages.0.backoff": .*at most 366d.*"400d"/);
+    expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
   });
 });
 
