@@ -3,6 +3,7 @@ import type { ChalkInstance } from 'chalk';
 import type { RunObserver } from '../coordinator/coordinator.js';
 import type { ClaimedTask, Counts, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
 import { formatMs } from '../job/units.js';
+import { longInterval, type LongTimer } from '../long-timer.js';
 import { line, type Io } from './io.js';
 
 export type ReportMode = 'tty' | 'plain' | 'json' | 'quiet';
@@ -25,7 +26,7 @@ export class RunReporter implements RunObserver {
   private finishedHere = 0;
   private bars: cliProgress.MultiBar | null = null;
   private bar: cliProgress.SingleBar | null = null;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: LongTimer | undefined; // --progress-interval may be up to a year
   private readonly failures: string[] = [];
 
   constructor(
@@ -59,7 +60,7 @@ export class RunReporter implements RunObserver {
       this.bar = this.bars.create(info.total, 0, { rate: '0.0', etaText: '?', running: 0, retrying: 0, failed: 0 });
     }
     const every = this.mode === 'tty' ? 250 : this.intervalMs;
-    if (this.mode !== 'quiet') this.timer = setInterval(() => void this.progress(), every);
+    if (this.mode !== 'quiet') this.timer = longInterval(() => void this.progress(), every);
   }
 
   attemptEnded(task: ClaimedTask, s: Settlement, status: TaskStatus): void {
@@ -100,7 +101,7 @@ export class RunReporter implements RunObserver {
   }
 
   async finish(summary: RunSummary): Promise<void> {
-    clearInterval(this.timer);
+    this.timer?.cancel();
     if (this.bar) {
       await this.progress();
       this.bars?.stop();

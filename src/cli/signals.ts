@@ -1,5 +1,6 @@
 import type { Coordinator } from '../coordinator/coordinator.js';
 import { formatMs } from '../job/units.js';
+import { longTimeout, type LongTimer } from '../long-timer.js';
 
 /** After the grace, how long an attempt gets between ctx.signal / SIGTERM and SIGKILL. */
 const SHUTDOWN_KILL_MS = 1000;
@@ -10,7 +11,7 @@ const SHUTDOWN_KILL_MS = 1000;
  * once. Returns a function that removes the handlers.
  */
 export function drainOnSignals(coordinator: Coordinator, graceMs: number, note: (m: string) => void): () => void {
-  let graceTimer: NodeJS.Timeout | undefined;
+  let graceTimer: LongTimer | undefined; // --grace may be up to a year
   const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
     if (graceTimer) {
       note(`${signal} again: killing ${coordinator.running} running attempt(s) now`);
@@ -21,7 +22,7 @@ export function drainOnSignals(coordinator: Coordinator, graceMs: number, note: 
       `${signal}: no new tasks; waiting up to ${formatMs(graceMs)} for ${coordinator.running} running attempt(s) (send it again to stop at once)`,
     );
     coordinator.stop({ kind: 'signal', signal });
-    graceTimer = setTimeout(() => {
+    graceTimer = longTimeout(() => {
       if (coordinator.running) note(`grace period over: stopping ${coordinator.running} running attempt(s) (ctx.signal / SIGTERM, then SIGKILL)`);
       coordinator.interruptAll(SHUTDOWN_KILL_MS);
     }, graceMs);
@@ -31,7 +32,7 @@ export function drainOnSignals(coordinator: Coordinator, graceMs: number, note: 
   process.on('SIGINT', onInt);
   process.on('SIGTERM', onTerm);
   return () => {
-    clearTimeout(graceTimer);
+    graceTimer?.cancel();
     process.off('SIGINT', onInt);
     process.off('SIGTERM', onTerm);
   };

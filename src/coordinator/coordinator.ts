@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { longInterval, longTimeout, type LongTimer } from '../long-timer.js';
 import type { BatchRecord, ClaimedTask, ReleasedTask, Settlement, TaskStatus, TaskStore } from '../store/task-store.js';
 import type { DoneMessage, TaskMessage } from '../worker/protocol.js';
 import { HOST, ownerId } from './owner.js';
@@ -47,7 +48,7 @@ interface Inflight {
   timedOut: boolean;
   /** Stopped by a shutdown: however it ends, it is INTERRUPTED (not charged). */
   interrupted: boolean;
-  timers: NodeJS.Timeout[];
+  timers: LongTimer[];
 }
 
 interface Queued {
@@ -73,7 +74,8 @@ export class Coordinator {
   private ticking = false;
   private again = false;
   private wake: NodeJS.Timeout | undefined;
-  private timers: NodeJS.Timeout[] = [];
+  /** Every delay here may come from a user's duration (up to a year): none is a plain setTimeout. */
+  private timers: LongTimer[] = [];
   private lastRecovery = 0;
   private finish!: (r: StopReason) => void;
   private fail!: (err: unknown) => void;
@@ -111,13 +113,13 @@ export class Coordinator {
       heartbeat: () => undefined, // leases are extended for every running attempt on a timer
     });
     const { leaseMs, maxRuntimeMs } = this.options;
-    this.timers.push(setInterval(() => void this.heartbeat(), Math.max(50, leaseMs / 3)));
-    if (maxRuntimeMs !== null) this.timers.push(setTimeout(() => this.stop({ kind: 'max-runtime' }), maxRuntimeMs));
+    this.timers.push(longInterval(() => void this.heartbeat(), Math.max(50, leaseMs / 3)));
+    if (maxRuntimeMs !== null) this.timers.push(longTimeout(() => this.stop({ kind: 'max-runtime' }), maxRuntimeMs));
     this.schedule();
     try {
       return await done;
     } finally {
-      this.timers.forEach(clearTimeout);
+      this.timers.forEach((t) => t.cancel());
       clearTimeout(this.wake);
       this.pool.quiesce();
       this.killAll(); // only after a fatal error is anything still in flight
@@ -146,7 +148,7 @@ export class Coordinator {
       workers.add(entry.worker);
     }
     for (const w of workers) this.pool.abort(w, 'shutdown'); // also drops its queued attempts
-    if (this.inflight.size > 0) this.timers.push(setTimeout(() => this.killAll(), killAfterMs));
+    if (this.inflight.size > 0) this.timers.push(longTimeout(() => this.killAll(), killAfterMs));
   }
 
   /** Kill every running attempt now and return its task to PENDING, uncharged. */
@@ -286,14 +288,14 @@ export class Coordinator {
     entry.waited = waited;
     entry.startedAt = Date.now();
     const { timeoutMs } = this.options.rules(entry.task.stage);
-    if (timeoutMs !== null) entry.timers.push(setTimeout(() => this.timeOut(entry), timeoutMs));
+    if (timeoutMs !== null) entry.timers.push(longTimeout(() => this.timeOut(entry), timeoutMs));
   }
 
   /** Asks the worker to stop the attempt (TERM); kills the worker if it has not reported in time. */
   private timeOut(entry: Inflight): void {
     entry.timedOut = true;
     this.pool.abort(entry.worker, 'timeout');
-    entry.timers.push(setTimeout(() => this.pool.kill(entry.worker), this.options.killGraceMs + 1000));
+    entry.timers.push(longTimeout(() => this.pool.kill(entry.worker), this.options.killGraceMs + 1000));
   }
 
   private async sleepUntilDue(now: number): Promise<void> {
@@ -329,7 +331,7 @@ export class Coordinator {
   }
 
   private push(entry: Inflight, ending: Ending, now: number): void {
-    entry.timers.forEach(clearTimeout);
+    entry.timers.forEach((t) => t.cancel());
     this.inflight.delete(entry.task.token);
     const { settlement, terminal } = settle(entry.task, ending, this.options.rules(entry.task.stage), now, entry.startedAt);
     // It waited queued on its worker: its attempt row should say when it really started.

@@ -2,12 +2,25 @@ import bytes from 'bytes';
 import ms from 'ms';
 import { UsageError } from '../errors.js';
 
+/**
+ * The longest duration any option takes: 366 days. SPEC promises every duration works up to
+ * at least 365 days; 366 lets `1y` (365.25 days to `ms`) and a leap year through. Above it a
+ * value is far likelier a typo (`400d` for `40d`) than a plan, and refusing it keeps every
+ * deadline (now + a 366-day backoff with 100% jitter) well inside Date and both stores.
+ * Timers for durations this long are chained (see long-timer.ts).
+ */
+export const MAX_DURATION_MS = 366 * 24 * 60 * 60 * 1000;
+export const MAX_DURATION_TEXT = '366d';
+
 /** `500ms`, `5s`, `2m`, `1h`, `1d` → milliseconds. A bare number is refused: its unit would be a guess. */
 export function parseDuration(value: string, option: string): number {
   const text = value.trim();
   const parsed = /^\d+(\.\d+)?\s*[a-z]+$/i.test(text) ? ms(text as ms.StringValue) : undefined;
   if (typeof parsed !== 'number' || !Number.isFinite(parsed) || parsed < 0) {
     throw new UsageError(`${option} expects a duration such as 500ms, 5s, 2m or 1h; got "${value}"`);
+  }
+  if (parsed > MAX_DURATION_MS) {
+    throw new UsageError(`${option} expects a duration of at most ${MAX_DURATION_TEXT}; got "${value}"`);
   }
   return parsed;
 }

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
   formatMs,
+  MAX_DURATION_MS,
+  MAX_DURATION_TEXT,
   parseCount,
   parseCountOrPercent,
   parseDuration,
@@ -49,6 +51,28 @@ describe('parseDuration', () => {
   for (const text of bad) {
     it(`rejects ${JSON.stringify(text)} with a UsageError`, () => {
       expectUsageError(() => parseDuration(text, '--timeout'), '--timeout', text);
+    });
+  }
+
+  // SPEC §5: every duration works up to at least 365 days, or is refused above a documented maximum.
+  const DAY = 86_400_000;
+  const long: [string, number][] = [
+    ['25d', 25 * DAY],
+    ['365d', 365 * DAY],
+    ['1y', 365.25 * DAY],
+    ['366d', 366 * DAY],
+    ['52w', 364 * DAY],
+  ];
+  for (const [text, expected] of long) {
+    it(`accepts ${JSON.stringify(text)} (up to the ${MAX_DURATION_TEXT} maximum)`, () => {
+      expect(parseDuration(text, '--timeout')).toBe(expected);
+      expect(expected).toBeLessThanOrEqual(MAX_DURATION_MS);
+    });
+  }
+  for (const text of ['366.5d', '367d', '400d', '2y', '53w', '10000000h']) {
+    it(`refuses ${JSON.stringify(text)}, above the maximum, naming the option, the maximum and the value`, () => {
+      expectUsageError(() => parseDuration(text, '--max-runtime'), '--max-runtime', text);
+      expect(() => parseDuration(text, '--max-runtime')).toThrow(`at most ${MAX_DURATION_TEXT}`);
     });
   }
 });
