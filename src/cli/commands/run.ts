@@ -96,7 +96,7 @@ export async function drive(store: TaskStore, batch: BatchRecord, pool: WorkerPo
   const { flags, settings, inv } = plan;
   const total = (await store.counts(batch.id)).total;
   const mode: ReportMode = flags.json ? 'json' : flags.quiet ? 'quiet' : io.tty ? 'tty' : 'plain';
-  const reporter = new RunReporter(io, mode, colors(io, flags), () => store.counts(batch.id), inv.progressIntervalMs);
+  const reporter = new RunReporter(io, mode, colors(io, flags), () => store.counts(batch.id), inv.progressIntervalMs, flags.db);
   const coordinator = new Coordinator(
     store,
     batch,
