@@ -13,8 +13,11 @@ export class UsageError extends Error {
 export class StoreError extends Error {
   override name = 'StoreError';
 
-  /** `NO_STORE`: there is no store at that place yet (`run` then creates one). */
-  constructor(message: string, readonly code?: 'NO_STORE') {
+  /**
+   * `NO_STORE`: there is no store at that place yet (`run` then creates one).
+   * `OLD_SCHEMA`: a read-only open found a schema older than this build (a writable open upgrades it).
+   */
+  constructor(message: string, readonly code?: 'NO_STORE' | 'OLD_SCHEMA') {
     super(message);
   }
 }

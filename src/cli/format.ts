@@ -1,14 +1,16 @@
 import { formatMs } from '../job/units.js';
+import { printable } from '../printable.js';
+
+export { hasUnsafe, printable } from '../printable.js';
 
 export const iso = (ms: number | null | undefined): string | null => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
 
 export const duration = (ms: number | null | undefined): string => (ms === null || ms === undefined ? '-' : formatMs(ms));
 
-/** One-line text for a table cell: control characters (newlines in keys, escapes) made visible. */
+/** One-line text for a table cell: printable, and cut at `max` characters. */
 export function cell(text: string | null | undefined, max = 120): string {
   if (!text) return '';
-  // eslint-disable-next-line no-control-regex
-  const visible = text.replace(/[\x00-\x1f\x7f]/g, (ch) => (ch === '\t' ? '\\t' : ch === '\n' ? '\\n' : `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`));
+  const visible = printable(text);
   return visible.length > max ? `${visible.slice(0, max - 1)}…` : visible;
 }
 

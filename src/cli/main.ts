@@ -1,5 +1,6 @@
 import { CommanderError } from 'commander';
 import { EXIT } from './exit-codes.js';
+import { printable } from './format.js';
 import { processIo, type Io } from './io.js';
 import { buildProgram } from './program.js';
 
@@ -28,7 +29,8 @@ function report(err: unknown, io: Io, verbose: boolean): number {
   const e = err instanceof Error ? err : new Error(String(err));
   const code = e.name === 'UsageError' ? EXIT.USAGE : e.name === 'StoreError' ? EXIT.STORE : EXIT.FAILED;
   const label = code === EXIT.FAILED ? 'unexpected error' : 'error';
-  io.stderr.write(`splitdance: ${label}: ${e.message}\n`);
+  // Messages quote names and errors from the store and the disk: escaped like every human line.
+  io.stderr.write(`splitdance: ${label}: ${printable(e.message, { lines: true })}\n`);
   if (verbose && e.stack) io.stderr.write(`${e.stack}\n`);
   else if (code === EXIT.FAILED) io.stderr.write('run again with --verbose for the stack trace\n');
   return code;

@@ -4,7 +4,9 @@ import type { RunObserver } from '../coordinator/coordinator.js';
 import type { ClaimedTask, Counts, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
 import { formatMs } from '../job/units.js';
 import { longInterval, type LongTimer } from '../long-timer.js';
+import { printable } from './format.js';
 import { line, type Io } from './io.js';
+import { givenDb, suggest } from './suggest.js';
 
 export type ReportMode = 'tty' | 'plain' | 'json' | 'quiet';
 
@@ -35,6 +37,8 @@ export class RunReporter implements RunObserver {
     private readonly c: ChalkInstance,
     private readonly counts: () => Promise<Counts>,
     private readonly intervalMs: number,
+    /** `--db` as the user gave it (or undefined), repeated in the commands suggested at the end; SPLITDANCE_DB is read from io. */
+    private readonly dbFlag?: string,
   ) {}
 
   start(info: { batch: string; source: string; store: string; total: number; inserted: number; workers: number; notes: string[] }): void {
@@ -81,7 +85,7 @@ export class RunReporter implements RunObserver {
       return;
     }
     if (terminal && s.outcome !== 'SUCCESS') {
-      const text = `${this.c.red(status)} ${task.key} after ${task.attempt} attempt${task.attempt === 1 ? '' : 's'}: ${s.error ?? s.outcome}`;
+      const text = `${this.c.red(status)} ${printable(task.key)} after ${task.attempt} attempt${task.attempt === 1 ? '' : 's'}: ${printable(s.error ?? s.outcome)}`;
       this.failures.push(text);
       if (this.mode !== 'quiet') this.human(text);
     }
@@ -117,8 +121,11 @@ export class RunReporter implements RunObserver {
     if (k.cancelled) parts.push(`${k.cancelled} cancelled`);
     if (k.pending + k.retrying + k.running) parts.push(`${k.pending + k.retrying + k.running} unfinished`);
     const head = summary.exitCode === 0 ? this.c.green('done') : this.c.yellow(summary.reason);
-    this.human(`${head}: ${parts.join(', ')} of ${k.total} in ${formatMs(summary.elapsedMs)} (batch ${summary.batch})`);
-    if (k.failed) this.human(`see the failures: splitdance status --batch '${summary.batch}'; retry them: splitdance retry-failed --run`);
+    this.human(`${head}: ${parts.join(', ')} of ${k.total} in ${formatMs(summary.elapsedMs)} (batch ${printable(summary.batch)})`);
+    if (k.failed) {
+      const target = { batch: summary.batch, db: givenDb(this.dbFlag, this.io) };
+      this.human(`see the failures: ${suggest(target, ['status'])}; retry them: ${suggest(target, ['retry-failed', '--run'])}`);
+    }
   }
 
   private async progress(): Promise<void> {

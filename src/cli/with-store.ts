@@ -1,18 +1,55 @@
+import { StoreError } from '../errors.js';
 import { openStore, resolveDbPath } from '../store/open-store.js';
 import type { BatchRecord, TaskStore } from '../store/task-store.js';
+import { printable } from './format.js';
 import type { Io } from './io.js';
 import { resolveBatch } from './resolve-batch.js';
+import { givenDb, type Target } from './suggest.js';
 
-/** Opens the existing store (never creating one), resolves the batch, and closes the store afterwards. */
+/** How a command reached its batch: what suggestions name, and whether it was the default. */
+export interface BatchContext {
+  /** The batch and the store the user gave, for suggested commands. */
+  target: Target;
+  /** No --batch: the most recently created batch was taken (and should be named). */
+  defaulted: boolean;
+}
+
+/**
+ * Opens the existing store (never creating one), resolves the batch, and closes the store
+ * afterwards. `readonly`: for commands that only look, so they work on a store they cannot
+ * write (a read-only mount, a backup, another user's store).
+ */
 export async function withBatch<T>(
   flags: { db?: string; batch?: string },
   io: Io,
-  fn: (store: TaskStore, batch: BatchRecord) => Promise<T>,
+  fn: (store: TaskStore, batch: BatchRecord, ctx: BatchContext) => Promise<T>,
+  { readonly = false }: { readonly?: boolean } = {},
 ): Promise<T> {
-  const store = await openStore(resolveDbPath(flags.db, io.cwd, io.env), { create: false });
+  const db = resolveDbPath(flags.db, io.cwd, io.env);
+  const store = readonly ? await openForReading(db) : await openStore(db, { create: false });
   try {
-    return await fn(store, await resolveBatch(store, flags.batch));
+    const dbGiven = givenDb(flags.db, io);
+    const batch = await resolveBatch(store, flags.batch, dbGiven);
+    return await fn(store, batch, { target: { batch: batch.name, db: dbGiven }, defaulted: flags.batch === undefined });
   } finally {
     await store.close();
+  }
+}
+
+/** Said on stderr when no --batch was given (SPEC §6), so data piped from stdout stays data. */
+export function defaultedNote(name: string): string {
+  return `batch ${printable(name)} (the most recent; --batch NAME picks another)`;
+}
+
+/**
+ * Opens a store for reading only. A store with an older schema is opened for writing once
+ * instead, so the upgrade that any command would do still happens where it can.
+ */
+export async function openForReading(db: string): Promise<TaskStore> {
+  try {
+    return await openStore(db, { create: false, readonly: true });
+  } catch (err) {
+    if (err instanceof StoreError && err.code === 'OLD_SCHEMA') return openStore(db, { create: false });
+    throw err;
   }
 }

@@ -23,8 +23,14 @@ function stagesTable(s: ReportData['status']): string {
   return `<h2>Stages</h2><table><tr><th>stage</th><th>tasks</th><th>succeeded</th><th>failed</th><th>cancelled</th><th>unfinished</th></tr>${rows}</table>`;
 }
 
+/** What the report suggests running; built by the caller, which knows the store and batch the user named. */
+export interface ReportHints {
+  /** The shell command that retries one failure cluster. */
+  retryCluster?: (id: string) => string;
+}
+
 /** The whole report as one self-contained HTML file: inline CSS and SVG, no script, no network. */
-export function renderReport(d: ReportData): string {
+export function renderReport(d: ReportData, hints: ReportHints = {}): string {
   const s = d.status;
   const card = (label: string, value: unknown) => `<div class="card"><b>${esc(value)}</b>${esc(label)}</div>`;
   const legend = Object.entries(OUTCOME_COLORS)
@@ -40,7 +46,9 @@ export function renderReport(d: ReportData): string {
     .join('');
   const clusters = d.clusters
     .map(
-      (c) => `<tr><td><code>${esc(c.id)}</code></td><td>${c.count}</td><td>${esc(c.error)}<details><summary>${c.keys.length} key(s)</summary><pre>${esc(c.keys.join('\n'))}</pre></details>${
+      (c) => `<tr><td><code>${esc(c.id)}</code></td><td>${c.count}</td><td>${esc(c.error)}${
+        hints.retryCluster ? `<div class="muted">retry: <code>${esc(hints.retryCluster(c.id))}</code></div>` : ''
+      }<details><summary>${c.keys.length} key(s)</summary><pre>${esc(c.keys.join('\n'))}</pre></details>${
         c.tail ? `<details><summary>output tail</summary><pre>${esc(c.tail)}</pre></details>` : ''
       }</td></tr>`,
     )
@@ -56,7 +64,7 @@ export function renderReport(d: ReportData): string {
 <h2>Attempt durations</h2>${histogramSvg(d.attempts)}
 ${stagesTable(s)}
 <h2>Slowest tasks</h2>${slowest ? `<table><tr><th>key</th>${staged ? '<th>stage</th>' : ''}<th>last attempt</th><th>status</th><th>attempts</th></tr>${slowest}</table>` : '<p class="empty">None finished yet.</p>'}
-<h2>Failures by error</h2>${clusters ? `<table><tr><th>cluster</th><th>tasks</th><th>error</th></tr>${clusters}</table><p class="muted">Retry one cluster: <code>splitdance retry-failed --cluster ID --run</code></p>` : '<p class="empty">No failed tasks.</p>'}
+<h2>Failures by error</h2>${clusters ? `<table><tr><th>cluster</th><th>tasks</th><th>error</th></tr>${clusters}</table>${hints.retryCluster ? '' : '<p class="muted">Retry one cluster: <code>splitdance retry-failed --cluster ID --run</code></p>'}` : '<p class="empty">No failed tasks.</p>'}
 </body></html>
 `;
 }

@@ -1,10 +1,11 @@
-import { openStore, resolveDbPath } from '../../store/open-store.js';
-import { iso, table } from '../format.js';
+import { resolveDbPath } from '../../store/open-store.js';
+import { cell, iso, table } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
+import { openForReading } from '../with-store.js';
 
-/** `splitdance batches`: every batch with its counts. */
+/** `splitdance batches`: every batch with its counts (reads only, so a read-only store works). */
 export async function batchesCommand(flags: OutputFlags & { db?: string }, io: Io): Promise<number> {
-  const store = await openStore(resolveDbPath(flags.db, io.cwd, io.env), { create: false });
+  const store = await openForReading(resolveDbPath(flags.db, io.cwd, io.env));
   try {
     const rows = [];
     for (const b of await store.listBatches()) {
@@ -16,7 +17,15 @@ export async function batchesCommand(flags: OutputFlags & { db?: string }, io: I
         io.stdout,
         table([
           ['BATCH', 'CREATED', 'TOTAL', 'SUCCEEDED', 'FAILED', 'OPEN', 'SOURCE'],
-          ...rows.map((r) => [r.name, r.createdAt ?? '', String(r.total), String(r.succeeded), String(r.failed), String(r.pending + r.retrying + r.running), r.source]),
+          ...rows.map((r) => [
+            cell(r.name, 1000),
+            r.createdAt ?? '',
+            String(r.total),
+            String(r.succeeded),
+            String(r.failed),
+            String(r.pending + r.retrying + r.running),
+            cell(r.source, 1000),
+          ]),
         ]),
       );
     return 0;

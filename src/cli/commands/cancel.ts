@@ -1,4 +1,6 @@
 import picomatch from 'picomatch';
+import { requireFilter } from '../filters.js';
+import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { withBatch } from '../with-store.js';
 
@@ -15,14 +17,15 @@ export interface CancelFlags extends OutputFlags {
  * store, so coordinators anywhere see it at their next claim.
  */
 export async function cancelCommand(flags: CancelFlags, io: Io): Promise<number> {
+  const key = requireFilter(flags.key, '--key');
   return withBatch(flags, io, async (store, batch) => {
-    const r = await store.cancel({ batchId: batch.id, keyMatches: flags.key ? picomatch(flags.key, { dot: true }) : undefined });
+    const r = await store.cancel({ batchId: batch.id, keyMatches: key !== undefined ? picomatch(key, { dot: true }) : undefined });
     if (flags.json) line(io.stdout, JSON.stringify({ batch: batch.name, ...r }));
     else if (!flags.quiet) {
       const parts = [`${r.cancelled} pending task${r.cancelled === 1 ? '' : 's'} cancelled`];
       if (r.dependents) parts.push(`${r.dependents} dependent${r.dependents === 1 ? '' : 's'} cancelled with them`);
       if (r.stopping) parts.push(`${r.stopping} running (they finish; unless they succeed they end CANCELLED)`);
-      line(io.stderr, `batch ${batch.name}${flags.key ? ` (keys ${flags.key})` : ''}: ${parts.join(', ')}`);
+      line(io.stderr, `batch ${printable(batch.name)}${key !== undefined ? ` (keys ${printable(key)})` : ''}: ${parts.join(', ')}`);
     }
     return 0;
   });

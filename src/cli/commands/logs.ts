@@ -1,8 +1,12 @@
 import { createReadStream, existsSync } from 'node:fs';
+import { Transform } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import { UsageError } from '../../errors.js';
 import { parseCount } from '../../job/units.js';
+import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
-import { withBatch } from '../with-store.js';
+import { suggest } from '../suggest.js';
+import { defaultedNote, withBatch } from '../with-store.js';
 import { findTask } from './show.js';
 
 export interface LogsFlags extends OutputFlags {
@@ -11,25 +15,51 @@ export interface LogsFlags extends OutputFlags {
   attempt?: string;
 }
 
-/** `splitdance logs <key>`: the full captured output of the last attempt, or of `--attempt N`. */
+/**
+ * `splitdance logs <key>`: the full captured output of the last attempt, or of `--attempt N`.
+ * Piped or redirected, the bytes are exact; on a terminal, control characters are shown
+ * escaped (lines and tabs kept), since the output of a task is data, not terminal commands.
+ */
 export async function logsCommand(key: string, flags: LogsFlags, io: Io): Promise<number> {
   const n = flags.attempt === undefined ? null : parseCount(flags.attempt, '--attempt', { min: 1 });
-  return withBatch(flags, io, async (store, batch) => {
-    const { attempts } = await findTask(store, batch, key);
-    if (attempts.length === 0) throw new UsageError(`task "${key}" has not been attempted yet`);
-    const attempt = n === null ? attempts[attempts.length - 1]! : [...attempts].reverse().find((a) => a.attempt === n);
-    if (!attempt) throw new UsageError(`task "${key}" has no attempt ${n}; \`splitdance show\` lists its attempts`);
-    if (!attempt.logPath) {
-      line(io.stderr, `attempt ${attempt.attempt} of ${key} printed nothing`);
+  return withBatch(
+    flags,
+    io,
+    async (store, batch, { target, defaulted }) => {
+      if (defaulted && !flags.quiet) line(io.stderr, defaultedNote(batch.name));
+      const { attempts } = await findTask(store, batch, key, target);
+      const shown = printable(key);
+      if (attempts.length === 0) throw new UsageError(`task "${shown}" has not been attempted yet`);
+      const attempt = n === null ? attempts[attempts.length - 1]! : [...attempts].reverse().find((a) => a.attempt === n);
+      if (!attempt) throw new UsageError(`task "${shown}" has no attempt ${n}; \`${suggest(target, ['show'], key)}\` lists its attempts`);
+      if (!attempt.logPath) {
+        line(io.stderr, `attempt ${attempt.attempt} of ${shown} printed nothing`);
+        return 0;
+      }
+      if (!existsSync(attempt.logPath)) throw new UsageError(`the log ${printable(attempt.logPath)} is gone (pruned or deleted)`);
+      await new Promise<void>((resolve, reject) => {
+        const file = createReadStream(attempt.logPath!);
+        file.on('error', reject);
+        const terminal = (io.stdout as NodeJS.WriteStream).isTTY === true;
+        const text = terminal ? file.pipe(escapeForTerminal()) : file;
+        text.on('end', () => resolve());
+        text.pipe(io.stdout, { end: false });
+      });
       return 0;
-    }
-    if (!existsSync(attempt.logPath)) throw new UsageError(`the log ${attempt.logPath} is gone (pruned or deleted)`);
-    await new Promise<void>((resolve, reject) => {
-      const stream = createReadStream(attempt.logPath!);
-      stream.on('error', reject);
-      stream.on('end', () => resolve());
-      stream.pipe(io.stdout, { end: false });
-    });
-    return 0;
+    },
+    { readonly: true },
+  );
+}
+
+/** Output bytes → text with control characters escaped; a character split across chunks is kept whole. */
+function escapeForTerminal(): Transform {
+  const decoder = new StringDecoder('utf8');
+  return new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      done(null, printable(decoder.write(chunk), { lines: true }));
+    },
+    flush(done) {
+      done(null, printable(decoder.end(), { lines: true }));
+    },
   });
 }

@@ -1,4 +1,6 @@
+import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
+import { suggest } from '../suggest.js';
 import { withBatch } from '../with-store.js';
 
 export interface PauseFlags extends OutputFlags {
@@ -12,11 +14,17 @@ export interface PauseFlags extends OutputFlags {
  * `worker` leave it alone until it is resumed.
  */
 export async function setPausedCommand(paused: boolean, flags: PauseFlags, io: Io): Promise<number> {
-  return withBatch(flags, io, async (store, batch) => {
+  return withBatch(flags, io, async (store, batch, { target }) => {
     await store.setPaused(batch.id, paused);
     if (flags.json) line(io.stdout, JSON.stringify({ batch: batch.name, paused }));
     else if (!flags.quiet) {
-      line(io.stderr, paused ? `batch ${batch.name} paused: running attempts finish, nothing new starts; \`splitdance resume\` continues it` : `batch ${batch.name} resumed: \`splitdance run\` or \`splitdance worker\` continues it`);
+      const name = printable(batch.name);
+      line(
+        io.stderr,
+        paused
+          ? `batch ${name} paused: running attempts finish, nothing new starts; \`${suggest(target, ['resume'])}\` continues it`
+          : `batch ${name} resumed: \`${suggest(target, ['run'], batch.source)}\` or \`${suggest(target, ['worker'])}\` continues it`,
+      );
     }
     return 0;
   });

@@ -117,7 +117,7 @@ export async function drive(store: TaskStore, batch: BatchRecord, pool: WorkerPo
   // No more workers than tasks to run: `-j 50` on one task starts one.
   await pool.grow(before.pending + before.retrying + before.running);
   const mode: ReportMode = flags.json ? 'json' : flags.quiet ? 'quiet' : io.tty ? 'tty' : 'plain';
-  const reporter = new RunReporter(io, mode, colors(io, flags), () => store.counts(batch.id), inv.progressIntervalMs);
+  const reporter = new RunReporter(io, mode, colors(io, flags), () => store.counts(batch.id), inv.progressIntervalMs, flags.db);
   const coordinator = new Coordinator(
     store,
     batch,

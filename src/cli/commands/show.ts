@@ -1,7 +1,8 @@
 import { UsageError } from '../../errors.js';
 import type { AttemptRow, BatchRecord, TaskRow, TaskStore } from '../../store/task-store.js';
-import { cell, duration, iso } from '../format.js';
+import { cell, duration, iso, printable } from '../format.js';
 import { colors, line, type Io, type OutputFlags } from '../io.js';
+import { suggest, type Target } from '../suggest.js';
 import { withBatch } from '../with-store.js';
 import { taskJson } from './tasks.js';
 
@@ -12,37 +13,44 @@ export interface ShowFlags extends OutputFlags {
 
 /** `splitdance show <key>`: the task and every attempt ever made, oldest first. */
 export async function showCommand(key: string, flags: ShowFlags, io: Io): Promise<number> {
-  return withBatch(flags, io, async (store, batch) => {
-    const { task, attempts } = await findTask(store, batch, key);
-    if (flags.json) {
-      line(io.stdout, JSON.stringify(showJson(task, attempts), null, 2));
+  return withBatch(
+    flags,
+    io,
+    async (store, batch, { target }) => {
+      const { task, attempts } = await findTask(store, batch, key, target);
+      if (flags.json) {
+        line(io.stdout, JSON.stringify(showJson(task, attempts), null, 2));
+        return 0;
+      }
+      const c = colors(io, flags);
+      // Every piece of data is printable(): keys, paths, errors and output come from files and handlers.
+      const p = (text: string | null | undefined) => printable(text);
+      const out = [
+        `${c.bold(cell(task.key, 1000))} in batch ${p(batch.name)}: ${task.status}, ${task.attempts} attempt(s) counted of ${task.maxAttempts}`,
+        `path ${p(task.payload.path)}${task.payload.start !== undefined ? ` bytes [${task.payload.start}, ${task.payload.end})` : ''}`,
+      ];
+      if (task.stage) out.push(`stage ${p(task.stage)} of item ${p(task.item)}${task.needs.length ? `; needs ${task.needs.map(p).join(', ')}` : ''}`);
+      if (task.lastError) out.push(`last error: ${p(task.lastError)}`);
+      if (task.result) out.push(`result: ${p(task.result)}`);
+      if (task.status === 'PENDING' && task.nextRunAt > Date.now()) out.push(`next attempt due ${iso(task.nextRunAt)}`);
+      out.push(`created ${iso(task.createdAt)}; ${attempts.length} attempt(s) recorded:`);
+      attempts.forEach((a, i) => {
+        const prev = attempts[i - 1];
+        const waited = prev?.endedAt ? `  (after ${duration(a.startedAt - prev.endedAt)})` : '';
+        out.push(
+          `#${a.attempt}  ${iso(a.startedAt)} → ${iso(a.endedAt) ?? '(running)'}  ${duration(a.durationMs)}  ${colorOutcome(c, a.outcome)}` +
+            `  worker ${p(a.workerId)} pid ${a.pid ?? '-'} on ${p(a.host)}` +
+            `${a.exitCode !== null ? `  exit ${a.exitCode}` : ''}${a.signal ? `  ${p(a.signal)}` : ''}${waited}`,
+        );
+        if (a.error) out.push(`    error: ${p(a.error)}`);
+        if (a.outputTail) out.push(...a.outputTail.trimEnd().split('\n').slice(-5).map((l) => `    | ${cell(l, 200)}`));
+        if (a.logPath) out.push(`    full output: ${suggest(target, ['logs', '--attempt', String(a.attempt)], task.key)}`);
+      });
+      line(io.stdout, out.join('\n'));
       return 0;
-    }
-    const c = colors(io, flags);
-    const out = [
-      `${c.bold(cell(task.key, 1000))} in batch ${batch.name}: ${task.status}, ${task.attempts} attempt(s) counted of ${task.maxAttempts}`,
-      `path ${task.payload.path}${task.payload.start !== undefined ? ` bytes [${task.payload.start}, ${task.payload.end})` : ''}`,
-    ];
-    if (task.stage) out.push(`stage ${task.stage} of item ${task.item}${task.needs.length ? `; needs ${task.needs.join(', ')}` : ''}`);
-    if (task.lastError) out.push(`last error: ${task.lastError}`);
-    if (task.result) out.push(`result: ${task.result}`);
-    if (task.status === 'PENDING' && task.nextRunAt > Date.now()) out.push(`next attempt due ${iso(task.nextRunAt)}`);
-    out.push(`created ${iso(task.createdAt)}; ${attempts.length} attempt(s) recorded:`);
-    attempts.forEach((a, i) => {
-      const prev = attempts[i - 1];
-      const waited = prev?.endedAt ? `  (after ${duration(a.startedAt - prev.endedAt)})` : '';
-      out.push(
-        `#${a.attempt}  ${iso(a.startedAt)} → ${iso(a.endedAt) ?? '(running)'}  ${duration(a.durationMs)}  ${colorOutcome(c, a.outcome)}` +
-          `  worker ${a.workerId} pid ${a.pid ?? '-'} on ${a.host}` +
-          `${a.exitCode !== null ? `  exit ${a.exitCode}` : ''}${a.signal ? `  ${a.signal}` : ''}${waited}`,
-      );
-      if (a.error) out.push(`    error: ${a.error}`);
-      if (a.outputTail) out.push(...a.outputTail.trimEnd().split('\n').slice(-5).map((l) => `    | ${cell(l, 200)}`));
-      if (a.logPath) out.push(`    full output: splitdance logs '${task.key.replace(/'/g, "'\\''")}' --attempt ${a.attempt}`);
-    });
-    line(io.stdout, out.join('\n'));
-    return 0;
-  });
+    },
+    { readonly: true },
+  );
 }
 
 function colorOutcome(c: ReturnType<typeof colors>, outcome: string | null): string {
@@ -50,9 +58,14 @@ function colorOutcome(c: ReturnType<typeof colors>, outcome: string | null): str
   return outcome === 'SUCCESS' ? c.green(outcome) : outcome === 'INTERRUPTED' ? c.yellow(outcome) : c.red(outcome);
 }
 
-export async function findTask(store: TaskStore, batch: BatchRecord, key: string): Promise<{ task: TaskRow; attempts: AttemptRow[] }> {
+export async function findTask(
+  store: TaskStore,
+  batch: BatchRecord,
+  key: string,
+  target: Target,
+): Promise<{ task: TaskRow; attempts: AttemptRow[] }> {
   const task = await store.getTask(batch.id, key);
-  if (!task) throw new UsageError(`no task "${key}" in batch ${batch.name}; \`splitdance tasks\` lists the keys`);
+  if (!task) throw new UsageError(`no task "${printable(key)}" in batch ${printable(batch.name)}; \`${suggest(target, ['tasks'])}\` lists the keys`);
   return { task, attempts: await store.attemptsOf(task.id) };
 }
 

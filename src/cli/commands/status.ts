@@ -1,8 +1,9 @@
 import { statSync } from 'node:fs';
 import type { BatchRecord, Counts, StageCounts, TaskStore } from '../../store/task-store.js';
 import { clusterErrors, type ErrorCluster } from '../error-signature.js';
-import { duration, iso } from '../format.js';
+import { duration, iso, printable } from '../format.js';
 import { colors, line, type Io, type OutputFlags } from '../io.js';
+import { suggest } from '../suggest.js';
 import { withBatch } from '../with-store.js';
 
 export interface StatusFlags extends OutputFlags {
@@ -12,40 +13,47 @@ export interface StatusFlags extends OutputFlags {
 
 /** `splitdance status`: where the batch stands, as one JSON object or a short human report. */
 export async function statusCommand(flags: StatusFlags, io: Io): Promise<number> {
-  return withBatch(flags, io, async (store, batch) => {
-    const s = await batchStatus(store, batch);
-    if (flags.json) {
-      line(io.stdout, JSON.stringify(s, null, 2));
-      return 0;
-    }
-    const c = colors(io, flags);
-    const out: string[] = [];
-    out.push(`batch ${c.bold(s.batch)} (${s.source})`);
-    out.push(
-      `${s.succeeded + s.failed + s.cancelled}/${s.total} done: ${c.green(`${s.succeeded} succeeded`)}, ${s.failed ? c.red(`${s.failed} failed`) : '0 failed'}` +
-        `${s.cancelled ? `, ${s.cancelled} cancelled` : ''}; ${s.pending} pending, ${s.retrying} retrying, ${s.running} running`,
-    );
-    for (const st of s.stages) {
+  return withBatch(
+    flags,
+    io,
+    async (store, batch, { target }) => {
+      const s = await batchStatus(store, batch);
+      if (flags.json) {
+        line(io.stdout, JSON.stringify(s, null, 2));
+        return 0;
+      }
+      const c = colors(io, flags);
+      const out: string[] = [];
+      out.push(`batch ${c.bold(printable(s.batch))} (${printable(s.source)})`);
       out.push(
-        `  ${st.stage.padEnd(Math.max(...s.stages.map((x) => x.stage.length)))}  ${st.succeeded + st.failed + st.cancelled}/${st.total} done: ` +
-          `${st.succeeded} succeeded, ${st.failed} failed, ${st.cancelled} cancelled; ${st.pending} pending, ${st.retrying} retrying, ${st.running} running`,
+        `${s.succeeded + s.failed + s.cancelled}/${s.total} done: ${c.green(`${s.succeeded} succeeded`)}, ${s.failed ? c.red(`${s.failed} failed`) : '0 failed'}` +
+          `${s.cancelled ? `, ${s.cancelled} cancelled` : ''}; ${s.pending} pending, ${s.retrying} retrying, ${s.running} running`,
       );
-    }
-    out.push(`store ${s.storeBytes} bytes on disk`);
-    if (s.tasksPerSecond) {
-      out.push(`rate ${s.tasksPerSecond.toFixed(2)} tasks/s${s.etaSeconds ? `, ETA ${duration(s.etaSeconds * 1000)}` : ''}`);
-    }
-    if (s.nextRetryAt) out.push(`next retry due ${s.nextRetryAt} (in ${duration(Math.max(0, Date.parse(s.nextRetryAt) - Date.now()))})`);
-    if (s.changed) out.push(`${s.changed} succeeded task(s) have changed files since: \`splitdance run --rerun-changed\` re-runs them`);
-    if (s.clusters.length) {
-      out.push('failures by error:');
-      for (const cl of s.clusters.slice(0, 10)) out.push(`  [${cl.id}] ${cl.count} × ${cl.error}   e.g. ${cl.example}`);
-      out.push('  (retry one group: splitdance retry-failed --cluster ID)');
-    }
-    out.push(s.done ? (s.failed ? 'finished with failures: `splitdance retry-failed --run` retries them' : 'finished') : 'not finished: `splitdance run` resumes it');
-    io.stdout.write(`${out.join("\n")}\n`);
-    return 0;
-  });
+      const stageWidth = Math.max(0, ...s.stages.map((x) => printable(x.stage).length));
+      for (const st of s.stages) {
+        out.push(
+          `  ${printable(st.stage).padEnd(stageWidth)}  ${st.succeeded + st.failed + st.cancelled}/${st.total} done: ` +
+            `${st.succeeded} succeeded, ${st.failed} failed, ${st.cancelled} cancelled; ${st.pending} pending, ${st.retrying} retrying, ${st.running} running`,
+        );
+      }
+      out.push(`store ${s.storeBytes} bytes on disk`);
+      if (s.tasksPerSecond) {
+        out.push(`rate ${s.tasksPerSecond.toFixed(2)} tasks/s${s.etaSeconds ? `, ETA ${duration(s.etaSeconds * 1000)}` : ''}`);
+      }
+      if (s.nextRetryAt) out.push(`next retry due ${s.nextRetryAt} (in ${duration(Math.max(0, Date.parse(s.nextRetryAt) - Date.now()))})`);
+      if (s.changed) out.push(`${s.changed} succeeded task(s) have changed files since: \`${suggest(target, ['run', '--rerun-changed'], s.source)}\` re-runs them`);
+      if (s.clusters.length) {
+        out.push('failures by error:');
+        for (const cl of s.clusters.slice(0, 10)) out.push(`  [${cl.id}] ${cl.count} × ${printable(cl.error)}   e.g. ${printable(cl.example)}`);
+        out.push(`  (retry one group by its [id], e.g.: ${suggest(target, ['retry-failed', '--cluster', s.clusters[0]!.id])})`);
+      }
+      const retry = `\`${suggest(target, ['retry-failed', '--run'])}\` retries them`;
+      out.push(s.done ? (s.failed ? `finished with failures: ${retry}` : 'finished') : `not finished: \`${suggest(target, ['run'], s.source)}\` resumes it`);
+      io.stdout.write(`${out.join('\n')}\n`);
+      return 0;
+    },
+    { readonly: true },
+  );
 }
 
 /** What `status --json` prints: the counts of SPEC §6 and how the batch is doing. */

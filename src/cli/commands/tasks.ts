@@ -2,9 +2,10 @@ import picomatch from 'picomatch';
 import { UsageError } from '../../errors.js';
 import { parseCount } from '../../job/units.js';
 import { TASK_STATUSES, type TaskRow, type TaskStatus } from '../../store/task-store.js';
+import { requireFilter } from '../filters.js';
 import { cell, iso, table } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
-import { withBatch } from '../with-store.js';
+import { defaultedNote, withBatch } from '../with-store.js';
 import { hasStages } from './status.js';
 
 export interface TasksFlags extends OutputFlags {
@@ -19,43 +20,51 @@ export interface TasksFlags extends OutputFlags {
 
 /** `splitdance tasks`: every matching task, tab-separated when piped, a table on a terminal, or JSON. */
 export async function tasksCommand(flags: TasksFlags, io: Io): Promise<number> {
+  const key = requireFilter(flags.key, '--key');
+  const error = requireFilter(flags.error, '--error');
   const wanted = parseStatus(flags.status);
   const slowest = flags.slowest !== undefined ? parseCount(flags.slowest, '--slowest', { min: 1 }) : undefined;
   const limit =
     slowest ?? (flags.limit !== undefined ? parseCount(flags.limit, '--limit', { min: 1 }) : io.tty && !flags.json ? 50 : undefined);
-  return withBatch(flags, io, async (store, batch) => {
-    const rows = await store.listTasks({
-      batchId: batch.id,
-      status: wanted?.status,
-      keyMatches: flags.key ? picomatch(flags.key, { dot: true }) : undefined,
-      attemptedOnly: wanted?.retrying,
-      errorContains: flags.error,
-      order: slowest ? 'slowest' : 'created',
-      limit,
-    });
-    if (flags.json) {
-      line(io.stdout, JSON.stringify(rows.map(taskJson), null, 2));
+  return withBatch(
+    flags,
+    io,
+    async (store, batch, { defaulted }) => {
+      if (defaulted && !flags.json && !flags.quiet) line(io.stderr, defaultedNote(batch.name));
+      const rows = await store.listTasks({
+        batchId: batch.id,
+        status: wanted?.status,
+        keyMatches: key !== undefined ? picomatch(key, { dot: true }) : undefined,
+        attemptedOnly: wanted?.retrying,
+        errorContains: error,
+        order: slowest ? 'slowest' : 'created',
+        limit,
+      });
+      if (flags.json) {
+        line(io.stdout, JSON.stringify(rows.map(taskJson), null, 2));
+        return 0;
+      }
+      // With stages, a STAGE column after the key (whose first segment it is).
+      const staged = hasStages(batch);
+      const cells = rows.map((t) => [
+        t.key,
+        ...(staged ? [t.stage] : []),
+        t.status,
+        String(t.attempts),
+        t.finishedAt && t.startedAt ? String(t.finishedAt - t.startedAt) : '',
+        t.lastError ?? '',
+      ]);
+      if (io.tty) {
+        const header = ['KEY', ...(staged ? ['STAGE'] : []), 'STATUS', 'ATTEMPTS', 'MS', 'LAST ERROR'];
+        line(io.stdout, table([header, ...cells.map((r) => r.map((v) => cell(v, 80)))]));
+        if (!slowest && limit !== undefined && rows.length === limit) line(io.stderr, `(first ${limit}; --limit N shows more)`);
+      } else {
+        for (const r of cells) line(io.stdout, r.map((v) => cell(v, 10_000)).join('\t'));
+      }
       return 0;
-    }
-    // With stages, a STAGE column after the key (whose first segment it is).
-    const staged = hasStages(batch);
-    const cells = rows.map((t) => [
-      t.key,
-      ...(staged ? [t.stage] : []),
-      t.status,
-      String(t.attempts),
-      t.finishedAt && t.startedAt ? String(t.finishedAt - t.startedAt) : '',
-      t.lastError ?? '',
-    ]);
-    if (io.tty) {
-      const header = ['KEY', ...(staged ? ['STAGE'] : []), 'STATUS', 'ATTEMPTS', 'MS', 'LAST ERROR'];
-      line(io.stdout, table([header, ...cells.map((r) => r.map((v) => cell(v, 80)))]));
-      if (!slowest && limit !== undefined && rows.length === limit) line(io.stderr, `(first ${limit}; --limit N shows more)`);
-    } else {
-      for (const r of cells) line(io.stdout, r.map((v) => cell(v, 10_000)).join('\t'));
-    }
-    return 0;
-  });
+    },
+    { readonly: true },
+  );
 }
 
 export function taskJson(t: TaskRow) {

@@ -68,7 +68,7 @@ export async function migrate(db: PgDb, { create, readonly }: { create: boolean;
     );
   }
   if (readonly) {
-    throw new StoreError(`the store in schema ${schema} at ${location} has an older schema (${state.version}); run without --dry-run once to upgrade it`);
+    throw new StoreError(`the store in schema ${schema} at ${location} has an older schema (${state.version}); run without --dry-run once to upgrade it`, 'OLD_SCHEMA');
   }
   await db.transaction(async (sql) => {
     await sql.run('SELECT pg_advisory_xact_lock($1::bigint)', [lockKey('migrate', schema)]);

@@ -44,6 +44,7 @@ export function openSqlite(path: string, { create, readonly = false }: { create:
   let db: Db;
   try {
     db = new Database(path, { timeout: BUSY_TIMEOUT_MS, readonly });
+    if (readonly) db = readableOrSnapshot(db, path);
   } catch (err) {
     throw storeError(err, path);
   }
@@ -52,7 +53,7 @@ export function openSqlite(path: string, { create, readonly = false }: { create:
     if (readonly) {
       const version = db.pragma('user_version', { simple: true }) as number;
       if (version < SCHEMA_VERSION) {
-        throw new StoreError(`the store ${path} has an older schema (${version}); run without --dry-run once to upgrade it`);
+        throw new StoreError(`the store ${path} has an older schema (${version}); run without --dry-run once to upgrade it`, 'OLD_SCHEMA');
       }
       return db;
     }
@@ -67,6 +68,41 @@ export function openSqlite(path: string, { create, readonly = false }: { create:
     throw storeError(err, path);
   }
   return db;
+}
+
+/**
+ * SQLite reads a WAL store only through its -shm index, which it must create when the last
+ * writer has removed it; in a read-only folder (a read-only mount, a snapshot) it cannot,
+ * and every read fails with SQLITE_CANTOPEN. Without a -wal file the main file holds every
+ * commit, so it is read into memory instead and opened from there (memory: the file's size,
+ * paid only in that case). A non-empty -wal file without its index holds commits nothing
+ * could read safely: refused.
+ */
+function readableOrSnapshot(db: Db, path: string): Db {
+  try {
+    db.pragma('user_version', { simple: true });
+    return db;
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'SQLITE_CANTOPEN') throw err;
+    db.close();
+  }
+  const wal = `${path}-wal`;
+  const walSize = () => (existsSync(wal) ? statSync(wal).size : 0);
+  for (let tries = 0; tries < 3; tries++) {
+    if (walSize() > 0) {
+      throw new StoreError(
+        `the store ${path} has recent commits in ${wal} that cannot be read without a writable folder; open it once where it can be written, or copy the store with its -wal file to a writable place`,
+      );
+    }
+    const before = statSync(path);
+    const image = readFileSync(path);
+    const after = statSync(path);
+    if (before.mtimeMs !== after.mtimeMs || before.size !== after.size || walSize() > 0) continue; // a writer elsewhere: read again
+    // Header bytes 18–19 (file format versions) say WAL; an in-memory image has no log, so read it as a rollback-journal file.
+    if (image.length >= 20) image[18] = image[19] = 1;
+    return new Database(image, { readonly: true });
+  }
+  throw new StoreError(`the store ${path} kept changing while it was being read; run the command again`);
 }
 
 function createStoreFile(path: string): void {

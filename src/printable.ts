@@ -1,0 +1,34 @@
+/**
+ * Text printed for a person carries data (file names, keys, errors, task output), so it is
+ * escaped in one place for every layer: the CLI's lines and tables, and the HTML report.
+ */
+
+/**
+ * What a terminal would act on instead of showing: C0 controls and DEL (ESC starts colour,
+ * cursor and title sequences, CR overwrites a line, BEL rings), C1 controls U+0080–U+009F
+ * (U+009B is a one-character CSI on many terminals), bidi embeddings, overrides and isolates
+ * (U+202A–U+202E, U+2066–U+2069, U+200E/U+200F, U+061C: they reorder the rest of the line
+ * so a name ending in `U+202E gol.sh` reads as ending in `hs.log`) and the Unicode line separators U+2028/U+2029.
+ */
+// eslint-disable-next-line no-control-regex
+const UNSAFE = /[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/** Whether the text holds a character a terminal would act on (see UNSAFE). */
+export const hasUnsafe = (text: string): boolean => new RegExp(UNSAFE.source).test(text);
+
+/**
+ * Data (keys, paths, errors, output, batch names) made safe to print for a person: every
+ * character in UNSAFE is shown as an escape (`\x1b`, `\u202e`, `\n`, `\t`). With `lines`,
+ * newlines and tabs stay as they are, for output tails shown as lines. JSON output never
+ * goes through this: it carries the exact text.
+ */
+export function printable(text: string | null | undefined, { lines = false }: { lines?: boolean } = {}): string {
+  if (text === null || text === undefined) return '';
+  return String(text).replace(UNSAFE, (ch) => {
+    if (ch === '\n') return lines ? ch : '\\n';
+    if (ch === '\t') return lines ? ch : '\\t';
+    if (ch === '\r') return '\\r';
+    const code = ch.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
+}
