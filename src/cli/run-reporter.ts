@@ -45,9 +45,10 @@ export class RunReporter implements RunObserver {
     if (this.mode === 'json') {
       this.event({ event: 'start', ...info });
     } else if (this.mode !== 'quiet') {
-      for (const n of info.notes) this.human(n);
+      // Notes, the batch name and the source path are data: escaped, like every line of data.
+      for (const n of info.notes) this.human(printable(n));
       this.human(
-        `batch ${this.c.bold(info.batch)}: ${info.total} tasks (${info.inserted} new) from ${info.source}, ${info.workers} workers, store ${info.store}`,
+        `batch ${this.c.bold(printable(info.batch))}: ${info.total} tasks (${info.inserted} new) from ${printable(info.source)}, ${info.workers} workers, store ${printable(info.store)}`,
       );
     }
     if (this.mode === 'tty') {

@@ -103,6 +103,7 @@ describe('retry-failed --run', () => {
       const r = await runCli(['retry-failed', flag, ''], { cwd: p.dir });
       expect(r.code, flag).toBe(2);
       expect(r.stderr).toMatch(new RegExp(`${flag} is empty`));
+      expect(r.stderr).not.toMatch(/unexpected/);
       expect(failed()).toBe(2);
     }
   });

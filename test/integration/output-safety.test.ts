@@ -75,6 +75,25 @@ describe('control characters in human output', () => {
   });
 });
 
+describe('control characters in the run\'s own lines', () => {
+  it('a batch name and a source path with ESC and a bidi override are escaped in the start line, notes and summary', async () => {
+    const p = projectWithFiles(0);
+    const src = join(p.dir, 'in\x1b[2Jdir\u202e');
+    mkdirSync(src);
+    writeFileSync(join(src, 'a.log'), 'x');
+    writeFileSync(join(src, 'b.log'), 'x');
+    const batch = 'b\x1b]0;title\x07\u202egol';
+    const first = await runCli(['run', src, '--batch', batch, '--exec', 'exit 1', '--retries', '0'], { cwd: p.dir });
+    expect(first.code).toBe(1);
+    const again = await runCli(['run', src, '--batch', batch, '--exec', 'true', '--history-warn', '1'], { cwd: p.dir });
+    for (const r of [first, again]) {
+      expect(r.stderr).not.toMatch(RAW);
+      expect(r.stderr).toContain('\\x1b');
+    }
+    expect(again.stderr).toMatch(/attempts of history/); // a note, escaped too
+  });
+});
+
 describe('suggested commands', () => {
   it('the "see the failures" command runs through /bin/sh on the --db and batch given, and runs nothing injected', async () => {
     const p = projectWithFiles(1);

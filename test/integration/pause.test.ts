@@ -14,7 +14,7 @@ describe('pause, resume and cancel', () => {
     expect(paused.stderr).toMatch(/paused: running attempts finish/);
     const r = await child.result;
     expect(r.code).toBe(3);
-    expect(r.stderr).toMatch(/paused \(`splitdance resume` to continue\)/);
+    expect(r.stderr).toMatch(/paused \(`splitdance resume --batch src-[0-9a-f]+` to continue\)/);
     expect(runningCount(db)).toBe(0);
     expect(query(db, "SELECT 1 FROM attempts WHERE outcome != 'SUCCESS'")).toEqual([]);
     const attempts = () => query<{ n: number }>(db, 'SELECT count(*) AS n FROM attempts')[0]!.n;

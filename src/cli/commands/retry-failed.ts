@@ -1,7 +1,8 @@
 import picomatch from 'picomatch';
-import { UsageError } from '../../errors.js';
+import { requireFilter } from '../filters.js';
 import { parseConcurrency } from '../../job/run-options.js';
 import type { BatchRecord, TaskStore } from '../../store/task-store.js';
+import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { resolveBatch } from '../resolve-batch.js';
 import { withBatch } from '../with-store.js';
@@ -25,16 +26,14 @@ export interface RetryFailedFlags extends OutputFlags {
  * folder). Every flag is checked, and with --run the handler loaded, before a task is reset.
  */
 export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promise<number> {
-  for (const [flag, value] of [['--key', flags.key], ['--error', flags.error], ['--cluster', flags.cluster]] as const) {
-    if (value !== undefined && value.trim() === '') {
-      throw new UsageError(`${flag} is empty, which would match every failed task; give a pattern, or leave ${flag} out to retry them all`);
-    }
-  }
+  requireFilter(flags.key, '--key');
+  requireFilter(flags.error, '--error');
+  requireFilter(flags.cluster, '--cluster');
   if (flags.concurrency !== undefined) parseConcurrency(flags.concurrency);
   if (!flags.run) {
     const { name, reset } = await withBatch(flags, io, async (store, batch) => ({ name: batch.name, reset: await resetFailed(store, batch, flags) }));
     if (flags.json) line(io.stdout, JSON.stringify({ batch: name, reset }));
-    else if (!flags.quiet) line(io.stderr, `batch ${name}: ${reset} failed task${reset === 1 ? '' : 's'} reset to PENDING`);
+    else if (!flags.quiet) line(io.stderr, `batch ${printable(name)}: ${reset} failed task${reset === 1 ? '' : 's'} reset to PENDING`);
     return 0;
   }
   const dbPath = resolveDbPath(flags.db, io.cwd, io.env);
@@ -51,7 +50,7 @@ export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promi
     beforeWrite: async (writable) => {
       const current = await writable.findBatch(batch.name);
       const reset = current ? await resetFailed(writable, current, flags) : 0;
-      if (!quiet && !json) line(io.stderr, `batch ${batch.name}: ${reset} failed task${reset === 1 ? '' : 's'} reset to PENDING`);
+      if (!quiet && !json) line(io.stderr, `batch ${printable(batch.name)}: ${reset} failed task${reset === 1 ? '' : 's'} reset to PENDING`);
     },
   });
 }

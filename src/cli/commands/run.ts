@@ -15,6 +15,7 @@ import { EXIT } from '../exit-codes.js';
 import { colors, type Io } from '../io.js';
 import { RunReporter, type ReportMode } from '../run-reporter.js';
 import { drainOnSignals, watchSignalsDuringStartup } from '../signals.js';
+import { givenDb, suggest } from '../suggest.js';
 import { printPlan } from './dry-run.js';
 
 export type RunFlags = RawRunFlags;
@@ -84,7 +85,9 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
     if (enqueued.requeued) plan.notes.push(`re-queued ${enqueued.requeued} succeeded task(s) whose file changed (--rerun-changed)`);
     if (enqueued.changed) plan.notes.push(`${enqueued.changed} succeeded task(s) have changed files since; --rerun-changed runs them again`);
     const history = await store.historySize();
-    if (history > plan.inv.historyWarn) plan.notes.push(`the store holds ${history} attempts of history; \`splitdance prune --older-than 30d\` removes finished batches`);
+    if (history > plan.inv.historyWarn) {
+      plan.notes.push(`the store holds ${history} attempts of history; \`${suggest({ db: givenDb(cliFlags.db, io) }, ['prune', '--older-than', '30d'])}\` removes finished batches`);
+    }
     if (plan.sample) plan.notes.push(`sample: ${enqueued.inserted} new task(s) of the source (${describeSample(plan)})`);
     if (startup.seen()) return interruptedBeforeStart(startup.seen()!, io);
     startup.dispose(); // the coordinator's drain handlers take over
@@ -148,7 +151,7 @@ export async function drive(store: TaskStore, batch: BatchRecord, pool: WorkerPo
     removeSignals();
   }
   const counts = await store.counts(batch.id);
-  const { exitCode, reason } = exitFor(stop, counts);
+  const { exitCode, reason } = exitFor(stop, counts, suggest({ batch: batch.name, db: givenDb(flags.db, io) }, ['resume']));
   await reporter.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Date.now() - started });
   return exitCode;
 }
@@ -167,7 +170,7 @@ export function rulesOf(settings: JobSettings): (stage: string) => RetryRules {
   return (stage) => rules.get(stage) ?? rules.values().next().value!;
 }
 
-function exitFor(stop: StopReason, c: { failed: number; cancelled: number }): { exitCode: number; reason: string } {
+function exitFor(stop: StopReason, c: { failed: number; cancelled: number }, resume: string): { exitCode: number; reason: string } {
   switch (stop.kind) {
     case 'signal':
       return stop.signal === 'SIGINT'
@@ -176,7 +179,7 @@ function exitFor(stop: StopReason, c: { failed: number; cancelled: number }): { 
     case 'max-runtime':
       return { exitCode: EXIT.INCOMPLETE, reason: '--max-runtime reached; run again to resume' };
     case 'paused':
-      return { exitCode: EXIT.INCOMPLETE, reason: 'paused (`splitdance resume` to continue)' };
+      return { exitCode: EXIT.INCOMPLETE, reason: `paused (\`${resume}\` to continue)` };
     case 'no-wait':
       return { exitCode: EXIT.INCOMPLETE, reason: 'incomplete (--no-wait): retries are due later; run again to resume' };
     case 'max-failures':

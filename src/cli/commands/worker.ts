@@ -4,6 +4,7 @@ import { handlersOf } from '../../job/stages.js';
 import { openStore, resolveDbPath } from '../../store/open-store.js';
 import type { BatchRecord, TaskStore } from '../../store/task-store.js';
 import { EXIT } from '../exit-codes.js';
+import { printable } from '../format.js';
 import { line, type Io } from '../io.js';
 import { resolveBatch } from '../resolve-batch.js';
 import { watchSignalsDuringStartup } from '../signals.js';
@@ -84,7 +85,7 @@ async function workOn(
   const settings = settingsOf(batch.job as unknown as JobDefinition);
   const handlers = handlersOf(settings);
   if (Object.keys(handlers).length === 0) {
-    line(io.stderr, `batch ${batch.name} has no stored handler; run it once with --exec or --handler`);
+    line(io.stderr, `batch ${printable(batch.name)} has no stored handler; run it once with --exec or --handler`);
     return null;
   }
   const pool = new WorkerPool({
@@ -99,7 +100,7 @@ async function workOn(
     await pool.start(1); // `drive` grows it to the batch's work
   } catch (err) {
     // One batch with a broken handler must not stop a worker serving the others.
-    line(io.stderr, `batch ${batch.name}: its handler does not load, skipped: ${(err as Error).message}`);
+    line(io.stderr, `batch ${printable(batch.name)}: its handler does not load, skipped: ${printable((err as Error).message)}`);
     return EXIT.USAGE;
   }
   try {
