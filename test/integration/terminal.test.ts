@@ -33,6 +33,23 @@ describe('run on a terminal and in a pipe', () => {
     }
   });
 
+  it('on a terminal with --quiet: nothing at all on full success', async () => {
+    const p = projectWithFiles(12);
+    const r = await runInPty(['run', 'src', '--exec', 'true', '-j', '2', '--quiet'], { cwd: p.dir });
+    expect(r.code).toBe(0);
+    expect(r.output).toBe('');
+  });
+
+  it('on a terminal with --json: NDJSON only, no bar and no colours', async () => {
+    const p = projectWithFiles(12);
+    const r = await runInPty(['run', 'src', '--exec', 'true', '-j', '2', '--json'], { cwd: p.dir });
+    expect(r.code).toBe(0);
+    const lines = r.output.split('\r\n').filter(Boolean);
+    expect(lines.length).toBeGreaterThan(12);
+    for (const l of lines) expect(() => JSON.parse(l), l).not.toThrow();
+    expect(r.output).not.toContain('\x1b');
+  });
+
   it('in a pipe: no bar and no control characters; timestamped progress lines, one line per failure, a summary', async () => {
     const p = projectWithFiles(6);
     // f001 fails for good; f002 takes long enough that at least one 100 ms progress line is due.
@@ -103,6 +120,12 @@ describe('inspection commands on a terminal and in a pipe', () => {
     expect(dataLines(more.output)).toHaveLength(55);
     const fewer = await runInPty(['tasks', '--limit', '7'], { cwd: dir });
     expect(dataLines(fewer.output)).toHaveLength(7);
+  });
+
+  it('tasks --json on a terminal prints all 60', async () => {
+    const r = await runInPty(['tasks', '--json'], { cwd: dir });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.output)).toHaveLength(60);
   });
 
   it('tasks in a pipe prints all 60, one tab-separated line each', async () => {
