@@ -1,6 +1,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
@@ -56,6 +57,41 @@ describe('SPLITDANCE_DB', () => {
     const viaEnv = await runCli(['status'], { cwd: p.dir, env });
     expect(viaEnv.code).toBe(4);
     expect(viaEnv.stderr).toContain('junk.db');
+  });
+});
+
+const PG_URL = process.env.SPLITDANCE_PG_URL;
+const pgSchemas: string[] = [];
+afterAll(async () => {
+  if (!PG_URL || pgSchemas.length === 0) return;
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    for (const s of pgSchemas) await client.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
+  } finally {
+    await client.end();
+  }
+});
+
+describe.skipIf(!PG_URL)('SPLITDANCE_DB with a PostgreSQL URL', () => {
+  it('puts run, status, tasks, show, logs and batches on the shared store', async () => {
+    const schema = `envdb_${process.pid}_${Date.now() % 100000}`;
+    pgSchemas.push(schema);
+    const env = { SPLITDANCE_DB: `${PG_URL}${PG_URL!.includes('?') ? '&' : '?'}schema=${schema}` };
+    const p = projectWithFiles(2);
+    const opts = { cwd: p.dir, env };
+    expect((await runCli(['run', 'src', '--batch', 'pg-batch', '--exec', 'echo pg-{key}'], opts)).code).toBe(0);
+    expect(existsSync(dbPathIn(p.dir))).toBe(false); // no SQLite store was made
+    expect(JSON.parse((await runCli(['status', '--json'], opts)).stdout)).toMatchObject({ batch: 'pg-batch', total: 2, succeeded: 2 });
+    expect(JSON.parse((await runCli(['tasks', '--json'], opts)).stdout)).toHaveLength(2);
+    expect(JSON.parse((await runCli(['show', 'f000.log', '--json'], opts)).stdout).attempts[0].outputTail).toContain('pg-f000.log');
+    expect((await runCli(['logs', 'f001.log'], opts)).stdout.trim()).toBe('pg-f001.log');
+    expect(JSON.parse((await runCli(['batches', '--json'], opts)).stdout).map((b: { name: string }) => b.name)).toEqual(['pg-batch']);
+    // --db still wins: a SQLite file given on the command line is used instead.
+    const local = await runCli(['run', 'src', '--db', 'local.db', '--batch', 'local', '--exec', 'true'], opts);
+    expect(local.code).toBe(0);
+    expect(query<{ name: string }>(join(p.dir, 'local.db'), 'SELECT name FROM batches')).toEqual([{ name: 'local' }]);
+    expect(JSON.parse((await runCli(['batches', '--json'], opts)).stdout).map((b: { name: string }) => b.name)).toEqual(['pg-batch']);
   });
 });
 
