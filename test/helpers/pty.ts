@@ -37,12 +37,13 @@ export function runInPty(
   child.stdout.on('data', (b) => (output += b));
   child.stderr.on('data', (b) => (output += b));
   const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 50_000);
-  return new Promise((done) =>
+  return new Promise((done, fail) => {
+    child.on('error', (err) => fail(new Error(`cannot start util-linux \`script\` for a pseudo-terminal: ${err.message}`)));
     child.on('close', (code) => {
       clearTimeout(timer);
       done({ code, output });
-    }),
-  );
+    });
+  });
 }
 
 /** An SGR escape (colour, bold): what chalk writes. */
