@@ -3,7 +3,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
@@ -162,3 +163,68 @@ async function deadPid(): Promise<{ pid: number; start: string }> {
   await gone;
   return { pid: child.pid!, start };
 }
+
+const PG_URL = process.env.SPLITDANCE_PG_URL;
+const schemas: string[] = [];
+async function pgQuery<T>(text: string, params: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    return (await client.query(text, params)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+afterAll(async () => {
+  for (const s of schemas) await pgQuery(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
+});
+
+/** `batchWithForeignClaim` on a fresh schema of the PostgreSQL test server. */
+async function pgBatchWithForeignClaim(owner: string, expiresAt: number): Promise<{ dir: string; db: string[]; ran: string; schema: string }> {
+  const schema = `lease_${process.pid}_${schemas.length}_${Date.now() % 100000}`;
+  schemas.push(schema);
+  const db = ['--db', `${PG_URL}${PG_URL!.includes('?') ? '&' : '?'}schema=${schema}`];
+  const p = projectWithFiles(2);
+  const opts = { cwd: p.dir, ...cliEnv() };
+  expect((await runCli(['run', 'src', '--exec', 'exit 1', '--retries', '1', '--backoff', '10ms', ...db], opts)).code).toBe(1);
+  expect((await runCli(['retry-failed', ...db], opts)).code).toBe(0);
+  const now = Date.now();
+  const [{ id }] = await pgQuery<{ id: string }>(`SELECT id FROM ${schema}.tasks WHERE task_key = 'f000.log'`);
+  const [{ id: token }] = await pgQuery<{ id: string }>(
+    `INSERT INTO ${schema}.attempts (task_id, attempt, worker_id, host, pid, owner, started_at)
+     VALUES ($1, 1, 'remote.w1', $2, $3, $4, $5) RETURNING id`,
+    [id, owner.slice(0, owner.indexOf('/')), Number(owner.split(':').at(-2)), owner, now],
+  );
+  await pgQuery(
+    `UPDATE ${schema}.tasks SET status = 'RUNNING', attempts = 1, lease_owner = $1, lease_token = $2, lease_expires_at = $3,
+       worker_id = 'remote.w1', started_at = $4, finished_at = NULL WHERE id = $5`,
+    [owner, token, expiresAt, now, id],
+  );
+  return { dir: p.dir, db, ran: join(p.dir, 'ran.txt'), schema };
+}
+
+describe.skipIf(!PG_URL)('lease expiry through the CLI (PostgreSQL)', () => {
+  it('an owner on this host whose process has exited is taken back at once, whatever its lease', async () => {
+    const { pid, start } = await deadPid();
+    const f = await pgBatchWithForeignClaim(`${MACHINE}:${pid}:${start}`, Date.now() + 60 * 60_000);
+    const r = await runCli(['run', 'src', '--exec', EXEC(f.ran), '--no-wait', ...f.db], { cwd: f.dir, ...cliEnv() });
+    expect(r.code, r.stderr).toBe(0);
+    expect(ranKeys(f.ran).sort()).toEqual(['f000.log', 'f001.log']);
+    const outcomes = await pgQuery<{ outcome: string }>(
+      `SELECT a.outcome FROM ${f.schema}.attempts a JOIN ${f.schema}.tasks t ON t.id = a.task_id WHERE t.task_key = 'f000.log' ORDER BY a.id`,
+    );
+    expect(outcomes.slice(-2).map((o) => o.outcome)).toEqual(['LOST', 'SUCCESS']);
+  });
+
+  // Product bug, as on SQLite: the PostgreSQL staleTasks statement releases every RUNNING task
+  // whose lease has expired, even when its owner is a live process on this host (SPEC §5, R23).
+  it.fails('an owner on this host whose process is alive keeps its task, even past its lease', async () => {
+    const owner = `${MACHINE}:${process.pid}:${startTicks(process.pid)}`;
+    const f = await pgBatchWithForeignClaim(owner, Date.now() - 60_000);
+    const r = await runCli(['run', 'src', '--exec', EXEC(f.ran), '--no-wait', ...f.db], { cwd: f.dir, ...cliEnv() });
+    expect(ranKeys(f.ran)).toEqual(['f001.log']);
+    const [row] = await pgQuery<{ status: string; lease_owner: string }>(`SELECT status, lease_owner FROM ${f.schema}.tasks WHERE task_key = 'f000.log'`);
+    expect(row).toEqual({ status: 'RUNNING', lease_owner: owner });
+    expect(r.code).toBe(3);
+  });
+});
