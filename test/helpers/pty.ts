@@ -1,0 +1,52 @@
+import { spawn } from 'node:child_process';
+import { BIN } from './cli.js';
+
+/** One argument for `/bin/sh`, quoted so it arrives exactly as given. */
+export const shellQuote = (arg: string): string => `'${arg.replace(/'/g, `'\\''`)}'`;
+
+/** The test's environment without the variables that would decide colours for the CLI. */
+export function envWithoutColorHints(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, TERM: 'xterm-256color', ...extra };
+  for (const name of ['NO_COLOR', 'FORCE_COLOR']) if (!(name in extra)) delete env[name];
+  return env;
+}
+
+export interface PtyResult {
+  code: number | null;
+  /** Everything the command wrote to the terminal (stdout and stderr interleaved, `\r\n` line ends). */
+  output: string;
+}
+
+/**
+ * Runs the built CLI on a pseudo-terminal through util-linux `script`, the way a person at a
+ * terminal would. `shellSuffix` is appended to the command line as is (e.g. `| cat`, `> out.txt`),
+ * so a test can give the CLI a terminal on one stream and a pipe or a file on the other.
+ */
+export function runInPty(
+  args: string[],
+  opts: { cwd: string; env?: NodeJS.ProcessEnv; shellSuffix?: string; timeoutMs?: number },
+): Promise<PtyResult> {
+  const command = [process.execPath, BIN, ...args].map(shellQuote).join(' ') + (opts.shellSuffix ? ` ${opts.shellSuffix}` : '');
+  // -e: the exit status of the command; -c: run it instead of a shell; /dev/null: no typescript file.
+  const child = spawn('script', ['-qec', command, '/dev/null'], {
+    cwd: opts.cwd,
+    env: envWithoutColorHints(opts.env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (b) => (output += b));
+  child.stderr.on('data', (b) => (output += b));
+  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 50_000);
+  return new Promise((done, fail) => {
+    child.on('error', (err) => fail(new Error(`cannot start util-linux \`script\` for a pseudo-terminal: ${err.message}`)));
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      done({ code, output });
+    });
+  });
+}
+
+/** An SGR escape (colour, bold): what chalk writes. */
+export const SGR = /\x1b\[[0-9;]*m/; // eslint-disable-line no-control-regex
+/** Any control character other than tab and newline. */
+export const CONTROL = /[\x00-\x08\x0b-\x1f\x7f]/; // eslint-disable-line no-control-regex
