@@ -1,4 +1,5 @@
 import { CommanderError } from 'commander';
+import { failpointBug } from '../store/failpoint.js';
 import { EXIT } from './exit-codes.js';
 import { printable } from './format.js';
 import { processIo, type Io } from './io.js';
@@ -14,6 +15,7 @@ export async function main(argv: string[], io: Io = processIo()): Promise<number
   let code: number = EXIT.OK;
   const program = buildProgram(io, (c) => (code = c));
   try {
+    failpointBug('bug');
     await program.parseAsync(argv);
     return code;
   } catch (err) {

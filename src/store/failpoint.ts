@@ -6,6 +6,9 @@
  * - `SPLITDANCE_FAILPOINT=pages:N` caps the store at N pages (`PRAGMA max_page_count`),
  *   which makes SQLite report a full disk once the store would grow past it.
  *
+ * - `SPLITDANCE_FAILPOINT=bug:1` makes the CLI throw an internal error (a bug, not a usage
+ *   or store error) inside its error boundary, to test how an unexpected error is reported.
+ *
  * Unset, each call costs one comparison.
  */
 const spec = /^(\w+):(\d+)$/.exec(process.env.SPLITDANCE_FAILPOINT ?? '');
@@ -21,4 +24,9 @@ export function failpoint(name: string): void {
 /** The number given for a value-style failpoint (`pages:N`), or null. */
 export function failpointValue(name: string): number | null {
   return spec && spec[1] === name ? Number(spec[2]) : null;
+}
+
+/** Throws a plain Error (what a bug looks like) when the failpoint `name` is set. */
+export function failpointBug(name: string): void {
+  if (spec && spec[1] === name) throw new Error(`internal error injected by SPLITDANCE_FAILPOINT=${spec[0]}`);
 }

@@ -99,17 +99,16 @@ describe('--verbose', () => {
   it('an unexpected error prints a stack trace with --verbose and only a hint without it', async () => {
     const p = projectWithFiles(2);
     expect((await runCli(['run', 'src', '--exec', 'true'], { cwd: p.dir })).code).toBe(0);
-    // Writing the report into a folder that does not exist is an error no command anticipates
-    // (today a raw ENOENT). Should `report` learn to say so as a usage error, pick another cause.
-    const html = join(p.dir, 'no', 'such', 'folder', 'report.html');
-    const plain = await runCli(['report', '--html', html], { cwd: p.dir });
+    // A bug, injected by the test-only failpoint: an error that is neither a usage nor a store error.
+    const env = { SPLITDANCE_FAILPOINT: 'bug:1' };
+    const plain = await runCli(['status'], { cwd: p.dir, env });
     expect(plain.code).toBe(1);
     expect(plain.stderr).toContain('unexpected error');
-    expect(plain.stderr).toContain('report.html');
+    expect(plain.stderr).toContain('internal error injected');
     expect(plain.stderr).toContain('--verbose');
     expect(plain.stderr).not.toMatch(STACK_LINE);
 
-    const verbose = await runCli(['report', '--html', html, '--verbose'], { cwd: p.dir });
+    const verbose = await runCli(['status', '--verbose'], { cwd: p.dir, env });
     expect(verbose.code).toBe(1);
     expect(verbose.stderr).toContain('unexpected error');
     expect(verbose.stderr).toMatch(STACK_LINE);
