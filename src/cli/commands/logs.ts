@@ -1,6 +1,8 @@
-import { createReadStream, existsSync } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { UsageError } from '../../errors.js';
 import { parseCount } from '../../job/units.js';
+import { attemptLogOf, openLogForReading } from '../../store/log-layout.js';
+import { logRoot, resolveDbPath } from '../../store/open-store.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { withBatch } from '../with-store.js';
 import { findTask } from './show.js';
@@ -11,7 +13,11 @@ export interface LogsFlags extends OutputFlags {
   attempt?: string;
 }
 
-/** `splitdance logs <key>`: the full captured output of the last attempt, or of `--attempt N`. */
+/**
+ * `splitdance logs <key>`: the full captured output of the last attempt, or of `--attempt N`.
+ * The file read is the one this store's layout names for that attempt, never another
+ * store's file that happens to have the same name.
+ */
 export async function logsCommand(key: string, flags: LogsFlags, io: Io): Promise<number> {
   const n = flags.attempt === undefined ? null : parseCount(flags.attempt, '--attempt', { min: 1 });
   return withBatch(flags, io, async (store, batch) => {
@@ -23,9 +29,12 @@ export async function logsCommand(key: string, flags: LogsFlags, io: Io): Promis
       line(io.stderr, `attempt ${attempt.attempt} of ${key} printed nothing`);
       return 0;
     }
-    if (!existsSync(attempt.logPath)) throw new UsageError(`the log ${attempt.logPath} is gone (pruned or deleted)`);
+    const root = logRoot(resolveDbPath(flags.db, io.cwd, io.env), io.cwd);
+    const path = attemptLogOf(root, store.identity, batch.name, attempt.id, attempt.logPath);
+    const fd = openLogForReading(path);
+    if (fd === null) throw new UsageError(`the log ${path} is gone (pruned or deleted)`);
     await new Promise<void>((resolve, reject) => {
-      const stream = createReadStream(attempt.logPath!);
+      const stream = createReadStream('', { fd }); // closes the fd when done
       stream.on('error', reject);
       stream.on('end', () => resolve());
       stream.pipe(io.stdout, { end: false });
