@@ -114,14 +114,18 @@ export function removeBatchLogs(folder: string, paths: readonly string[]): numbe
 }
 
 /**
- * The log of attempt `attemptId` of `batch` in the store `identity`: where the store recorded
- * it when that path names this very store, batch and attempt (a shared store's logs are
- * where its coordinators ran), else where this layout puts it under `root`.
+ * Where to look for the log of attempt `attemptId` of `batch` in the store `identity`: where
+ * the store recorded it, when that path names this very store, batch and attempt (a shared
+ * store's logs are where its coordinators ran), then where this layout puts it under `root`
+ * (a store moved with its logs). A recorded path naming anything else is never read.
  */
-export function attemptLogOf(root: string, identity: string, batch: string, attemptId: number, recorded: string): string {
-  const file = `${attemptId}.log`;
-  const named = basename(recorded) === file && basename(dirname(recorded)) === batchFolderName(batch) && basename(dirname(dirname(recorded))) === identity;
-  return named ? recorded : attemptLogFile(batchLogFolder(root, identity, batch), attemptId);
+export function attemptLogPlaces(root: string, identity: string, batch: string, attemptId: number, recorded: string): string[] {
+  const here = attemptLogFile(batchLogFolder(root, identity, batch), attemptId);
+  const named =
+    basename(recorded) === `${attemptId}.log` &&
+    basename(dirname(recorded)) === batchFolderName(batch) &&
+    basename(dirname(dirname(recorded))) === identity;
+  return named && recorded !== here ? [recorded, here] : [here];
 }
 
 /**

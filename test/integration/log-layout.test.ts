@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -131,6 +131,30 @@ describe('logs of one store and one batch', () => {
     expect(readFileSync(oldLog, 'utf8')).toBe('first f000.log\n');
     expect(await logsOf(p.dir, 'f000.log', ['--batch', 'nightly'])).toBe('second f000.log\n');
     expect(await logsOf(p.dir, 'f000.log', ['--db', 'old.db', '--batch', 'nightly'])).toBe('first f000.log\n');
+  });
+
+  it('a store moved with its folder (logs included) still shows its logs', async () => {
+    const p = projectWithFiles(1);
+    await cli(['run', 'src', '--db', 'a/x.db', '--batch', 'b', '--exec', 'echo out {/}'], p.dir);
+    renameSync(join(p.dir, 'a'), join(p.dir, 'moved'));
+    expect(await logsOf(p.dir, 'f000.log', ['--db', 'moved/x.db', '--batch', 'b'])).toBe('out f000.log\n');
+  });
+
+  it('logs never shows a file at a recorded path outside the store\'s log folder (another store\'s, as before identities)', async () => {
+    const p = projectWithFiles(1);
+    await cli(['run', 'src', '--batch', 'b', '--exec', 'echo mine {/}'], p.dir);
+    const db = dbPathIn(p.dir);
+    const shared = join(p.dir, '.splitdance', 'logs', 'b', '1.log'); // the layout before identities
+    mkdirSync(dirname(shared), { recursive: true });
+    writeFileSync(shared, 'another store\'s output\n');
+    unlinkSync(join(folderOf(db, 'b'), '1.log')); // as if written before identities: no file of its own
+    const Database = (await import('better-sqlite3')).default;
+    const w = new Database(db);
+    w.prepare('UPDATE attempts SET log_path = ?').run(shared);
+    w.close();
+    const r = await cli(['logs', 'f000.log', '--batch', 'b'], p.dir, {}, 2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain('outside this store\'s log folder');
   });
 
   it('a pre-existing 0777 logs folder ends 0700, as do the folders made under it', async () => {

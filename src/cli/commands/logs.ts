@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { UsageError } from '../../errors.js';
 import { parseCount } from '../../job/units.js';
-import { attemptLogOf, openLogForReading } from '../../store/log-layout.js';
+import { attemptLogPlaces, openLogForReading } from '../../store/log-layout.js';
 import { logRoot, resolveDbPath } from '../../store/open-store.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { withBatch } from '../with-store.js';
@@ -30,9 +30,14 @@ export async function logsCommand(key: string, flags: LogsFlags, io: Io): Promis
       return 0;
     }
     const root = logRoot(resolveDbPath(flags.db, io.cwd, io.env), io.cwd);
-    const path = attemptLogOf(root, store.identity, batch.name, attempt.id, attempt.logPath);
-    const fd = openLogForReading(path);
-    if (fd === null) throw new UsageError(`the log ${path} is gone (pruned or deleted)`);
+    const places = attemptLogPlaces(root, store.identity, batch.name, attempt.id, attempt.logPath);
+    let fd: number | null = null;
+    for (const place of places) fd ??= openLogForReading(place);
+    if (fd === null && !places.includes(attempt.logPath)) {
+      // Recorded by a splitdance from before store identities: the file at that path may be another store's.
+      throw new UsageError(`the log of attempt ${attempt.attempt} was recorded at ${attempt.logPath}, outside this store's log folder; it is not shown, as it may be another store's`);
+    }
+    if (fd === null) throw new UsageError(`the log ${attempt.logPath} is gone (pruned or deleted)`);
     await new Promise<void>((resolve, reject) => {
       const stream = createReadStream('', { fd }); // closes the fd when done
       stream.on('error', reject);
