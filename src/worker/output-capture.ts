@@ -55,7 +55,7 @@ const NEW_FILE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | con
  * older file. Something already at its path (a stale file of a pruned attempt whose id was
  * reused, or a planted symlink) is unlinked, not followed, and the file created again once.
  */
-export function createLog(path: string): number {
+function createLog(path: string): number {
   try {
     return openSync(path, NEW_FILE, 0o600);
   } catch (err) {
