@@ -1,5 +1,5 @@
-import { join } from 'node:path';
 import { longInterval, longTimeout, type LongTimer } from '../long-timer.js';
+import { attemptLogFile, prepareLogFolder } from '../store/log-layout.js';
 import type { BatchRecord, ClaimedTask, ReleasedTask, Settlement, TaskStatus, TaskStore } from '../store/task-store.js';
 import type { DoneMessage, TaskMessage } from '../worker/protocol.js';
 import { HOST, ownerId } from './owner.js';
@@ -16,6 +16,7 @@ export interface CoordinatorOptions {
   noWait: boolean;
   maxFailures: number | null;
   maxRuntimeMs: number | null;
+  /** The logs root of the store's location (`logRoot`); the batch's folder is derived under it (log-layout.ts). */
   logDir: string;
   /** How often an otherwise idle coordinator looks for due retries and dead owners. */
   pollMs: number;
@@ -79,6 +80,8 @@ export class Coordinator {
   private lastRecovery = 0;
   private finish!: (r: StopReason) => void;
   private fail!: (err: unknown) => void;
+  /** This store's folder for this batch's logs. */
+  private readonly logFolder: string;
 
   constructor(
     private readonly store: TaskStore,
@@ -86,7 +89,11 @@ export class Coordinator {
     private readonly pool: WorkerPool,
     private readonly options: CoordinatorOptions,
     private readonly observer: RunObserver,
-  ) {}
+  ) {
+    // Here, before anything starts: a log folder that cannot be made safe (a symlink in the
+    // way, a folder that is not ours) stops the run with nothing claimed (StoreError).
+    this.logFolder = prepareLogFolder(options.logDir, store.identity, batch.name);
+  }
 
   async run(): Promise<StopReason> {
     const done = new Promise<StopReason>((resolve, reject) => {
@@ -261,7 +268,6 @@ export class Coordinator {
   }
 
   private dispatch(worker: PoolWorker, tasks: ClaimedTask[], now: number): void {
-    const logDir = join(this.options.logDir, safeName(this.batch.name));
     const msgs: TaskMessage[] = tasks.map((task) => {
       this.inflight.set(task.token, { task, worker, head: false, startedAt: now, waited: false, timedOut: false, interrupted: false, timers: [] });
       return {
@@ -273,7 +279,7 @@ export class Coordinator {
         attempt: task.attempt,
         payload: task.payload,
         inputs: task.inputs,
-        logFile: join(logDir, `${task.token}.log`),
+        logFile: attemptLogFile(this.logFolder, task.token),
       };
     });
     this.pool.dispatch(worker, msgs);
@@ -349,7 +355,7 @@ export class Coordinator {
   }
 }
 
-/** A batch name as a folder name. */
+/** A batch name as part of a file name (the default report file); logs use log-layout.ts. */
 export function safeName(name: string): string {
   return name.replace(/[^A-Za-z0-9._-]/g, '_');
 }

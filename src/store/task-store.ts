@@ -226,6 +226,11 @@ export interface ErrorCount {
 
 export interface TaskStore {
   readonly location: string;
+  /**
+   * The store's identity: 32 hex digits, random, written once when the store was created
+   * (or upgraded to a version that has one) and never changed. It names the store's log folder.
+   */
+  readonly identity: string;
   findBatch(name: string): Promise<BatchRecord | undefined>;
   latestBatch(): Promise<BatchRecord | undefined>;
   listBatches(): Promise<BatchRecord[]>;

@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, mkdirSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 export const TAIL_BYTES = 4096;
@@ -30,7 +30,7 @@ export class OutputCapture {
     try {
       if (this.fd === null) {
         mkdirSync(dirname(this.logFile), { recursive: true, mode: 0o700 });
-        this.fd = openSync(this.logFile, 'a', 0o600);
+        this.fd = createLog(this.logFile);
       }
       writeSync(this.fd, buf);
     } catch {
@@ -45,5 +45,22 @@ export class OutputCapture {
     const logPath = this.fd !== null ? this.logFile : null;
     this.fd = null;
     return { outputTail: this.tail.length ? this.tail.toString('utf8') : null, logPath };
+  }
+}
+
+const NEW_FILE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+
+/**
+ * Creates the attempt's log new, 0600, never through a symlink and never appending to an
+ * older file. Something already at its path (a stale file of a pruned attempt whose id was
+ * reused, or a planted symlink) is unlinked, not followed, and the file created again once.
+ */
+function createLog(path: string): number {
+  try {
+    return openSync(path, NEW_FILE, 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    unlinkSync(path);
+    return openSync(path, NEW_FILE, 0o600);
   }
 }

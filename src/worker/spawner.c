@@ -38,8 +38,6 @@ struct child {
   pid_t pid;
   long long id;
   int log_fd;
-  off_t log_start;
-  int log_created;
   char *log_path;
   struct child *next;
 };
@@ -108,21 +106,18 @@ static void start(long long id, char *log_path, char **argv, char **vars, long n
   struct child *c = calloc(1, sizeof *c);
   char *path_copy = strdup(log_path);
   if (!c || !path_copy) quit(1);
-  int created = 1;
-  int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0 && errno == EEXIST) {
-    created = 0;
-    fd = open(log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
-  }
+  /* Created new, 0600, never through a symlink and never appended to: something already at the
+   * path (a stale log of a pruned attempt whose id was reused, or a planted symlink) is
+   * unlinked, not followed, and the file created again once. */
+  const int new_file = O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = open(log_path, new_file, 0600);
+  if (fd < 0 && errno == EEXIST && unlink(log_path) == 0) fd = open(log_path, new_file, 0600);
   if (fd < 0) {
     free(c);
     free(path_copy);
     reply(id, 'L', errno, -1);
     return;
   }
-  struct stat st;
-  off_t log_start = fstat(fd, &st) == 0 ? st.st_size : 0;
-
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attr;
   sigset_t none, all;
@@ -145,13 +140,13 @@ static void start(long long id, char *log_path, char **argv, char **vars, long n
   posix_spawnattr_destroy(&attr);
   if (err != 0) {
     close(fd);
-    if (created) unlink(log_path);
+    unlink(log_path);
     free(c);
     free(path_copy);
     reply(id, 'F', err, -1);
     return;
   }
-  *c = (struct child){ pid, id, fd, log_start, created, path_copy, children };
+  *c = (struct child){ pid, id, fd, path_copy, children };
   children = c;
   reply(id, 'S', pid, -1);
 }
@@ -204,9 +199,9 @@ static void reap(void) {
       struct child *c = *p;
       if (c->pid != pid) continue;
       struct stat st;
-      off_t written = fstat(c->log_fd, &st) == 0 ? st.st_size - c->log_start : 0;
+      off_t written = fstat(c->log_fd, &st) == 0 ? st.st_size : 0;
       close(c->log_fd);
-      if (written == 0 && c->log_created) unlink(c->log_path);
+      if (written == 0) unlink(c->log_path);
       reply(c->id, 'X', status, (long long)written);
       *p = c->next;
       free(c->log_path);

@@ -1,6 +1,7 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { batchFolderName } from '../../src/store/log-layout.js';
 import { runCli } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
@@ -64,8 +65,9 @@ describe('batches and prune', () => {
       ['old-3', 3],
       ['live', 0],
     ]);
-    const logs = join(p.dir, '.splitdance', 'logs');
-    expect(readdirSync(logs).sort()).toEqual(['live', 'old-1', 'old-2', 'old-3']);
+    const [{ id }] = query<{ id: string }>(dbPathIn(p.dir), 'SELECT id FROM store_identity') as [{ id: string }];
+    const logs = join(p.dir, '.splitdance', 'logs', id);
+    expect(readdirSync(logs).sort()).toEqual(['live', 'old-1', 'old-2', 'old-3'].map(batchFolderName).sort());
     const none = await runCli(['prune'], { cwd: p.dir }); // default 30d: nothing that old
     expect(none.stderr).toMatch(/nothing to prune/);
     const r = await runCli(['prune', '--older-than', '0s', '--json'], { cwd: p.dir });
@@ -76,7 +78,7 @@ describe('batches and prune', () => {
     expect(out.logBytesFreed).toBeGreaterThan(0);
     expect(query(dbPathIn(p.dir), 'SELECT name FROM batches')).toEqual([{ name: 'live' }]);
     expect(query<{ n: number }>(dbPathIn(p.dir), 'SELECT count(*) AS n FROM attempts')[0]!.n).toBe(3);
-    expect(readdirSync(logs)).toEqual(['live']);
-    expect(existsSync(join(logs, 'live'))).toBe(true);
+    expect(readdirSync(logs)).toEqual([batchFolderName('live')]);
+    expect(readdirSync(join(logs, batchFolderName('live')))).toHaveLength(3);
   });
 });

@@ -83,6 +83,21 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
       return c;
     }
 
+    describe('identity', () => {
+      it('is 32 random hex digits, the same on every read, and differs between two stores', async () => {
+        expect(store.identity).toMatch(/^[0-9a-f]{32}$/);
+        await store.enqueue(newBatch(), keys(2).map(spec));
+        expect(store.identity).toBe(store.identity);
+        const other = await makeStore();
+        try {
+          expect(other.store.identity).toMatch(/^[0-9a-f]{32}$/);
+          expect(other.store.identity).not.toBe(store.identity);
+        } finally {
+          await other.cleanup();
+        }
+      });
+    });
+
     describe('enqueue and batches', () => {
       it('creates the batch and inserts every spec as a PENDING task', async () => {
         const r = await store.enqueue(newBatch('logs', 4), keys(3).map(spec));

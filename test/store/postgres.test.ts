@@ -147,7 +147,7 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
       const opened = await Promise.all(Array.from({ length: 6 }, () => Store.open(PG_URL!, { create: true, schema })));
       stores.push(...opened);
       const versions = await admin((c) => c.query(`SELECT version FROM "${schema}".splitdance_migrations ORDER BY version`));
-      expect(versions.rows.map((r) => r.version)).toEqual([1, 2]); // each migration once
+      expect(versions.rows.map((r) => r.version)).toEqual([1, 2, 3]); // each migration once
       const results = await Promise.all(opened.map((s, i) => s.enqueue(newBatch('same'), keys(20 + i).map(spec))));
       expect(results.filter((r) => r.created)).toHaveLength(1);
       const batch = results[0]!.batch;
@@ -170,6 +170,22 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
       expect(found.rows[0].n).toBe(2);
       if (url.password) expect(s.location).not.toContain(`:${url.password}@`);
       expect(s.location).toContain(url.host);
+    });
+
+    it('keeps its identity across close and reopen, and gives a store made before identities one on upgrade', async () => {
+      const schema = freshSchema();
+      const first = await open(schema);
+      const identity = first.identity;
+      expect((await open(schema, false)).identity).toBe(identity);
+      // Back to schema version 2 (before identities), as an older splitdance left it.
+      await admin(async (c) => {
+        await c.query(`DROP TABLE "${schema}".store_identity`);
+        await c.query(`DELETE FROM "${schema}".splitdance_migrations WHERE version > 2`);
+      });
+      const upgraded = await open(schema, false);
+      expect(upgraded.identity).toMatch(/^[0-9a-f]{32}$/);
+      expect(upgraded.identity).not.toBe(identity);
+      expect((await open(schema, false)).identity).toBe(upgraded.identity);
     });
 
     it('refuses a store written by a newer schema version and changes nothing', async () => {

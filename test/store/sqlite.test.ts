@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
@@ -117,6 +117,43 @@ describe('SqliteStore file', () => {
     const batch = await s.findBatch('batch');
     expect(batch).toBeDefined();
     expect(await s.counts(batch!.id)).toMatchObject({ total: 500, succeeded: 1, pending: 499 });
+  });
+
+  it('keeps its identity across close and reopen', async () => {
+    const path = join(freshDir(), 'splitdance.db');
+    const first = open(path);
+    const identity = first.identity;
+    await first.close();
+    stores.splice(stores.indexOf(first), 1);
+    expect(open(path, false).identity).toBe(identity);
+  });
+
+  it('gives a store made before identities (schema 5) one when it is upgraded, and keeps it', async () => {
+    const path = join(freshDir(), 'splitdance.db');
+    const old = new Database(path);
+    const migrations = new URL('../../src/store/sqlite/migrations/', import.meta.url);
+    for (const f of readdirSync(migrations).filter((f) => /^00[1-5]_.*\.sql$/.test(f)).sort()) old.exec(readFileSync(new URL(f, migrations), 'utf8'));
+    old.pragma('user_version = 5');
+    old.close();
+    const upgraded = open(path, false);
+    expect(upgraded.identity).toMatch(/^[0-9a-f]{32}$/);
+    const identity = upgraded.identity;
+    await upgraded.close();
+    stores.splice(stores.indexOf(upgraded), 1);
+    expect(open(path, false).identity).toBe(identity);
+  });
+
+  it('creates the target of a dangling symlink given as the store path 0600, even with umask 022', () => {
+    const dir = freshDir();
+    const target = join(dir, 'real.db');
+    symlinkSync(target, join(dir, 'link.db'));
+    const old = process.umask(0o022);
+    try {
+      open(join(dir, 'link.db'));
+    } finally {
+      process.umask(old);
+    }
+    expect(mode(target)).toBe(0o600);
   });
 
   it('refuses a garbage file without changing it', () => {

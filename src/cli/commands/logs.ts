@@ -1,8 +1,10 @@
-import { createReadStream, existsSync } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { Transform } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { UsageError } from '../../errors.js';
 import { parseCount } from '../../job/units.js';
+import { attemptLogPlaces, openLogForReading } from '../../store/log-layout.js';
+import { logRoot, resolveDbPath } from '../../store/open-store.js';
 import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { suggest } from '../suggest.js';
@@ -19,6 +21,8 @@ export interface LogsFlags extends OutputFlags {
  * `splitdance logs <key>`: the full captured output of the last attempt, or of `--attempt N`.
  * Piped or redirected, the bytes are exact; on a terminal, control characters are shown
  * escaped (lines and tabs kept), since the output of a task is data, not terminal commands.
+ * The file read is the one this store's layout names for that attempt, never another
+ * store's file that happens to have the same name.
  */
 export async function logsCommand(key: string, flags: LogsFlags, io: Io): Promise<number> {
   const n = flags.attempt === undefined ? null : parseCount(flags.attempt, '--attempt', { min: 1 });
@@ -36,9 +40,19 @@ export async function logsCommand(key: string, flags: LogsFlags, io: Io): Promis
         line(io.stderr, `attempt ${attempt.attempt} of ${shown} printed nothing`);
         return 0;
       }
-      if (!existsSync(attempt.logPath)) throw new UsageError(`the log ${printable(attempt.logPath)} is gone (pruned or deleted)`);
+      const root = logRoot(resolveDbPath(flags.db, io.cwd, io.env), io.cwd);
+      const places = attemptLogPlaces(root, store.identity, batch.name, attempt.id, attempt.logPath);
+      let fd: number | null = null;
+      for (const place of places) fd ??= openLogForReading(place);
+      if (fd === null && !places.includes(attempt.logPath)) {
+        // Recorded by a splitdance from before store identities: the file at that path may be another store's.
+        throw new UsageError(
+          `the log of attempt ${attempt.attempt} was recorded at ${printable(attempt.logPath)}, outside this store's log folder; it is not shown, as it may be another store's`,
+        );
+      }
+      if (fd === null) throw new UsageError(`the log ${printable(attempt.logPath)} is gone (pruned or deleted)`);
       await new Promise<void>((resolve, reject) => {
-        const file = createReadStream(attempt.logPath!);
+        const file = createReadStream('', { fd }); // closes the fd when done
         file.on('error', reject);
         const terminal = (io.stdout as NodeJS.WriteStream).isTTY === true;
         const text = terminal ? file.pipe(escapeForTerminal()) : file;

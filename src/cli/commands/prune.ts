@@ -1,8 +1,7 @@
-import { rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname } from 'node:path';
 import bytes from 'bytes';
-import { safeName } from '../../coordinator/coordinator.js';
 import { parseDuration } from '../../job/units.js';
+import { batchLogFolder, removeBatchLogs } from '../../store/log-layout.js';
 import { logRoot, openStore, resolveDbPath } from '../../store/open-store.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 
@@ -13,7 +12,9 @@ export interface PruneFlags extends OutputFlags {
 
 /**
  * `splitdance prune`: delete finished batches (nothing PENDING or RUNNING) idle for longer
- * than --older-than (default 30d), their tasks, attempts and log files.
+ * than --older-than (default 30d), their tasks, attempts and log files. Only files it can
+ * prove are those batches' own logs are deleted (log-layout.ts): never a computed folder
+ * recursively, whatever a batch is called.
  */
 export async function pruneCommand(flags: PruneFlags, io: Io): Promise<number> {
   const age = parseDuration(flags.olderThan ?? '30d', '--older-than');
@@ -23,8 +24,17 @@ export async function pruneCommand(flags: PruneFlags, io: Io): Promise<number> {
     const result = await store.pruneFinished(Date.now() - age);
     let freed = 0;
     // Rows first (one transaction), files after: a crash in between leaves only orphan files.
-    for (const path of result.logPaths) freed += removeFile(path);
-    for (const name of result.batches) rmSync(join(logRoot(dbPath, io.cwd), safeName(name)), { recursive: true, force: true });
+    const byFolder = new Map<string, string[]>();
+    for (const path of result.logPaths) {
+      const listed = byFolder.get(dirname(path));
+      if (listed) listed.push(path);
+      else byFolder.set(dirname(path), [path]);
+    }
+    const root = logRoot(dbPath, io.cwd);
+    for (const name of result.batches) {
+      const folder = batchLogFolder(root, store.identity, name);
+      freed += removeBatchLogs(folder, byFolder.get(folder) ?? []);
+    }
     const summary = { batches: result.batches, tasks: result.tasks, attempts: result.attempts, logBytesFreed: freed };
     if (flags.json) line(io.stdout, JSON.stringify(summary, null, 2));
     else if (!flags.quiet) {
@@ -39,15 +49,5 @@ export async function pruneCommand(flags: PruneFlags, io: Io): Promise<number> {
     return 0;
   } finally {
     await store.close();
-  }
-}
-
-function removeFile(path: string): number {
-  try {
-    const size = statSync(path).size;
-    rmSync(path, { force: true });
-    return size;
-  } catch {
-    return 0;
   }
 }

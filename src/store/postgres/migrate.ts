@@ -109,3 +109,13 @@ function refuseForeign(state: SchemaState, schema: string, location: string): vo
     );
   }
 }
+
+/** The identity the store was given when its schema was created (migration 003). */
+export async function readIdentity(db: PgDb): Promise<string> {
+  const { schema, location } = db.target;
+  const [row] = await db.read((sql) => sql.rows<{ id: string }>(`SELECT id FROM "${schema}".store_identity WHERE one = 1`));
+  if (!row) {
+    throw new StoreError(`the store in schema ${schema} at ${location} has lost its identity row (store_identity); was it changed outside splitdance? Restore it`);
+  }
+  return row.id;
+}

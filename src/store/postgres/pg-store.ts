@@ -20,7 +20,7 @@ import type {
   TaskStatus,
   TaskStore,
 } from '../task-store.js';
-import { migrate } from './migrate.js';
+import { migrate, readIdentity } from './migrate.js';
 import { PgDb } from './pg-db.js';
 import { enqueue } from './pg-enqueue.js';
 import { claim, releaseStale, settle } from './pg-lease.js';
@@ -55,6 +55,7 @@ export class PostgresStore implements TaskStore {
   private constructor(
     readonly location: string,
     private readonly db: PgDb,
+    readonly identity: string,
   ) {
     this.st = prepareStatements(db.target.schema);
   }
@@ -102,7 +103,14 @@ export class PostgresStore implements TaskStore {
       await db.close().catch(() => undefined);
       throw err;
     }
-    const store = new PostgresStore(db.target.location, db);
+    let identity: string;
+    try {
+      identity = await readIdentity(db);
+    } catch (err) {
+      await db.close().catch(() => undefined);
+      throw err;
+    }
+    const store = new PostgresStore(db.target.location, db, identity);
     if (options.clock === 'server') await store.measureClock();
     return store;
   }

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { StoreError } from '../../errors.js';
 import { failpointValue } from '../failpoint.js';
@@ -113,9 +113,27 @@ function createStoreFile(path: string): void {
     chmodSync(path, 0o600);
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    if (e.code === 'EEXIST') return;
-    throw new StoreError(`cannot create the store at ${path}: ${e.message}; choose a writable place with --db`);
+    if (e.code !== 'EEXIST') throw new StoreError(`cannot create the store at ${path}: ${e.message}; choose a writable place with --db`);
+    // EEXIST for a path that does not exist is a dangling symlink: SQLite would create its
+    // target with the umask's mode (0644), so the target is created here first, 0600.
+    if (!existsSync(path)) createLinkTarget(path);
   }
+}
+
+function createLinkTarget(path: string): void {
+  try {
+    closeSync(openSync(path, constants.O_WRONLY | constants.O_CREAT, 0o600));
+    chmodSync(path, 0o600);
+  } catch (err) {
+    throw new StoreError(`cannot create the store at ${path} (a symlink to a missing file): ${(err as Error).message}; choose a writable place with --db`);
+  }
+}
+
+/** The identity the store was given when it was created (migration 006). */
+export function readIdentity(db: Db): string {
+  const row = db.prepare('SELECT id FROM store_identity WHERE one = 1').get() as { id: string } | undefined;
+  if (!row) throw new StoreError('the store has lost its identity row (store_identity); was it changed outside splitdance? Restore it from a backup');
+  return row.id;
 }
 
 /** Tables every splitdance schema version has; a database lacking them is someone else's. */

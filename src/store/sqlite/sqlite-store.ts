@@ -21,7 +21,7 @@ import type {
   TaskStatus,
   TaskStore,
 } from '../task-store.js';
-import { openSqlite, storeError } from './open-sqlite.js';
+import { openSqlite, readIdentity, storeError } from './open-sqlite.js';
 import { prepareStatements, type Statements } from './statements.js';
 import {
   stageCountsOf,
@@ -77,8 +77,11 @@ export class SqliteStore implements TaskStore {
   private readonly db: Database.Database;
   private readonly st: Statements;
 
+  readonly identity: string;
+
   private constructor(readonly location: string, db: Database.Database) {
     this.db = db;
+    this.identity = readIdentity(db);
     // Per connection and never in the store file (a read-only store can have one too).
     db.exec(`CREATE TEMP TABLE staging (task_key TEXT NOT NULL, payload TEXT NOT NULL, fingerprint TEXT,
       stage TEXT NOT NULL, item_key TEXT, needs TEXT, max_attempts INTEGER)`);

@@ -1,0 +1,145 @@
+import { createHash } from 'node:crypto';
+import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, rmdirSync, unlinkSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { StoreError } from '../errors.js';
+
+/**
+ * Where attempt logs live, and which files are a store's own. Under the logs root of a
+ * store location (`logRoot` in open-store.ts):
+ *
+ *   <root>/<store identity>/<sanitised batch name>-<hash of the exact name>/<attempt id>.log
+ *
+ * The identity (random, written when the store was created) keeps two stores apart however
+ * alike their batch names; the hash keeps `a/b`, `a_b`, `.` and `..` apart and makes every
+ * batch folder a plain name inside the store's folder. Batch names are data: nothing a batch
+ * is called can put a path anywhere else. Folders are 0700 and never symlinks; `prune`
+ * deletes only regular files named like an attempt's log inside the batch's own folder.
+ */
+
+const IDENTITY = /^[0-9a-f]{32}$/;
+const ATTEMPT_LOG = /^[1-9][0-9]*\.log$/;
+/** Enough of the name to recognise the folder; the hash makes it unique. */
+const READABLE_CHARS = 48;
+
+/** The folder of one store's logs. */
+export function storeLogFolder(root: string, identity: string): string {
+  // The identity is read from the store, so it is checked like any other data before it names a folder.
+  if (!IDENTITY.test(identity)) throw new StoreError(`the store's identity ${JSON.stringify(identity)} is not 32 hex digits; was the store changed outside splitdance?`);
+  return join(root, identity);
+}
+
+/** A batch name as one safe folder name: readable, and distinct for distinct names. */
+export function batchFolderName(batch: string): string {
+  const readable = batch
+    .replace(/[^A-Za-z0-9._-]/g, '_')
+    .replace(/^\./, '_')
+    .slice(0, READABLE_CHARS);
+  const hash = createHash('sha256').update(batch, 'utf8').digest('hex').slice(0, 12);
+  return `${readable}-${hash}`;
+}
+
+/** The folder of one batch's logs in one store. */
+export function batchLogFolder(root: string, identity: string, batch: string): string {
+  return join(storeLogFolder(root, identity), batchFolderName(batch));
+}
+
+/** The log file of one attempt (its id, unique in the store) in its batch's folder. */
+export function attemptLogFile(folder: string, attemptId: number): string {
+  return join(folder, `${attemptId}.log`);
+}
+
+/** Whether `path` is named as an attempt's log directly inside `folder` (by name only). */
+export function isOwnLogPath(folder: string, path: string): boolean {
+  return dirname(path) === folder && ATTEMPT_LOG.test(basename(path));
+}
+
+/**
+ * Creates (or checks) the batch's log folder and the folders above it, each 0700 and a
+ * real folder: a symlink or a file in the way is refused, a folder made wider (0777) is
+ * narrowed again. Returns the batch's folder.
+ */
+export function prepareLogFolder(root: string, identity: string, batch: string): string {
+  const store = storeLogFolder(root, identity);
+  const folder = batchLogFolder(root, identity, batch);
+  mkdirSync(dirname(root), { recursive: true, mode: 0o700 });
+  for (const dir of [root, store, folder]) ownFolder(dir);
+  return folder;
+}
+
+function ownFolder(dir: string): void {
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw logFolderError(dir, err);
+  }
+  const st = lstatSync(dir);
+  if (!st.isDirectory()) {
+    throw new StoreError(`the log folder ${dir} is ${st.isSymbolicLink() ? 'a symlink' : 'not a folder'}; logs are never written through one: remove it`);
+  }
+  try {
+    if ((st.mode & 0o7777) !== 0o700) chmodSync(dir, 0o700);
+  } catch (err) {
+    throw logFolderError(dir, err);
+  }
+}
+
+function logFolderError(dir: string, err: unknown): StoreError {
+  return new StoreError(`cannot prepare the log folder ${dir}: ${(err as Error).message}; fix its permissions or use another --db`);
+}
+
+/**
+ * Deletes the listed logs that are provably this batch's own (regular files named like an
+ * attempt's log directly inside its folder; anything else is left alone), then the folder
+ * if nothing else is in it. Returns the bytes freed.
+ */
+export function removeBatchLogs(folder: string, paths: readonly string[]): number {
+  let freed = 0;
+  for (const path of paths) {
+    if (!isOwnLogPath(folder, path)) continue;
+    try {
+      const st = lstatSync(path);
+      if (!st.isFile()) continue;
+      unlinkSync(path);
+      freed += st.size;
+    } catch {
+      // Already gone (deleted by hand, or by a prune that crashed after its commit).
+    }
+  }
+  try {
+    rmdirSync(folder); // only when empty: never a recursive delete
+  } catch {
+    // Not empty (files not proved ours stay), or not there.
+  }
+  return freed;
+}
+
+/**
+ * Where to look for the log of attempt `attemptId` of `batch` in the store `identity`: where
+ * the store recorded it, when that path names this very store, batch and attempt (a shared
+ * store's logs are where its coordinators ran), then where this layout puts it under `root`
+ * (a store moved with its logs). A recorded path naming anything else is never read.
+ */
+export function attemptLogPlaces(root: string, identity: string, batch: string, attemptId: number, recorded: string): string[] {
+  const here = attemptLogFile(batchLogFolder(root, identity, batch), attemptId);
+  const named =
+    basename(recorded) === `${attemptId}.log` &&
+    basename(dirname(recorded)) === batchFolderName(batch) &&
+    basename(dirname(dirname(recorded))) === identity;
+  return named && recorded !== here ? [recorded, here] : [here];
+}
+
+/**
+ * Opens an attempt's log for reading without following a symlink; null when it is missing
+ * or not a regular file.
+ */
+export function openLogForReading(path: string): number | null {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch {
+    return null;
+  }
+  if (fstatSync(fd).isFile()) return fd;
+  closeSync(fd);
+  return null;
+}
