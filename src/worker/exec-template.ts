@@ -27,11 +27,15 @@ export function checkTemplate(template: string, needs: string[] = []): void {
   quoteByContext(template, () => '');
 }
 
-/** `{inputs.transcode.out}`: a field of a needed stage's stored result, as text (JSON for objects). */
+/**
+ * `{inputs.transcode.out}`: a field of a needed stage's stored result, as text (JSON for objects).
+ * Only a result's own fields exist — `constructor`, `__proto__`, `toString` are not fields of
+ * any result; an array's own fields are its indexes and `length`.
+ */
 function inputValue(inputs: Record<string, unknown>, path: string): string {
   let value: unknown = inputs;
   for (const part of path.split('.')) {
-    if (value === null || typeof value !== 'object' || !(part in value)) {
+    if (value === null || typeof value !== 'object' || !Object.hasOwn(value, part)) {
       throw new PermanentError(`{inputs.${path}}: the needed stage's result has no "${part}" (result: ${JSON.stringify(inputs[path.split('.')[0]!] ?? null)})`);
     }
     value = (value as Record<string, unknown>)[part];

@@ -262,6 +262,20 @@ describe('stage inputs: {inputs.STAGE.FIELD}', () => {
     }
   });
 
+  it('only a result\'s own fields exist: constructor, __proto__, toString… are "has no field" errors', () => {
+    const withList = { transcode: { out: 'x', list: ['a', 'b'] } };
+    for (const field of ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', 'out.length', 'list.map', 'list.constructor']) {
+      const template = `echo {inputs.transcode.${field}}`;
+      expect(() => renderTemplate(template, task({ inputs: withList })), field).toThrow(/the needed stage's result has no "/);
+    }
+    expect(() => renderTemplate('echo {inputs.constructor}', task({ inputs: withList }))).toThrow(/has no "constructor"/);
+    // An array's own fields are its indexes and length.
+    expect(run('{inputs.transcode.list.1} {inputs.transcode.list.length} {inputs.transcode.list}', task({ inputs: withList }))).toEqual(['b', '2', '["a","b"]']);
+    // A result may really have a field of that name (JSON.parse makes it an own field).
+    const own = { transcode: JSON.parse('{"constructor": "c", "__proto__": "p"}') as Record<string, unknown> };
+    expect(run('{inputs.transcode.constructor} {inputs.transcode.__proto__}', task({ inputs: own }))).toEqual(['c', 'p']);
+  });
+
   it('checkTemplate accepts inputs of the stages a stage needs and rejects the others', () => {
     expect(() => checkTemplate('cp {inputs.transcode.out} {}', ['transcode'])).not.toThrow();
     expect(() => checkTemplate('cp {inputs.package.out} {}', ['transcode'])).toThrow(/reads stage "package", which this stage does not need \(needs: transcode\)/);
