@@ -6,8 +6,9 @@ import { UsageError } from '../errors.js';
  * quoting starts fresh) a value is inserted as `'value'`; inside `'…'` or `"…"` the string is
  * closed, `'value'` inserted and the string reopened, so the word stays one word and nothing
  * in the value is expanded. Where no quoting can keep a value exact — backquotes (backslashes
- * are reprocessed), `${…}`, `$((…))`, a here-document — the template is refused. Comments
- * are copied untouched: a value with a newline would end the comment and run.
+ * are reprocessed), `${…}`, `$((…))`, a here-document, the script of `sh -c` (a second
+ * shell would run it) — the template is refused. Comments are copied untouched: a value with
+ * a newline would end the comment and run.
  *
  * The lexer must find every place sh would see a quote, `$(`, or comment; when in doubt it
  * refuses (a usage error) rather than guess.
@@ -28,6 +29,7 @@ const WHY: Record<string, string> = {
   backquote: `inside \`…\`, where the shell reprocesses backslashes; write $(…) instead of backquotes`,
   param: `inside \${…}, where the shell would expand the value; ${FIX}`,
   arith: `inside $((…)) or ((…)), where the shell would evaluate the value; ${FIX}`,
+  script: `inside the script of a shell's -c, which that shell would run with the value in it; ${FIX}`,
   heredoc: `inside a here-document, where the shell would expand the value and its lines could end the document; ${FIX}`,
 };
 
@@ -37,6 +39,36 @@ const WORD_END = new Set([undefined, ' ', '\t', '\n', ';', '&', '|', '(', ')', '
 /** Renders `template`, inserting `valueOf(…)` by context; throws UsageError where it cannot be exact. */
 export function quoteByContext(template: string, valueOf: ValueOf): string {
   return new Lexer(template, valueOf).render();
+}
+
+/** A shell that a template may hand a script with -c. */
+const SHELL = /(^|\/)(sh|bash|dash|zsh|ksh|mksh|ash|yash|posh)$/;
+
+/** The words of the simple command being read, to spot the script of `sh -c '… {} …'`. */
+class CommandWords {
+  private words: string[] = [];
+  private from: number | null = null;
+
+  /** Called at command level for each position before it is read. */
+  see(t: string, i: number): void {
+    const c = t[i]!;
+    if (c === ' ' || c === '\t' || c === '<' || c === '>') this.end(t, i);
+    else if (';&|()\n'.includes(c)) {
+      this.end(t, i);
+      this.words = [];
+    } else this.from ??= i;
+  }
+
+  private end(t: string, i: number): void {
+    if (this.from !== null) this.words.push(t.slice(this.from, i));
+    this.from = null;
+  }
+
+  /** The word being read is a script a shell will run: `sh -c WORD`, `bash -lc WORD`, `env sh -c WORD`. */
+  isShellScript(): boolean {
+    const n = this.words.length;
+    return n >= 2 && /^-[A-Za-z]*c[A-Za-z]*$/.test(this.words[n - 1]!) && this.words.slice(0, -1).some((w) => SHELL.test(w.replace(/['"\\]/g, '')));
+  }
 }
 
 class Lexer {
@@ -90,9 +122,13 @@ class Lexer {
     let depth = 0;
     let cases = 0;
     const t = this.t;
+    const words = new CommandWords();
+    const outer = refusing;
     while (this.i < t.length) {
       const c = t[this.i]!;
       const wordStart = WORD_END.has(t[this.i - 1]);
+      words.see(t, this.i);
+      refusing = outer ?? (words.isShellScript() ? 'script' : null);
       const m = this.placeholder();
       if (m) {
         if (refusing) this.refuse(m[0], refusing);
