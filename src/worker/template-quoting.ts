@@ -1,4 +1,6 @@
 import { UsageError } from '../errors.js';
+import { hereDocEnd, readHereDocStart, type HereDoc } from './here-document.js';
+import { CommandWords } from './shell-script-word.js';
 
 /**
  * Where placeholders may stand in an `--exec` template and how each is quoted there (SPEC §4).
@@ -41,41 +43,11 @@ export function quoteByContext(template: string, valueOf: ValueOf): string {
   return new Lexer(template, valueOf).render();
 }
 
-/** A shell that a template may hand a script with -c. */
-const SHELL = /(^|\/)(sh|bash|dash|zsh|ksh|mksh|ash|yash|posh)$/;
-
-/** The words of the simple command being read, to spot the script of `sh -c '… {} …'`. */
-class CommandWords {
-  private words: string[] = [];
-  private from: number | null = null;
-
-  /** Called at command level for each position before it is read. */
-  see(t: string, i: number): void {
-    const c = t[i]!;
-    if (c === ' ' || c === '\t' || c === '<' || c === '>') this.end(t, i);
-    else if (';&|()\n'.includes(c)) {
-      this.end(t, i);
-      this.words = [];
-    } else this.from ??= i;
-  }
-
-  private end(t: string, i: number): void {
-    if (this.from !== null) this.words.push(t.slice(this.from, i));
-    this.from = null;
-  }
-
-  /** The word being read is a script a shell will run: `sh -c WORD`, `bash -lc WORD`, `env sh -c WORD`. */
-  isShellScript(): boolean {
-    const n = this.words.length;
-    return n >= 2 && /^-[A-Za-z]*c[A-Za-z]*$/.test(this.words[n - 1]!) && this.words.slice(0, -1).some((w) => SHELL.test(w.replace(/['"\\]/g, '')));
-  }
-}
-
 class Lexer {
   private i = 0;
   private out = '';
   /** Here-documents announced on the current line: delimiter and whether `<<-` strips tabs. */
-  private heredocs: { delim: string; strip: boolean }[] = [];
+  private heredocs: HereDoc[] = [];
   /** Where dash and bash read a template differently, it is refused only if it has placeholders. */
   private readonly anyPlaceholder: string | null;
 
@@ -137,9 +109,9 @@ class Lexer {
       } else if (c === '\\') {
         this.copy(2); // escapes the next character: `\{}` stays a literal `{}`
       } else if (c === "'") {
-        this.single(refusing);
+        this.quoted("'", refusing);
       } else if (c === '"') {
-        this.double(refusing);
+        this.quoted('"', refusing);
       } else if (c === '`') {
         this.backquote();
       } else if (c === '$' && (t[this.i + 1] === "'" || t[this.i + 1] === '"')) {
@@ -224,14 +196,6 @@ class Lexer {
     this.unclosed(q === "'" ? "quote '" : 'quote "', open);
   }
 
-  private single(refusing: string | null): void {
-    this.quoted("'", refusing);
-  }
-
-  private double(refusing: string | null): void {
-    this.quoted('"', refusing);
-  }
-
   /** Backquotes end at the first unescaped backquote; no placeholder may stand inside. */
   private backquote(): void {
     const open = this.i;
@@ -275,8 +239,8 @@ class Lexer {
         // In "${x:-'…'}" dash takes ' literally and bash as a quote: they disagree on where it ends.
         if (c === "'" && inDouble) this.ambiguous(`a ' inside "\${…}"`);
         if (c === '\\') this.copy(2);
-        else if (c === "'") this.single('param');
-        else if (c === '"') this.double('param');
+        else if (c === "'") this.quoted("'", 'param');
+        else if (c === '"') this.quoted('"', 'param');
         else if (c === '`') this.backquote();
         else if (c === '$') this.dollar('param', inDouble);
         else this.copy(1);
@@ -306,49 +270,29 @@ class Lexer {
     this.unclosed(t.slice(open, open + skip), open);
   }
 
-  /** `<<WORD` / `<<-WORD`: the body follows the next newline; no placeholder in the word or the body. */
-  private heredocStart(): void {
-    const t = this.t;
-    this.copy(2);
-    const strip = t[this.i] === '-';
-    if (strip) this.copy(1);
-    while (t[this.i] === ' ' || t[this.i] === '\t') this.copy(1);
-    let delim = '';
-    while (this.i < t.length && !WORD_END.has(t[this.i])) {
-      const m = this.placeholder();
-      if (m) this.refuse(m[0], 'heredoc');
-      const c = t[this.i]!;
-      if (c === '\\') {
-        delim += t[this.i + 1] ?? '';
-        this.copy(2);
-      } else if (c === "'" || c === '"') {
-        const end = t.indexOf(c, this.i + 1);
-        if (end < 0) this.unclosed(`quote ${c}`, this.i);
-        delim += t.slice(this.i + 1, end);
-        this.copy(end + 1 - this.i);
-      } else {
-        delim += c;
-        this.copy(1);
-      }
+  /** No placeholder may start in [from, to). */
+  private refuseIn(from: number, to: number, why: string): void {
+    for (let at = from; at < to; at++) {
+      const m = this.placeholder(at);
+      if (m) this.refuse(m[0], why);
     }
-    this.heredocs.push({ delim, strip });
+  }
+
+  /** `<<WORD` / `<<-WORD`: the body follows the next newline. */
+  private heredocStart(): void {
+    const read = readHereDocStart(this.t, this.i);
+    if ('unclosed' in read) return this.unclosed(`quote ${this.t[read.unclosed]}`, read.unclosed);
+    this.refuseIn(this.i, read.end, 'heredoc');
+    this.heredocs.push(read.doc);
+    this.copy(read.end - this.i);
   }
 
   /** After a newline: the bodies of the here-documents announced on the line just ended. */
   private heredocBodies(): void {
-    const t = this.t;
-    for (const { delim, strip } of this.heredocs.splice(0)) {
-      while (this.i < t.length) {
-        const nl = t.indexOf('\n', this.i);
-        const end = nl < 0 ? t.length : nl + 1;
-        const line = t.slice(this.i, nl < 0 ? t.length : nl);
-        for (let at = this.i; at < end; at++) {
-          const m = this.placeholder(at);
-          if (m) this.refuse(m[0], 'heredoc');
-        }
-        this.copy(end - this.i);
-        if ((strip ? line.replace(/^\t+/, '') : line) === delim) break;
-      }
+    for (const doc of this.heredocs.splice(0)) {
+      const end = hereDocEnd(this.t, this.i, doc);
+      this.refuseIn(this.i, end, 'heredoc');
+      this.copy(end - this.i);
     }
   }
 }
