@@ -1,18 +1,16 @@
 import { basename, dirname, extname } from 'node:path';
 import { PermanentError, UsageError } from '../errors.js';
 import type { TaskMessage } from './protocol.js';
+import { quoteByContext, shellQuote } from './template-quoting.js';
 
-const PLACEHOLDER = /\{(key|rel|name|stem|ext|dir|start|end|attempt|batch|stage|\/\/|\/\.|\/|\.|#|)\}|\{inputs\.([A-Za-z0-9_.-]+)\}/g;
 const INPUT = /\{inputs\.([A-Za-z0-9_-][A-Za-z0-9_.-]*)\}/g;
 
-/** Single-quotes a value for /bin/sh: nothing inside is expanded, newlines included. */
-export function shellQuote(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
-}
+export { shellQuote };
 
 /**
- * Rejects templates that could never run, before any task is written; `needs` (a stage's)
- * are the stages whose results `{inputs.STAGE.FIELD}` may read.
+ * Rejects templates that could never run, or whose placeholders could not be passed
+ * exactly (unclosed quotes, a placeholder inside backquotes…), before any task is written;
+ * `needs` (a stage's) are the stages whose results `{inputs.STAGE.FIELD}` may read.
  */
 export function checkTemplate(template: string, needs: string[] = []): void {
   if (template.trim() === '') throw new UsageError('--exec needs a command, e.g. --exec \'gzip -k {}\'');
@@ -26,13 +24,18 @@ export function checkTemplate(template: string, needs: string[] = []): void {
       );
     }
   }
+  quoteByContext(template, () => '');
 }
 
-/** `{inputs.transcode.out}`: a field of a needed stage's stored result, as text (JSON for objects). */
+/**
+ * `{inputs.transcode.out}`: a field of a needed stage's stored result, as text (JSON for objects).
+ * Only a result's own fields exist — `constructor`, `__proto__`, `toString` are not fields of
+ * any result; an array's own fields are its indexes and `length`.
+ */
 function inputValue(inputs: Record<string, unknown>, path: string): string {
   let value: unknown = inputs;
   for (const part of path.split('.')) {
-    if (value === null || typeof value !== 'object' || !(part in value)) {
+    if (value === null || typeof value !== 'object' || !Object.hasOwn(value, part)) {
       throw new PermanentError(`{inputs.${path}}: the needed stage's result has no "${part}" (result: ${JSON.stringify(inputs[path.split('.')[0]!] ?? null)})`);
     }
     value = (value as Record<string, unknown>)[part];
@@ -41,8 +44,9 @@ function inputValue(inputs: Record<string, unknown>, path: string): string {
 }
 
 /**
- * Renders an `--exec` template for one task. Every substitution is shell-quoted, so a
- * file named `a'b $(touch x);.log` is one argument and runs nothing. Unlike GNU parallel,
+ * Renders an `--exec` template for one task. Every substitution is shell-quoted for where
+ * it stands (bare, `'…'`, `"…"`; template-quoting.ts), so a file named `a'b $(touch x);.log`
+ * is exactly one argument, or part of one, and runs nothing. Unlike GNU parallel,
  * a template without placeholders runs as written (`--exec 'sleep 5'` means just that);
  * the task's path is also in $SPLITDANCE_PATH.
  */
@@ -68,7 +72,12 @@ export function renderTemplate(template: string, task: TaskMessage): string {
     '#': String(task.seq),
     stage: task.stage,
   };
-  return template.replace(PLACEHOLDER, (_m, name: string | undefined, input: string | undefined) =>
-    shellQuote(input !== undefined ? inputValue(task.inputs, input) : values[name!]!),
-  );
+  try {
+    return quoteByContext(template, (_p, name, input) => (input !== undefined ? inputValue(task.inputs, input) : values[name!]!));
+  } catch (err) {
+    // checkTemplate refuses these before anything is written; a batch stored by an older
+    // version may still hold one: no attempt of it can ever run exactly.
+    if ((err as Error).name === 'UsageError') throw new PermanentError((err as Error).message);
+    throw err;
+  }
 }

@@ -1,10 +1,12 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { checkTemplate, renderTemplate, shellQuote } from '../../src/worker/exec-template.js';
 import type { TaskMessage } from '../../src/worker/protocol.js';
+import { directArgv } from '../../src/worker/simple-command.js';
 
 let work: string;
 beforeEach(() => {
@@ -260,9 +262,196 @@ describe('stage inputs: {inputs.STAGE.FIELD}', () => {
     }
   });
 
+  it('only a result\'s own fields exist: constructor, __proto__, toString… are "has no field" errors', () => {
+    const withList = { transcode: { out: 'x', list: ['a', 'b'] } };
+    for (const field of ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', 'out.length', 'list.map', 'list.constructor']) {
+      const template = `echo {inputs.transcode.${field}}`;
+      expect(() => renderTemplate(template, task({ inputs: withList })), field).toThrow(/the needed stage's result has no "/);
+    }
+    expect(() => renderTemplate('echo {inputs.constructor}', task({ inputs: withList }))).toThrow(/has no "constructor"/);
+    // An array's own fields are its indexes and length.
+    expect(run('{inputs.transcode.list.1} {inputs.transcode.list.length} {inputs.transcode.list}', task({ inputs: withList }))).toEqual(['b', '2', '["a","b"]']);
+    // A result may really have a field of that name (JSON.parse makes it an own field).
+    const own = { transcode: JSON.parse('{"constructor": "c", "__proto__": "p"}') as Record<string, unknown> };
+    expect(run('{inputs.transcode.constructor} {inputs.transcode.__proto__}', task({ inputs: own }))).toEqual(['c', 'p']);
+  });
+
   it('checkTemplate accepts inputs of the stages a stage needs and rejects the others', () => {
     expect(() => checkTemplate('cp {inputs.transcode.out} {}', ['transcode'])).not.toThrow();
     expect(() => checkTemplate('cp {inputs.package.out} {}', ['transcode'])).toThrow(/reads stage "package", which this stage does not need \(needs: transcode\)/);
     expect(() => checkTemplate('cp {inputs.package.out} {}')).toThrow(/only a stage with "needs" has inputs/);
+  });
+});
+
+/** The NUL-separated arguments a printer wrote. */
+const argsOf = (out: string) => out.split('\0').slice(0, -1);
+
+const BASH = ['/bin/bash', '/usr/bin/bash'].find((p) => spawnSync(p, ['-c', 'true']).status === 0);
+
+/** What a UsageError thrown by checkTemplate says, or null when it accepts the template. */
+function refusal(template: string): string | null {
+  try {
+    checkTemplate(template);
+    return null;
+  } catch (err) {
+    expect((err as Error).name).toBe('UsageError');
+    return (err as Error).message;
+  }
+}
+
+describe('renderTemplate: quoting follows where the placeholder stands (SPEC §4)', () => {
+  // An external printer (not the builtin), so directArgv may answer and be compared with sh.
+  const P = "/usr/bin/printf '%s\\0'";
+  /** A template per context, and the arguments the printer must receive for value v. */
+  const contexts: [string, string, (v: string) => string[]][] = [
+    ['bare', `${P} {}`, (v) => [v]],
+    ["'…'", `${P} '{}'`, (v) => [v]],
+    ['"…"', `${P} "{}"`, (v) => [v]],
+    ['inside words of each kind', `${P} a{}b 'c{}d' "e{}f" "{}"'{}'{}`, (v) => [`a${v}b`, `c${v}d`, `e${v}f`, v + v + v]],
+    ['$(…) inside "…"', `${P} "<$(printf '%s|' {} "{}")>"`, (v) => [`<${v}|${v}|>`]],
+    ['"…" inside $(…) inside "…"', `${P} "$(printf '%s|' "x{}" '{}y')"`, (v) => [`x${v}|${v}y|`]],
+    ["sh -c '… \"$1\"' _ {}", `sh -c '/usr/bin/printf "%s\\0" "$1"' _ {}`, (v) => [v]],
+    ['"…" holding single quotes and a comment after', `${P} "it's {}" # {} runs nothing`, (v) => [`it's ${v}`]],
+  ];
+  const hostile = fc.oneof(
+    fc.string({ unit: 'binary', maxLength: 12 }).map((s) => s.replace(/\0/g, '')),
+    fc
+      .array(
+        fc.constantFrom("'", '"', '$(touch PWNED)', '`touch PWNED`', '\\', '\\\\', '\n', '*', ';', '-', '--', ' ', '\t', 'é', 'e\u0301', '🚀', '日本', '$HOME', '${x}', '$', '!', '#', '{}', ')', '(', '|', '&', '>', '~', "'\\''", '"\'"', 'EOF'),
+        { maxLength: 10 },
+      )
+      .map((parts) => parts.join('')),
+  );
+
+  for (const [where, template, expected] of contexts) {
+    it(`${where}: /bin/sh passes any value exactly and runs nothing; the direct path gives the same argv`, () => {
+      let direct = 0;
+      fc.assert(
+        fc.property(hostile, (value) => {
+          const path = join(work, value);
+          const t = task({ key: value, payload: { path, rel: value } });
+          const line = renderTemplate(template.replaceAll('{}', '{key}'), t);
+          expect(argsOf(sh(line))).toEqual(expected(value));
+          // Where /bin/sh is bash (Fedora, macOS), the same line must mean the same.
+          if (BASH) expect(argsOf(execFileSync(BASH, ['-c', line], { cwd: work, encoding: 'utf8' }))).toEqual(expected(value));
+          const argv = directArgv(line);
+          if (argv) {
+            direct++;
+            expect(argsOf(execFileSync(argv[0]!, argv.slice(1), { cwd: work, encoding: 'utf8' }))).toEqual(expected(value));
+          }
+          expect(readdirSync(work)).toEqual([]); // no PWNED, nothing at all
+        }),
+        { numRuns: 60 },
+      );
+      if (!/\$\(|#|sh -c/.test(template)) expect(direct).toBe(60); // plain quoting keeps the fast path
+    });
+  }
+
+  it('"{}" keeps the direct-exec fast path: wc -c "{}" and cp "{}" "{dir}/{stem}.bak" need no shell', () => {
+    const t = task({ payload: { path: "/d/it's \"here\" $(x).log", rel: 'x' } });
+    expect(directArgv(renderTemplate('wc -c "{}"', t))).toEqual(['wc', '-c', t.payload.path]);
+    expect(directArgv(renderTemplate('cp -- "{}" "{dir}/{stem}.bak"', t))).toEqual(['cp', '--', t.payload.path, "/d/it's \"here\" $(x).bak"]);
+  });
+
+  it('a comment is left as written, so a value with a newline cannot end it and run', () => {
+    const t = task({ key: 'x\ntouch PWNED\n' });
+    const line = renderTemplate('true {key} # was {key}', t);
+    expect(line).toBe(`true ${shellQuote(t.key)} # was {key}`);
+    sh(line);
+    expect(readdirSync(work)).toEqual([]);
+  });
+
+  it('a backslash before a placeholder keeps it literal text', () => {
+    expect(run('\\{} "\\{}"', task())).toEqual(['{}', '\\{}']);
+  });
+
+  it('a here-document before a placeholder: the body is copied, the placeholder after it is quoted', () => {
+    const t = task({ key: "k'$(touch PWNED)" });
+    const line = renderTemplate("cat <<'EOF'\n{ not a placeholder\nEOF\nprintf '%s\\0' {key}", t);
+    expect(argsOf(sh(line))).toEqual(['{ not a placeholder\n', t.key].join('').split('\0'));
+  });
+});
+
+describe('checkTemplate: where a value cannot be passed exactly, or quotes do not close (exit 2)', () => {
+  const refused: [string, RegExp][] = [
+    ['wc -c `ls {}`', /\{\} stands inside `…`.*write \$\(…\) instead of backquotes/],
+    ['echo "`cat {name}`"', /\{name\} stands inside `…`/],
+    ['echo ${x:-{}}', /\{\} stands inside \$\{…\}.*sh -c '… "\$1" …' _ \{\}/],
+    ['echo "${x:-"{}"}"', /\{\} stands inside \$\{…\}/],
+    ['echo ${}', /"\$\{\}": a \$ right before \{\} makes the shell read a variable/],
+    ['echo "${key}"', /"\$\{key\}": a \$ right before \{key\}/],
+    ['echo $(({#} + 1))', /\{#\} stands inside \$\(\(…\)\)/],
+    [`sh -c 'cat {}'`, /\{\} stands inside the script of a shell's -c, which that shell would run with the value in it; .*sh -c '… "\$1" …' _ \{\}/],
+    ['bash -lc "gzip {name}"', /\{name\} stands inside the script of a shell's -c/],
+    ['sh -c {}', /\{\} stands inside the script of a shell's -c/],
+    [`env A=1 /bin/dash -e -c 'x'"{}"`, /\{\} stands inside the script of a shell's -c/],
+    ['(( {#} > 1 )) && echo big', /\{#\} stands inside \$\(\(…\)\) or \(\(…\)\)/],
+    ['cat <<EOF\n{}\nEOF', /\{\} stands inside a here-document/],
+    ['cat <<-{}\n\tx\n', /\{\} stands inside a here-document/],
+  ];
+  for (const [template, message] of refused) {
+    it(`refuses ${JSON.stringify(template)}, naming the placeholder and the fix`, () => {
+      expect(refusal(template)).toMatch(message);
+    });
+  }
+
+  // Where dash and bash disagree on where a quote or expansion ends, no quoting is right for both.
+  const ambiguous: [string, RegExp][] = [
+    ["echo $'{}'", /\$'… is read differently by dash and bash, so \{\} could not be quoted/],
+    ["printf $'a\\tb' {}", /\$'… is read differently by dash and bash/],
+    ['echo $"{name}"', /\$"… is read differently/],
+    [`echo "\${x:-'}'}" '{}'`, /a ' inside "\$\{…\}" is read differently by dash and bash, so \{\} could not/],
+    ['echo $[1+1] {}', /\$\[…\] \(arithmetic in bash\) is read differently/],
+  ];
+  for (const [template, message] of ambiguous) {
+    it(`refuses ${JSON.stringify(template)}: dash and bash would read it differently`, () => {
+      expect(refusal(template)).toMatch(message);
+      expect(refusal(template.replace(/\{[a-z#]*\}/g, 'x'))).toBeNull(); // fine without placeholders
+    });
+  }
+
+  const unclosed: [string, RegExp][] = [
+    ['wc -c "{}', /the quote " at character 7 is never closed/],
+    ["wc -c '{}", /the quote ' at character 7 is never closed/],
+    ['echo "it\'s {}', /the quote " at character 6 is never closed/],
+    ['echo $(cat {}', /the \$\( at character 6 is never closed/],
+    ['echo "$(cat {})', /the quote " at character 6 is never closed/],
+    ['echo `ls', /the backquote ` at character 6 is never closed/],
+    ['echo ${x', /the \$\{ at character 6 is never closed/],
+    ['echo $((1', /the \$\(\( at character 6 is never closed/],
+    ['echo "a\\"', /the quote " at character 6 is never closed/],
+  ];
+  for (const [template, message] of unclosed) {
+    it(`refuses ${JSON.stringify(template)}: its quotes do not close`, () => {
+      expect(refusal(template)).toMatch(message);
+    });
+  }
+
+  it('accepts the ways people write templates', () => {
+    for (const template of [
+      'wc -c "{}"',
+      "wc -c '{}'",
+      'wc -c {}',
+      `sh -c 'cat "$1"' _ {}`,
+      `bash -c 'cat "$1" "$2"' {} {} "{name}"; grep -c '{}' log`,
+      'gzip -k "{}" && mv "{}.gz" "{dir}/done/"',
+      `awk '{print $2}' "{}" > "{.}.col2"`,
+      'echo "$(basename "{}")" $HOME ${HOME} `date` $((1 + 2)) # {} is the path',
+      'x=$(case {ext} in .gz) echo gz;; *) echo other;; esac); echo "$x {}"',
+      "cat <<EOF > {}.txt\nhello $HOME\nEOF\nwc -c {}.txt",
+      'cat <<< {}',
+      'echo {foo} {{}} \\{}',
+    ]) {
+      expect(refusal(template), template).toBeNull();
+    }
+  });
+
+  it('renderTemplate refuses such a template too (a batch stored before): a permanent failure, nothing runs', () => {
+    expect(() => renderTemplate('wc -c `ls {}`', task())).toThrow(/stands inside `…`/);
+    try {
+      renderTemplate('wc -c "{}', task());
+    } catch (err) {
+      expect((err as Error).name).toBe('PermanentError');
+    }
   });
 });

@@ -1,0 +1,64 @@
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli, tempDir } from '../helpers/cli.js';
+import { dbPathIn, query } from '../helpers/store.js';
+
+// File names that break a template quoted the wrong way for where its placeholder stands.
+const NAMES = ['$(touch PWNED).log', `it's a "quoted" name.log`, '`touch PWNED2` \\ back.log', 'plain.log'];
+
+/** Every file anywhere under dir (recursively), so a stray PWNED is found wherever it lands. */
+function allFiles(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' });
+}
+
+describe('--exec quoting follows where the placeholder stands (SPEC §4)', () => {
+  it('wc -c "{}", wc -c \'{}\' and wc -c {}: every task succeeds, the command sees the exact path, nothing runs', async () => {
+    const dir = tempDir();
+    const src = join(dir, 'src');
+    mkdirSync(src);
+    for (const name of NAMES) writeFileSync(join(src, name), name); // content = name: its size is the name's length
+
+    const templates = ['wc -c "{}"', "wc -c '{}'", 'wc -c {}', 'test "$(cat "{}")" = "{name}"'];
+    for (const [i, template] of templates.entries()) {
+      const r = await runCli(['run', 'src', '--exec', template, '--batch', `b${i}`, '--retries', '0'], { cwd: dir });
+      expect(r.code, `${template}\n${r.stderr}`).toBe(0);
+    }
+
+    const rows = query<{ batch: string; task_key: string; status: string; output_tail: string | null }>(
+      dbPathIn(dir),
+      `SELECT b.name AS batch, t.task_key, t.status, a.output_tail
+         FROM tasks t JOIN batches b ON b.id = t.batch_id JOIN attempts a ON a.task_id = t.id ORDER BY b.name, t.task_key`,
+    );
+    expect(rows).toHaveLength(templates.length * NAMES.length); // one attempt each: none failed, none retried
+    for (const row of rows) {
+      expect(row.status, `${row.batch} ${row.task_key}`).toBe('SUCCESS');
+      const path = join(src, row.task_key);
+      // wc printed the exact path it was given; the `test` template prints nothing
+      expect(row.output_tail).toBe(row.batch === 'b3' ? null : `${Buffer.byteLength(row.task_key)} ${path}\n`);
+    }
+    const shown = JSON.parse((await runCli(['show', '$(touch PWNED).log', '--batch', 'b0', '--json'], { cwd: dir })).stdout);
+    expect(shown.attempts[0].outputTail).toBe(`18 ${join(src, '$(touch PWNED).log')}\n`);
+
+    expect(allFiles(dir).filter((f) => f.includes('PWNED') && !f.startsWith('src/'))).toEqual([]);
+    expect(readdirSync(src).sort()).toEqual([...NAMES].sort());
+  });
+
+  it('a template whose quotes do not close, or with a placeholder inside backquotes: exit 2, no store created', async () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, 'src'));
+    writeFileSync(join(dir, 'src', 'a.log'), 'a');
+    for (const [template, message] of [
+      ['wc -c "{}', /--exec template: the quote " at character 7 is never closed/],
+      ["wc -c '{}", /--exec template: the quote ' at character 7 is never closed/],
+      ['echo $(cat {}', /the \$\( at character 6 is never closed/],
+      ['wc -c `ls {}`', /\{\} stands inside `…`.*write \$\(…\) instead of backquotes/],
+    ] as const) {
+      const r = await runCli(['run', 'src', '--exec', template], { cwd: dir });
+      expect(r.code, template).toBe(2);
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(existsSync(join(dir, '.splitdance')), template).toBe(false);
+    }
+  });
+});
