@@ -3,6 +3,7 @@ import bytes from 'bytes';
 import { parseDuration } from '../../job/units.js';
 import { batchLogFolder, removeBatchLogs } from '../../store/log-layout.js';
 import { logRoot, openStore, resolveDbPath } from '../../store/open-store.js';
+import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 
 export interface PruneFlags extends OutputFlags {
@@ -42,7 +43,7 @@ export async function pruneCommand(flags: PruneFlags, io: Io): Promise<number> {
         io.stderr,
         result.batches.length === 0
           ? `nothing to prune: no finished batch idle for more than ${flags.olderThan ?? '30d'}`
-          : `pruned ${result.batches.length} batch(es) (${result.batches.join(', ')}): ${result.tasks} tasks, ${result.attempts} attempts, ` +
+          : `pruned ${result.batches.length} batch(es) (${result.batches.map((b) => printable(b)).join(', ')}): ${result.tasks} tasks, ${result.attempts} attempts, ` +
               `${bytes(freed) ?? `${freed}B`} of logs freed (the database file reuses the space)`,
       );
     }
