@@ -6,8 +6,10 @@ export interface Io {
   stderr: NodeJS.WritableStream;
   cwd: string;
   env: NodeJS.ProcessEnv;
-  /** stderr is a terminal: progress bar and colours are allowed. */
+  /** stderr is a terminal: the progress bar and colours in human text on stderr are allowed. */
   tty: boolean;
+  /** stdout is a terminal: what a command prints there (status, show, tasks) may be coloured or a table. */
+  stdoutTty: boolean;
 }
 
 export function processIo(): Io {
@@ -18,7 +20,7 @@ export function processIo(): Io {
       throw err;
     });
   }
-  return { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd(), env: process.env, tty: Boolean(process.stderr.isTTY) };
+  return { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd(), env: process.env, tty: Boolean(process.stderr.isTTY), stdoutTty: Boolean(process.stdout.isTTY) };
 }
 
 export interface OutputFlags {
@@ -28,8 +30,13 @@ export interface OutputFlags {
   color?: boolean;
 }
 
-export function colors(io: Io, flags: OutputFlags): ChalkInstance {
-  const off = flags.color === false || io.env.NO_COLOR !== undefined || !io.tty;
+/**
+ * Colours for text written to `stream`: only when that stream is a terminal, and not with
+ * --no-color or a non-empty NO_COLOR (no-color.org: an empty value means unset).
+ */
+export function colors(io: Io, flags: OutputFlags, stream: 'stdout' | 'stderr' = 'stderr'): ChalkInstance {
+  const terminal = stream === 'stdout' ? io.stdoutTty : io.tty;
+  const off = flags.color === false || (io.env.NO_COLOR !== undefined && io.env.NO_COLOR !== '') || !terminal;
   return new Chalk({ level: off ? 0 : 1 });
 }
 

@@ -22,7 +22,7 @@ export async function showCommand(key: string, flags: ShowFlags, io: Io): Promis
         line(io.stdout, JSON.stringify(showJson(task, attempts), null, 2));
         return 0;
       }
-      const c = colors(io, flags);
+      const c = colors(io, flags, 'stdout');
       // Every piece of data is printable(): keys, paths, errors and output come from files and handlers.
       const p = (text: string | null | undefined) => printable(text);
       const out = [

@@ -1,3 +1,4 @@
+import { RATE_WINDOW, etaSeconds, tasksPerSecond } from '../../status/busy-rate.js';
 import { statSync } from 'node:fs';
 import type { BatchRecord, Counts, StageCounts, TaskStore } from '../../store/task-store.js';
 import { clusterErrors, type ErrorCluster } from '../error-signature.js';
@@ -22,7 +23,7 @@ export async function statusCommand(flags: StatusFlags, io: Io): Promise<number>
         line(io.stdout, JSON.stringify(s, null, 2));
         return 0;
       }
-      const c = colors(io, flags);
+      const c = colors(io, flags, 'stdout');
       const out: string[] = [];
       out.push(`batch ${c.bold(printable(s.batch))} (${printable(s.source)})`);
       out.push(
@@ -80,8 +81,10 @@ export async function batchStatus(store: TaskStore, batch: BatchRecord): Promise
   const { firstStartedAt, lastFinishedAt } = await store.activity(batch.id);
   const open = c.pending + c.retrying + c.running;
   const finished = c.succeeded + c.failed + c.cancelled;
-  const span = firstStartedAt !== null && lastFinishedAt !== null ? (lastFinishedAt - firstStartedAt) / 1000 : 0;
-  const rate = span > 0 && finished > 0 ? finished / span : null;
+  // Over time spent running: LOST and INTERRUPTED attempts end when someone noticed, not when they ran.
+  const { attempts: recent, total: attemptCount } = finished > 0 ? await store.batchAttempts(batch.id, RATE_WINDOW) : { attempts: [], total: 0 };
+  const ran = recent.filter((a) => a.outcome !== 'LOST' && a.outcome !== 'INTERRUPTED');
+  const rate = tasksPerSecond(ran, finished, attemptCount - c.running);
   const due = open > 0 ? await store.nextDueAt(batch.id) : null;
   const clusters = clusterErrors(await store.topErrors(batch.id, 1000));
   return {
@@ -92,7 +95,7 @@ export async function batchStatus(store: TaskStore, batch: BatchRecord): Promise
     startedAt: iso(firstStartedAt),
     updatedAt: iso(Math.max(lastFinishedAt ?? 0, batch.updatedAt)),
     tasksPerSecond: rate,
-    etaSeconds: open === 0 ? 0 : rate ? Math.round(open / rate) : null,
+    etaSeconds: etaSeconds(open, rate),
     nextRetryAt: due !== null && due > Date.now() && c.retrying > 0 ? iso(due) : null,
     changed: await store.changedCount(batch.id),
     topErrors: clusters.slice(0, 10).map((cl) => ({ error: cl.error, count: cl.count, example: cl.example, cluster: cl.id })),

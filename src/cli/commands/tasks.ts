@@ -25,7 +25,7 @@ export async function tasksCommand(flags: TasksFlags, io: Io): Promise<number> {
   const wanted = parseStatus(flags.status);
   const slowest = flags.slowest !== undefined ? parseCount(flags.slowest, '--slowest', { min: 1 }) : undefined;
   const limit =
-    slowest ?? (flags.limit !== undefined ? parseCount(flags.limit, '--limit', { min: 1 }) : io.tty && !flags.json ? 50 : undefined);
+    slowest ?? (flags.limit !== undefined ? parseCount(flags.limit, '--limit', { min: 1 }) : io.stdoutTty && !flags.json ? 50 : undefined);
   return withBatch(
     flags,
     io,
@@ -54,7 +54,7 @@ export async function tasksCommand(flags: TasksFlags, io: Io): Promise<number> {
         t.finishedAt && t.startedAt ? String(t.finishedAt - t.startedAt) : '',
         t.lastError ?? '',
       ]);
-      if (io.tty) {
+      if (io.stdoutTty) {
         const header = ['KEY', ...(staged ? ['STAGE'] : []), 'STATUS', 'ATTEMPTS', 'MS', 'LAST ERROR'];
         line(io.stdout, table([header, ...cells.map((r) => r.map((v) => cell(v, 80)))]));
         if (!slowest && limit !== undefined && rows.length === limit) line(io.stderr, `(first ${limit}; --limit N shows more)`);
