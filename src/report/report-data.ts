@@ -1,5 +1,5 @@
-import { batchStatus, type BatchStatus } from '../cli/commands/status.js';
-import { clusterId, errorSignature } from '../cli/error-signature.js';
+import { batchStatus, type BatchStatus } from '../status/batch-status.js';
+import { clusterId, errorSignature } from '../status/error-signature.js';
 import type { BatchAttempt, BatchRecord, TaskRow, TaskStore } from '../store/task-store.js';
 
 /** At most this many attempts are drawn; a bigger batch shows its most recent ones. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clusterErrors, errorSignature } from '../../src/cli/error-signature.js';
+import { clusterErrors, errorSignature } from '../../src/status/error-signature.js';
 
 const same = (a: string, b: string) => expect(errorSignature(a), `${a}\n${b}`).toBe(errorSignature(b));
 const differ = (a: string, b: string) => expect(errorSignature(a), `${a}\n${b}`).not.toBe(errorSignature(b));

@@ -6,7 +6,7 @@ import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { resolveBatch } from '../resolve-batch.js';
 import { withBatch } from '../with-store.js';
-import { clusterId, errorSignature } from '../error-signature.js';
+import { clusterId, errorSignature } from '../../status/error-signature.js';
 import { runCommand } from './run.js';
 import { openStore, resolveDbPath } from '../../store/open-store.js';
 

@@ -6,7 +6,7 @@ import { requireFilter } from '../filters.js';
 import { cell, iso, table } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { defaultedNote, withBatch } from '../with-store.js';
-import { hasStages } from './status.js';
+import { hasStages } from '../../status/batch-status.js';
 
 export interface TasksFlags extends OutputFlags {
   db?: string;

@@ -1,0 +1,78 @@
+import { statSync } from 'node:fs';
+import type { BatchRecord, Counts, StageCounts, TaskStore } from '../store/task-store.js';
+import { RATE_WINDOW, etaSeconds, tasksPerSecond } from './busy-rate.js';
+import { clusterErrors, type ErrorCluster } from './error-signature.js';
+
+const iso = (ms: number | null | undefined): string | null => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
+
+/**
+ * A batch's facts, computed once for `status`, the HTML report and whatever else shows them;
+ * no formatting here.
+ */
+/** What `status --json` prints: the counts of SPEC §6 and how the batch is doing. */
+export interface BatchStatus extends Counts {
+  batch: string;
+  source: string;
+  done: boolean;
+  startedAt: string | null;
+  updatedAt: string | null;
+  tasksPerSecond: number | null;
+  etaSeconds: number | null;
+  nextRetryAt: string | null;
+  /** Succeeded tasks whose file changed (size or mtime) since; `run --rerun-changed` re-runs them. */
+  changed: number;
+  topErrors: { error: string; count: number; example: string; cluster: string }[];
+  clusters: ErrorCluster[];
+  storeBytes: number;
+  /** Counts per stage, for a batch with stages (empty without). */
+  stages: StageCounts[];
+}
+
+export async function batchStatus(store: TaskStore, batch: BatchRecord): Promise<BatchStatus> {
+  const c = await store.counts(batch.id);
+  const { firstStartedAt, lastFinishedAt } = await store.activity(batch.id);
+  const open = c.pending + c.retrying + c.running;
+  const finished = c.succeeded + c.failed + c.cancelled;
+  // Over time spent running: LOST and INTERRUPTED attempts end when someone noticed, not when they ran.
+  const { attempts: recent, total: attemptCount } = finished > 0 ? await store.batchAttempts(batch.id, RATE_WINDOW) : { attempts: [], total: 0 };
+  const ran = recent.filter((a) => a.outcome !== 'LOST' && a.outcome !== 'INTERRUPTED');
+  const rate = tasksPerSecond(ran, finished, attemptCount - c.running);
+  const due = open > 0 ? await store.nextDueAt(batch.id) : null;
+  const clusters = clusterErrors(await store.topErrors(batch.id, 1000));
+  return {
+    batch: batch.name,
+    source: batch.source,
+    ...c,
+    done: open === 0,
+    startedAt: iso(firstStartedAt),
+    updatedAt: iso(Math.max(lastFinishedAt ?? 0, batch.updatedAt)),
+    tasksPerSecond: rate,
+    etaSeconds: etaSeconds(open, rate),
+    nextRetryAt: due !== null && due > Date.now() && c.retrying > 0 ? iso(due) : null,
+    changed: await store.changedCount(batch.id),
+    topErrors: clusters.slice(0, 10).map((cl) => ({ error: cl.error, count: cl.count, example: cl.example, cluster: cl.id })),
+    clusters,
+    storeBytes: storeSize(store.location),
+    stages: hasStages(batch) ? inPipelineOrder(batch, await store.stageCounts(batch.id)) : [],
+  };
+}
+
+/** Whether the batch's stored job declares stages. */
+export function hasStages(batch: BatchRecord): boolean {
+  return Array.isArray(batch.job.stages) && batch.job.stages.length > 0;
+}
+
+function inPipelineOrder(batch: BatchRecord, counts: StageCounts[]): StageCounts[] {
+  const order = (batch.job.stages as { name: string }[]).map((s) => s.name);
+  return [...counts].sort((a, b) => order.indexOf(a.stage) - order.indexOf(b.stage));
+}
+
+function storeSize(path: string): number {
+  return ['', '-wal', '-shm'].reduce((sum, suffix) => {
+    try {
+      return sum + statSync(path + suffix).size;
+    } catch {
+      return sum;
+    }
+  }, 0);
+}
