@@ -1,5 +1,5 @@
 import { batchStatus } from '../../status/batch-status.js';
-import { duration, iso, printable } from '../format.js';
+import { duration, printable } from '../format.js';
 import { colors, line, type Io, type OutputFlags } from '../io.js';
 import { suggest } from '../suggest.js';
 import { withBatch } from '../with-store.js';
