@@ -1,10 +1,10 @@
 import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { batchFolderName } from '../../src/store/log-layout.js';
 import { runCli, type CliResult } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
+import { PG_URL, pgSchemas } from '../helpers/pg.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
 /**
@@ -249,31 +249,13 @@ describe('module handler logs', () => {
   });
 });
 
-const URL = process.env.SPLITDANCE_PG_URL;
-const schemas: string[] = [];
-
-async function pgQuery<T>(text: string): Promise<T[]> {
-  const client = new pg.Client({ connectionString: URL });
-  await client.connect();
-  try {
-    return (await client.query(text)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
-
-afterAll(async () => {
-  if (URL) for (const s of schemas) await pgQuery(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
-});
+const URL = PG_URL;
+const freshDb = pgSchemas('logs');
 
 describe.skipIf(!URL)('logs of two PostgreSQL schemas', () => {
   it('with the same batch name stay apart, and pruning one leaves the other\'s', async () => {
     const p = projectWithFiles(1);
-    const [a, b] = ['a', 'b'].map((s) => {
-      const schema = `logs_${s}_${process.pid}_${Date.now() % 100000}`;
-      schemas.push(schema);
-      return `${URL}${URL!.includes('?') ? '&' : '?'}schema=${schema}`;
-    }) as [string, string];
+    const [a, b] = [freshDb().db, freshDb().db] as [string, string];
     await cli(['run', 'src', '--db', a, '--batch', 'same', '--exec', 'echo from-a {/}'], p.dir);
     await cli(['run', 'src', '--db', b, '--batch', 'same', '--exec', 'echo from-b {/}'], p.dir);
     expect(await logsOf(p.dir, 'f000.log', ['--db', a, '--batch', 'same'])).toBe('from-a f000.log\n');

@@ -1,9 +1,9 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
+import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 import { dbPathIn, query, runningCount } from '../helpers/store.js';
 
 /**
@@ -122,30 +122,11 @@ describe('durations above the maximum (366d) are refused', () => {
   });
 });
 
-const URL = process.env.SPLITDANCE_PG_URL;
-const schemas: string[] = [];
-
-async function sql<T>(text: string, params: unknown[] = []): Promise<T[]> {
-  const client = new pg.Client({ connectionString: URL });
-  await client.connect();
-  try {
-    return (await client.query(text, params)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
-
-afterAll(async () => {
-  if (URL) for (const s of schemas) await sql(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
-});
+const URL = PG_URL;
+const sql = pgQuery;
+const freshDb = pgSchemas('longdur');
 
 describe.skipIf(!URL)('long durations on a PostgreSQL store', () => {
-  const freshDb = () => {
-    const schema = `longdur_${process.pid}_${schemas.length}_${Date.now() % 100000}`;
-    schemas.push(schema);
-    return { db: `${URL}${URL!.includes('?') ? '&' : '?'}schema=${schema}`, schema };
-  };
-
   it('--backoff 365d: the retry is due in 365 days (next_run_at), shown by tasks --json', async () => {
     const { db, schema } = freshDb();
     const p = projectWithFiles(1);

@@ -1,34 +1,15 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { handler, runCli, startCli, waitFor } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { logEntries, sideEffects } from '../helpers/store.js';
+import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 
-const URL = process.env.SPLITDANCE_PG_URL;
-const schemas: string[] = [];
-
+const URL = PG_URL;
 /** A fresh schema on the test server for one test. */
-function freshDb(): { db: string; schema: string } {
-  const schema = `cli_${process.pid}_${schemas.length}_${Date.now() % 100000}`;
-  schemas.push(schema);
-  return { db: `${URL}${URL!.includes('?') ? '&' : '?'}schema=${schema}`, schema };
-}
-
-async function sql<T>(text: string, params: unknown[] = []): Promise<T[]> {
-  const client = new pg.Client({ connectionString: URL });
-  await client.connect();
-  try {
-    return (await client.query(text, params)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
-
-afterAll(async () => {
-  if (URL) for (const s of schemas) await sql(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
-});
+const freshDb = pgSchemas('cli');
+const sql = pgQuery;
 
 describe.skipIf(!URL)('the CLI on a shared PostgreSQL store', () => {
   it('run enqueues, two workers finish 300 tasks with every task once; SIGKILL of a worker loses nothing', async () => {

@@ -1,44 +1,29 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
+import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 
 /**
  * One clock on a PostgreSQL store: every time the CLI writes is on the server's clock, so
  * machines whose clocks disagree still agree on leases, backoff and history. The CLI runs
  * with its process clock (Date.now) an hour ahead, as on a machine whose clock is wrong.
  */
-const URL_ = process.env.SPLITDANCE_PG_URL;
+const URL_ = PG_URL;
 const SKEW_MS = 3_600_000;
-const schemas: string[] = [];
-
-async function sql<T>(text: string): Promise<T[]> {
-  const client = new pg.Client({ connectionString: URL_ });
-  await client.connect();
-  try {
-    return (await client.query(text)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
+const sql = pgQuery;
+const freshDb = pgSchemas('clock');
 
 const serverNow = async () => Number((await sql<{ now: string }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now'))[0]!.now);
 
-afterAll(async () => {
-  if (URL_) for (const s of schemas) await sql(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
-});
-
 describe.skipIf(!URL_)('the PostgreSQL store keeps one clock', () => {
   it('a run from a machine whose clock is an hour ahead stamps the batch, its tasks and attempts with the server time', async () => {
-    const schema = `clock_${process.pid}_${Date.now() % 100000}`;
-    schemas.push(schema);
+    const { db, schema } = freshDb();
     const p = projectWithFiles(3);
     const skew = join(p.dir, 'skew-clock.mjs');
     writeFileSync(skew, `const real = Date.now; Date.now = () => real() + ${SKEW_MS};\n`);
-    const db = `${URL_}${URL_!.includes('?') ? '&' : '?'}schema=${schema}`;
     const before = await serverNow();
     const r = await runCli(['run', 'src', '--db', db, '--exec', 'true {}'], {
       cwd: p.dir,
