@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN, runCli, tempDir } from '../helpers/cli.js';
@@ -157,5 +157,16 @@ describe('report --html', () => {
     expect(r.stderr).toContain(`the folder ${join(p.dir, 'nodir')} does not exist`);
     expect(r.stderr).not.toContain('unexpected');
     expect(existsSync(join(p.dir, 'nodir'))).toBe(false);
+  });
+
+  it('without --html, each batch gets its own file in the working directory, whatever its name', async () => {
+    const p = projectWithFiles(1);
+    for (const batch of ['a/b', 'a_b', '..', '../../escape']) {
+      expect((await runCli(['run', 'src', '--batch', batch, '--exec', 'true'], { cwd: p.dir })).code).toBe(0);
+      expect((await runCli(['report', '--batch', batch], { cwd: p.dir })).code).toBe(0);
+    }
+    const reports = readdirSync(p.dir).filter((f) => f.startsWith('splitdance-report-'));
+    expect(reports).toHaveLength(4);
+    expect(readdirSync(join(p.dir, '..')).filter((f) => f.startsWith('splitdance-report-'))).toEqual([]);
   });
 });

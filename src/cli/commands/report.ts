@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { safeName } from '../../coordinator/coordinator.js';
 import { UsageError } from '../../errors.js';
 import { renderReport } from '../../report/html.js';
 import { loadReport } from '../../report/report-data.js';
+import { batchFolderName } from '../../store/log-layout.js';
 import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { suggest } from '../suggest.js';
@@ -22,7 +22,7 @@ export async function reportCommand(flags: ReportFlags, io: Io): Promise<number>
     io,
     async (store, batch, { target }) => {
       const data = await loadReport(store, batch);
-      const file = resolve(io.cwd, flags.html ?? `splitdance-report-${safeName(batch.name)}.html`);
+      const file = resolve(io.cwd, flags.html ?? `splitdance-report-${batchFolderName(batch.name)}.html`);
       const html = renderReport(data, { retryCluster: (id) => suggest(target, ['retry-failed', '--cluster', id, '--run']) });
       writeReport(file, html);
       if (flags.json) line(io.stdout, JSON.stringify({ batch: batch.name, file, attempts: data.attempts.length }));
