@@ -11,16 +11,18 @@ import { UsageError } from '../errors.js';
  */
 export const MAX_DURATION_MS = 366 * 24 * 60 * 60 * 1000;
 export const MAX_DURATION_TEXT = '366d';
+/** An age (`prune --older-than`) is compared with dates, never put in a timer: it may be longer. */
+export const MAX_AGE = { max: 100 * 365.25 * 24 * 60 * 60 * 1000, maxText: '100y' };
 
 /** `500ms`, `5s`, `2m`, `1h`, `1d` → milliseconds. A bare number is refused: its unit would be a guess. */
-export function parseDuration(value: string, option: string): number {
+export function parseDuration(value: string, option: string, { max = MAX_DURATION_MS, maxText = MAX_DURATION_TEXT } = {}): number {
   const text = value.trim();
   const parsed = /^\d+(\.\d+)?\s*[a-z]+$/i.test(text) ? ms(text as ms.StringValue) : undefined;
   if (typeof parsed !== 'number' || !Number.isFinite(parsed) || parsed < 0) {
     throw new UsageError(`${option} expects a duration such as 500ms, 5s, 2m or 1h; got "${value}"`);
   }
-  if (parsed > MAX_DURATION_MS) {
-    throw new UsageError(`${option} expects a duration of at most ${MAX_DURATION_TEXT}; got "${value}"`);
+  if (parsed > max) {
+    throw new UsageError(`${option} expects a duration of at most ${maxText}; got "${value}"`);
   }
   return parsed;
 }

@@ -70,6 +70,11 @@ describe('batches and prune', () => {
     expect(readdirSync(logs).sort()).toEqual(['live', 'old-1', 'old-2', 'old-3'].map(batchFolderName).sort());
     const none = await runCli(['prune'], { cwd: p.dir }); // default 30d: nothing that old
     expect(none.stderr).toMatch(/nothing to prune/);
+    // An age is compared with dates, never put in a timer: years are fine, a century the limit.
+    expect((await runCli(['prune', '--older-than', '5y'], { cwd: p.dir })).stderr).toMatch(/nothing to prune/);
+    const tooOld = await runCli(['prune', '--older-than', '101y'], { cwd: p.dir });
+    expect(tooOld.code).toBe(2);
+    expect(tooOld.stderr).toMatch(/--older-than expects a duration of at most 100y/);
     const r = await runCli(['prune', '--older-than', '0s', '--json'], { cwd: p.dir });
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout);

@@ -1,6 +1,6 @@
 import { dirname } from 'node:path';
 import bytes from 'bytes';
-import { parseDuration } from '../../job/units.js';
+import { MAX_AGE, parseDuration } from '../../job/units.js';
 import { batchLogFolder, removeBatchLogs } from '../../store/log-layout.js';
 import { logRoot, openStore, resolveDbPath } from '../../store/open-store.js';
 import { printable } from '../format.js';
@@ -18,7 +18,7 @@ export interface PruneFlags extends OutputFlags {
  * recursively, whatever a batch is called.
  */
 export async function pruneCommand(flags: PruneFlags, io: Io): Promise<number> {
-  const age = parseDuration(flags.olderThan ?? '30d', '--older-than');
+  const age = parseDuration(flags.olderThan ?? '30d', '--older-than', MAX_AGE);
   const dbPath = resolveDbPath(flags.db, io.cwd, io.env);
   const store = await openStore(dbPath, { create: false });
   try {
