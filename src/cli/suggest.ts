@@ -15,7 +15,7 @@ export interface Target {
  * default store was used.
  */
 export function givenDb(flag: string | undefined, io: Pick<Io, 'cwd' | 'env'>): string | undefined {
-  if (flag === undefined && io.env.SPLITDANCE_DB === undefined) return undefined;
+  if (flag === undefined && (io.env.SPLITDANCE_DB ?? '').trim() === '') return undefined;
   return resolveDbPath(flag, io.cwd, io.env);
 }
 

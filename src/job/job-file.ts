@@ -72,8 +72,8 @@ export const JobFileSchema = z
     batch: z.string().min(1).describe("batch name; {date} expands to YYYY-MM-DD").optional(),
     exec: z.string().min(1).describe("shell command per task, e.g. 'gzip -k {}'").optional(),
     handler: z.string().min(1).describe('a .js, .mjs or .ts module, relative to this file').optional(),
-    include: z.array(z.string()).optional(),
-    exclude: z.array(z.string()).optional(),
+    include: z.array(z.string().min(1, 'expected a non-empty glob')).optional(),
+    exclude: z.array(z.string().min(1, 'expected a non-empty glob')).optional(),
     chunkSize: size.optional(),
     lines: count(1).optional(),
     sample: z

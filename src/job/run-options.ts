@@ -99,6 +99,9 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
   if (f.exec !== undefined && f.handler !== undefined) throw new UsageError('give either --exec or --handler, not both');
   if (f.lines !== undefined && f.chunkSize !== undefined) throw new UsageError('give either --lines or --chunk-size, not both');
   if (f.exec !== undefined) checkTemplate(f.exec);
+  for (const [flag, globs] of [['--include', f.include], ['--exclude', f.exclude]] as const) {
+    if (globs?.some((g) => g.trim() === '')) throw new UsageError(`${flag} is empty; give a glob such as '*.log'`);
+  }
   const settings: Partial<JobSettings> = {
     handler: f.exec !== undefined ? { kind: 'exec', template: f.exec } : f.handler !== undefined ? { kind: 'module', path: resolve(cwd, f.handler) } : undefined,
     retries: given(f.retries, (v) => parseCount(v, '--retries', { max: MAX_RETRIES })),

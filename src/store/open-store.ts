@@ -16,7 +16,10 @@ export const DEFAULT_DB = '.splitdance/splitdance.db';
  * than becoming a SQLite file named after it.
  */
 export function resolveDbPath(flag: string | undefined, cwd: string, env: NodeJS.ProcessEnv): string {
-  const given = flag ?? env.SPLITDANCE_DB ?? DEFAULT_DB;
+  if (flag !== undefined && flag.trim() === '') throw new UsageError('--db is empty; give a store file path or a postgres:// URL, or leave --db out');
+  // An empty variable is an unset one (as NO_COLOR and the shell's own conventions go).
+  const fromEnv = env.SPLITDANCE_DB === undefined || env.SPLITDANCE_DB.trim() === '' ? undefined : env.SPLITDANCE_DB;
+  const given = flag ?? fromEnv ?? DEFAULT_DB;
   if (isPostgresUrl(given)) return given;
   if (looksLikeUrl(given)) {
     throw new UsageError(`--db ${redactUrl(given)} is not a store splitdance knows; give a file path or a postgres:// URL`);

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT, handler, runCli } from '../helpers/cli.js';
@@ -180,5 +180,25 @@ describe('the pool and the source', () => {
     }
     const keys = query<{ task_key: string }>(join(p.src, 'store.db'), 'SELECT task_key FROM tasks ORDER BY task_key').map((t) => t.task_key);
     expect(keys).toEqual(['f000.log', 'f001.log']);
+  });
+});
+
+describe('empty values are refused, never taken as "everything" or "here"', () => {
+  it("--db '', --include '' and --exclude '' are exit 2; an empty SPLITDANCE_DB is unset", async () => {
+    const p = projectWithFiles(2);
+    for (const args of [['--db', ''], ['--include', ''], ['--exclude', ' ']]) {
+      const r = await runCli(['run', 'src', '--exec', 'true', ...args], { cwd: p.dir });
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(new RegExp(`${args[0]} is empty`));
+    }
+    writeFileSync(join(p.dir, 'splitdance.json'), JSON.stringify({ source: 'src', exec: 'true', include: [''] }));
+    const j = await runCli(['run'], { cwd: p.dir });
+    expect(j.code, j.stderr).toBe(2);
+    expect(j.stderr).toMatch(/field "include.0": expected a non-empty glob/);
+    expect(existsSync(dbPathIn(p.dir))).toBe(false);
+    rmSync(join(p.dir, 'splitdance.json'));
+    const env = await runCli(['run', 'src', '--exec', 'true'], { cwd: p.dir, env: { SPLITDANCE_DB: '' } });
+    expect(env.code, env.stderr).toBe(0);
+    expect(existsSync(dbPathIn(p.dir))).toBe(true); // the default store
   });
 });
