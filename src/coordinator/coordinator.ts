@@ -1,3 +1,4 @@
+import { StoreError } from '../errors.js';
 import { longInterval, longTimeout, type LongTimer } from '../long-timer.js';
 import { attemptLogFile, prepareLogFolder } from '../store/log-layout.js';
 import type { BatchRecord, ClaimedTask, ReleasedTask, Settlement, TaskStatus, TaskStore } from '../store/task-store.js';
@@ -259,12 +260,21 @@ export class Coordinator {
     const now = Date.now();
     if (now - this.lastRecovery < this.options.pollMs) return;
     this.lastRecovery = now;
+    // Pruned (or deleted) while this run was frozen: stop before claiming anything more. Ids
+    // never repeat, so nothing it commits meanwhile can land on another batch's rows; a batch
+    // of the same name made since is another batch.
+    const current = await this.store.findBatch(this.batch.name);
+    if (current?.id !== this.batch.id) {
+      throw new StoreError(
+        `batch "${this.batch.name}" is no longer in the store (pruned while this run was stopped?); this run stops without claiming or committing anything more`,
+      );
+    }
     const released = await recoverStale(this.store, this.batch.id, this.owner, now);
     if (released.length) this.observer.released(released);
     // Attempts queued behind one that turned out slow go back, so idle workers can run them.
     for (const w of this.pool.stuck(this.options.pollMs)) this.pool.drop(w);
     // `splitdance pause` from anywhere: stop claiming within a poll, let running attempts finish.
-    if ((await this.store.findBatch(this.batch.name))?.paused) this.stop({ kind: 'paused' });
+    if (current.paused) this.stop({ kind: 'paused' });
   }
 
   private dispatch(worker: PoolWorker, tasks: ClaimedTask[], now: number): void {
@@ -347,10 +357,27 @@ export class Coordinator {
 
   private async heartbeat(): Promise<void> {
     if (this.inflight.size === 0) return;
+    const claimed = [...this.inflight.keys()]; // each committed before this heartbeat starts
     try {
-      await this.store.heartbeat(this.owner, Date.now() + this.options.leaseMs);
+      const held = new Set(await this.store.heartbeat(this.owner, Date.now() + this.options.leaseMs));
+      this.killTakenOver(claimed.filter((token) => !held.has(token)));
     } catch (err) {
       this.fail(err);
+    }
+  }
+
+  /**
+   * Attempts whose task another owner took while this process could not heartbeat (frozen
+   * past its lease, seen from a remote host): their results would be fenced off, and the
+   * task may already run elsewhere, so their commands are killed now rather than left to
+   * run beside the new attempt. Each then settles as a crash, which the store fences off.
+   */
+  private killTakenOver(tokens: number[]): void {
+    for (const token of tokens) {
+      const entry = this.inflight.get(token);
+      if (!entry) continue; // ended meanwhile: its settlement is fenced off as usual
+      this.observer.note(`attempt ${entry.task.attempt} of ${entry.task.key} lost its lease to another owner; its command is killed`);
+      this.pool.kill(entry.worker);
     }
   }
 }

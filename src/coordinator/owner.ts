@@ -49,6 +49,16 @@ export function parseOwner(owner: string): { host: string; pid: number; start: s
 }
 
 /**
+ * True when the owner is on this host and its process still exists, stopped (SIGSTOP,
+ * Ctrl-Z) included: its lease is not taken here however long ago it expired (SPEC §5). A
+ * stopped process cannot heartbeat, but its workers may still be running its attempts.
+ */
+export function isLiveLocalOwner(owner: string): boolean {
+  const parsed = parseOwner(owner);
+  return parsed !== null && parsed.host === MACHINE && !isDeadOwner(owner);
+}
+
+/**
  * True only when the owner is on this host and its process is gone: no such pid, a
  * zombie (killed, not yet reaped), or a pid reused by a process that started later.
  */

@@ -1,13 +1,15 @@
 import type { ReleasedTask, TaskStore } from '../store/task-store.js';
-import { isDeadOwner } from './owner.js';
+import { isDeadOwner, isLiveLocalOwner } from './owner.js';
 
 /**
  * Releases RUNNING tasks whose lease expired (measured from claim or the last
  * heartbeat) or whose owner is a provably dead process on this host. Their attempts
- * are recorded LOST and stay counted.
+ * are recorded LOST and stay counted. An owner on this host whose process exists keeps
+ * its tasks whatever its lease says: only a remote owner can merely look dead.
  */
 export async function recoverStale(store: TaskStore, batchId: number | null, self: string, now = Date.now()): Promise<ReleasedTask[]> {
-  const owners = await store.runningOwners(batchId);
-  const dead = owners.filter((o) => o !== self && isDeadOwner(o));
-  return store.releaseStale(batchId, now, dead, self);
+  const owners = (await store.runningOwners(batchId)).filter((o) => o !== self);
+  const dead = owners.filter((o) => isDeadOwner(o));
+  const live = owners.filter((o) => isLiveLocalOwner(o));
+  return store.releaseStale(batchId, now, dead, self, live);
 }

@@ -247,8 +247,11 @@ export interface TaskStore {
   setPaused(batchId: number, paused: boolean): Promise<void>;
   /** Atomically claim up to one PENDING, due task whose needs succeeded per slot, counting the attempt. */
   claim(request: ClaimRequest): Promise<ClaimedTask[]>;
-  /** Extend the leases of every task `owner` holds. */
-  heartbeat(owner: string, leaseExpiresAt: number): Promise<void>;
+  /**
+   * Extend the leases of every task `owner` holds; returns their tokens, so an owner learns
+   * which of its attempts lost their task (taken over while it was frozen).
+   */
+  heartbeat(owner: string, leaseExpiresAt: number): Promise<number[]>;
   /** settle, then claim, in one transaction: what a coordinator does on every tick. */
   settleAndClaim(settlements: Settlement[], request: ClaimRequest): Promise<{ applied: number[]; claimed: ClaimedTask[] }>;
   /** Commit attempt outcomes in one transaction; returns the tokens that still held their task, in the order given. */
@@ -259,9 +262,10 @@ export interface TaskStore {
   runningOwners(batchId: number | null): Promise<string[]>;
   /**
    * Return to PENDING (or FAILED when out of attempts) tasks whose lease expired or whose
-   * owner is dead, never those of `self` (a live coordinator's own); records LOST.
+   * owner is dead, never those of `self` (a live coordinator's own) nor of `liveOwners`
+   * (live processes on this host, stopped ones included); records LOST.
    */
-  releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string): Promise<ReleasedTask[]>;
+  releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners?: string[]): Promise<ReleasedTask[]>;
   counts(batchId: number): Promise<Counts>;
   /** Counts per stage of a batch with stages (none for a batch without). */
   stageCounts(batchId: number): Promise<StageCounts[]>;

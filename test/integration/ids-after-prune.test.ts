@@ -8,11 +8,9 @@ import { dbPathIn, query } from '../helpers/store.js';
 // included (RELIABILITY R24: a run frozen before a prune must not find its token on a new task).
 
 describe('ids after prune (SQLite)', () => {
-  // Product bug: the SQLite store takes the next attempt id as max(id) + 1 (statements.ts,
-  // nextAttemptId) and its tables use INTEGER PRIMARY KEY without AUTOINCREMENT, so once `prune`
-  // deletes the newest rows, the next batch gets attempt ids (fencing tokens), task ids and batch
-  // ids that were already used: here the new batch's first attempt is id 1 again.
-  it.fails('a batch run after prune gets attempt (token), task and batch ids never used before', async () => {
+  // Without AUTOINCREMENT SQLite takes max(id) + 1, which falls back once `prune` deletes the
+  // newest rows; migration 007's high-water marks keep pruned ids taken.
+  it('a batch run after prune gets attempt (token), task and batch ids never used before', async () => {
     const p = projectWithFiles(3);
     const db = dbPathIn(p.dir);
     expect((await runCli(['run', 'src', '--batch', 'first', '--exec', 'true'], { cwd: p.dir })).code).toBe(0);

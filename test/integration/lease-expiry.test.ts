@@ -140,11 +140,9 @@ describe('lease expiry through the CLI (SQLite)', () => {
     expect(attempts.at(-2)!.error).toContain('died');
   });
 
-  // Product bug: the SQLite recovery statement (staleTasks) releases every RUNNING task whose
-  // lease_expires_at has passed, without asking whether its owner is a live process on this host;
-  // SPEC §5 and RELIABILITY R23 say such an owner (e.g. a coordinator stopped with SIGSTOP past its
-  // lease) keeps its tasks. Here the task is recorded LOST and run a second time while its owner lives.
-  it.fails('an owner on this host whose process is alive keeps its task, even past its lease', async () => {
+  // SPEC §5, RELIABILITY R23: such an owner (e.g. a coordinator stopped with SIGSTOP past its
+  // lease) keeps its tasks; recovery passes the live local owners to the store, which skips them.
+  it('an owner on this host whose process is alive keeps its task, even past its lease', async () => {
     const owner = `${MACHINE}:${process.pid}:${startTicks(process.pid)}`;
     const f = await batchWithForeignClaim(owner, Date.now() - 60_000);
     const r = await runCli(['run', 'src', '--exec', EXEC(f.ran), '--no-wait'], { cwd: f.dir, ...cliEnv() });
@@ -216,9 +214,8 @@ describe.skipIf(!PG_URL)('lease expiry through the CLI (PostgreSQL)', () => {
     expect(outcomes.slice(-2).map((o) => o.outcome)).toEqual(['LOST', 'SUCCESS']);
   });
 
-  // Product bug, as on SQLite: the PostgreSQL staleTasks statement releases every RUNNING task
-  // whose lease has expired, even when its owner is a live process on this host (SPEC §5, R23).
-  it.fails('an owner on this host whose process is alive keeps its task, even past its lease', async () => {
+  // As on SQLite: a live owner on this host keeps its tasks past its lease (SPEC §5, R23).
+  it('an owner on this host whose process is alive keeps its task, even past its lease', async () => {
     const owner = `${MACHINE}:${process.pid}:${startTicks(process.pid)}`;
     const f = await pgBatchWithForeignClaim(owner, Date.now() - 60_000);
     const r = await runCli(['run', 'src', '--exec', EXEC(f.ran), '--no-wait', ...f.db], { cwd: f.dir, ...cliEnv() });

@@ -260,7 +260,10 @@ class Model {
     const created = this.batchIds[batch] === undefined;
     if (created) this.batchIds[batch] = this.nextBatchId++;
     let inserted = 0;
-    for (const key of keys) {
+    // A new task's id is the largest id the store ever had plus its position in the list
+    // (SQLite's migration 007): keys skipped as already present leave their id unused.
+    const base = this.nextTaskId - 1;
+    for (const [i, key] of keys.entries()) {
       const t = this.tasks.find((x) => x.batch === batch && x.key === key);
       if (t) {
         if (t.seenFp !== fp(key)) {
@@ -269,8 +272,9 @@ class Model {
         }
         continue;
       }
+      this.nextTaskId = base + i + 2;
       this.tasks.push({
-        id: this.nextTaskId++,
+        id: base + i + 1,
         batch,
         key,
         status: 'PENDING',

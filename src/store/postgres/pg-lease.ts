@@ -64,7 +64,7 @@ function fenced(st: Statements, s: Settlement): [Statement, unknown[]] {
   return [st.fail, [s.taskId, s.token, s.endedAt, s.error, s.retryAt ?? null]];
 }
 
-/** Returns stale RUNNING tasks (expired lease or dead owner, never `self`'s) to PENDING, or FAILED when out of attempts. */
+/** Returns stale RUNNING tasks (expired lease or dead owner, never `self`'s nor a live local owner's) to PENDING, or FAILED when out of attempts. */
 export async function releaseStale(
   sql: Sql,
   st: Statements,
@@ -72,9 +72,10 @@ export async function releaseStale(
   now: number,
   deadOwners: string[],
   self: string,
+  liveOwners: string[],
 ): Promise<ReleasedTask[]> {
   const released: ReleasedTask[] = [];
-  for (const t of await sql.rows<TaskDbRow>(st.staleTasks, [batchId, now, deadOwners, self])) {
+  for (const t of await sql.rows<TaskDbRow>(st.staleTasks, [batchId, now, deadOwners, self, liveOwners])) {
     const dead = t.lease_owner !== null && deadOwners.includes(t.lease_owner);
     const error = dead
       ? `LOST: its coordinator (${t.lease_owner}) died while the attempt ran`

@@ -164,9 +164,10 @@ export class PostgresStore implements TaskStore {
     return this.db.transaction(async (sql) => ({ applied: await settle(sql, this.st, onServer), claimed: await claim(sql, this.st, this.onServerClock(req)) }));
   }
 
-  async heartbeat(owner: string, leaseExpiresAt: number): Promise<void> {
+  async heartbeat(owner: string, leaseExpiresAt: number): Promise<number[]> {
     // One statement, but in `transaction` so a deadlock with a settle is retried, not reported.
-    await this.db.transaction((sql) => sql.run(this.st.heartbeat, [owner, this.s(leaseExpiresAt)]));
+    const rows = await this.db.transaction((sql) => sql.rows<{ token: number | string }>(this.st.heartbeat, [owner, this.s(leaseExpiresAt)]));
+    return rows.map((r) => Number(r.token));
   }
 
   async settle(settlements: Settlement[]): Promise<number[]> {
@@ -185,8 +186,8 @@ export class PostgresStore implements TaskStore {
     return (await this.db.read((sql) => sql.rows<{ owner: string }>(this.st.runningOwners, [batchId]))).map((r) => r.owner);
   }
 
-  async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string): Promise<ReleasedTask[]> {
-    return this.db.transaction((sql) => releaseStale(sql, this.st, batchId, this.s(now), deadOwners, self));
+  async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners: string[] = []): Promise<ReleasedTask[]> {
+    return this.db.transaction((sql) => releaseStale(sql, this.st, batchId, this.s(now), deadOwners, self, liveOwners));
   }
 
   async counts(batchId: number): Promise<Counts> {

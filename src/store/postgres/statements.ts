@@ -137,10 +137,14 @@ function sql(s: string) {
     markFinished: `
       UPDATE ${s}.batches SET last_finished_at = $2
       WHERE id = $1 AND (last_finished_at IS NULL OR last_finished_at < $2)`,
-    /** $1 owner $2 expires — rows locked in id order, like every multi-row writer, against deadlocks. */
+    /**
+     * $1 owner $2 expires — rows locked in id order, like every multi-row writer, against
+     * deadlocks; returns the tokens the owner still holds.
+     */
     heartbeat: `
       UPDATE ${s}.tasks SET lease_expires_at = $2
-      WHERE id IN (SELECT id FROM ${s}.tasks WHERE lease_owner = $1 AND status = 'RUNNING' ORDER BY id FOR UPDATE)`,
+      WHERE id IN (SELECT id FROM ${s}.tasks WHERE lease_owner = $1 AND status = 'RUNNING' ORDER BY id FOR UPDATE)
+      RETURNING lease_token AS token`,
 
     /** $1 taskId $2 token $3 endedAt $4 error $5 result — fenced: only while the token still holds the task. */
     complete: `
@@ -184,12 +188,14 @@ function sql(s: string) {
       SELECT DISTINCT lease_owner AS owner FROM ${s}.tasks
       WHERE status = 'RUNNING' AND lease_owner IS NOT NULL AND ($1::bigint IS NULL OR batch_id = $1)`,
     /**
-     * $1 batchId (NULL = every batch) $2 now $3 dead owners text[] $4 self — locked (waiting for
-     * a settle in flight, then re-checked), so two recovering coordinators never both release one.
+     * $1 batchId (NULL = every batch) $2 now $3 dead owners text[] $4 self $5 live local owners
+     * text[] — locked (waiting for a settle in flight, then re-checked), so two recovering
+     * coordinators never both release one.
      */
     staleTasks: `
       SELECT * FROM ${s}.tasks
       WHERE status = 'RUNNING' AND ($1::bigint IS NULL OR batch_id = $1) AND lease_owner IS DISTINCT FROM $4
+        AND (lease_owner = ANY($5::text[])) IS NOT TRUE
         AND (lease_expires_at < $2 OR lease_owner = ANY($3::text[]))
       ORDER BY id FOR UPDATE`,
     /** $1 id $2 now $3 error — the lost attempt stays counted, so a task that kills its machine cannot loop forever. */

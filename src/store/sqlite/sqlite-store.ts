@@ -165,7 +165,8 @@ export class SqliteStore implements TaskStore {
         row = this.st.batchByName.get(batch.name) as BatchDbRow;
       }
       const { base } = this.st.maxSeq.get(row.id) as { base: number };
-      const inserted = this.st.insertStaged.run({ batchId: row.id, base, maxAttempts: batch.maxAttempts, now }).changes;
+      const { base: idBase } = this.st.taskIdBase.get() as { base: number };
+      const inserted = this.st.insertStaged.run({ batchId: row.id, base, idBase, maxAttempts: batch.maxAttempts, now }).changes;
       if (!created) this.st.observeStaged.run({ batchId: row.id });
       const requeued = options.rerunChanged ? this.st.requeueChanged.run({ batchId: row.id }).changes : 0;
       const { n: changed } = this.st.countChanged.get({ batchId: row.id }) as { n: number };
@@ -249,8 +250,8 @@ export class SqliteStore implements TaskStore {
     return Object.fromEntries(rows.map((r) => [r.stage, r.result === null ? null : JSON.parse(r.result)]));
   }
 
-  async heartbeat(owner: string, leaseExpiresAt: number): Promise<void> {
-    this.write(() => this.st.heartbeat.run({ owner, expires: leaseExpiresAt }));
+  async heartbeat(owner: string, leaseExpiresAt: number): Promise<number[]> {
+    return this.write(() => (this.st.heartbeat.all({ owner, expires: leaseExpiresAt }) as { token: number }[]).map((r) => r.token));
   }
 
   async settle(settlements: Settlement[]): Promise<number[]> {
@@ -333,8 +334,8 @@ export class SqliteStore implements TaskStore {
     return rows.map((r) => r.owner);
   }
 
-  async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string): Promise<ReleasedTask[]> {
-    const params = { batchId, now, dead: JSON.stringify(deadOwners), self };
+  async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners: string[] = []): Promise<ReleasedTask[]> {
+    const params = { batchId, now, dead: JSON.stringify(deadOwners), self, live: JSON.stringify(liveOwners) };
     // Read first so the common case (nothing stale) takes no write lock.
     const stale = this.read(() => this.st.staleTasks.all(params) as TaskDbRow[]);
     if (stale.length === 0) return [];
@@ -421,7 +422,9 @@ export class SqliteStore implements TaskStore {
   async pruneFinished(before: number): Promise<PruneResult> {
     return this.write(() => {
       const result: PruneResult = { batches: [], tasks: 0, attempts: 0, logPaths: [] };
-      for (const b of this.st.finishedBatches.all({ before }) as BatchDbRow[]) {
+      const finished = this.st.finishedBatches.all({ before }) as BatchDbRow[];
+      if (finished.length > 0) this.st.raiseHighWater.run();
+      for (const b of finished) {
         const sizes = this.st.batchSizes.get({ batchId: b.id }) as { tasks: number; attempts: number };
         result.logPaths.push(...(this.st.batchLogPaths.all(b.id) as { path: string }[]).map((r) => r.path));
         this.st.deleteBatch.run(b.id);

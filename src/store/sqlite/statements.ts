@@ -21,8 +21,10 @@ export const SQL = {
   batchByName: 'SELECT * FROM batches WHERE name = ?',
   listBatches: 'SELECT * FROM batches ORDER BY created_at, id',
   latestBatch: 'SELECT * FROM batches ORDER BY created_at DESC, id DESC LIMIT 1',
-  /** @name @source @job @now */
-  insertBatch: 'INSERT INTO batches (name, source, job, created_at, updated_at) VALUES (@name, @source, @job, @now, @now)',
+  /** @name @source @job @now — its id above every batch id the store ever had (id_high_water). */
+  insertBatch: `
+    INSERT INTO batches (id, name, source, job, created_at, updated_at)
+    VALUES (max(coalesce((SELECT max(id) FROM batches), 0), (SELECT batches FROM id_high_water)) + 1, @name, @source, @job, @now, @now)`,
   /** @batchId @paused (0/1) @now */
   setPaused: 'UPDATE batches SET paused = @paused, updated_at = @now WHERE id = @batchId',
   /** @batchId @job @now */
@@ -49,10 +51,15 @@ export const SQL = {
     SELECT tasks.id, tasks.status FROM j JOIN tasks ON tasks.id = j.id`,
   /** ?batchId */
   maxSeq: 'SELECT coalesce(max(seq), 0) AS base FROM tasks WHERE batch_id = ?',
-  /** @batchId @base @maxAttempts @now — copies temp.staging; keys already in the batch are skipped. */
+  /** The largest task id the store ever had: new task ids start above it (id_high_water). */
+  taskIdBase: 'SELECT max(coalesce((SELECT max(id) FROM tasks), 0), (SELECT tasks FROM id_high_water)) AS base',
+  /**
+   * @batchId @base @idBase @maxAttempts @now — copies temp.staging; keys already in the batch
+   * are skipped (their ids are left unused).
+   */
   insertStaged: `
-    INSERT INTO tasks (batch_id, task_key, stage, item_key, needs, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint)
-    SELECT @batchId, task_key, stage, item_key, needs, @base + rowid, payload, coalesce(max_attempts, @maxAttempts), @now,
+    INSERT INTO tasks (id, batch_id, task_key, stage, item_key, needs, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint)
+    SELECT @idBase + rowid, @batchId, task_key, stage, item_key, needs, @base + rowid, payload, coalesce(max_attempts, @maxAttempts), @now,
       fingerprint, fingerprint
     FROM temp.staging WHERE true
     ON CONFLICT (batch_id, stage, task_key) DO NOTHING`,
@@ -101,8 +108,12 @@ export const SQL = {
     RETURNING status`,
   /** ?id — a dependent whose need was reset by retry-failed. */
   revive: "UPDATE tasks SET status = 'PENDING', finished_at = NULL, last_error = NULL, next_run_at = 0 WHERE id = ? AND status = 'CANCELLED'",
-  /** The id the next attempt row will get. */
-  nextAttemptId: 'SELECT coalesce(max(id), 0) + 1 AS id FROM attempts',
+  /**
+   * The id the next attempt row will get: above every attempt id the store ever had, pruned
+   * ones included (id_high_water), as it is the fencing token. One more primary-key read per
+   * claim; no write.
+   */
+  nextAttemptId: 'SELECT max(coalesce((SELECT max(id) FROM attempts), 0), (SELECT attempts FROM id_high_water)) + 1 AS id',
   /**
    * @batchId @now @n — the first @n due PENDING tasks in index order whose needs all
    * succeeded for their item. Read inside the claim's write transaction, so no other
@@ -172,8 +183,8 @@ export const SQL = {
         lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0
     WHERE id = @taskId AND status = 'RUNNING' AND lease_token = @token
     RETURNING batch_id, status, item_key`,
-  /** @owner @expires */
-  heartbeat: "UPDATE tasks INDEXED BY tasks_running SET lease_expires_at = @expires WHERE lease_owner = @owner AND status = 'RUNNING'",
+  /** @owner @expires — returns the tokens the owner still holds. */
+  heartbeat: "UPDATE tasks INDEXED BY tasks_running SET lease_expires_at = @expires WHERE lease_owner = @owner AND status = 'RUNNING' RETURNING lease_token AS token",
 
   /**
    * @taskId @token @endedAt @error @retryAt — retryAt NULL fails the task now (permanent);
@@ -209,10 +220,11 @@ export const SQL = {
   runningOwners: `
     SELECT DISTINCT lease_owner AS owner FROM tasks
     WHERE status = 'RUNNING' AND lease_owner IS NOT NULL AND (@batchId IS NULL OR batch_id = @batchId)`,
-  /** @batchId (NULL = every batch) @now @dead (JSON array of dead owners) @self */
+  /** @batchId (NULL = every batch) @now @dead (JSON array of dead owners) @self @live (JSON array of live local owners) */
   staleTasks: `
     SELECT * FROM tasks INDEXED BY tasks_running
     WHERE status = 'RUNNING' AND (@batchId IS NULL OR batch_id = @batchId) AND lease_owner IS NOT @self
+      AND lease_owner NOT IN (SELECT value FROM json_each(@live))
       AND (lease_expires_at < @now OR lease_owner IN (SELECT value FROM json_each(@dead)))`,
   /** @id @now @error — the lost attempt stays counted, so a task that kills its machine cannot loop forever. */
   releaseLost: `
@@ -287,6 +299,12 @@ export const SQL = {
   batchSizes: `
     SELECT (SELECT count(*) FROM tasks WHERE batch_id = @batchId) AS tasks,
            (SELECT count(*) FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE t.batch_id = @batchId) AS attempts`,
+  /** Before `prune` deletes: the largest ids so far stay taken (see migration 007). */
+  raiseHighWater: `
+    UPDATE id_high_water SET
+      batches = max(batches, coalesce((SELECT max(id) FROM batches), 0)),
+      tasks = max(tasks, coalesce((SELECT max(id) FROM tasks), 0)),
+      attempts = max(attempts, coalesce((SELECT max(id) FROM attempts), 0))`,
   /** ?batchId — tasks and attempts go with it (ON DELETE CASCADE). */
   deleteBatch: 'DELETE FROM batches WHERE id = ?',
   historySize: 'SELECT count(*) AS n FROM attempts',
