@@ -1,8 +1,8 @@
-import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
+import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 
 // SPEC §5: fencing tokens, attempt ids and task ids never repeat in a store's life, `prune`
 // included (RELIABILITY R24: a run frozen before a prune must not find its token on a new task).
@@ -40,26 +40,13 @@ async function pruneAll(cwd: string, db: string[] = []): Promise<string[]> {
   return [];
 }
 
-const PG_URL = process.env.SPLITDANCE_PG_URL;
-const schemas: string[] = [];
-async function pgRows<T>(text: string): Promise<T[]> {
-  const client = new pg.Client({ connectionString: PG_URL });
-  await client.connect();
-  try {
-    return (await client.query(text)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
-afterAll(async () => {
-  for (const s of schemas) await pgRows(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
-});
+const freshSchema = pgSchemas('ids');
+const pgRows = pgQuery;
 
 describe.skipIf(!PG_URL)('ids after prune (PostgreSQL)', () => {
   it('a batch run after prune gets attempt (token), task and batch ids never used before', async () => {
-    const schema = `ids_${process.pid}_${Date.now() % 100000}`;
-    schemas.push(schema);
-    const db = ['--db', `${PG_URL}${PG_URL!.includes('?') ? '&' : '?'}schema=${schema}`];
+    const { schema, db: url } = freshSchema();
+    const db = ['--db', url];
     const p = projectWithFiles(3);
     expect((await runCli(['run', 'src', '--batch', 'first', '--exec', 'true', ...db], { cwd: p.dir })).code).toBe(0);
     const ids = async (fn: 'min' | 'max', table: string) =>

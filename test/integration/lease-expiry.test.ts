@@ -3,11 +3,11 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
+import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 
 // SPEC §5 recovery: a RUNNING task whose owner is on another host is taken back once its lease
 // expired, never before; one whose owner is a dead process on this host is taken back at once;
@@ -162,26 +162,13 @@ async function deadPid(): Promise<{ pid: number; start: string }> {
   return { pid: child.pid!, start };
 }
 
-const PG_URL = process.env.SPLITDANCE_PG_URL;
-const schemas: string[] = [];
-async function pgQuery<T>(text: string, params: unknown[] = []): Promise<T[]> {
-  const client = new pg.Client({ connectionString: PG_URL });
-  await client.connect();
-  try {
-    return (await client.query(text, params)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
-afterAll(async () => {
-  for (const s of schemas) await pgQuery(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
-});
+const freshSchema = pgSchemas('lease');
 
 /** `batchWithForeignClaim` on a fresh schema of the PostgreSQL test server. */
 async function pgBatchWithForeignClaim(owner: string, expiresAt: number): Promise<{ dir: string; db: string[]; ran: string; schema: string }> {
-  const schema = `lease_${process.pid}_${schemas.length}_${Date.now() % 100000}`;
-  schemas.push(schema);
-  const db = ['--db', `${PG_URL}${PG_URL!.includes('?') ? '&' : '?'}schema=${schema}`];
+  const fresh = freshSchema();
+  const schema = fresh.schema;
+  const db = ['--db', fresh.db];
   const p = projectWithFiles(2);
   const opts = { cwd: p.dir, ...cliEnv() };
   expect((await runCli(['run', 'src', '--exec', 'exit 1', '--retries', '1', '--backoff', '10ms', ...db], opts)).code).toBe(1);
