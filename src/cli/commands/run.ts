@@ -141,19 +141,29 @@ export async function drive(store: TaskStore, batch: BatchRecord, pool: WorkerPo
   // Tasks a dead coordinator on this host left RUNNING are taken back now, not after their lease.
   const released = await recoverStale(store, batch.id, coordinator.owner);
   reporter.start({ batch: batch.name, source: batch.source, store: describeStore(plan.dbPath), total, inserted, workers: pool.size, notes: plan.notes });
-  if (released.length) reporter.released(released);
-  const started = Date.now();
-  const removeSignals = drainOnSignals(coordinator, inv.graceMs, (m) => reporter.note(m));
-  let stop: StopReason;
+  // From here on the reporter's progress timer runs: however this ends (a store error thrown by
+  // the coordinator or by the last counts), it is stopped, or it alone would keep the process
+  // alive after the error boundary printed the error (a hang instead of exit 4).
   try {
-    stop = await coordinator.run();
+    if (released.length) reporter.released(released);
+    const started = Date.now();
+    const removeSignals = drainOnSignals(coordinator, inv.graceMs, (m) => reporter.note(m));
+    let stop: StopReason;
+    try {
+      stop = await coordinator.run();
+    } finally {
+      removeSignals();
+    }
+    const counts = await store.counts(batch.id);
+    const { exitCode, reason } = exitFor(stop, counts, suggest({ batch: batch.name, db: givenDb(flags.db, io) }, ['resume']));
+    await reporter.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Date.now() - started });
+    return exitCode;
+  } catch (err) {
+    reporter.failed(err);
+    throw err;
   } finally {
-    removeSignals();
+    reporter.close();
   }
-  const counts = await store.counts(batch.id);
-  const { exitCode, reason } = exitFor(stop, counts, suggest({ batch: batch.name, db: givenDb(flags.db, io) }, ['resume']));
-  await reporter.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Date.now() - started });
-  return exitCode;
 }
 
 /** Each stage's retry rules, worked out once. */
