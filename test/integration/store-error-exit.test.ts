@@ -1,8 +1,10 @@
 import Database from 'better-sqlite3';
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { handler, runCli, startCli, tempDir, waitFor, type CliResult } from '../helpers/cli.js';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { handler, runCli, sleep, startCli, tempDir, waitFor, type CliResult } from '../helpers/cli.js';
 import { processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, logEntries } from '../helpers/store.js';
@@ -80,6 +82,93 @@ describe('run never hangs after a store error mid-run: exit 4 in every output mo
         foreign.close();
       }
       expectExit4(r, mode, /stayed locked by another process/);
+      expect(processesWithEnv(p.dir)).toEqual([]);
+    }, 40_000);
+  }
+});
+
+const PG_URL = process.env.SPLITDANCE_PG_URL;
+const schemas: string[] = [];
+
+async function pgSql<T>(text: string, params: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    return (await client.query(text, params)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
+/** The local ports of `pid`'s connections to the server: how its backends are told from everyone else's. */
+function clientPorts(pid: number): number[] {
+  const out = execFileSync('ss', ['-tnpH', 'dport = :5432'], { encoding: 'utf8' });
+  return out
+    .split('\n')
+    .filter((l) => l.includes(`pid=${pid},`))
+    .map((l) => Number(l.trim().split(/\s+/)[3]!.split(':').pop()));
+}
+
+describe.skipIf(!PG_URL)('run on PostgreSQL never hangs after a store error mid-run', () => {
+  afterAll(async () => {
+    for (const s of schemas) await pgSql(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
+  });
+
+  function freshDb(): { db: string; schema: string } {
+    const schema = `i16_exit_${process.pid}_${schemas.length}_${Date.now() % 100000}`;
+    schemas.push(schema);
+    return { db: `${PG_URL}${PG_URL!.includes('?') ? '&' : '?'}schema=${schema}`, schema };
+  }
+
+  for (const [mode, flags] of MODES) {
+    it(`a lock held past the lock timeout mid-run (${mode}): exit 4 naming the lock, no worker left`, async () => {
+      const { db, schema } = freshDb();
+      const p = projectWithFiles(40, 'sd-pglock-');
+      const env = { SIDE_EFFECT_LOG: p.log, SLEEP_MS: '50', SPLITDANCE_BUSY_TIMEOUT_MS: '300' };
+      const run = startCli(['run', 'src', '--db', db, '--handler', handler('record'), '-j', '2', '--progress-interval', '100ms', ...flags], {
+        cwd: p.dir,
+        env,
+        timeoutMs: WITHIN_MS,
+      });
+      await waitFor(() => logEntries(p.log).filter((e) => e.type === 'end').length >= 4, 15_000, 'a few attempts done');
+      const holder = new pg.Client({ connectionString: PG_URL });
+      await holder.connect();
+      let r: CliResult;
+      try {
+        await holder.query('BEGIN');
+        await holder.query(`LOCK TABLE ${schema}.tasks IN ACCESS EXCLUSIVE MODE`);
+        r = await run.result;
+      } finally {
+        await holder.query('ROLLBACK').catch(() => undefined);
+        await holder.end();
+      }
+      expectExit4(r, mode, /stayed locked by another session/);
+      expect(processesWithEnv(p.dir)).toEqual([]);
+    }, 40_000);
+  }
+
+  for (const [mode, flags] of MODES) {
+    it(`the run's server connections killed again and again (${mode}): it finishes, or exits 4 naming the server; never hangs`, async () => {
+      const { db } = freshDb();
+      const p = projectWithFiles(60, 'sd-pgkill-');
+      const env = { SIDE_EFFECT_LOG: p.log, SLEEP_MS: '30' };
+      const run = startCli(['run', 'src', '--db', db, '--handler', handler('record'), '-j', '2', '--progress-interval', '100ms', ...flags], {
+        cwd: p.dir,
+        env,
+        timeoutMs: WITHIN_MS,
+      });
+      await waitFor(() => logEntries(p.log).filter((e) => e.type === 'end').length >= 4, 15_000, 'a few attempts done');
+      // What a server restart does to the run's sessions, without touching anyone else's.
+      let exited = false;
+      void run.result.then(() => (exited = true));
+      for (let i = 0; i < 40 && !exited; i++) {
+        const ports = clientPorts(run.pid!);
+        if (ports.length) await pgSql('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE client_port = ANY($1)', [ports]);
+        await sleep(25);
+      }
+      const r = await run.result;
+      expect(r.signal, `${mode} hung: ${r.stderr}`).toBeNull();
+      if (r.code !== 0) expectExit4(r, mode, /PostgreSQL at 127\.0\.0\.1:5432/);
       expect(processesWithEnv(p.dir)).toEqual([]);
     }, 40_000);
   }
