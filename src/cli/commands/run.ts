@@ -10,7 +10,7 @@ import { resolveCountOrShare } from '../../job/units.js';
 import { nonEmpty } from '../../split/split-source.js';
 import { describeStore, logRoot, openExistingStore, openStore, resolveDbPath } from '../../store/open-store.js';
 import { peekBatch } from '../../store/peek-batch.js';
-import type { BatchRecord, TaskStore } from '../../store/task-store.js';
+import type { BatchRecord, Counts, TaskStore } from '../../store/task-store.js';
 import { EXIT } from '../exit-codes.js';
 import { colors, type Io } from '../io.js';
 import { RunReporter, type ReportMode } from '../run-reporter.js';
@@ -180,7 +180,10 @@ export function rulesOf(settings: JobSettings): (stage: string) => RetryRules {
   return (stage) => rules.get(stage) ?? rules.values().next().value!;
 }
 
-function exitFor(stop: StopReason, c: { failed: number; cancelled: number }, resume: string): { exitCode: number; reason: string } {
+function exitFor(stop: StopReason, c: Counts, resume: string): { exitCode: number; reason: string } {
+  // A stop that only means "not finished yet" (a pause, --max-runtime, --no-wait) that raced the
+  // end of the batch (the last attempts ended after it): the batch is done, and exits as done.
+  if ((stop.kind === 'paused' || stop.kind === 'max-runtime' || stop.kind === 'no-wait') && c.pending + c.retrying + c.running === 0) stop = { kind: 'done' };
   switch (stop.kind) {
     case 'signal':
       return stop.signal === 'SIGINT'
