@@ -29,6 +29,7 @@ export class RunReporter implements RunObserver {
   private bars: cliProgress.MultiBar | null = null;
   private bar: cliProgress.SingleBar | null = null;
   private timer: LongTimer | undefined; // --progress-interval may be up to a year
+  private barStopped = false;
   private readonly failures: string[] = [];
 
   constructor(
@@ -107,9 +108,10 @@ export class RunReporter implements RunObserver {
 
   async finish(summary: RunSummary): Promise<void> {
     this.timer?.cancel();
-    if (this.bar) {
+    if (this.bar && !this.barStopped) {
       await this.progress();
       this.bars?.stop();
+      this.barStopped = true;
     }
     const k = summary.counts;
     if (this.mode === 'json') {
@@ -127,6 +129,24 @@ export class RunReporter implements RunObserver {
       const target = { batch: summary.batch, db: givenDb(this.dbFlag, this.io) };
       this.human(`see the failures: ${suggest(target, ['status'])}; retry them: ${suggest(target, ['retry-failed', '--run'])}`);
     }
+  }
+
+  /**
+   * The run ends with an error (the error boundary prints it and exits 4 for a store error):
+   * with --json, an `error` event says so on stdout too, so a reader of the events is not left
+   * waiting for an `end` that never comes.
+   */
+  failed(err: unknown): void {
+    this.close();
+    if (this.mode === 'json') this.event({ event: 'error', message: err instanceof Error ? err.message : String(err) });
+  }
+
+  /** Stops the progress timer and the bar; nothing of the reporter keeps the process alive after. Safe to call again. */
+  close(): void {
+    this.timer?.cancel();
+    this.timer = undefined;
+    if (!this.barStopped) this.bars?.stop();
+    this.barStopped = true;
   }
 
   private async progress(): Promise<void> {

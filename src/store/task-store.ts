@@ -278,8 +278,16 @@ export interface TaskStore {
   attemptsOf(taskId: number): Promise<AttemptRow[]>;
   /** The batch's attempts, oldest first, at most `limit` (the most recent ones when cut). */
   batchAttempts(batchId: number, limit: number): Promise<{ attempts: BatchAttempt[]; total: number }>;
-  /** Delete finished batches (nothing PENDING or RUNNING) whose last activity is before `before`. */
-  pruneFinished(before: number): Promise<PruneResult>;
+  /**
+   * Delete finished batches (nothing PENDING or RUNNING) whose last activity is before `before`,
+   * in bounded chunks, each its own short transaction (so a concurrent run never waits long for
+   * the lock): the batch's attempts, then its tasks, then the batch row. Every chunk re-checks
+   * that the batch is still finished and idle, so a prune killed half-way leaves a smaller batch
+   * of finished tasks (consistent) that the next prune finishes, and a batch that came back to
+   * life meanwhile keeps what is left. With `onChunk`, each chunk's log files are handed over as
+   * soon as it is committed (and `logPaths` stays empty); without, they are all in `logPaths`.
+   */
+  pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void): Promise<PruneResult>;
   /** Attempt rows in the whole store: the history `prune` would trim. */
   historySize(): Promise<number>;
   /**

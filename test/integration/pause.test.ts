@@ -34,6 +34,24 @@ describe('pause, resume and cancel', () => {
     expect(attempts()).toBe(30);
   });
 
+  it('pause racing the end of a run: the last attempts finish after the pause, the batch is done, and the run exits 0 as done', async () => {
+    // Issue 16 item 8: it exited 3 "paused" with every task SUCCESS (and `status` saying done: true).
+    const p = projectWithFiles(2);
+    const db = dbPathIn(p.dir);
+    const child = startCli(['run', 'src', '--exec', 'sleep 1', '-j', '2', '--json'], { cwd: p.dir });
+    await waitFor(() => runningCount(db) === 2, 20_000, 'both tasks running');
+    expect((await runCli(['pause'], { cwd: p.dir })).code).toBe(0);
+    const r = await child.result;
+    expect(query(db, "SELECT 1 FROM tasks WHERE status != 'SUCCESS'")).toEqual([]);
+    expect(r.code, r.stderr).toBe(0);
+    const end = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { event: string; exitCode: number; reason: string };
+    expect(end).toMatchObject({ event: 'end', exitCode: 0, reason: 'done' });
+    // A done batch that is still paused exits as done too.
+    const again = await runCli(['run', 'src'], { cwd: p.dir });
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toMatch(/^done: 2 succeeded/m);
+  });
+
   it('cancel from another process: pending tasks end CANCELLED at once, running ones finish and are not retried; exit 1', async () => {
     const p = projectWithFiles(20);
     const db = dbPathIn(p.dir);

@@ -990,6 +990,21 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
         expect((await store.pruneFinished(now + 3_600_001)).batches).toEqual(['recent']);
       });
 
+      it('pruneFinished deletes a batch bigger than one chunk whole, handing each chunk\'s log paths over as it goes', async () => {
+        const now = Date.now();
+        const big = await setup(4500, { name: 'big', maxAttempts: 1 });
+        const ts = await claim(big, now, { slots: 3 });
+        await store.settle(ts.map((t, i) => ending(t, 'SUCCESS', now + 1 + i)));
+        await store.cancel({ batchId: big });
+        const chunks: [string, string[]][] = [];
+        const result = await store.pruneFinished(Date.now() + 60_000, (batch, paths) => chunks.push([batch, paths]));
+        expect(result).toEqual({ batches: ['big'], tasks: 4500, attempts: 3, logPaths: [] });
+        expect(chunks.flatMap(([, paths]) => paths).sort()).toEqual(ts.map((t) => `/logs/${t.key}.log`).sort());
+        expect(chunks.every(([batch]) => batch === 'big')).toBe(true);
+        expect(await store.findBatch('big')).toBeUndefined();
+        expect(await store.historySize()).toBe(0);
+      });
+
       it("listTasks order 'slowest': finished tasks, longest last attempt first, ties in key order", async () => {
         const id = await setup(5, { maxAttempts: 2 });
         const now = Date.now();

@@ -1,4 +1,3 @@
-import { dirname } from 'node:path';
 import bytes from 'bytes';
 import { MAX_AGE, parseDuration } from '../../job/units.js';
 import { batchLogFolder, removeBatchLogs } from '../../store/log-layout.js';
@@ -22,20 +21,17 @@ export async function pruneCommand(flags: PruneFlags, io: Io): Promise<number> {
   const dbPath = resolveDbPath(flags.db, io.cwd, io.env);
   const store = await openStore(dbPath, { create: false });
   try {
-    const result = await store.pruneFinished(Date.now() - age);
-    let freed = 0;
-    // Rows first (one transaction), files after: a crash in between leaves only orphan files.
-    const byFolder = new Map<string, string[]>();
-    for (const path of result.logPaths) {
-      const listed = byFolder.get(dirname(path));
-      if (listed) listed.push(path);
-      else byFolder.set(dirname(path), [path]);
-    }
     const root = logRoot(dbPath, io.cwd);
-    for (const name of result.batches) {
+    let freed = 0;
+    // Rows are deleted in chunks, each its own short transaction; a chunk's log files go as soon
+    // as its rows are committed. A prune killed in between leaves only that chunk's files behind
+    // (never a row whose file it deleted first), and running it again finishes the rest.
+    const result = await store.pruneFinished(Date.now() - age, (name, paths) => {
       const folder = batchLogFolder(root, store.identity, name);
-      freed += removeBatchLogs(folder, byFolder.get(folder) ?? []);
-    }
+      freed += removeBatchLogs(folder, paths); // only files provably this batch's own (log-layout.ts)
+    });
+    // Each pruned batch's folder goes too, once nothing else is in it.
+    for (const name of result.batches) freed += removeBatchLogs(batchLogFolder(root, store.identity, name), []);
     const summary = { batches: result.batches, tasks: result.tasks, attempts: result.attempts, logBytesFreed: freed };
     if (flags.json) line(io.stdout, JSON.stringify(summary, null, 2));
     else if (!flags.quiet) {

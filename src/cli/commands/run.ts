@@ -10,7 +10,7 @@ import { resolveCountOrShare } from '../../job/units.js';
 import { nonEmpty } from '../../split/split-source.js';
 import { describeStore, logRoot, openExistingStore, openStore, resolveDbPath } from '../../store/open-store.js';
 import { peekBatch } from '../../store/peek-batch.js';
-import type { BatchRecord, TaskStore } from '../../store/task-store.js';
+import type { BatchRecord, Counts, TaskStore } from '../../store/task-store.js';
 import { EXIT } from '../exit-codes.js';
 import { colors, type Io } from '../io.js';
 import { RunReporter, type ReportMode } from '../run-reporter.js';
@@ -141,19 +141,29 @@ export async function drive(store: TaskStore, batch: BatchRecord, pool: WorkerPo
   // Tasks a dead coordinator on this host left RUNNING are taken back now, not after their lease.
   const released = await recoverStale(store, batch.id, coordinator.owner);
   reporter.start({ batch: batch.name, source: batch.source, store: describeStore(plan.dbPath), total, inserted, workers: pool.size, notes: plan.notes });
-  if (released.length) reporter.released(released);
-  const started = Date.now();
-  const removeSignals = drainOnSignals(coordinator, inv.graceMs, (m) => reporter.note(m));
-  let stop: StopReason;
+  // From here on the reporter's progress timer runs: however this ends (a store error thrown by
+  // the coordinator or by the last counts), it is stopped, or it alone would keep the process
+  // alive after the error boundary printed the error (a hang instead of exit 4).
   try {
-    stop = await coordinator.run();
+    if (released.length) reporter.released(released);
+    const started = Date.now();
+    const removeSignals = drainOnSignals(coordinator, inv.graceMs, (m) => reporter.note(m));
+    let stop: StopReason;
+    try {
+      stop = await coordinator.run();
+    } finally {
+      removeSignals();
+    }
+    const counts = await store.counts(batch.id);
+    const { exitCode, reason } = exitFor(stop, counts, suggest({ batch: batch.name, db: givenDb(flags.db, io) }, ['resume']));
+    await reporter.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Date.now() - started });
+    return exitCode;
+  } catch (err) {
+    reporter.failed(err);
+    throw err;
   } finally {
-    removeSignals();
+    reporter.close();
   }
-  const counts = await store.counts(batch.id);
-  const { exitCode, reason } = exitFor(stop, counts, suggest({ batch: batch.name, db: givenDb(flags.db, io) }, ['resume']));
-  await reporter.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Date.now() - started });
-  return exitCode;
 }
 
 /** Each stage's retry rules, worked out once. */
@@ -170,7 +180,10 @@ export function rulesOf(settings: JobSettings): (stage: string) => RetryRules {
   return (stage) => rules.get(stage) ?? rules.values().next().value!;
 }
 
-function exitFor(stop: StopReason, c: { failed: number; cancelled: number }, resume: string): { exitCode: number; reason: string } {
+function exitFor(stop: StopReason, c: Counts, resume: string): { exitCode: number; reason: string } {
+  // A stop that only means "not finished yet" (a pause, --max-runtime, --no-wait) that raced the
+  // end of the batch (the last attempts ended after it): the batch is done, and exits as done.
+  if ((stop.kind === 'paused' || stop.kind === 'max-runtime' || stop.kind === 'no-wait') && c.pending + c.retrying + c.running === 0) stop = { kind: 'done' };
   switch (stop.kind) {
     case 'signal':
       return stop.signal === 'SIGINT'

@@ -21,7 +21,7 @@ import type {
   TaskStore,
 } from '../task-store.js';
 import { migrate, readIdentity } from './migrate.js';
-import { PgDb } from './pg-db.js';
+import { PgDb, type Sql } from './pg-db.js';
 import { enqueue } from './pg-enqueue.js';
 import { claim, releaseStale, settle } from './pg-lease.js';
 import { selectTasks } from './pg-list.js';
@@ -34,6 +34,8 @@ import { prepareStatements, type Statements } from './statements.js';
 
 /** Ids per `resetFailed` statement, so a million failed tasks never make one giant array. */
 const RESET_CHUNK = 1000;
+/** Rows per prune transaction: each chunk holds the batch's locks for milliseconds, not the whole delete. */
+const PRUNE_CHUNK = 2000;
 
 /**
  * The PostgreSQL TaskStore: the SQLite store's tables and semantics in one schema of a
@@ -224,23 +226,45 @@ export class PostgresStore implements TaskStore {
     });
   }
 
-  async pruneFinished(before: number): Promise<PruneResult> {
-    return this.db.transaction(async (sql) => {
-      const result: PruneResult = { batches: [], tasks: 0, attempts: 0, logPaths: [] };
-      for (const candidate of await sql.rows<BatchDbRow>(this.st.finishedBatches, [this.s(before), null])) {
-        // Lock, then re-check with a fresh snapshot: an enqueue or retry that committed meanwhile keeps its batch.
-        await sql.run(this.st.lockBatchWork, [this.batchKey(candidate.name)]);
-        await sql.run(this.st.lockBatchForDelete, [candidate.id]);
-        if ((await sql.run(this.st.finishedBatches, [this.s(before), candidate.id])) === 0) continue;
-        const [sizes] = await sql.rows<{ tasks: number; attempts: number }>(this.st.batchSizes, [candidate.id]);
-        result.logPaths.push(...(await sql.rows<{ path: string }>(this.st.batchLogPaths, [candidate.id])).map((r) => r.path));
-        await sql.run(this.st.deleteBatch, [candidate.id]);
-        result.batches.push(candidate.name);
-        result.tasks += sizes!.tasks;
-        result.attempts += sizes!.attempts;
+  async pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void): Promise<PruneResult> {
+    const result: PruneResult = { batches: [], tasks: 0, attempts: 0, logPaths: [] };
+    const cutoff = this.s(before);
+    for (const b of await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.finishedBatches, [cutoff, null]))) {
+      for (let first = true; ; first = false) {
+        const step = await this.db.transaction((sql) => this.pruneChunk(sql, b, cutoff, first));
+        if (step === 'live') break; // came back to life meanwhile (a run enqueued): it keeps what is left
+        if (step === 'gone') {
+          result.batches.push(b.name);
+          break;
+        }
+        result.attempts += step.attempts;
+        result.tasks += step.tasks;
+        if (step.logPaths.length === 0) continue;
+        if (onChunk) onChunk(b.name, step.logPaths);
+        else result.logPaths.push(...step.logPaths);
       }
-      return result;
-    });
+    }
+    return result;
+  }
+
+  /** One short transaction of a prune: a chunk of attempts, else of tasks, else the batch row. */
+  private async pruneChunk(
+    sql: Sql,
+    b: BatchDbRow,
+    cutoff: number,
+    first: boolean,
+  ): Promise<{ attempts: number; tasks: number; logPaths: string[] } | 'live' | 'gone'> {
+    // Lock, then check with a fresh snapshot: an enqueue or retry that committed meanwhile keeps its
+    // batch. The exact check (a scan of the batch's tasks) once; the cheap one before later chunks.
+    await sql.run(this.st.lockBatchWork, [this.batchKey(b.name)]);
+    await sql.run(this.st.lockBatchForDelete, [b.id]);
+    if ((await sql.run(first ? this.st.finishedBatches : this.st.stillPrunable, first ? [cutoff, b.id] : [b.id, cutoff])) === 0) return 'live';
+    const paths = await sql.rows<{ path: string | null }>(this.st.pruneAttempts, [b.id, PRUNE_CHUNK]);
+    if (paths.length > 0) return { attempts: paths.length, tasks: 0, logPaths: paths.flatMap((p) => (p.path === null ? [] : [p.path])) };
+    const tasks = await sql.run(this.st.pruneTasks, [b.id, PRUNE_CHUNK]);
+    if (tasks > 0) return { attempts: 0, tasks, logPaths: [] };
+    await sql.run(this.st.deleteBatch, [b.id]);
+    return 'gone';
   }
 
   async historySize(): Promise<number> {

@@ -283,14 +283,19 @@ function reportStatements(s: string) {
       ORDER BY b.id`,
     /** $1 batchId — the delete takes this lock anyway; taking it first makes the re-check see every commit before it. */
     lockBatchForDelete: `SELECT id FROM ${s}.batches WHERE id = $1 FOR UPDATE`,
-    /** $1 batchId */
-    batchLogPaths: `
-      SELECT a.log_path AS path FROM ${s}.attempts a JOIN ${s}.tasks t ON t.id = a.task_id
-      WHERE t.batch_id = $1 AND a.log_path IS NOT NULL ORDER BY a.id`,
-    /** $1 batchId */
-    batchSizes: `
-      SELECT (SELECT count(*) FROM ${s}.tasks WHERE batch_id = $1) AS tasks,
-             (SELECT count(*) FROM ${s}.attempts a JOIN ${s}.tasks t ON t.id = a.task_id WHERE t.batch_id = $1) AS attempts`,
+    /** $1 batchId $2 before — still finished and idle, checked (under the batch's locks) before every chunk of a prune. */
+    stillPrunable: `
+      SELECT 1 AS ok FROM ${s}.batches b
+      WHERE b.id = $1
+        AND NOT EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.batch_id = b.id AND t.status IN ('PENDING', 'RUNNING'))
+        AND greatest(b.updated_at, coalesce(b.last_finished_at, 0)) < $2`,
+    /** $1 batchId $2 n — one chunk of a pruned batch's attempts; returns their log paths. */
+    pruneAttempts: `
+      DELETE FROM ${s}.attempts WHERE id IN (
+        SELECT a.id FROM ${s}.tasks t JOIN ${s}.attempts a ON a.task_id = t.id WHERE t.batch_id = $1 LIMIT $2)
+      RETURNING log_path AS path`,
+    /** $1 batchId $2 n — one chunk of a pruned batch's tasks (their attempts are gone already). */
+    pruneTasks: `DELETE FROM ${s}.tasks WHERE id IN (SELECT id FROM ${s}.tasks WHERE batch_id = $1 LIMIT $2)`,
     /** $1 batchId — tasks and attempts go with it (ON DELETE CASCADE). */
     deleteBatch: `DELETE FROM ${s}.batches WHERE id = $1`,
     historySize: `SELECT count(*) AS n FROM ${s}.attempts`,

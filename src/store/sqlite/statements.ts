@@ -291,20 +291,29 @@ export const SQL = {
     SELECT b.* FROM batches b
     WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.batch_id = b.id AND t.status IN ('PENDING', 'RUNNING'))
       AND max(b.updated_at, coalesce((SELECT max(finished_at) FROM tasks t WHERE t.batch_id = b.id), 0)) < @before`,
-  /** ?batchId */
-  batchLogPaths: `
-    SELECT a.log_path AS path FROM attempts a JOIN tasks t ON t.id = a.task_id
-    WHERE t.batch_id = ? AND a.log_path IS NOT NULL`,
-  /** @batchId */
-  batchSizes: `
-    SELECT (SELECT count(*) FROM tasks WHERE batch_id = @batchId) AS tasks,
-           (SELECT count(*) FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE t.batch_id = @batchId) AS attempts`,
   /** Before `prune` deletes: the largest ids so far stay taken (see migration 007). */
   raiseHighWater: `
     UPDATE id_high_water SET
       batches = max(batches, coalesce((SELECT max(id) FROM batches), 0)),
       tasks = max(tasks, coalesce((SELECT max(id) FROM tasks), 0)),
       attempts = max(attempts, coalesce((SELECT max(id) FROM attempts), 0))`,
+  /**
+   * @batchId @before — still finished and idle, checked before every chunk of a prune. Cheap on
+   * a million tasks: the index answers "anything PENDING or RUNNING", and the batch row keeps
+   * its last finish (the exact scan of finishedBatches ran once, when the batch was picked).
+   */
+  stillPrunable: `
+    SELECT 1 AS ok FROM batches b
+    WHERE b.id = @batchId
+      AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.batch_id = b.id AND t.status IN ('PENDING', 'RUNNING'))
+      AND max(b.updated_at, coalesce(b.last_finished_at, 0)) < @before`,
+  /** @batchId @n — one chunk of a pruned batch's attempts; returns their log paths. */
+  pruneAttempts: `
+    DELETE FROM attempts WHERE id IN (
+      SELECT a.id FROM tasks t JOIN attempts a ON a.task_id = t.id WHERE t.batch_id = @batchId LIMIT @n)
+    RETURNING log_path AS path`,
+  /** @batchId @n — one chunk of a pruned batch's tasks (their attempts are gone already). */
+  pruneTasks: 'DELETE FROM tasks WHERE id IN (SELECT id FROM tasks WHERE batch_id = @batchId LIMIT @n)',
   /** ?batchId — tasks and attempts go with it (ON DELETE CASCADE). */
   deleteBatch: 'DELETE FROM batches WHERE id = ?',
   historySize: 'SELECT count(*) AS n FROM attempts',
