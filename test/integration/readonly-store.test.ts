@@ -37,10 +37,12 @@ const INSPECT = (view: string, out: string) => [
   ['batches'],
   ['report', '--html', join(out, 'report.html')],
   ['status', '--db', join(view, '.splitdance', 'splitdance.db')],
+  ['run', 'src', '--dry-run', '--exec', 'true'],
+  ['run', 'src', '--dry-run', '--json', '--exec', 'true'],
 ];
 
 describe.skipIf(!isRoot)('inspection commands on a read-only store (needs root for a read-only bind mount)', () => {
-  it('status, tasks, show, logs, report and batches work on a store in a read-only folder', async () => {
+  it('status, tasks, show, logs, report, batches and run --dry-run work on a store in a read-only folder', async () => {
     const p = projectWithFiles(2);
     expect((await runCli(['run', 'src', '--exec', 'echo out {key}; exit 1', '--retries', '0'], { cwd: p.dir })).code).toBe(1);
     const db = join(p.dir, '.splitdance', 'splitdance.db');
