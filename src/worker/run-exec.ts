@@ -5,13 +5,16 @@ import { dirname } from 'node:path';
 import { serializeError } from '../errors.js';
 import { OutputCapture, TAIL_BYTES } from './output-capture.js';
 import { renderTemplate } from './exec-template.js';
-import { killGroup } from './kill-group.js';
+import { GroupStop } from './group-stop.js';
 import type { DoneMessage, TaskMessage } from './protocol.js';
 import { directArgv } from './simple-command.js';
 import type { Spawner } from './spawner.js';
 
 export interface RunningExec {
+  /** TERM its process group, KILL after the grace. */
   abort(): void;
+  /** KILL its process group now (the worker is going away). */
+  killNow(): void;
   done: Promise<Omit<DoneMessage, 'token'>>;
 }
 
@@ -30,7 +33,8 @@ const PIPE_LINGER_MS = 200;
 
 /**
  * Runs one `--exec` attempt in its own session and process group, so a timeout or shutdown
- * can kill the command and everything it started with one signal. The rendered line runs
+ * can kill the command and everything it started with one signal, and its end can stop
+ * whatever it left behind (only a `setsid` daemon escapes the group). The rendered line runs
  * under `/bin/sh -c`, or directly when it needs no shell (simple-command.ts) — with the
  * same arguments, and a signal death reported as the shell would (exit 128+n). Commands
  * start through the spawner helper when it is built, else with Node's spawn.
@@ -56,17 +60,12 @@ export function runExec(
     const message = `the command line holds a NUL byte (from a placeholder's value), which no command can receive: ${JSON.stringify(command).slice(0, 200)}`;
     return notRun({ name: 'Error', message, retryable: false });
   }
-  let pgid: number | null = null;
+  let group: GroupStop | null = null;
   let aborted = false;
-  let killTimer: NodeJS.Timeout | undefined;
-  const kill = () => {
-    killGroup(pgid!, 'SIGTERM');
-    killTimer = setTimeout(() => killGroup(pgid!, 'SIGKILL'), killGraceMs);
-  };
   const onStarted: OnStarted = (pid, viaSpawner) => {
-    pgid = pid;
+    group = new GroupStop(pid, killGraceMs);
     onSpawned(pid, viaSpawner);
-    if (aborted) kill();
+    if (aborted) group.begin();
   };
   const launch = (argv: string[]) =>
     spawner && !spawner.dead ? viaSpawner(spawner, argv, vars, task.logFile, onStarted) : viaNode(argv, vars, task.logFile, onStarted);
@@ -76,13 +75,15 @@ export function runExec(
     let ended = await launch(direct ?? ['/bin/sh', '-c', command]);
     if (ended.spawnError?.code === SPAWNER_DIED) {
       // Whether it started is unknown, so it is never started again here; a group we know of is killed.
-      if (pgid !== null) killGroup(pgid, 'SIGKILL');
+      (group as GroupStop | null)?.kill();
     } else if (direct && ended.spawnError) {
       // Not found, not executable, a script without #!: the shell's own handling and message.
       ended = await launch(['/bin/sh', '-c', command]);
     }
     else if (direct && ended.signal && !aborted) ended = { ...ended, code: 128 + constants.signals[ended.signal], signal: null };
-    clearTimeout(killTimer);
+    // The attempt is over only once its group is: what the command left running (`cmd &`,
+    // children ignoring TERM) is stopped first, so no next attempt of the task runs beside it.
+    await (group as GroupStop | null)?.ended();
     const { code, signal, spawnError, outputTail, logPath } = ended;
     const ok = !spawnError && code === 0;
     return {
@@ -100,7 +101,11 @@ export function runExec(
   return {
     abort() {
       aborted = true;
-      if (pgid !== null) kill();
+      (group as GroupStop | null)?.begin();
+    },
+    killNow() {
+      aborted = true;
+      (group as GroupStop | null)?.kill();
     },
     done,
   };
@@ -109,7 +114,7 @@ export function runExec(
 /** An attempt that fails before anything runs. */
 function notRun(error: NonNullable<DoneMessage['error']>): RunningExec {
   const failed = { ok: false, result: null, error, exitCode: null, signal: null, outputTail: null, logPath: null, durationMs: 0 };
-  return { abort() {}, done: Promise.resolve(failed) };
+  return { abort() {}, killNow() {}, done: Promise.resolve(failed) };
 }
 
 type OnStarted = (pid: number, viaSpawner: boolean) => void;
