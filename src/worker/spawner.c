@@ -8,7 +8,9 @@
  *
  * Requests arrive on stdin as NUL-terminated fields:
  *   id, log path, argument count, arguments…, variable count, NAME=value…
- * (argument 0 is looked up on PATH unless it holds a slash). Replies go to stdout, one
+ * (an empty log path discards the output: the worker's answer to a log folder that is full
+ * or unusable, where the command's own writes into its log would fail it;
+ * argument 0 is looked up on PATH unless it holds a slash). Replies go to stdout, one
  * line each:
  *   "<id> S <pid>"            started; the pid is also its process group
  *   "<id> F <errno>"          could not start (e.g. ENOENT: no such command)
@@ -147,8 +149,9 @@ static void start(long long id, char *log_path, char **argv, char **vars, long n
    * path (a stale log of a pruned attempt whose id was reused, or a planted symlink) is
    * unlinked, not followed, and the file created again once. */
   const int new_file = O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-  int fd = open(log_path, new_file, 0600);
-  if (fd < 0 && errno == EEXIST && unlink(log_path) == 0) fd = open(log_path, new_file, 0600);
+  int discard = log_path[0] == '\0';
+  int fd = discard ? open("/dev/null", O_WRONLY | O_CLOEXEC) : open(log_path, new_file, 0600);
+  if (fd < 0 && !discard && errno == EEXIST && unlink(log_path) == 0) fd = open(log_path, new_file, 0600);
   if (fd < 0) {
     free(c);
     free(path_copy);
@@ -177,7 +180,7 @@ static void start(long long id, char *log_path, char **argv, char **vars, long n
   posix_spawnattr_destroy(&attr);
   if (err != 0) {
     close(fd);
-    unlink(log_path);
+    if (!discard) unlink(log_path);
     free(c);
     free(path_copy);
     reply(id, 'F', err, -1);
@@ -238,7 +241,7 @@ static void reap(void) {
       struct stat st;
       off_t written = fstat(c->log_fd, &st) == 0 ? st.st_size : 0;
       close(c->log_fd);
-      if (written == 0) unlink(c->log_path);
+      if (written == 0 && c->log_path[0]) unlink(c->log_path);
       if (kill(-c->pid, 0) == 0) add_lingering(c->pid);
       reply(c->id, 'X', status, (long long)written);
       *p = c->next;
