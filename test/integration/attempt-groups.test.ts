@@ -122,15 +122,17 @@ describe('a module handler\'s child processes', () => {
     expect(overlaps(entries)).toEqual([]);
   });
 
-  it('are killed when an attempt times out, before the next attempt starts', async () => {
+  it('outlive a timed-out attempt whose handler gave up only until they end: the next attempt starts after them', async () => {
     const p = recordingProject(1);
-    const env = { ...p.env, CHILD_SCRIPT: `trap "" TERM; ${p.script} 4` };
-    const r = await runCli(['run', 'src', '--handler', handler('spawn-child'), '--timeout', '500ms', '--retries', '1', '--backoff', '10ms'], { cwd: p.dir, env });
+    // The child ignores the TERM its attempt's end sends and finishes before the KILL would come (2 s).
+    const env = { ...p.env, CHILD_SCRIPT: `trap "" TERM; ${p.script} 1.5` };
+    const args = ['run', 'src', '--handler', handler('spawn-child'), '--timeout', '1s', '--retries', '2', '--backoff', '10ms'];
+    const r = await runCli(args, { cwd: p.dir, env });
     expect(r.code, r.stderr).toBe(1);
-    expect(outcomes(p.dir)).toEqual(['TIMEOUT', 'TIMEOUT']);
+    expect(outcomes(p.dir)).toEqual(['TIMEOUT', 'TIMEOUT', 'TIMEOUT']);
     await waitFor(() => processesWithEnv(p.dir).length === 0, 1000, 'nothing of the run alive after it exits');
     const entries = logEntries(p.log);
-    expect(entries.filter((e) => e.type === 'end')).toEqual([]);
+    expect(entries.filter((e) => e.type === 'start')).toHaveLength(3);
     expect(overlaps(entries)).toEqual([]);
   });
 });
