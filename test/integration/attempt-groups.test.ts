@@ -135,4 +135,17 @@ describe('a module handler\'s child processes', () => {
     expect(entries.filter((e) => e.type === 'start')).toHaveLength(3);
     expect(overlaps(entries)).toEqual([]);
   });
+
+  it('die with a worker that crashes: the retry never runs beside them', async () => {
+    const p = recordingProject(1);
+    const env = { ...p.env, CHILD_SCRIPT: `${p.script} 1.5`, EXIT_WORKER_MS: '300' };
+    const r = await runCli(['run', 'src', '--handler', handler('spawn-child'), '--retries', '1', '--backoff', '10ms'], { cwd: p.dir, env });
+    expect(r.code, r.stderr).toBe(1);
+    expect(outcomes(p.dir)).toEqual(['CRASHED', 'CRASHED']);
+    await waitFor(() => processesWithEnv(p.dir).length === 0, 3000, 'nothing of the run alive after it exits');
+    const entries = logEntries(p.log);
+    expect(entries.filter((e) => e.type === 'start')).toHaveLength(2);
+    expect(entries.filter((e) => e.type === 'end')).toEqual([]); // killed with their workers
+    expect(overlaps(entries)).toEqual([]);
+  });
 });
