@@ -24,7 +24,7 @@ export class GroupStop {
   /** TERM now and KILL after the grace; later calls change nothing. */
   begin(): void {
     if (this.timer || this.killedAt !== null) return;
-    killGroup(this.pgid, 'SIGTERM');
+    signal(this.pgid, 'SIGTERM');
     this.timer = setTimeout(() => this.kill(), this.graceMs);
   }
 
@@ -32,7 +32,7 @@ export class GroupStop {
   kill(): void {
     clearTimeout(this.timer);
     this.killedAt ??= Date.now();
-    killGroup(this.pgid, 'SIGKILL');
+    signal(this.pgid, 'SIGKILL');
   }
 
   /**
@@ -46,6 +46,15 @@ export class GroupStop {
       await new Promise((r) => setTimeout(r, POLL_MS));
     }
     clearTimeout(this.timer);
+  }
+}
+
+/** Signals the group; one none of whose processes may be signalled (EPERM) is waited out like any other. */
+function signal(pgid: number, sig: NodeJS.Signals): void {
+  try {
+    killGroup(pgid, sig);
+  } catch {
+    // EPERM: only processes of another user are left (a setuid program); nothing to do but wait
   }
 }
 
