@@ -14,8 +14,6 @@ import type { Spawner } from './spawner.js';
 export interface RunningExec {
   /** TERM its process group, KILL after the grace. */
   abort(): void;
-  /** KILL its process group now (the worker is going away). */
-  killNow(): void;
   done: Promise<Omit<DoneMessage, 'token'>>;
 }
 
@@ -108,10 +106,6 @@ export function runExec(
       aborted = true;
       (group as GroupStop | null)?.begin();
     },
-    killNow() {
-      aborted = true;
-      (group as GroupStop | null)?.kill();
-    },
     done,
   };
 }
@@ -119,7 +113,7 @@ export function runExec(
 /** An attempt that fails before anything runs. */
 function notRun(error: NonNullable<DoneMessage['error']>): RunningExec {
   const failed = { ok: false, result: null, error, exitCode: null, signal: null, outputTail: null, logPath: null, durationMs: 0 };
-  return { abort() {}, killNow() {}, done: Promise.resolve(failed) };
+  return { abort() {}, done: Promise.resolve(failed) };
 }
 
 type OnStarted = (pid: number, viaSpawner: boolean) => void;
@@ -180,7 +174,11 @@ async function viaSpawner(
       const code = errnoName(end.errno);
       return { code: null, signal: null, spawnError: { code, message: `could not start ${argv[0]}: spawn ${argv[0]} ${code}` }, outputTail: null, logPath: null };
     }
-    case 'log-failed': // not with an empty log path
+    case 'log-failed': {
+      // Even /dev/null could not be opened for its output: nothing ran.
+      const code = errnoName(end.errno);
+      return { code: null, signal: null, spawnError: { code, message: `could not start ${argv[0]}: no output file (${noLog}; /dev/null: ${code})` }, outputTail: null, logPath: null };
+    }
     case 'spawner-died':
       return { code: null, signal: null, spawnError: { code: SPAWNER_DIED, message: 'the spawner helper died while the command ran' }, outputTail: null, logPath: null };
   }
