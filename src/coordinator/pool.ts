@@ -269,6 +269,9 @@ export class WorkerPool {
         const [token = null, ...queued] = slot.queue;
         slot.queue = [];
         if (slot.pgid) killGroup(slot.pgid, 'SIGKILL');
+        // A forked worker leads its own group, where its module handler's children are: they
+        // must not outlive it (its attempt may run again elsewhere at once).
+        if (slot.pid) killGroup(slot.pid, 'SIGKILL');
         // Replace the dead once the pool is running; a handler that keeps failing to load
         // (MAX_LOAD_FAILURES in a row) is given up on, and the coordinator ends the run.
         if (this.running && !this.closing && this.loadFailures < MAX_LOAD_FAILURES) void this.replace();

@@ -1,14 +1,19 @@
 /**
  * The worker process (module handlers, and `--exec` without the spawner helper): a
- * WorkerCore on the coordinator's IPC channel. When the channel closes it kills what it
- * started and exits, so a SIGKILLed coordinator leaves no orphans; queued attempts never
- * start.
+ * WorkerCore on the coordinator's IPC channel. It leads its own process group (the pool
+ * forks it detached), and a module handler's child processes are in that group. When the
+ * channel closes it kills what it started, its handlers' children included, and exits, so
+ * a SIGKILLed coordinator leaves no orphans; queued attempts never start.
  */
+import { readFileSync } from 'node:fs';
+import { stopOthersInGroup } from './group-stop.js';
+import { groupMembers, killGroup } from './kill-group.js';
 import type { FromWorker, ToWorker } from './protocol.js';
 import { Spawner } from './spawner.js';
 import { WorkerCore } from './worker-core.js';
 
 let spawner: Spawner | null | undefined;
+let killGraceMs = 2000;
 
 const core = new WorkerCore({
   send: (msg: FromWorker, written?: () => void) => {
@@ -23,10 +28,30 @@ const core = new WorkerCore({
   // A getrusage() call: reading the current RSS costs more than a no-op task.
   peakRss: () => process.resourceUsage().maxRSS * 1024,
   reportGroups: (viaSpawner) => !viaSpawner,
+  afterModuleAttempt: async (aborted) => {
+    // A whole-group scan reads /proc; a finished attempt pays for it only if the handler
+    // still has a child (a grandchild it orphaned is caught when the worker ends).
+    if (aborted || hasChildren()) await stopOthersInGroup(process.pid, process.pid, killGraceMs);
+  },
 });
 
-process.on('message', (msg: ToWorker) => core.handle(msg));
+/** Whether this process has a live child process (/proc; false where it cannot tell). */
+function hasChildren(): boolean {
+  try {
+    return readFileSync(`/proc/self/task/${process.pid}/children`, 'latin1').trim() !== '';
+  } catch {
+    return false;
+  }
+}
+
+process.on('message', (msg: ToWorker) => {
+  if (msg.type === 'load') killGraceMs = msg.killGraceMs;
+  core.handle(msg);
+});
 process.on('disconnect', () => {
   core.killRunning();
+  // Whatever a module handler started is in this group: killed with this process (at once:
+  // the coordinator is gone or is shutting the pool down). Only a `setsid` daemon escapes.
+  if (groupMembers(process.pid, process.pid)?.length !== 0) killGroup(process.pid, 'SIGKILL');
   process.exit(0);
 });

@@ -11,7 +11,9 @@ export const TAIL_BYTES = 4096;
 export class OutputCapture {
   private tail: Buffer = Buffer.alloc(0);
   private fd: number | null = null;
-  private failed = false;
+  /** Why the log could not be written (a full disk, an unwritable folder), once it could not. */
+  private failure: string | null = null;
+  private written = 0;
 
   constructor(private readonly logFile: string) {}
 
@@ -26,26 +28,52 @@ export class OutputCapture {
   }
 
   private toFile(buf: Buffer): void {
-    if (this.failed) return;
+    if (this.failure !== null) return;
     try {
       if (this.fd === null) {
         mkdirSync(dirname(this.logFile), { recursive: true, mode: 0o700 });
         this.fd = createLog(this.logFile);
       }
-      writeSync(this.fd, buf);
-    } catch {
-      // A full disk or unwritable log folder must not fail the task; the tail is still kept.
-      this.failed = true;
+      for (let off = 0; off < buf.length; ) off += writeSync(this.fd, buf, off);
+      this.written += buf.length;
+    } catch (err) {
+      // A full disk or unwritable log folder must not fail the task; the tail is still kept,
+      // and says why the log is missing or cut short.
+      this.failure = (err as Error).message;
     }
   }
 
-  /** Closes the log file; returns the tail and the log's path (null when nothing was printed). */
-  finish(): { outputTail: string | null; logPath: string | null } {
+  /**
+   * Closes the log file; returns the tail, the log's path (null when nothing was printed, or
+   * nothing of it could be written), and `note`: why the log is missing or cut short.
+   */
+  finish(): { outputTail: string | null; logPath: string | null; note: string | null } {
     if (this.fd !== null) closeSync(this.fd);
-    const logPath = this.fd !== null ? this.logFile : null;
+    let logPath = this.fd !== null ? this.logFile : null;
     this.fd = null;
-    return { outputTail: this.tail.length ? this.tail.toString('utf8') : null, logPath };
+    const outputTail = this.tail.length ? this.tail.toString('utf8') : null;
+    if (this.failure === null) return { outputTail, logPath, note: null };
+    if (logPath !== null && this.written === 0) {
+      logPath = null;
+      try {
+        unlinkSync(this.logFile); // an empty file would pass for a silent attempt's log
+      } catch {
+        // it stays; nothing points at it
+      }
+    }
+    return { outputTail, logPath, note: `${logPath ? 'its log is cut short' : 'no log kept'}: ${this.failure}` };
   }
+}
+
+/**
+ * The tail as stored: the output's last bytes, then a line saying why its log is missing
+ * or incomplete (within TAIL_BYTES), so `show` and `logs` tell the user.
+ */
+export function tailWithNote(tail: string | null, note: string | null): string | null {
+  if (note === null) return tail;
+  const line = Buffer.from(`[splitdance] ${note}\n`);
+  const kept = Buffer.from(tail ?? '').subarray(-Math.max(0, TAIL_BYTES - line.length));
+  return Buffer.concat([TAIL_BYTES > line.length ? kept : Buffer.alloc(0), line]).subarray(-TAIL_BYTES).toString('utf8');
 }
 
 const NEW_FILE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;

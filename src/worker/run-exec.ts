@@ -3,14 +3,16 @@ import { closeSync, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { constants } from 'node:os';
 import { dirname } from 'node:path';
 import { serializeError } from '../errors.js';
-import { OutputCapture, TAIL_BYTES } from './output-capture.js';
+import { OutputCapture, TAIL_BYTES, tailWithNote } from './output-capture.js';
 import { renderTemplate } from './exec-template.js';
-import { killGroup } from './kill-group.js';
+import { GroupStop } from './group-stop.js';
+import { logSpaceLow } from './log-space.js';
 import type { DoneMessage, TaskMessage } from './protocol.js';
 import { directArgv } from './simple-command.js';
 import type { Spawner } from './spawner.js';
 
 export interface RunningExec {
+  /** TERM its process group, KILL after the grace. */
   abort(): void;
   done: Promise<Omit<DoneMessage, 'token'>>;
 }
@@ -23,6 +25,10 @@ interface Ended {
   spawnError: { code: string; message: string } | null;
   outputTail: string | null;
   logPath: string | null;
+  /** Why its output has no log or only part of one (a full disk): shown after the tail, and with a failure. */
+  note?: string | null;
+  /** Something that may explain a failure besides the command itself (its log's disk was full). */
+  cause?: string;
 }
 
 /** Streams a straggler (a background grandchild holding the pipe) may keep open after exit. */
@@ -30,7 +36,8 @@ const PIPE_LINGER_MS = 200;
 
 /**
  * Runs one `--exec` attempt in its own session and process group, so a timeout or shutdown
- * can kill the command and everything it started with one signal. The rendered line runs
+ * can kill the command and everything it started with one signal, and its end can stop
+ * whatever it left behind (only a `setsid` daemon escapes the group). The rendered line runs
  * under `/bin/sh -c`, or directly when it needs no shell (simple-command.ts) — with the
  * same arguments, and a signal death reported as the shell would (exit 128+n). Commands
  * start through the spawner helper when it is built, else with Node's spawn.
@@ -56,17 +63,12 @@ export function runExec(
     const message = `the command line holds a NUL byte (from a placeholder's value), which no command can receive: ${JSON.stringify(command).slice(0, 200)}`;
     return notRun({ name: 'Error', message, retryable: false });
   }
-  let pgid: number | null = null;
+  let group: GroupStop | null = null;
   let aborted = false;
-  let killTimer: NodeJS.Timeout | undefined;
-  const kill = () => {
-    killGroup(pgid!, 'SIGTERM');
-    killTimer = setTimeout(() => killGroup(pgid!, 'SIGKILL'), killGraceMs);
-  };
   const onStarted: OnStarted = (pid, viaSpawner) => {
-    pgid = pid;
+    group = new GroupStop(pid, killGraceMs);
     onSpawned(pid, viaSpawner);
-    if (aborted) kill();
+    if (aborted) group.begin();
   };
   const launch = (argv: string[]) =>
     spawner && !spawner.dead ? viaSpawner(spawner, argv, vars, task.logFile, onStarted) : viaNode(argv, vars, task.logFile, onStarted);
@@ -76,22 +78,24 @@ export function runExec(
     let ended = await launch(direct ?? ['/bin/sh', '-c', command]);
     if (ended.spawnError?.code === SPAWNER_DIED) {
       // Whether it started is unknown, so it is never started again here; a group we know of is killed.
-      if (pgid !== null) killGroup(pgid, 'SIGKILL');
+      (group as GroupStop | null)?.kill();
     } else if (direct && ended.spawnError) {
       // Not found, not executable, a script without #!: the shell's own handling and message.
       ended = await launch(['/bin/sh', '-c', command]);
     }
     else if (direct && ended.signal && !aborted) ended = { ...ended, code: 128 + constants.signals[ended.signal], signal: null };
-    clearTimeout(killTimer);
-    const { code, signal, spawnError, outputTail, logPath } = ended;
+    // The attempt is over only once its group is: what the command left running (`cmd &`,
+    // children ignoring TERM) is stopped first, so no next attempt of the task runs beside it.
+    await (group as GroupStop | null)?.ended();
+    const { code, signal, spawnError, outputTail, logPath, note = null, cause } = ended;
     const ok = !spawnError && code === 0;
     return {
       ok,
       result: null,
-      error: ok ? null : { name: 'Error', message: describeExit(code, signal, spawnError, outputTail), retryable: true },
+      error: ok ? null : { name: 'Error', message: describeExit(code, signal, spawnError, outputTail, cause ?? note ?? undefined), retryable: true },
       exitCode: code,
       signal,
-      outputTail,
+      outputTail: tailWithNote(outputTail, note),
       logPath,
       durationMs: Date.now() - started,
     };
@@ -100,7 +104,7 @@ export function runExec(
   return {
     abort() {
       aborted = true;
-      if (pgid !== null) kill();
+      (group as GroupStop | null)?.begin();
     },
     done,
   };
@@ -125,39 +129,63 @@ async function viaSpawner(
   logFile: string,
   onStarted: OnStarted,
 ): Promise<Ended> {
+  // Through the helper a command writes straight into its log, so a log that cannot take its
+  // output (a full disk, a folder that cannot be made) would make its own writes fail and fail
+  // it. Its output is then discarded instead, and the tail says why: the outcome is what the
+  // command did, as with Node's spawn. (Not Node's spawn here: in the coordinator's process
+  // its commands would outlive a SIGKILLed coordinator; the helper kills them.)
+  let noLog: string | null = null;
   const dir = dirname(logFile);
   if (!madeDirs.has(dir)) {
     try {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       madeDirs.add(dir);
-    } catch {
-      return viaNode(argv, vars, logFile, onStarted); // it keeps the output tail without a log
+    } catch (err) {
+      noLog = `the log folder ${dir} could not be made: ${(err as Error).message}`;
     }
   }
-  const end = await spawner.run(argv, vars, logFile, (pid) => onStarted(pid, true));
+  if (noLog === null && logSpaceLow(dir)) noLog = `the log folder ${dir} is full`;
+  const started = (pid: number) => onStarted(pid, true);
+  let end = await spawner.run(argv, vars, noLog === null ? logFile : '', started);
+  if (end.kind === 'log-failed') {
+    noLog = `its log ${logFile} could not be created: ${errnoName(end.errno)}`;
+    end = await spawner.run(argv, vars, '', started);
+  }
   switch (end.kind) {
     case 'exited': {
       const signo = end.status & 0x7f;
       const name = signo ? (SIGNAL_NAMES.get(signo) ?? null) : null;
       const written = end.written > 0;
+      const code = signo ? (name ? null : 128 + signo) : (end.status >> 8) & 0xff;
+      // The disk filled while it ran: that may be why it failed (a write of its output failed).
+      const full = noLog === null && (code !== 0 || name !== null) && logSpaceLow(dir);
       return {
         // A signal Node has no name for (real-time ones) is reported as the shell would: 128+n.
-        code: signo ? (name ? null : 128 + signo) : (end.status >> 8) & 0xff,
+        code,
         signal: name,
         spawnError: null,
         outputTail: written ? readTail(logFile, end.written) : null,
+        note: noLog === null ? null : `no output kept: ${noLog}`,
         logPath: written ? logFile : null,
+        ...(full ? { cause: `its log folder ${dir} filled up while it ran, so writing its output may have failed` } : {}),
       };
     }
     case 'spawn-failed': {
-      const code = Object.entries(constants.errno).find(([, n]) => n === end.errno)?.[0] ?? `errno ${end.errno}`;
+      const code = errnoName(end.errno);
       return { code: null, signal: null, spawnError: { code, message: `could not start ${argv[0]}: spawn ${argv[0]} ${code}` }, outputTail: null, logPath: null };
     }
-    case 'log-failed':
-      return viaNode(argv, vars, logFile, onStarted); // it keeps the output tail without a log
+    case 'log-failed': {
+      // Even /dev/null could not be opened for its output: nothing ran.
+      const code = errnoName(end.errno);
+      return { code: null, signal: null, spawnError: { code, message: `could not start ${argv[0]}: no output file (${noLog}; /dev/null: ${code})` }, outputTail: null, logPath: null };
+    }
     case 'spawner-died':
       return { code: null, signal: null, spawnError: { code: SPAWNER_DIED, message: 'the spawner helper died while the command ran' }, outputTail: null, logPath: null };
   }
+}
+
+function errnoName(errno: number): string {
+  return Object.entries(constants.errno).find(([, n]) => n === errno)?.[0] ?? `errno ${errno}`;
 }
 
 /** The last bytes (at most TAIL_BYTES) of the `written` the command appended to its log. */
@@ -188,9 +216,9 @@ function viaNode(argv: string[], vars: Record<string, string>, logFile: string, 
     let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
     let spawnError: NodeJS.ErrnoException | null = null;
     const finish = () => {
-      const { outputTail, logPath } = capture.finish();
+      const { outputTail, logPath, note } = capture.finish();
       const error = spawnError ? { code: spawnError.code ?? 'ERROR', message: `could not start ${argv[0]}: ${spawnError.message}` } : null;
-      resolve({ code: exit?.code ?? null, signal: exit?.signal ?? null, spawnError: error, outputTail, logPath });
+      resolve({ code: exit?.code ?? null, signal: exit?.signal ?? null, spawnError: error, outputTail, logPath, note });
     };
     child.on('error', (err) => {
       spawnError = err;
@@ -207,9 +235,9 @@ function viaNode(argv: string[], vars: Record<string, string>, logFile: string, 
   });
 }
 
-function describeExit(code: number | null, signal: string | null, spawnError: { message: string } | null, tail: string | null): string {
+function describeExit(code: number | null, signal: string | null, spawnError: { message: string } | null, tail: string | null, cause?: string): string {
   if (spawnError) return spawnError.message;
-  const what = signal ? `killed by ${signal}` : `exit code ${code}`;
+  const what = `${signal ? `killed by ${signal}` : `exit code ${code}`}${cause ? ` (${cause})` : ''}`;
   const lastLine = tail?.trimEnd().split('\n').pop()?.trim();
   return lastLine ? `${what}: ${lastLine.slice(0, 300)}` : what;
 }

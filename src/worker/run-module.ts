@@ -1,7 +1,7 @@
 import { format } from 'node:util';
 import { serializeError } from '../errors.js';
 import type { Handler, Task } from './handler-types.js';
-import { OutputCapture } from './output-capture.js';
+import { OutputCapture, tailWithNote } from './output-capture.js';
 import type { DoneMessage, TaskMessage } from './protocol.js';
 
 export interface RunningModule {
@@ -52,8 +52,8 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
     } finally {
       restore();
     }
-    const { outputTail, logPath } = capture.finish();
-    return { ok, result, error, exitCode: null, signal: null, outputTail, logPath, durationMs: Date.now() - started };
+    const { outputTail, logPath, note } = capture.finish();
+    return { ok, result, error, exitCode: null, signal: null, outputTail: tailWithNote(outputTail, note), logPath, durationMs: Date.now() - started };
   })();
 
   return {

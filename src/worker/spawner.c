@@ -8,7 +8,9 @@
  *
  * Requests arrive on stdin as NUL-terminated fields:
  *   id, log path, argument count, arguments…, variable count, NAME=value…
- * (argument 0 is looked up on PATH unless it holds a slash). Replies go to stdout, one
+ * (an empty log path discards the output: the worker's answer to a log folder that is full
+ * or unusable, where the command's own writes into its log would fail it;
+ * argument 0 is looked up on PATH unless it holds a slash). Replies go to stdout, one
  * line each:
  *   "<id> S <pid>"            started; the pid is also its process group
  *   "<id> F <errno>"          could not start (e.g. ENOENT: no such command)
@@ -16,8 +18,12 @@
  *   "<id> X <status> <bytes>" ended: raw wait status, bytes the command wrote to its log
  * A log the command left empty is removed again, so silent tasks leave no files. When
  * stdin closes (the worker is gone), every command still running is killed with its
- * group and the spawner exits: it never leaves orphans behind. It runs in its own process
- * group, so a kill aimed at the worker's group leaves it alive to do that.
+ * group and the spawner exits: it never leaves orphans behind. That includes the groups of
+ * commands that have ended but left processes running (`cmd &`): the worker stops those
+ * itself, and if it dies first, they are killed here. It runs in its own process group,
+ * so a kill aimed at the worker's group leaves it alive to do that. It is a child
+ * subreaper (Linux): what its commands orphan is re-parented to it and reaped here, so a
+ * group whose processes have all ended is empty, whatever the system's init does.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,6 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,9 +54,39 @@ struct child {
 static struct child *children;
 static int sigchld_pipe[2];
 
-/* Kills every running command's process group and exits: the worker is gone or the input is bad. */
+/* Groups of ended commands that still had live processes when the command was reaped. */
+static pid_t *lingering;
+static size_t nlingering, caplingering;
+
+/* Forgets lingering groups that are empty now (and so could be reused by an unrelated group). */
+static void prune_lingering(void) {
+  size_t k = 0;
+  for (size_t i = 0; i < nlingering; i++) {
+    if (kill(-lingering[i], 0) == 0 || errno != ESRCH) lingering[k++] = lingering[i];
+  }
+  nlingering = k;
+}
+
+static void add_lingering(pid_t pgid) {
+  prune_lingering();
+  if (nlingering == caplingering) {
+    size_t cap = caplingering ? caplingering * 2 : 16;
+    pid_t *grown = realloc(lingering, cap * sizeof *grown);
+    if (!grown) {
+      kill(-pgid, SIGKILL); /* cannot track it: it must not outlive us unnoticed */
+      return;
+    }
+    lingering = grown;
+    caplingering = cap;
+  }
+  lingering[nlingering++] = pgid;
+}
+
+/* Kills every command's process group (running or lingering) and exits: the worker is gone or the input is bad. */
 static void quit(int code) {
   for (struct child *c = children; c; c = c->next) kill(-c->pid, SIGKILL);
+  prune_lingering();
+  for (size_t i = 0; i < nlingering; i++) kill(-lingering[i], SIGKILL);
   _exit(code);
 }
 
@@ -110,8 +149,9 @@ static void start(long long id, char *log_path, char **argv, char **vars, long n
    * path (a stale log of a pruned attempt whose id was reused, or a planted symlink) is
    * unlinked, not followed, and the file created again once. */
   const int new_file = O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-  int fd = open(log_path, new_file, 0600);
-  if (fd < 0 && errno == EEXIST && unlink(log_path) == 0) fd = open(log_path, new_file, 0600);
+  int discard = log_path[0] == '\0';
+  int fd = discard ? open("/dev/null", O_WRONLY | O_CLOEXEC) : open(log_path, new_file, 0600);
+  if (fd < 0 && !discard && errno == EEXIST && unlink(log_path) == 0) fd = open(log_path, new_file, 0600);
   if (fd < 0) {
     free(c);
     free(path_copy);
@@ -140,7 +180,7 @@ static void start(long long id, char *log_path, char **argv, char **vars, long n
   posix_spawnattr_destroy(&attr);
   if (err != 0) {
     close(fd);
-    unlink(log_path);
+    if (!discard) unlink(log_path);
     free(c);
     free(path_copy);
     reply(id, 'F', err, -1);
@@ -201,7 +241,8 @@ static void reap(void) {
       struct stat st;
       off_t written = fstat(c->log_fd, &st) == 0 ? st.st_size : 0;
       close(c->log_fd);
-      if (written == 0) unlink(c->log_path);
+      if (written == 0 && c->log_path[0]) unlink(c->log_path);
+      if (kill(-c->pid, 0) == 0) add_lingering(c->pid);
       reply(c->id, 'X', status, (long long)written);
       *p = c->next;
       free(c->log_path);
@@ -214,6 +255,9 @@ static void reap(void) {
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--check") == 0) return 0; /* "this build runs here" */
   if (pipe2(sigchld_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
+#ifdef PR_SET_CHILD_SUBREAPER
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+#endif
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_sigchld;

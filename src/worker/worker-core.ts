@@ -19,6 +19,11 @@ export interface WorkerHost {
    * if this worker dies; not when a spawner helper of this worker does that itself.
    */
   reportGroups(viaSpawner: boolean): boolean;
+  /**
+   * A module attempt has ended (`aborted`: by a timeout or shutdown): stop what its handler
+   * left running. Only a worker process whose group holds its handlers' children has this.
+   */
+  afterModuleAttempt?(aborted: boolean): Promise<void>;
 }
 
 /**
@@ -88,6 +93,7 @@ export class WorkerCore {
     if (!h) throw new Error(`no handler loaded for stage "${task.stage}"`); // the coordinator sends only stages it loaded
     // Set before the attempt starts, so a message arriving meanwhile sees it running.
     const attempt: NonNullable<WorkerCore['current']> = { token: task.token, pgid: null, abort: () => {} };
+    let aborted = false;
     this.current = attempt;
     const running =
       h.spec.kind === 'exec'
@@ -96,8 +102,12 @@ export class WorkerCore {
             if (this.host.reportGroups(viaSpawner)) this.host.send({ type: 'spawned', token: task.token, pgid });
           })
         : runModule(h.fn!, task, () => this.host.send({ type: 'heartbeat', token: task.token }));
-    attempt.abort = (reason) => running.abort(reason);
+    attempt.abort = (reason) => {
+      aborted = true;
+      running.abort(reason);
+    };
     const outcome = await running.done;
+    if (h.spec.kind === 'module') await this.host.afterModuleAttempt?.(aborted);
     this.current = null;
     const { ok, result: value, error, exitCode, signal, outputTail, logPath, durationMs } = outcome;
     const result: DoneMessage = { token: task.token, ok, result: value, error, exitCode, signal, outputTail, logPath, durationMs };
