@@ -96,7 +96,10 @@ describe.each(modes)('process groups through the $name', ({ env }) => {
 
   it('a successful attempt that left `cmd &` running: it is stopped before the attempt is recorded', async () => {
     const p = recordingProject(2);
-    const r = await runCli(['run', 'src', '--exec', `${p.script} 30 & echo started`], { cwd: p.dir, env: { ...env, ...p.env } });
+    // The command returns once its background child has logged its start (so the child is
+    // surely running when the attempt ends, however loaded the machine is).
+    const started = `until grep -q "\\"key\\":\\"$SPLITDANCE_KEY\\"" "$SIDE_EFFECT_LOG" 2>/dev/null; do sleep 0.02; done`;
+    const r = await runCli(['run', 'src', '--exec', `${p.script} 30 & ${started}; echo started`], { cwd: p.dir, env: { ...env, ...p.env } });
     expect(r.code, r.stderr).toBe(0);
     expect(outcomes(p.dir)).toEqual(['SUCCESS', 'SUCCESS']);
     expect(processesWithEnv(p.dir)).toEqual([]); // gone by the time the run has exited
