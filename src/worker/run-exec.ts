@@ -155,8 +155,11 @@ async function viaSpawner(
     }
     case 'log-failed':
       return viaNode(argv, vars, logFile, onStarted); // it keeps the output tail without a log
-    case 'spawner-died':
-      return { code: null, signal: null, spawnError: { code: SPAWNER_DIED, message: 'the spawner helper died while the command ran' }, outputTail: null, logPath: null };
+    case 'spawner-died': {
+      // Its signal is the attempt's: the command's own end is unknown (the helper was its parent).
+      const message = end.signal ? `the spawner helper was killed by ${end.signal} while the command ran` : 'the spawner helper died while the command ran';
+      return { code: null, signal: end.signal, spawnError: { code: SPAWNER_DIED, message }, outputTail: null, logPath: null };
+    }
   }
 }
 
