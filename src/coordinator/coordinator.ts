@@ -113,9 +113,9 @@ export class Coordinator {
         this.startHead(worker, true);
       },
       dropped: (_worker, tokens, why) => tokens.forEach((t) => this.ended(t, { kind: 'interrupted', why: this.stopping ? undefined : why })),
-      exited: (_worker, token, why, queued) => {
+      exited: (_worker, token, why, queued, signal) => {
         for (const t of queued) this.ended(t, { kind: 'interrupted', why: `its worker died (${why}) before it started` });
-        this.died(token, why);
+        this.died(token, why, signal);
       },
       idle: () => this.schedule(),
       heartbeat: () => undefined, // leases are extended for every running attempt on a timer
@@ -341,9 +341,9 @@ export class Coordinator {
     this.schedule();
   }
 
-  private died(token: number | null, why: string): void {
+  private died(token: number | null, why: string, signal: NodeJS.Signals | null): void {
     if (token === null) return this.schedule();
-    this.ended(token, { kind: 'died', why, timedOut: false });
+    this.ended(token, { kind: 'died', why, timedOut: false, signal });
   }
 
   private push(entry: Inflight, ending: Ending, now: number): void {

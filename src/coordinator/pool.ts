@@ -40,8 +40,8 @@ export interface PoolEvents {
   done(worker: PoolWorker, msg: DoneMessage): void;
   /** Attempts queued on the worker were taken back, never started (`why`, unless a shutdown did it). */
   dropped(worker: PoolWorker, tokens: number[], why: string): void;
-  /** The worker died; `token` is the attempt it was running, `queued` those that never started. */
-  exited(worker: PoolWorker, token: number | null, why: string, queued: number[]): void;
+  /** The worker died (by `signal`, if one killed it); `token` is the attempt it was running, `queued` those that never started. */
+  exited(worker: PoolWorker, token: number | null, why: string, queued: number[], signal: NodeJS.Signals | null): void;
   /** A worker became ready and idle. */
   idle(): void;
   heartbeat(token: number): void;
@@ -275,7 +275,7 @@ export class WorkerPool {
         // Replace the dead once the pool is running; a handler that keeps failing to load
         // (MAX_LOAD_FAILURES in a row) is given up on, and the coordinator ends the run.
         if (this.running && !this.closing && this.loadFailures < MAX_LOAD_FAILURES) void this.replace();
-        this.events.exited(slot, token, detail ? `${why}: ${detail}` : why, queued);
+        this.events.exited(slot, token, detail ? `${why}: ${detail}` : why, queued, signal);
       });
       const watchMemory = this.options.maxWorkerMemory !== null;
       this.send(slot, { type: 'load', handlers: this.options.handlers, killGraceMs: this.options.killGraceMs, watchMemory });

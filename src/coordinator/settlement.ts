@@ -12,7 +12,8 @@ export interface RetryRules {
 /** How an attempt ended, as the coordinator saw it. */
 export type Ending =
   | { kind: 'reported'; msg: DoneMessage; timedOut: boolean }
-  | { kind: 'died'; why: string; timedOut: boolean }
+  /** Its worker (or an --exec batch's spawner helper, its body) died; `signal`, if one killed it. */
+  | { kind: 'died'; why: string; timedOut: boolean; signal?: string | null }
   /** Stopped by a shutdown, or never started because its worker died first: not counted. */
   | { kind: 'interrupted'; why?: string };
 
@@ -50,7 +51,10 @@ export function settle(task: ClaimedTask, ending: Ending, rules: RetryRules, now
   };
   const timedOut = (io: Io) => failure('TIMEOUT', `TIMEOUT: ran longer than ${rules.timeoutMs} ms and was killed`, false, io);
   if (ending.kind === 'died') {
-    return ending.timedOut ? timedOut(NO_IO) : failure('CRASHED', `CRASHED: ${ending.why}`, false);
+    // The row's signal column says what killed the worker (not only the error text), so a
+    // SIGKILL (OOM killer, kill -9) can be found by a query.
+    const io: Io = { exitCode: null, signal: ending.signal ?? null, outputTail: null, logPath: null };
+    return ending.timedOut ? timedOut(io) : failure('CRASHED', `CRASHED: ${ending.why}`, false, io);
   }
   const m = ending.msg;
   if (m.ok) {

@@ -21,17 +21,19 @@ export function ganttSvg(attempts: BatchAttempt[], now: number): string {
   if (attempts.length === 0) return '<p class="empty">No attempts yet.</p>';
   const lanes = [...new Set(attempts.map((a) => a.workerId))];
   const t0 = Math.min(...attempts.map((a) => a.startedAt));
-  const t1 = Math.max(...attempts.map((a) => a.endedAt ?? now), t0 + 1);
+  const t1 = Math.max(...attempts.map((a) => drawnEnd(a, now)), t0 + 1);
   const plot = WIDTH - LABEL - 10;
   const x = (t: number) => LABEL + ((t - t0) / (t1 - t0)) * plot;
   const height = lanes.length * LANE + 30;
   const bars = attempts.map((a) => {
     const outcome = a.outcome ?? 'RUNNING';
-    const end = a.endedAt ?? now;
+    const end = drawnEnd(a, now);
+    const unknown = a.endedAt === null && a.outcome !== null;
     const y = lanes.indexOf(a.workerId) * LANE + 4;
     const w = Math.max(1, x(end) - x(a.startedAt));
-    const title = `${a.key} #${a.attempt} ${outcome} ${formatMs(end - a.startedAt)} (worker ${a.workerId}, pid ${a.pid ?? '-'})${a.error ? `: ${a.error}` : ''}`;
-    return `<rect class="bar" data-outcome="${outcome}" x="${x(a.startedAt).toFixed(1)}" y="${y}" width="${w.toFixed(1)}" height="${LANE - 6}" fill="${OUTCOME_COLORS[outcome]}"><title>${esc(title)}</title></rect>`;
+    const took = unknown ? 'end unknown' : formatMs(end - a.startedAt);
+    const title = `${a.key} #${a.attempt} ${outcome} ${took} (worker ${a.workerId}, pid ${a.pid ?? '-'})${a.error ? `: ${a.error}` : ''}`;
+    return `<rect class="bar" data-outcome="${outcome}"${unknown ? ' data-end="unknown"' : ''} x="${x(a.startedAt).toFixed(1)}" y="${y}" width="${w.toFixed(1)}" height="${LANE - 6}" fill="${OUTCOME_COLORS[outcome]}"><title>${esc(title)}</title></rect>`;
   });
   const labels = lanes.map((l, i) => `<text class="lane" x="4" y="${i * LANE + 15}">${esc(l)}</text>`);
   const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => {
@@ -39,6 +41,14 @@ export function ganttSvg(attempts: BatchAttempt[], now: number): string {
     return `<line x1="${tx}" x2="${tx}" y1="0" y2="${lanes.length * LANE}" class="grid"/><text class="tick" x="${tx}" y="${lanes.length * LANE + 16}" text-anchor="middle">+${esc(tick((t1 - t0) * f, t1 - t0))}</text>`;
   });
   return `<svg class="gantt" role="img" aria-label="attempts per worker over time" viewBox="0 0 ${WIDTH} ${height}" width="${WIDTH}" height="${height}">${ticks.join('')}${labels.join('')}${bars.join('')}</svg>`;
+}
+
+/**
+ * Where an attempt's bar ends: its end, now while it runs, and its start for a LOST attempt
+ * whose end is unknown (a marker, not a bar reaching the takeover or now, neither its end).
+ */
+function drawnEnd(a: BatchAttempt, now: number): number {
+  return a.endedAt ?? (a.outcome === null ? now : a.startedAt);
 }
 
 /** A histogram of finished attempts' durations in 20 equal buckets. */

@@ -179,8 +179,11 @@ async function viaSpawner(
       const code = errnoName(end.errno);
       return { code: null, signal: null, spawnError: { code, message: `could not start ${argv[0]}: no output file (${noLog}; /dev/null: ${code})` }, outputTail: null, logPath: null };
     }
-    case 'spawner-died':
-      return { code: null, signal: null, spawnError: { code: SPAWNER_DIED, message: 'the spawner helper died while the command ran' }, outputTail: null, logPath: null };
+    case 'spawner-died': {
+      // Its signal is the attempt's: the command's own end is unknown (the helper was its parent).
+      const message = end.signal ? `the spawner helper was killed by ${end.signal} while the command ran` : 'the spawner helper died while the command ran';
+      return { code: null, signal: end.signal, spawnError: { code: SPAWNER_DIED, message }, outputTail: null, logPath: null };
+    }
   }
 }
 

@@ -16,8 +16,8 @@ export type SpawnerEnd =
   | { kind: 'spawn-failed'; errno: number }
   /** Its log file could not be opened (errno); nothing ran. */
   | { kind: 'log-failed'; errno: number }
-  /** The spawner itself died; whether the command ran is unknown. */
-  | { kind: 'spawner-died' };
+  /** The spawner itself died (by `signal`, if one killed it); whether the command ran is unknown. */
+  | { kind: 'spawner-died'; signal: NodeJS.Signals | null };
 
 interface Pending {
   onStarted(pid: number): void;
@@ -35,6 +35,8 @@ export class Spawner {
   private nextId = 1;
   private buffered = '';
   private exited = false;
+  /** The signal that killed the helper, once it is gone. */
+  private signal: NodeJS.Signals | null = null;
   private readonly exitListeners: ((code: number | null, signal: NodeJS.Signals | null) => void)[] = [];
   private readonly spawnListeners: (() => void)[] = [];
   private running = false;
@@ -104,7 +106,7 @@ export class Spawner {
    * logFile, with `vars` over this process's environment.
    */
   run(argv: string[], vars: Record<string, string>, logFile: string, onStarted: (pid: number) => void): Promise<SpawnerEnd> {
-    if (this.exited) return Promise.resolve({ kind: 'spawner-died' });
+    if (this.exited) return Promise.resolve({ kind: 'spawner-died', signal: this.signal });
     const id = this.nextId++;
     const env = Object.entries(vars).map(([k, v]) => `${k}=${v}`);
     const fields = [String(id), logFile, String(argv.length), ...argv, String(env.length), ...env];
@@ -138,7 +140,8 @@ export class Spawner {
   private died(code: number | null, signal: NodeJS.Signals | null): void {
     if (this.exited) return;
     this.exited = true;
-    for (const p of this.pending.values()) p.resolve({ kind: 'spawner-died' });
+    this.signal = signal;
+    for (const p of this.pending.values()) p.resolve({ kind: 'spawner-died', signal });
     this.pending.clear();
     for (const listener of this.exitListeners) listener(code, signal);
   }

@@ -92,7 +92,9 @@ describe('coordinator SIGKILL', () => {
     expect(effects.length - 60).toBeLessThanOrEqual(2 * kills);
     const lost = query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM attempts WHERE outcome = 'LOST'");
     expect(lost[0]!.n).toBeLessThanOrEqual(2 * kills);
-    expect(query(dbPathIn(p.dir), "SELECT 1 FROM attempts WHERE ended_at IS NULL")).toEqual([]);
+    // No attempt left open; a LOST one's end is unknown (NULL), never its takeover time.
+    expect(query(dbPathIn(p.dir), "SELECT 1 FROM attempts WHERE outcome IS NULL")).toEqual([]);
+    expect(query(dbPathIn(p.dir), "SELECT 1 FROM attempts WHERE outcome = 'LOST' AND (ended_at IS NOT NULL OR duration_ms IS NOT NULL)")).toEqual([]);
   });
 
   it('two runs started together on one store run each task exactly once and both exit 0', async () => {

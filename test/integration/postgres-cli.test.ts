@@ -57,7 +57,7 @@ describe.skipIf(!URL)('the CLI on a shared PostgreSQL store', () => {
     expect(final.code, final.stderr).toBe(0);
     const rows = await sql<{ status: string; n: string }>(`SELECT status, count(*) AS n FROM ${schema}.tasks GROUP BY status`);
     expect(rows).toEqual([{ status: 'SUCCESS', n: '150' }]);
-    const open = await sql(`SELECT 1 FROM ${schema}.attempts WHERE ended_at IS NULL`);
+    const open = await sql(`SELECT 1 FROM ${schema}.attempts WHERE outcome IS NULL`); // a LOST one has no end, but an outcome
     expect(open).toEqual([]);
     const effects = sideEffects(p.log);
     expect(new Set(effects.map((e) => e.key)).size).toBe(150);
@@ -99,14 +99,18 @@ describe.skipIf(!URL)('the CLI on a shared PostgreSQL store', () => {
     const killedAt = Date.now();
     hostA.kill('SIGKILL');
     expect((await hostB.result).code).toBe(0);
-    const lost = await sql<{ error: string; ended_at: string; host: string }>(
-      `SELECT a.error, a.ended_at, a.host FROM ${schema}.attempts a WHERE a.outcome = 'LOST'`,
+    // Each LOST attempt with the start of the task's next attempt (host B's, after the takeover).
+    const lost = await sql<{ error: string; ended_at: string | null; duration_ms: string | null; host: string; next_started: string }>(
+      `SELECT a.error, a.ended_at, a.duration_ms, a.host,
+              (SELECT min(n.started_at) FROM ${schema}.attempts n WHERE n.task_id = a.task_id AND n.id > a.id) AS next_started
+       FROM ${schema}.attempts a WHERE a.outcome = 'LOST'`,
     );
     expect(lost.length).toBeGreaterThan(0); // host A held tasks when it died
     for (const l of lost) {
       expect(l.host).toBe('host-a');
       expect(l.error).toMatch(/lease .* expired/);
-      expect(Number(l.ended_at) - killedAt).toBeGreaterThanOrEqual(1000); // not reclaimed at once: a remote pid cannot be checked
+      expect([l.ended_at, l.duration_ms]).toEqual([null, null]); // its end is unknown, not the takeover time
+      expect(Number(l.next_started) - killedAt).toBeGreaterThanOrEqual(1000); // not reclaimed at once: a remote pid cannot be checked
     }
     const effects = sideEffects(p.log);
     expect(new Set(effects.map((e) => e.key)).size).toBe(80);

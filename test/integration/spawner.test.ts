@@ -134,7 +134,7 @@ describe.skipIf(!SPAWNER_BUILT)('when the spawner helper dies', () => {
     expect(r.code, r.stderr).toBe(0);
     const rows = attempts(p.dir);
     expect(rows.map((a) => a.outcome)).toEqual(['CRASHED', 'SUCCESS']);
-    expect(rows[0]!.error).toMatch(/worker killed by SIGKILL/);
+    expect(rows[0]).toMatchObject({ signal: 'SIGKILL', error: expect.stringMatching(/worker killed by SIGKILL/) });
     await waitFor(() => sleeping(marker) === 0, 2000, 'no sleep survivor');
   });
 
@@ -160,7 +160,7 @@ describe.skipIf(!SPAWNER_BUILT)('when the spawner helper dies', () => {
     expect(r.code, r.stderr).toBe(0);
     const second = attempts(p.dir).filter((a) => a.key.startsWith('second/'));
     expect(second.map((a) => a.outcome)).toEqual(['FAILED', 'SUCCESS']);
-    expect(second[0]!.error).toBe('the spawner helper died while the command ran');
+    expect(second[0]).toMatchObject({ error: 'the spawner helper was killed by SIGKILL while the command ran', signal: 'SIGKILL' });
     await waitFor(() => sleeping(marker) === 0, 2000, 'no sleep survivor');
   });
 });

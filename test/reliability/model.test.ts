@@ -320,7 +320,12 @@ class Model {
   /** Applies one settlement; returns whether its token still held the task. */
   settle(token: number, taskId: number, outcome: Outcome, retryAt: number | null | undefined): boolean {
     const t = this.tasks.find((x) => x.id === taskId);
-    if (!t || t.status !== 'RUNNING' || t.token !== token) return false;
+    if (!t || t.status !== 'RUNNING' || t.token !== token) {
+      // Fenced off; the late report of a LOST attempt fills in its unknown end, once.
+      const lost = this.attempt(token);
+      if (lost?.outcome === 'LOST' && lost.endedAt === null) lost.endedAt = this.clock;
+      return false;
+    }
     if (outcome === 'SUCCESS') {
       t.status = 'SUCCESS';
     } else if (outcome === 'INTERRUPTED') {
@@ -346,7 +351,7 @@ class Model {
       if (!(t.expires! < this.clock || dead.includes(t.owner!))) continue;
       out.push({ key: t.key, owner: t.owner, failed: t.attempts >= t.maxAttempts });
       const a = this.attempt(t.token!)!;
-      a.endedAt = this.clock;
+      a.endedAt = null; // unknown: the takeover is not when its command ended
       a.outcome = 'LOST';
       t.status = t.attempts < t.maxAttempts ? 'PENDING' : 'FAILED';
       t.nextRunAt = this.clock;
@@ -518,7 +523,9 @@ async function runScenario({ cfg, cmds }: Scenario, mode: BudgetMode = 'safe'): 
   const selAttempts = raw.prepare('SELECT id, task_id, attempt, owner, started_at, ended_at, outcome FROM attempts ORDER BY id');
   const allTasks = raw.prepare('SELECT * FROM tasks ORDER BY id');
   const allAttempts = raw.prepare('SELECT * FROM attempts ORDER BY id');
-  const snapshot = () => JSON.stringify([allTasks.all(), allAttempts.all()]);
+  /** The store's rows; a fenced-off report may fill in the end of one LOST attempt (`except`), nothing else. */
+  const snapshot = (except?: number) =>
+    JSON.stringify([allTasks.all(), (allAttempts.all() as { id: number }[]).filter((a) => a.id !== except)]);
 
   /** Status of every task id after the previous command, from the store itself (I2). */
   const prevStatus = new Map<number, TaskStatus>();
@@ -633,12 +640,15 @@ async function runScenario({ cfg, cmds }: Scenario, mode: BudgetMode = 'safe'): 
           // A token never handed out.
           claimed = { id: t.id, token: m.nextToken + 1000, key: t.key, stage: '', seq: 0, attempt: 1, maxAttempts: t.maxAttempts, payload: spec(t.key).payload, workerId: 'ghost' };
         }
-        const before = snapshot();
+        const before = snapshot(claimed.token);
+        const wasUnknown = m.attempt(claimed.token)?.outcome === 'LOST' && m.attempt(claimed.token)?.endedAt === null;
         const d = decide(claimed, endingOf(cmd.end, claimed.token), rules, m.clock, startedAt);
         const applied = await anyStore(cmd.conn).settle([d.settlement]);
         same(applied, [], `stale token ${claimed.token} (${d.settlement.outcome}) must be fenced off`);
-        same(snapshot(), before, `stale token ${claimed.token} (${d.settlement.outcome}) changed the store`);
+        same(snapshot(claimed.token), before, `stale token ${claimed.token} (${d.settlement.outcome}) changed the store`);
         same(m.settle(claimed.token, claimed.id, d.settlement.outcome, d.settlement.retryAt), false, 'model: stale token fenced');
+        // Its own row is compared with the model's below (a LOST end filled in, or unchanged).
+        if (wasUnknown) saw('stale: late report fills in a LOST end');
         saw(stale.length > 0 ? `stale: fenced ${m.task(claimed.id).status === 'RUNNING' ? '(task held by a newer attempt)' : '(task not running)'}` : 'stale: never-issued token');
         return;
       }
@@ -779,7 +789,9 @@ async function runScenario({ cfg, cmds }: Scenario, mode: BudgetMode = 'safe'): 
     // Invariants on the raw rows, independent of the model.
     const byTask = new Map<number, AttemptDb[]>();
     for (const a of attempts) {
-      assert((a.ended_at === null) === (a.outcome === null), `${where}: attempt ${a.id} has ended_at ${a.ended_at} but outcome ${a.outcome}`);
+      // An end without an outcome never; an outcome without an end only for LOST (its end unknown).
+      assert(a.ended_at === null || a.outcome !== null, `${where}: attempt ${a.id} has ended_at ${a.ended_at} but no outcome`);
+      assert(a.ended_at !== null || a.outcome === null || a.outcome === 'LOST', `${where}: attempt ${a.id} is ${a.outcome} without an end`);
       const list = byTask.get(a.task_id) ?? [];
       list.push(a);
       byTask.set(a.task_id, list);
@@ -886,6 +898,7 @@ describe('R22: TaskStore model-based test', () => {
         'settle: INTERRUPTED -> PENDING',
         'settle: fenced within a group',
         'stale: fenced (task held by a newer attempt)',
+        'stale: late report fills in a LOST end',
         'crash: while holding tasks',
         "recovery: released a dead owner's task",
         'recovery: dead remote owner left to its lease',

@@ -385,6 +385,49 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
         expect((await store.attemptsOf(stale.id)).map((a) => a.outcome)).toEqual(['LOST', 'SUCCESS']);
       });
 
+      it('a LOST attempt ends unknown (NULL), never at the takeover time; its late fenced report fills in its real end once, outcome LOST', async () => {
+        const id = await setup(1);
+        const now = Date.now();
+        const stale = await claimOne(id, now, { owner: 'owner-A', leaseMs: 1000 });
+        await store.releaseStale(id, now + 2000, [], 'owner-B');
+        const fresh = await claimOne(id, now + 2000, { owner: 'owner-B' });
+        const [lost] = await store.attemptsOf(stale.id);
+        expect(lost).toMatchObject({ outcome: 'LOST', endedAt: null, durationMs: null, exitCode: null, signal: null });
+        expect(lost!.error).toMatch(/^LOST: the lease of owner-A expired/);
+
+        // The frozen owner resumes: its command had ended at now + 1500 (before the takeover, unseen).
+        const late = ending(stale, 'CRASHED', now + 1500, { durationMs: 1500, exitCode: null, signal: 'SIGKILL', error: 'CRASHED: worker killed by SIGKILL', retryAt: now + 1600 });
+        expect(await store.settle([late])).toEqual([]);
+        const [filled, running] = await store.attemptsOf(stale.id);
+        expect(filled).toMatchObject({ outcome: 'LOST', endedAt: now + 1500, durationMs: 1500, signal: 'SIGKILL', logPath: `/logs/${stale.key}.log` });
+        expect(filled!.error).toBe(`${lost!.error}; its owner reported later, fenced off: CRASHED: worker killed by SIGKILL`);
+        expect(running).toMatchObject({ outcome: null, endedAt: null });
+        expect(await task(id, stale.key)).toMatchObject({ status: 'RUNNING', leaseOwner: 'owner-B', attempts: 2 });
+
+        // Once only: a second late report changes nothing; the fresh attempt settles as usual.
+        expect(await store.settle([ending(stale, 'SUCCESS', now + 9000, { result: '"stale"' })])).toEqual([]);
+        expect((await store.attemptsOf(stale.id))[0]).toEqual(filled);
+        expect(await store.settle([ending(fresh, 'SUCCESS', now + 2200, { result: '"fresh"' })])).toEqual([fresh.token]);
+        expect((await store.attemptsOf(stale.id)).map((a) => [a.outcome, a.endedAt])).toEqual([
+          ['LOST', now + 1500],
+          ['SUCCESS', now + 2200],
+        ]);
+      });
+
+      it('a late fenced success (grouped with others) fills in the LOST end too', async () => {
+        const id = await setup(2);
+        const now = Date.now();
+        const [stale, other] = await claim(id, now, { owner: 'owner-A', slots: 2, leaseMs: 1000 });
+        await store.releaseStale(id, now + 2000, [], 'owner-B');
+        // Both lost; the first reports a success later, alone in a group of successes.
+        expect(await store.settle([ending(stale!, 'SUCCESS', now + 2500, { result: '"late"', durationMs: 2500 })])).toEqual([]);
+        const [a] = await store.attemptsOf(stale!.id);
+        expect(a).toMatchObject({ outcome: 'LOST', endedAt: now + 2500, durationMs: 2500, exitCode: 0 });
+        expect(a!.error).toMatch(/; its owner reported later, fenced off: SUCCESS \(result discarded\)$/);
+        expect(await task(id, stale!.key)).toMatchObject({ status: 'PENDING', result: null });
+        expect((await store.attemptsOf(other!.id))[0]).toMatchObject({ outcome: 'LOST', endedAt: null });
+      });
+
       it('fences off a token whose task was released but not claimed again', async () => {
         const id = await setup(1);
         const now = Date.now();
@@ -582,7 +625,7 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
         expect(released).toEqual([{ key: t.key, owner: 'owner-A', failed: false }]);
         expect(await task(id, t.key)).toMatchObject({ status: 'PENDING', attempts: 1, leaseOwner: null });
         const [a] = await store.attemptsOf(t.id);
-        expect(a).toMatchObject({ outcome: 'LOST', endedAt: now + 1500 });
+        expect(a).toMatchObject({ outcome: 'LOST', endedAt: null, durationMs: null });
         expect(await countsAddUp(id)).toMatchObject({ retrying: 1, pending: 1, running: 0 });
         // Released work is claimable at once and the lost attempt stays counted.
         const all = await claim(id, now + 1500, { slots: 2 });

@@ -38,7 +38,7 @@ export async function showCommand(key: string, flags: ShowFlags, io: Io): Promis
         const prev = attempts[i - 1];
         const waited = prev?.endedAt ? `  (after ${duration(a.startedAt - prev.endedAt)})` : '';
         out.push(
-          `#${a.attempt}  ${iso(a.startedAt)} → ${iso(a.endedAt) ?? '(running)'}  ${duration(a.durationMs)}  ${colorOutcome(c, a.outcome)}` +
+          `#${a.attempt}  ${iso(a.startedAt)} → ${iso(a.endedAt) ?? endUnknown(a)}  ${duration(a.durationMs)}  ${colorOutcome(c, a.outcome)}` +
             `  worker ${p(a.workerId)} pid ${a.pid ?? '-'} on ${p(a.host)}` +
             `${a.exitCode !== null ? `  exit ${a.exitCode}` : ''}${a.signal ? `  ${p(a.signal)}` : ''}${waited}`,
         );
@@ -51,6 +51,14 @@ export async function showCommand(key: string, flags: ShowFlags, io: Io): Promis
     },
     { readonly: true },
   );
+}
+
+/**
+ * An attempt without an end: still running, or LOST (its owner died or went silent, so when
+ * its command ended is unknown; the takeover time is not its end) and never reported since.
+ */
+function endUnknown(a: AttemptRow): string {
+  return a.outcome === null ? '(running)' : '(end unknown)';
 }
 
 function colorOutcome(c: ReturnType<typeof colors>, outcome: string | null): string {

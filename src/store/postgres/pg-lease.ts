@@ -2,6 +2,7 @@ import type { ClaimRequest, ClaimedTask, ReleasedTask, Settlement } from '../tas
 import type { Sql, Statement } from './pg-db.js';
 import { toClaimedTask, type TaskDbRow } from '../db-rows.js';
 import { cascade, inputsOf } from './pg-stages.js';
+import { lateReportNote } from '../late-report.js';
 import type { Statements } from './statements.js';
 
 /**
@@ -54,6 +55,10 @@ export async function settle(sql: Sql, st: Statements, settlements: Settlement[]
   }
   for (const [batchId, items] of ended) await cascade(sql, st, batchId, items, Math.max(...settlements.map((s) => s.endedAt)));
   for (const [batchId, endedAt] of [...finished].sort((a, b) => a[0] - b[0])) await sql.run(st.markFinished, [batchId, endedAt]);
+  // A fenced-off report of an attempt recorded LOST: its real end fills in the unknown one.
+  for (const s of settlements) {
+    if (!applied.has(s)) await sql.run(st.lateEnd, [s.token, s.endedAt, s.durationMs, s.exitCode, s.signal, lateReportNote(s), s.outputTail, s.logPath, s.startedAt ?? null]);
+  }
   return settlements.filter((s) => applied.has(s)).map((s) => s.token);
 }
 
@@ -81,7 +86,7 @@ export async function releaseStale(
       ? `LOST: its coordinator (${t.lease_owner}) died while the attempt ran`
       : `LOST: the lease of ${t.lease_owner ?? 'an unknown owner'} expired without a heartbeat`;
     const [after] = await sql.rows<{ status: string }>(st.releaseLost, [t.id, now, error]);
-    await sql.run(st.loseAttempt, [t.lease_token, now, error]);
+    await sql.run(st.loseAttempt, [t.lease_token, error]);
     released.push({ key: t.task_key, owner: t.lease_owner, failed: after!.status !== 'PENDING' });
     if (after!.status !== 'PENDING') await cascade(sql, st, t.batch_id, [t.item_key], now);
   }

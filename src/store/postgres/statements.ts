@@ -181,7 +181,17 @@ function sql(s: string) {
       UPDATE ${s}.attempts
       SET ended_at = $2, outcome = $3, exit_code = $4, signal = $5, error = $6,
           duration_ms = $7, output_tail = $8, log_path = $9, started_at = coalesce($10::bigint, started_at)
-      WHERE id = $1 AND ended_at IS NULL`,
+      WHERE id = $1 AND outcome IS NULL`,
+    /**
+     * $1 token $2 endedAt $3 durationMs $4 exitCode $5 signal $6 note $7 outputTail $8 logPath $9 startedAt —
+     * the late, fenced-off report of an attempt recorded LOST: its real end fills in the unknown
+     * one (the outcome stays LOST, the report is noted in the error). Once only.
+     */
+    lateEnd: `
+      UPDATE ${s}.attempts
+      SET ended_at = $2, duration_ms = $3, exit_code = $4, signal = $5, error = error || $6,
+          output_tail = $7, log_path = $8, started_at = coalesce($9::bigint, started_at)
+      WHERE id = $1 AND outcome = 'LOST' AND ended_at IS NULL`,
 
     /** $1 batchId (NULL = every batch) */
     runningOwners: `
@@ -207,10 +217,13 @@ function sql(s: string) {
           lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
       WHERE id = $1
       RETURNING status`,
-    /** $1 token $2 now $3 error */
+    /**
+     * $1 token $2 error — its owner died or went silent: when its command really ended is unknown,
+     * so ended_at and duration_ms stay NULL (never the takeover time); a late report fills them in.
+     */
     loseAttempt: `
-      UPDATE ${s}.attempts SET ended_at = $2, outcome = 'LOST', error = $3, duration_ms = $2 - started_at
-      WHERE id = $1 AND ended_at IS NULL`,
+      UPDATE ${s}.attempts SET outcome = 'LOST', error = $2
+      WHERE id = $1 AND outcome IS NULL`,
     ...reportStatements(s),
   };
 }

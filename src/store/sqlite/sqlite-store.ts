@@ -42,6 +42,7 @@ import {
 import { cascadeCancel, cascadeRevive, type Sibling } from '../stage-graph.js';
 import { failpoint } from '../failpoint.js';
 import { budgets } from '../budget.js';
+import { lateReportNote } from '../late-report.js';
 
 const STAGING_CHUNK = 5000;
 /**
@@ -62,6 +63,12 @@ interface PruneChunk {
  */
 const GROUP_CHARS = 4 * 1024 * 1024;
 const GROUP_RESULT_MAX = 256 * 1024;
+
+/** The parameters of lateEnd for a fenced-off settlement. */
+function lateEnd(s: Settlement) {
+  const { token, endedAt, durationMs, exitCode, signal, outputTail, logPath } = s;
+  return { token, endedAt, durationMs, exitCode, signal, note: lateReportNote(s), outputTail, logPath, startedAt: s.startedAt ?? null };
+}
 
 /** Consecutive runs of settlements whose texts add up to about GROUP_CHARS at most. */
 function* bySize(settlements: Settlement[]): Generator<Settlement[]> {
@@ -332,6 +339,8 @@ export class SqliteStore implements TaskStore {
     for (const [batchId, endedAt] of finished) this.st.markFinished.run({ batchId, endedAt });
     for (const [batchId, items] of ended) this.cascade(batchId, items, Date.now());
     const held = new Set(applied);
+    for (const s of settlements) if (!held.has(s.token)) this.st.lateEnd.run(lateEnd(s)); // a LOST attempt's real end
+
     return settlements.filter((s) => held.delete(s.token)).map((s) => s.token); // in the order given
   }
 
@@ -360,7 +369,7 @@ export class SqliteStore implements TaskStore {
           ? `LOST: its coordinator (${t.lease_owner}) died while the attempt ran`
           : `LOST: the lease of ${t.lease_owner ?? 'an unknown owner'} expired without a heartbeat`;
         const after = this.st.releaseLost.get({ id: t.id, now, error }) as { status: TaskStatus };
-        this.st.loseAttempt.run({ token: t.lease_token, now, error });
+        this.st.loseAttempt.run({ token: t.lease_token, error });
         released.push({ key: t.task_key, owner: t.lease_owner, failed: after.status !== 'PENDING' });
         if (after.status !== 'PENDING') ended.push(t);
       }

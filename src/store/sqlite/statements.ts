@@ -175,7 +175,7 @@ export const SQL = {
     SET ended_at = j.ended, outcome = 'SUCCESS', exit_code = j.code, signal = j.signal, error = NULL,
         duration_ms = j.duration, output_tail = j.tail, log_path = j.log, started_at = coalesce(j.started, attempts.started_at)
     FROM j
-    WHERE attempts.id = j.id AND attempts.ended_at IS NULL`,
+    WHERE attempts.id = j.id AND attempts.outcome IS NULL`,
   /** @taskId @token @endedAt @error @result — fenced: only while the token still holds the task. */
   complete: `
     UPDATE tasks
@@ -214,7 +214,17 @@ export const SQL = {
     UPDATE attempts
     SET ended_at = @endedAt, outcome = @outcome, exit_code = @exitCode, signal = @signal, error = @error,
         duration_ms = @durationMs, output_tail = @outputTail, log_path = @logPath, started_at = coalesce(@startedAt, started_at)
-    WHERE id = @token AND ended_at IS NULL`,
+    WHERE id = @token AND outcome IS NULL`,
+  /**
+   * @token @endedAt @durationMs @exitCode @signal @note @outputTail @logPath @startedAt — the late,
+   * fenced-off report of an attempt recorded LOST: its real end fills in the unknown one (the
+   * outcome stays LOST, the report is noted in the error). Once only: a LOST end is NULL until then.
+   */
+  lateEnd: `
+    UPDATE attempts
+    SET ended_at = @endedAt, duration_ms = @durationMs, exit_code = @exitCode, signal = @signal,
+        error = error || @note, output_tail = @outputTail, log_path = @logPath, started_at = coalesce(@startedAt, started_at)
+    WHERE id = @token AND outcome = 'LOST' AND ended_at IS NULL`,
 
   /** @batchId (NULL = every batch) */
   runningOwners: `
@@ -235,10 +245,13 @@ export const SQL = {
         lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
     WHERE id = @id
     RETURNING status, item_key`,
-  /** @token @now @error */
+  /**
+   * @token @error — its owner died or went silent: when its command really ended is unknown,
+   * so ended_at and duration_ms stay NULL (never the takeover time); a late report fills them in.
+   */
   loseAttempt: `
-    UPDATE attempts SET ended_at = @now, outcome = 'LOST', error = @error, duration_ms = @now - started_at
-    WHERE id = @token AND ended_at IS NULL`,
+    UPDATE attempts SET outcome = 'LOST', error = @error
+    WHERE id = @token AND outcome IS NULL`,
 
   /**
    * @batchId — served by tasks_by_state alone. Counting per status and then the retrying
