@@ -109,7 +109,6 @@ function definitionChangeSuite(name: string, access: () => { dir: string; log: s
       expect(r2.stdout + r2.stderr).toContain('handler now --exec');
       expect([0, 3]).toContain(r2.code);
       expect(r1.code, r1.stderr).toBe(0);
-      expect(r1.stdout + r1.stderr).toMatch(/batch b: handler changed to --exec "echo start B .* by another run; following it/);
 
       const effects = entries(log);
       const attempts = await store.attempts();
@@ -130,6 +129,9 @@ function definitionChangeSuite(name: string, access: () => { dir: string; log: s
       expect(attempts.filter((a) => a.owner.includes(firstPid) && a.job_version === 2).length).toBeGreaterThan(0);
       // Every task ran exactly once, and no two attempts overlapped (-j 1 each, two runs: at most 2 at once, never one key twice).
       expect(new Set(attempts.map((a) => a.key)).size).toBe(attempts.length);
+
+      // It said so.
+      expect(r1.stdout + r1.stderr).toMatch(/batch b: handler changed to --exec "echo start B .* by another run; following it/);
 
       // `show` says which definition each attempt ran.
       const followed = attempts.find((a) => a.owner.includes(firstPid) && a.job_version === 2)!;
