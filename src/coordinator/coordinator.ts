@@ -36,7 +36,9 @@ export type StopReason =
   | { kind: 'max-failures' }
   | { kind: 'max-runtime' }
   | { kind: 'no-wait' }
-  | { kind: 'paused' };
+  | { kind: 'paused' }
+  /** Another run stored a newer job definition (updateJob): running attempts finished; follow it. */
+  | { kind: 'definition-changed' };
 
 interface Inflight {
   task: ClaimedTask;
@@ -211,7 +213,16 @@ export class Coordinator {
     const now = Date.now();
     const { applied, claimed } = await this.store.settleAndClaim(
       batch.map((q) => q.settlement),
-      { batchId: this.batch.id, owner: this.owner, host: HOST, now, leaseMs: this.options.leaseMs, slots: free.map((w) => ({ workerId: w.id, pid: w.pid })) },
+      {
+        batchId: this.batch.id,
+        owner: this.owner,
+        host: HOST,
+        now,
+        leaseMs: this.options.leaseMs,
+        slots: free.map((w) => ({ workerId: w.id, pid: w.pid })),
+        // The version whose handler the pool loaded: under a newer one the store claims nothing.
+        jobVersion: this.batch.jobVersion,
+      },
     );
     const perWorker = new Map<PoolWorker, ClaimedTask[]>();
     claimed.forEach((task, i) => {
@@ -275,6 +286,15 @@ export class Coordinator {
     for (const w of this.pool.stuck(this.options.pollMs)) this.pool.drop(w);
     // `splitdance pause` from anywhere: stop claiming within a poll, let running attempts finish.
     if (current.paused) this.stop({ kind: 'paused' });
+    // Another run changed the definition: claims already stopped (the store refuses this version);
+    // let running attempts finish, and the caller follows the new one.
+    else if (current.jobVersion !== this.batch.jobVersion) this.stop({ kind: 'definition-changed' });
+  }
+
+  /** Whether the batch's stored definition is newer than the one this run's workers loaded. */
+  private async definitionChanged(): Promise<boolean> {
+    const current = await this.store.findBatch(this.batch.name);
+    return current?.id === this.batch.id && current.jobVersion !== this.batch.jobVersion;
   }
 
   private dispatch(worker: PoolWorker, tasks: ClaimedTask[], now: number): void {
@@ -328,7 +348,10 @@ export class Coordinator {
     const c = await this.store.counts(this.batch.id);
     if (c.pending + c.retrying + c.running === 0) return this.finish({ kind: 'done' });
     if (this.pool.size === 0) throw new Error('every worker died and none could be restarted; see the errors above');
-    if (this.options.noWait && this.pool.hasIdleWorker()) return this.finish({ kind: 'no-wait' });
+    if (this.options.noWait && this.pool.hasIdleWorker()) {
+      // Nothing claimable may only mean claims stopped for a newer definition (before a poll saw it).
+      return this.finish(await this.definitionChanged() ? { kind: 'definition-changed' } : { kind: 'no-wait' });
+    }
   }
 
   private ended(token: number, ending: Ending): void {

@@ -15,6 +15,7 @@ export interface BatchDbRow {
   updated_at: number;
   /** 0/1 in SQLite, a boolean in PostgreSQL. */
   paused: number | boolean;
+  job_version: number;
 }
 
 export interface TaskDbRow {
@@ -58,6 +59,7 @@ export interface AttemptDbRow {
   duration_ms: number | null;
   output_tail: string | null;
   log_path: string | null;
+  job_version: number | null;
 }
 
 export function toBatch(r: BatchDbRow): BatchRecord {
@@ -69,6 +71,7 @@ export function toBatch(r: BatchDbRow): BatchRecord {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     paused: Boolean(r.paused),
+    jobVersion: r.job_version,
   };
 }
 
@@ -112,6 +115,7 @@ export function toAttemptRow(r: AttemptDbRow): AttemptRow {
     durationMs: r.duration_ms,
     outputTail: r.output_tail,
     logPath: r.log_path,
+    jobVersion: r.job_version,
   };
 }
 

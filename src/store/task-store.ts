@@ -46,6 +46,11 @@ export interface BatchRecord {
   createdAt: number;
   updatedAt: number;
   paused: boolean;
+  /**
+   * The version of `job`, bumped by every `updateJob`: a coordinator claims only under the
+   * version whose handler its workers loaded, and follows a newer one (another `run` changed it).
+   */
+  jobVersion: number;
 }
 
 export interface NewBatch {
@@ -93,6 +98,13 @@ export interface ClaimRequest {
   now: number;
   leaseMs: number;
   slots: ClaimSlot[];
+  /**
+   * The batch's job version the claimer's workers run: nothing is claimed once the batch's
+   * stored version differs (checked in the claim's transaction, so an attempt never starts
+   * under a definition older than the stored one). Each attempt records the version. Omitted:
+   * claim under whatever version is stored.
+   */
+  jobVersion?: number;
 }
 
 /** How an attempt ended, as the coordinator commits it. */
@@ -169,6 +181,8 @@ export interface AttemptRow {
   durationMs: number | null;
   outputTail: string | null;
   logPath: string | null;
+  /** The batch's job version the attempt was claimed under (its handler); null before versions were recorded. */
+  jobVersion: number | null;
 }
 
 export interface TaskFilter {
@@ -241,8 +255,11 @@ export interface TaskStore {
   enqueue(batch: NewBatch, specs: Iterable<TaskSpec>, options?: { rerunChanged?: boolean }): Promise<EnqueueResult>;
   /** Succeeded tasks whose file has changed since they ran (as last observed). */
   changedCount(batchId: number): Promise<number>;
-  /** Replace the stored job definition; unfinished tasks get the new attempt budget (per stage, with stages). */
-  updateJob(batchId: number, job: Record<string, unknown>, budget: Budget): Promise<void>;
+  /**
+   * Replace the stored job definition and bump its version (returned); unfinished tasks get the
+   * new attempt budget (per stage, with stages). Claims under the old version stop at once.
+   */
+  updateJob(batchId: number, job: Record<string, unknown>, budget: Budget): Promise<number>;
   /** Pause (nothing new is claimed; running attempts finish) or resume a batch. */
   setPaused(batchId: number, paused: boolean): Promise<void>;
   /** Atomically claim up to one PENDING, due task whose needs succeeded per slot, counting the attempt. */

@@ -891,6 +891,26 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
         expect(await task(id, running!.key)).toMatchObject({ status: 'PENDING', attempts: 1 });
         expect(await claimOne(id, now + 3)).toMatchObject({ maxAttempts: 5 });
       });
+
+      it('updateJob bumps the job version; a claim under another version claims nothing; each attempt records its version', async () => {
+        const id = await setup(3);
+        const now = Date.now();
+        expect((await store.findBatch('batch'))?.jobVersion).toBe(1);
+        const request = (jobVersion: number | undefined, at: number) => ({ batchId: id, owner: 'owner-A', host: HOST, now: at, leaseMs: LEASE_MS, slots: [{ workerId: 'w1', pid: 1 }], jobVersion });
+        const [first] = await store.claim(request(1, now));
+        expect(await store.updateJob(id, { version: 1, handler: { exec: 'B {}' } }, 3)).toBe(2);
+        expect((await store.findBatch('batch'))?.jobVersion).toBe(2);
+        // A coordinator still running the first definition's handler starts nothing more, in either verb.
+        expect(await store.claim(request(1, now + 1))).toEqual([]);
+        expect((await store.settleAndClaim([ending(first!, 'SUCCESS', now + 1)], request(1, now + 1))).claimed).toEqual([]);
+        expect(await task(id, first!.key)).toMatchObject({ status: 'SUCCESS' }); // its result still lands
+        const [second] = await store.claim(request(2, now + 2));
+        const [third] = await store.claim(request(undefined, now + 3)); // no version asked: the stored one
+        expect((await store.attemptsOf(first!.id)).map((a) => a.jobVersion)).toEqual([1]);
+        expect((await store.attemptsOf(second!.id)).map((a) => a.jobVersion)).toEqual([2]);
+        expect((await store.attemptsOf(third!.id)).map((a) => a.jobVersion)).toEqual([2]);
+        expect(await store.counts(id)).toMatchObject({ running: 2, succeeded: 1, pending: 0 });
+      });
     });
 
     describe('statuses, changed inputs, history and prune', () => {

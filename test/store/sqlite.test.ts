@@ -310,7 +310,7 @@ describe('SqliteStore grouped statements', () => {
     await s.claim({ batchId: batch.id, owner: 'o', host: 'h', now: Date.now(), leaseMs: 1000, slots });
     const db = new Database(path);
     db.exec('ANALYZE'); // statistics that make a table look tiny: the plan must not start from it
-    const params: Record<string, unknown> = { list: '[]', owner: 'o', host: 'h', now: 1, expires: 1, batchId: 1, self: 'o', dead: '[]', live: '[]' };
+    const params: Record<string, unknown> = { list: '[]', owner: 'o', host: 'h', now: 1, expires: 1, batchId: 1, self: 'o', dead: '[]', live: '[]', jobVersion: 1 };
     const planOf = (sql: string) => {
       const used = Object.fromEntries(Object.entries(params).filter(([k]) => sql.includes(`@${k}`)));
       const stmt = db.prepare(`EXPLAIN QUERY PLAN ${sql}`);

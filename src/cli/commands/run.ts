@@ -1,7 +1,7 @@
 import { Coordinator, type StopReason } from '../../coordinator/coordinator.js';
 import { WorkerPool } from '../../coordinator/pool.js';
 import { recoverStale } from '../../coordinator/recovery.js';
-import { definitionOf, type JobSettings } from '../../job/job-definition.js';
+import { definitionOf, describeHandler, settingsOf, type JobDefinition, type JobSettings } from '../../job/job-definition.js';
 import { planRun, type PlanOptions, type RunPlan } from '../../job/plan-run.js';
 import type { RawRunFlags } from '../../job/run-options.js';
 import { budgetOf, handlersOf, policyFor } from '../../job/stages.js';
@@ -11,7 +11,9 @@ import { nonEmpty } from '../../split/split-source.js';
 import { describeStore, logRoot, openExistingStore, openStore, resolveDbPath } from '../../store/open-store.js';
 import { peekBatch } from '../../store/peek-batch.js';
 import type { BatchRecord, Counts, TaskStore } from '../../store/task-store.js';
+import { StoreError, UsageError } from '../../errors.js';
 import { EXIT } from '../exit-codes.js';
+import { printable } from '../format.js';
 import { colors, type Io } from '../io.js';
 import { RunReporter, type ReportMode } from '../run-reporter.js';
 import { drainOnSignals, watchSignalsDuringStartup } from '../signals.js';
@@ -77,7 +79,12 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
     const enqueued = await store.enqueue({ name: plan.batchName, source: plan.source, job, maxAttempts }, specs, {
       rerunChanged: plan.rerunChanged,
     });
-    if (plan.existing && plan.changed.length) await store.updateJob(enqueued.batch.id, job, budgetOf(plan.settings));
+    let batch = enqueued.batch;
+    // This run's workers loaded the new definition: it runs under the version this makes.
+    if (plan.existing && plan.changed.length) batch = { ...batch, job, jobVersion: await store.updateJob(batch.id, job, budgetOf(plan.settings)) };
+    // Another run changed the handler since the plan read the batch: this run's workers loaded
+    // the old one, so it claims nothing (no version is 0) and follows the stored one at once.
+    else if (!sameHandlers(batch.job, job)) batch = { ...batch, jobVersion: 0 };
     if (unnamed.length) {
       const shown = unnamed.slice(0, 5).join(', ') + (unnamed.length > 5 ? `, … (${unnamed.length - 5} more)` : '');
       plan.notes.push(`skipped ${unnamed.length} file${unnamed.length === 1 ? '' : 's'} whose name is not valid UTF-8: ${shown}; rename them to run them`);
@@ -91,7 +98,7 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
     if (plan.sample) plan.notes.push(`sample: ${enqueued.inserted} new task(s) of the source (${describeSample(plan)})`);
     if (startup.seen()) return interruptedBeforeStart(startup.seen()!, io);
     startup.dispose(); // the coordinator's drain handlers take over
-    return await drive(store, enqueued.batch, pool, plan, io, enqueued.inserted);
+    return await drive(store, batch, pool, plan, io, enqueued.inserted);
   } finally {
     startup.dispose();
     await pool.shutdown();
@@ -112,47 +119,76 @@ function describeSample(plan: RunPlan): string {
 /** What driving a batch needs from a plan; `worker` builds it from the batch's stored job. */
 export type DrivePlan = Pick<RunPlan, 'flags' | 'settings' | 'inv' | 'dbPath' | 'notes'>;
 
-/** Runs the coordinator on an enqueued batch until it ends; returns the exit code. */
+/**
+ * Runs the coordinator on an enqueued batch until it ends; returns the exit code. When
+ * another run stores a newer definition of the batch (another --exec, …), the coordinator
+ * stops claiming and lets its running attempts finish; this then loads the new handler in a
+ * new pool and goes on with it, so no attempt starts under a definition older than the stored one.
+ */
 export async function drive(store: TaskStore, batch: BatchRecord, pool: WorkerPool, plan: DrivePlan, io: Io, inserted: number): Promise<number> {
-  const { flags, settings, inv } = plan;
+  const { flags, inv } = plan;
   const before = await store.counts(batch.id);
   const total = before.total;
   // No more workers than tasks to run: `-j 50` on one task starts one.
   await pool.grow(before.pending + before.retrying + before.running);
   const mode: ReportMode = flags.json ? 'json' : flags.quiet ? 'quiet' : io.tty ? 'tty' : 'plain';
   const reporter = new RunReporter(io, mode, colors(io, flags), () => store.counts(batch.id), inv.progressIntervalMs, flags.db);
-  const coordinator = new Coordinator(
-    store,
-    batch,
-    pool,
-    {
-      rules: rulesOf(settings),
-      leaseMs: inv.leaseMs,
-      graceMs: inv.graceMs,
-      killGraceMs: KILL_GRACE_MS,
-      noWait: inv.noWait,
-      maxFailures: inv.maxFailures === null ? null : resolveCountOrShare(inv.maxFailures, total),
-      maxRuntimeMs: inv.maxRuntimeMs,
-      logDir: logRoot(plan.dbPath, io.cwd),
-      pollMs: 1000,
-    },
-    reporter,
-  );
+  const maxFailures = inv.maxFailures === null ? null : resolveCountOrShare(inv.maxFailures, total);
+  const started = Date.now();
+  // The limits hold for the whole run, across the definitions it follows.
+  const coordinatorFor = (b: BatchRecord, p: WorkerPool, settings: JobSettings, failedSoFar: number) =>
+    new Coordinator(
+      store,
+      b,
+      p,
+      {
+        rules: rulesOf(settings),
+        leaseMs: inv.leaseMs,
+        graceMs: inv.graceMs,
+        killGraceMs: KILL_GRACE_MS,
+        noWait: inv.noWait,
+        maxFailures: maxFailures === null ? null : Math.max(1, maxFailures - failedSoFar),
+        maxRuntimeMs: inv.maxRuntimeMs === null ? null : Math.max(0, inv.maxRuntimeMs - (Date.now() - started)),
+        logDir: logRoot(plan.dbPath, io.cwd),
+        pollMs: 1000,
+      },
+      reporter,
+    );
+  let coordinator = coordinatorFor(batch, pool, plan.settings, 0);
   // Tasks a dead coordinator on this host left RUNNING are taken back now, not after their lease.
   const released = await recoverStale(store, batch.id, coordinator.owner);
   reporter.start({ batch: batch.name, source: batch.source, store: describeStore(plan.dbPath), total, inserted, workers: pool.size, notes: plan.notes });
+  // The pools started here to follow a newer definition (the caller shuts down its own).
+  const followers: WorkerPool[] = [];
+  // A signal while following a definition change (the coordinator was already stopping, or
+  // none runs) must still end the run with 130/143.
+  const signals = watchSignalsDuringStartup();
   // From here on the reporter's progress timer runs: however this ends (a store error thrown by
   // the coordinator or by the last counts), it is stopped, or it alone would keep the process
   // alive after the error boundary printed the error (a hang instead of exit 4).
   try {
     if (released.length) reporter.released(released);
-    const started = Date.now();
-    const removeSignals = drainOnSignals(coordinator, inv.graceMs, (m) => reporter.note(m));
     let stop: StopReason;
-    try {
-      stop = await coordinator.run();
-    } finally {
-      removeSignals();
+    for (;;) {
+      const removeSignals = drainOnSignals(coordinator, inv.graceMs, (m) => reporter.note(m));
+      try {
+        stop = await coordinator.run();
+      } finally {
+        removeSignals();
+      }
+      if (stop.kind !== 'definition-changed') break;
+      if (signals.seen()) {
+        stop = { kind: 'signal', signal: signals.seen()! };
+        break;
+      }
+      const next = await follow(store, batch, plan, (m) => reporter.note(m));
+      followers.push(next.pool);
+      if (signals.seen()) {
+        stop = { kind: 'signal', signal: signals.seen()! };
+        break;
+      }
+      batch = next.batch;
+      coordinator = coordinatorFor(batch, next.pool, next.settings, (await store.counts(batch.id)).failed - before.failed);
     }
     const counts = await store.counts(batch.id);
     const { exitCode, reason } = exitFor(stop, counts, suggest({ batch: batch.name, db: givenDb(flags.db, io) }, ['resume']));
@@ -162,8 +198,51 @@ export async function drive(store: TaskStore, batch: BatchRecord, pool: WorkerPo
     reporter.failed(err);
     throw err;
   } finally {
+    signals.dispose();
     reporter.close();
+    for (const p of followers) await p.shutdown();
   }
+}
+
+/**
+ * Another run stored a newer definition of the batch, and this run's attempts have finished:
+ * load the stored handler in a new pool (a handler that does not load ends the run with exit 2,
+ * leaving the tasks PENDING), and say so.
+ */
+async function follow(store: TaskStore, old: BatchRecord, plan: DrivePlan, note: (m: string) => void): Promise<{ batch: BatchRecord; settings: JobSettings; pool: WorkerPool }> {
+  const batch = await store.findBatch(old.name);
+  if (batch?.id !== old.id) {
+    throw new StoreError(`batch "${old.name}" is no longer in the store (pruned?); this run stops without claiming anything more`);
+  }
+  const settings = settingsOf(batch.job as unknown as JobDefinition);
+  const handler = describeHandler(settings.handler, settings.stages);
+  const handlers = handlersOf(settings);
+  if (Object.keys(handlers).length === 0) throw new UsageError(`batch ${printable(batch.name)}: another run stored a definition with no handler; this run stops`);
+  const pool = new WorkerPool({
+    size: plan.inv.concurrency,
+    handlers,
+    killGraceMs: KILL_GRACE_MS,
+    maxTasksPerWorker: plan.inv.maxTasksPerWorker,
+    maxWorkerMemory: plan.inv.maxWorkerMemory,
+    idPrefix: `${process.pid}.`,
+  });
+  try {
+    await pool.start(1);
+  } catch (err) {
+    throw new UsageError(
+      `batch ${printable(batch.name)}: another run changed the handler to ${printable(handler)}, which does not load here: ${printable((err as Error).message)}; this run stops, the unfinished tasks stay PENDING`,
+    );
+  }
+  const c = await store.counts(batch.id);
+  await pool.grow(c.pending + c.retrying + c.running);
+  const what = sameHandlers(old.job, batch.job) ? 'job definition changed' : `handler changed to ${printable(handler)}`;
+  note(`batch ${printable(batch.name)}: ${what} by another run; following it`);
+  return { batch, settings, pool };
+}
+
+function sameHandlers(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  const of = (job: Record<string, unknown>) => JSON.stringify(handlersOf(settingsOf(job as unknown as JobDefinition)));
+  return of(a) === of(b);
 }
 
 /** Each stage's retry rules, worked out once. */
@@ -197,6 +276,7 @@ function exitFor(stop: StopReason, c: Counts, resume: string): { exitCode: numbe
       return { exitCode: EXIT.INCOMPLETE, reason: 'incomplete (--no-wait): retries are due later; run again to resume' };
     case 'max-failures':
       return { exitCode: EXIT.FAILED, reason: 'stopped: --max-failures reached' };
+    case 'definition-changed': // only ever seen by drive, which follows the new definition
     case 'done':
       return c.failed + c.cancelled > 0 ? { exitCode: EXIT.FAILED, reason: 'finished with failures' } : { exitCode: EXIT.OK, reason: 'done' };
   }

@@ -40,6 +40,8 @@ export async function showCommand(key: string, flags: ShowFlags, io: Io): Promis
         out.push(
           `#${a.attempt}  ${iso(a.startedAt)} → ${iso(a.endedAt) ?? endUnknown(a)}  ${duration(a.durationMs)}  ${colorOutcome(c, a.outcome)}` +
             `  worker ${p(a.workerId)} pid ${a.pid ?? '-'} on ${p(a.host)}` +
+            // Which definition (handler) it ran: another `run` with a new --exec makes a new version.
+            `${a.jobVersion !== null ? `  job v${a.jobVersion}` : ''}` +
             `${a.exitCode !== null ? `  exit ${a.exitCode}` : ''}${a.signal ? `  ${p(a.signal)}` : ''}${waited}`,
         );
         if (a.error) out.push(`    error: ${p(a.error)}`);
@@ -95,6 +97,7 @@ function showJson(task: TaskRow, attempts: AttemptRow[]) {
       error: a.error,
       outputTail: a.outputTail,
       logPath: a.logPath,
+      jobVersion: a.jobVersion,
     })),
     needs: task.needs,
     payload: task.payload,

@@ -14,6 +14,10 @@ export async function claim(sql: Sql, st: Statements, req: ClaimRequest): Promis
   if (req.slots.length === 0) return [];
   // As SQLite's markStarted: asking with free slots marks the batch started, even when nothing is due.
   await sql.run(st.markStarted, [req.batchId, req.now]);
+  // Under the batch's current job version only (see claimVersion): a claimer whose workers
+  // loaded an older definition's handler starts nothing.
+  const [version] = await sql.rows<{ job_version: number }>(st.claimVersion, [req.batchId]);
+  if (!version || (req.jobVersion !== undefined && version.job_version !== req.jobVersion)) return [];
   const workerIds = req.slots.map((s) => s.workerId);
   const rows = await sql.rows<TaskDbRow & { n: number }>(st.claimTasks, [req.batchId, req.now, req.owner, req.now + req.leaseMs, workerIds]);
   if (rows.length === 0) return [];
@@ -26,6 +30,7 @@ export async function claim(sql: Sql, st: Statements, req: ClaimRequest): Promis
     req.host,
     req.owner,
     req.now,
+    version.job_version,
   ]);
   const tokens = new Map(opened.map((a) => [a.task_id, a.id]));
   await sql.run(st.setTokens, [rows.map((t) => t.id), rows.map((t) => tokens.get(t.id))]);

@@ -139,14 +139,18 @@ export class PostgresStore implements TaskStore {
     return this.count(this.st.countChanged, [batchId]);
   }
 
-  async updateJob(batchId: number, job: Record<string, unknown>, budget: Budget): Promise<void> {
-    await this.db.transaction(async (sql) => {
+  async updateJob(batchId: number, job: Record<string, unknown>, budget: Budget): Promise<number> {
+    return this.db.transaction(async (sql) => {
       const now = this.s(Date.now());
       // Task rows first, the batch row last, the order settle locks them in.
       for (const [stage, maxAttempts] of budgets(budget)) await sql.run(this.st.updateMaxAttempts, [batchId, maxAttempts, stage]);
       const failed = await sql.rows<{ item_key: string | null }>(this.st.failExhausted, [batchId, now]);
       await cascade(sql, this.st, batchId, failed.map((r) => r.item_key), now);
-      await sql.run(this.st.updateJob, [batchId, JSON.stringify(job), now]);
+      // The batch row last, as settle locks it, so the two cannot deadlock. FOR UPDATE waits for
+      // the claims that read the old version (they never wait on tasks: SKIP LOCKED).
+      await sql.run(this.st.lockBatchForJob, [batchId]);
+      const [row] = await sql.rows<{ job_version: number }>(this.st.updateJob, [batchId, JSON.stringify(job), now]);
+      return row?.job_version ?? 0;
     });
   }
 

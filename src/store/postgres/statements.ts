@@ -28,7 +28,19 @@ function sql(s: string) {
     /** $1 batchId $2 paused $3 now */
     setPaused: `UPDATE ${s}.batches SET paused = $2, updated_at = $3 WHERE id = $1`,
     /** $1 batchId $2 job $3 now */
-    updateJob: `UPDATE ${s}.batches SET job = $2, updated_at = $3 WHERE id = $1`,
+    /**
+     * $1 batchId — updateJob's lock on the batch row: FOR UPDATE, the one row lock a claim's
+     * FOR KEY SHARE (claimVersion) waits for, so no claim checks the old version while a new
+     * one commits. (Settles' batch updates take weaker locks and do not wait for claims.)
+     */
+    lockBatchForJob: `SELECT id FROM ${s}.batches WHERE id = $1 FOR UPDATE`,
+    /** $1 batchId $2 job $3 now — a new definition, a new version (claims under the old one stop). */
+    updateJob: `UPDATE ${s}.batches SET job = $2, updated_at = $3, job_version = job_version + 1 WHERE id = $1 RETURNING job_version`,
+    /**
+     * $1 batchId — the version a claim runs under, read FOR KEY SHARE: it waits for an updateJob
+     * in progress and then reads its new version, and holds it off until the claim commits.
+     */
+    claimVersion: `SELECT job_version FROM ${s}.batches WHERE id = $1 FOR KEY SHARE`,
     /**
      * $1 batchId $2 maxAttempts $3 stage (NULL = every stage) — unfinished tasks take the current
      * retry budget, never below the attempts they already made (a lowered budget ends them).
@@ -120,10 +132,10 @@ function sql(s: string) {
     revive: `
       UPDATE ${s}.tasks SET status = 'PENDING', finished_at = NULL, last_error = NULL, next_run_at = 0
       WHERE id = ANY($1::bigint[]) AND status = 'CANCELLED'`,
-    /** $1 taskIds bigint[] $2 attempts int[] $3 workerIds text[] $4 pids int[] $5 host $6 owner $7 now — ids in slot order. */
+    /** $1 taskIds bigint[] $2 attempts int[] $3 workerIds text[] $4 pids int[] $5 host $6 owner $7 now $8 jobVersion — ids in slot order. */
     insertAttempts: `
-      INSERT INTO ${s}.attempts (task_id, attempt, worker_id, host, pid, owner, started_at)
-      SELECT task_id, attempt, worker_id, $5, pid, $6, $7
+      INSERT INTO ${s}.attempts (task_id, attempt, worker_id, host, pid, owner, started_at, job_version)
+      SELECT task_id, attempt, worker_id, $5, pid, $6, $7, $8
       FROM unnest($1::bigint[], $2::int[], $3::text[], $4::int[]) WITH ORDINALITY AS a(task_id, attempt, worker_id, pid, n)
       ORDER BY n
       RETURNING id, task_id`,

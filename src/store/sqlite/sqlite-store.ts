@@ -203,13 +203,14 @@ export class SqliteStore implements TaskStore {
     return this.read(() => (this.st.countChanged.get({ batchId }) as { n: number }).n);
   }
 
-  async updateJob(batchId: number, job: Record<string, unknown>, budget: Budget): Promise<void> {
-    this.write(() => {
+  async updateJob(batchId: number, job: Record<string, unknown>, budget: Budget): Promise<number> {
+    return this.write(() => {
       const now = Date.now();
-      this.st.updateJob.run({ batchId, job: JSON.stringify(job), now });
+      const row = this.st.updateJob.get({ batchId, job: JSON.stringify(job), now }) as { job_version: number } | undefined;
       for (const [stage, maxAttempts] of budgets(budget)) this.st.updateMaxAttempts.run({ batchId, maxAttempts, stage });
       const failed = this.st.failExhausted.all({ batchId, now }) as { item_key: string | null }[];
       this.cascade(batchId, failed.map((r) => r.item_key), now);
+      return row?.job_version ?? 0;
     });
   }
 
@@ -248,12 +249,15 @@ export class SqliteStore implements TaskStore {
    */
   private claimIn(req: ClaimRequest): ClaimedTask[] {
     if (req.slots.length === 0) return [];
+    const stored = this.st.jobVersion.get(req.batchId) as { job_version: number } | undefined;
+    // The claimer's workers loaded another definition's handler: it must not start anything.
+    if (!stored || (req.jobVersion !== undefined && stored.job_version !== req.jobVersion)) return [];
     const ids = (this.st.dueTasks.all({ batchId: req.batchId, now: req.now, n: req.slots.length }) as { id: number }[]).map((r) => r.id);
     if (ids.length === 0) return [];
     const { id: first } = this.st.nextAttemptId.get() as { id: number };
     const list = JSON.stringify(ids.map((id, i) => [id, req.slots[i]!.workerId, first + i, req.slots[i]!.pid]));
     const rows = this.st.claimMany.all({ list, owner: req.owner, expires: req.now + req.leaseMs, now: req.now }) as ClaimedDbRow[];
-    this.st.insertAttempts.run({ list, host: req.host, owner: req.owner, now: req.now });
+    this.st.insertAttempts.run({ list, host: req.host, owner: req.owner, now: req.now, jobVersion: stored.job_version });
     this.st.markStarted.run({ batchId: req.batchId, now: req.now });
     const byId = new Map(rows.map((r) => [r.id, r]));
     return ids.map((id, i) => {

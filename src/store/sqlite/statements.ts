@@ -28,7 +28,10 @@ export const SQL = {
   /** @batchId @paused (0/1) @now */
   setPaused: 'UPDATE batches SET paused = @paused, updated_at = @now WHERE id = @batchId',
   /** @batchId @job @now */
-  updateJob: 'UPDATE batches SET job = @job, updated_at = @now WHERE id = @batchId',
+  /** @batchId @job @now — a new definition, a new version (claims under the old one stop). */
+  updateJob: 'UPDATE batches SET job = @job, updated_at = @now, job_version = job_version + 1 WHERE id = @batchId RETURNING job_version',
+  /** ?batchId — read in the claim's write transaction, so no updateJob lands between check and claim. */
+  jobVersion: 'SELECT job_version FROM batches WHERE id = ?',
   /**
    * @batchId @maxAttempts @stage (NULL = every stage) — unfinished tasks take the current
    * retry budget, never below the attempts they already made (a lowered budget ends them).
@@ -141,12 +144,12 @@ export const SQL = {
     FROM j
     WHERE tasks.id = j.id AND tasks.status = 'PENDING'
     RETURNING ${CLAIMED}`,
-  /** @list (as claimMany's) @host @owner @now — the claimed attempts' rows, their ids the tokens. */
+  /** @list (as claimMany's) @host @owner @now @jobVersion — the claimed attempts' rows, their ids the tokens. */
   insertAttempts: `
     WITH j AS MATERIALIZED (
       SELECT value ->> 0 AS id, value ->> 1 AS worker, value ->> 2 AS token, value ->> 3 AS pid FROM json_each(@list))
-    INSERT INTO attempts (id, task_id, attempt, worker_id, host, pid, owner, started_at)
-    SELECT j.token, t.id, t.attempts, j.worker, @host, j.pid, @owner, @now
+    INSERT INTO attempts (id, task_id, attempt, worker_id, host, pid, owner, started_at, job_version)
+    SELECT j.token, t.id, t.attempts, j.worker, @host, j.pid, @owner, @now, @jobVersion
     FROM j JOIN tasks AS t ON t.id = j.id
     WHERE t.lease_token = j.token`,
   /**
