@@ -103,7 +103,7 @@ export class RunReporter implements RunObserver {
 
   note(message: string): void {
     if (this.mode === 'json') this.event({ event: 'note', message });
-    else if (this.mode !== 'quiet') this.human(message);
+    else if (this.mode !== 'quiet') this.human(printable(message)); // notes name keys and batches: data
   }
 
   async finish(summary: RunSummary): Promise<void> {

@@ -2,7 +2,7 @@ import { StoreError } from '../errors.js';
 import { longInterval, longTimeout, type LongTimer } from '../long-timer.js';
 import { attemptLogFile, prepareLogFolder } from '../store/log-layout.js';
 import type { BatchRecord, ClaimedTask, ReleasedTask, Settlement, TaskStatus, TaskStore } from '../store/task-store.js';
-import type { DoneMessage, TaskMessage } from '../worker/protocol.js';
+import type { TaskMessage } from '../worker/protocol.js';
 import { HOST, ownerId } from './owner.js';
 import type { PoolWorker, WorkerPool } from './pool.js';
 import { recoverStale } from './recovery.js';
@@ -403,9 +403,4 @@ export class Coordinator {
       this.pool.kill(entry.worker);
     }
   }
-}
-
-/** A batch name as part of a file name (the default report file); logs use log-layout.ts. */
-export function safeName(name: string): string {
-  return name.replace(/[^A-Za-z0-9._-]/g, '_');
 }
