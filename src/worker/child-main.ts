@@ -5,6 +5,7 @@
  * channel closes it kills what it started, its handlers' children included, and exits, so
  * a SIGKILLed coordinator leaves no orphans; queued attempts never start.
  */
+import { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { stopOthersInGroup } from './group-stop.js';
 import { groupMembers, killGroup } from './kill-group.js';
@@ -30,10 +31,27 @@ const core = new WorkerCore({
   reportGroups: (viaSpawner) => !viaSpawner,
   afterModuleAttempt: async (aborted) => {
     // A whole-group scan reads /proc; a finished attempt pays for it only if the handler
-    // still has a child (a grandchild it orphaned is caught when the worker ends).
+    // still has a child (a grandchild it orphaned is caught when the worker ends). Even the
+    // check reads /proc (~20 µs, half a no-op task), so it is made only once something in
+    // this process has started a child since the last check found none.
+    if (!aborted && !mayHaveChildren) return;
     if (aborted || hasChildren()) await stopOthersInGroup(process.pid, process.pid, killGraceMs);
+    mayHaveChildren = hasChildren();
   },
 });
+
+/**
+ * Set when this process starts a child: every asynchronous Node way of starting one (spawn,
+ * exec, execFile, fork) goes through ChildProcess.prototype.spawn (not in Node's typings).
+ * A spawnSync child has exited by the time it returns; its orphans are caught at worker end.
+ */
+let mayHaveChildren = false;
+const proto = ChildProcess.prototype as unknown as { spawn: (...args: unknown[]) => unknown };
+const spawnChild = proto.spawn;
+proto.spawn = function (this: ChildProcess, ...args: unknown[]) {
+  mayHaveChildren = true;
+  return spawnChild.apply(this, args);
+};
 
 /** Whether this process has a live child process (/proc; false where it cannot tell). */
 function hasChildren(): boolean {

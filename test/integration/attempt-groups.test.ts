@@ -1,4 +1,4 @@
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { handler, runCli, startCli, waitFor } from '../helpers/cli.js';
@@ -137,6 +137,21 @@ describe('a module handler\'s child processes', () => {
     const entries = logEntries(p.log);
     expect(entries.filter((e) => e.type === 'start')).toHaveLength(3);
     expect(overlaps(entries)).toEqual([]);
+  });
+
+  it('left running by a successful attempt are stopped before the worker starts its next attempt', async () => {
+    const p = recordingProject(2);
+    const stops = join(p.dir, 'stops.txt');
+    // Each child notes when its TERM came, then exits; the handler succeeds as soon as it started.
+    const script = `trap 'echo "$SPLITDANCE_KEY $(date +%s%3N)" >> ${stops}; exit 0' TERM; sleep 30 & wait`;
+    const env = { ...p.env, CHILD_SCRIPT: script, RESOLVE_AT_ONCE: '1' };
+    const r = await runCli(['run', 'src', '--handler', handler('spawn-child'), '-j', '1'], { cwd: p.dir, env });
+    expect(r.code, r.stderr).toBe(0);
+    await waitFor(() => processesWithEnv(p.dir).length === 0, 3000, 'nothing of the run alive after it exits');
+    const stoppedAt = new Map(readFileSync(stops, 'utf8').trim().split('\n').map((l) => l.split(' ') as [string, string]).map(([k, t]) => [k, Number(t)]));
+    const second = query<{ started_at: number }>(dbPathIn(p.dir), "SELECT a.started_at FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE t.task_key = 'f001.log'")[0]!;
+    // Stopped when its own attempt ended, not when the worker did (after the second attempt).
+    expect(stoppedAt.get('f000.log')).toBeLessThanOrEqual(second.started_at);
   });
 
   it('die with a worker that crashes: the retry never runs beside them', async () => {
