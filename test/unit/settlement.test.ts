@@ -21,12 +21,12 @@ function claimed(attempt: number, maxAttempts = 4): ClaimedTask {
     maxAttempts,
     payload: { version: 1, path: '/src/a.log', rel: 'a.log' },
     workerId: 'w1',
+    inputs: {},
   };
 }
 
 function done(over: Partial<DoneMessage> = {}): DoneMessage {
   return {
-    type: 'done',
     token: 77,
     ok: false,
     result: null,
@@ -36,7 +36,6 @@ function done(over: Partial<DoneMessage> = {}): DoneMessage {
     outputTail: 'some output',
     logPath: '/logs/b/a.log.1',
     durationMs: 1_200,
-    rss: 50_000_000,
     ...over,
   };
 }
