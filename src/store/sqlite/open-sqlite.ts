@@ -57,7 +57,7 @@ export function openSqlite(path: string, { create, readonly = false }: { create:
       }
       return db;
     }
-    db.pragma('journal_mode = WAL');
+    useWal(db);
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
     migrate(db);
@@ -105,6 +105,27 @@ function readableOrSnapshot(db: Db, path: string): Db {
   throw new StoreError(`the store ${path} kept changing while it was being read; run the command again`);
 }
 
+/**
+ * Switches a new store to WAL. SQLite answers SQLITE_BUSY at once, without its busy handler,
+ * when another connection is switching the same new file at that moment (several `run`s
+ * creating one store together), so the switch is retried here for up to the busy timeout.
+ * A store already in WAL needs no switch and takes no lock.
+ */
+function useWal(db: Db): void {
+  if (db.pragma('journal_mode', { simple: true }) === 'wal') return;
+  const deadline = Date.now() + BUSY_TIMEOUT_MS;
+  for (;;) {
+    try {
+      db.pragma('journal_mode = WAL');
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw err;
+      Atomics.wait(PAUSE, 0, 0, 5 + Math.random() * 10);
+    }
+  }
+}
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+
 function createStoreFile(path: string): void {
   try {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
@@ -140,15 +161,18 @@ export function readIdentity(db: Db): string {
 const OWN_TABLES = ['batches', 'tasks', 'attempts'];
 
 export function checkIdentity(db: Db, path: string): void {
-  const version = db.pragma('user_version', { simple: true }) as number;
+  // One statement, so one snapshot: read apart, a store another process creates meanwhile
+  // could show version 0 (before its migration commits) and then its new tables (after).
+  const row = db
+    .prepare("SELECT (SELECT user_version FROM pragma_user_version) AS version, (SELECT json_group_array(name) FROM sqlite_master WHERE type = 'table') AS tables")
+    .get() as { version: number; tables: string };
+  const version = row.version;
   if (version > SCHEMA_VERSION) {
     throw new StoreError(
       `the store ${path} has schema version ${version}, newer than this splitdance understands (${SCHEMA_VERSION}); upgrade splitdance`,
     );
   }
-  const tables = new Set(
-    (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((t) => t.name),
-  );
+  const tables = new Set(JSON.parse(row.tables) as string[]);
   const ours = version === 0 ? tables.size === 0 : OWN_TABLES.every((t) => tables.has(t));
   if (!ours) {
     throw new StoreError(`${path} is an SQLite database but not a splitdance store; point --db at another file`);
