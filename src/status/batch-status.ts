@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import type { BatchRecord, Counts, StageCounts, TaskStore } from '../store/task-store.js';
+import type { BatchAttempt, BatchRecord, Counts, StageCounts, TaskStore } from '../store/task-store.js';
 import { RATE_WINDOW, etaSeconds, tasksPerSecond } from './busy-rate.js';
 import { clusterErrors, type ErrorCluster } from './error-signature.js';
 
@@ -33,10 +33,7 @@ export async function batchStatus(store: TaskStore, batch: BatchRecord): Promise
   const { firstStartedAt, lastFinishedAt } = await store.activity(batch.id);
   const open = c.pending + c.retrying + c.running;
   const finished = c.succeeded + c.failed + c.cancelled;
-  // Over time spent running: LOST and INTERRUPTED attempts end when someone noticed, not when they ran.
-  const { attempts: recent, total: attemptCount } = finished > 0 ? await store.batchAttempts(batch.id, RATE_WINDOW) : { attempts: [], total: 0 };
-  const ran = recent.filter((a) => a.outcome !== 'LOST' && a.outcome !== 'INTERRUPTED');
-  const rate = tasksPerSecond(ran, finished, attemptCount - c.running);
+  const rate = finished > 0 ? rateOf(await store.recentAttempts(batch.id, RATE_WINDOW), finished, c.running) : null;
   const due = open > 0 ? await store.nextDueAt(batch.id) : null;
   const clusters = clusterErrors(await store.topErrors(batch.id, 1000));
   return {
@@ -55,6 +52,19 @@ export async function batchStatus(store: TaskStore, batch: BatchRecord): Promise
     storeBytes: storeSize(store.location),
     stages: hasStages(batch) ? inPipelineOrder(batch, await store.stageCounts(batch.id)) : [],
   };
+}
+
+/**
+ * Tasks per second of running time, from the most recent attempts. LOST and INTERRUPTED
+ * attempts end when someone noticed, not when they ran, so they are not running time. When the
+ * window holds every attempt of the batch, tasks per attempt is exact; on a bigger batch it is
+ * the window's own (its tasks over its attempts), so `status` never counts a million attempts.
+ */
+function rateOf(recent: BatchAttempt[], finished: number, running: number): number | null {
+  const ran = recent.filter((a) => a.outcome !== 'LOST' && a.outcome !== 'INTERRUPTED');
+  if (recent.length < RATE_WINDOW) return tasksPerSecond(ran, finished, recent.length - running);
+  const ended = recent.filter((a) => a.outcome !== null);
+  return tasksPerSecond(ran, new Set(ended.map((a) => a.key)).size, ended.length);
 }
 
 /** Whether the batch's stored job declares stages. */

@@ -295,6 +295,8 @@ export interface TaskStore {
   attemptsOf(taskId: number): Promise<AttemptRow[]>;
   /** The batch's attempts, oldest first, at most `limit` (the most recent ones when cut). */
   batchAttempts(batchId: number, limit: number): Promise<{ attempts: BatchAttempt[]; total: number }>;
+  /** The same attempts without counting the batch's (a scan of the batch): for `status`'s rates. */
+  recentAttempts(batchId: number, limit: number): Promise<BatchAttempt[]>;
   /**
    * Delete finished batches (nothing PENDING or RUNNING) whose last activity is before `before`,
    * in bounded chunks, each its own short transaction (so a concurrent run never waits long for

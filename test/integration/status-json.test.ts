@@ -118,4 +118,15 @@ describe('status --json mid-batch and after an idle gap', () => {
     // The two commands' wall times bound the time spent running from above.
     expect(s.tasksPerSecond!).toBeGreaterThanOrEqual(6 / ((firstWallMs + secondWallMs) / 1000));
   });
+
+  it('a batch with more attempts than the rate window: the rate is still over time spent running', async () => {
+    const p = projectWithFiles(700); // more than the 500 recent attempts status reads
+    const t0 = Date.now();
+    expect((await runCli(['run', 'src', '--exec', 'true', '-j', '2'], { cwd: p.dir })).code).toBe(0);
+    const wallMs = Date.now() - t0;
+    await sleep(2000); // idle: must not count
+    const s = await statusJson(p.dir);
+    expect(s).toMatchObject({ done: true, succeeded: 700, etaSeconds: 0 });
+    expect(s.tasksPerSecond!).toBeGreaterThanOrEqual(700 / (wallMs / 1000));
+  });
 });

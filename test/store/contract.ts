@@ -1007,6 +1007,10 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
         expect(cut).toMatchObject({ total: 6 });
         expect(cut.attempts.map((a) => a.id)).toEqual(tokens.slice(-2));
         expect(await store.batchAttempts(await setup(1, { name: 'idle' }), 10)).toEqual({ attempts: [], total: 0 });
+        // recentAttempts: the same rows, without the count; a newer batch's attempts are not among them.
+        expect(await store.recentAttempts(id, 100)).toEqual(all.attempts);
+        expect(await store.recentAttempts(id, 2)).toEqual(cut.attempts);
+        expect(await store.recentAttempts(other, 10)).toHaveLength(1);
       });
 
       it('historySize counts the attempts of every batch', async () => {

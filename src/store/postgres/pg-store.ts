@@ -222,12 +222,15 @@ export class PostgresStore implements TaskStore {
     return (await this.db.read((sql) => sql.rows<AttemptDbRow>(this.st.attemptsOf, [taskId]))).map(toAttemptRow);
   }
 
+  async recentAttempts(batchId: number, limit: number): Promise<BatchAttempt[]> {
+    const rows = await this.db.read((sql) => sql.rows<AttemptDbRow & { task_key: string }>(this.st.batchAttempts, [batchId, limit]));
+    return rows.reverse().map((r) => ({ ...toAttemptRow(r), key: r.task_key }));
+  }
+
   async batchAttempts(batchId: number, limit: number): Promise<{ attempts: BatchAttempt[]; total: number }> {
-    return this.db.transaction(async (sql) => {
-      const rows = await sql.rows<AttemptDbRow & { task_key: string }>(this.st.batchAttempts, [batchId, limit]);
-      const [{ n }] = (await sql.rows<{ n: number }>(this.st.batchAttemptCount, [batchId])) as [{ n: number }];
-      return { attempts: rows.reverse().map((r) => ({ ...toAttemptRow(r), key: r.task_key })), total: n };
-    });
+    const attempts = await this.recentAttempts(batchId, limit);
+    const [{ n }] = (await this.db.read((sql) => sql.rows<{ n: number }>(this.st.batchAttemptCount, [batchId]))) as [{ n: number }];
+    return { attempts, total: Number(n) };
   }
 
   async pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void): Promise<PruneResult> {

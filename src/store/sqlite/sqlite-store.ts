@@ -436,12 +436,16 @@ export class SqliteStore implements TaskStore {
     return this.read(() => (this.st.attemptsOf.all(taskId) as AttemptDbRow[]).map(toAttemptRow));
   }
 
-  async batchAttempts(batchId: number, limit: number): Promise<{ attempts: BatchAttempt[]; total: number }> {
+  async recentAttempts(batchId: number, limit: number): Promise<BatchAttempt[]> {
     return this.read(() => {
       const rows = this.st.batchAttempts.all({ batchId, limit }) as (AttemptDbRow & { task_key: string })[];
-      const { n } = this.st.batchAttemptCount.get(batchId) as { n: number };
-      return { attempts: rows.reverse().map((r) => ({ ...toAttemptRow(r), key: r.task_key })), total: n };
+      return rows.reverse().map((r) => ({ ...toAttemptRow(r), key: r.task_key }));
     });
+  }
+
+  async batchAttempts(batchId: number, limit: number): Promise<{ attempts: BatchAttempt[]; total: number }> {
+    const attempts = await this.recentAttempts(batchId, limit);
+    return { attempts, total: this.read(() => (this.st.batchAttemptCount.get(batchId) as { n: number }).n) };
   }
 
   async pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void): Promise<PruneResult> {

@@ -296,9 +296,14 @@ export const SQL = {
     WHERE batch_id = @batchId AND (@status IS NULL OR status = @status) AND (@attempted IS NULL OR attempts > 0)
       AND (@error IS NULL OR instr(last_error, @error) > 0) AND finished_at IS NOT NULL
     ORDER BY finished_at - started_at DESC, id`,
-  /** @batchId @limit — the most recent attempts, returned newest first (the caller reverses). */
+  /**
+   * @batchId @limit — the most recent attempts, returned newest first (the caller reverses).
+   * CROSS JOIN keeps the planner walking attempts newest first and stopping at the limit;
+   * left to itself it read every task of the batch and sorted their attempts (146 ms on
+   * 200,000 tasks, against 3 ms).
+   */
   batchAttempts: `
-    SELECT a.*, t.task_key FROM attempts a JOIN tasks t ON t.id = a.task_id
+    SELECT a.*, t.task_key FROM attempts a CROSS JOIN tasks t ON t.id = a.task_id
     WHERE t.batch_id = @batchId ORDER BY a.id DESC LIMIT @limit`,
   /** ?batchId */
   batchAttemptCount: 'SELECT count(*) AS n FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE t.batch_id = ?',
