@@ -30,12 +30,11 @@ import { parsePgUrl } from './pg-url.js';
 import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../db-rows.js';
 import { cascade, revive } from './pg-stages.js';
 import { budgets } from '../budget.js';
+import { PRUNE_CHUNK, pruneInChunks, type PruneStep } from '../prune-in-chunks.js';
 import { prepareStatements, type Statements } from './statements.js';
 
 /** Ids per `resetFailed` statement, so a million failed tasks never make one giant array. */
 const RESET_CHUNK = 1000;
-/** Rows per prune transaction: each chunk holds the batch's locks for milliseconds, not the whole delete. */
-const PRUNE_CHUNK = 2000;
 
 /**
  * The PostgreSQL TaskStore: the SQLite store's tables and semantics in one schema of a
@@ -234,24 +233,9 @@ export class PostgresStore implements TaskStore {
   }
 
   async pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void): Promise<PruneResult> {
-    const result: PruneResult = { batches: [], tasks: 0, attempts: 0, logPaths: [] };
     const cutoff = this.s(before);
-    for (const b of await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.finishedBatches, [cutoff, null]))) {
-      for (let first = true; ; first = false) {
-        const step = await this.db.transaction((sql) => this.pruneChunk(sql, b, cutoff, first));
-        if (step === 'live') break; // came back to life meanwhile (a run enqueued): it keeps what is left
-        if (step === 'gone') {
-          result.batches.push(b.name);
-          break;
-        }
-        result.attempts += step.attempts;
-        result.tasks += step.tasks;
-        if (step.logPaths.length === 0) continue;
-        if (onChunk) onChunk(b.name, step.logPaths);
-        else result.logPaths.push(...step.logPaths);
-      }
-    }
-    return result;
+    const batches = await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.finishedBatches, [cutoff, null]));
+    return pruneInChunks(batches, (b, first) => this.db.transaction((sql) => this.pruneChunk(sql, b, cutoff, first)), onChunk);
   }
 
   /** One short transaction of a prune: a chunk of attempts, else of tasks, else the batch row. */
@@ -260,7 +244,7 @@ export class PostgresStore implements TaskStore {
     b: BatchDbRow,
     cutoff: number,
     first: boolean,
-  ): Promise<{ attempts: number; tasks: number; logPaths: string[] } | 'live' | 'gone'> {
+  ): Promise<PruneStep> {
     // Lock, then check with a fresh snapshot: an enqueue or retry that committed meanwhile keeps its
     // batch. The exact check (a scan of the batch's tasks) once; the cheap one before later chunks.
     await sql.run(this.st.lockBatchWork, [this.batchKey(b.name)]);

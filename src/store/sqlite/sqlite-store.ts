@@ -43,19 +43,9 @@ import { cascadeCancel, cascadeRevive, type Sibling } from '../stage-graph.js';
 import { failpoint } from '../failpoint.js';
 import { budgets } from '../budget.js';
 import { lateReportNote } from '../late-report.js';
+import { PRUNE_CHUNK, pruneInChunks, type PruneStep } from '../prune-in-chunks.js';
 
 const STAGING_CHUNK = 5000;
-/**
- * Rows per prune transaction: a few milliseconds of deleting, so a run sharing the store waits
- * that long at most for the write lock (one transaction for a 1.2M-task batch held it ~10 s).
- */
-const PRUNE_CHUNK = 2000;
-
-interface PruneChunk {
-  attempts: number;
-  tasks: number;
-  logPaths: string[];
-}
 /**
  * Successes are committed in groups whose JSON list stays near GROUP_CHARS (a list is one
  * string, and a string has a size limit); a result longer than GROUP_RESULT_MAX goes on its
@@ -449,32 +439,16 @@ export class SqliteStore implements TaskStore {
   }
 
   async pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void): Promise<PruneResult> {
-    const result: PruneResult = { batches: [], tasks: 0, attempts: 0, logPaths: [] };
-    for (const b of this.read(() => this.st.finishedBatches.all({ before }) as BatchDbRow[])) {
-      for (;;) {
-        const started = performance.now();
-        const step = this.write(() => this.pruneChunk(b.id, before));
-        // A writer waiting for the lock polls (SQLite's busy handler sleeps between tries): without
-        // a gap, the next chunk takes the lock again first and starves it into its busy timeout.
-        // The gap is twice the chunk's time, so the lock is free two thirds of the time.
-        await sleep(Math.max(5, 2 * (performance.now() - started)));
-        if (step === 'live') break; // came back to life meanwhile (a run enqueued): it keeps what is left
-        if (step === 'gone') {
-          result.batches.push(b.name);
-          break;
-        }
-        result.attempts += step.attempts;
-        result.tasks += step.tasks;
-        if (step.logPaths.length === 0) continue;
-        if (onChunk) onChunk(b.name, step.logPaths);
-        else result.logPaths.push(...step.logPaths);
-      }
-    }
-    return result;
+    const batches = this.read(() => this.st.finishedBatches.all({ before }) as BatchDbRow[]);
+    // A writer waiting for the lock polls (SQLite's busy handler sleeps between tries): without
+    // a gap, the next chunk takes the lock again first and starves it into its busy timeout.
+    // The gap is twice the chunk's time, so the lock is free two thirds of the time.
+    const gap = (stepMs: number) => sleep(Math.max(5, 2 * stepMs));
+    return pruneInChunks(batches, async (b) => this.write(() => this.pruneChunk(b.id, before)), onChunk, gap);
   }
 
   /** One short transaction of a prune: a chunk of attempts, else of tasks, else the batch row. */
-  private pruneChunk(batchId: number, before: number): PruneChunk | 'live' | 'gone' {
+  private pruneChunk(batchId: number, before: number): PruneStep {
     if (!this.st.stillPrunable.get({ batchId, before })) return 'live';
     this.st.raiseHighWater.run(); // the ids about to go stay taken (ids never repeat)
     const paths = this.st.pruneAttempts.all({ batchId, n: PRUNE_CHUNK }) as { path: string | null }[];
