@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, type CliResult } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
+import { pgQuery } from '../helpers/pg.js';
 
 /**
  * SPEC §9: a PostgreSQL password never appears in anything splitdance prints or writes, and
@@ -24,15 +24,8 @@ const PASSWORD = `${SECRET}@pw`;
 const ENCODED = encodeURIComponent(PASSWORD);
 const schemas: string[] = [];
 
-async function admin<T>(text: string, params: unknown[] = []): Promise<T[]> {
-  const client = new pg.Client({ connectionString: ADMIN_URL });
-  await client.connect();
-  try {
-    return (await client.query(text, params)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
+/** As the test server's superuser. */
+const admin = pgQuery;
 
 const server = () => new URL(ADMIN_URL!);
 const database = () => server().pathname.slice(1);

@@ -3,11 +3,12 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { handler, runCli, sleep, startCli, tempDir, waitFor, type CliResult } from '../helpers/cli.js';
 import { processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, logEntries } from '../helpers/store.js';
+import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 
 // Issue 16 item 5 (R26): a store error in the middle of a run ends it with exit 4 and the
 // error's message in every output mode; before, the progress timer kept plain and --json runs
@@ -87,18 +88,8 @@ describe('run never hangs after a store error mid-run: exit 4 in every output mo
   }
 });
 
-const PG_URL = process.env.SPLITDANCE_PG_URL;
-const schemas: string[] = [];
-
-async function pgSql<T>(text: string, params: unknown[] = []): Promise<T[]> {
-  const client = new pg.Client({ connectionString: PG_URL });
-  await client.connect();
-  try {
-    return (await client.query(text, params)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
+const pgSql = pgQuery;
+const freshDb = pgSchemas('exit');
 
 /** The local ports of `pid`'s connections to the server: how its backends are told from everyone else's. */
 function clientPorts(pid: number): number[] {
@@ -110,16 +101,6 @@ function clientPorts(pid: number): number[] {
 }
 
 describe.skipIf(!PG_URL)('run on PostgreSQL never hangs after a store error mid-run', () => {
-  afterAll(async () => {
-    for (const s of schemas) await pgSql(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
-  });
-
-  function freshDb(): { db: string; schema: string } {
-    const schema = `i16_exit_${process.pid}_${schemas.length}_${Date.now() % 100000}`;
-    schemas.push(schema);
-    return { db: `${PG_URL}${PG_URL!.includes('?') ? '&' : '?'}schema=${schema}`, schema };
-  }
-
   for (const [mode, flags] of MODES) {
     it(`a lock held past the lock timeout mid-run (${mode}): exit 4 naming the lock, no worker left`, async () => {
       const { db, schema } = freshDb();
