@@ -4,7 +4,6 @@ import { UsageError } from '../errors.js';
 import { parseSample, type Sample } from '../split/sample.js';
 import { checkTemplate } from '../worker/exec-template.js';
 import type { JobSettings } from './job-definition.js';
-import type { StageDefinition } from './stages.js';
 import { parseCount, parseCountOrShare, parseDuration, parseFraction, parseNumber, parseSize, type CountOrShare } from './units.js';
 
 /**
@@ -172,12 +171,6 @@ export function parseCodes(value: string): number[] {
     throw new UsageError(`--permanent-codes expects exit codes 1-255 separated by commas, e.g. 2,64; got "${value}"`);
   }
   return codes.map(Number);
-}
-
-/** A stage list or handler given in a job file, with its templates checked against its needs. */
-export function checkHandlers(settings: Partial<JobSettings>): void {
-  if (settings.handler?.kind === 'exec') checkTemplate(settings.handler.template);
-  for (const s of settings.stages ?? ([] as StageDefinition[])) if (s.handler.kind === 'exec') checkTemplate(s.handler.template, s.needs);
 }
 
 function positive(n: number, option: string): number {

@@ -66,11 +66,6 @@ export function resolveCountOrShare(n: CountOrShare, whole: number): number {
   return 'count' in n ? n.count : Math.max(1, Math.ceil((whole * n.percent) / 100));
 }
 
-/** `N` or `P%` of `whole`, rounded up, at least 1. */
-export function parseCountOrPercent(value: string, option: string, whole: number): number {
-  return resolveCountOrShare(parseCountOrShare(value, option), whole);
-}
-
 export function parseFraction(value: string, option: string): number {
   const n = Number(value);
   if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) {

@@ -4,12 +4,16 @@ import {
   MAX_DURATION_MS,
   MAX_DURATION_TEXT,
   parseCount,
-  parseCountOrPercent,
+  parseCountOrShare,
   parseDuration,
   parseFraction,
   parseNumber,
   parseSize,
+  resolveCountOrShare,
 } from '../../src/job/units.js';
+
+/** `N` or `P%` of `whole`, as -j and --max-failures resolve it. */
+const parseCountOrPercent = (value: string, option: string, whole: number) => resolveCountOrShare(parseCountOrShare(value, option), whole);
 
 /** Asserts `fn` throws a UsageError (classified by name) whose message names the option and the value. */
 function expectUsageError(fn: () => unknown, option: string, value: string): void {
