@@ -4,7 +4,7 @@ import { UsageError } from '../errors.js';
 import { parseSample, type Sample } from '../split/sample.js';
 import { checkTemplate } from '../worker/exec-template.js';
 import type { JobSettings } from './job-definition.js';
-import { parseCount, parseCountOrShare, parseDuration, parseFraction, parseNumber, parseSize, type CountOrShare } from './units.js';
+import { parseCount, parseCountOrShare, parseDuration, parseFraction, parseNumber, parseSize, resolveCountOrShare, type CountOrShare } from './units.js';
 
 /**
  * The options pipeline of `run` (and `worker`): flags and the job file are each parsed once,
@@ -160,7 +160,7 @@ export function parseConcurrency(value: string, option = '-j/--concurrency'): nu
     throw new UsageError(`${option} expects a number of workers or a share of the ${cpus} CPUs such as 50%; got "${value}"`);
   }
   const n = parseCountOrShare(value, option);
-  const workers = 'count' in n ? n.count : Math.max(1, Math.ceil((cpus * n.percent) / 100));
+  const workers = resolveCountOrShare(n, cpus);
   if (workers > MAX_CONCURRENCY) throw new UsageError(`${option} allows at most ${MAX_CONCURRENCY} workers; got "${value}"`);
   return workers;
 }
