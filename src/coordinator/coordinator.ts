@@ -43,9 +43,9 @@ export type StopReason =
 interface Inflight {
   task: ClaimedTask;
   worker: PoolWorker;
-  /** Whether it is the attempt its worker runs now (the others wait in the worker's queue). */
+  /** Whether it has started (the others wait in its worker's queue, or its launcher's). */
   head: boolean;
-  /** When it started running (became its worker's head); until then, when it was claimed. */
+  /** When it started running; until then, when it was claimed. */
   startedAt: number;
   /** It waited queued behind another attempt on its worker before it started. */
   waited: boolean;
@@ -114,11 +114,14 @@ export class Coordinator {
         this.ended(msg.token, { kind: 'reported', msg, timedOut: false });
         this.startHead(worker, true);
       },
-      dropped: (_worker, tokens, why) => tokens.forEach((t) => this.ended(t, { kind: 'interrupted', why: this.stopping ? undefined : why })),
-      exited: (_worker, token, why, queued, signal) => {
+      dropped: (_worker, tokens, why) =>
+        tokens.forEach((t) => this.ended(t, { kind: 'interrupted', why: this.stopping ? `taken back unstarted as the run stopped` : why })),
+      exited: (_worker, running, why, queued, signal) => {
         for (const t of queued) this.ended(t, { kind: 'interrupted', why: `its worker died (${why}) before it started` });
-        this.died(token, why, signal);
+        for (const t of running) this.ended(t, { kind: 'died', why, timedOut: false, signal });
+        this.schedule();
       },
+      started: (_worker, token) => this.started(token),
       idle: () => this.schedule(),
       heartbeat: () => undefined, // leases are extended for every running attempt on a timer
     });
@@ -138,11 +141,12 @@ export class Coordinator {
     }
   }
 
-  /** A signal or a limit: stop claiming, let running attempts finish. */
+  /** A signal or a limit: stop claiming, let running attempts finish; queued ones are given back unstarted. */
   stop(reason: StopReason): void {
     if (this.stopping) return;
     this.stopping = reason;
     this.pool.quiesce();
+    this.pool.dropQueued();
     this.schedule();
   }
 
@@ -157,7 +161,7 @@ export class Coordinator {
       entry.interrupted = true;
       workers.add(entry.worker);
     }
-    for (const w of workers) this.pool.abort(w, 'shutdown'); // also drops its queued attempts
+    for (const w of workers) this.pool.interrupt(w); // also drops its queued attempts
     if (this.inflight.size > 0) this.timers.push(longTimeout(() => this.killAll(), killAfterMs));
   }
 
@@ -316,9 +320,24 @@ export class Coordinator {
     this.startHead(worker, false);
   }
 
-  /** The worker's first queued attempt is running now: its clock (and timeout) starts. */
+  /**
+   * The worker's first queued attempt is running now, if it is a module attempt. An exec
+   * attempt has begun only when its worker says its command started (`started`): its
+   * timeout never counts from before that.
+   */
   private startHead(worker: PoolWorker, waited: boolean): void {
-    const entry = worker.queue.length ? this.inflight.get(worker.queue[0]!) : undefined;
+    const token = worker.queue[0];
+    const entry = token === undefined ? undefined : this.inflight.get(token);
+    if (entry && !this.pool.reportsStarts(entry.task.stage)) this.begin(entry, waited);
+  }
+
+  /** An exec attempt's command started, maybe while the one ahead of it is still being reported. */
+  private started(token: number): void {
+    this.begin(this.inflight.get(token), true);
+  }
+
+  /** The attempt runs from now: its clock (and timeout) starts. */
+  private begin(entry: Inflight | undefined, waited: boolean): void {
     if (!entry || entry.head) return;
     entry.head = true;
     entry.waited = waited;
@@ -330,7 +349,7 @@ export class Coordinator {
   /** Asks the worker to stop the attempt (TERM); kills the worker if it has not reported in time. */
   private timeOut(entry: Inflight): void {
     entry.timedOut = true;
-    this.pool.abort(entry.worker, 'timeout');
+    this.pool.abort(entry.worker, entry.task.token);
     entry.timers.push(longTimeout(() => this.pool.kill(entry.worker), this.options.killGraceMs + 1000));
   }
 
@@ -364,17 +383,19 @@ export class Coordinator {
     this.schedule();
   }
 
-  private died(token: number | null, why: string, signal: NodeJS.Signals | null): void {
-    if (token === null) return this.schedule();
-    this.ended(token, { kind: 'died', why, timedOut: false, signal });
-  }
-
   private push(entry: Inflight, ending: Ending, now: number): void {
     entry.timers.forEach((t) => t.cancel());
     this.inflight.delete(entry.task.token);
     const { settlement, terminal } = settle(entry.task, ending, this.options.rules(entry.task.stage), now, entry.startedAt);
-    // It waited queued on its worker: its attempt row should say when it really started.
-    if (entry.waited) settlement.startedAt = entry.startedAt;
+    if (ending.kind === 'reported' && ending.msg.startedAt > 0) {
+      // Its worker says when it ran (it may have started it, and ended it, while this process
+      // was busy or frozen): the attempt row says that.
+      const { startedAt, durationMs } = ending.msg;
+      settlement.startedAt = startedAt;
+      settlement.endedAt = Math.max(startedAt, Math.min(now, startedAt + durationMs));
+      settlement.durationMs = settlement.endedAt - startedAt;
+    } else if (entry.waited) settlement.startedAt = entry.startedAt; // it waited queued: from when it started
+
     this.queue.push({ task: entry.task, settlement, terminal });
   }
 

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { FromWorker, ToWorker } from '../worker/protocol.js';
+import { HelperLauncher } from '../worker/helper-launcher.js';
 import type { Spawner } from '../worker/spawner.js';
 import { WorkerCore } from '../worker/worker-core.js';
 
@@ -17,9 +18,11 @@ export class InProcessWorker extends EventEmitter {
   exitCode: number | null = null;
   signalCode: NodeJS.Signals | null = null;
   private readonly core: WorkerCore;
+  private readonly launcher: HelperLauncher;
 
   constructor(private readonly spawner: Spawner) {
     super();
+    this.launcher = new HelperLauncher(spawner);
     this.core = new WorkerCore({
       send: (msg, written) => {
         const deliver = () => this.connected && this.emit('message', msg as FromWorker);
@@ -28,9 +31,8 @@ export class InProcessWorker extends EventEmitter {
         else queueMicrotask(deliver);
         written?.();
       },
-      spawner: () => this.spawner,
+      launcher: () => this.launcher,
       peakRss: () => 0, // the helper is tiny; --max-worker-memory is for handler workers
-      reportGroups: () => true, // if the helper dies, the pool kills the running command's group
     });
     spawner.onExit((code, signal) => {
       // The worker has died: nothing it had queued may start (the pool hands those on).

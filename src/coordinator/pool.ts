@@ -13,23 +13,27 @@ const STDERR_KEEP = 2048;
 const MAX_LOAD_FAILURES = 5;
 
 /**
- * A worker is handed several attempts at once only while they are short: it holds at most
- * about QUEUED_WORK_MS of queued work (by its recent attempt durations), and never more than
- * MAX_WINDOW attempts. Per-attempt IPC round trips and commits then stop dominating
- * millisecond tasks, while a slow handler still gets one attempt at a time.
+ * Every worker holds its next attempt before the current one ends, so no slot waits for a
+ * round trip to the coordinator (SPEC §5, queued attempts): one queued attempt at least, and
+ * as many as make about QUEUED_WORK_MS of work by its recent attempt durations, never more
+ * than MAX_WINDOW in all. A crash of the coordinator then charges each slot few tasks: one
+ * queued attempt for slow handlers, a few milliseconds of work for fast ones.
  */
-const QUEUED_WORK_MS = 2;
+const QUEUED_WORK_MS = 4;
 const MAX_WINDOW = 64;
+/** An attempt running this many times longer than its worker's average is slow: nothing more is queued behind it. */
+const SLOW = 3;
 /** Weight of the newest duration in a worker's running average. */
 const EWMA = 0.2;
 
 export interface PoolWorker {
   readonly id: string;
   readonly pid: number | null;
-  /** The attempts handed to this worker and not yet ended: the first runs, the rest wait in order. */
+  /**
+   * The attempts handed to this worker and not yet ended, in order: the first runs, the rest
+   * wait (an exec attempt may start before the one ahead of it is reported: see `started`).
+   */
   readonly queue: number[];
-  /** The exec attempt's process group, if one runs. */
-  pgid: number | null;
   tasksRun: number;
   ready: boolean;
   /** Set when the worker should exit once idle (recycling). */
@@ -40,8 +44,10 @@ export interface PoolEvents {
   done(worker: PoolWorker, msg: DoneMessage): void;
   /** Attempts queued on the worker were taken back, never started (`why`, unless a shutdown did it). */
   dropped(worker: PoolWorker, tokens: number[], why: string): void;
-  /** The worker died (by `signal`, if one killed it); `token` is the attempt it was running, `queued` those that never started. */
-  exited(worker: PoolWorker, token: number | null, why: string, queued: number[], signal: NodeJS.Signals | null): void;
+  /** The worker died (by `signal`, if one killed it): `running`, the attempts it had started; `queued`, those that never started. */
+  exited(worker: PoolWorker, running: number[], why: string, queued: number[], signal: NodeJS.Signals | null): void;
+  /** An attempt queued on the worker started (an exec attempt's command; a module attempt starts when the one before is done). */
+  started(worker: PoolWorker, token: number): void;
   /** A worker became ready and idle. */
   idle(): void;
   heartbeat(token: number): void;
@@ -76,6 +82,8 @@ interface Slot extends PoolWorker {
   avgMs: number | null;
   /** When its current attempt started (the head of its queue), for the window. */
   headSince: number;
+  /** Its started exec attempts' process groups, by token, until each is done. */
+  groups: Map<number, number>;
 }
 
 /**
@@ -90,7 +98,7 @@ export class WorkerPool {
   private running = false;
   private loadFailures = 0;
 
-  private events: PoolEvents = { done() {}, dropped() {}, exited() {}, idle() {}, heartbeat() {} };
+  private events: PoolEvents = { done() {}, dropped() {}, exited() {}, started() {}, idle() {}, heartbeat() {} };
 
   private readonly execOnly: boolean;
 
@@ -144,28 +152,37 @@ export class WorkerPool {
     return free;
   }
 
+  /** Whether a stage's attempts say when they start (`spawned`): its exec commands do. */
+  reportsStarts(stage: string): boolean {
+    return this.options.handlers[stage]?.kind === 'exec';
+  }
+
   /** Whether some worker has nothing to do. */
   hasIdleWorker(): boolean {
     return [...this.workers].some((w) => w.ready && !w.retiring && w.queue.length === 0);
   }
 
+  /** How many attempts the worker may hold: the running one and its queued ones. */
   private window(w: Slot): number {
     const { maxTasksPerWorker } = this.options;
     const room = maxTasksPerWorker ? Math.max(1, maxTasksPerWorker - w.tasksRun) : MAX_WINDOW;
-    if (w.avgMs === null) return 1;
-    // An attempt running longer than the average says this one is slow: queue nothing behind it.
+    if (w.avgMs === null) return Math.min(2, room); // no duration known yet: one next attempt
+    // Running far longer than usual says this one is slow: queue nothing more behind it.
     const running = w.queue.length ? Date.now() - w.headSince : 0;
-    const byTime = Math.floor(QUEUED_WORK_MS / Math.max(w.avgMs, running, QUEUED_WORK_MS / MAX_WINDOW));
-    return Math.max(1, Math.min(byTime, MAX_WINDOW, room));
+    if (running > SLOW * w.avgMs + QUEUED_WORK_MS) return 1;
+    const queued = Math.max(1, Math.floor(QUEUED_WORK_MS / Math.max(w.avgMs, QUEUED_WORK_MS / MAX_WINDOW)));
+    return Math.max(1, Math.min(1 + queued, MAX_WINDOW, room));
   }
 
   /**
-   * Workers whose running attempt has run for longer than `ms` while others wait queued
-   * behind it: the caller takes those back (`drop`) so idle workers can run them.
+   * Workers whose running attempt has run for longer than `ms` (and than is usual for it)
+   * while others wait queued behind it, and another worker is idle: the caller takes those
+   * back (`drop`) so the idle worker can run them.
    */
   stuck(ms: number): PoolWorker[] {
+    if (!this.hasIdleWorker()) return [];
     const now = Date.now();
-    return [...this.workers].filter((w) => w.queue.length > 1 && now - w.headSince > ms);
+    return [...this.workers].filter((w) => w.queue.length > 1 && now - w.headSince > Math.max(ms, SLOW * (w.avgMs ?? 0)));
   }
 
   /** Asks the worker to give back its queued attempts (reported through `dropped`). */
@@ -173,26 +190,32 @@ export class WorkerPool {
     this.send(worker as Slot, { type: 'drop' });
   }
 
+  /** Asks every worker holding queued attempts to give them back (the run is stopping). */
+  dropQueued(): void {
+    for (const w of this.workers) if (w.queue.length > 1) this.drop(w);
+  }
+
   /** Queues attempts on the worker, in order, in one message. */
   dispatch(worker: PoolWorker, tasks: TaskMessage[]): void {
     const slot = worker as Slot;
-    if (slot.queue.length === 0) {
-      slot.pgid = null;
-      slot.headSince = Date.now();
-    }
+    if (slot.queue.length === 0) slot.headSince = Date.now();
     slot.queue.push(...tasks.map((t) => t.token));
     this.send(slot, { type: 'run', tasks });
   }
 
-  /** Stops the worker's running attempt; a shutdown also takes back its queued ones (see `dropped`). */
-  abort(worker: PoolWorker, reason: 'timeout' | 'shutdown'): void {
-    const head = worker.queue[0];
-    if (head !== undefined) this.send(worker as Slot, { type: 'abort', token: head, reason });
+  /** Stops one running attempt of the worker (its timeout). */
+  abort(worker: PoolWorker, token: number): void {
+    this.send(worker as Slot, { type: 'abort', token, reason: 'timeout' });
   }
 
-  /** SIGKILLs the worker's process group and its exec attempt's group. */
+  /** A shutdown: stops every attempt the worker started and takes back its queued ones (see `dropped`). */
+  interrupt(worker: PoolWorker): void {
+    if (worker.queue.length) this.send(worker as Slot, { type: 'abort', token: null, reason: 'shutdown' });
+  }
+
+  /** SIGKILLs the worker's process group and its exec attempts' groups. */
   kill(worker: PoolWorker): void {
-    if (worker.pgid) killGroup(worker.pgid, 'SIGKILL');
+    for (const pgid of (worker as Slot).groups.values()) killGroup(pgid, 'SIGKILL');
     if (worker.pid) killGroup(worker.pid, 'SIGKILL');
   }
 
@@ -225,7 +248,7 @@ export class WorkerPool {
       queue: [],
       avgMs: null,
       headSince: 0,
-      pgid: null,
+      groups: new Map(),
       tasksRun: 0,
       ready: false,
       retiring: false,
@@ -244,7 +267,9 @@ export class WorkerPool {
         } else if (msg.type === 'load-failed') {
           reject(new UsageError(errorLine(msg.error).replace(/^UsageError: /, '')));
         } else if (msg.type === 'spawned') {
-          if (slot.queue[0] === msg.token) slot.pgid = msg.pgid;
+          if (!slot.queue.includes(msg.token)) return;
+          slot.groups.set(msg.token, msg.pgid);
+          this.events.started(slot, msg.token);
         } else if (msg.type === 'heartbeat') {
           this.events.heartbeat(msg.token);
         } else if (msg.type === 'done') {
@@ -266,16 +291,20 @@ export class WorkerPool {
           this.loadFailures++;
           reject(new UsageError(`the worker could not start the handler (${why})${detail ? `: ${detail}` : ''}`));
         }
-        const [token = null, ...queued] = slot.queue;
+        // The head has started, and so has every exec attempt that said so; the rest never did.
+        const started = (t: number, i: number) => i === 0 || slot.groups.has(t);
+        const running = slot.queue.filter(started);
+        const queued = slot.queue.filter((t, i) => !started(t, i));
         slot.queue = [];
-        if (slot.pgid) killGroup(slot.pgid, 'SIGKILL');
+        for (const pgid of slot.groups.values()) killGroup(pgid, 'SIGKILL');
+        slot.groups.clear();
         // A forked worker leads its own group, where its module handler's children are: they
         // must not outlive it (its attempt may run again elsewhere at once).
         if (slot.pid) killGroup(slot.pid, 'SIGKILL');
         // Replace the dead once the pool is running; a handler that keeps failing to load
         // (MAX_LOAD_FAILURES in a row) is given up on, and the coordinator ends the run.
         if (this.running && !this.closing && this.loadFailures < MAX_LOAD_FAILURES) void this.replace();
-        this.events.exited(slot, token, detail ? `${why}: ${detail}` : why, queued, signal);
+        this.events.exited(slot, running, detail ? `${why}: ${detail}` : why, queued, signal);
       });
       const watchMemory = this.options.maxWorkerMemory !== null;
       this.send(slot, { type: 'load', handlers: this.options.handlers, killGraceMs: this.options.killGraceMs, watchMemory });
@@ -286,7 +315,7 @@ export class WorkerPool {
     if (slot.queue[0] !== msg.token) return;
     slot.queue.shift();
     slot.headSince = Date.now();
-    slot.pgid = null;
+    slot.groups.delete(msg.token);
     slot.tasksRun++;
     slot.avgMs = slot.avgMs === null ? msg.durationMs : slot.avgMs + EWMA * (msg.durationMs - slot.avgMs);
     const { maxTasksPerWorker, maxWorkerMemory } = this.options;

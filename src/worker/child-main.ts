@@ -1,6 +1,6 @@
 /**
- * The worker process (module handlers, and `--exec` without the spawner helper): a
- * WorkerCore on the coordinator's IPC channel. It leads its own process group (the pool
+ * The worker process (module handlers, and `--exec` without the spawner helper or beside a
+ * module stage): a WorkerCore on the coordinator's IPC channel. It leads its own process group (the pool
  * forks it detached), and a module handler's child processes are in that group. When the
  * channel closes it kills what it started, its handlers' children included, and exits, so
  * a SIGKILLed coordinator leaves no orphans; queued attempts never start.
@@ -9,11 +9,14 @@ import { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { stopOthersInGroup } from './group-stop.js';
 import { groupMembers, killGroup } from './kill-group.js';
+import { HelperLauncher } from './helper-launcher.js';
+import type { Launcher } from './launcher.js';
+import { NodeLauncher } from './node-launcher.js';
 import type { FromWorker, ToWorker } from './protocol.js';
 import { Spawner } from './spawner.js';
 import { WorkerCore } from './worker-core.js';
 
-let spawner: Spawner | null | undefined;
+let launcher: Launcher | undefined;
 let killGraceMs = 2000;
 
 const core = new WorkerCore({
@@ -21,14 +24,9 @@ const core = new WorkerCore({
     if (process.send) process.send(msg, undefined, {}, () => written?.());
     else written?.();
   },
-  spawner: () => {
-    if (spawner === undefined) spawner = Spawner.start();
-    if (spawner?.dead) spawner = null; // it died: Node's spawn from now on
-    return spawner;
-  },
+  launcher: () => (launcher ??= startLauncher()),
   // A getrusage() call: reading the current RSS costs more than a no-op task.
   peakRss: () => process.resourceUsage().maxRSS * 1024,
-  reportGroups: (viaSpawner) => !viaSpawner,
   afterModuleAttempt: async (aborted) => {
     // A whole-group scan reads /proc; a finished attempt pays for it only if the handler
     // still has a child (a grandchild it orphaned is caught when the worker ends). Even the
@@ -39,6 +37,24 @@ const core = new WorkerCore({
     mayHaveChildren = hasChildren();
   },
 });
+
+/**
+ * The spawner helper when it is built, else Node's spawn. A helper that dies has taken this
+ * worker with it, as it does an in-process worker: what it ran is killed, and the worker ends
+ * by the same signal, so its attempt is CRASHED and its queued ones never start.
+ */
+function startLauncher(): Launcher {
+  const spawner = Spawner.start();
+  if (!spawner) return new NodeLauncher();
+  spawner.onExit((code, signal) => {
+    core.killRunning();
+    process.stderr.write(`its spawner helper ${signal ? `was killed by ${signal}` : `exited with code ${code}`}\n`);
+    if (groupMembers(process.pid, process.pid)?.length !== 0) killGroup(process.pid, 'SIGKILL');
+    if (signal) process.kill(process.pid, signal);
+    process.exit(70);
+  });
+  return new HelperLauncher(spawner);
+}
 
 /**
  * Set when this process starts a child: every asynchronous Node way of starting one (spawn,

@@ -37,15 +37,18 @@ export class GroupStop {
 
   /**
    * The command has ended: whatever is left of its group (background children, children
-   * ignoring TERM) is stopped, and this resolves once the group is empty.
+   * ignoring TERM) is stopped, and this resolves once the group is empty: true if anything was left.
    */
-  async ended(): Promise<void> {
+  async ended(): Promise<boolean> {
+    let left = false;
     while (groupAlive(this.pgid)) {
+      left = true;
       if (this.killedAt !== null && Date.now() - this.killedAt > AFTER_KILL_MS) break;
       this.begin();
       await new Promise((r) => setTimeout(r, POLL_MS));
     }
     clearTimeout(this.timer);
+    return left;
   }
 }
 

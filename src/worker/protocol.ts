@@ -31,10 +31,11 @@ export type ToWorker =
   /** Attempts to run one after another, in order, after those already queued. */
   | { type: 'run'; tasks: TaskMessage[] }
   /**
-   * Stop the running attempt: fire ctx.signal, TERM the process group, KILL after the grace.
-   * A shutdown also drops the queued attempts, never started (reported as `dropped`).
+   * Stop a running attempt: fire ctx.signal, TERM the process group, KILL after the grace.
+   * `token: null` (a shutdown) stops every attempt handed on and drops the queued ones,
+   * never started (reported as `dropped`).
    */
-  | { type: 'abort'; token: number; reason: 'timeout' | 'shutdown' }
+  | { type: 'abort'; token: number | null; reason: 'timeout' | 'shutdown' }
   /** Give back the queued attempts (reported as `dropped`); the running one goes on. */
   | { type: 'drop' };
 
@@ -50,15 +51,20 @@ export interface DoneMessage {
   outputTail: string | null;
   logPath: string | null;
   durationMs: number;
+  /** When it started (this machine's clock, ms), by the process that started it; 0 if it never ran. */
+  startedAt: number;
 }
 
 export type FromWorker =
   | { type: 'ready' }
   | { type: 'load-failed'; error: SerializedError }
-  /** An exec attempt's process group, so the coordinator can kill it if the worker dies. */
+  /**
+   * An exec attempt started (it may have waited queued in the launcher): its clock starts, and
+   * its process group is known, so the coordinator can kill it if the worker dies.
+   */
   | { type: 'spawned'; token: number; pgid: number }
   | { type: 'heartbeat'; token: number }
   /** An attempt ended (reported before the next starts); `rss`: the worker's peak RSS so far, bytes (0 unless watched). */
   | { type: 'done'; result: DoneMessage; rss: number }
-  /** Queued attempts dropped by a shutdown: they never started. */
+  /** Queued attempts given back (a `drop`, a shutdown): they never started. */
   | { type: 'dropped'; tokens: number[] };

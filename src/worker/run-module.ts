@@ -53,7 +53,7 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
       restore();
     }
     const { outputTail, logPath, note } = capture.finish();
-    return { ok, result, error, exitCode: null, signal: null, outputTail: tailWithNote(outputTail, note), logPath, durationMs: Date.now() - started };
+    return { ok, result, error, exitCode: null, signal: null, outputTail: tailWithNote(outputTail, note), logPath, durationMs: Date.now() - started, startedAt: started };
   })();
 
   return {

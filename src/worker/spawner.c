@@ -1,26 +1,33 @@
 /*
- * splitdance's spawner: a tiny long-lived helper that starts `--exec` commands for one
- * worker with posix_spawn (a vfork: no copy of the caller's page tables), where Node's
- * spawn forks the whole worker. On this kind of machine that halves the CPU each shell
- * task costs. Each command still gets what a plain spawn gives it: its own session and
- * process group, stdin from /dev/null, stdout and stderr into its log file, the worker's
- * cwd, and the worker's environment plus the task's variables.
+ * splitdance's spawner: a tiny long-lived helper that runs the `--exec` commands of one
+ * slot, one after another, with posix_spawn (a vfork: no copy of the caller's page tables),
+ * where Node's spawn forks the whole worker. It holds the slot's queue: the moment a command
+ * exits, the next queued one starts, and only then are both reported, so the slot never waits
+ * for a round trip to its worker or the coordinator. Each command still gets what a plain
+ * spawn gives it: its own session and process group, stdin from /dev/null, stdout and stderr
+ * into its log file, the worker's cwd, and the worker's environment plus the task's variables.
  *
- * Requests arrive on stdin as NUL-terminated fields:
- *   id, log path, argument count, arguments…, variable count, NAME=value…
- * (an empty log path discards the output: the worker's answer to a log folder that is full
- * or unusable, where the command's own writes into its log would fail it;
- * argument 0 is looked up on PATH unless it holds a slash). Replies go to stdout, one
- * line each:
- *   "<id> S <pid>"            started; the pid is also its process group
- *   "<id> F <errno>"          could not start (e.g. ENOENT: no such command)
- *   "<id> L <errno>"          could not open the log file; nothing started
- *   "<id> X <status> <bytes>" ended: raw wait status, bytes the command wrote to its log
+ * Protocol version 2 (`spawner --check` prints "splitdance-spawner protocol 2"; the worker
+ * refuses any other). Requests arrive on stdin as NUL-terminated fields:
+ *   R, id, log path, argument count, arguments…, variable count, NAME=value…, fallback
+ *       queue a command (an empty log path discards its output: the worker's answer to a log
+ *       folder that is full or unusable, where the command's own writes would fail it;
+ *       argument 0 is looked up on PATH unless it holds a slash; a non-empty fallback is a
+ *       shell line run as `/bin/sh -c fallback` instead when argument 0 cannot be executed,
+ *       so a missing command fails as the shell reports it)
+ *   D   give back every queued command that has not started
+ * Replies go to stdout, one line each:
+ *   "<id> S <pid> <ms>"            started at <ms> (Unix time); the pid is also its process group
+ *   "<id> F <errno>"               could not start (e.g. ENOENT: no such command)
+ *   "<id> L <errno>"               could not create its log file: it runs with its output discarded
+ *   "<id> X <status> <bytes> <ms>" ended at <ms>: raw wait status, bytes the command wrote to its log
+ * (the times are the helper's, so they are true however late its worker reads the replies)
+ *   "<id> D"                  given back unstarted (after a D request)
  * A log the command left empty is removed again, so silent tasks leave no files. When
- * stdin closes (the worker is gone), every command still running is killed with its
- * group and the spawner exits: it never leaves orphans behind. That includes the groups of
- * commands that have ended but left processes running (`cmd &`): the worker stops those
- * itself, and if it dies first, they are killed here. It runs in its own process group,
+ * stdin closes (the worker is gone), the running command is killed with its group, nothing
+ * queued starts, and the spawner exits: it never leaves orphans behind. That includes the
+ * groups of commands that have ended but left processes running (`cmd &`): the worker stops
+ * those itself, and if it dies first, they are killed here. It runs in its own process group,
  * so a kill aimed at the worker's group leaves it alive to do that. It is a child
  * subreaper (Linux): what its commands orphan is re-parented to it and reaped here, so a
  * group whose processes have all ended is empty, whatever the system's init does.
@@ -39,20 +46,40 @@
 #include <sys/prctl.h>
 #endif
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
 
+#define PROTOCOL "splitdance-spawner protocol 2"
+
+/* A queued command: one allocation holding its fields, with pointers into it. */
+struct request {
+  long long id;
+  char *log_path;
+  char **argv;
+  char **vars;
+  long nvars;
+  char *fallback;
+  char *fields;
+  struct request *next;
+};
+
+/* The command that runs now: at most one, the slot's. */
 struct child {
   pid_t pid;
   long long id;
   int log_fd;
   char *log_path;
-  struct child *next;
 };
 
-static struct child *children;
+static struct child *running;
+static struct request *queue_head, *queue_tail;
 static int sigchld_pipe[2];
+
+/* Replies are gathered here and written once per turn of the loop, after any start. */
+static char *out;
+static size_t out_len, out_cap;
 
 /* Groups of ended commands that still had live processes when the command was reaped. */
 static pid_t *lingering;
@@ -82,9 +109,9 @@ static void add_lingering(pid_t pgid) {
   lingering[nlingering++] = pgid;
 }
 
-/* Kills every command's process group (running or lingering) and exits: the worker is gone or the input is bad. */
+/* Kills the running command's process group and every lingering one, and exits: the worker is gone or the input is bad. */
 static void quit(int code) {
-  for (struct child *c = children; c; c = c->next) kill(-c->pid, SIGKILL);
+  if (running) kill(-running->pid, SIGKILL);
   prune_lingering();
   for (size_t i = 0; i < nlingering; i++) kill(-lingering[i], SIGKILL);
   _exit(code);
@@ -98,21 +125,47 @@ static void on_sigchld(int sig) {
   errno = saved;
 }
 
-/* One reply line: "<id> <what> <a>", or "<id> <what> <a> <b>" when b is not negative. */
+/* Now, in milliseconds of Unix time. */
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One reply line: "<id> <what>" and the numbers given (absent ones negative). */
+static void reply3(long long id, char what, long long a, long long b, long long c) {
+  if (out_cap - out_len < 96) {
+    size_t cap = out_cap ? out_cap * 2 : 4096;
+    char *grown = realloc(out, cap);
+    if (!grown) quit(1);
+    out = grown;
+    out_cap = cap;
+  }
+  char *line = out + out_len;
+  int n = a < 0 ? snprintf(line, 96, "%lld %c\n", id, what)
+          : b < 0 ? snprintf(line, 96, "%lld %c %lld\n", id, what, a)
+          : c < 0 ? snprintf(line, 96, "%lld %c %lld %lld\n", id, what, a, b)
+                  : snprintf(line, 96, "%lld %c %lld %lld %lld\n", id, what, a, b, c);
+  out_len += (size_t)n;
+}
+
 static void reply(long long id, char what, long long a, long long b) {
-  char line[96];
-  int n = b < 0 ? snprintf(line, sizeof line, "%lld %c %lld\n", id, what, a)
-                : snprintf(line, sizeof line, "%lld %c %lld %lld\n", id, what, a, b);
-  for (int off = 0; off < n;) {
-    ssize_t w = write(STDOUT_FILENO, line + off, (size_t)(n - off));
+  reply3(id, what, a, b, -1);
+}
+
+static void flush(void) {
+  for (size_t off = 0; off < out_len;) {
+    ssize_t w = write(STDOUT_FILENO, out + off, out_len - off);
     if (w < 0 && errno == EINTR) continue;
     if (w < 0) quit(0); /* the worker is gone: nobody would learn of these commands */
-    off += (int)w;
+    off += (size_t)w;
   }
+  out_len = 0;
 }
 
 /* Reads one NUL-terminated field at *pos; NULL if the buffer does not hold it yet. */
 static char *field(char *buf, size_t len, size_t *pos) {
+  if (*pos >= len) return NULL;
   char *start = buf + *pos;
   char *end = memchr(start, '\0', len - *pos);
   if (!end) return NULL;
@@ -140,22 +193,39 @@ static char **task_env(char **vars, long nvars) {
   return env;
 }
 
-static void start(long long id, char *log_path, char **argv, char **vars, long nvars) {
+static void free_request(struct request *r) {
+  free(r->argv);
+  free(r->vars);
+  free(r->fields);
+  free(r);
+}
+
+/* Starts one request: `running` on success, else an F or L reply. */
+static void start(struct request *r) {
   /* Allocated first: running out of memory after the spawn would leave an untracked command. */
   struct child *c = calloc(1, sizeof *c);
-  char *path_copy = strdup(log_path);
+  char *path_copy = strdup(r->log_path);
   if (!c || !path_copy) quit(1);
   /* Created new, 0600, never through a symlink and never appended to: something already at the
    * path (a stale log of a pruned attempt whose id was reused, or a planted symlink) is
    * unlinked, not followed, and the file created again once. */
   const int new_file = O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  const char *log_path = r->log_path;
   int discard = log_path[0] == '\0';
   int fd = discard ? open("/dev/null", O_WRONLY | O_CLOEXEC) : open(log_path, new_file, 0600);
   if (fd < 0 && !discard && errno == EEXIST && unlink(log_path) == 0) fd = open(log_path, new_file, 0600);
+  if (fd < 0 && !discard) {
+    /* Its log cannot be made (a full disk, a folder gone): it runs with its output discarded,
+     * in its turn, and the worker says why. */
+    reply(r->id, 'L', errno, -1);
+    discard = 1;
+    path_copy[0] = '\0';
+    fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  }
   if (fd < 0) {
     free(c);
     free(path_copy);
-    reply(id, 'L', errno, -1);
+    reply(r->id, 'F', errno, -1);
     return;
   }
   posix_spawn_file_actions_t actions;
@@ -172,9 +242,13 @@ static void start(long long id, char *log_path, char **argv, char **vars, long n
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
 
-  char **env = task_env(vars, nvars);
+  char **env = task_env(r->vars, r->nvars);
   pid_t pid = 0;
-  int err = env ? posix_spawnp(&pid, argv[0], &actions, &attr, argv, env) : ENOMEM;
+  int err = env ? posix_spawnp(&pid, r->argv[0], &actions, &attr, r->argv, env) : ENOMEM;
+  if (err != 0 && env && r->fallback[0] != '\0') {
+    char *shell[] = { "/bin/sh", "-c", r->fallback, NULL };
+    err = posix_spawn(&pid, "/bin/sh", &actions, &attr, shell, env);
+  }
   free(env);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
@@ -183,12 +257,34 @@ static void start(long long id, char *log_path, char **argv, char **vars, long n
     if (!discard) unlink(log_path);
     free(c);
     free(path_copy);
-    reply(id, 'F', err, -1);
+    reply(r->id, 'F', err, -1);
     return;
   }
-  *c = (struct child){ pid, id, fd, path_copy, children };
-  children = c;
-  reply(id, 'S', pid, -1);
+  *c = (struct child){ pid, r->id, fd, path_copy };
+  running = c;
+  reply(r->id, 'S', pid, now_ms());
+}
+
+/* Nothing runs: start the next queued command (skipping those that cannot start). */
+static void start_next(void) {
+  while (!running && queue_head) {
+    struct request *r = queue_head;
+    queue_head = r->next;
+    if (!queue_head) queue_tail = NULL;
+    start(r);
+    free_request(r);
+  }
+}
+
+/* Gives back every queued command, unstarted. */
+static void drop_queued(void) {
+  while (queue_head) {
+    struct request *r = queue_head;
+    queue_head = r->next;
+    reply(r->id, 'D', -1, -1);
+    free_request(r);
+  }
+  queue_tail = NULL;
 }
 
 /* A count field: digits only, at least `least`; anything else is a protocol bug, never input. */
@@ -200,60 +296,96 @@ static long count(const char *s, long least) {
   return n;
 }
 
-/* Parses and starts every complete request in the buffer; returns the bytes consumed. */
+/*
+ * Parses one complete R request at buf[from, len) into a request of its own (a copy of its
+ * fields, so the input buffer can move); NULL when the buffer does not hold it all yet.
+ */
+static struct request *parse_run(char *buf, size_t len, size_t from, size_t *end) {
+  size_t pos = from;
+  char *id = field(buf, len, &pos), *log_path = id ? field(buf, len, &pos) : NULL;
+  char *nargs_s = log_path ? field(buf, len, &pos) : NULL;
+  if (!nargs_s) return NULL;
+  long nargs = count(nargs_s, 1);
+  for (long i = 0; i < nargs; i++) {
+    if (!field(buf, len, &pos)) return NULL;
+  }
+  char *nvars_s = field(buf, len, &pos);
+  if (!nvars_s) return NULL;
+  long nvars = count(nvars_s, 0);
+  for (long v = 0; v < nvars; v++) {
+    if (!field(buf, len, &pos)) return NULL;
+  }
+  if (!field(buf, len, &pos)) return NULL; /* the fallback */
+  struct request *r = calloc(1, sizeof *r);
+  char *fields = r ? malloc(pos - from) : NULL;
+  char **argv = fields ? calloc((size_t)nargs + 1, sizeof *argv) : NULL;
+  char **vars = argv ? calloc((size_t)nvars + 1, sizeof *vars) : NULL;
+  if (!vars) quit(1);
+  memcpy(fields, buf + from, pos - from);
+  size_t p = 0, n = pos - from;
+  char *id_f = field(fields, n, &p);
+  r->id = strtoll(id_f, NULL, 10);
+  r->log_path = field(fields, n, &p);
+  field(fields, n, &p);
+  for (long i = 0; i < nargs; i++) argv[i] = field(fields, n, &p);
+  field(fields, n, &p);
+  for (long v = 0; v < nvars; v++) vars[v] = field(fields, n, &p);
+  r->fallback = field(fields, n, &p);
+  r->argv = argv;
+  r->vars = vars;
+  r->nvars = nvars;
+  r->fields = fields;
+  *end = pos;
+  return r;
+}
+
+/* Queues or acts on every complete request in the buffer; returns the bytes consumed. */
 static size_t serve(char *buf, size_t len) {
   size_t done = 0;
   for (;;) {
     size_t pos = done;
-    char *id = field(buf, len, &pos), *log_path = id ? field(buf, len, &pos) : NULL;
-    char *nargs_s = log_path ? field(buf, len, &pos) : NULL;
-    if (!nargs_s) return done;
-    long nargs = count(nargs_s, 1);
-    char **argv = calloc((size_t)nargs + 1, sizeof *argv);
-    if (!argv) quit(1);
-    long i = 0;
-    while (i < nargs && (argv[i] = field(buf, len, &pos))) i++;
-    char *nvars_s = i == nargs ? field(buf, len, &pos) : NULL;
-    long nvars = nvars_s ? count(nvars_s, 0) : 0;
-    char **vars = nvars_s ? calloc((size_t)nvars + 1, sizeof *vars) : NULL;
-    if (nvars_s && !vars) quit(1);
-    long v = 0;
-    while (vars && v < nvars && (vars[v] = field(buf, len, &pos))) v++;
-    if (!vars || v < nvars) {
-      free(argv);
-      free(vars);
-      return done; /* incomplete: wait for more input */
+    char *verb = field(buf, len, &pos);
+    if (!verb) return done;
+    if (strcmp(verb, "D") == 0) {
+      drop_queued();
+      done = pos;
+      continue;
     }
-    start(strtoll(id, NULL, 10), log_path, argv, vars, nvars);
-    free(argv);
-    free(vars);
-    done = pos;
+    if (strcmp(verb, "R") != 0) quit(2);
+    size_t end;
+    struct request *r = parse_run(buf, len, pos, &end);
+    if (!r) return done; /* incomplete: wait for more input */
+    if (queue_tail) queue_tail->next = r;
+    else queue_head = r;
+    queue_tail = r;
+    done = end;
   }
 }
 
+/* Reaps what has ended: the running command (reported) and orphans re-parented here. */
 static void reap(void) {
   int status;
   pid_t pid;
   while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-    for (struct child **p = &children; *p; p = &(*p)->next) {
-      struct child *c = *p;
-      if (c->pid != pid) continue;
-      struct stat st;
-      off_t written = fstat(c->log_fd, &st) == 0 ? st.st_size : 0;
-      close(c->log_fd);
-      if (written == 0 && c->log_path[0]) unlink(c->log_path);
-      if (kill(-c->pid, 0) == 0) add_lingering(c->pid);
-      reply(c->id, 'X', status, (long long)written);
-      *p = c->next;
-      free(c->log_path);
-      free(c);
-      break;
-    }
+    struct child *c = running;
+    if (!c || c->pid != pid) continue;
+    struct stat st;
+    off_t written = fstat(c->log_fd, &st) == 0 ? st.st_size : 0;
+    close(c->log_fd);
+    if (written == 0 && c->log_path[0]) unlink(c->log_path);
+    if (kill(-c->pid, 0) == 0) add_lingering(c->pid);
+    reply3(c->id, 'X', status, (long long)written, now_ms());
+    running = NULL;
+    free(c->log_path);
+    free(c);
   }
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1 && strcmp(argv[1], "--check") == 0) return 0; /* "this build runs here" */
+  if (argc > 1 && strcmp(argv[1], "--check") == 0) { /* "this build runs here, and speaks this protocol" */
+    puts(PROTOCOL);
+    return 0;
+  }
   if (pipe2(sigchld_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
 #ifdef PR_SET_CHILD_SUBREAPER
   prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -280,6 +412,7 @@ int main(int argc, char **argv) {
       char drain[64];
       while (read(sigchld_pipe[0], drain, sizeof drain) > 0) {}
       reap();
+      start_next(); /* before the reply is written: the slot does not wait for its worker */
     }
     if (fds[0].revents) {
       if (len == cap) {
@@ -294,7 +427,9 @@ int main(int argc, char **argv) {
       size_t used = serve(buf, len);
       memmove(buf, buf + used, len - used);
       len -= used;
+      start_next();
     }
+    flush();
   }
   quit(0);
 }

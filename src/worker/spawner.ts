@@ -10,25 +10,30 @@ import { fileURLToPath } from 'node:url';
 const BINARY = fileURLToPath(new URL('../../dist/native/spawner', import.meta.url));
 
 export type SpawnerEnd =
-  /** The command ran: its raw wait status and the bytes it wrote to its log. */
-  | { kind: 'exited'; status: number; written: number }
+  /** The command ran: its raw wait status, the bytes it wrote to its log, and when it ended (ms). */
+  | { kind: 'exited'; status: number; written: number; endedAt: number }
   /** It could not start (errno), e.g. no such command; nothing ran. */
   | { kind: 'spawn-failed'; errno: number }
-  /** Its log file could not be opened (errno); nothing ran. */
-  | { kind: 'log-failed'; errno: number }
+  /** Given back unstarted (dropQueued). */
+  | { kind: 'dropped' }
   /** The spawner itself died (by `signal`, if one killed it); whether the command ran is unknown. */
   | { kind: 'spawner-died'; signal: NodeJS.Signals | null };
 
+/** What `spawner --check` prints: a binary from another version of spawner.c is not used. */
+export const SPAWNER_PROTOCOL = 'splitdance-spawner protocol 2';
+
 interface Pending {
-  onStarted(pid: number): void;
+  onStarted(pid: number, at: number): void;
+  onNoLog(errno: number): void;
   resolve(end: SpawnerEnd): void;
 }
 
 /**
- * The worker's side of spawner.c: one long-lived helper that starts commands with
- * posix_spawn instead of forking this Node process for each (see spawner.c for why and
- * for the protocol). `Spawner.start()` is null when the helper is not built, does not run
- * here, or SPLITDANCE_SPAWNER=node asks for Node's own spawn.
+ * The worker's side of spawner.c: one long-lived helper per slot that runs its commands one
+ * after another with posix_spawn instead of forking this Node process for each, starting
+ * each queued command the moment the one before exits (see spawner.c for why and for the
+ * protocol). `Spawner.start()` is null when the helper is not built, does not run here,
+ * speaks another protocol version, or SPLITDANCE_SPAWNER=node asks for Node's own spawn.
  */
 export class Spawner {
   private readonly pending = new Map<number, Pending>();
@@ -45,11 +50,12 @@ export class Spawner {
 
   /**
    * Whether the helper can be used: built, runs on this machine (a binary copied from
-   * another platform would not), and not turned off with SPLITDANCE_SPAWNER=node.
+   * another platform would not), speaks this version's protocol (a binary left from another
+   * build would misread requests), and not turned off with SPLITDANCE_SPAWNER=node.
    */
   static available(): boolean {
     if (process.env.SPLITDANCE_SPAWNER === 'node') return false;
-    Spawner.usable ??= spawnSync(BINARY, ['--check'], { stdio: 'ignore' }).status === 0;
+    Spawner.usable ??= speaksProtocol(BINARY);
     return Spawner.usable;
   }
 
@@ -102,38 +108,54 @@ export class Spawner {
   }
 
   /**
-   * Starts argv (argv[0] looked up on PATH) in its own session, output appended to
-   * logFile, with `vars` over this process's environment.
+   * Queues argv (argv[0] looked up on PATH; `fallback`, if any, run with /bin/sh -c instead
+   * when argv[0] cannot be executed): it starts in its own session once every command queued
+   * before it has ended, output into logFile ('' discards it; so does a log that cannot be
+   * created, told by `onNoLog`), with `vars` over this process's environment.
    */
-  run(argv: string[], vars: Record<string, string>, logFile: string, onStarted: (pid: number) => void): Promise<SpawnerEnd> {
+  run(
+    argv: string[],
+    fallback: string | null,
+    vars: Record<string, string>,
+    logFile: string,
+    onStarted: (pid: number, at: number) => void,
+    onNoLog: (errno: number) => void = () => {},
+  ): Promise<SpawnerEnd> {
     if (this.exited) return Promise.resolve({ kind: 'spawner-died', signal: this.signal });
     const id = this.nextId++;
     const env = Object.entries(vars).map(([k, v]) => `${k}=${v}`);
-    const fields = [String(id), logFile, String(argv.length), ...argv, String(env.length), ...env];
+    const fields = ['R', String(id), logFile, String(argv.length), ...argv, String(env.length), ...env, fallback ?? ''];
     // Fields are NUL-separated: one holding a NUL would forge fields of its own. (runExec
     // refuses such commands first; this keeps the helper's input well-formed regardless.)
     if (fields.some((f) => f.includes('\0'))) return Promise.resolve({ kind: 'spawn-failed', errno: constants.errno.EINVAL });
     return new Promise<SpawnerEnd>((resolve) => {
-      this.pending.set(id, { onStarted, resolve });
+      this.pending.set(id, { onStarted, onNoLog, resolve });
       this.child.stdin.write(fields.join('\0') + '\0');
     });
+  }
+
+  /** Takes back the queued commands that have not started: each ends `dropped`. */
+  dropQueued(): void {
+    if (!this.exited) this.child.stdin.write('D\0');
   }
 
   private read(text: string): void {
     this.buffered += text;
     let nl: number;
     while ((nl = this.buffered.indexOf('\n')) >= 0) {
-      const [id, what, a, b] = this.buffered.slice(0, nl).split(' ');
+      const [id, what, a, b, c] = this.buffered.slice(0, nl).split(' ');
       this.buffered = this.buffered.slice(nl + 1);
       const p = this.pending.get(Number(id));
       if (!p) continue;
-      if (what === 'S') {
-        p.onStarted(Number(a));
+      if (what === 'S' || what === 'L') {
+        if (what === 'S') p.onStarted(Number(a), Number(b));
+        else p.onNoLog(Number(a));
         continue;
       }
       this.pending.delete(Number(id));
-      if (what === 'X') p.resolve({ kind: 'exited', status: Number(a), written: Number(b) });
-      else p.resolve({ kind: what === 'L' ? 'log-failed' : 'spawn-failed', errno: Number(a) });
+      if (what === 'D') p.resolve({ kind: 'dropped' });
+      else if (what === 'X') p.resolve({ kind: 'exited', status: Number(a), written: Number(b), endedAt: Number(c) });
+      else p.resolve({ kind: 'spawn-failed', errno: Number(a) });
     }
   }
 
@@ -145,4 +167,10 @@ export class Spawner {
     this.pending.clear();
     for (const listener of this.exitListeners) listener(code, signal);
   }
+}
+
+/** Whether `binary` runs here and speaks this version's protocol. */
+export function speaksProtocol(binary: string): boolean {
+  const r = spawnSync(binary, ['--check'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  return r.status === 0 && r.stdout.trim() === SPAWNER_PROTOCOL;
 }

@@ -1,24 +1,18 @@
 import { serializeError } from '../errors.js';
 import type { Handler } from './handler-types.js';
-import { killGroup } from './kill-group.js';
+import type { Launcher } from './launcher.js';
 import { loadHandler } from './load-handler.js';
 import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from './protocol.js';
-import { runExec } from './run-exec.js';
+import { runExec, type ExecOutcome } from './run-exec.js';
 import { runModule } from './run-module.js';
-import type { Spawner } from './spawner.js';
 
 export interface WorkerHost {
-  /** Hands a message to the coordinator; `written` once it has left (before the next attempt starts). */
+  /** Hands a message to the coordinator; `written` once it has left. */
   send(msg: FromWorker, written?: () => void): void;
-  /** The spawner helper `--exec` commands start through (null: Node's spawn). */
-  spawner(): Spawner | null;
+  /** The launcher `--exec` commands start through (launcher.ts). */
+  launcher(): Launcher;
   /** Peak RSS of the process the attempts run in, bytes (for --max-worker-memory). */
   peakRss(): number;
-  /**
-   * Whether the coordinator needs each exec attempt's process group (`spawned`) to kill it
-   * if this worker dies; not when a spawner helper of this worker does that itself.
-   */
-  reportGroups(viaSpawner: boolean): boolean;
   /**
    * A module attempt has ended (`aborted`: by a timeout or shutdown): stop what its handler
    * left running. Only a worker process whose group holds its handlers' children has this.
@@ -26,21 +20,34 @@ export interface WorkerHost {
   afterModuleAttempt?(aborted: boolean): Promise<void>;
 }
 
+/** An attempt handed on: to the launcher (exec, maybe queued there) or running (module). */
+interface Active {
+  token: number;
+  kind: 'exec' | 'module';
+  abort(reason: string): void;
+  kill(): void;
+}
+
 /**
- * What a worker does, wherever it lives: loads the handlers once, then runs one attempt at
- * a time, in the order the coordinator queued them. Each outcome is handed to the channel
- * before the next attempt starts, so the coordinator always knows which attempt is
- * running: a crash, a timeout or a process group is never pinned on the wrong one. It
- * never touches the store and never decides retries.
+ * What a worker does, wherever it lives: loads the handlers once, then runs the attempts the
+ * coordinator queued, in order, one at a time. `--exec` attempts are handed to the launcher
+ * as soon as they arrive: it starts each the moment the one before exits, so the slot never
+ * waits for this process or the coordinator, and says when each started (`spawned`, which
+ * also gives the coordinator its process group). A module attempt starts once everything
+ * before it has been reported. Outcomes are reported in order, each before anything after it
+ * is. It never touches the store and never decides retries.
  */
 export class WorkerCore {
   /** Per stage ('' without stages): the spec, and the module's default export once loaded. */
   private readonly handlers = new Map<string, { spec: HandlerSpec; fn: Handler | null }>();
   private killGraceMs = 2000;
   private watchMemory = false;
-  private current: { token: number; pgid: number | null; abort(reason: string): void } | null = null;
+  /** Attempts not handed on yet. */
   private readonly queue: TaskMessage[] = [];
-  private draining = false;
+  /** Attempts handed on and not reported yet, in order. */
+  private readonly active: Active[] = [];
+  /** The last report in line: each waits for the one before. */
+  private reported: Promise<void> = Promise.resolve();
   private stopped = false;
 
   constructor(private readonly host: WorkerHost) {}
@@ -49,10 +56,13 @@ export class WorkerCore {
     if (msg.type === 'load') void this.load(msg);
     else if (msg.type === 'run') {
       this.queue.push(...msg.tasks);
-      if (!this.draining) void this.drain();
+      this.pump();
     } else if (msg.type === 'abort') {
-      if (msg.reason === 'shutdown') this.dropQueued();
-      if (this.current?.token === msg.token) this.current.abort(msg.reason);
+      if (msg.token === null) {
+        // A shutdown: nothing more starts, and everything handed on is stopped.
+        this.dropQueued();
+        for (const a of this.active) a.abort(msg.reason);
+      } else this.active.find((a) => a.token === msg.token)?.abort(msg.reason);
     } else if (msg.type === 'drop') this.dropQueued();
   }
 
@@ -60,7 +70,7 @@ export class WorkerCore {
   killRunning(): void {
     this.stopped = true;
     this.queue.length = 0;
-    if (this.current?.pgid) killGroup(this.current.pgid, 'SIGKILL');
+    for (const a of this.active) a.kill();
   }
 
   private async load({ handlers: specs, killGraceMs, watchMemory }: Extract<ToWorker, { type: 'load' }>): Promise<void> {
@@ -76,44 +86,84 @@ export class WorkerCore {
     }
   }
 
-  /** Hands the queued attempts back unstarted. */
+  /** Hands the attempts not started back: those here at once, those queued in the launcher when it gives them back. */
   private dropQueued(): void {
     if (this.queue.length) this.host.send({ type: 'dropped', tokens: this.queue.splice(0).map((t) => t.token) });
+    if (this.active.some((a) => a.kind === 'exec')) this.host.launcher().dropQueued();
   }
 
-  /** Runs the queued attempts one by one. */
-  private async drain(): Promise<void> {
-    this.draining = true;
-    while (this.queue.length && !this.stopped) await this.run(this.queue.shift()!);
-    this.draining = false;
+  /** Hands on what may start: exec attempts straight to the launcher, a module attempt once nothing is ahead of it. */
+  private pump(): void {
+    while (this.queue.length && !this.stopped) {
+      const task = this.queue[0]!;
+      const h = this.handlers.get(task.stage);
+      if (!h) throw new Error(`no handler loaded for stage "${task.stage}"`); // the coordinator sends only stages it loaded
+      const blocked = h.spec.kind === 'exec' ? this.active.some((a) => a.kind === 'module') : this.active.length > 0;
+      if (blocked) return;
+      this.queue.shift();
+      if (h.spec.kind === 'exec') this.startExec(h.spec.template, task);
+      else this.startModule(h.fn!, task);
+    }
   }
 
-  private async run(task: TaskMessage): Promise<void> {
-    const h = this.handlers.get(task.stage);
-    if (!h) throw new Error(`no handler loaded for stage "${task.stage}"`); // the coordinator sends only stages it loaded
-    // Set before the attempt starts, so a message arriving meanwhile sees it running.
-    const attempt: NonNullable<WorkerCore['current']> = { token: task.token, pgid: null, abort: () => {} };
+  private startExec(template: string, task: TaskMessage): void {
+    const running = runExec(template, task, this.killGraceMs, taskVars(task), this.host.launcher(), (pgid) =>
+      this.host.send({ type: 'spawned', token: task.token, pgid }),
+    );
+    const active: Active = { token: task.token, kind: 'exec', abort: () => running.abort(), kill: () => running.kill() };
+    this.active.push(active);
+    this.report(active, running.done);
+  }
+
+  private startModule(fn: Handler, task: TaskMessage): void {
     let aborted = false;
-    this.current = attempt;
-    const running =
-      h.spec.kind === 'exec'
-        ? runExec(h.spec.template, task, this.killGraceMs, taskVars(task), this.host.spawner(), (pgid, viaSpawner) => {
-            attempt.pgid = pgid;
-            if (this.host.reportGroups(viaSpawner)) this.host.send({ type: 'spawned', token: task.token, pgid });
-          })
-        : runModule(h.fn!, task, () => this.host.send({ type: 'heartbeat', token: task.token }));
-    attempt.abort = (reason) => {
-      aborted = true;
-      running.abort(reason);
+    const running = runModule(fn, task, () => this.host.send({ type: 'heartbeat', token: task.token }));
+    const active: Active = {
+      token: task.token,
+      kind: 'module',
+      abort: (reason) => {
+        aborted = true;
+        running.abort(reason);
+      },
+      kill: () => {},
     };
-    const outcome = await running.done;
-    if (h.spec.kind === 'module') await this.host.afterModuleAttempt?.(aborted);
-    this.current = null;
-    const { ok, result: value, error, exitCode, signal, outputTail, logPath, durationMs } = outcome;
-    const result: DoneMessage = { token: task.token, ok, result: value, error, exitCode, signal, outputTail, logPath, durationMs };
-    // Handed to the channel before anything else runs here: if the next attempt kills this
-    // process, this outcome has left already.
-    await new Promise<void>((written) => this.host.send({ type: 'done', result, rss: this.watchMemory ? this.host.peakRss() : 0 }, written));
+    this.active.push(active);
+    this.report(
+      active,
+      running.done.then(async (outcome) => {
+        await this.host.afterModuleAttempt?.(aborted);
+        return outcome;
+      }),
+    );
+  }
+
+  /**
+   * Reports the attempt's outcome after every earlier one's: a crash, a timeout or a process
+   * group is then never pinned on the wrong attempt. Given back unstarted, it is `dropped`.
+   */
+  private report(active: Active, done: Promise<ExecOutcome | 'dropped'>): void {
+    void done.then((outcome) => {
+      if (outcome === 'dropped') {
+        this.forget(active);
+        if (!this.stopped) this.host.send({ type: 'dropped', tokens: [active.token] });
+      }
+    });
+    this.reported = this.reported.then(async () => {
+      const outcome = await done;
+      if (outcome === 'dropped') return;
+      const { ok, result: value, error, exitCode, signal, outputTail, logPath, durationMs, startedAt } = outcome;
+      const result: DoneMessage = { token: active.token, ok, result: value, error, exitCode, signal, outputTail, logPath, durationMs, startedAt };
+      // Handed to the channel before a module attempt after it starts: if that one kills this
+      // process, this outcome has left already.
+      await new Promise<void>((written) => this.host.send({ type: 'done', result, rss: this.watchMemory ? this.host.peakRss() : 0 }, written));
+      this.forget(active);
+    });
+  }
+
+  private forget(active: Active): void {
+    const i = this.active.indexOf(active);
+    if (i >= 0) this.active.splice(i, 1);
+    this.pump();
   }
 }
 

@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { constants } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT, runCli, sleep, startCli, tempDir, waitFor } from '../helpers/cli.js';
 import { InProcessWorker } from '../../src/coordinator/in-process-worker.js';
 import type { FromWorker, TaskMessage } from '../../src/worker/protocol.js';
-import { Spawner } from '../../src/worker/spawner.js';
+import { SPAWNER_PROTOCOL, Spawner, speaksProtocol } from '../../src/worker/spawner.js';
 import { liveProcesses, processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
@@ -138,7 +139,7 @@ describe.skipIf(!SPAWNER_BUILT)('when the spawner helper dies', () => {
     await waitFor(() => sleeping(marker) === 0, 2000, 'no sleep survivor');
   });
 
-  it('in a worker process (a stage batch with a module stage) the attempt fails and the worker goes on with Node spawn', async () => {
+  it('in a worker process (a stage batch with a module stage) it means the same: the worker has died, the attempt is CRASHED and retried', async () => {
     const p = projectWithFiles(1);
     const marker = `1.${process.pid}6`;
     writeFileSync(
@@ -159,8 +160,8 @@ describe.skipIf(!SPAWNER_BUILT)('when the spawner helper dies', () => {
     const r = await run.result;
     expect(r.code, r.stderr).toBe(0);
     const second = attempts(p.dir).filter((a) => a.key.startsWith('second/'));
-    expect(second.map((a) => a.outcome)).toEqual(['FAILED', 'SUCCESS']);
-    expect(second[0]).toMatchObject({ error: 'the spawner helper was killed by SIGKILL while the command ran', signal: 'SIGKILL' });
+    expect(second.map((a) => a.outcome)).toEqual(['CRASHED', 'SUCCESS']);
+    expect(second[0]).toMatchObject({ signal: 'SIGKILL', error: expect.stringMatching(/worker killed by SIGKILL: its spawner helper was killed by SIGKILL/) });
     await waitFor(() => sleeping(marker) === 0, 2000, 'no sleep survivor');
   });
 });
@@ -186,13 +187,79 @@ describe('a NUL byte in a command line', () => {
   });
 });
 
+/** One run request in the helper's protocol (spawner.c): its fields, NUL-terminated. */
+const request = (id: number, log: string, argv: string[], fallback = '') =>
+  ['R', String(id), log, String(argv.length), ...argv, '0', fallback].join('\0') + '\0';
+
+/** A helper whose replies are collected as lines. */
+function helper(): { proc: ReturnType<typeof spawn>; lines: string[] } {
+  const proc = spawn(join(ROOT, 'dist/native/spawner'), [], { stdio: ['pipe', 'pipe', 'ignore'] });
+  const lines: string[] = [];
+  let buffered = '';
+  proc.stdout!.on('data', (b: Buffer) => {
+    const parts = (buffered + b.toString()).split('\n');
+    buffered = parts.pop()!;
+    lines.push(...parts);
+  });
+  return { proc, lines };
+}
+
 describe.skipIf(!SPAWNER_BUILT)('the helper itself', () => {
+  it('holds its slot\'s queue: each command starts when the one before exits, with nobody reading or writing meanwhile', async () => {
+    const dir = tempDir();
+    const h = helper();
+    const stamp = join(dir, 'starts');
+    for (let i = 1; i <= 3; i++) h.proc.stdin!.write(request(i, '', ['/bin/sh', '-c', `echo $$ >> ${stamp}; sleep 0.2`]));
+    // Nothing is read from or written to the helper while the three run: it chains them itself.
+    await sleep(1000);
+    expect(readFileSync(stamp, 'utf8').trim().split('\n')).toHaveLength(3);
+    await waitFor(() => h.lines.filter((l) => / X /.test(l)).length === 3, 5000, 'three ends');
+    // One at a time, in order: each started only after the one before it ended.
+    expect(h.lines.map((l) => l.split(' ').slice(0, 2).join(' '))).toEqual(['1 S', '1 X', '2 S', '2 X', '3 S', '3 X']);
+    h.proc.stdin!.end();
+  });
+
+  it('gives back its queued commands unstarted on a drop request; the running one goes on', async () => {
+    const dir = tempDir();
+    const h = helper();
+    for (let i = 1; i <= 3; i++) h.proc.stdin!.write(request(i, '', ['/bin/sh', '-c', `touch ${join(dir, `ran${i}`)}; sleep 0.3`]));
+    await waitFor(() => existsSync(join(dir, 'ran1')), 5000, 'the first command');
+    h.proc.stdin!.write('D\0');
+    await waitFor(() => h.lines.some((l) => l.startsWith('1 X')), 5000, 'the first to end');
+    expect(h.lines).toEqual(expect.arrayContaining(['2 D', '3 D']));
+    await sleep(400);
+    expect(['ran1', 'ran2', 'ran3'].filter((f) => existsSync(join(dir, f)))).toEqual(['ran1']);
+    h.proc.stdin!.end();
+  });
+
+  it('runs a direct command\'s shell fallback in its turn when the command cannot be executed', async () => {
+    const dir = tempDir();
+    const h = helper();
+    h.proc.stdin!.write(request(1, join(dir, '1.log'), ['no-such-command-xyz'], 'no-such-command-xyz'));
+    h.proc.stdin!.write(request(2, join(dir, '2.log'), ['no-such-command-xyz']));
+    await waitFor(() => h.lines.length >= 3, 5000, 'replies');
+    expect(h.lines[0]).toMatch(/^1 S \d+ \d+$/);
+    expect(h.lines[1]).toMatch(/^1 X 32512 \d+ \d+$/); // the shell's exit 127
+    expect(readFileSync(join(dir, '1.log'), 'utf8')).toMatch(/not found/);
+    expect(h.lines[2]).toBe(`2 F ${constants.errno.ENOENT}`);
+    h.proc.stdin!.end();
+  });
+
+  it('says which protocol it speaks; a binary of another version is not used', () => {
+    expect(speaksProtocol(join(ROOT, 'dist/native/spawner'))).toBe(true);
+    const stale = join(tempDir(), 'spawner');
+    writeFileSync(stale, '#!/bin/sh\necho "splitdance-spawner protocol 1"\n');
+    chmodSync(stale, 0o755);
+    expect(speaksProtocol(stale)).toBe(false);
+    expect(readFileSync(join(ROOT, 'src/worker/spawner.c'), 'utf8')).toContain(`#define PROTOCOL "${SPAWNER_PROTOCOL}"`);
+  });
+
   it('kills the command it started when it cannot report it (its worker stopped reading)', async () => {
     const marker = `37.${process.pid}5`;
     const dir = tempDir();
     const helper = spawn(join(ROOT, 'dist/native/spawner'), [], { stdio: ['pipe', 'pipe', 'ignore'] });
     helper.stdout.destroy(); // the reply to this request cannot be written
-    helper.stdin.write(['1', join(dir, 'o.log'), '2', 'sleep', marker, '0', ''].join('\0'));
+    helper.stdin.write(request(1, join(dir, 'o.log'), ['sleep', marker]));
     await new Promise((done) => helper.on('exit', done));
     await sleep(100);
     expect(sleeping(marker)).toBe(0);

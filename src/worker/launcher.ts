@@ -1,0 +1,55 @@
+/**
+ * How a slot starts its `--exec` commands. There is one way to run an attempt (run-exec.ts)
+ * and two launchers behind this interface: the spawner helper (helper-launcher.ts) and
+ * Node's own spawn (node-launcher.ts), used where the helper is not built. Both hold the
+ * slot's queue: a command handed over starts the moment the one before it exits, without
+ * waiting for its worker or the coordinator, and both run a direct argv's shell fallback
+ * themselves, in its turn.
+ *
+ * A launcher whose helper died has taken its worker with it: the worker dies too (its
+ * running attempt CRASHED, its queued ones INTERRUPTED), wherever the worker lives.
+ */
+
+/** One command to run in its turn. */
+export interface LaunchRequest {
+  /** A simple command's words, or ['/bin/sh', '-c', line]. */
+  argv: string[];
+  /** For a direct argv: the shell line to run instead when argv[0] cannot be executed. */
+  fallback: string | null;
+  /** Set over the worker's environment. */
+  vars: Record<string, string>;
+  /** Where its output goes (created only if it prints anything). */
+  logFile: string;
+}
+
+export type Launched =
+  /** It ran and ended: exit code, or the signal that killed it. */
+  | {
+      kind: 'ran';
+      code: number | null;
+      signal: NodeJS.Signals | null;
+      outputTail: string | null;
+      logPath: string | null;
+      /** Why its output has no log or only part of one (a full disk): shown after the tail. */
+      note: string | null;
+      /** Something that may explain a failure besides the command itself. */
+      cause: string | null;
+      /** When it exited (ms, this machine's clock), however late that was learned. */
+      endedAt: number;
+    }
+  /** It never ran: an errno-style code (ENOENT…) and the whole message. */
+  | { kind: 'not-started'; code: string; message: string }
+  /** Given back unstarted (dropQueued). */
+  | { kind: 'dropped' }
+  /** The launcher's helper died (by `signal`, if one killed it); whether the command ran is unknown. */
+  | { kind: 'died'; signal: NodeJS.Signals | null };
+
+export interface Launcher {
+  /**
+   * Queues the command: it starts once every command queued before it has exited.
+   * `onStarted` gets its pid, which is also its process group, and when it started (ms).
+   */
+  launch(request: LaunchRequest, onStarted: (pgid: number, at: number) => void): Promise<Launched>;
+  /** Gives back every queued command that has not started: each ends `dropped`. */
+  dropQueued(): void;
+}

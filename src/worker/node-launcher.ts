@@ -1,0 +1,82 @@
+import { spawn } from 'node:child_process';
+import type { Launched, Launcher, LaunchRequest } from './launcher.js';
+import { OutputCapture } from './output-capture.js';
+
+/** Streams a straggler (a background grandchild holding the pipe) may keep open after exit. */
+const PIPE_LINGER_MS = 200;
+
+interface Queued {
+  request: LaunchRequest;
+  onStarted(pgid: number, at: number): void;
+  resolve(end: Launched): void;
+}
+
+/**
+ * Commands started with Node's own spawn, where the spawner helper is not built. It holds
+ * the slot's queue like the helper: the next command starts in the same callback that sees
+ * the one before exit, before that one's output is collected and reported. Output goes
+ * through pipes into an OutputCapture (a tail kept whatever the disk says).
+ */
+export class NodeLauncher implements Launcher {
+  private readonly queue: Queued[] = [];
+  private running = false;
+
+  launch(request: LaunchRequest, onStarted: (pgid: number, at: number) => void): Promise<Launched> {
+    return new Promise((resolve) => {
+      this.queue.push({ request, onStarted, resolve });
+      if (!this.running) this.next();
+    });
+  }
+
+  dropQueued(): void {
+    for (const q of this.queue.splice(0)) q.resolve({ kind: 'dropped' });
+  }
+
+  private next(): void {
+    const q = this.queue.shift();
+    this.running = q !== undefined;
+    if (!q) return;
+    const { argv, fallback } = q.request;
+    void this.run(argv, q, fallback === null)
+      .then(async (end) => {
+        // Not found, not executable, a script without #!: the shell's own handling and message.
+        if (end.kind === 'not-started' && fallback !== null) return this.run(['/bin/sh', '-c', fallback], q, true);
+        return end;
+      })
+      .then(q.resolve);
+  }
+
+  /**
+   * Runs argv; the next queued command starts as soon as this one exits, or fails to start
+   * when that is the request's `last` try (a direct argv's fallback comes first).
+   */
+  private run(argv: string[], q: Queued, last: boolean): Promise<Launched> {
+    const { vars, logFile } = q.request;
+    const capture = new OutputCapture(logFile);
+    const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...vars } });
+    if (child.pid !== undefined) q.onStarted(child.pid, Date.now());
+    child.stdout.on('data', (b: Buffer) => capture.write(b));
+    child.stderr.on('data', (b: Buffer) => capture.write(b));
+    return new Promise<Launched>((resolve) => {
+      let exit: { code: number | null; signal: NodeJS.Signals | null; at: number } | null = null;
+      child.on('error', (err: NodeJS.ErrnoException) => {
+        if (exit) return; // it ran: its end is what counts
+        resolve({ kind: 'not-started', code: err.code ?? 'ERROR', message: `could not start ${argv[0]}: ${err.message}` });
+        if (last) this.next();
+      });
+      child.on('exit', (code, signal) => {
+        exit = { code, signal, at: Date.now() };
+        this.next();
+        setTimeout(() => {
+          child.stdout.destroy();
+          child.stderr.destroy();
+        }, PIPE_LINGER_MS).unref();
+      });
+      child.on('close', () => {
+        if (!exit) return; // never started: reported by 'error'
+        const { outputTail, logPath, note } = capture.finish();
+        resolve({ kind: 'ran', code: exit.code, signal: exit.signal, outputTail, logPath, note, cause: null, endedAt: exit.at });
+      });
+    });
+  }
+}
