@@ -432,6 +432,7 @@ function endingOf(kind: EndingKind, token: number): Ending {
     outputTail: 'tail',
     logPath: null,
     durationMs: 1,
+    startedAt: 0,
     rss: 0,
   });
   switch (kind) {

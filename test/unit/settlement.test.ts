@@ -36,6 +36,7 @@ function done(over: Partial<DoneMessage> = {}): DoneMessage {
     outputTail: 'some output',
     logPath: '/logs/b/a.log.1',
     durationMs: 1_200,
+    startedAt: 0,
     ...over,
   };
 }
