@@ -1,6 +1,6 @@
 import { CommanderError } from 'commander';
 import { failpointBug } from '../store/failpoint.js';
-import { EXIT } from './exit-codes.js';
+import { EXIT } from '../exit-codes.js';
 import { printable } from './format.js';
 import { processIo, type Io } from './io.js';
 import { buildProgram } from './program.js';

@@ -1,30 +1,24 @@
 import cliProgress from 'cli-progress';
 import type { ChalkInstance } from 'chalk';
-import type { RunObserver } from '../coordinator/coordinator.js';
+import type { BatchObserver, RunStart, RunSummary } from '../coordinator/run-batch.js';
+import type { RawRunFlags } from '../job/run-options.js';
 import type { ClaimedTask, Counts, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
 import { formatMs } from '../job/units.js';
 import { longInterval, type LongTimer } from '../long-timer.js';
 import { printable } from './format.js';
-import { line, type Io } from './io.js';
+import { colors, line, type Io } from './io.js';
 import { givenDb, suggest } from './suggest.js';
 
 export type ReportMode = 'tty' | 'plain' | 'json' | 'quiet';
-
-export interface RunSummary {
-  batch: string;
-  exitCode: number;
-  reason: string;
-  counts: Counts;
-  elapsedMs: number;
-}
 
 /**
  * What `run` shows while it works: a progress bar on a terminal; otherwise plain
  * timestamped lines (no control characters) for cron and CI; NDJSON events with
  * --json; nothing but failures with --quiet. Human text goes to stderr, data to stdout.
  */
-export class RunReporter implements RunObserver {
-  private readonly started = Date.now();
+export class RunReporter implements BatchObserver {
+  /** The rate counts from the run's start, not from when the workers were still starting. */
+  private started = Date.now();
   private finishedHere = 0;
   private bars: cliProgress.MultiBar | null = null;
   private bar: cliProgress.SingleBar | null = null;
@@ -42,7 +36,14 @@ export class RunReporter implements RunObserver {
     private readonly dbFlag?: string,
   ) {}
 
-  start(info: { batch: string; source: string; store: string; total: number; inserted: number; workers: number; notes: string[] }): void {
+  /** The reporter `run` and `worker` show a batch's run with: the mode and colours their flags ask for. */
+  static forFlags(io: Io, flags: Pick<RawRunFlags, 'json' | 'quiet' | 'color' | 'db'>, intervalMs: number, counts: () => Promise<Counts>): RunReporter {
+    const mode: ReportMode = flags.json ? 'json' : flags.quiet ? 'quiet' : io.tty ? 'tty' : 'plain';
+    return new RunReporter(io, mode, colors(io, flags), counts, intervalMs, flags.db);
+  }
+
+  start(info: RunStart): void {
+    this.started = Date.now();
     if (this.mode === 'json') {
       this.event({ event: 'start', ...info });
     } else if (this.mode !== 'quiet') {

@@ -1,15 +1,20 @@
-import { WorkerPool } from '../../coordinator/pool.js';
+import { startPool } from '../../coordinator/batch-pool.js';
+import type { WorkerPool } from '../../coordinator/pool.js';
+import { runBatch } from '../../coordinator/run-batch.js';
+import { signalOutcome } from '../../coordinator/run-outcome.js';
+import { watchSignalsDuringStartup } from '../../coordinator/signals.js';
+import { EXIT } from '../../exit-codes.js';
 import { settingsOf, type JobDefinition } from '../../job/job-definition.js';
+import { inputFromFlags, invocationOf, type Invocation } from '../../job/run-options.js';
 import { handlersOf } from '../../job/stages.js';
 import { openStore, resolveDbPath } from '../../store/open-store.js';
 import type { BatchRecord, TaskStore } from '../../store/task-store.js';
-import { EXIT } from '../exit-codes.js';
 import { printable } from '../format.js';
 import { line, type Io } from '../io.js';
 import { resolveBatch } from '../resolve-batch.js';
-import { watchSignalsDuringStartup } from '../signals.js';
-import { inputFromFlags, invocationOf, type Invocation } from '../../job/run-options.js';
-import { drive, KILL_GRACE_MS, type RunFlags } from './run.js';
+import { RunReporter } from '../run-reporter.js';
+import { givenDb, suggest } from '../suggest.js';
+import type { RunFlags } from './run.js';
 
 export interface WorkerFlags extends RunFlags {
   follow?: boolean;
@@ -37,7 +42,7 @@ export async function workerCommand(flags: WorkerFlags, io: Io): Promise<number>
   }
 }
 
-const exitFor = (signal: 'SIGINT' | 'SIGTERM') => (signal === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM);
+const exitFor = (signal: 'SIGINT' | 'SIGTERM') => signalOutcome(signal).exitCode;
 
 async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io, seen: () => 'SIGINT' | 'SIGTERM' | null): Promise<number> {
   let worst: number = EXIT.OK;
@@ -88,16 +93,9 @@ async function workOn(
     line(io.stderr, `batch ${printable(batch.name)} has no stored handler; run it once with --exec or --handler`);
     return null;
   }
-  const pool = new WorkerPool({
-    size: inv.concurrency,
-    handlers,
-    killGraceMs: KILL_GRACE_MS,
-    maxTasksPerWorker: inv.maxTasksPerWorker,
-    maxWorkerMemory: inv.maxWorkerMemory,
-    idPrefix: `${process.pid}.`,
-  });
+  let pool: WorkerPool;
   try {
-    await pool.start(1); // `drive` grows it to the batch's work
+    pool = await startPool(inv, handlers); // `runBatch` grows it to the batch's work
   } catch (err) {
     // One batch with a broken handler must not stop a worker serving the others.
     line(io.stderr, `batch ${printable(batch.name)}: its handler does not load, skipped: ${printable((err as Error).message)}`);
@@ -105,7 +103,9 @@ async function workOn(
   }
   try {
     if (seen()) return exitFor(seen()!); // signalled while the workers started
-    return await drive(store, batch, pool, { flags, settings, inv, dbPath, notes: [] }, io, 0);
+    const reporter = RunReporter.forFlags(io, flags, inv.progressIntervalMs, () => store.counts(batch.id));
+    const resume = suggest({ batch: batch.name, db: givenDb(flags.db, io) }, ['resume']);
+    return await runBatch(store, batch, pool, { settings, inv, dbPath, cwd: io.cwd, notes: [], inserted: 0, resume }, reporter);
   } finally {
     await pool.shutdown();
   }

@@ -1,0 +1,51 @@
+import { settingsOf, type JobDefinition } from '../job/job-definition.js';
+import type { Invocation } from '../job/run-options.js';
+import { handlersOf } from '../job/stages.js';
+import type { Counts, TaskStore } from '../store/task-store.js';
+import type { HandlerSpec } from '../worker/protocol.js';
+import { WorkerPool, type PoolOptions } from './pool.js';
+
+/** How long a stopped attempt gets between SIGTERM and SIGKILL, in the pool and the coordinator. */
+export const KILL_GRACE_MS = 2000;
+
+/** What of a run's invocation shapes its pool. */
+export type PoolLimits = Pick<Invocation, 'concurrency' | 'maxTasksPerWorker' | 'maxWorkerMemory'>;
+
+export function poolOptionsOf(limits: PoolLimits, handlers: Record<string, HandlerSpec>): PoolOptions {
+  return {
+    size: limits.concurrency,
+    handlers,
+    killGraceMs: KILL_GRACE_MS,
+    maxTasksPerWorker: limits.maxTasksPerWorker,
+    maxWorkerMemory: limits.maxWorkerMemory,
+    idPrefix: `${process.pid}.`,
+  };
+}
+
+/**
+ * A pool with one worker that has loaded the handlers: a handler that does not load throws
+ * here (a UsageError, the pool already shut down), before the caller writes anything.
+ * The run grows it once it knows how much work there is (growToWork).
+ */
+export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>): Promise<WorkerPool> {
+  const pool = new WorkerPool(poolOptionsOf(limits, handlers));
+  await pool.start(1);
+  return pool;
+}
+
+/** Grows the pool to the batch's work, no further (`-j 50` on one task starts one); returns the counts it went by. */
+export async function growToWork(pool: WorkerPool, store: TaskStore, batchId: number): Promise<Counts> {
+  const c = await store.counts(batchId);
+  await pool.grow(c.pending + c.retrying + c.running);
+  return c;
+}
+
+/** The handler of each stage of a stored job definition ('' for a batch without stages). */
+export function handlersOfJob(job: Record<string, unknown>): Record<string, HandlerSpec> {
+  return handlersOf(settingsOf(job as unknown as JobDefinition));
+}
+
+/** Whether workers that loaded the handlers of job `a` serve job `b` as well. */
+export function sameHandlers(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  return JSON.stringify(handlersOfJob(a)) === JSON.stringify(handlersOfJob(b));
+}

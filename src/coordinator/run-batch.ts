@@ -1,0 +1,174 @@
+import { StoreError, UsageError } from '../errors.js';
+import { describeHandler, settingsOf, type JobDefinition, type JobSettings } from '../job/job-definition.js';
+import type { Invocation } from '../job/run-options.js';
+import { handlersOf } from '../job/stages.js';
+import { resolveCountOrShare } from '../job/units.js';
+import { printable } from '../printable.js';
+import { describeStore, logRoot } from '../store/open-store.js';
+import type { BatchRecord, Counts, TaskStore } from '../store/task-store.js';
+import { growToWork, KILL_GRACE_MS, sameHandlers, startPool } from './batch-pool.js';
+import { Coordinator, type RunObserver, type StopReason } from './coordinator.js';
+import type { WorkerPool } from './pool.js';
+import { recoverStale } from './recovery.js';
+import { rulesOf } from './retry-rules.js';
+import { outcomeOf } from './run-outcome.js';
+import { drainOnSignals, watchSignalsDuringStartup } from './signals.js';
+
+export interface RunStart {
+  batch: string;
+  source: string;
+  store: string;
+  total: number;
+  inserted: number;
+  workers: number;
+  notes: string[];
+}
+
+export interface RunSummary {
+  batch: string;
+  exitCode: number;
+  reason: string;
+  counts: Counts;
+  elapsedMs: number;
+}
+
+/** What a run tells whoever shows it, from its start to its end (the CLI's reporter). */
+export interface BatchObserver extends RunObserver {
+  start(info: RunStart): void;
+  finish(summary: RunSummary): Promise<void>;
+  /** The run ends with an error, which the caller is about to throw. */
+  failed(err: unknown): void;
+  /** Nothing of the observer may keep the process alive after this. Called however the run ends. */
+  close(): void;
+}
+
+/** What running a batch needs besides the store, the batch and a started pool. */
+export interface BatchRun {
+  /** The settings the pool's workers loaded. */
+  settings: JobSettings;
+  inv: Invocation;
+  dbPath: string;
+  /** Where a relative store path is resolved, for the logs folder. */
+  cwd: string;
+  /** Said at the start, before the batch line. */
+  notes: string[];
+  /** Tasks this run added to the batch. */
+  inserted: number;
+  /** The command that resumes the batch once paused, quoted when a pause stops the run. */
+  resume: string;
+}
+
+/**
+ * Runs the coordinator on an enqueued batch until it ends; returns the exit code. When
+ * another run stores a newer definition of the batch (another --exec, …), the coordinator
+ * stops claiming and lets its running attempts finish; this then loads the new handler in a
+ * new pool and goes on with it, so no attempt starts under a definition older than the stored
+ * one. The caller shuts down the pool it passed; the pools started here are shut down here.
+ */
+export async function runBatch(store: TaskStore, batch: BatchRecord, pool: WorkerPool, run: BatchRun, observer: BatchObserver): Promise<number> {
+  const { inv } = run;
+  const before = await growToWork(pool, store, batch.id);
+  const total = before.total;
+  const maxFailures = inv.maxFailures === null ? null : resolveCountOrShare(inv.maxFailures, total);
+  const started = Date.now();
+  // The limits hold for the whole run, across the definitions it follows.
+  const coordinatorFor = (b: BatchRecord, p: WorkerPool, settings: JobSettings, failedSoFar: number) =>
+    new Coordinator(
+      store,
+      b,
+      p,
+      {
+        rules: rulesOf(settings),
+        leaseMs: inv.leaseMs,
+        graceMs: inv.graceMs,
+        killGraceMs: KILL_GRACE_MS,
+        noWait: inv.noWait,
+        maxFailures: maxFailures === null ? null : Math.max(1, maxFailures - failedSoFar),
+        maxRuntimeMs: inv.maxRuntimeMs === null ? null : Math.max(0, inv.maxRuntimeMs - (Date.now() - started)),
+        logDir: logRoot(run.dbPath, run.cwd),
+        pollMs: 1000,
+      },
+      observer,
+    );
+  let coordinator = coordinatorFor(batch, pool, run.settings, 0);
+  // Tasks a dead coordinator on this host left RUNNING are taken back now, not after their lease.
+  const released = await recoverStale(store, batch.id, coordinator.owner);
+  observer.start({ batch: batch.name, source: batch.source, store: describeStore(run.dbPath), total, inserted: run.inserted, workers: pool.size, notes: run.notes });
+  // The pools started here to follow a newer definition (the caller shuts down its own).
+  const followers: WorkerPool[] = [];
+  // A signal while following a definition change (the coordinator was already stopping, or
+  // none runs) must still end the run with 130/143.
+  const signals = watchSignalsDuringStartup();
+  // From here on the observer's progress timer runs: however this ends (a store error thrown by
+  // the coordinator or by the last counts), it is closed, or it alone would keep the process
+  // alive after the error boundary printed the error (a hang instead of exit 4).
+  try {
+    if (released.length) observer.released(released);
+    let stop: StopReason;
+    for (;;) {
+      const removeSignals = drainOnSignals(coordinator, inv.graceMs, (m) => observer.note(m));
+      try {
+        stop = await coordinator.run();
+      } finally {
+        removeSignals();
+      }
+      if (stop.kind !== 'definition-changed') break;
+      if (signals.seen()) {
+        stop = { kind: 'signal', signal: signals.seen()! };
+        break;
+      }
+      const next = await follow(store, batch, run.inv, (m) => observer.note(m));
+      followers.push(next.pool);
+      if (signals.seen()) {
+        stop = { kind: 'signal', signal: signals.seen()! };
+        break;
+      }
+      batch = next.batch;
+      coordinator = coordinatorFor(batch, next.pool, next.settings, (await store.counts(batch.id)).failed - before.failed);
+    }
+    const counts = await store.counts(batch.id);
+    const { exitCode, reason } = outcomeOf(stop, counts, run.resume);
+    await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Date.now() - started });
+    return exitCode;
+  } catch (err) {
+    observer.failed(err);
+    throw err;
+  } finally {
+    signals.dispose();
+    observer.close();
+    for (const p of followers) await p.shutdown();
+  }
+}
+
+/**
+ * Another run stored a newer definition of the batch, and this run's attempts have finished:
+ * load the stored handler in a new pool (a handler that does not load ends the run with exit 2,
+ * leaving the tasks PENDING), and say so.
+ */
+async function follow(
+  store: TaskStore,
+  old: BatchRecord,
+  inv: Invocation,
+  note: (m: string) => void,
+): Promise<{ batch: BatchRecord; settings: JobSettings; pool: WorkerPool }> {
+  const batch = await store.findBatch(old.name);
+  if (batch?.id !== old.id) {
+    throw new StoreError(`batch "${old.name}" is no longer in the store (pruned?); this run stops without claiming anything more`);
+  }
+  const settings = settingsOf(batch.job as unknown as JobDefinition);
+  const handler = describeHandler(settings.handler, settings.stages);
+  const handlers = handlersOf(settings);
+  if (Object.keys(handlers).length === 0) throw new UsageError(`batch ${printable(batch.name)}: another run stored a definition with no handler; this run stops`);
+  let pool: WorkerPool;
+  try {
+    pool = await startPool(inv, handlers);
+  } catch (err) {
+    throw new UsageError(
+      `batch ${printable(batch.name)}: another run changed the handler to ${printable(handler)}, which does not load here: ${printable((err as Error).message)}; this run stops, the unfinished tasks stay PENDING`,
+    );
+  }
+  await growToWork(pool, store, batch.id);
+  const what = sameHandlers(old.job, batch.job) ? 'job definition changed' : `handler changed to ${printable(handler)}`;
+  note(`batch ${printable(batch.name)}: ${what} by another run; following it`);
+  return { batch, settings, pool };
+}

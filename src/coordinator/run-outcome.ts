@@ -1,0 +1,41 @@
+import { EXIT } from '../exit-codes.js';
+import type { Counts } from '../store/task-store.js';
+import type { StopReason } from './coordinator.js';
+
+/** How a run ended: its exit code (SPEC §6) and the reason shown at the end. */
+export interface RunOutcome {
+  exitCode: number;
+  reason: string;
+}
+
+/**
+ * The outcome of a run that stopped for `stop` with the batch at `c`. `resume` is the command
+ * that resumes a paused batch, quoted in the reason.
+ */
+export function outcomeOf(stop: StopReason, c: Counts, resume: string): RunOutcome {
+  // A stop that only means "not finished yet" (a pause, --max-runtime, --no-wait) that raced the
+  // end of the batch (the last attempts ended after it): the batch is done, and exits as done.
+  if ((stop.kind === 'paused' || stop.kind === 'max-runtime' || stop.kind === 'no-wait') && c.pending + c.retrying + c.running === 0) stop = { kind: 'done' };
+  switch (stop.kind) {
+    case 'signal':
+      return signalOutcome(stop.signal);
+    case 'max-runtime':
+      return { exitCode: EXIT.INCOMPLETE, reason: '--max-runtime reached; run again to resume' };
+    case 'paused':
+      return { exitCode: EXIT.INCOMPLETE, reason: `paused (\`${resume}\` to continue)` };
+    case 'no-wait':
+      return { exitCode: EXIT.INCOMPLETE, reason: 'incomplete (--no-wait): retries are due later; run again to resume' };
+    case 'max-failures':
+      return { exitCode: EXIT.FAILED, reason: 'stopped: --max-failures reached' };
+    case 'definition-changed': // only ever seen by runBatch, which follows the new definition
+    case 'done':
+      return c.failed + c.cancelled > 0 ? { exitCode: EXIT.FAILED, reason: 'finished with failures' } : { exitCode: EXIT.OK, reason: 'done' };
+  }
+}
+
+/** A run ended by SIGINT or SIGTERM exits 130 or 143, whenever the signal came. */
+export function signalOutcome(signal: 'SIGINT' | 'SIGTERM'): RunOutcome {
+  return signal === 'SIGINT'
+    ? { exitCode: EXIT.SIGINT, reason: 'interrupted (SIGINT); run again to resume' }
+    : { exitCode: EXIT.SIGTERM, reason: 'terminated (SIGTERM); run again to resume' };
+}
