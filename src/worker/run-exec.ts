@@ -4,11 +4,10 @@ import { constants } from 'node:os';
 import { dirname } from 'node:path';
 import { serializeError } from '../errors.js';
 import { OutputCapture, TAIL_BYTES, tailWithNote } from './output-capture.js';
-import { renderTemplate } from './exec-template.js';
+import { renderExec, type ExecCommand } from './exec-command.js';
 import { GroupStop } from './group-stop.js';
 import { logSpaceLow } from './log-space.js';
 import type { DoneMessage, TaskMessage } from './protocol.js';
-import { directArgv } from './simple-command.js';
 import type { Spawner } from './spawner.js';
 
 export interface RunningExec {
@@ -37,10 +36,11 @@ const PIPE_LINGER_MS = 200;
 /**
  * Runs one `--exec` attempt in its own session and process group, so a timeout or shutdown
  * can kill the command and everything it started with one signal, and its end can stop
- * whatever it left behind (only a `setsid` daemon escapes the group). The rendered line runs
- * under `/bin/sh -c`, or directly when it needs no shell (simple-command.ts) — with the
- * same arguments, and a signal death reported as the shell would (exit 128+n). Commands
- * start through the spawner helper when it is built, else with Node's spawn.
+ * whatever it left behind (only a `setsid` daemon escapes the group). The template renders
+ * to a shell line run under `/bin/sh -c`, or to an argv run directly when it needs no shell
+ * (exec-command.ts) — the same arguments, and a signal death reported as the shell would
+ * (exit 128+n). Commands start through the spawner helper when it is built, else with
+ * Node's spawn.
  */
 export function runExec(
   template: string,
@@ -51,14 +51,15 @@ export function runExec(
   onSpawned: (pgid: number, viaSpawner: boolean) => void,
 ): RunningExec {
   const started = Date.now();
-  let command: string;
+  let exec: ExecCommand;
   try {
-    command = renderTemplate(template, task);
+    exec = renderExec(template, task);
   } catch (err) {
     // e.g. {inputs.x.y} naming a field the needed stage's result lacks: the attempt fails, nothing runs.
     return notRun(serializeError(err));
   }
-  if ([command, ...Object.values(vars)].some((s) => s.includes('\0'))) {
+  const command = exec.fallback ?? exec.argv[2]!;
+  if ([...exec.argv, ...Object.values(vars)].some((s) => s.includes('\0'))) {
     // Only a stage result can put one there ({inputs…}); no program can receive it, and a retry would not help.
     const message = `the command line holds a NUL byte (from a placeholder's value), which no command can receive: ${JSON.stringify(command).slice(0, 200)}`;
     return notRun({ name: 'Error', message, retryable: false });
@@ -74,8 +75,8 @@ export function runExec(
     spawner && !spawner.dead ? viaSpawner(spawner, argv, vars, task.logFile, onStarted) : viaNode(argv, vars, task.logFile, onStarted);
 
   const done = (async (): Promise<Omit<DoneMessage, 'token'>> => {
-    const direct = directArgv(command);
-    let ended = await launch(direct ?? ['/bin/sh', '-c', command]);
+    const direct = exec.fallback !== null;
+    let ended = await launch(exec.argv);
     if (ended.spawnError?.code === SPAWNER_DIED) {
       // Whether it started is unknown, so it is never started again here; a group we know of is killed.
       (group as GroupStop | null)?.kill();
