@@ -1,7 +1,9 @@
 import { basename, dirname, extname } from 'node:path';
 import { PermanentError, UsageError } from '../errors.js';
+import type { Placeholder } from './placeholder.js';
 import type { TaskMessage } from './protocol.js';
-import { quoteByContext, shellQuote } from './template-quoting.js';
+import { shellQuote } from './quoted-line.js';
+import { quoteByContext } from './template-quoting.js';
 
 const INPUT = /\{inputs\.([A-Za-z0-9_-][A-Za-z0-9_.-]*)\}/g;
 
@@ -24,7 +26,52 @@ export function checkTemplate(template: string, needs: string[] = []): void {
       );
     }
   }
-  quoteByContext(template, () => '');
+  quoteByContext(template);
+}
+
+/**
+ * What a placeholder stands for in one task (SPEC §4), as the command receives it: no
+ * quoting here (exec-command.ts puts it in an argument or quotes it for the shell). Unlike
+ * GNU parallel, a template without placeholders runs as written (`--exec 'sleep 5'` means
+ * just that); the task's path is also in $SPLITDANCE_PATH.
+ */
+export function placeholderValue({ name, input }: Placeholder, task: TaskMessage): string {
+  if (input !== undefined) return inputValue(task.inputs, input);
+  const { path, rel, start, end } = task.payload;
+  switch (name) {
+    case '':
+      return path;
+    case 'key':
+      return task.key;
+    case 'rel':
+      return rel;
+    case 'name':
+    case '/':
+      return basename(path);
+    case 'stem':
+    case '/.':
+      return basename(path, extname(path));
+    case 'ext':
+      return extname(path);
+    case 'dir':
+    case '//':
+      return dirname(path);
+    case '.':
+      return path.slice(0, path.length - extname(path).length);
+    case 'start':
+      return start === undefined ? '' : String(start);
+    case 'end':
+      return end === undefined ? '' : String(end);
+    case 'attempt':
+      return String(task.attempt);
+    case 'batch':
+      return task.batch;
+    case '#':
+      return String(task.seq);
+    case 'stage':
+      return task.stage;
+  }
+  throw new Error(`no value for the placeholder ${name}`); // PLACEHOLDER matches only the names above
 }
 
 /**
@@ -41,43 +88,4 @@ function inputValue(inputs: Record<string, unknown>, path: string): string {
     value = (value as Record<string, unknown>)[part];
   }
   return typeof value === 'string' ? value : JSON.stringify(value);
-}
-
-/**
- * Renders an `--exec` template for one task. Every substitution is shell-quoted for where
- * it stands (bare, `'…'`, `"…"`; template-quoting.ts), so a file named `a'b $(touch x);.log`
- * is exactly one argument, or part of one, and runs nothing. Unlike GNU parallel,
- * a template without placeholders runs as written (`--exec 'sleep 5'` means just that);
- * the task's path is also in $SPLITDANCE_PATH.
- */
-export function renderTemplate(template: string, task: TaskMessage): string {
-  const path = task.payload.path;
-  const ext = extname(path);
-  const values: Record<string, string> = {
-    '': path,
-    key: task.key,
-    rel: task.payload.rel,
-    name: basename(path),
-    stem: basename(path, ext),
-    ext,
-    dir: dirname(path),
-    start: task.payload.start === undefined ? '' : String(task.payload.start),
-    end: task.payload.end === undefined ? '' : String(task.payload.end),
-    attempt: String(task.attempt),
-    batch: task.batch,
-    '.': ext ? path.slice(0, -ext.length) : path,
-    '/': basename(path),
-    '//': dirname(path),
-    '/.': basename(path, ext),
-    '#': String(task.seq),
-    stage: task.stage,
-  };
-  try {
-    return quoteByContext(template, (_p, name, input) => (input !== undefined ? inputValue(task.inputs, input) : values[name!]!));
-  } catch (err) {
-    // checkTemplate refuses these before anything is written; a batch stored by an older
-    // version may still hold one: no attempt of it can ever run exactly.
-    if ((err as Error).name === 'UsageError') throw new PermanentError((err as Error).message);
-    throw err;
-  }
 }

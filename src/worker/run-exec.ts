@@ -1,11 +1,10 @@
 import { constants } from 'node:os';
 import { serializeError } from '../errors.js';
-import { renderTemplate } from './exec-template.js';
+import { renderExec } from './exec-command.js';
 import { GroupStop } from './group-stop.js';
 import type { Launched, Launcher } from './launcher.js';
 import { tailWithNote } from './output-capture.js';
 import type { DoneMessage, TaskMessage } from './protocol.js';
-import { directArgv } from './simple-command.js';
 
 export type ExecOutcome = Omit<DoneMessage, 'token'>;
 
@@ -37,9 +36,7 @@ export function runExec(
   let argv: string[];
   let fallback: string | null;
   try {
-    const line = renderTemplate(template, task);
-    const direct = directArgv(line);
-    [argv, fallback] = direct ? [direct, line] : [['/bin/sh', '-c', line], null];
+    ({ argv, fallback } = renderExec(template, task));
   } catch (err) {
     // e.g. {inputs.x.y} naming a field the needed stage's result lacks: the attempt fails, nothing runs.
     return notRun(serializeError(err));

@@ -1,12 +1,18 @@
+import { placeholderAt, type Placeholder } from './placeholder.js';
+
 /**
- * Recognises a command line that needs no shell, as GNU make does: plain words, single-
- * quoted strings (how every placeholder is substituted), double-quoted strings without `$`
- * or backquotes, and backslash escapes, and a first word that is neither a shell builtin
- * nor a reserved word nor an assignment. Such a line can be executed directly with exactly
- * the arguments `/bin/sh -c` would pass, saving a shell start per task. Anything else —
- * `$`, globs, redirections, pipes, `;`, a newline outside quotes — returns null and runs
- * under `/bin/sh -c` as before.
+ * Recognises a template that is a simple command, as GNU make does for its recipes: plain
+ * words, single-quoted strings, double-quoted strings without `$` or backquotes, backslash
+ * escapes and placeholders, and a first word that is plain text naming neither a shell
+ * builtin nor a reserved word nor an assignment. Its words are what `/bin/sh -c` would pass
+ * for the line template-quoting.ts makes of it, each placeholder's value exactly, so the
+ * command can be executed without a shell. Anything else — `$`, globs, redirections, pipes,
+ * `;`, a newline outside quotes, a placeholder in the first word (its value could name a
+ * builtin) — returns null and runs under `/bin/sh -c`.
  */
+
+/** A word: literal text and placeholders, in order. */
+export type WordPart = string | Placeholder;
 
 /** Characters sh takes literally anywhere in a word. */
 const LITERAL = /^[A-Za-z0-9_./,:@%+=-]$/;
@@ -25,53 +31,95 @@ const SHELL_WORDS = new Set([
 /** After `\` inside double quotes only these lose the backslash (POSIX 2.2.3); `\<newline>` is left to the shell. */
 const DQ_ESCAPED = new Set(['$', '`', '"', '\\']);
 
-/** The argument vector `/bin/sh -c command` would execute, or null when it takes a shell. */
-export function directArgv(command: string): string[] | null {
-  const words: string[] = [];
-  let word: string | null = null;
-  let firstRaw = '';
-  for (let i = 0; i < command.length; i++) {
-    const c = command[i]!;
-    if (c === ' ' || c === '\t') {
-      if (word !== null) words.push(word);
+/** The words of a template that needs no shell, or null. Placeholders are found where template-quoting.ts finds them. */
+export function simpleCommandWords(t: string): WordPart[][] | null {
+  const words: WordPart[][] = [];
+  let word: Word | null = null;
+  for (let i = 0; i < t.length; ) {
+    const ph = placeholderAt(t, i);
+    const c = t[i]!;
+    if (ph) {
+      (word ??= new Word()).add(ph);
+      i += ph.text.length;
+    } else if (c === ' ' || c === '\t') {
+      if (word) words.push(word.parts);
       word = null;
-      continue;
-    }
-    if (words.length === 0) firstRaw += c;
-    if (c === "'") {
-      const end = command.indexOf("'", i + 1);
-      if (end < 0) return null;
-      if (words.length === 0) firstRaw += command.slice(i + 1, end + 1);
-      word = (word ?? '') + command.slice(i + 1, end);
-      i = end;
-    } else if (c === '"') {
-      let text = '';
-      for (i++; command[i] !== '"'; i++) {
-        const d = command[i];
-        if (d === undefined || d === '$' || d === '`') return null;
-        if (d === '\\') {
-          const next = command[i + 1];
-          if (next === '\n' || next === undefined) return null;
-          if (DQ_ESCAPED.has(next)) i++;
-        }
-        text += command[i];
-      }
-      if (words.length === 0) firstRaw += `${text}"`;
-      word = (word ?? '') + text;
-    } else if (c === '\\') {
-      const next = command[i + 1];
-      if (next === undefined || next === '\n') return null;
-      if (words.length === 0) firstRaw += next;
-      word = (word ?? '') + next;
       i++;
+    } else if (c === "'" || c === '"') {
+      word ??= new Word(); // `''` is a word of its own
+      const end = c === "'" ? singleQuoted(t, i + 1, word) : doubleQuoted(t, i + 1, word);
+      if (end < 0) return null;
+      i = end + 1;
+    } else if (c === '\\') {
+      const next = t[i + 1];
+      if (next === undefined || next === '\n') return null;
+      (word ??= new Word()).add(next);
+      i += 2;
     } else if (LITERAL.test(c)) {
-      word = (word ?? '') + c;
+      (word ??= new Word()).add(c);
+      i++;
     } else {
       return null;
     }
   }
-  if (word !== null) words.push(word);
+  if (word) words.push(word.parts);
   const first = words[0];
-  if (first === undefined || first === '' || firstRaw.includes('=') || SHELL_WORDS.has(first)) return null;
+  if (first === undefined || first.length !== 1 || typeof first[0] !== 'string') return null;
+  const name = first[0];
+  if (name === '' || name.includes('=') || SHELL_WORDS.has(name)) return null;
   return words;
+}
+
+/** A word being read: adjacent text merged into one part. */
+class Word {
+  readonly parts: WordPart[] = [''];
+
+  add(part: WordPart): void {
+    const last = this.parts.length - 1;
+    if (typeof part === 'string' && typeof this.parts[last] === 'string') this.parts[last] += part;
+    else if (this.parts[last] === '') this.parts[last] = part;
+    else this.parts.push(part);
+  }
+}
+
+/** `'…'` from `i` (after the quote): everything literal but placeholders. Returns the closing quote's index, or -1. */
+function singleQuoted(t: string, i: number, word: Word): number {
+  while (i < t.length) {
+    const ph = placeholderAt(t, i);
+    if (ph) {
+      word.add(ph);
+      i += ph.text.length;
+    } else if (t[i] === "'") {
+      return i;
+    } else {
+      word.add(t[i++]!);
+    }
+  }
+  return -1;
+}
+
+/** `"…"` from `i` (after the quote), when nothing in it expands. Returns the closing quote's index, or -1 (unclosed, or it takes a shell). */
+function doubleQuoted(t: string, i: number, word: Word): number {
+  while (i < t.length) {
+    const ph = placeholderAt(t, i);
+    const c = t[i]!;
+    if (ph) {
+      word.add(ph);
+      i += ph.text.length;
+    } else if (c === '"') {
+      return i;
+    } else if (c === '$' || c === '`') {
+      return -1;
+    } else if (c === '\\') {
+      // The escaped character is taken with the backslash: `"\{}"` holds no placeholder.
+      const next = t[i + 1];
+      if (next === undefined || next === '\n') return -1;
+      word.add(DQ_ESCAPED.has(next) ? next : `\\${next}`);
+      i += 2;
+    } else {
+      word.add(c);
+      i++;
+    }
+  }
+  return -1;
 }

@@ -1,5 +1,7 @@
 import { UsageError } from '../errors.js';
 import { hereDocEnd, readHereDocStart, type HereDoc } from './here-document.js';
+import { PLACEHOLDER, type Placeholder } from './placeholder.js';
+import type { QuotedLine } from './quoted-line.js';
 import { CommandWords } from './shell-script-word.js';
 
 /**
@@ -13,18 +15,9 @@ import { CommandWords } from './shell-script-word.js';
  * a newline would end the comment and run.
  *
  * The lexer must find every place sh would see a quote, `$(`, or comment; when in doubt it
- * refuses (a usage error) rather than guess.
+ * refuses (a usage error) rather than guess. It runs once per template, leaving a hole where
+ * each quoted value goes (quoted-line.ts); exec-command.ts fills the holes per task.
  */
-
-export const PLACEHOLDER = /\{(key|rel|name|stem|ext|dir|start|end|attempt|batch|stage|\/\/|\/\.|\/|\.|#|)\}|\{inputs\.([A-Za-z0-9_.-]+)\}/y;
-
-/** A placeholder as written (`{}`, `{inputs.a.out}`) → the value to insert. */
-export type ValueOf = (placeholder: string, name: string | undefined, input: string | undefined) => string;
-
-/** Single-quotes a value for /bin/sh: nothing inside is expanded, newlines included. */
-export function shellQuote(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
-}
 
 const FIX = `pass the value as an argument instead: sh -c '… "$1" …' _ {}`;
 const WHY: Record<string, string> = {
@@ -38,23 +31,22 @@ const WHY: Record<string, string> = {
 /** Characters that end a word for sh, so a `#` after them starts a comment. */
 const WORD_END = new Set([undefined, ' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
 
-/** Renders `template`, inserting `valueOf(…)` by context; throws UsageError where it cannot be exact. */
-export function quoteByContext(template: string, valueOf: ValueOf): string {
-  return new Lexer(template, valueOf).render();
+/** Compiles `template` for the shell; throws UsageError where no quoting keeps a value exact. */
+export function quoteByContext(template: string): QuotedLine {
+  return new Lexer(template).render();
 }
 
 class Lexer {
   private i = 0;
   private out = '';
+  /** Where in `out` each placeholder's quoted value goes. */
+  private holes: { at: number; placeholder: Placeholder }[] = [];
   /** Here-documents announced on the current line: delimiter and whether `<<-` strips tabs. */
   private heredocs: HereDoc[] = [];
   /** Where dash and bash read a template differently, it is refused only if it has placeholders. */
   private readonly anyPlaceholder: string | null;
 
-  constructor(
-    private readonly t: string,
-    private readonly valueOf: ValueOf,
-  ) {
+  constructor(private readonly t: string) {
     this.anyPlaceholder = new RegExp(PLACEHOLDER.source).exec(t)?.[0] ?? null;
   }
 
@@ -65,9 +57,16 @@ class Lexer {
     }
   }
 
-  render(): string {
+  render(): QuotedLine {
     this.command(false, null);
-    return this.out;
+    const pieces: string[] = [];
+    let from = 0;
+    for (const { at } of this.holes) {
+      pieces.push(this.out.slice(from, at));
+      from = at;
+    }
+    pieces.push(this.out.slice(from));
+    return { pieces, holes: this.holes.map((h) => h.placeholder) };
   }
 
   /** The placeholder starting at `i`, if any. */
@@ -84,8 +83,9 @@ class Lexer {
     throw new UsageError(`--exec template: the ${what} at character ${at + 1} is never closed: ${JSON.stringify(this.t)}`);
   }
 
-  private value(m: RegExpExecArray): string {
-    return shellQuote(this.valueOf(m[0], m[1], m[2]));
+  /** Holes take no room: `quoted` only ever drops the quote it has just opened, before any hole of its string. */
+  private hole(m: RegExpExecArray): void {
+    this.holes.push({ at: this.out.length, placeholder: { text: m[0], name: m[1], input: m[2] } });
   }
 
   /** Command level: the top (`inSub` false) or inside `$(…)` up to its `)`. `refusing` names why no placeholder may appear. */
@@ -104,7 +104,7 @@ class Lexer {
       const m = this.placeholder();
       if (m) {
         if (refusing) this.refuse(m[0], refusing);
-        this.out += this.value(m);
+        this.hole(m);
         this.i += m[0].length;
       } else if (c === '\\') {
         this.copy(2); // escapes the next character: `\{}` stays a literal `{}`
@@ -174,7 +174,7 @@ class Lexer {
       if (m) {
         if (refusing) this.refuse(m[0], refusing);
         if (!reopen) this.out = this.out.length === openedAt ? this.out.slice(0, -1) : this.out + q;
-        this.out += this.value(m);
+        this.hole(m);
         this.i += m[0].length;
         reopen = true;
         openedAt = -1;

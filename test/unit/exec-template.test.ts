@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { checkTemplate, renderTemplate, shellQuote } from '../../src/worker/exec-template.js';
+import { renderExec } from '../../src/worker/exec-command.js';
+import { checkTemplate, shellQuote } from '../../src/worker/exec-template.js';
 import type { TaskMessage } from '../../src/worker/protocol.js';
-import { directArgv } from '../../src/worker/simple-command.js';
 
 let work: string;
 beforeEach(() => {
@@ -30,6 +30,18 @@ function task(over: Omit<Partial<TaskMessage>, 'payload'> & { payload?: Partial<
     ...rest,
     payload: { version: 1, path: '/data/src/2025/01/app.log', rel: '2025/01/app.log', ...payload },
   };
+}
+
+/** The task's command as one shell line (the line sh runs, or a direct argv's fallback): what the template renders to. */
+function renderTemplate(template: string, t: TaskMessage): string {
+  const { argv, fallback } = renderExec(template, t);
+  return fallback ?? argv[2]!;
+}
+
+/** The argv run without a shell, or null when the command runs under /bin/sh -c. */
+function directArgv(template: string, t: TaskMessage): string[] | null {
+  const { argv, fallback } = renderExec(template, t);
+  return fallback === null ? null : argv;
 }
 
 /** Runs a command line with the real /bin/sh in the scratch dir; returns stdout. */
@@ -70,7 +82,7 @@ const hostileNames = [
   '!!.log',
 ];
 
-describe('renderTemplate: hostile names through a real /bin/sh', () => {
+describe('renderExec: hostile names through a real /bin/sh', () => {
   for (const name of hostileNames) {
     it(`passes ${JSON.stringify(name)} as one exact argument and runs nothing`, () => {
       const dir = join(work, 'in dir $(touch pwned-dir)');
@@ -111,7 +123,7 @@ describe('renderTemplate: hostile names through a real /bin/sh', () => {
   });
 });
 
-describe('renderTemplate: placeholders (SPEC §4)', () => {
+describe('renderExec: placeholders (SPEC §4)', () => {
   const t = task({
     key: 'big.tar.gz:00003',
     seq: 7,
@@ -206,7 +218,7 @@ describe('renderTemplate: placeholders (SPEC §4)', () => {
 // The brief asked for "a template with no placeholder gets the path appended" (GNU parallel);
 // src/worker/exec-template.ts was changed (12:44) to run such a template as written, with the
 // path in $SPLITDANCE_PATH instead. SPEC §4 says neither; these tests pin the current source.
-describe('renderTemplate: no placeholder', () => {
+describe('renderExec: no placeholder', () => {
   it('runs the template exactly as written (nothing appended)', () => {
     const t = task({ payload: { path: "/d/it's here.log", rel: "it's here.log" } });
     expect(renderTemplate('sleep 0', t)).toBe('sleep 0');
@@ -299,8 +311,8 @@ function refusal(template: string): string | null {
   }
 }
 
-describe('renderTemplate: quoting follows where the placeholder stands (SPEC §4)', () => {
-  // An external printer (not the builtin), so directArgv may answer and be compared with sh.
+describe('renderExec: quoting follows where the placeholder stands (SPEC §4)', () => {
+  // An external printer (not the builtin), so the command may run without a shell and be compared with sh.
   const P = "/usr/bin/printf '%s\\0'";
   /** A template per context, and the arguments the printer must receive for value v. */
   const contexts: [string, string, (v: string) => string[]][] = [
@@ -330,11 +342,12 @@ describe('renderTemplate: quoting follows where the placeholder stands (SPEC §4
         fc.property(hostile, (value) => {
           const path = join(work, value);
           const t = task({ key: value, payload: { path, rel: value } });
-          const line = renderTemplate(template.replaceAll('{}', '{key}'), t);
+          const tpl = template.replaceAll('{}', '{key}');
+          const line = renderTemplate(tpl, t);
           expect(argsOf(sh(line))).toEqual(expected(value));
           // Where /bin/sh is bash (Fedora, macOS), the same line must mean the same.
           if (BASH) expect(argsOf(execFileSync(BASH, ['-c', line], { cwd: work, encoding: 'utf8' }))).toEqual(expected(value));
-          const argv = directArgv(line);
+          const argv = directArgv(tpl, t);
           if (argv) {
             direct++;
             expect(argsOf(execFileSync(argv[0]!, argv.slice(1), { cwd: work, encoding: 'utf8' }))).toEqual(expected(value));
@@ -349,8 +362,8 @@ describe('renderTemplate: quoting follows where the placeholder stands (SPEC §4
 
   it('"{}" keeps the direct-exec fast path: wc -c "{}" and cp "{}" "{dir}/{stem}.bak" need no shell', () => {
     const t = task({ payload: { path: "/d/it's \"here\" $(x).log", rel: 'x' } });
-    expect(directArgv(renderTemplate('wc -c "{}"', t))).toEqual(['wc', '-c', t.payload.path]);
-    expect(directArgv(renderTemplate('cp -- "{}" "{dir}/{stem}.bak"', t))).toEqual(['cp', '--', t.payload.path, "/d/it's \"here\" $(x).bak"]);
+    expect(directArgv('wc -c "{}"', t)).toEqual(['wc', '-c', t.payload.path]);
+    expect(directArgv('cp -- "{}" "{dir}/{stem}.bak"', t)).toEqual(['cp', '--', t.payload.path, "/d/it's \"here\" $(x).bak"]);
   });
 
   it('a comment is left as written, so a value with a newline cannot end it and run', () => {
