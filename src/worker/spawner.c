@@ -17,11 +17,12 @@
  *       so a missing command fails as the shell reports it)
  *   D   give back every queued command that has not started
  * Replies go to stdout, one line each:
- *   "<id> S <pid> <ms>"            started at <ms> (Unix time); the pid is also its process group
+ *   "<id> S <pid> <ms>"            started at <ms> (CLOCK_MONOTONIC); the pid is also its process group
  *   "<id> F <errno>"               could not start (e.g. ENOENT: no such command)
  *   "<id> L <errno>"               could not create its log file: it runs with its output discarded
  *   "<id> X <status> <bytes> <ms>" ended at <ms>: raw wait status, bytes the command wrote to its log
- * (the times are the helper's, so they are true however late its worker reads the replies)
+ * (the times are the helper's, so they are true however late its worker reads the replies; the
+ * monotonic clock, which Node's hrtime also reads, so a wall clock that jumps changes nothing)
  *   "<id> D"                  given back unstarted (after a D request)
  * A log the command left empty is removed again, so silent tasks leave no files. When
  * stdin closes (the worker is gone), the running command is killed with its group, nothing
@@ -125,10 +126,10 @@ static void on_sigchld(int sig) {
   errno = saved;
 }
 
-/* Now, in milliseconds of Unix time. */
+/* Now, in milliseconds of the monotonic clock. */
 static long long now_ms(void) {
   struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
+  clock_gettime(CLOCK_MONOTONIC, &ts);
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 

@@ -148,13 +148,13 @@ export class Spawner {
       const p = this.pending.get(Number(id));
       if (!p) continue;
       if (what === 'S' || what === 'L') {
-        if (what === 'S') p.onStarted(Number(a), Number(b));
+        if (what === 'S') p.onStarted(Number(a), wallClock(Number(b)));
         else p.onNoLog(Number(a));
         continue;
       }
       this.pending.delete(Number(id));
       if (what === 'D') p.resolve({ kind: 'dropped' });
-      else if (what === 'X') p.resolve({ kind: 'exited', status: Number(a), written: Number(b), endedAt: Number(c) });
+      else if (what === 'X') p.resolve({ kind: 'exited', status: Number(a), written: Number(b), endedAt: wallClock(Number(c)) });
       else p.resolve({ kind: 'spawn-failed', errno: Number(a) });
     }
   }
@@ -167,6 +167,15 @@ export class Spawner {
     this.pending.clear();
     for (const listener of this.exitListeners) listener(code, signal);
   }
+}
+
+/**
+ * A time the helper read on the monotonic clock (ms), as this process's Date.now() would have
+ * said then: its age on the monotonic clock (which process.hrtime reads) taken from now.
+ */
+function wallClock(monotonicMs: number): number {
+  const age = Number(process.hrtime.bigint() / 1_000_000n) - monotonicMs;
+  return Date.now() - Math.max(0, age);
 }
 
 /** Whether `binary` runs here and speaks this version's protocol. */

@@ -8,13 +8,16 @@ import { dbPathIn, query } from '../helpers/store.js';
 describe('run options', () => {
   it('--max-failures stops claiming once reached and exits 1 saying why', async () => {
     const p = projectWithFiles(30);
-    const r = await runCli(['run', 'src', '--exec', 'exit 1', '--retries', '0', '--max-failures', '3', '-j', '1'], { cwd: p.dir });
+    const r = await runCli(['run', 'src', '--exec', 'sleep 0.1; exit 1', '--retries', '0', '--max-failures', '3', '-j', '1'], { cwd: p.dir });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/--max-failures reached/);
     const failed = query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM tasks WHERE status = 'FAILED'")[0]!.n;
-    expect(failed).toBe(3);
+    // The attempt queued behind the third failure may have started before the coordinator
+    // counted it (SPEC §5): it finishes, and may fail too; nothing after it starts.
+    expect(failed).toBeGreaterThanOrEqual(3);
+    expect(failed).toBeLessThanOrEqual(4);
     const pending = query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM tasks WHERE status = 'PENDING'")[0]!.n;
-    expect(pending).toBe(27);
+    expect(pending).toBe(30 - failed);
   });
 
   it('-j 50% runs half the CPUs as workers; --max-tasks-per-worker recycles them', async () => {

@@ -50,7 +50,7 @@ describe('prune deletes a big batch in bounded chunks', () => {
     }
     const r = await prune.result;
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(new RegExp(`pruned 1 batch\\(es\\) .*: ${TASKS} tasks, 1 attempts`));
+    expect(r.stderr).toMatch(new RegExp(`pruned 1 batch\\(es\\) .*: ${TASKS} tasks, [12] attempts`)); // the one that ran, and maybe one queued behind it
     expect(failures).toEqual([]);
     expect(writes).toBeGreaterThan(0);
     expect(count(db, 'tasks')).toBe(0);
