@@ -21,6 +21,18 @@ function bench(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: s
   });
 }
 
+/** One smoke run of every benchmark but PostgreSQL, shared by the tests that read its table. */
+let smoke: ReturnType<typeof bench> | undefined;
+const smokeRun = () => (smoke ??= bench({ BENCH_SIZE: 'smoke', BENCH_ONLY: 'shell,handler,gzip,latency,scale,split' }));
+
+/** The cells of each row of the printed results table (header and rule left out). */
+function tableRows(stdout: string): string[][] {
+  return stdout
+    .split('\n')
+    .filter((l) => l.startsWith('| ') && !l.startsWith('| benchmark') && !l.startsWith('| ---'))
+    .map((l) => l.slice(2, -2).split(' | '));
+}
+
 /** A failed benchmark keeps its work files for inspection; the tests remove them. */
 function removeKeptWork(stderr: string): void {
   const kept = /work files kept in (\S+)\)/.exec(stderr);
@@ -32,21 +44,58 @@ function removeKeptWork(stderr: string): void {
 describe('npm run bench (BENCH_SIZE=smoke)', () => {
   it.runIf(RUNNABLE)('runs every benchmark but PostgreSQL, prints a row each with its rates, and leaves bench/results.md alone under BENCH_ONLY', async () => {
     const before = { text: readFileSync(RESULTS, 'utf8'), mtime: statSync(RESULTS).mtimeMs };
-    const r = await bench({ BENCH_SIZE: 'smoke', BENCH_ONLY: 'shell,handler,gzip,scale,split' });
+    const r = await smokeRun();
     expect(r.code, r.stderr).toBe(0);
-    const rows = r.stdout.split('\n').filter((l) => l.startsWith('| ') && !l.startsWith('| benchmark') && !l.startsWith('| ---'));
-    expect(rows.map((l) => l.split(' | ')[0]!.slice(2))).toEqual(['shell tasks', 'handler tasks', 'real workload', 'scale', 'split']);
+    const rows = tableRows(r.stdout);
+    expect(rows.map((row) => row[0])).toEqual(['machine', 'shell tasks', 'handler tasks', 'real workload', 'latency', 'scale', 'split']);
     for (const row of rows) {
-      const rates = [...row.matchAll(/: (\d+)\/s/g)].map((m) => Number(m[1]));
-      expect(rates.length, row).toBeGreaterThan(0);
-      expect(rates.every((x) => x > 0), row).toBe(true);
+      const rates = [...row[2]!.matchAll(/: (\d+)\/s/g)].map((m) => Number(m[1]));
+      expect(rates.length, row.join(' | ')).toBeGreaterThan(0);
+      expect(rates.every((x) => x > 0), row.join(' | ')).toBe(true);
     }
-    expect(rows[0]).toMatch(/× parallel --joblog, [\d.]+× xargs -P2/);
-    expect(rows[1]).toMatch(/[\d.]+× bare fork\/IPC ping-pong/);
-    expect(rows[3]).toMatch(/peak RSS \d+ MB \(largest process\); status [\d.]+ s/);
-    expect(rows[4]).toMatch(/enqueued in [\d.]+ s/);
-    expect(r.stdout).toMatch(/medians of 1 run\(s\) \(BENCH_SIZE=smoke\)/);
+    const [, shell, handler, , latency, scale, split] = rows as string[][];
+    expect(shell![3]).toMatch(/× parallel --joblog, [\d.]+× xargs -P2/);
+    expect(handler![3]).toMatch(/[\d.]+× bare fork\/IPC ping-pong/);
+    expect(latency![3]).toMatch(/^[\d.]+× xargs -P2; -?[\d.]+ ms lost per task$/);
+    expect(scale![2]).toMatch(/peak RSS \d+ MB \(largest process\); status [\d.]+ s/);
+    expect(split![2]).toMatch(/enqueued in [\d.]+ s/);
+    expect(r.stdout).toMatch(/medians of 1 run\(s\), the tools of a benchmark interleaved \(BENCH_SIZE=smoke\)/);
     expect({ text: readFileSync(RESULTS, 'utf8'), mtime: statSync(RESULTS).mtimeMs }).toEqual(before);
+  }, 180_000);
+
+  it.runIf(RUNNABLE)("reports splitdance's own cost per task at -j 1 and -j 2 beside the baseline, the machine's rates, and a verdict per goal", async () => {
+    const r = await smokeRun();
+    expect(r.code, r.stderr).toBe(0);
+    const rows = Object.fromEntries(tableRows(r.stdout).map((row) => [row[0], row]));
+    // The machine's rates, above the table and as its first row.
+    const stated = /^This machine starts processes at: xargs -P2 -n1 true (\d+) tasks\/s, GNU parallel -j2 --joblog (\d+) tasks\/s\.$/m.exec(r.stdout);
+    expect(stated, r.stdout).not.toBeNull();
+    expect(rows.machine![2]).toBe(`xargs -P2 -n1 true: ${stated![1]}/s<br>parallel -j2 --joblog true: ${stated![2]}/s`);
+    // Own cost: wall and CPU in µs at -j 1 and -j 2, each beyond its baseline at the same slots.
+    const own = (base: (slots: number) => string) =>
+      new RegExp(`^-j 1: wall -?\\d+ µs, CPU -?\\d+ µs \\(beyond ${base(1)}\\)<br>-j 2: wall -?\\d+ µs, CPU -?\\d+ µs \\(beyond ${base(2)}\\)$`);
+    for (const name of ['shell tasks', 'real workload', 'latency']) {
+      expect(rows[name]![4], name).toMatch(own((j) => `xargs -P${j}`));
+      expect(rows[name]![2], name).toMatch(/splitdance -j 1: \d+\/s<br>xargs -P1: \d+\/s$/);
+    }
+    expect(rows['handler tasks']![4]).toMatch(own((j) => `ping-pong, ${j} workers?`));
+    // The latency row's ms lost per task is its own wall cost at -j 2.
+    const lost = Number(/; (-?[\d.]+) ms lost per task/.exec(rows.latency![3]!)![1]);
+    const wall2 = Number(/-j 2: wall (-?\d+) µs/.exec(rows.latency![4]!)![1]);
+    expect(Math.abs(lost * 1000 - wall2)).toBeLessThanOrEqual(6);
+    // One plain verdict per goal, from this run's figures.
+    for (const row of Object.values(rows).filter((row) => row[0] !== 'machine')) {
+      const goals = row[5]!.split(', ');
+      const verdicts = row[6]!.split('<br>');
+      expect(verdicts.map((v) => /^(?:met|not met) \((.+): .+\)$/.exec(v)?.[1]), row.join(' | ')).toEqual(goals);
+      // A ratio goal is met exactly when the ratio this run measured reaches it.
+      for (const v of verdicts) {
+        const ratio = /^(met|not met) \(≥ ([\d.]+)× [^:]+: ([\d.]+)×\)$/.exec(v);
+        if (ratio && Math.abs(Number(ratio[3]) - Number(ratio[2])) > 0.001) expect(ratio[1] === 'met', v).toBe(Number(ratio[3]) >= Number(ratio[2]));
+      }
+    }
+    expect(rows['shell tasks']![6]).toMatch(/^(?:met|not met) \(≥ 5× parallel: [\d.]+×\)<br>(?:met|not met) \(≥ 1\.0× xargs: [\d.]+×\)$/);
+    expect(rows.latency![5]).toBe('≥ 0.97× xargs, ≤ 0.3 ms lost per task');
   }, 180_000);
 
   it.runIf(RUNNABLE)('fails, naming the benchmark, when a run does not complete (no figure for work not done)', async () => {
@@ -68,5 +117,12 @@ describe('npm run bench (BENCH_SIZE=smoke)', () => {
     const only = await bench({ BENCH_ONLY: 'shell,gzp' });
     expect(only.code).toBe(2);
     expect(only.stderr).toMatch(/BENCH_ONLY names unknown benchmarks \(gzp\)/);
+  }, 60_000);
+
+  it.runIf(RUNNABLE)('exits 2 without a C compiler: it could not count the CPU of what the tools start', async () => {
+    const r = await bench({ BENCH_SIZE: 'smoke', CC: '/nonexistent/cc' });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^A C compiler is needed to count the CPU of every process a tool starts \(bench\/reap\.c\); \/nonexistent\/cc failed/m);
+    expect(r.stdout).toBe('');
   }, 60_000);
 });
