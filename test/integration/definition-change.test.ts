@@ -94,7 +94,7 @@ async function waitForAsync(check: () => Promise<boolean>, timeoutMs: number, wh
 
 function definitionChangeSuite(name: string, access: () => { dir: string; log: string; store: StoreAccess }) {
   describe(`a running run follows a newer definition stored by another run (${name})`, () => {
-    it('every attempt that starts after the second run stored handler B runs B, and records the version it ran', async () => {
+    it('every attempt claimed after the second run stored handler B runs B, and records the version it ran', async () => {
       const { dir, log, store } = access();
       const opts = { cwd: dir, timeoutMs: 60_000 };
       const common = ['--batch', 'b', '-j', '1', ...store.args];
