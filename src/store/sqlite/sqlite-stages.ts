@@ -19,24 +19,34 @@ function siblingsOf(st: Statements, batchId: number, items: string[]): Map<strin
   return byItem;
 }
 
-/** The distinct items named, without the nulls of tasks outside stages. */
-const itemsIn = (items: Iterable<string | null>) => [...new Set(items)].filter((i): i is string => i !== null);
+/**
+ * Items per pair of statements: a tick's group fits in one, and a `cancel` of a million
+ * stage tasks never makes one statement (and its undo log, kept in memory) span the batch.
+ */
+const ITEM_CHUNK = 1000;
+
+/** The distinct items named, without the nulls of tasks outside stages, in chunks. */
+function* chunksOf(items: Iterable<string | null>): Generator<string[]> {
+  const named = [...new Set(items)].filter((i): i is string => i !== null);
+  for (let i = 0; i < named.length; i += ITEM_CHUNK) yield named.slice(i, i + ITEM_CHUNK);
+}
 
 /** Cancels the dependents of the items' failed or cancelled stage tasks (transitively); returns how many. */
 export function cascade(st: Statements, batchId: number, items: Iterable<string | null>, now: number): number {
-  const named = itemsIn(items);
-  if (named.length === 0) return 0;
-  const cancel = [...siblingsOf(st, batchId, named).values()].flatMap((siblings) => cascadeCancel(siblings).map((c) => [c.id, c.reason]));
-  if (cancel.length === 0) return 0;
-  return st.cancelPending.run({ list: JSON.stringify(cancel), now }).changes;
+  let n = 0;
+  for (const chunk of chunksOf(items)) {
+    const cancel = [...siblingsOf(st, batchId, chunk).values()].flatMap((siblings) => cascadeCancel(siblings).map((c) => [c.id, c.reason]));
+    if (cancel.length > 0) n += st.cancelPending.run({ list: JSON.stringify(cancel), now }).changes;
+  }
+  return n;
 }
 
 /** After retry-failed: dependents cancelled because a need failed wait for it again. */
 export function revive(st: Statements, batchId: number, items: Iterable<string | null>): void {
-  const named = itemsIn(items);
-  if (named.length === 0) return;
-  const ids = [...siblingsOf(st, batchId, named).values()].flatMap(cascadeRevive);
-  if (ids.length > 0) st.revive.run(JSON.stringify(ids));
+  for (const chunk of chunksOf(items)) {
+    const ids = [...siblingsOf(st, batchId, chunk).values()].flatMap(cascadeRevive);
+    if (ids.length > 0) st.revive.run(JSON.stringify(ids));
+  }
 }
 
 /** The stored results of the stages each claimed task needs, by task and stage (only tasks with needs are listed). */

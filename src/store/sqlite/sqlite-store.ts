@@ -56,10 +56,6 @@ export class SqliteStore implements TaskStore {
   ) {
     this.db = db;
     this.identity = readIdentity(db);
-    // Statement journals (one statement's undo log inside a transaction) stay in memory, so a
-    // full temporary folder never fails a commit: every write statement here changes a bounded
-    // set of rows. Read-only connections keep temporary files for large sorts.
-    if (!readonly) db.pragma('temp_store = MEMORY');
     this.st = prepareStatements(db);
     this.transaction = db.transaction((fn: () => unknown) => fn());
   }
@@ -74,15 +70,36 @@ export class SqliteStore implements TaskStore {
     }
   }
 
-  /** Runs `fn` in a BEGIN IMMEDIATE transaction, mapping driver errors to StoreError. */
+  /**
+   * Runs `fn` in a BEGIN IMMEDIATE transaction, mapping driver errors to StoreError.
+   *
+   * Its statement journals (each statement's undo log inside the transaction) stay in memory:
+   * past 64 KB SQLite moves one to a file in the temporary folder, and with that folder full
+   * the commit failed as "disk full". Every write statement changes a bounded set of rows (a
+   * tick's group, a chunk), so the memory is bounded too. Outside writes the connection keeps
+   * temporary files, so a read sorting a million rows never holds them in memory. (Switching
+   * costs ≈ 2 µs: the connection never opens a temporary database, which would pin it.)
+   */
   private write<T>(fn: () => T): T {
     try {
+      this.tempStore('MEMORY');
       const result = this.transaction.immediate(fn) as T;
       failpoint('write');
       return result;
     } catch (err) {
       throw storeError(err, this.location);
+    } finally {
+      this.tempStore('FILE');
     }
+  }
+
+  /** Where this connection keeps temporary data now (see write). */
+  private temp: 'FILE' | 'MEMORY' = 'FILE';
+
+  private tempStore(where: 'FILE' | 'MEMORY'): void {
+    if (this.temp === where) return;
+    (where === 'MEMORY' ? this.st.tempInMemory : this.st.tempInFiles).run();
+    this.temp = where;
   }
 
   private read<T>(fn: () => T): T {
@@ -217,7 +234,18 @@ export class SqliteStore implements TaskStore {
     return this.read(() => this.selectTasks(filter));
   }
 
+  /** The matching tasks, in creation order. Sorting a batch may need temporary files, even inside a write. */
   private selectTasks(filter: TaskFilter): TaskRow[] {
+    const was = this.temp;
+    this.tempStore('FILE');
+    try {
+      return this.matching(filter);
+    } finally {
+      this.tempStore(was);
+    }
+  }
+
+  private matching(filter: TaskFilter): TaskRow[] {
     const out: TaskRow[] = [];
     if (filter.limit !== undefined && filter.limit <= 0) return out;
     const statement = filter.order === 'slowest' ? this.st.slowestTasks : this.st.listTasks;

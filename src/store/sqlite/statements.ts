@@ -7,6 +7,9 @@ import { LEASE_SQL, NEEDS_MET } from './lease-statements.js';
  */
 export const SQL = {
   ...LEASE_SQL,
+  /** Where temporary data goes: writes keep their statement journals in memory (see SqliteStore.write). */
+  tempInMemory: 'PRAGMA temp_store = MEMORY',
+  tempInFiles: 'PRAGMA temp_store = FILE',
   /** ?name */
   batchByName: 'SELECT * FROM batches WHERE name = ?',
   listBatches: 'SELECT * FROM batches ORDER BY created_at, id',
