@@ -310,17 +310,25 @@ describe('SqliteStore grouped statements', () => {
     await s.claim({ batchId: batch.id, owner: 'o', host: 'h', now: Date.now(), leaseMs: 1000, slots });
     const db = new Database(path);
     db.exec('ANALYZE'); // statistics that make a table look tiny: the plan must not start from it
-    const params: Record<string, unknown> = { list: '[]', owner: 'o', host: 'h', now: 1, expires: 1, batchId: 1, self: 'o', dead: '[]', live: '[]', jobVersion: 1 };
+    const params: Record<string, unknown> = {
+      ...{ list: '[]', owner: 'o', host: 'h', now: 1, expires: 1, batchId: 1, self: 'o', dead: '[]', live: '[]', jobVersion: 1 },
+      ...{ n: 2, workers: '[]', first: 1, from: 1, to: 2, maxAttempts: 3, stage: null },
+    };
     const planOf = (sql: string) => {
       const used = Object.fromEntries(Object.entries(params).filter(([k]) => sql.includes(`@${k}`)));
       const stmt = db.prepare(`EXPLAIN QUERY PLAN ${sql}`);
       return (sql.includes('?') ? stmt.all('[]') : stmt.all(used)).map((r) => (r as { detail: string }).detail);
     };
-    for (const name of ['claimMany', 'insertAttempts', 'completeMany', 'endSuccesses', 'statuses'] as const) {
+    for (const name of ['claimTasks', 'settleTasks', 'settleAttempts', 'holders', 'cancelPending', 'revive', 'statuses'] as const) {
       const plan = planOf(SQL[name]);
       expect(plan.filter((d) => /^(SCAN|SEARCH) (tasks|attempts|t)\b/.test(d)), `${name}: ${plan.join(' | ')}`).toEqual([
         expect.stringMatching(/^SEARCH (tasks|attempts|t) USING INTEGER PRIMARY KEY/),
       ]);
+    }
+    // The claim walks the due tasks in index order; a whole-batch update reads only its id range.
+    expect(planOf(SQL.claimTasks)).toContainEqual(expect.stringMatching(/^SEARCH c USING INDEX tasks_by_state/));
+    for (const name of ['updateMaxAttempts', 'failExhausted'] as const) {
+      expect(planOf(SQL[name]), name).toEqual([expect.stringMatching(/^SEARCH tasks USING INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)/)]);
     }
     // The recovery poll (every second of a run) reads only the RUNNING tasks.
     expect(planOf(SQL.staleTasks)[0]).toMatch(/^SCAN tasks USING INDEX tasks_running/);

@@ -199,6 +199,9 @@ function migrate(db: Db): void {
   }
 }
 
+/** The folder SQLite puts temporary files in: the first of these that is set (it then tries /var/tmp, /usr/tmp, /tmp). */
+const sqliteTempDir = () => process.env.SQLITE_TMPDIR || process.env.TMPDIR || '/var/tmp';
+
 /** Maps a driver error to a StoreError whose message names the file and the fix. */
 export function storeError(err: unknown, path: string): Error {
   if (err instanceof StoreError) return err;
@@ -221,7 +224,10 @@ export function storeError(err: unknown, path: string): Error {
     case 'SQLITE_AUTH':
       return new StoreError(`the store ${path} cannot be written (${e.message}); fix its permissions or use --db`);
     case 'SQLITE_FULL':
-      return new StoreError(`the disk holding ${path} is full; free space and run again (nothing was half-written)`);
+      // Enqueueing a large source stages its rows in a temporary file (see sqlite-enqueue.ts).
+      return new StoreError(
+        `the disk holding ${path} is full, or the temporary folder SQLite uses (${sqliteTempDir()}) is; free space and run again (nothing was half-written)`,
+      );
     case 'SQLITE_IOERR':
       return new StoreError(`I/O error on the store ${path} (${e.message})`);
     default:

@@ -22,60 +22,19 @@ import type {
   TaskStatus,
   TaskStore,
 } from '../task-store.js';
+import { StoreError } from '../../errors.js';
 import { openSqlite, readIdentity, storeError } from './open-sqlite.js';
 import { prepareStatements, type Statements } from './statements.js';
-import {
-  stageCountsOf,
-  toAttemptRow,
-  toBatch,
-  toClaimedTask,
-  toCounts,
-  toSibling,
-  toTaskRow,
-  type AttemptDbRow,
-  type BatchDbRow,
-  type ClaimedDbRow,
-  type CountDbRow,
-  type SiblingDbRow,
-  type TaskDbRow,
-} from '../db-rows.js';
-import { cascadeCancel, cascadeRevive, type Sibling } from '../stage-graph.js';
+import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../db-rows.js';
 import { failpoint } from '../failpoint.js';
 import { budgets } from '../budget.js';
-import { lateReportNote } from '../late-report.js';
 import { PRUNE_CHUNK, pruneInChunks, type PruneStep } from '../prune-in-chunks.js';
+import { enqueue } from './sqlite-enqueue.js';
+import { claim, settle } from './sqlite-lease.js';
+import { cascade, revive } from './sqlite-stages.js';
 
-const STAGING_CHUNK = 5000;
-/**
- * Successes are committed in groups whose JSON list stays near GROUP_CHARS (a list is one
- * string, and a string has a size limit); a result longer than GROUP_RESULT_MAX goes on its
- * own, bound as a parameter, as it would not gain from a group anyway.
- */
-const GROUP_CHARS = 4 * 1024 * 1024;
-const GROUP_RESULT_MAX = 256 * 1024;
-
-/** The parameters of lateEnd for a fenced-off settlement. */
-function lateEnd(s: Settlement) {
-  const { token, endedAt, durationMs, exitCode, signal, outputTail, logPath } = s;
-  return { token, endedAt, durationMs, exitCode, signal, note: lateReportNote(s), outputTail, logPath, startedAt: s.startedAt ?? null };
-}
-
-/** Consecutive runs of settlements whose texts add up to about GROUP_CHARS at most. */
-function* bySize(settlements: Settlement[]): Generator<Settlement[]> {
-  let group: Settlement[] = [];
-  let chars = 0;
-  for (const s of settlements) {
-    const size = 100 + (s.result?.length ?? 0) + (s.outputTail?.length ?? 0) + (s.logPath?.length ?? 0);
-    if (group.length > 0 && chars + size > GROUP_CHARS) {
-      yield group;
-      group = [];
-      chars = 0;
-    }
-    group.push(s);
-    chars += size;
-  }
-  if (group.length > 0) yield group;
-}
+/** Task ids per statement of a whole-batch update (see updateJob). */
+const ID_CHUNK = 10_000;
 
 /**
  * The SQLite TaskStore. better-sqlite3 is synchronous; the async interface exists for
@@ -85,37 +44,62 @@ function* bySize(settlements: Settlement[]): Generator<Settlement[]> {
 export class SqliteStore implements TaskStore {
   private readonly db: Database.Database;
   private readonly st: Statements;
+  /** Made once: wrapping a function anew for every write cost ≈ 5 µs per tick. */
+  private readonly transaction: Database.Transaction<(fn: () => unknown) => unknown>;
 
   readonly identity: string;
 
-  private constructor(readonly location: string, db: Database.Database) {
+  private constructor(
+    readonly location: string,
+    db: Database.Database,
+    private readonly readonly: boolean,
+  ) {
     this.db = db;
     this.identity = readIdentity(db);
-    // Per connection and never in the store file (a read-only store can have one too).
-    db.exec(`CREATE TEMP TABLE staging (task_key TEXT NOT NULL, payload TEXT NOT NULL, fingerprint TEXT,
-      stage TEXT NOT NULL, item_key TEXT, needs TEXT, max_attempts INTEGER)`);
     this.st = prepareStatements(db);
+    this.transaction = db.transaction((fn: () => unknown) => fn());
   }
 
   static open(path: string, options: { create: boolean; readonly?: boolean }): SqliteStore {
     const db = openSqlite(path, options);
     try {
-      return new SqliteStore(path, db);
+      return new SqliteStore(path, db, options.readonly ?? false);
     } catch (err) {
       db.close();
       throw storeError(err, path);
     }
   }
 
-  /** Runs `fn` in a BEGIN IMMEDIATE transaction, mapping driver errors to StoreError. */
+  /**
+   * Runs `fn` in a BEGIN IMMEDIATE transaction, mapping driver errors to StoreError.
+   *
+   * Its statement journals (each statement's undo log inside the transaction) stay in memory:
+   * past 64 KB SQLite moves one to a file in the temporary folder, and with that folder full
+   * the commit failed as "disk full". Every write statement changes a bounded set of rows (a
+   * tick's group, a chunk), so the memory is bounded too. Outside writes the connection keeps
+   * temporary files, so a read sorting a million rows never holds them in memory. (Switching
+   * costs ≈ 2 µs: the connection never opens a temporary database, which would pin it.)
+   */
   private write<T>(fn: () => T): T {
     try {
-      const result = this.db.transaction(fn).immediate();
+      this.tempStore('MEMORY');
+      const result = this.transaction.immediate(fn) as T;
       failpoint('write');
       return result;
     } catch (err) {
       throw storeError(err, this.location);
+    } finally {
+      this.tempStore('FILE');
     }
+  }
+
+  /** Where this connection keeps temporary data now (see write). */
+  private temp: 'FILE' | 'MEMORY' = 'FILE';
+
+  private tempStore(where: 'FILE' | 'MEMORY'): void {
+    if (this.temp === where) return;
+    (where === 'MEMORY' ? this.st.tempInMemory : this.st.tempInFiles).run();
+    this.temp = where;
   }
 
   private read<T>(fn: () => T): T {
@@ -141,48 +125,8 @@ export class SqliteStore implements TaskStore {
   }
 
   async enqueue(batch: NewBatch, specs: Iterable<TaskSpec>, options: { rerunChanged?: boolean } = {}): Promise<EnqueueResult> {
-    // Stage rows in a TEMP table first: that holds no lock on the store, so a long
-    // directory walk never blocks other runs; the store then changes in one short
-    // transaction, all tasks or none.
-    this.read(() => this.db.exec('DELETE FROM temp.staging'));
-    const stage = this.db.prepare(
-      'INSERT INTO temp.staging (task_key, payload, fingerprint, stage, item_key, needs, max_attempts) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    );
-    let chunk: TaskSpec[] = [];
-    const flush = this.db.transaction((rows: TaskSpec[]) => {
-      for (const s of rows) {
-        const needs = s.needs?.length ? JSON.stringify(s.needs) : null;
-        stage.run(s.key, JSON.stringify(s.payload), s.fingerprint, s.stage ?? '', s.item ?? null, needs, s.maxAttempts ?? null);
-      }
-    });
-    this.read(() => {
-      for (const spec of specs) {
-        chunk.push(spec);
-        if (chunk.length >= STAGING_CHUNK) {
-          flush(chunk);
-          chunk = [];
-        }
-      }
-      flush(chunk);
-    });
-    const now = Date.now();
-    const result = this.write(() => {
-      let row = this.st.batchByName.get(batch.name) as BatchDbRow | undefined;
-      const created = !row;
-      if (!row) {
-        this.st.insertBatch.run({ name: batch.name, source: batch.source, job: JSON.stringify(batch.job), now });
-        row = this.st.batchByName.get(batch.name) as BatchDbRow;
-      }
-      const { base } = this.st.maxSeq.get(row.id) as { base: number };
-      const { base: idBase } = this.st.taskIdBase.get() as { base: number };
-      const inserted = this.st.insertStaged.run({ batchId: row.id, base, idBase, maxAttempts: batch.maxAttempts, now }).changes;
-      if (!created) this.st.observeStaged.run({ batchId: row.id });
-      const requeued = options.rerunChanged ? this.st.requeueChanged.run({ batchId: row.id }).changes : 0;
-      const { n: changed } = this.st.countChanged.get({ batchId: row.id }) as { n: number };
-      return { batch: toBatch(row), created, inserted, changed, requeued };
-    });
-    this.read(() => this.db.exec('DELETE FROM temp.staging'));
-    return result;
+    if (this.readonly) throw new StoreError(`the store ${this.location} is open read-only; nothing can be enqueued`);
+    return enqueue(this.location, batch, specs, options.rerunChanged ?? false);
   }
 
   async setPaused(batchId: number, paused: boolean): Promise<void> {
@@ -197,30 +141,22 @@ export class SqliteStore implements TaskStore {
     return this.write(() => {
       const now = Date.now();
       const row = this.st.updateJob.get({ batchId, job: JSON.stringify(job), now }) as { job_version: number } | undefined;
-      for (const [stage, maxAttempts] of budgets(budget)) this.st.updateMaxAttempts.run({ batchId, maxAttempts, stage });
-      const failed = this.st.failExhausted.all({ batchId, now }) as { item_key: string | null }[];
-      this.cascade(batchId, failed.map((r) => r.item_key), now);
+      const { lo, hi } = this.st.taskIdRange.get(batchId) as { lo: number | null; hi: number | null };
+      const items: (string | null)[] = [];
+      // In ranges of ids: each statement's undo log is kept in memory, so none may span a million rows.
+      for (let from = lo ?? 1; lo !== null && hi !== null && from <= hi; from += ID_CHUNK) {
+        const range = { batchId, from, to: from + ID_CHUNK - 1 };
+        for (const [stage, maxAttempts] of budgets(budget)) this.st.updateMaxAttempts.run({ ...range, maxAttempts, stage });
+        for (const r of this.st.failExhausted.all({ ...range, now }) as { item_key: string | null }[]) items.push(r.item_key);
+      }
+      cascade(this.st, batchId, items, now);
       return row?.job_version ?? 0;
     });
   }
 
-  /** Cancels the dependents of the items' failed or cancelled stage tasks (transitively). */
-  private cascade(batchId: number, items: Iterable<string | null>, now: number): number {
-    let n = 0;
-    for (const item of new Set(items)) {
-      if (item === null) continue;
-      for (const c of cascadeCancel(this.siblings(batchId, item))) n += this.st.cancelPending.run({ id: c.id, reason: c.reason, now }).changes;
-    }
-    return n;
-  }
-
-  private siblings(batchId: number, item: string): Sibling[] {
-    return (this.st.siblings.all({ batchId, item }) as SiblingDbRow[]).map(toSibling);
-  }
-
   async claim(req: ClaimRequest): Promise<ClaimedTask[]> {
     if (req.slots.length === 0) return [];
-    return this.write(() => this.claimIn(req));
+    return this.write(() => claim(this.st, req));
   }
 
   /**
@@ -229,38 +165,7 @@ export class SqliteStore implements TaskStore {
    */
   async settleAndClaim(settlements: Settlement[], req: ClaimRequest): Promise<{ applied: number[]; claimed: ClaimedTask[] }> {
     if (settlements.length === 0 && req.slots.length === 0) return { applied: [], claimed: [] };
-    return this.write(() => ({ applied: this.settleIn(settlements), claimed: this.claimIn(req) }));
-  }
-
-  /**
-   * Claims up to one task per slot, in index order, with one statement per step for the
-   * whole group (per-row statements cost about 2.5× as much in SQLite): pick the due tasks,
-   * claim them, write their attempt rows. All in the caller's transaction.
-   */
-  private claimIn(req: ClaimRequest): ClaimedTask[] {
-    if (req.slots.length === 0) return [];
-    const stored = this.st.jobVersion.get(req.batchId) as { job_version: number } | undefined;
-    // The claimer's workers loaded another definition's handler: it must not start anything.
-    if (!stored || (req.jobVersion !== undefined && stored.job_version !== req.jobVersion)) return [];
-    const ids = (this.st.dueTasks.all({ batchId: req.batchId, now: req.now, n: req.slots.length }) as { id: number }[]).map((r) => r.id);
-    if (ids.length === 0) return [];
-    const { id: first } = this.st.nextAttemptId.get() as { id: number };
-    const list = JSON.stringify(ids.map((id, i) => [id, req.slots[i]!.workerId, first + i, req.slots[i]!.pid]));
-    const rows = this.st.claimMany.all({ list, owner: req.owner, expires: req.now + req.leaseMs, now: req.now }) as ClaimedDbRow[];
-    this.st.insertAttempts.run({ list, host: req.host, owner: req.owner, now: req.now, jobVersion: stored.job_version });
-    this.st.markStarted.run({ batchId: req.batchId, now: req.now });
-    const byId = new Map(rows.map((r) => [r.id, r]));
-    return ids.map((id, i) => {
-      const row = byId.get(id)!;
-      return toClaimedTask(row, first + i, req.slots[i]!.workerId, this.inputsOf(row));
-    });
-  }
-
-  /** The stored results of the stages a task needs, by stage. */
-  private inputsOf(t: ClaimedDbRow): Record<string, unknown> {
-    if (t.needs === null || t.item_key === null) return {};
-    const rows = this.st.inputs.all({ batchId: t.batch_id, item: t.item_key, stages: t.needs }) as { stage: string; result: string | null }[];
-    return Object.fromEntries(rows.map((r) => [r.stage, r.result === null ? null : JSON.parse(r.result)]));
+    return this.write(() => ({ applied: settle(this.st, settlements), claimed: claim(this.st, req) }));
   }
 
   async heartbeat(owner: string, leaseExpiresAt: number): Promise<number[]> {
@@ -269,73 +174,7 @@ export class SqliteStore implements TaskStore {
 
   async settle(settlements: Settlement[]): Promise<number[]> {
     if (settlements.length === 0) return [];
-    return this.write(() => this.settleIn(settlements));
-  }
-
-  /**
-   * Commits the outcomes, each fenced by its token; returns the tokens that still held
-   * their task, in the order given. Successes, the common case, take two statements for
-   * the whole group; other outcomes go one by one, as each may end its task and cancel
-   * dependents.
-   */
-  private settleIn(settlements: Settlement[]): number[] {
-    const applied: number[] = [];
-    const finished = new Map<number, number>(); // batch → latest end of an outcome other than INTERRUPTED
-    const noteEnd = (batchId: number, endedAt: number) => finished.set(batchId, Math.max(finished.get(batchId) ?? endedAt, endedAt));
-    const ended = new Map<number, (string | null)[]>(); // batch → items with a stage task that failed or was cancelled
-    const seen = new Map<number, number>();
-    for (const s of settlements) seen.set(s.taskId, (seen.get(s.taskId) ?? 0) + 1);
-    // A task listed twice (a lease taken over and claimed again) and a large result go row by row.
-    const grouped = settlements.filter((s) => s.outcome === 'SUCCESS' && seen.get(s.taskId) === 1 && (s.result?.length ?? 0) <= GROUP_RESULT_MAX);
-    const byTask = new Map(grouped.map((s) => [s.taskId, s]));
-    for (const group of bySize(grouped)) {
-      const list = JSON.stringify(group.map((s) => [s.taskId, s.token, s.endedAt, s.result ?? null]));
-      const done: Settlement[] = [];
-      for (const row of this.st.completeMany.all({ list }) as { id: number; batch_id: number }[]) {
-        const s = byTask.get(row.id)!;
-        noteEnd(row.batch_id, s.endedAt);
-        done.push(s);
-        applied.push(s.token);
-      }
-      const ends = done.map((s) => [s.token, s.endedAt, s.durationMs, s.exitCode, s.signal, s.outputTail, s.logPath, s.startedAt ?? null]);
-      if (ends.length > 0) this.st.endSuccesses.run({ list: JSON.stringify(ends) });
-    }
-    for (const s of settlements) {
-      if (byTask.get(s.taskId) === s) continue;
-      const fenced = { taskId: s.taskId, token: s.token, endedAt: s.endedAt, error: s.error };
-      type After = { batch_id: number; status: TaskStatus; item_key: string | null } | undefined;
-      const row = (
-        s.outcome === 'SUCCESS'
-          ? this.st.complete.get({ ...fenced, result: s.result ?? null })
-          : s.outcome === 'INTERRUPTED'
-            ? this.st.interrupt.get({ taskId: s.taskId, token: s.token, endedAt: s.endedAt })
-            : this.st.fail.get({ ...fenced, retryAt: s.retryAt ?? null })
-      ) as After;
-      if (!row) continue; // fenced off: another attempt holds the task now
-      if (s.outcome !== 'INTERRUPTED') noteEnd(row.batch_id, s.endedAt);
-      if (row.item_key !== null && (row.status === 'FAILED' || row.status === 'CANCELLED')) {
-        ended.set(row.batch_id, [...(ended.get(row.batch_id) ?? []), row.item_key]);
-      }
-      this.st.endAttempt.run({
-        token: s.token,
-        endedAt: s.endedAt,
-        outcome: s.outcome,
-        exitCode: s.exitCode,
-        signal: s.signal,
-        error: s.error,
-        durationMs: s.durationMs,
-        outputTail: s.outputTail,
-        logPath: s.logPath,
-        startedAt: s.startedAt ?? null,
-      });
-      applied.push(s.token);
-    }
-    for (const [batchId, endedAt] of finished) this.st.markFinished.run({ batchId, endedAt });
-    for (const [batchId, items] of ended) this.cascade(batchId, items, Date.now());
-    const held = new Set(applied);
-    for (const s of settlements) if (!held.has(s.token)) this.st.lateEnd.run(lateEnd(s)); // a LOST attempt's real end
-
-    return settlements.filter((s) => held.delete(s.token)).map((s) => s.token); // in the order given
+    return this.write(() => settle(this.st, settlements));
   }
 
   async statuses(taskIds: number[]): Promise<Map<number, TaskStatus>> {
@@ -367,7 +206,7 @@ export class SqliteStore implements TaskStore {
         released.push({ key: t.task_key, owner: t.lease_owner, failed: after.status !== 'PENDING' });
         if (after.status !== 'PENDING') ended.push(t);
       }
-      for (const t of ended) this.cascade(t.batch_id, [t.item_key], now);
+      for (const t of ended) cascade(this.st, t.batch_id, [t.item_key], now);
       return released;
     });
   }
@@ -395,7 +234,18 @@ export class SqliteStore implements TaskStore {
     return this.read(() => this.selectTasks(filter));
   }
 
+  /** The matching tasks, in creation order. Sorting a batch may need temporary files, even inside a write. */
   private selectTasks(filter: TaskFilter): TaskRow[] {
+    const was = this.temp;
+    this.tempStore('FILE');
+    try {
+      return this.matching(filter);
+    } finally {
+      this.tempStore(was);
+    }
+  }
+
+  private matching(filter: TaskFilter): TaskRow[] {
     const out: TaskRow[] = [];
     if (filter.limit !== undefined && filter.limit <= 0) return out;
     const statement = filter.order === 'slowest' ? this.st.slowestTasks : this.st.listTasks;
@@ -476,8 +326,8 @@ export class SqliteStore implements TaskStore {
       }
       // Their dependents, cancelled because these failed, wait for them again; a reset task
       // whose own need is still dead is cancelled at once instead of waiting forever.
-      for (const item of items) for (const id of cascadeRevive(this.siblings(filter.batchId, item))) this.st.revive.run(id);
-      this.cascade(filter.batchId, items, Date.now());
+      revive(this.st, filter.batchId, items);
+      cascade(this.st, filter.batchId, items, Date.now());
       return n;
     });
   }
@@ -495,7 +345,7 @@ export class SqliteStore implements TaskStore {
         else result.cancelled++;
         items.push(t.item);
       }
-      result.dependents = this.cascade(filter.batchId, items, now);
+      result.dependents = cascade(this.st, filter.batchId, items, now);
       return result;
     });
   }

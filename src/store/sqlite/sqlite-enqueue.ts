@@ -1,0 +1,112 @@
+import type Database from 'better-sqlite3';
+import type { EnqueueResult, NewBatch, TaskSpec } from '../task-store.js';
+import { toBatch, type BatchDbRow } from '../db-rows.js';
+import { failpoint } from '../failpoint.js';
+import { openSqlite, storeError } from './open-sqlite.js';
+import { SQL } from './statements.js';
+
+/** Specs per staging transaction: memory bounded by one chunk. */
+const STAGING_CHUNK = 5000;
+
+/** The statements only an enqueue runs (the staging table exists on its connection only). */
+const ENQUEUE_SQL = {
+  batchByName: SQL.batchByName,
+  countChanged: SQL.countChanged,
+  /** (?, ?, ?, ?, ?, ?, ?) — one spec into the staging table. */
+  stage: 'INSERT INTO temp.staging (task_key, payload, fingerprint, stage, item_key, needs, max_attempts) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  /** @name @source @job @now — its id above every batch id the store ever had (id_high_water). */
+  insertBatch: `
+    INSERT INTO batches (id, name, source, job, created_at, updated_at)
+    VALUES (max(coalesce((SELECT max(id) FROM batches), 0), (SELECT batches FROM id_high_water)) + 1, @name, @source, @job, @now, @now)`,
+  /** ?batchId */
+  maxSeq: 'SELECT coalesce(max(seq), 0) AS base FROM tasks WHERE batch_id = ?',
+  /** The largest task id the store ever had: new task ids start above it (id_high_water). */
+  taskIdBase: 'SELECT max(coalesce((SELECT max(id) FROM tasks), 0), (SELECT tasks FROM id_high_water)) AS base',
+  /**
+   * @batchId @base @idBase @maxAttempts @now — copies temp.staging; keys already in the batch
+   * are skipped (their ids are left unused).
+   */
+  insertStaged: `
+    INSERT INTO tasks (id, batch_id, task_key, stage, item_key, needs, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint)
+    SELECT @idBase + rowid, @batchId, task_key, stage, item_key, needs, @base + rowid, payload, coalesce(max_attempts, @maxAttempts), @now,
+      fingerprint, fingerprint
+    FROM temp.staging WHERE true
+    ON CONFLICT (batch_id, stage, task_key) DO NOTHING`,
+  /**
+   * @batchId — records what the source shows now; unfinished tasks will run on it, so it
+   * becomes their fingerprint too. Touches only rows whose file changed.
+   */
+  observeStaged: `
+    UPDATE tasks
+    SET seen_fingerprint = s.fingerprint,
+        fingerprint = CASE WHEN tasks.status = 'SUCCESS' THEN tasks.fingerprint ELSE s.fingerprint END
+    FROM temp.staging AS s
+    WHERE tasks.batch_id = @batchId AND tasks.stage = s.stage AND tasks.task_key = s.task_key
+      AND tasks.seen_fingerprint IS NOT s.fingerprint`,
+  /** @batchId — --rerun-changed: back to PENDING with a fresh budget, to run on the new file. */
+  requeueChanged: `
+    UPDATE tasks
+    SET status = 'PENDING', attempts = 0, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
+        fingerprint = seen_fingerprint
+    WHERE batch_id = @batchId AND status = 'SUCCESS' AND seen_fingerprint IS NOT fingerprint`,
+} as const;
+
+/**
+ * Create the batch if needed and insert the keys it lacks, all or nothing. Rows are first
+ * staged in a TEMP table, which holds no lock on the store, so a long directory walk never
+ * blocks other runs; the store then changes in one short transaction.
+ *
+ * On a connection of its own, closed at the end: a million staged rows spill to a temporary
+ * file (the store's connection keeps its temporary storage in memory, see SqliteStore), and
+ * the store's connection never opens a temporary database, which would pin that choice.
+ */
+export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>, rerunChanged: boolean): EnqueueResult {
+  const db = openSqlite(path, { create: false });
+  try {
+    db.exec(`CREATE TEMP TABLE staging (task_key TEXT NOT NULL, payload TEXT NOT NULL, fingerprint TEXT,
+      stage TEXT NOT NULL, item_key TEXT, needs TEXT, max_attempts INTEGER)`);
+    const st = Object.fromEntries(Object.entries(ENQUEUE_SQL).map(([name, sql]) => [name, db.prepare(sql)])) as Record<
+      keyof typeof ENQUEUE_SQL,
+      Database.Statement
+    >;
+    const flush = db.transaction((rows: TaskSpec[]) => {
+      for (const s of rows) {
+        const needs = s.needs?.length ? JSON.stringify(s.needs) : null;
+        st.stage.run(s.key, JSON.stringify(s.payload), s.fingerprint, s.stage ?? '', s.item ?? null, needs, s.maxAttempts ?? null);
+      }
+    });
+    let chunk: TaskSpec[] = [];
+    for (const spec of specs) {
+      chunk.push(spec);
+      if (chunk.length >= STAGING_CHUNK) {
+        flush(chunk);
+        chunk = [];
+      }
+    }
+    flush(chunk);
+    const now = Date.now();
+    const result = db
+      .transaction(() => {
+        let row = st.batchByName.get(batch.name) as BatchDbRow | undefined;
+        const created = !row;
+        if (!row) {
+          st.insertBatch.run({ name: batch.name, source: batch.source, job: JSON.stringify(batch.job), now });
+          row = st.batchByName.get(batch.name) as BatchDbRow;
+        }
+        const { base } = st.maxSeq.get(row.id) as { base: number };
+        const { base: idBase } = st.taskIdBase.get() as { base: number };
+        const inserted = st.insertStaged.run({ batchId: row.id, base, idBase, maxAttempts: batch.maxAttempts, now }).changes;
+        if (!created) st.observeStaged.run({ batchId: row.id });
+        const requeued = rerunChanged ? st.requeueChanged.run({ batchId: row.id }).changes : 0;
+        const { n: changed } = st.countChanged.get({ batchId: row.id }) as { n: number };
+        return { batch: toBatch(row), created, inserted, changed, requeued };
+      })
+      .immediate();
+    failpoint('write');
+    return result;
+  } catch (err) {
+    throw storeError(err, path);
+  } finally {
+    db.close();
+  }
+}

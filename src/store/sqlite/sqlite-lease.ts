@@ -1,0 +1,111 @@
+import type { ClaimRequest, ClaimedTask, Settlement, TaskStatus } from '../task-store.js';
+import { toClaimedTask, type ClaimedDbRow } from '../db-rows.js';
+import { lateReportNote } from '../late-report.js';
+import { cascade, inputsOf } from './sqlite-stages.js';
+import type { Statements } from './statements.js';
+
+/**
+ * The lease verbs of a coordinator's tick, each inside the caller's write transaction, each
+ * a fixed number of statements whatever the group's size (see lease-statements.ts).
+ */
+
+/**
+ * Settlements are committed in groups whose JSON lists stay near GROUP_CHARS (a list is one
+ * string, and a string has a size limit); a result longer than GROUP_RESULT_MAX is written
+ * on its own, bound as a parameter, as it would not gain from a list anyway.
+ */
+const GROUP_CHARS = 4 * 1024 * 1024;
+const GROUP_RESULT_MAX = 256 * 1024;
+
+/**
+ * Claims up to one due task per slot, in index order: read the job version and the next
+ * attempt id, claim, open the attempt rows, mark the batch started (four statements; a fifth
+ * reads the inputs when stage tasks were claimed).
+ */
+export function claim(st: Statements, req: ClaimRequest): ClaimedTask[] {
+  if (req.slots.length === 0) return [];
+  const head = st.claimHead.get(req.batchId) as { job_version: number; first: number } | undefined;
+  // The claimer's workers loaded another definition's handler: it must not start anything.
+  if (!head || (req.jobVersion !== undefined && head.job_version !== req.jobVersion)) return [];
+  const rows = st.claimTasks.all({
+    batchId: req.batchId,
+    now: req.now,
+    n: req.slots.length,
+    owner: req.owner,
+    expires: req.now + req.leaseMs,
+    workers: JSON.stringify(req.slots.map((s) => s.workerId)),
+    first: head.first,
+  }) as (ClaimedDbRow & { worker_id: string; lease_token: number })[];
+  if (rows.length === 0) return [];
+  rows.sort((a, b) => a.lease_token - b.lease_token); // slot order
+  const list = rows.map((t) => [t.lease_token, t.id, t.attempts, t.worker_id, req.slots[t.lease_token - head.first]!.pid]);
+  st.openAttempts.run({ list: JSON.stringify(list), host: req.host, owner: req.owner, now: req.now, jobVersion: head.job_version });
+  st.markStarted.run({ batchId: req.batchId, now: req.now });
+  const inputs = inputsOf(st, req.batchId, rows);
+  return rows.map((t) => toClaimedTask(t, t.lease_token, t.worker_id, inputs.get(t.id) ?? {}));
+}
+
+/** Consecutive runs of settlements whose texts add up to about GROUP_CHARS at most. */
+function* bySize(settlements: Settlement[]): Generator<Settlement[]> {
+  let group: Settlement[] = [];
+  let chars = 0;
+  for (const s of settlements) {
+    const result = (s.result?.length ?? 0) > GROUP_RESULT_MAX ? 0 : (s.result?.length ?? 0);
+    const size = 200 + result + (s.outputTail?.length ?? 0) + (s.logPath?.length ?? 0) + (s.error?.length ?? 0);
+    if (group.length > 0 && chars + size > GROUP_CHARS) {
+      yield group;
+      group = [];
+      chars = 0;
+    }
+    group.push(s);
+    chars += size;
+  }
+  if (group.length > 0) yield group;
+}
+
+type Settled = { id: number; batch_id: number; status: TaskStatus; item_key: string | null };
+
+/**
+ * Commits the outcomes, each fenced by its token; returns the tokens that still held their
+ * task, in the order given. Per group of settlements: one statement for the tasks, one for
+ * the attempt rows; then one per batch for its last activity, and two for any stage cascade.
+ */
+export function settle(st: Statements, settlements: Settlement[]): number[] {
+  if (settlements.length === 0) return [];
+  // A token listed again is a repeat of its first settlement: only the first can land.
+  const firsts = new Map<number, Settlement>();
+  for (const s of settlements) if (!firsts.has(s.token)) firsts.set(s.token, s);
+  // A task listed twice (its lease was taken over and it was claimed again): which token
+  // holds it must be read first, as the task statement tells only which tasks changed.
+  const ids = [...firsts.values()].map((s) => s.taskId);
+  const holders = new Set(ids).size < ids.length ? new Set((st.holders.all(JSON.stringify(ids)) as { token: number }[]).map((r) => r.token)) : null;
+  const applied = new Set<Settlement>();
+  const finished = new Map<number, number>(); // batch → latest end of an outcome other than INTERRUPTED
+  const ended = new Map<number, (string | null)[]>(); // batch → items with a stage task that failed or was cancelled
+  for (const group of bySize(settlements)) {
+    const tasks = group.flatMap((s) => {
+      if (firsts.get(s.token) !== s) return [];
+      const big = s.outcome === 'SUCCESS' && (s.result?.length ?? 0) > GROUP_RESULT_MAX;
+      if (big) st.putResult.run({ taskId: s.taskId, token: s.token, result: s.result });
+      return [[s.taskId, s.token, s.outcome, s.endedAt, s.error, s.retryAt ?? null, big ? null : (s.result ?? null), big ? 1 : 0]];
+    });
+    const changed = new Map((st.settleTasks.all({ list: JSON.stringify(tasks) }) as Settled[]).map((r) => [r.id, r]));
+    const attempts = group.map((s) => {
+      const row = changed.get(s.taskId);
+      const held = row !== undefined && firsts.get(s.token) === s && (holders === null || holders.has(s.token));
+      if (held) {
+        applied.add(s);
+        if (s.outcome !== 'INTERRUPTED') finished.set(row.batch_id, Math.max(finished.get(row.batch_id) ?? s.endedAt, s.endedAt));
+        if (row.item_key !== null && (row.status === 'FAILED' || row.status === 'CANCELLED')) {
+          ended.set(row.batch_id, [...(ended.get(row.batch_id) ?? []), row.item_key]);
+        }
+      }
+      // A fenced-off settlement of an attempt recorded LOST still says when it really ended.
+      return [s.token, held ? 1 : 0, s.outcome, s.endedAt, s.exitCode, s.signal, s.error, s.durationMs, s.outputTail, s.logPath, s.startedAt ?? null, held ? null : lateReportNote(s)];
+    });
+    st.settleAttempts.run({ list: JSON.stringify(attempts) });
+  }
+  for (const [batchId, endedAt] of finished) st.markFinished.run({ batchId, endedAt });
+  for (const [batchId, items] of ended) cascade(st, batchId, items, Date.now());
+  return settlements.filter((s) => applied.has(s)).map((s) => s.token);
+}
