@@ -69,9 +69,9 @@ export async function settle(sql: Sql, st: Statements, settlements: Settlement[]
 
 /** The task update for a settlement, fenced by its token; returns the task's batch when it applied. */
 function fenced(st: Statements, s: Settlement): [Statement, unknown[]] {
-  if (s.outcome === 'SUCCESS') return [st.complete, [s.taskId, s.token, s.endedAt, s.error, s.result ?? null]];
+  if (s.outcome === 'SUCCESS') return [st.complete, [s.taskId, s.token, s.endedAt, s.error, s.result ?? null, s.startedAt ?? null]];
   if (s.outcome === 'INTERRUPTED') return [st.interrupt, [s.taskId, s.token, s.endedAt]];
-  return [st.fail, [s.taskId, s.token, s.endedAt, s.error, s.retryAt ?? null]];
+  return [st.fail, [s.taskId, s.token, s.endedAt, s.error, s.retryAt ?? null, s.startedAt ?? null]];
 }
 
 /** Returns stale RUNNING tasks (expired lease or dead owner, never `self`'s nor a live local owner's) to PENDING, or FAILED when out of attempts. */

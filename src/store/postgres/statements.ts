@@ -158,20 +158,24 @@ function sql(s: string) {
       WHERE id IN (SELECT id FROM ${s}.tasks WHERE lease_owner = $1 AND status = 'RUNNING' ORDER BY id FOR UPDATE)
       RETURNING lease_token AS token`,
 
-    /** $1 taskId $2 token $3 endedAt $4 error $5 result — fenced: only while the token still holds the task. */
+    /**
+     * $1 taskId $2 token $3 endedAt $4 error $5 result $6 startedAt (NULL: the claim's; an attempt
+     * that waited queued on its slot started later) — fenced: only while the token still holds the task.
+     */
     complete: `
       UPDATE ${s}.tasks
-      SET status = 'SUCCESS', result = $5, finished_at = $3, last_error = $4,
+      SET status = 'SUCCESS', result = $5, finished_at = $3, last_error = $4, started_at = coalesce($6::bigint, started_at),
           lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, cancel_requested = false
       WHERE id = $1 AND status = 'RUNNING' AND lease_token = $2
       RETURNING batch_id, status, item_key`,
     /**
-     * $1 taskId $2 token $3 endedAt $4 error $5 retryAt — retryAt NULL fails the task now
-     * (permanent); a task \`cancel\` asked to stop ends CANCELLED instead of retrying.
+     * $1 taskId $2 token $3 endedAt $4 error $5 retryAt $6 startedAt (as for complete) — retryAt
+     * NULL fails the task now (permanent); a task \`cancel\` asked to stop ends CANCELLED instead of retrying.
      */
     fail: `
       UPDATE ${s}.tasks
-      SET status = CASE WHEN cancel_requested THEN 'CANCELLED'
+      SET started_at = coalesce($6::bigint, started_at),
+          status = CASE WHEN cancel_requested THEN 'CANCELLED'
                         WHEN $5::bigint IS NOT NULL AND attempts < max_attempts THEN 'PENDING' ELSE 'FAILED' END,
           finished_at = CASE WHEN NOT cancel_requested AND $5::bigint IS NOT NULL AND attempts < max_attempts THEN NULL ELSE $3::bigint END,
           next_run_at = coalesce($5::bigint, next_run_at),

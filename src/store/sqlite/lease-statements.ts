@@ -72,17 +72,19 @@ export const LEASE_SQL = {
     WITH j AS MATERIALIZED (SELECT value AS id FROM json_each(?))
     SELECT tasks.lease_token AS token FROM j JOIN tasks ON tasks.id = j.id WHERE tasks.status = 'RUNNING'`,
   /**
-   * @list (JSON [[taskId, token, outcome, endedAt, error, retryAt, result, keepResult], …]) —
+   * @list (JSON [[taskId, token, outcome, endedAt, error, retryAt, result, keepResult, startedAt], …]) —
    * every outcome in one statement, each fenced: a task changes only while the token still
    * holds it. SUCCESS ends the task; INTERRUPTED returns it uncharged; any other outcome
    * retries it when retryAt is set and attempts remain, else fails it. A task `cancel` asked
    * to stop ends CANCELLED unless it succeeded. keepResult: the result was written already
-   * (putResult). SET expressions read the row as it was, so the CASEs see the old status.
+   * (putResult). startedAt: when the attempt really started, if it waited queued on its slot
+   * (NULL: the claim's), so a task's time is its last attempt's. SET expressions read the row
+   * as it was, so the CASEs see the old status.
    */
   settleTasks: `
     WITH j AS MATERIALIZED (
       SELECT value ->> 0 AS id, value ->> 1 AS token, value ->> 2 AS outcome, value ->> 3 AS ended, value ->> 4 AS error,
-             value ->> 5 AS retry, value ->> 6 AS result, value ->> 7 AS keep
+             value ->> 5 AS retry, value ->> 6 AS result, value ->> 7 AS keep, value ->> 8 AS started
       FROM jsonb_each(@list))
     UPDATE tasks
     SET status = CASE
@@ -104,6 +106,7 @@ export const LEASE_SQL = {
         result = CASE WHEN j.outcome = 'SUCCESS' AND NOT j.keep THEN j.result ELSE tasks.result END,
         attempts = attempts - (j.outcome = 'INTERRUPTED'),
         cancel_requested = CASE WHEN j.outcome = 'SUCCESS' THEN 0 ELSE cancel_requested END,
+        started_at = CASE WHEN j.outcome = 'INTERRUPTED' THEN started_at ELSE coalesce(j.started, started_at) END,
         lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
     FROM j
     WHERE tasks.id = j.id AND tasks.status = 'RUNNING' AND tasks.lease_token = j.token
