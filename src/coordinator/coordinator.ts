@@ -66,6 +66,9 @@ interface Queued {
  * Outcomes arriving together are committed in one transaction with the next claim
  * (a tick runs on setImmediate, so no result waits more than one loop turn).
  */
+/** How long a success may wait for others to share its tick, while every slot holds its next attempt. */
+const COALESCE_MS = 2;
+
 export class Coordinator {
   readonly owner = ownerId();
   private readonly inflight = new Map<number, Inflight>();
@@ -78,6 +81,7 @@ export class Coordinator {
   private ticking = false;
   private again = false;
   private wake: NodeJS.Timeout | undefined;
+  private coalesce: NodeJS.Timeout | undefined;
   /** Every delay here may come from a user's duration (up to a year): none is a plain setTimeout. */
   private timers: LongTimer[] = [];
   private lastRecovery = 0;
@@ -134,6 +138,7 @@ export class Coordinator {
     } finally {
       this.timers.forEach((t) => t.cancel());
       clearTimeout(this.wake);
+      clearTimeout(this.coalesce);
       this.pool.quiesce();
       this.killAll(); // only after a fatal error is anything still in flight
       await this.flush().catch(() => undefined);
@@ -177,8 +182,22 @@ export class Coordinator {
     return this.inflight.size;
   }
 
-  private schedule(): void {
+  /**
+   * Runs a tick on the next loop turn, or — when `soon` is allowed and every slot still holds
+   * its next attempt — within COALESCE_MS, so one transaction carries what several attempts
+   * reported meanwhile: no slot waits for it, and a commit and a claim cost per group.
+   */
+  private schedule(soon = false): void {
     if (this.tickQueued || this.finished) return;
+    if (soon && !this.stopping && !this.pool.needsWork()) {
+      this.coalesce ??= setTimeout(() => {
+        this.coalesce = undefined;
+        this.schedule();
+      }, COALESCE_MS);
+      return;
+    }
+    clearTimeout(this.coalesce);
+    this.coalesce = undefined;
     this.tickQueued = true;
     setImmediate(() => void this.tick());
   }
@@ -380,7 +399,9 @@ export class Coordinator {
     if (entry.interrupted && !(ending.kind === 'reported' && ending.msg.ok)) ending = { kind: 'interrupted' };
     else if (ending.kind !== 'interrupted') ending.timedOut = entry.timedOut; // each ending is a fresh object
     this.push(entry, ending, Date.now());
-    this.schedule();
+    // A success can wait for a few more to share its commit; anything else may stop the run
+    // (--max-failures) or retry, and is committed at once.
+    this.schedule(ending.kind === 'reported' && ending.msg.ok);
   }
 
   private push(entry: Inflight, ending: Ending, now: number): void {

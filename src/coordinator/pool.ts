@@ -7,24 +7,11 @@ import { killGroup } from '../worker/kill-group.js';
 import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from '../worker/protocol.js';
 import { Spawner } from '../worker/spawner.js';
 import { InProcessWorker } from './in-process-worker.js';
+import { averaged, runningLong, slotWindow, type SlotTiming } from './slot-window.js';
 
 const CHILD_MAIN = fileURLToPath(new URL('../worker/child-main.js', import.meta.url));
 const STDERR_KEEP = 2048;
 const MAX_LOAD_FAILURES = 5;
-
-/**
- * Every worker holds its next attempt before the current one ends, so no slot waits for a
- * round trip to the coordinator (SPEC §5, queued attempts): one queued attempt at least, and
- * as many as make about QUEUED_WORK_MS of work by its recent attempt durations, never more
- * than MAX_WINDOW in all. A crash of the coordinator then charges each slot few tasks: one
- * queued attempt for slow handlers, a few milliseconds of work for fast ones.
- */
-const QUEUED_WORK_MS = 4;
-const MAX_WINDOW = 64;
-/** An attempt running this many times longer than its worker's average is slow: nothing more is queued behind it. */
-const SLOW = 3;
-/** Weight of the newest duration in a worker's running average. */
-const EWMA = 0.2;
 
 export interface PoolWorker {
   readonly id: string;
@@ -74,14 +61,10 @@ interface WorkerProcess extends EventEmitter {
   disconnect(): void;
 }
 
-interface Slot extends PoolWorker {
+interface Slot extends PoolWorker, SlotTiming {
   queue: number[];
   proc: WorkerProcess;
   stderr: string;
-  /** Running average of its attempts' durations (ms), null before the first. */
-  avgMs: number | null;
-  /** When its current attempt started (the head of its queue), for the window. */
-  headSince: number;
   /** Its started exec attempts' process groups, by token, until each is done. */
   groups: Map<number, number>;
 }
@@ -157,6 +140,12 @@ export class WorkerPool {
     return this.options.handlers[stage]?.kind === 'exec';
   }
 
+  /** Whether some worker holds no next attempt (a queue of at most the running one). */
+  needsWork(): boolean {
+    for (const w of this.workers) if (w.ready && !w.retiring && w.queue.length < 2) return true;
+    return false;
+  }
+
   /** Whether some worker has nothing to do. */
   hasIdleWorker(): boolean {
     return [...this.workers].some((w) => w.ready && !w.retiring && w.queue.length === 0);
@@ -165,13 +154,7 @@ export class WorkerPool {
   /** How many attempts the worker may hold: the running one and its queued ones. */
   private window(w: Slot): number {
     const { maxTasksPerWorker } = this.options;
-    const room = maxTasksPerWorker ? Math.max(1, maxTasksPerWorker - w.tasksRun) : MAX_WINDOW;
-    if (w.avgMs === null) return Math.min(2, room); // no duration known yet: one next attempt
-    // Running far longer than usual says this one is slow: queue nothing more behind it.
-    const running = w.queue.length ? Date.now() - w.headSince : 0;
-    if (running > SLOW * w.avgMs + QUEUED_WORK_MS) return 1;
-    const queued = Math.max(1, Math.floor(QUEUED_WORK_MS / Math.max(w.avgMs, QUEUED_WORK_MS / MAX_WINDOW)));
-    return Math.max(1, Math.min(1 + queued, MAX_WINDOW, room));
+    return slotWindow(w, w.queue.length, maxTasksPerWorker ? maxTasksPerWorker - w.tasksRun : null, Date.now());
   }
 
   /**
@@ -182,7 +165,7 @@ export class WorkerPool {
   stuck(ms: number): PoolWorker[] {
     if (!this.hasIdleWorker()) return [];
     const now = Date.now();
-    return [...this.workers].filter((w) => w.queue.length > 1 && now - w.headSince > Math.max(ms, SLOW * (w.avgMs ?? 0)));
+    return [...this.workers].filter((w) => w.queue.length > 1 && runningLong(w, ms, now));
   }
 
   /** Asks the worker to give back its queued attempts (reported through `dropped`). */
@@ -317,7 +300,7 @@ export class WorkerPool {
     slot.headSince = Date.now();
     slot.groups.delete(msg.token);
     slot.tasksRun++;
-    slot.avgMs = slot.avgMs === null ? msg.durationMs : slot.avgMs + EWMA * (msg.durationMs - slot.avgMs);
+    slot.avgMs = averaged(slot, msg.durationMs);
     const { maxTasksPerWorker, maxWorkerMemory } = this.options;
     const tooBig = maxWorkerMemory !== null && rss > maxWorkerMemory;
     const worn = (maxTasksPerWorker && slot.tasksRun >= maxTasksPerWorker) || tooBig;

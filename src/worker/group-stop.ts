@@ -15,6 +15,8 @@ const AFTER_KILL_MS = 1000;
 export class GroupStop {
   private timer: NodeJS.Timeout | undefined;
   private killedAt: number | null = null;
+  /** Its command ended with nothing of its group left: the group id may be another's by now. */
+  private over = false;
 
   constructor(
     private readonly pgid: number,
@@ -23,16 +25,23 @@ export class GroupStop {
 
   /** TERM now and KILL after the grace; later calls change nothing. */
   begin(): void {
-    if (this.timer || this.killedAt !== null) return;
+    if (this.timer || this.killedAt !== null || this.over) return;
     signal(this.pgid, 'SIGTERM');
     this.timer = setTimeout(() => this.kill(), this.graceMs);
   }
 
   /** At once, without waiting for the grace (the worker is going away). */
   kill(): void {
+    if (this.over) return;
     clearTimeout(this.timer);
     this.killedAt ??= Date.now();
     signal(this.pgid, 'SIGKILL');
+  }
+
+  /** The command has ended and nothing of its group is left: no signal is sent to it any more. */
+  settled(): void {
+    clearTimeout(this.timer);
+    this.over = true;
   }
 
   /**

@@ -6,6 +6,8 @@ import { logSpaceLow } from './log-space.js';
 import { TAIL_BYTES } from './output-capture.js';
 import type { Spawner } from './spawner.js';
 
+/** How long a log folder's free space, once looked at, is taken as known. */
+const SPACE_CHECK_MS = 100;
 const SIGNAL_NAMES = new Map(Object.entries(constants.signals).map(([name, n]) => [n, name as NodeJS.Signals]));
 
 /**
@@ -18,6 +20,7 @@ const SIGNAL_NAMES = new Map(Object.entries(constants.signals).map(([name, n]) =
 export class HelperLauncher implements Launcher {
   /** Log folders made already: one mkdir per folder, not per attempt. */
   private readonly madeDirs = new Set<string>();
+  private readonly space = new Map<string, { at: number; low: boolean }>();
 
   constructor(readonly spawner: Spawner) {}
 
@@ -33,7 +36,7 @@ export class HelperLauncher implements Launcher {
         noLog = `the log folder ${dir} could not be made: ${(err as Error).message}`;
       }
     }
-    if (noLog === null && logSpaceLow(dir)) noLog = `the log folder ${dir} is full`;
+    if (noLog === null && this.spaceLow(dir)) noLog = `the log folder ${dir} is full`;
     const end = await this.spawner.run(argv, fallback, vars, noLog === null ? logFile : '', onStarted, (errno) => {
       noLog = `its log ${logFile} could not be created: ${errnoName(errno)}`;
     });
@@ -55,6 +58,7 @@ export class HelperLauncher implements Launcher {
           note: noLog === null ? null : `no output kept: ${noLog}`,
           cause: full ? `its log folder ${dir} filled up while it ran, so writing its output may have failed` : null,
           endedAt: end.endedAt,
+          lingers: end.lingers,
         };
       }
       case 'spawn-failed': {
@@ -69,6 +73,16 @@ export class HelperLauncher implements Launcher {
 
   dropQueued(): void {
     this.spawner.dropQueued();
+  }
+
+  /** Whether the log folder is full, looked at most every SPACE_CHECK_MS (a statfs per task costs more than some tasks). */
+  private spaceLow(dir: string): boolean {
+    const now = Date.now();
+    const seen = this.space.get(dir);
+    if (seen && now - seen.at < SPACE_CHECK_MS) return seen.low;
+    const low = logSpaceLow(dir);
+    this.space.set(dir, { at: now, low });
+    return low;
   }
 }
 

@@ -36,6 +36,8 @@ export type Launched =
       cause: string | null;
       /** When it exited (ms, this machine's clock), however late that was learned. */
       endedAt: number;
+      /** Whether processes of its group were left running when it exited (null: not known). */
+      lingers: boolean | null;
     }
   /** It never ran: an errno-style code (ENOENT…) and the whole message. */
   | { kind: 'not-started'; code: string; message: string }

@@ -75,7 +75,7 @@ export class NodeLauncher implements Launcher {
       child.on('close', () => {
         if (!exit) return; // never started: reported by 'error'
         const { outputTail, logPath, note } = capture.finish();
-        resolve({ kind: 'ran', code: exit.code, signal: exit.signal, outputTail, logPath, note, cause: null, endedAt: exit.at });
+        resolve({ kind: 'ran', code: exit.code, signal: exit.signal, outputTail, logPath, note, cause: null, endedAt: exit.at, lingers: null });
       });
     });
   }

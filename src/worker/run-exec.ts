@@ -67,7 +67,9 @@ export function runExec(
     }
     // The attempt is over only once its group is: what the command left running (`cmd &`,
     // children ignoring TERM) is stopped first, so no next attempt of the task runs beside it.
-    const lingered = await (group as GroupStop | null)?.ended();
+    // The helper says whether anything of its group was left: if not, there is nothing to wait for.
+    const g = group as GroupStop | null;
+    const lingered = ended.kind === 'ran' && ended.lingers === false ? (g?.settled(), false) : await g?.ended();
     // Its end: when it exited, or once what it left running was stopped.
     const endedAt = ended.kind === 'ran' && !lingered ? ended.endedAt : Date.now();
     return outcomeOf(ended, started, endedAt);

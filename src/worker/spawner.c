@@ -20,7 +20,8 @@
  *   "<id> S <pid> <ms>"            started at <ms> (CLOCK_MONOTONIC); the pid is also its process group
  *   "<id> F <errno>"               could not start (e.g. ENOENT: no such command)
  *   "<id> L <errno>"               could not create its log file: it runs with its output discarded
- *   "<id> X <status> <bytes> <ms>" ended at <ms>: raw wait status, bytes the command wrote to its log
+ *   "<id> X <status> <bytes> <ms> <left>" ended at <ms>: raw wait status, bytes the command wrote
+ *                                  to its log, and 1 if processes of its group were left running
  * (the times are the helper's, so they are true however late its worker reads the replies; the
  * monotonic clock, which Node's hrtime also reads, so a wall clock that jumps changes nothing)
  *   "<id> D"                  given back unstarted (after a D request)
@@ -133,25 +134,23 @@ static long long now_ms(void) {
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* One reply line: "<id> <what>" and the numbers given (absent ones negative). */
-static void reply3(long long id, char what, long long a, long long b, long long c) {
-  if (out_cap - out_len < 96) {
+/* One reply line: "<id> <what>" and the numbers given, up to the first negative one. */
+static void reply_n(long long id, char what, const long long *nums, int n) {
+  if (out_cap - out_len < 128) {
     size_t cap = out_cap ? out_cap * 2 : 4096;
     char *grown = realloc(out, cap);
     if (!grown) quit(1);
     out = grown;
     out_cap = cap;
   }
-  char *line = out + out_len;
-  int n = a < 0 ? snprintf(line, 96, "%lld %c\n", id, what)
-          : b < 0 ? snprintf(line, 96, "%lld %c %lld\n", id, what, a)
-          : c < 0 ? snprintf(line, 96, "%lld %c %lld %lld\n", id, what, a, b)
-                  : snprintf(line, 96, "%lld %c %lld %lld %lld\n", id, what, a, b, c);
-  out_len += (size_t)n;
+  out_len += (size_t)snprintf(out + out_len, 32, "%lld %c", id, what);
+  for (int k = 0; k < n && nums[k] >= 0; k++) out_len += (size_t)snprintf(out + out_len, 24, " %lld", nums[k]);
+  out[out_len++] = '\n';
 }
 
 static void reply(long long id, char what, long long a, long long b) {
-  reply3(id, what, a, b, -1);
+  long long nums[] = { a, b };
+  reply_n(id, what, nums, 2);
 }
 
 static void flush(void) {
@@ -374,8 +373,10 @@ static void reap(void) {
     off_t written = fstat(c->log_fd, &st) == 0 ? st.st_size : 0;
     close(c->log_fd);
     if (written == 0 && c->log_path[0]) unlink(c->log_path);
-    if (kill(-c->pid, 0) == 0) add_lingering(c->pid);
-    reply3(c->id, 'X', status, (long long)written, now_ms());
+    int lingers = kill(-c->pid, 0) == 0;
+    if (lingers) add_lingering(c->pid);
+    long long nums[] = { status, (long long)written, now_ms(), lingers };
+    reply_n(c->id, 'X', nums, 4);
     running = NULL;
     free(c->log_path);
     free(c);

@@ -10,8 +10,11 @@ import { fileURLToPath } from 'node:url';
 const BINARY = fileURLToPath(new URL('../../dist/native/spawner', import.meta.url));
 
 export type SpawnerEnd =
-  /** The command ran: its raw wait status, the bytes it wrote to its log, and when it ended (ms). */
-  | { kind: 'exited'; status: number; written: number; endedAt: number }
+  /**
+   * The command ran: its raw wait status, the bytes it wrote to its log, when it ended (ms),
+   * and whether processes of its group were left running then.
+   */
+  | { kind: 'exited'; status: number; written: number; endedAt: number; lingers: boolean }
   /** It could not start (errno), e.g. no such command; nothing ran. */
   | { kind: 'spawn-failed'; errno: number }
   /** Given back unstarted (dropQueued). */
@@ -45,6 +48,7 @@ export class Spawner {
   private readonly exitListeners: ((code: number | null, signal: NodeJS.Signals | null) => void)[] = [];
   private readonly spawnListeners: (() => void)[] = [];
   private running = false;
+  private outbox = '';
 
   private static usable: boolean | undefined;
 
@@ -130,20 +134,32 @@ export class Spawner {
     if (fields.some((f) => f.includes('\0'))) return Promise.resolve({ kind: 'spawn-failed', errno: constants.errno.EINVAL });
     return new Promise<SpawnerEnd>((resolve) => {
       this.pending.set(id, { onStarted, onNoLog, resolve });
-      this.child.stdin.write(fields.join('\0') + '\0');
+      this.send(fields.join('\0') + '\0');
     });
   }
 
   /** Takes back the queued commands that have not started: each ends `dropped`. */
   dropQueued(): void {
-    if (!this.exited) this.child.stdin.write('D\0');
+    if (!this.exited) this.send('D\0');
+  }
+
+  /** Requests made in one turn of the event loop go to the helper in one write (a write wakes it). */
+  private send(request: string): void {
+    if (this.outbox === '') queueMicrotask(() => this.flushOutbox());
+    this.outbox += request;
+  }
+
+  private flushOutbox(): void {
+    const text = this.outbox;
+    this.outbox = '';
+    if (!this.exited) this.child.stdin.write(text);
   }
 
   private read(text: string): void {
     this.buffered += text;
     let nl: number;
     while ((nl = this.buffered.indexOf('\n')) >= 0) {
-      const [id, what, a, b, c] = this.buffered.slice(0, nl).split(' ');
+      const [id, what, a, b, c, d] = this.buffered.slice(0, nl).split(' ');
       this.buffered = this.buffered.slice(nl + 1);
       const p = this.pending.get(Number(id));
       if (!p) continue;
@@ -154,7 +170,7 @@ export class Spawner {
       }
       this.pending.delete(Number(id));
       if (what === 'D') p.resolve({ kind: 'dropped' });
-      else if (what === 'X') p.resolve({ kind: 'exited', status: Number(a), written: Number(b), endedAt: wallClock(Number(c)) });
+      else if (what === 'X') p.resolve({ kind: 'exited', status: Number(a), written: Number(b), endedAt: wallClock(Number(c)), lingers: d === '1' });
       else p.resolve({ kind: 'spawn-failed', errno: Number(a) });
     }
   }

@@ -239,7 +239,7 @@ describe.skipIf(!SPAWNER_BUILT)('the helper itself', () => {
     h.proc.stdin!.write(request(2, join(dir, '2.log'), ['no-such-command-xyz']));
     await waitFor(() => h.lines.length >= 3, 5000, 'replies');
     expect(h.lines[0]).toMatch(/^1 S \d+ \d+$/);
-    expect(h.lines[1]).toMatch(/^1 X 32512 \d+ \d+$/); // the shell's exit 127
+    expect(h.lines[1]).toMatch(/^1 X 32512 \d+ \d+ 0$/); // the shell's exit 127
     expect(readFileSync(join(dir, '1.log'), 'utf8')).toMatch(/not found/);
     expect(h.lines[2]).toBe(`2 F ${constants.errno.ENOENT}`);
     h.proc.stdin!.end();

@@ -14,7 +14,9 @@ describe('R2: crash at every store write of a 10-task run', () => {
       const p = projectWithFiles(10);
       const canaries = join(p.dir, 'canaries');
       mkdirSync(canaries);
-      const env = { SIDE_EFFECT_LOG: p.log, CANARY_DIR: canaries };
+      // 5 ms tasks: longer than a tick may wait for others to share its commit (2 ms), so each
+      // result has a commit of its own and the walk crosses every step of the run.
+      const env = { SIDE_EFFECT_LOG: p.log, CANARY_DIR: canaries, SLEEP_MS: '5' };
       const args = ['run', 'src', '--handler', handler('record'), '-j', '1', '--retries', '2', '--backoff', '10ms', '--quiet'];
       const crashed = await runCli(args, { cwd: p.dir, env: { ...env, SPLITDANCE_FAILPOINT: `write:${n}` } });
       if (crashed.signal !== 'SIGKILL') {
