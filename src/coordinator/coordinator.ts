@@ -1,12 +1,11 @@
-import { StoreError } from '../errors.js';
 import { longInterval, longTimeout, type LongTimer } from '../long-timer.js';
 import { attemptLogFile, prepareLogFolder } from '../store/log-layout.js';
 import type { BatchRecord, ClaimedTask, ReleasedTask, Settlement, TaskStatus, TaskStore } from '../store/task-store.js';
 import type { TaskMessage } from '../worker/protocol.js';
 import { HOST, ownerId } from './owner.js';
 import type { PoolWorker, WorkerPool } from './pool.js';
-import { recoverStale } from './recovery.js';
 import { settle, type Ending, type RetryRules } from './settlement.js';
+import { Upkeep } from './upkeep.js';
 
 export interface CoordinatorOptions {
   /** The retry rules of a stage ('' for a batch without stages). */
@@ -84,11 +83,12 @@ export class Coordinator {
   private coalesce: NodeJS.Timeout | undefined;
   /** Every delay here may come from a user's duration (up to a year): none is a plain setTimeout. */
   private timers: LongTimer[] = [];
-  private lastRecovery = 0;
   private finish!: (r: StopReason) => void;
   private fail!: (err: unknown) => void;
   /** This store's folder for this batch's logs. */
   private readonly logFolder: string;
+  /** Leases, dead owners, pause and definition changes: what keeps this run's hold on its batch valid. */
+  private readonly upkeep: Upkeep;
 
   constructor(
     private readonly store: TaskStore,
@@ -100,6 +100,17 @@ export class Coordinator {
     // Here, before anything starts: a log folder that cannot be made safe (a symlink in the
     // way, a folder that is not ours) stops the run with nothing claimed (StoreError).
     this.logFolder = prepareLogFolder(options.logDir, store.identity, batch.name);
+    this.upkeep = new Upkeep({
+      store,
+      batch,
+      owner: this.owner,
+      pool,
+      observer,
+      pollMs: options.pollMs,
+      leaseMs: options.leaseMs,
+      inflight: this.inflight,
+      stop: (reason) => this.stop(reason),
+    });
   }
 
   async run(): Promise<StopReason> {
@@ -130,7 +141,7 @@ export class Coordinator {
       heartbeat: () => undefined, // leases are extended for every running attempt on a timer
     });
     const { leaseMs, maxRuntimeMs } = this.options;
-    this.timers.push(longInterval(() => void this.heartbeat(), Math.max(50, leaseMs / 3)));
+    this.timers.push(longInterval(() => void this.upkeep.heartbeat().catch((err: unknown) => this.fail(err)), Math.max(50, leaseMs / 3)));
     if (maxRuntimeMs !== null) this.timers.push(longTimeout(() => this.stop({ kind: 'max-runtime' }), maxRuntimeMs));
     this.schedule();
     try {
@@ -213,7 +224,7 @@ export class Coordinator {
       do {
         if (this.finished) return;
         this.again = false;
-        if (!this.stopping) await this.recoverIfDue();
+        if (!this.stopping) await this.upkeep.recoverIfDue();
         await this.exchange();
         await this.checkEnd();
       } while (this.again);
@@ -290,36 +301,6 @@ export class Coordinator {
     if (maxFailures !== null && this.failures >= maxFailures) this.stop({ kind: 'max-failures' });
   }
 
-  private async recoverIfDue(): Promise<void> {
-    const now = Date.now();
-    if (now - this.lastRecovery < this.options.pollMs) return;
-    this.lastRecovery = now;
-    // Pruned (or deleted) while this run was frozen: stop before claiming anything more. Ids
-    // never repeat, so nothing it commits meanwhile can land on another batch's rows; a batch
-    // of the same name made since is another batch.
-    const current = await this.store.findBatch(this.batch.name);
-    if (current?.id !== this.batch.id) {
-      throw new StoreError(
-        `batch "${this.batch.name}" is no longer in the store (pruned while this run was stopped?); this run stops without claiming or committing anything more`,
-      );
-    }
-    const released = await recoverStale(this.store, this.batch.id, this.owner, now);
-    if (released.length) this.observer.released(released);
-    // Attempts queued behind one that turned out slow go back, so idle workers can run them.
-    for (const w of this.pool.stuck(this.options.pollMs)) this.pool.drop(w);
-    // `splitdance pause` from anywhere: stop claiming within a poll, let running attempts finish.
-    if (current.paused) this.stop({ kind: 'paused' });
-    // Another run changed the definition: claims already stopped (the store refuses this version);
-    // let running attempts finish, and the caller follows the new one.
-    else if (current.jobVersion !== this.batch.jobVersion) this.stop({ kind: 'definition-changed' });
-  }
-
-  /** Whether the batch's stored definition is newer than the one this run's workers loaded. */
-  private async definitionChanged(): Promise<boolean> {
-    const current = await this.store.findBatch(this.batch.name);
-    return current?.id === this.batch.id && current.jobVersion !== this.batch.jobVersion;
-  }
-
   private dispatch(worker: PoolWorker, tasks: ClaimedTask[], now: number): void {
     const msgs: TaskMessage[] = tasks.map((task) => {
       this.inflight.set(task.token, { task, worker, head: false, startedAt: now, waited: false, timedOut: false, interrupted: false, timers: [] });
@@ -388,7 +369,7 @@ export class Coordinator {
     if (this.pool.size === 0) throw new Error('every worker died and none could be restarted; see the errors above');
     if (this.options.noWait && this.pool.hasIdleWorker()) {
       // Nothing claimable may only mean claims stopped for a newer definition (before a poll saw it).
-      return this.finish(await this.definitionChanged() ? { kind: 'definition-changed' } : { kind: 'no-wait' });
+      return this.finish(await this.upkeep.definitionChanged() ? { kind: 'definition-changed' } : { kind: 'no-wait' });
     }
   }
 
@@ -407,42 +388,7 @@ export class Coordinator {
   private push(entry: Inflight, ending: Ending, now: number): void {
     entry.timers.forEach((t) => t.cancel());
     this.inflight.delete(entry.task.token);
-    const { settlement, terminal } = settle(entry.task, ending, this.options.rules(entry.task.stage), now, entry.startedAt);
-    if (ending.kind === 'reported' && ending.msg.startedAt > 0) {
-      // Its worker says when it ran (it may have started it, and ended it, while this process
-      // was busy or frozen): the attempt row says that.
-      const { startedAt, durationMs } = ending.msg;
-      settlement.startedAt = startedAt;
-      settlement.endedAt = Math.max(startedAt, Math.min(now, startedAt + durationMs));
-      settlement.durationMs = settlement.endedAt - startedAt;
-    } else if (entry.waited) settlement.startedAt = entry.startedAt; // it waited queued: from when it started
-
+    const { settlement, terminal } = settle(entry.task, ending, this.options.rules(entry.task.stage), now, entry.startedAt, entry.waited);
     this.queue.push({ task: entry.task, settlement, terminal });
-  }
-
-  private async heartbeat(): Promise<void> {
-    if (this.inflight.size === 0) return;
-    const claimed = [...this.inflight.keys()]; // each committed before this heartbeat starts
-    try {
-      const held = new Set(await this.store.heartbeat(this.owner, Date.now() + this.options.leaseMs));
-      this.killTakenOver(claimed.filter((token) => !held.has(token)));
-    } catch (err) {
-      this.fail(err);
-    }
-  }
-
-  /**
-   * Attempts whose task another owner took while this process could not heartbeat (frozen
-   * past its lease, seen from a remote host): their results would be fenced off, and the
-   * task may already run elsewhere, so their commands are killed now rather than left to
-   * run beside the new attempt. Each then settles as a crash, which the store fences off.
-   */
-  private killTakenOver(tokens: number[]): void {
-    for (const token of tokens) {
-      const entry = this.inflight.get(token);
-      if (!entry) continue; // ended meanwhile: its settlement is fenced off as usual
-      this.observer.note(`attempt ${entry.task.attempt} of ${entry.task.key} lost its lease to another owner; its command is killed`);
-      this.pool.kill(entry.worker);
-    }
   }
 }

@@ -19,20 +19,27 @@ export type Ending =
 
 /**
  * Turns an attempt's ending into the settlement to commit and says whether it ends the
- * task. This is where retry decisions live: workers only report.
+ * task. This is where retry decisions live: workers only report. `startedAt`: when the
+ * coordinator saw it start (its claim, unless `waited`: it waited queued on its slot). A
+ * worker that reports when it started and how long it ran is believed over both: it may
+ * have run the attempt while this process was busy or frozen, and its row should say so.
  */
-export function settle(task: ClaimedTask, ending: Ending, rules: RetryRules, now: number, startedAt: number): {
+export function settle(task: ClaimedTask, ending: Ending, rules: RetryRules, now: number, startedAt: number, waited = false): {
   settlement: Settlement;
   terminal: boolean;
 } {
+  const ran = ending.kind === 'reported' && ending.msg.startedAt > 0 ? ending.msg : null;
+  const start = ran ? ran.startedAt : startedAt;
+  const end = ran ? Math.max(start, Math.min(now, start + ran.durationMs)) : now;
   // Object literals throughout, not spreads: this runs once per attempt, and spreading
   // small objects cost a few microseconds per attempt here.
   const settlement = (outcome: Outcome, error: string | null, io: Io): Settlement => ({
     token: task.token,
     taskId: task.id,
     outcome,
-    endedAt: now,
-    durationMs: now - startedAt,
+    startedAt: ran || waited ? start : undefined,
+    endedAt: end,
+    durationMs: end - start,
     exitCode: io.exitCode,
     signal: io.signal,
     outputTail: io.outputTail,

@@ -238,3 +238,20 @@ describe('settle', () => {
     }
   });
 });
+
+describe('when the attempt ran', () => {
+  it("believes the worker's own start and duration: it may have run while the coordinator was busy or frozen", () => {
+    const { settlement } = settle(claimed(1), reported(done({ ok: true, error: null, exitCode: 0, startedAt: NOW - 5_000, durationMs: 1_000 })), rules(), NOW, STARTED);
+    expect(settlement).toMatchObject({ startedAt: NOW - 5_000, endedAt: NOW - 4_000, durationMs: 1_000 });
+  });
+
+  it('never ends it after the coordinator learned of it, nor before it started', () => {
+    const late = settle(claimed(1), reported(done({ startedAt: NOW - 100, durationMs: 5_000 })), rules(), NOW, STARTED).settlement;
+    expect(late).toMatchObject({ startedAt: NOW - 100, endedAt: NOW, durationMs: 100 });
+  });
+
+  it('without the worker\'s times: from when it started after waiting queued, else from its claim (no start recorded)', () => {
+    expect(settle(claimed(1), reported(done()), rules(), NOW, STARTED, true).settlement).toMatchObject({ startedAt: STARTED, endedAt: NOW, durationMs: NOW - STARTED });
+    expect(settle(claimed(1), reported(done()), rules(), NOW, STARTED).settlement.startedAt).toBeUndefined();
+  });
+});
