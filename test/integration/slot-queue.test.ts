@@ -40,6 +40,12 @@ describe('a slot holds its next attempt', () => {
     await frozenCoordinatorRunsNext(['run', 'src', '-j', '1', '--exec', `echo {} >> ${starts}; sleep 0.4`], p.dir, starts);
   }, 60_000);
 
+  it("so does one whose commands start with Node's spawn (the same launcher interface)", async () => {
+    const p = projectWithFiles(3);
+    const starts = join(p.dir, 'starts');
+    await frozenCoordinatorRunsNext(['run', 'src', '-j', '1', '--exec', `echo {} >> ${starts}; sleep 0.4`], p.dir, starts, { SPLITDANCE_SPAWNER: 'node' });
+  }, 60_000);
+
   it('a module-handler worker starts its next attempt while the coordinator is frozen', async () => {
     const p = projectWithFiles(3);
     const starts = join(p.dir, 'starts');
