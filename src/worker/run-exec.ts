@@ -9,7 +9,7 @@ import type { DoneMessage, TaskMessage } from './protocol.js';
 export type ExecOutcome = Omit<DoneMessage, 'token'>;
 
 export interface RunningExec {
-  /** TERM its process group, KILL after the grace (a queued one is given back when it starts: it never runs). */
+  /** TERM its process group, KILL after the grace (one still queued in the launcher is TERMed the moment it starts). */
   abort(): void;
   /** KILL its process group now (its worker is going away). */
   kill(): void;
