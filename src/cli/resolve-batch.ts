@@ -1,6 +1,6 @@
 import { UsageError } from '../errors.js';
 import { expandBatchName } from '../job/batch-name.js';
-import type { BatchRecord, TaskStore } from '../store/task-store.js';
+import type { BatchRecord, QueryStore } from '../store/task-store.js';
 import { printable } from './format.js';
 import { suggest } from './suggest.js';
 
@@ -8,7 +8,7 @@ import { suggest } from './suggest.js';
  * The batch a command acts on: `--batch NAME`, or the most recently created one. `db` is
  * the store the user named, repeated in the commands the errors suggest.
  */
-export async function resolveBatch(store: TaskStore, name: string | undefined, db?: string): Promise<BatchRecord> {
+export async function resolveBatch(store: QueryStore, name: string | undefined, db?: string): Promise<BatchRecord> {
   if (name !== undefined) {
     const expanded = expandBatchName(name);
     const batch = await store.findBatch(expanded);

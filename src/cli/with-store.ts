@@ -1,6 +1,6 @@
 import { StoreError } from '../errors.js';
 import { openStore, resolveDbPath } from '../store/open-store.js';
-import type { BatchRecord, TaskStore } from '../store/task-store.js';
+import type { BatchRecord, CommandStore, TaskStore } from '../store/task-store.js';
 import { printable } from './format.js';
 import type { Io } from './io.js';
 import { resolveBatch } from './resolve-batch.js';
@@ -22,7 +22,7 @@ export interface BatchContext {
 export async function withBatch<T>(
   flags: { db?: string; batch?: string },
   io: Io,
-  fn: (store: TaskStore, batch: BatchRecord, ctx: BatchContext) => Promise<T>,
+  fn: (store: CommandStore, batch: BatchRecord, ctx: BatchContext) => Promise<T>,
   { readonly = false }: { readonly?: boolean } = {},
 ): Promise<T> {
   const db = resolveDbPath(flags.db, io.cwd, io.env);

@@ -1,7 +1,7 @@
 import { settingsOf, type JobDefinition } from '../job/job-definition.js';
 import type { Invocation } from '../job/run-options.js';
 import { handlersOf } from '../job/stages.js';
-import type { Counts, TaskStore } from '../store/task-store.js';
+import type { BatchProgress, Counts } from '../store/task-store.js';
 import type { HandlerSpec } from '../worker/protocol.js';
 import { WorkerPool, type PoolOptions } from './pool.js';
 
@@ -34,7 +34,7 @@ export async function startPool(limits: PoolLimits, handlers: Record<string, Han
 }
 
 /** Grows the pool to the batch's work, no further (`-j 50` on one task starts one); returns the counts it went by. */
-export async function growToWork(pool: WorkerPool, store: TaskStore, batchId: number): Promise<Counts> {
+export async function growToWork(pool: WorkerPool, store: BatchProgress, batchId: number): Promise<Counts> {
   const c = await store.counts(batchId);
   await pool.grow(c.pending + c.retrying + c.running);
   return c;

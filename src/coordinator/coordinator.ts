@@ -1,6 +1,6 @@
 import { longInterval, longTimeout, type LongTimer } from '../long-timer.js';
 import { attemptLogFile, prepareLogFolder } from '../store/log-layout.js';
-import type { BatchRecord, ClaimedTask, ReleasedTask, Settlement, TaskStatus, TaskStore } from '../store/task-store.js';
+import type { BatchRecord, ClaimedTask, ReleasedTask, Settlement, TaskStatus, LeaseStore } from '../store/task-store.js';
 import type { TaskMessage } from '../worker/protocol.js';
 import { HOST, ownerId } from './owner.js';
 import type { PoolWorker, WorkerPool } from './pool.js';
@@ -91,7 +91,7 @@ export class Coordinator {
   private readonly upkeep: Upkeep;
 
   constructor(
-    private readonly store: TaskStore,
+    private readonly store: LeaseStore,
     private readonly batch: BatchRecord,
     private readonly pool: WorkerPool,
     private readonly options: CoordinatorOptions,

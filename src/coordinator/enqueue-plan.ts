@@ -1,7 +1,7 @@
 import { definitionOf } from '../job/job-definition.js';
 import type { RunPlan } from '../job/plan-run.js';
 import { budgetOf } from '../job/stages.js';
-import type { BatchRecord, TaskSpec, TaskStore } from '../store/task-store.js';
+import type { AdminStore, BatchRecord, TaskSpec } from '../store/task-store.js';
 import { sameHandlers } from './batch-pool.js';
 
 export type EnqueuePlan = Pick<RunPlan, 'batchName' | 'source' | 'settings' | 'existing' | 'changed' | 'rerunChanged' | 'notes'>;
@@ -12,7 +12,7 @@ export type EnqueuePlan = Pick<RunPlan, 'batchName' | 'source' | 'settings' | 'e
  * `specs` is read, with the files that cannot be tasks. Adds the notes the enqueue gives to
  * `plan.notes`.
  */
-export async function enqueuePlan(store: TaskStore, plan: EnqueuePlan, specs: Iterable<TaskSpec>, unnamed: readonly string[]): Promise<{ batch: BatchRecord; inserted: number }> {
+export async function enqueuePlan(store: AdminStore, plan: EnqueuePlan, specs: Iterable<TaskSpec>, unnamed: readonly string[]): Promise<{ batch: BatchRecord; inserted: number }> {
   const job = definitionOf(plan.source, plan.settings) as unknown as Record<string, unknown>;
   const maxAttempts = plan.settings.retries + 1;
   const enqueued = await store.enqueue({ name: plan.batchName, source: plan.source, job, maxAttempts }, specs, {

@@ -1,4 +1,4 @@
-import type { ReleasedTask, TaskStore } from '../store/task-store.js';
+import type { LeaseStore, ReleasedTask } from '../store/task-store.js';
 import { isDeadOwner, isLiveLocalOwner } from './owner.js';
 
 /**
@@ -7,7 +7,7 @@ import { isDeadOwner, isLiveLocalOwner } from './owner.js';
  * are recorded LOST and stay counted. An owner on this host whose process exists keeps
  * its tasks whatever its lease says: only a remote owner can merely look dead.
  */
-export async function recoverStale(store: TaskStore, batchId: number | null, self: string, now = Date.now()): Promise<ReleasedTask[]> {
+export async function recoverStale(store: LeaseStore, batchId: number | null, self: string, now = Date.now()): Promise<ReleasedTask[]> {
   const owners = (await store.runningOwners(batchId)).filter((o) => o !== self);
   const dead = owners.filter((o) => isDeadOwner(o));
   const live = owners.filter((o) => isLiveLocalOwner(o));

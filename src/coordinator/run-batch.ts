@@ -5,7 +5,7 @@ import { handlersOf } from '../job/stages.js';
 import { resolveCountOrShare } from '../job/units.js';
 import { printable } from '../printable.js';
 import { describeStore, logRoot } from '../store/open-store.js';
-import type { BatchRecord, Counts, TaskStore } from '../store/task-store.js';
+import type { BatchRecord, Counts, LeaseStore } from '../store/task-store.js';
 import { growToWork, KILL_GRACE_MS, sameHandlers, startPool } from './batch-pool.js';
 import { Coordinator, type RunObserver, type StopReason } from './coordinator.js';
 import type { WorkerPool } from './pool.js';
@@ -65,7 +65,7 @@ export interface BatchRun {
  * new pool and goes on with it, so no attempt starts under a definition older than the stored
  * one. The caller shuts down the pool it passed; the pools started here are shut down here.
  */
-export async function runBatch(store: TaskStore, batch: BatchRecord, pool: WorkerPool, run: BatchRun, observer: BatchObserver): Promise<number> {
+export async function runBatch(store: LeaseStore, batch: BatchRecord, pool: WorkerPool, run: BatchRun, observer: BatchObserver): Promise<number> {
   const { inv } = run;
   const before = await growToWork(pool, store, batch.id);
   const total = before.total;
@@ -146,7 +146,7 @@ export async function runBatch(store: TaskStore, batch: BatchRecord, pool: Worke
  * leaving the tasks PENDING), and say so.
  */
 async function follow(
-  store: TaskStore,
+  store: LeaseStore,
   old: BatchRecord,
   inv: Invocation,
   note: (m: string) => void,

@@ -1,11 +1,11 @@
 import { StoreError } from '../errors.js';
-import type { BatchRecord, ClaimedTask, TaskStore } from '../store/task-store.js';
+import type { BatchRecord, ClaimedTask, LeaseStore } from '../store/task-store.js';
 import type { RunObserver, StopReason } from './coordinator.js';
 import type { PoolWorker, WorkerPool } from './pool.js';
 import { recoverStale } from './recovery.js';
 
 export interface UpkeepHost {
-  store: TaskStore;
+  store: LeaseStore;
   batch: BatchRecord;
   owner: string;
   pool: WorkerPool;

@@ -1,6 +1,6 @@
 import { batchStatus, type BatchStatus } from '../status/batch-status.js';
 import { clusterId, errorSignature } from '../status/error-signature.js';
-import type { BatchAttempt, BatchRecord, TaskRow, TaskStore } from '../store/task-store.js';
+import type { BatchAttempt, BatchRecord, QueryStore, TaskRow } from '../store/task-store.js';
 
 /** At most this many attempts are drawn; a bigger batch shows its most recent ones. */
 export const MAX_BARS = 5000;
@@ -23,7 +23,7 @@ export interface ReportData {
 }
 
 /** Everything the report shows, read from the store in one place. */
-export async function loadReport(store: TaskStore, batch: BatchRecord): Promise<ReportData> {
+export async function loadReport(store: QueryStore, batch: BatchRecord): Promise<ReportData> {
   const status = await batchStatus(store, batch);
   const { attempts, total } = await store.batchAttempts(batch.id, MAX_BARS);
   const slowest = await store.listTasks({ batchId: batch.id, order: 'slowest', limit: 15 });

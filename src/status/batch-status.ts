@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import type { BatchAttempt, BatchRecord, Counts, StageCounts, TaskStore } from '../store/task-store.js';
+import type { BatchAttempt, BatchRecord, Counts, QueryStore, StageCounts } from '../store/task-store.js';
 import { RATE_WINDOW, etaSeconds, tasksPerSecond } from './busy-rate.js';
 import { clusterErrors, type ErrorCluster } from './error-signature.js';
 
@@ -28,7 +28,7 @@ export interface BatchStatus extends Counts {
   stages: StageCounts[];
 }
 
-export async function batchStatus(store: TaskStore, batch: BatchRecord): Promise<BatchStatus> {
+export async function batchStatus(store: QueryStore, batch: BatchRecord): Promise<BatchStatus> {
   const c = await store.counts(batch.id);
   const { firstStartedAt, lastFinishedAt } = await store.activity(batch.id);
   const open = c.pending + c.retrying + c.running;

@@ -1,5 +1,6 @@
 import type { AttemptRow, BatchRecord, ClaimedTask, Counts, Outcome, StageCounts, TaskRow, TaskStatus } from './task-store.js';
 import type { Sibling } from './stage-graph.js';
+import { parseNeeds } from './shared/json-columns.js';
 
 /**
  * Raw rows as both drivers return them (the same columns in SQLite and PostgreSQL; the
@@ -95,7 +96,7 @@ export function toTaskRow(r: TaskDbRow): TaskRow {
     payload: JSON.parse(r.payload),
     fingerprint: r.fingerprint,
     item: r.item_key,
-    needs: r.needs === null ? [] : JSON.parse(r.needs),
+    needs: parseNeeds(r.needs),
   };
 }
 
@@ -179,5 +180,5 @@ export interface SiblingDbRow {
 }
 
 export function toSibling(r: SiblingDbRow): Sibling {
-  return { id: Number(r.id), stage: r.stage, status: r.status, needs: r.needs === null ? [] : JSON.parse(r.needs), lastError: r.last_error };
+  return { id: Number(r.id), stage: r.stage, status: r.status, needs: parseNeeds(r.needs), lastError: r.last_error };
 }

@@ -1,8 +1,15 @@
 /**
- * The store interface the coordinator and commands use. It speaks task verbs and
- * never exposes a driver type, so SQLite and PostgreSQL can sit behind it. All
- * times are milliseconds since the epoch.
+ * The store the coordinator and commands use, and the types its verbs speak. It never
+ * exposes a driver type, so SQLite and PostgreSQL can sit behind it. All times are
+ * milliseconds since the epoch. The verbs are grouped by who needs them: the lease verbs of
+ * a coordinator (lease-store.ts), the queries and admin verbs of the commands
+ * (command-store.ts); `TaskStore` is all of them, what `openStore` returns.
  */
+import type { LeaseStore } from './lease-store.js';
+import type { AdminStore, QueryStore } from './command-store.js';
+
+export type { BatchProgress, LeaseStore, StoreInfo } from './lease-store.js';
+export type { AdminStore, CommandStore, QueryStore } from './command-store.js';
 
 export const TASK_STATUSES = ['PENDING', 'RUNNING', 'SUCCESS', 'FAILED', 'CANCELLED'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
@@ -35,7 +42,6 @@ export interface TaskSpec {
 }
 
 export type { Budget } from './budget.js';
-import type { Budget } from './budget.js';
 
 export interface BatchRecord {
   id: number;
@@ -238,88 +244,6 @@ export interface ErrorCount {
   example: string;
 }
 
-export interface TaskStore {
-  readonly location: string;
-  /**
-   * The store's identity: 32 hex digits, random, written once when the store was created
-   * (or upgraded to a version that has one) and never changed. It names the store's log folder.
-   */
-  readonly identity: string;
-  findBatch(name: string): Promise<BatchRecord | undefined>;
-  latestBatch(): Promise<BatchRecord | undefined>;
-  listBatches(): Promise<BatchRecord[]>;
-  /**
-   * Create the batch if needed and insert the tasks whose keys it lacks, atomically; note
-   * changed fingerprints, and with `rerunChanged` re-queue succeeded tasks whose file changed.
-   */
-  enqueue(batch: NewBatch, specs: Iterable<TaskSpec>, options?: { rerunChanged?: boolean }): Promise<EnqueueResult>;
-  /** Succeeded tasks whose file has changed since they ran (as last observed). */
-  changedCount(batchId: number): Promise<number>;
-  /**
-   * Replace the stored job definition and bump its version (returned); unfinished tasks get the
-   * new attempt budget (per stage, with stages). Claims under the old version stop at once.
-   */
-  updateJob(batchId: number, job: Record<string, unknown>, budget: Budget): Promise<number>;
-  /** Pause (nothing new is claimed; running attempts finish) or resume a batch. */
-  setPaused(batchId: number, paused: boolean): Promise<void>;
-  /** Atomically claim up to one PENDING, due task whose needs succeeded per slot, counting the attempt. */
-  claim(request: ClaimRequest): Promise<ClaimedTask[]>;
-  /**
-   * Extend the leases of every task `owner` holds; returns their tokens, so an owner learns
-   * which of its attempts lost their task (taken over while it was frozen).
-   */
-  heartbeat(owner: string, leaseExpiresAt: number): Promise<number[]>;
-  /** settle, then claim, in one transaction: what a coordinator does on every tick. */
-  settleAndClaim(settlements: Settlement[], request: ClaimRequest): Promise<{ applied: number[]; claimed: ClaimedTask[] }>;
-  /** Commit attempt outcomes in one transaction; returns the tokens that still held their task, in the order given. */
-  settle(settlements: Settlement[]): Promise<number[]>;
-  /** Current status of the given tasks (the store, not a claim-time copy, decides whether a failure ended a task). */
-  statuses(taskIds: number[]): Promise<Map<number, TaskStatus>>;
-  /** The owners holding RUNNING tasks in the batch (or all batches), for dead-owner checks. */
-  runningOwners(batchId: number | null): Promise<string[]>;
-  /**
-   * Return to PENDING (or FAILED when out of attempts) tasks whose lease expired or whose
-   * owner is dead, never those of `self` (a live coordinator's own) nor of `liveOwners`
-   * (live processes on this host, stopped ones included); records LOST.
-   */
-  releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners?: string[]): Promise<ReleasedTask[]>;
-  counts(batchId: number): Promise<Counts>;
-  /** Counts per stage of a batch with stages (none for a batch without). */
-  stageCounts(batchId: number): Promise<StageCounts[]>;
-  /** The earliest `next_run_at` of a PENDING task whose needs are met, or null. */
-  nextDueAt(batchId: number): Promise<number | null>;
-  /** The last errors of FAILED tasks with their counts, most frequent first. */
-  topErrors(batchId: number, limit: number): Promise<ErrorCount[]>;
-  listTasks(filter: TaskFilter): Promise<TaskRow[]>;
-  getTask(batchId: number, key: string): Promise<TaskRow | undefined>;
-  attemptsOf(taskId: number): Promise<AttemptRow[]>;
-  /** The batch's attempts, oldest first, at most `limit` (the most recent ones when cut). */
-  batchAttempts(batchId: number, limit: number): Promise<{ attempts: BatchAttempt[]; total: number }>;
-  /** The same attempts without counting the batch's (a scan of the batch): for `status`'s rates. */
-  recentAttempts(batchId: number, limit: number): Promise<BatchAttempt[]>;
-  /**
-   * Delete finished batches (nothing PENDING or RUNNING) whose last activity is before `before`,
-   * in bounded chunks, each its own short transaction (so a concurrent run never waits long for
-   * the lock): the batch's attempts, then its tasks, then the batch row. Every chunk re-checks
-   * that the batch is still finished and idle, so a prune killed half-way leaves a smaller batch
-   * of finished tasks (consistent) that the next prune finishes, and a batch that came back to
-   * life meanwhile keeps what is left. With `onChunk`, each chunk's log files are handed over as
-   * soon as it is committed (and `logPaths` stays empty); without, they are all in `logPaths`.
-   */
-  pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void): Promise<PruneResult>;
-  /** Attempt rows in the whole store: the history `prune` would trim. */
-  historySize(): Promise<number>;
-  /**
-   * Reset FAILED tasks matching the filter to PENDING with a fresh budget; returns how many.
-   * Their dependents cancelled because they failed return to PENDING too.
-   */
-  retryFailed(filter: TaskFilter): Promise<number>;
-  /**
-   * `cancel`: PENDING tasks matching the filter end CANCELLED; RUNNING ones finish and end
-   * CANCELLED unless they succeed; stage tasks that need them are cancelled too.
-   */
-  cancel(filter: TaskFilter): Promise<CancelResult>;
-  /** First and last activity of the batch, for rates. */
-  activity(batchId: number): Promise<{ firstStartedAt: number | null; lastFinishedAt: number | null }>;
+export interface TaskStore extends LeaseStore, QueryStore, AdminStore {
   close(): Promise<void>;
 }

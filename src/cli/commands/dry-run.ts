@@ -1,14 +1,14 @@
 import { describeHandler } from '../../job/job-definition.js';
 import { formatMs } from '../../job/units.js';
 import { describeStore } from '../../store/open-store.js';
-import type { TaskStore } from '../../store/task-store.js';
+import type { QueryStore } from '../../store/task-store.js';
 import { line, type Io } from '../io.js';
 import type { RunPlan } from '../../job/plan-run.js';
 
 const FIRST_KEYS = 5;
 
 /** `run --dry-run`: what would happen, from reads only. The store is opened read-only or not at all. */
-export async function printPlan(plan: RunPlan, store: TaskStore | null, io: Io): Promise<number> {
+export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io): Promise<number> {
   const existing = plan.existing && store ? await store.findBatch(plan.batchName) : undefined;
   let count = 0;
   let known = 0;

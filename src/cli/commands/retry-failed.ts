@@ -1,7 +1,7 @@
 import picomatch from 'picomatch';
 import { requireFilter } from '../filters.js';
 import { parseConcurrency } from '../../job/run-options.js';
-import type { BatchRecord, TaskStore } from '../../store/task-store.js';
+import type { AdminStore, BatchRecord } from '../../store/task-store.js';
 import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { resolveBatch } from '../resolve-batch.js';
@@ -55,7 +55,7 @@ export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promi
   });
 }
 
-function resetFailed(store: TaskStore, batch: BatchRecord, flags: RetryFailedFlags): Promise<number> {
+function resetFailed(store: AdminStore, batch: BatchRecord, flags: RetryFailedFlags): Promise<number> {
   return store.retryFailed({
     batchId: batch.id,
     keyMatches: flags.key !== undefined ? picomatch(flags.key, { dot: true }) : undefined,

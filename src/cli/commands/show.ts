@@ -1,5 +1,5 @@
 import { UsageError } from '../../errors.js';
-import type { AttemptRow, BatchRecord, TaskRow, TaskStore } from '../../store/task-store.js';
+import type { AttemptRow, BatchRecord, QueryStore, TaskRow } from '../../store/task-store.js';
 import { cell, duration, iso, printable } from '../format.js';
 import { colors, line, type Io, type OutputFlags } from '../io.js';
 import { suggest, type Target } from '../suggest.js';
@@ -69,7 +69,7 @@ function colorOutcome(c: ReturnType<typeof colors>, outcome: string | null): str
 }
 
 export async function findTask(
-  store: TaskStore,
+  store: QueryStore,
   batch: BatchRecord,
   key: string,
   target: Target,

@@ -8,7 +8,7 @@ import { settingsOf, type JobDefinition } from '../../job/job-definition.js';
 import { inputFromFlags, invocationOf, type Invocation } from '../../job/run-options.js';
 import { handlersOf } from '../../job/stages.js';
 import { openStore, resolveDbPath } from '../../store/open-store.js';
-import type { BatchRecord, TaskStore } from '../../store/task-store.js';
+import type { BatchRecord, QueryStore, TaskStore } from '../../store/task-store.js';
 import { printable } from '../format.js';
 import { line, type Io } from '../io.js';
 import { resolveBatch } from '../resolve-batch.js';
@@ -70,7 +70,7 @@ async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io
   }
 }
 
-async function candidates(store: TaskStore, name: string | undefined): Promise<BatchRecord[]> {
+async function candidates(store: QueryStore, name: string | undefined): Promise<BatchRecord[]> {
   if (name !== undefined) return [await resolveBatch(store, name)];
   return (await store.listBatches()).filter((b) => !b.paused);
 }

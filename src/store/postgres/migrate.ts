@@ -1,26 +1,13 @@
-import { readFileSync, readdirSync } from 'node:fs';
 import { StoreError } from '../../errors.js';
 import type { PgDb, Sql } from './pg-db.js';
 import { lockKey } from './pg-locks.js';
+import { loadMigrations, newestVersion } from '../shared/migrations.js';
 
 const MIGRATIONS_DIR = new URL('../../../src/store/postgres/migrations/', import.meta.url);
 
-interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
-
-function loadMigrations(): Migration[] {
-  return readdirSync(MIGRATIONS_DIR)
-    .filter((f) => /^\d+_.*\.sql$/.test(f))
-    .sort()
-    .map((f) => ({ version: Number(f.slice(0, f.indexOf('_'))), name: f, sql: readFileSync(new URL(f, MIGRATIONS_DIR), 'utf8') }));
-}
-
 /** Read once: the migrations this build knows, and so the newest schema it understands. */
-const MIGRATIONS = loadMigrations();
-export const PG_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
+const MIGRATIONS = loadMigrations(MIGRATIONS_DIR);
+export const PG_SCHEMA_VERSION = newestVersion(MIGRATIONS);
 
 /** The version table, in the store's own schema beside the tables it describes. */
 const VERSION_TABLE = 'splitdance_migrations';

@@ -2,6 +2,7 @@ import type { EnqueueResult, NewBatch, TaskSpec } from '../task-store.js';
 import type { PgDb, Sql } from './pg-db.js';
 import { lockKey } from './pg-locks.js';
 import { toBatch, type BatchDbRow } from '../db-rows.js';
+import { needsColumn } from '../shared/json-columns.js';
 import type { Statements } from './statements.js';
 
 /** Specs per staging INSERT: one round trip per chunk, memory bounded by one chunk. */
@@ -61,7 +62,7 @@ async function stage(sql: Sql, specs: Iterable<TaskSpec>): Promise<void> {
       rows.map((s) => s.fingerprint),
       rows.map((s) => s.stage ?? ''),
       rows.map((s) => s.item ?? null),
-      rows.map((s) => (s.needs?.length ? JSON.stringify(s.needs) : null)),
+      rows.map((s) => needsColumn(s.needs)),
       rows.map((s) => s.maxAttempts ?? null),
     ]);
   };

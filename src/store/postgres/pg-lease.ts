@@ -3,6 +3,7 @@ import type { Sql, Statement } from './pg-db.js';
 import { toClaimedTask, type TaskDbRow } from '../db-rows.js';
 import { cascade, inputsOf } from './pg-stages.js';
 import { lateReportNote } from '../late-report.js';
+import { lostError } from '../shared/lost.js';
 import type { Statements } from './statements.js';
 
 /**
@@ -86,10 +87,7 @@ export async function releaseStale(
 ): Promise<ReleasedTask[]> {
   const released: ReleasedTask[] = [];
   for (const t of await sql.rows<TaskDbRow>(st.staleTasks, [batchId, now, deadOwners, self, liveOwners])) {
-    const dead = t.lease_owner !== null && deadOwners.includes(t.lease_owner);
-    const error = dead
-      ? `LOST: its coordinator (${t.lease_owner}) died while the attempt ran`
-      : `LOST: the lease of ${t.lease_owner ?? 'an unknown owner'} expired without a heartbeat`;
+    const error = lostError(t.lease_owner, deadOwners);
     const [after] = await sql.rows<{ status: string }>(st.releaseLost, [t.id, now, error]);
     await sql.run(st.loseAttempt, [t.lease_token, error]);
     released.push({ key: t.task_key, owner: t.lease_owner, failed: after!.status !== 'PENDING' });

@@ -2,6 +2,7 @@ import { cascadeCancel, cascadeRevive } from '../stage-graph.js';
 import type { Sql } from './pg-db.js';
 import { toSibling, type SiblingDbRow } from '../db-rows.js';
 import type { Statements } from './statements.js';
+import { inputsByStage } from '../shared/json-columns.js';
 
 /**
  * The stage rules of stage-graph.ts applied to PostgreSQL rows, inside the caller's
@@ -32,5 +33,5 @@ export async function revive(sql: Sql, st: Statements, batchId: number, items: I
 export async function inputsOf(sql: Sql, st: Statements, t: { batch_id: number; item_key: string | null; needs: string | null }): Promise<Record<string, unknown>> {
   if (t.needs === null || t.item_key === null) return {};
   const rows = await sql.rows<{ stage: string; result: string | null }>(st.inputs, [t.batch_id, t.item_key, t.needs]);
-  return Object.fromEntries(rows.map((r) => [r.stage, r.result === null ? null : JSON.parse(r.result)]));
+  return inputsByStage(rows);
 }

@@ -30,6 +30,7 @@ import { parsePgUrl } from './pg-url.js';
 import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../db-rows.js';
 import { cascade, revive } from './pg-stages.js';
 import { budgets } from '../budget.js';
+import { CancelTally } from '../shared/cancel-tally.js';
 import { PRUNE_CHUNK, pruneInChunks, type PruneStep } from '../prune-in-chunks.js';
 import { prepareStatements, type Statements } from './statements.js';
 
@@ -285,18 +286,13 @@ export class PostgresStore implements TaskStore {
   async cancel(filter: TaskFilter): Promise<CancelResult> {
     return this.db.transaction(async (sql) => {
       const now = this.s(Date.now());
-      const result: CancelResult = { cancelled: 0, stopping: 0, dependents: 0 };
-      const items: (string | null)[] = [];
-      for (const t of await selectTasks(sql, this.st, { ...filter, status: undefined })) {
-        if (t.status !== 'PENDING' && t.status !== 'RUNNING') continue;
+      const tally = new CancelTally();
+      for (const t of CancelTally.targets(await selectTasks(sql, this.st, { ...filter, status: undefined }))) {
         const [row] = await sql.rows<{ status: string }>(this.st.cancelTask, [t.id, 'cancelled', now]);
-        if (!row) continue;
-        if (row.status === 'RUNNING') result.stopping++;
-        else result.cancelled++;
-        items.push(t.item);
+        tally.add(t, row?.status);
       }
-      result.dependents = await cascade(sql, this.st, filter.batchId, items, now);
-      return result;
+      tally.result.dependents = await cascade(sql, this.st, filter.batchId, tally.items, now);
+      return tally.result;
     });
   }
 

@@ -1,8 +1,9 @@
 import Database from 'better-sqlite3';
-import { chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { StoreError } from '../../errors.js';
 import { failpointValue } from '../failpoint.js';
+import { loadMigrations, newestVersion } from '../shared/migrations.js';
 
 type Db = Database.Database;
 
@@ -11,21 +12,9 @@ const MIGRATIONS_DIR = new URL('../../../src/store/sqlite/migrations/', import.m
 /** Milliseconds a writer waits for another's lock before the command fails with exit 4. */
 export const BUSY_TIMEOUT_MS = Number(process.env.SPLITDANCE_BUSY_TIMEOUT_MS ?? 5000);
 
-interface Migration {
-  version: number;
-  sql: string;
-}
-
-function loadMigrations(): Migration[] {
-  return readdirSync(MIGRATIONS_DIR)
-    .filter((f) => /^\d+_.*\.sql$/.test(f))
-    .sort()
-    .map((f) => ({ version: Number(f.slice(0, f.indexOf('_'))), sql: readFileSync(new URL(f, MIGRATIONS_DIR), 'utf8') }));
-}
-
 /** Read once: the migrations this build knows, and so the newest schema it understands. */
-const MIGRATIONS = loadMigrations();
-export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
+const MIGRATIONS = loadMigrations(MIGRATIONS_DIR);
+export const SCHEMA_VERSION = newestVersion(MIGRATIONS);
 
 /**
  * Opens (creating if needed) a splitdance SQLite store. Everything about the file is

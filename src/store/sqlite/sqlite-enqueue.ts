@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { EnqueueResult, NewBatch, TaskSpec } from '../task-store.js';
 import { toBatch, type BatchDbRow } from '../db-rows.js';
+import { needsColumn } from '../shared/json-columns.js';
 import { failpoint } from '../failpoint.js';
 import { openSqlite, storeError } from './open-sqlite.js';
 import { SQL } from './statements.js';
@@ -71,7 +72,7 @@ export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>
     >;
     const flush = db.transaction((rows: TaskSpec[]) => {
       for (const s of rows) {
-        const needs = s.needs?.length ? JSON.stringify(s.needs) : null;
+        const needs = needsColumn(s.needs);
         st.stage.run(s.key, JSON.stringify(s.payload), s.fingerprint, s.stage ?? '', s.item ?? null, needs, s.maxAttempts ?? null);
       }
     });

@@ -1,5 +1,7 @@
-import type { ClaimRequest, ClaimedTask, Settlement, TaskStatus } from '../task-store.js';
-import { toClaimedTask, type ClaimedDbRow } from '../db-rows.js';
+import type { ClaimRequest, ClaimedTask, ReleasedTask, Settlement, TaskStatus } from '../task-store.js';
+import { toClaimedTask, type ClaimedDbRow, type TaskDbRow } from '../db-rows.js';
+import { lostError } from '../shared/lost.js';
+import type { SqliteConn } from './sqlite-conn.js';
 import { lateReportNote } from '../late-report.js';
 import { cascade, inputsOf } from './sqlite-stages.js';
 import type { Statements } from './statements.js';
@@ -108,4 +110,29 @@ export function settle(st: Statements, settlements: Settlement[]): number[] {
   for (const [batchId, endedAt] of finished) st.markFinished.run({ batchId, endedAt });
   for (const [batchId, items] of ended) cascade(st, batchId, items, Date.now());
   return settlements.filter((s) => applied.has(s)).map((s) => s.token);
+}
+
+export function heartbeat(c: SqliteConn, owner: string, leaseExpiresAt: number): number[] {
+  return c.write(() => (c.st.heartbeat.all({ owner, expires: leaseExpiresAt }) as { token: number }[]).map((r) => r.token));
+}
+
+/** Returns stale RUNNING tasks (expired lease or dead owner, never `self`'s nor a live local owner's) to PENDING, or FAILED when out of attempts. */
+export function releaseStale(c: SqliteConn, batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners: string[]): ReleasedTask[] {
+  const st = c.st;
+  const params = { batchId, now, dead: JSON.stringify(deadOwners), self, live: JSON.stringify(liveOwners) };
+  // Read first so the common case (nothing stale) takes no write lock.
+  if ((c.read(() => st.staleTasks.all(params)) as TaskDbRow[]).length === 0) return [];
+  return c.write(() => {
+    const released: ReleasedTask[] = [];
+    const ended: TaskDbRow[] = [];
+    for (const t of st.staleTasks.all(params) as TaskDbRow[]) {
+      const error = lostError(t.lease_owner, deadOwners);
+      const after = st.releaseLost.get({ id: t.id, now, error }) as { status: TaskStatus };
+      st.loseAttempt.run({ token: t.lease_token, error });
+      released.push({ key: t.task_key, owner: t.lease_owner, failed: after.status !== 'PENDING' });
+      if (after.status !== 'PENDING') ended.push(t);
+    }
+    for (const t of ended) cascade(st, t.batch_id, [t.item_key], now);
+    return released;
+  });
 }

@@ -1,6 +1,7 @@
 import { cascadeCancel, cascadeRevive, type Sibling } from '../stage-graph.js';
 import { toSibling, type ClaimedDbRow, type SiblingDbRow } from '../db-rows.js';
 import type { Statements } from './statements.js';
+import { inputsByStage } from '../shared/json-columns.js';
 
 /**
  * The stage rules of stage-graph.ts applied to SQLite rows, inside the caller's write
@@ -56,8 +57,6 @@ export function inputsOf(st: Statements, batchId: number, tasks: ClaimedDbRow[])
   if (staged.length === 0) return inputs;
   for (const t of staged) inputs.set(t.id, {});
   const list = JSON.stringify(staged.map((t) => [t.id, t.item_key, t.needs]));
-  for (const r of st.inputs.all({ batchId, list }) as { task_id: number; stage: string; result: string | null }[]) {
-    inputs.get(r.task_id)![r.stage] = r.result === null ? null : JSON.parse(r.result);
-  }
+  for (const r of st.inputs.all({ batchId, list }) as { task_id: number; stage: string; result: string | null }[]) inputsByStage([r], inputs.get(r.task_id));
   return inputs;
 }

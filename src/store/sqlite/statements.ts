@@ -91,11 +91,17 @@ export const SQL = {
   /**
    * @batchId — served by tasks_by_state alone. Counting per status and then the retrying
    * PENDING rows is ~4× faster than grouping by (status, attempts > 0) (5 vs 19 ms at 100k).
+   * The retrying rows are taken out of the PENDING group here, so the groups are disjoint as
+   * PostgreSQL's are and both stores fold them with the same toCounts.
    */
   counts: `
-    SELECT status, count(*) AS n, 0 AS tried FROM tasks INDEXED BY tasks_by_state WHERE batch_id = @batchId GROUP BY status
+    WITH retrying AS (
+      SELECT count(*) AS n FROM tasks INDEXED BY tasks_by_state WHERE batch_id = @batchId AND status = 'PENDING' AND attempts > 0
+    )
+    SELECT status, count(*) - CASE status WHEN 'PENDING' THEN (SELECT n FROM retrying) ELSE 0 END AS n, 0 AS tried
+    FROM tasks INDEXED BY tasks_by_state WHERE batch_id = @batchId GROUP BY status
     UNION ALL
-    SELECT 'PENDING', count(*), 1 FROM tasks INDEXED BY tasks_by_state WHERE batch_id = @batchId AND status = 'PENDING' AND attempts > 0`,
+    SELECT 'PENDING', n, 1 FROM retrying`,
   /** ?batchId */
   /** ?batchId — only tasks whose needs are met: one waiting for a running need is not "due". */
   nextDue: `SELECT min(next_run_at) AS due FROM tasks AS c WHERE batch_id = ? AND status = 'PENDING' AND ${NEEDS_MET}`,

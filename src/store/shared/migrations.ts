@@ -1,0 +1,21 @@
+import { readFileSync, readdirSync } from 'node:fs';
+
+/** One schema step: `NNN_name.sql` in a store's migrations folder. */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** The migrations in `dir`, in version order (both stores read theirs once, at load). */
+export function loadMigrations(dir: URL): Migration[] {
+  return readdirSync(dir)
+    .filter((f) => /^\d+_.*\.sql$/.test(f))
+    .sort()
+    .map((f) => ({ version: Number(f.slice(0, f.indexOf('_'))), name: f, sql: readFileSync(new URL(f, dir), 'utf8') }));
+}
+
+/** The newest schema version a build understands. */
+export function newestVersion(migrations: Migration[]): number {
+  return Math.max(...migrations.map((m) => m.version));
+}

@@ -1,0 +1,91 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Budget, CancelResult, PruneResult, TaskFilter, TaskStatus } from '../task-store.js';
+import type { BatchDbRow } from '../db-rows.js';
+import { budgets } from '../budget.js';
+import { PRUNE_CHUNK, pruneInChunks, type PruneStep } from '../prune-in-chunks.js';
+import { CancelTally } from '../shared/cancel-tally.js';
+import type { SqliteConn } from './sqlite-conn.js';
+import { selectTasks } from './sqlite-list.js';
+import { cascade, revive } from './sqlite-stages.js';
+
+/**
+ * The admin verbs of SQLite (pause, job updates, retry-failed, cancel, prune), each one
+ * write transaction, or a series of short ones for prune.
+ */
+
+/** Task ids per statement of a whole-batch update (see updateJob). */
+const ID_CHUNK = 10_000;
+
+export function setPaused(c: SqliteConn, batchId: number, paused: boolean): void {
+  c.write(() => c.st.setPaused.run({ batchId, paused: paused ? 1 : 0, now: Date.now() }));
+}
+
+export function updateJob(c: SqliteConn, batchId: number, job: Record<string, unknown>, budget: Budget): number {
+  const st = c.st;
+  return c.write(() => {
+    const now = Date.now();
+    const row = st.updateJob.get({ batchId, job: JSON.stringify(job), now }) as { job_version: number } | undefined;
+    const { lo, hi } = st.taskIdRange.get(batchId) as { lo: number | null; hi: number | null };
+    const items: (string | null)[] = [];
+    // In ranges of ids: each statement's undo log is kept in memory, so none may span a million rows.
+    for (let from = lo ?? 1; lo !== null && hi !== null && from <= hi; from += ID_CHUNK) {
+      const range = { batchId, from, to: from + ID_CHUNK - 1 };
+      for (const [stage, maxAttempts] of budgets(budget)) st.updateMaxAttempts.run({ ...range, maxAttempts, stage });
+      for (const r of st.failExhausted.all({ ...range, now }) as { item_key: string | null }[]) items.push(r.item_key);
+    }
+    cascade(st, batchId, items, now);
+    return row?.job_version ?? 0;
+  });
+}
+
+export function retryFailed(c: SqliteConn, filter: TaskFilter): number {
+  return c.write(() => {
+    let n = 0;
+    const items = new Set<string>();
+    for (const t of selectTasks(c, { ...filter, status: 'FAILED' })) {
+      const row = c.st.resetFailed.get(t.id) as { item_key: string | null } | undefined;
+      if (!row) continue;
+      n++;
+      if (row.item_key !== null) items.add(row.item_key);
+    }
+    // Their dependents, cancelled because these failed, wait for them again; a reset task
+    // whose own need is still dead is cancelled at once instead of waiting forever.
+    revive(c.st, filter.batchId, items);
+    cascade(c.st, filter.batchId, items, Date.now());
+    return n;
+  });
+}
+
+export function cancel(c: SqliteConn, filter: TaskFilter): CancelResult {
+  return c.write(() => {
+    const now = Date.now();
+    const tally = new CancelTally();
+    for (const t of CancelTally.targets(selectTasks(c, { ...filter, status: undefined }))) {
+      tally.add(t, (c.st.cancelTask.get({ id: t.id, reason: 'cancelled', now }) as { status: TaskStatus } | undefined)?.status);
+    }
+    tally.result.dependents = cascade(c.st, filter.batchId, tally.items, now);
+    return tally.result;
+  });
+}
+
+export async function pruneFinished(c: SqliteConn, before: number, onChunk?: (batch: string, logPaths: string[]) => void): Promise<PruneResult> {
+  const batches = c.read(() => c.st.finishedBatches.all({ before }) as BatchDbRow[]);
+  // A writer waiting for the lock polls (SQLite's busy handler sleeps between tries): without
+  // a gap, the next chunk takes the lock again first and starves it into its busy timeout.
+  // The gap is twice the chunk's time, so the lock is free two thirds of the time.
+  const gap = (stepMs: number) => sleep(Math.max(5, 2 * stepMs));
+  return pruneInChunks(batches, async (b) => c.write(() => pruneChunk(c, b.id, before)), onChunk, gap);
+}
+
+/** One short transaction of a prune: a chunk of attempts, else of tasks, else the batch row. */
+function pruneChunk(c: SqliteConn, batchId: number, before: number): PruneStep {
+  const st = c.st;
+  if (!st.stillPrunable.get({ batchId, before })) return 'live';
+  st.raiseHighWater.run(); // the ids about to go stay taken (ids never repeat)
+  const paths = st.pruneAttempts.all({ batchId, n: PRUNE_CHUNK }) as { path: string | null }[];
+  if (paths.length > 0) return { attempts: paths.length, tasks: 0, logPaths: paths.flatMap((p) => (p.path === null ? [] : [p.path])) };
+  const tasks = st.pruneTasks.run({ batchId, n: PRUNE_CHUNK }).changes;
+  if (tasks > 0) return { attempts: 0, tasks, logPaths: [] };
+  st.deleteBatch.run(batchId);
+  return 'gone';
+}

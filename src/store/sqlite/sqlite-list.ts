@@ -1,0 +1,108 @@
+import type { AttemptRow, BatchAttempt, BatchRecord, Counts, ErrorCount, StageCounts, TaskFilter, TaskRow, TaskStatus } from '../task-store.js';
+import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../db-rows.js';
+import type { SqliteConn } from './sqlite-conn.js';
+
+/**
+ * The read verbs of SQLite (what status, tasks, show, report and the coordinator's checks
+ * ask), each a plain read outside any transaction: WAL gives it a consistent snapshot.
+ */
+
+export function findBatch(c: SqliteConn, name: string): BatchRecord | undefined {
+  const row = c.read(() => c.st.batchByName.get(name) as BatchDbRow | undefined);
+  return row && toBatch(row);
+}
+
+export function latestBatch(c: SqliteConn): BatchRecord | undefined {
+  const row = c.read(() => c.st.latestBatch.get() as BatchDbRow | undefined);
+  return row && toBatch(row);
+}
+
+export function listBatches(c: SqliteConn): BatchRecord[] {
+  return c.read(() => (c.st.listBatches.all() as BatchDbRow[]).map(toBatch));
+}
+
+export function changedCount(c: SqliteConn, batchId: number): number {
+  return c.read(() => (c.st.countChanged.get({ batchId }) as { n: number }).n);
+}
+
+export function statuses(c: SqliteConn, taskIds: number[]): Map<number, TaskStatus> {
+  if (taskIds.length === 0) return new Map();
+  const rows = c.read(() => c.st.statuses.all(JSON.stringify(taskIds)) as { id: number; status: TaskStatus }[]);
+  return new Map(rows.map((r) => [r.id, r.status]));
+}
+
+export function runningOwners(c: SqliteConn, batchId: number | null): string[] {
+  return c.read(() => c.st.runningOwners.all({ batchId }) as { owner: string }[]).map((r) => r.owner);
+}
+
+export function counts(c: SqliteConn, batchId: number): Counts {
+  return toCounts(c.read(() => c.st.counts.all({ batchId }) as CountDbRow[]));
+}
+
+export function stageCounts(c: SqliteConn, batchId: number): StageCounts[] {
+  return stageCountsOf(c.read(() => c.st.stageCounts.all({ batchId }) as (CountDbRow & { stage: string })[]));
+}
+
+export function nextDueAt(c: SqliteConn, batchId: number): number | null {
+  return c.read(() => c.st.nextDue.get(batchId) as { due: number | null }).due;
+}
+
+export function topErrors(c: SqliteConn, batchId: number, limit: number): ErrorCount[] {
+  return c.read(() => c.st.failedErrors.all({ batchId, limit }) as ErrorCount[]);
+}
+
+export function activity(c: SqliteConn, batchId: number): { firstStartedAt: number | null; lastFinishedAt: number | null } {
+  const row = c.read(() => c.st.activity.get(batchId) as { first: number | null; last: number | null } | undefined);
+  return { firstStartedAt: row?.first ?? null, lastFinishedAt: row?.last ?? null };
+}
+
+export function historySize(c: SqliteConn): number {
+  return c.read(() => (c.st.historySize.get() as { n: number }).n);
+}
+
+/**
+ * The tasks matching `filter`, in its order (creation, or slowest first): the SQL narrows by
+ * status, error text and attempts, the JS predicates (globs, error signatures) by key and
+ * error, and reading stops at `limit`. Usable inside a write (retryFailed, cancel).
+ */
+export function selectTasks(c: SqliteConn, filter: TaskFilter): TaskRow[] {
+  return c.withTempFiles(() => {
+    const out: TaskRow[] = [];
+    if (filter.limit !== undefined && filter.limit <= 0) return out;
+    const statement = filter.order === 'slowest' ? c.st.slowestTasks : c.st.listTasks;
+    const rows = statement.iterate({
+      batchId: filter.batchId,
+      status: filter.status ?? null,
+      error: filter.errorContains ?? null,
+      attempted: filter.attemptedOnly ? 1 : null,
+    }) as IterableIterator<TaskDbRow>;
+    for (const row of rows) {
+      if (filter.keyMatches && !filter.keyMatches(row.task_key)) continue;
+      if (filter.errorMatches && !filter.errorMatches(row.last_error)) continue;
+      out.push(toTaskRow(row));
+      if (filter.limit !== undefined && out.length >= filter.limit) {
+        rows.return?.();
+        break;
+      }
+    }
+    return out;
+  });
+}
+
+export function getTask(c: SqliteConn, batchId: number, key: string): TaskRow | undefined {
+  const row = c.read(() => c.st.taskByKey.get(batchId, key, key.split('/')[0]) as TaskDbRow | undefined);
+  return row && toTaskRow(row);
+}
+
+export function attemptsOf(c: SqliteConn, taskId: number): AttemptRow[] {
+  return c.read(() => (c.st.attemptsOf.all(taskId) as AttemptDbRow[]).map(toAttemptRow));
+}
+
+export function recentAttempts(c: SqliteConn, batchId: number, limit: number): BatchAttempt[] {
+  const rows = c.read(() => c.st.batchAttempts.all({ batchId, limit }) as (AttemptDbRow & { task_key: string })[]);
+  return rows.reverse().map((r) => ({ ...toAttemptRow(r), key: r.task_key }));
+}
+
+export function batchAttemptCount(c: SqliteConn, batchId: number): number {
+  return c.read(() => (c.st.batchAttemptCount.get(batchId) as { n: number }).n);
+}

@@ -1,0 +1,298 @@
+import { describe, expect, it } from 'vitest';
+import type { ClaimedTask } from '../../../src/store/task-store.js';
+import { HOST, LEASE_MS, ending, type Harness } from './harness.js';
+
+/** The TaskStore contract, lease verbs: settling attempts, fencing, retries. */
+export function settleContract(h: Harness): void {
+  const { setup, claim, claimOne, task, countsAddUp } = h;
+  describe('settle', () => {
+    it('SUCCESS stores the result and closes the attempt', async () => {
+      const id = await setup(2);
+      const now = Date.now();
+      const t = await claimOne(id, now);
+      const s = ending(t, 'SUCCESS', now + 250, { durationMs: 250, result: '{"lines":42}', outputTail: 'done\n' });
+      expect(await h.store.settle([s])).toEqual([t.token]);
+      const row = await task(id, t.key);
+      expect(row).toMatchObject({ status: 'SUCCESS', result: '{"lines":42}', finishedAt: now + 250, attempts: 1, leaseOwner: null, leaseExpiresAt: null });
+      const [a] = await h.store.attemptsOf(t.id);
+      expect(a).toMatchObject({
+        attempt: 1,
+        outcome: 'SUCCESS',
+        endedAt: now + 250,
+        durationMs: 250,
+        exitCode: 0,
+        signal: null,
+        error: null,
+        outputTail: 'done\n',
+        logPath: `/logs/${t.key}.log`,
+      });
+      expect(await countsAddUp(id)).toMatchObject({ succeeded: 1, pending: 1, running: 0 });
+    });
+
+    it('commits nothing for an empty list', async () => {
+      expect(await h.store.settle([])).toEqual([]);
+    });
+
+    it('ignores a second settlement of the same attempt', async () => {
+      const id = await setup(1);
+      const now = Date.now();
+      const t = await claimOne(id, now);
+      expect(await h.store.settle([ending(t, 'SUCCESS', now + 1, { result: '1' })])).toEqual([t.token]);
+      expect(await h.store.settle([ending(t, 'FAILED', now + 2, { retryAt: now + 3 })])).toEqual([]);
+      expect(await task(id, t.key)).toMatchObject({ status: 'SUCCESS', result: '1', attempts: 1 });
+      expect((await h.store.attemptsOf(t.id))[0]).toMatchObject({ outcome: 'SUCCESS', endedAt: now + 1 });
+    });
+
+    it('fences off a stale token once the task was released and claimed again', async () => {
+      const id = await setup(1);
+      const now = Date.now();
+      const stale = await claimOne(id, now, { owner: 'owner-A', leaseMs: 1000 });
+      expect(await h.store.releaseStale(id, now + 2000, [], 'owner-B')).toHaveLength(1);
+      const fresh = await claimOne(id, now + 2000, { owner: 'owner-B' });
+      expect(fresh.token).not.toBe(stale.token);
+      expect(fresh.attempt).toBe(2);
+
+      const applied = await h.store.settle([
+        ending(stale, 'SUCCESS', now + 2100, { result: '"stale"' }),
+        ending(stale, 'FAILED', now + 2100, { retryAt: null }),
+      ]);
+      expect(applied).toEqual([]);
+      expect(await task(id, stale.key)).toMatchObject({ status: 'RUNNING', leaseOwner: 'owner-B', result: null, attempts: 2 });
+      const attempts = await h.store.attemptsOf(stale.id);
+      expect(attempts.map((a) => a.outcome)).toEqual(['LOST', null]);
+
+      expect(await h.store.settle([ending(fresh, 'SUCCESS', now + 2200, { result: '"fresh"' })])).toEqual([fresh.token]);
+      expect(await task(id, stale.key)).toMatchObject({ status: 'SUCCESS', result: '"fresh"' });
+      expect((await h.store.attemptsOf(stale.id)).map((a) => a.outcome)).toEqual(['LOST', 'SUCCESS']);
+    });
+
+    it('a LOST attempt ends unknown (NULL), never at the takeover time; its late fenced report fills in its real end once, outcome LOST', async () => {
+      const id = await setup(1);
+      const now = Date.now();
+      const stale = await claimOne(id, now, { owner: 'owner-A', leaseMs: 1000 });
+      await h.store.releaseStale(id, now + 2000, [], 'owner-B');
+      const fresh = await claimOne(id, now + 2000, { owner: 'owner-B' });
+      const [lost] = await h.store.attemptsOf(stale.id);
+      expect(lost).toMatchObject({ outcome: 'LOST', endedAt: null, durationMs: null, exitCode: null, signal: null });
+      expect(lost!.error).toMatch(/^LOST: the lease of owner-A expired/);
+
+      // The frozen owner resumes: its command had ended at now + 1500 (before the takeover, unseen).
+      const late = ending(stale, 'CRASHED', now + 1500, { durationMs: 1500, exitCode: null, signal: 'SIGKILL', error: 'CRASHED: worker killed by SIGKILL', retryAt: now + 1600 });
+      expect(await h.store.settle([late])).toEqual([]);
+      const [filled, running] = await h.store.attemptsOf(stale.id);
+      expect(filled).toMatchObject({ outcome: 'LOST', endedAt: now + 1500, durationMs: 1500, signal: 'SIGKILL', logPath: `/logs/${stale.key}.log` });
+      expect(filled!.error).toBe(`${lost!.error}; its owner reported later, fenced off: CRASHED: worker killed by SIGKILL`);
+      expect(running).toMatchObject({ outcome: null, endedAt: null });
+      expect(await task(id, stale.key)).toMatchObject({ status: 'RUNNING', leaseOwner: 'owner-B', attempts: 2 });
+
+      // Once only: a second late report changes nothing; the fresh attempt settles as usual.
+      expect(await h.store.settle([ending(stale, 'SUCCESS', now + 9000, { result: '"stale"' })])).toEqual([]);
+      expect((await h.store.attemptsOf(stale.id))[0]).toEqual(filled);
+      expect(await h.store.settle([ending(fresh, 'SUCCESS', now + 2200, { result: '"fresh"' })])).toEqual([fresh.token]);
+      expect((await h.store.attemptsOf(stale.id)).map((a) => [a.outcome, a.endedAt])).toEqual([
+        ['LOST', now + 1500],
+        ['SUCCESS', now + 2200],
+      ]);
+    });
+
+    it('a late fenced success (grouped with others) fills in the LOST end too', async () => {
+      const id = await setup(2);
+      const now = Date.now();
+      const [stale, other] = await claim(id, now, { owner: 'owner-A', slots: 2, leaseMs: 1000 });
+      await h.store.releaseStale(id, now + 2000, [], 'owner-B');
+      // Both lost; the first reports a success later, alone in a group of successes.
+      expect(await h.store.settle([ending(stale!, 'SUCCESS', now + 2500, { result: '"late"', durationMs: 2500 })])).toEqual([]);
+      const [a] = await h.store.attemptsOf(stale!.id);
+      expect(a).toMatchObject({ outcome: 'LOST', endedAt: now + 2500, durationMs: 2500, exitCode: 0 });
+      expect(a!.error).toMatch(/; its owner reported later, fenced off: SUCCESS \(result discarded\)$/);
+      expect(await task(id, stale!.key)).toMatchObject({ status: 'PENDING', result: null });
+      expect((await h.store.attemptsOf(other!.id))[0]).toMatchObject({ outcome: 'LOST', endedAt: null });
+    });
+
+    it('fences off a token whose task was released but not claimed again', async () => {
+      const id = await setup(1);
+      const now = Date.now();
+      const stale = await claimOne(id, now, { leaseMs: 10 });
+      await h.store.releaseStale(id, now + 100, [], 'someone-else');
+      expect(await h.store.settle([ending(stale, 'SUCCESS', now + 200, { result: '1' })])).toEqual([]);
+      expect(await task(id, stale.key)).toMatchObject({ status: 'PENDING', result: null, attempts: 1 });
+    });
+
+    it('returns only the tokens that still held their task', async () => {
+      const id = await setup(3);
+      const now = Date.now();
+      const [a, b, c] = await claim(id, now, { owner: 'owner-A', slots: 3, leaseMs: 1000 });
+      await h.store.heartbeat('owner-A', now + 10_000);
+      await h.store.settle([ending(b!, 'SUCCESS', now + 1)]);
+      const applied = await h.store.settle([
+        ending(a!, 'SUCCESS', now + 2),
+        ending(b!, 'SUCCESS', now + 2),
+        ending(c!, 'FAILED', now + 2, { retryAt: now + 100 }),
+      ]);
+      expect(applied.sort()).toEqual([a!.token, c!.token].sort());
+    });
+
+    it('commits a group of successes row by row: each its own result and attempt fields, stale ones fenced', async () => {
+      const id = await setup(4);
+      const now = Date.now();
+      const [a, b, c, d] = await claim(id, now, { owner: 'owner-A', slots: 4, leaseMs: 1000 });
+      const attemptOf = async (t: ClaimedTask) => (await h.store.attemptsOf(t.id))[0];
+      expect((await Promise.all([a, b, c, d].map((t) => attemptOf(t!)))).map((x) => [x!.workerId, x!.pid])).toEqual([
+        ['w1', 1000],
+        ['w2', 1001],
+        ['w3', 1002],
+        ['w4', 1003],
+      ]);
+      // c goes back unstarted and owner-B claims it again: owner-A's success for c must not land.
+      await h.store.settle([ending(c!, 'INTERRUPTED', now + 1)]);
+      const again = await claimOne(id, now + 2, { owner: 'owner-B' });
+      expect(again.key).toBe(c!.key);
+      const weird = '"quote \\" ü 😀 \\n tab\\t"';
+      const applied = await h.store.settle([
+        ending(a!, 'SUCCESS', now + 10, { result: weird, durationMs: 3, outputTail: 'a out', startedAt: now + 5 }),
+        ending(b!, 'SUCCESS', now + 11, { result: null, exitCode: 0, outputTail: null, logPath: null }),
+        ending(c!, 'SUCCESS', now + 12, { result: '"stale"' }),
+        ending(d!, 'SUCCESS', now + 13, { result: JSON.stringify('x'.repeat(100_000)) }),
+      ]);
+      expect(applied.sort()).toEqual([a!.token, b!.token, d!.token].sort());
+      expect(await task(id, a!.key)).toMatchObject({ status: 'SUCCESS', result: weird, finishedAt: now + 10 });
+      expect(await task(id, b!.key)).toMatchObject({ status: 'SUCCESS', result: null, finishedAt: now + 11 });
+      expect(await task(id, c!.key)).toMatchObject({ status: 'RUNNING', leaseOwner: 'owner-B', result: null });
+      expect((await task(id, d!.key)).result).toHaveLength(100_002);
+      expect(await attemptOf(a!)).toMatchObject({ outcome: 'SUCCESS', startedAt: now + 5, endedAt: now + 10, durationMs: 3, outputTail: 'a out' });
+      expect(await attemptOf(b!)).toMatchObject({ outcome: 'SUCCESS', startedAt: now, endedAt: now + 11, outputTail: null, logPath: null });
+      expect((await h.store.attemptsOf(c!.id)).map((x) => [x.outcome, x.workerId])).toEqual([
+        ['INTERRUPTED', 'w3'],
+        [null, 'w1'],
+      ]);
+    });
+
+    it('a task listed twice in one group: only the settlement whose token holds it lands', async () => {
+      const id = await setup(1);
+      const now = Date.now();
+      const stale = await claimOne(id, now, { owner: 'owner-A', leaseMs: 1000 });
+      await h.store.releaseStale(id, now + 2000, [], 'owner-B');
+      const fresh = await claimOne(id, now + 2000, { owner: 'owner-B' });
+      const applied = await h.store.settle([
+        ending(fresh, 'SUCCESS', now + 2100, { result: '"fresh"' }),
+        ending(stale, 'SUCCESS', now + 2100, { result: '"stale"' }),
+      ]);
+      expect(applied).toEqual([fresh.token]);
+      expect(await task(id, fresh.key)).toMatchObject({ status: 'SUCCESS', result: '"fresh"' });
+      expect((await h.store.attemptsOf(fresh.id)).map((a) => a.outcome)).toEqual(['LOST', 'SUCCESS']);
+    });
+
+    it('settleAndClaim commits the finished attempts, then claims for the free slots', async () => {
+      const id = await setup(3, { maxAttempts: 3 });
+      const now = Date.now();
+      const [a, b] = await claim(id, now, { slots: 2 });
+      const slots = [1, 2, 3].map((i) => ({ workerId: `w${i}`, pid: i }));
+      const request = (at: number) => ({ batchId: id, owner: 'owner-A', host: HOST, now: at, leaseMs: LEASE_MS, slots });
+      const tick = await h.store.settleAndClaim(
+        [ending(a!, 'SUCCESS', now + 1, { result: '"a"' }), ending(b!, 'FAILED', now + 1, { retryAt: now + 2 })],
+        request(now + 2),
+      );
+      expect(tick.applied.sort()).toEqual([a!.token, b!.token].sort());
+      // The task that just failed is due again and claimed in the same tick, after the fresh one.
+      expect(tick.claimed.map((t) => [t.key, t.attempt, t.workerId])).toEqual([
+        ['k002', 1, 'w1'],
+        [b!.key, 2, 'w2'],
+      ]);
+      expect(await task(id, a!.key)).toMatchObject({ status: 'SUCCESS', result: '"a"' });
+      expect((await h.store.attemptsOf(b!.id)).map((x) => x.outcome)).toEqual(['FAILED', null]);
+
+      // A stale settlement is fenced off; the claim still happens; nothing to do is nothing.
+      const again = await h.store.settleAndClaim([ending(a!, 'FAILED', now + 3, { retryAt: null })], request(now + 3));
+      expect(again).toEqual({ applied: [], claimed: [] });
+      expect(await task(id, a!.key)).toMatchObject({ status: 'SUCCESS' });
+      expect(await h.store.settleAndClaim([], { ...request(now + 3), slots: [] })).toEqual({ applied: [], claimed: [] });
+      const last = await h.store.settleAndClaim(tick.claimed.map((t) => ending(t, 'SUCCESS', now + 4)), { ...request(now + 4), slots: [] });
+      expect(last.applied.sort()).toEqual(tick.claimed.map((t) => t.token).sort());
+      expect(last.claimed).toEqual([]);
+      expect(await countsAddUp(id)).toMatchObject({ succeeded: 3, running: 0 });
+    });
+  });
+
+  describe('retries', () => {
+    it('a retryable failure goes back to PENDING until the attempts run out, then FAILED', async () => {
+      const id = await setup(1, { maxAttempts: 3 });
+      const now = Date.now();
+      for (let attempt = 1; attempt <= 3; attempt++) {
+        const at = now + attempt * 100;
+        const t = await claimOne(id, at);
+        expect(t.attempt).toBe(attempt);
+        const s = ending(t, 'FAILED', at + 10, { error: `ENOENT: try ${attempt}`, exitCode: 2, retryAt: at + 50 });
+        expect(await h.store.settle([s])).toEqual([t.token]);
+        const row = await task(id, t.key);
+        if (attempt < 3) {
+          expect(row).toMatchObject({ status: 'PENDING', attempts: attempt, nextRunAt: at + 50, lastError: `ENOENT: try ${attempt}`, finishedAt: null });
+          expect(await countsAddUp(id)).toMatchObject({ retrying: 1, pending: 0, failed: 0 });
+        } else {
+          expect(row).toMatchObject({ status: 'FAILED', attempts: 3, lastError: 'ENOENT: try 3', finishedAt: at + 10 });
+          expect(await countsAddUp(id)).toMatchObject({ retrying: 0, failed: 1 });
+        }
+      }
+      expect(await claim(id, now + 10_000)).toEqual([]);
+      const attempts = await h.store.attemptsOf((await task(id, 'k000')).id);
+      expect(attempts.map((a) => [a.attempt, a.outcome, a.exitCode])).toEqual([
+        [1, 'FAILED', 2],
+        [2, 'FAILED', 2],
+        [3, 'FAILED', 2],
+      ]);
+    });
+
+    it('a failure with retryAt null fails the task at once', async () => {
+      const id = await setup(1, { maxAttempts: 5 });
+      const now = Date.now();
+      const t = await claimOne(id, now);
+      await h.store.settle([ending(t, 'FAILED', now + 1, { error: 'PermanentError: bad input', retryAt: null })]);
+      expect(await task(id, t.key)).toMatchObject({ status: 'FAILED', attempts: 1, lastError: 'PermanentError: bad input', finishedAt: now + 1 });
+      expect(await countsAddUp(id)).toMatchObject({ failed: 1, retrying: 0, pending: 0 });
+    });
+
+    it('TIMEOUT and CRASHED are retried like any failure and recorded as such', async () => {
+      const id = await setup(1, { maxAttempts: 3 });
+      const now = Date.now();
+      const a = await claimOne(id, now);
+      await h.store.settle([ending(a, 'TIMEOUT', now + 1, { exitCode: null, signal: 'SIGKILL', retryAt: now + 2 })]);
+      const b = await claimOne(id, now + 2);
+      await h.store.settle([ending(b, 'CRASHED', now + 3, { exitCode: null, signal: 'SIGSEGV', retryAt: now + 4 })]);
+      expect(await task(id, a.key)).toMatchObject({ status: 'PENDING', attempts: 2 });
+      const attempts = await h.store.attemptsOf(a.id);
+      expect(attempts.map((x) => [x.outcome, x.signal])).toEqual([
+        ['TIMEOUT', 'SIGKILL'],
+        ['CRASHED', 'SIGSEGV'],
+      ]);
+    });
+
+    it('INTERRUPTED returns the task to PENDING without charging the attempt', async () => {
+      const id = await setup(1, { maxAttempts: 1 });
+      const now = Date.now();
+      for (let i = 0; i < 3; i++) {
+        const t = await claimOne(id, now + i * 10);
+        expect(t.attempt).toBe(1);
+        const s = ending(t, 'INTERRUPTED', now + i * 10 + 5, { error: 'INTERRUPTED: stopped by a signal; not counted' });
+        expect(await h.store.settle([s])).toEqual([t.token]);
+        expect(await task(id, t.key)).toMatchObject({ status: 'PENDING', attempts: 0, leaseOwner: null });
+        expect(await countsAddUp(id)).toMatchObject({ pending: 1, retrying: 0, running: 0 });
+      }
+      const attempts = await h.store.attemptsOf((await task(id, 'k000')).id);
+      expect(attempts.map((a) => a.outcome)).toEqual(['INTERRUPTED', 'INTERRUPTED', 'INTERRUPTED']);
+      // Still the whole budget left: the next real failure fails the task (maxAttempts 1).
+      const t = await claimOne(id, now + 100);
+      await h.store.settle([ending(t, 'FAILED', now + 101, { retryAt: now + 200 })]);
+      expect(await task(id, t.key)).toMatchObject({ status: 'FAILED', attempts: 1 });
+    });
+
+    it('INTERRUPTED keeps the attempts charged before it', async () => {
+      const id = await setup(1, { maxAttempts: 3 });
+      const now = Date.now();
+      const a = await claimOne(id, now);
+      await h.store.settle([ending(a, 'FAILED', now + 1, { retryAt: now + 2 })]);
+      const b = await claimOne(id, now + 2);
+      await h.store.settle([ending(b, 'INTERRUPTED', now + 3)]);
+      expect(await task(id, a.key)).toMatchObject({ status: 'PENDING', attempts: 1 });
+      expect(await countsAddUp(id)).toMatchObject({ retrying: 1 });
+    });
+  });
+}
