@@ -43,8 +43,8 @@ export async function claim(sql: Sql, st: Statements, req: ClaimRequest): Promis
 
 /**
  * Applies each settlement only while its token still holds the task; returns the tokens that
- * did. A fixed number of statements whatever the count: the task rows, the attempt rows, the
- * batches' latest finish, and the late reports of attempts already recorded LOST.
+ * did. One statement whatever the count (tasks, attempts, the batches' latest finish), one more
+ * for late reports of attempts already recorded LOST, and the stage cascade of failed items.
  */
 export async function settle(sql: Sql, st: Statements, settlements: Settlement[]): Promise<number[]> {
   const ss = [...settlements].sort((a, b) => a.taskId - b.taskId);
@@ -56,35 +56,22 @@ export async function settle(sql: Sql, st: Statements, settlements: Settlement[]
     ss.map((s) => s.error),
     ss.map((s) => (s.outcome === 'SUCCESS' ? (s.result ?? null) : null)),
     ss.map((s) => (s.outcome === 'SUCCESS' || s.outcome === 'INTERRUPTED' ? null : (s.retryAt ?? null))),
-    ss.map((s) => (s.outcome === 'INTERRUPTED' ? null : (s.startedAt ?? null))),
+    ss.map((s) => s.startedAt ?? null),
+    ss.map((s) => s.exitCode),
+    ss.map((s) => s.signal),
+    ss.map((s) => s.durationMs),
+    ss.map((s) => s.outputTail),
+    ss.map((s) => s.logPath),
   ]);
   const byToken = new Map(held.map((h) => [Number(h.token), h]));
   const applied = ss.filter((s) => byToken.has(s.token)); // the others were fenced off: another attempt holds the task now
-  if (applied.length > 0) {
-    await sql.run(st.endAttempts, [
-      applied.map((s) => s.token),
-      applied.map((s) => s.endedAt),
-      applied.map((s) => s.outcome),
-      applied.map((s) => s.exitCode),
-      applied.map((s) => s.signal),
-      applied.map((s) => s.error),
-      applied.map((s) => s.durationMs),
-      applied.map((s) => s.outputTail),
-      applied.map((s) => s.logPath),
-      applied.map((s) => s.startedAt ?? null),
-    ]);
-  }
-  /** Per batch, the latest end of an applied attempt that was not INTERRUPTED. */
-  const finished = new Map<number, number>();
   /** Per batch, the items with a stage task that failed or was cancelled: their dependents end too. */
   const ended = new Map<number, string[]>();
   for (const s of applied) {
     const h = byToken.get(s.token)!;
     if (h.item_key !== null && (h.status === 'FAILED' || h.status === 'CANCELLED')) ended.set(h.batch_id, [...(ended.get(h.batch_id) ?? []), h.item_key]);
-    if (s.outcome !== 'INTERRUPTED') finished.set(h.batch_id, Math.max(finished.get(h.batch_id) ?? s.endedAt, s.endedAt));
   }
   for (const [batchId, items] of ended) await cascade(sql, st, batchId, items, Math.max(...settlements.map((s) => s.endedAt)));
-  if (finished.size > 0) await sql.run(st.markFinished, [[...finished.keys()], [...finished.values()]]);
   // A fenced-off report of an attempt recorded LOST: its real end fills in the unknown one.
   const late = ss.filter((s) => !byToken.has(s.token));
   if (late.length > 0) {
