@@ -7,8 +7,8 @@ import type { Statements } from './statements.js';
 
 /**
  * The lease verbs (claim, settle, release), each run inside one transaction by the store.
- * Three statements per claim whatever the slot count: lock-and-count, open the attempts,
- * hand each task its attempt id as fencing token.
+ * Two statements per claim whatever the slot count: the batch's job version, then the claim
+ * itself (see claimTasks); a stage task that needs others' results reads them too.
  */
 export async function claim(sql: Sql, st: Statements, req: ClaimRequest): Promise<ClaimedTask[]> {
   if (req.slots.length === 0) return [];
@@ -20,24 +20,18 @@ export async function claim(sql: Sql, st: Statements, req: ClaimRequest): Promis
   // Written once: later claims only read the row, so it never becomes a hot row.
   if (version.first_started_at === null) await sql.run(st.markStarted, [req.batchId, req.now]);
   if (req.jobVersion !== undefined && version.job_version !== req.jobVersion) return [];
-  const workerIds = req.slots.map((s) => s.workerId);
-  const rows = await sql.rows<TaskDbRow & { n: number }>(st.claimTasks, [req.batchId, req.now, req.owner, req.now + req.leaseMs, workerIds]);
-  if (rows.length === 0) return [];
-  rows.sort((a, b) => a.n - b.n);
-  const opened = await sql.rows<{ id: number; task_id: number }>(st.insertAttempts, [
-    rows.map((t) => t.id),
-    rows.map((t) => t.attempts),
-    rows.map((t) => t.worker_id),
-    rows.map((t) => req.slots[t.n - 1]!.pid),
-    req.host,
-    req.owner,
+  const rows = await sql.rows<TaskDbRow & { n: number; lease_token: number | string }>(st.claimTasks, [
+    req.batchId,
     req.now,
+    req.owner,
+    req.now + req.leaseMs,
+    req.slots.map((s) => s.workerId),
+    req.host,
+    req.slots.map((s) => s.pid),
     version.job_version,
   ]);
-  const tokens = new Map(opened.map((a) => [a.task_id, a.id]));
-  await sql.run(st.setTokens, [rows.map((t) => t.id), rows.map((t) => tokens.get(t.id))]);
   const claimed = [];
-  for (const t of rows) claimed.push(toClaimedTask(t, tokens.get(t.id)!, t.worker_id!, await inputsOf(sql, st, t)));
+  for (const t of rows) claimed.push(toClaimedTask(t, Number(t.lease_token), t.worker_id!, await inputsOf(sql, st, t)));
   return claimed;
 }
 

@@ -91,23 +91,31 @@ function sql(s: string) {
       WHERE batch_id = $1 AND status = 'SUCCESS' AND seen_fingerprint IS DISTINCT FROM fingerprint`,
 
     /**
-     * $1 batchId $2 now $3 owner $4 expires $5 workerIds text[] — locks up to one due PENDING
-     * task per worker, skipping rows another coordinator is claiming (SKIP LOCKED: no waiting,
-     * no double hand-out), and counts the attempt in the same statement: a claim is an attempt.
-     * `n` is the task's rank, and so its worker's slot.
+     * $1 batchId $2 now $3 owner $4 expires $5 workerIds text[] $6 host $7 pids int[] $8 jobVersion —
+     * a whole claim in one statement: locks up to one due PENDING task per worker, skipping rows
+     * another coordinator is claiming (SKIP LOCKED: no waiting, no double hand-out), counts the
+     * attempt (a claim is an attempt) and opens its attempt row, whose id, drawn first in slot
+     * order, is the task's fencing token. `n` is the task's rank, and so its worker's slot.
      */
     claimTasks: `
       WITH due AS (
-        SELECT id, row_number() OVER (ORDER BY next_run_at, attempts, id) AS n FROM (
-          SELECT id, next_run_at, attempts FROM ${s}.tasks AS c
-          WHERE batch_id = $1 AND status = 'PENDING' AND next_run_at <= $2 AND attempts < max_attempts AND ${needsMet}
-          ORDER BY next_run_at, attempts, id LIMIT cardinality($5::text[])
-          FOR UPDATE SKIP LOCKED) AS locked)
-      UPDATE ${s}.tasks AS t
-      SET status = 'RUNNING', attempts = t.attempts + 1, lease_owner = $3, lease_expires_at = $4,
-          worker_id = ($5::text[])[due.n::int], started_at = $2, lease_token = NULL
-      FROM due WHERE t.id = due.id
-      RETURNING t.id, t.batch_id, t.task_key, t.stage, t.item_key, t.needs, t.seq, t.attempts, t.max_attempts, t.payload, t.worker_id, due.n`,
+        SELECT id, n, nextval(pg_get_serial_sequence('${s}.attempts', 'id')) AS token FROM (
+          SELECT id, row_number() OVER (ORDER BY next_run_at, attempts, id) AS n FROM (
+            SELECT id, next_run_at, attempts FROM ${s}.tasks AS c
+            WHERE batch_id = $1 AND status = 'PENDING' AND next_run_at <= $2 AND attempts < max_attempts AND ${needsMet}
+            ORDER BY next_run_at, attempts, id LIMIT cardinality($5::text[])
+            FOR UPDATE SKIP LOCKED) AS locked) AS ranked
+        ORDER BY n),
+      claimed AS (
+        UPDATE ${s}.tasks AS t
+        SET status = 'RUNNING', attempts = t.attempts + 1, lease_owner = $3, lease_expires_at = $4,
+            worker_id = ($5::text[])[due.n::int], started_at = $2, lease_token = due.token
+        FROM due WHERE t.id = due.id
+        RETURNING t.id, t.batch_id, t.task_key, t.stage, t.item_key, t.needs, t.seq, t.attempts, t.max_attempts, t.payload, t.worker_id, t.lease_token, due.n),
+      opened AS (
+        INSERT INTO ${s}.attempts (id, task_id, attempt, worker_id, host, pid, owner, started_at, job_version)
+        SELECT lease_token, id, attempts, worker_id, $6, ($7::int[])[n::int], $3, $2, $8 FROM claimed ORDER BY n)
+      SELECT * FROM claimed ORDER BY n`,
     /** $1 batchId $2 item $3 stages (JSON array) — the stored results of an item's needed stages. */
     inputs: `
       SELECT stage, result FROM ${s}.tasks
@@ -133,17 +141,6 @@ function sql(s: string) {
     revive: `
       UPDATE ${s}.tasks SET status = 'PENDING', finished_at = NULL, last_error = NULL, next_run_at = 0
       WHERE id = ANY($1::bigint[]) AND status = 'CANCELLED'`,
-    /** $1 taskIds bigint[] $2 attempts int[] $3 workerIds text[] $4 pids int[] $5 host $6 owner $7 now $8 jobVersion — ids in slot order. */
-    insertAttempts: `
-      INSERT INTO ${s}.attempts (task_id, attempt, worker_id, host, pid, owner, started_at, job_version)
-      SELECT task_id, attempt, worker_id, $5, pid, $6, $7, $8
-      FROM unnest($1::bigint[], $2::int[], $3::text[], $4::int[]) WITH ORDINALITY AS a(task_id, attempt, worker_id, pid, n)
-      ORDER BY n
-      RETURNING id, task_id`,
-    /** $1 taskIds bigint[] $2 tokens bigint[] */
-    setTokens: `
-      UPDATE ${s}.tasks AS t SET lease_token = u.token
-      FROM unnest($1::bigint[], $2::bigint[]) AS u(id, token) WHERE t.id = u.id`,
     /** $1 batchId $2 now — set once, so only a batch's very first claims contend for its row. */
     markStarted: `UPDATE ${s}.batches SET first_started_at = $2 WHERE id = $1 AND first_started_at IS NULL`,
     /**
