@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { ROOT, work } from './measure.mjs';
 import { gzipTree, latency, machineRates, shellTasks } from './exec-rows.mjs';
 import { handlerTasks } from './handler-row.mjs';
-import { scale, sharedStore, split } from './store-rows.mjs';
+import { scale, sharedStore, sharedStoreScale, split } from './store-rows.mjs';
 import { machineLine, table } from './table.mjs';
 import { verdicts } from './verdict.mjs';
 
@@ -36,6 +36,7 @@ if (want('latency')) record(latency());
 if (want('scale')) record(await scale());
 if (want('split')) record(split());
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(sharedStore(process.env.SPLITDANCE_PG_URL));
+if (want('pg') && process.env.SPLITDANCE_PG_URL) record(await sharedStoreScale(process.env.SPLITDANCE_PG_URL));
 
 const text = table({ rows, machine, runs: RUNS, size: SIZE });
 if (!ONLY) {

@@ -82,6 +82,51 @@ export function sharedStore(url) {
   };
 }
 
+/**
+ * Shared store, scale-out: one `run` and extra `worker --batch B` processes on one batch, all
+ * started together (the workers wait for the batch the run creates). Sleep tasks show whether
+ * 16 slots stay busy; no-op tasks whether workers add throughput to the store's own rate.
+ */
+export async function sharedStoreScale(url) {
+  benchmark('shared store, scale-out');
+  const sleeps = SIZES.pg >= 10_000 ? 1600 : Math.max(64, Math.round(SIZES.pg / 6));
+  const sleepFile = join(work, 'pg-sleep.txt');
+  writeFileSync(sleepFile, 'x\n'.repeat(sleeps));
+  const slept = await together(url, 'sleep', sleepFile, sleeps, ['--exec', 'sleep 0.05'], 4, 3, 4);
+  const ideal = 16 / 0.05;
+  const n = SIZES.pg;
+  const file = join(work, 'pg.txt');
+  writeFileSync(file, 'x\n'.repeat(n));
+  const noop = [];
+  for (const extra of [0, 1, 3]) noop.push(await together(url, `noop${extra}`, file, n, ['--handler', NOOP], 2, extra, 2));
+  return {
+    benchmark: 'shared store, scale-out',
+    workload: `${sleeps} × sleep 0.05 on 16 slots (run -j 4 + 3 × worker -j 4); ${n} no-op tasks, run -j 2 + 0, 1, 3 × worker -j 2`,
+    entries: [
+      { name: '16 slots, sleep 0.05', rate: slept, note: `${((slept / ideal) * 100).toFixed(0)}% of the ideal ${ideal}/s` },
+      ...noop.map((rate, i) => ({ name: `no-op, run + ${[0, 1, 3][i]} workers`, rate })),
+    ],
+    goals: [
+      atLeast('≥ 80% of the ideal 320/s with 16 slots', slept, 0.8 * ideal, `${slept.toFixed(0)}/s`),
+      atLeast('no-op rate grows with workers (3 extra ≥ none)', noop[2], noop[0], `${noop.map((r) => r.toFixed(0)).join(' → ')}/s`),
+    ],
+  };
+}
+
+/** Tasks per second of one `run -j runJ` plus `extra` × `worker -j workerJ` on a fresh schema; checks every task succeeded. */
+async function together(url, tag, file, n, how, runJ, extra, workerJ) {
+  const db = `${url}${url.includes('?') ? '&' : '?'}schema=bench_${process.pid}_${tag}`;
+  const dbArgs = ['--db', db, '--batch', 'B'];
+  const t0 = process.hrtime.bigint();
+  const procs = [[BIN, 'run', file, ...dbArgs, '--lines', '1', ...how, '-j', String(runJ), '--quiet']];
+  for (let i = 0; i < extra; i++) procs.push([BIN, 'worker', ...dbArgs, '-j', String(workerJ), '--quiet']);
+  const codes = await Promise.all(procs.map((args) => new Promise((done) => spawn(process.execPath, args, { cwd: work, stdio: ['ignore', 'ignore', 'inherit'] }).on('exit', (code) => done(code)))));
+  const wall = Number(process.hrtime.bigint() - t0) / 1e9;
+  if (codes.some((c) => c !== 0)) fail(`${tag}: exit codes ${codes.join(', ')}, not all 0`);
+  expectTasks(work, n, { dbArgs });
+  return n / wall;
+}
+
 /** Runs a command and samples the RSS of it and all its descendants; returns the largest. */
 function withPeakRss(args, cwd) {
   return new Promise((resolve) => {

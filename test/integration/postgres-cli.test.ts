@@ -37,6 +37,24 @@ describe.skipIf(!URL)('the CLI on a shared PostgreSQL store', () => {
     expect(logEntries(p.log).filter((e) => e.type === 'double')).toEqual([]);
   });
 
+  it('a worker --batch started before its schema and batch exist waits for them, then shares the batch with run', async () => {
+    const { db, schema } = freshDb();
+    const p = projectWithFiles(200);
+    const env = { SIDE_EFFECT_LOG: p.log, SLEEP_MS: '10' };
+    const early = startCli(['worker', '--db', db, '--batch', 'shared', '-j', '2'], { cwd: p.dir, env, timeoutMs: 60_000 });
+    let said = '';
+    early.stderr!.on('data', (b) => (said += b));
+    await waitFor(() => /waiting for batch "shared"/.test(said), 15_000, 'the worker to say it waits');
+    const run = await runCli(['run', 'src', '--db', db, '--batch', 'shared', '--handler', handler('record'), '-j', '2'], { cwd: p.dir, env });
+    expect(run.code, run.stderr).toBe(0);
+    const r = await early.result;
+    expect(r.code, r.stderr).toBe(0);
+    const rows = await sql<{ status: string; n: string }>(`SELECT status, count(*) AS n FROM ${schema}.tasks GROUP BY status`);
+    expect(rows).toEqual([{ status: 'SUCCESS', n: '200' }]);
+    const owners = await sql<{ n: string }>(`SELECT count(DISTINCT owner) AS n FROM ${schema}.attempts`);
+    expect(Number(owners[0]!.n)).toBe(2); // the worker took part
+  });
+
   it('random coordinator SIGKILLs (R1 on PostgreSQL): nothing lost, repeats only of killed attempts, no double runs', async () => {
     const { db, schema } = freshDb();
     const p = projectWithFiles(150);

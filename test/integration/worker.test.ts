@@ -50,3 +50,22 @@ describe('splitdance worker --follow', () => {
     expect(r.code, r.stderr).toBe(143);
   }, 120_000);
 });
+
+describe('splitdance worker --batch B before B exists', () => {
+  it('waits for the batch, saying so, then works on it with the run that created it', async () => {
+    const p = projectWithFiles(20);
+    const env = { SIDE_EFFECT_LOG: p.log, SLEEP_MS: '20' };
+    // No store and no batch yet: the worker must wait, not exit.
+    const early = startCli(['worker', '--batch', 'later', '-j', '1'], { cwd: p.dir, env, timeoutMs: 60_000 });
+    let said = '';
+    early.stderr!.on('data', (b) => (said += b));
+    await waitFor(() => /waiting for batch "later"/.test(said), 15_000, 'the worker to say it waits');
+    expect(early.exitCode).toBeNull();
+    const run = await runCli(['run', 'src', '--batch', 'later', '--handler', handler('record'), '-j', '1'], { cwd: p.dir, env });
+    expect(run.code, run.stderr).toBe(0);
+    const r = await early.result;
+    expect(r.code, r.stderr).toBe(0);
+    expect(query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")[0]!.n).toBe(20);
+    expect(new Set(sideEffects(p.log).map((e) => e.key)).size).toBe(20);
+  }, 90_000);
+});

@@ -332,7 +332,7 @@ describe.skipIf(!process.env.SPLITDANCE_PG_URL)('PostgreSQL: the server clock', 
     const schema = `clock_${process.pid}_${Date.now() % 100000}`;
     const store = await PostgresStore.open(process.env.SPLITDANCE_PG_URL!, { create: true, schema, clock: 'server' });
     try {
-      const offset = (store as unknown as { offset: number }).offset;
+      const offset = (store as unknown as { clock: { offset: number } }).clock.offset;
       expect(Math.abs(offset)).toBeLessThan(1000); // one machine: the clocks agree
       const { batch } = await store.enqueue({ name: 'b', source: '/s', job: { version: 1 }, maxAttempts: 3 }, [
         { key: 'a', payload: { version: 1, path: '/s/a', rel: 'a' }, fingerprint: null },

@@ -1,3 +1,4 @@
+import { awaitBatch } from './await-batch.js';
 import { startPool } from '../../coordinator/batch-pool.js';
 import type { WorkerPool } from '../../coordinator/pool.js';
 import { runBatch } from '../../coordinator/run-batch.js';
@@ -27,7 +28,8 @@ const FOLLOW_POLL_MS = 2000;
  * `splitdance worker`: join the batches already in the store (no splitting) and work on
  * them with each batch's stored handler and policy, one batch at a time, until none has
  * work left; `--follow` keeps polling for new batches. Many workers, on many machines
- * with a PostgreSQL store, cooperate like overlapping `run`s.
+ * with a PostgreSQL store, cooperate like overlapping `run`s. `--batch B` waits for B to
+ * appear, so workers can be started beside (or before) the `run` that creates it.
  */
 export async function workerCommand(flags: WorkerFlags, io: Io): Promise<number> {
   const inv = invocationOf(inputFromFlags(flags, io.cwd)); // every flag validated before the store is opened
@@ -45,6 +47,10 @@ export async function workerCommand(flags: WorkerFlags, io: Io): Promise<number>
 const exitFor = (signal: 'SIGINT' | 'SIGTERM') => signalOutcome(signal).exitCode;
 
 async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io, seen: () => 'SIGINT' | 'SIGTERM' | null): Promise<number> {
+  if (flags.batch !== undefined) {
+    const signal = await awaitBatch(dbPath, flags.batch, flags.quiet ?? false, io, seen);
+    if (signal) return exitFor(signal);
+  }
   let worst: number = EXIT.OK;
   for (;;) {
     const store = await openStore(dbPath, { create: false });

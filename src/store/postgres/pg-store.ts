@@ -21,6 +21,7 @@ import type {
   TaskStore,
 } from '../task-store.js';
 import { migrate, readIdentity } from './migrate.js';
+import { ServerClock } from './pg-clock.js';
 import { PgDb, type Sql } from './pg-db.js';
 import { enqueue } from './pg-enqueue.js';
 import { claim, releaseStale, settle } from './pg-lease.js';
@@ -43,16 +44,11 @@ const RESET_CHUNK = 1000;
  * with FOR UPDATE SKIP LOCKED; every multi-statement verb is one transaction on one
  * pooled connection.
  *
- * Clocks: with `clock: 'server'` (what the CLI uses) every time a coordinator passes in is
- * moved onto the server's clock by an offset measured at open, and `nextDueAt` is moved
- * back, so leases and backoff mean the same on every machine however their clocks drift
- * apart. With `clock: 'caller'` (the default, for the contract tests) times are stored as
- * given.
+ * Clocks: one rule, the server's clock for every time written (see ServerClock).
  */
 export class PostgresStore implements TaskStore {
   private readonly st: Statements;
-  /** Server clock minus this process's clock, in ms (0 with `clock: 'caller'`). */
-  private offset = 0;
+  private readonly clock = new ServerClock();
 
   private constructor(
     readonly location: string,
@@ -60,34 +56,6 @@ export class PostgresStore implements TaskStore {
     readonly identity: string,
   ) {
     this.st = prepareStatements(db.target.schema);
-  }
-
-  /** A caller's time on the server's clock. */
-  private s(ms: number): number;
-  private s(ms: number | null): number | null;
-  private s(ms: number | null): number | null {
-    return ms === null ? null : ms + this.offset;
-  }
-
-  private onServerClock(req: ClaimRequest): ClaimRequest {
-    return { ...req, now: this.s(req.now) };
-  }
-
-  private settlementsOnServerClock(settlements: Settlement[]): Settlement[] {
-    return settlements.map((x) => ({
-      ...x,
-      endedAt: this.s(x.endedAt),
-      retryAt: x.retryAt === undefined ? undefined : this.s(x.retryAt),
-      startedAt: x.startedAt === undefined ? undefined : this.s(x.startedAt),
-    }));
-  }
-
-  /** Measures the offset to the server's clock, halving the round trip. */
-  private async measureClock(): Promise<void> {
-    const before = Date.now();
-    const [row] = await this.db.read((sql) => sql.rows<{ now: string | number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now'));
-    const after = Date.now();
-    this.offset = Math.round(Number(row!.now) - (before + after) / 2);
   }
 
   /**
@@ -113,7 +81,7 @@ export class PostgresStore implements TaskStore {
       throw err;
     }
     const store = new PostgresStore(db.target.location, db, identity);
-    if (options.clock === 'server') await store.measureClock();
+    if (options.clock === 'server') await store.clock.measure(db);
     return store;
   }
 
@@ -132,7 +100,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async enqueue(batch: NewBatch, specs: Iterable<TaskSpec>, options: { rerunChanged?: boolean } = {}): Promise<EnqueueResult> {
-    return enqueue(this.db, this.st, batch, specs, options.rerunChanged ?? false, () => this.s(Date.now()));
+    return enqueue(this.db, this.st, batch, specs, options.rerunChanged ?? false, () => this.clock.now());
   }
 
   async changedCount(batchId: number): Promise<number> {
@@ -141,7 +109,7 @@ export class PostgresStore implements TaskStore {
 
   async updateJob(batchId: number, job: Record<string, unknown>, budget: Budget): Promise<number> {
     return this.db.transaction(async (sql) => {
-      const now = this.s(Date.now());
+      const now = this.clock.now();
       // Task rows first, the batch row last, the order settle locks them in.
       for (const [stage, maxAttempts] of budgets(budget)) await sql.run(this.st.updateMaxAttempts, [batchId, maxAttempts, stage]);
       const failed = await sql.rows<{ item_key: string | null }>(this.st.failExhausted, [batchId, now]);
@@ -155,30 +123,30 @@ export class PostgresStore implements TaskStore {
   }
 
   async setPaused(batchId: number, paused: boolean): Promise<void> {
-    await this.db.transaction((sql) => sql.run(this.st.setPaused, [batchId, paused, this.s(Date.now())]));
+    await this.db.transaction((sql) => sql.run(this.st.setPaused, [batchId, paused, this.clock.now()]));
   }
 
   async claim(req: ClaimRequest): Promise<ClaimedTask[]> {
     if (req.slots.length === 0) return [];
-    return this.db.transaction((sql) => claim(sql, this.st, this.onServerClock(req)));
+    return this.db.transaction((sql) => claim(sql, this.st, this.clock.claim(req)));
   }
 
   /** A coordinator's tick in one transaction: commit what finished, then claim for the free slots. */
   async settleAndClaim(settlements: Settlement[], req: ClaimRequest): Promise<{ applied: number[]; claimed: ClaimedTask[] }> {
     if (settlements.length === 0 && req.slots.length === 0) return { applied: [], claimed: [] };
-    const onServer = this.settlementsOnServerClock(settlements);
-    return this.db.transaction(async (sql) => ({ applied: await settle(sql, this.st, onServer), claimed: await claim(sql, this.st, this.onServerClock(req)) }));
+    const onServer = this.clock.settlements(settlements);
+    return this.db.transaction(async (sql) => ({ applied: await settle(sql, this.st, onServer), claimed: await claim(sql, this.st, this.clock.claim(req)) }));
   }
 
   async heartbeat(owner: string, leaseExpiresAt: number): Promise<number[]> {
     // One statement, but in `transaction` so a deadlock with a settle is retried, not reported.
-    const rows = await this.db.transaction((sql) => sql.rows<{ token: number | string }>(this.st.heartbeat, [owner, this.s(leaseExpiresAt)]));
+    const rows = await this.db.transaction((sql) => sql.rows<{ token: number | string }>(this.st.heartbeat, [owner, this.clock.toServer(leaseExpiresAt)]));
     return rows.map((r) => Number(r.token));
   }
 
   async settle(settlements: Settlement[]): Promise<number[]> {
     if (settlements.length === 0) return [];
-    const onServer = this.settlementsOnServerClock(settlements);
+    const onServer = this.clock.settlements(settlements);
     return this.db.transaction((sql) => settle(sql, this.st, onServer));
   }
 
@@ -193,7 +161,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners: string[] = []): Promise<ReleasedTask[]> {
-    return this.db.transaction((sql) => releaseStale(sql, this.st, batchId, this.s(now), deadOwners, self, liveOwners));
+    return this.db.transaction((sql) => releaseStale(sql, this.st, batchId, this.clock.toServer(now), deadOwners, self, liveOwners));
   }
 
   async counts(batchId: number): Promise<Counts> {
@@ -202,7 +170,7 @@ export class PostgresStore implements TaskStore {
 
   async nextDueAt(batchId: number): Promise<number | null> {
     const [row] = await this.db.read((sql) => sql.rows<{ due: number | null }>(this.st.nextDue, [batchId]));
-    return row!.due === null ? null : Number(row!.due) - this.offset;
+    return row!.due === null ? null : this.clock.fromServer(Number(row!.due));
   }
 
   async topErrors(batchId: number, limit: number): Promise<ErrorCount[]> {
@@ -234,7 +202,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void): Promise<PruneResult> {
-    const cutoff = this.s(before);
+    const cutoff = this.clock.toServer(before);
     const batches = await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.finishedBatches, [cutoff, null]));
     return pruneInChunks(batches, (b, first) => this.db.transaction((sql) => this.pruneChunk(sql, b, cutoff, first)), onChunk);
   }
@@ -278,14 +246,14 @@ export class PostgresStore implements TaskStore {
       }
       // Their dependents wait for them again; a reset task whose own need is still dead is cancelled.
       await revive(sql, this.st, filter.batchId, items);
-      await cascade(sql, this.st, filter.batchId, items, this.s(Date.now()));
+      await cascade(sql, this.st, filter.batchId, items, this.clock.now());
       return n;
     });
   }
 
   async cancel(filter: TaskFilter): Promise<CancelResult> {
     return this.db.transaction(async (sql) => {
-      const now = this.s(Date.now());
+      const now = this.clock.now();
       const tally = new CancelTally();
       for (const t of CancelTally.targets(await selectTasks(sql, this.st, { ...filter, status: undefined }))) {
         const [row] = await sql.rows<{ status: string }>(this.st.cancelTask, [t.id, 'cancelled', now]);

@@ -1,4 +1,5 @@
 import type { Statement } from './pg-db.js';
+import { lastFinishedOf, settleStatements } from './settle-statements.js';
 
 /**
  * Every SQL statement of the PostgreSQL store, named like their SQLite twins and prepared
@@ -40,7 +41,7 @@ function sql(s: string) {
      * $1 batchId — the version a claim runs under, read FOR KEY SHARE: it waits for an updateJob
      * in progress and then reads its new version, and holds it off until the claim commits.
      */
-    claimVersion: `SELECT job_version FROM ${s}.batches WHERE id = $1 FOR KEY SHARE`,
+    claimVersion: `SELECT job_version, first_started_at FROM ${s}.batches WHERE id = $1 FOR KEY SHARE`,
     /**
      * $1 batchId $2 maxAttempts $3 stage (NULL = every stage) — unfinished tasks take the current
      * retry budget, never below the attempts they already made (a lowered budget ends them).
@@ -90,23 +91,31 @@ function sql(s: string) {
       WHERE batch_id = $1 AND status = 'SUCCESS' AND seen_fingerprint IS DISTINCT FROM fingerprint`,
 
     /**
-     * $1 batchId $2 now $3 owner $4 expires $5 workerIds text[] — locks up to one due PENDING
-     * task per worker, skipping rows another coordinator is claiming (SKIP LOCKED: no waiting,
-     * no double hand-out), and counts the attempt in the same statement: a claim is an attempt.
-     * `n` is the task's rank, and so its worker's slot.
+     * $1 batchId $2 now $3 owner $4 expires $5 workerIds text[] $6 host $7 pids int[] $8 jobVersion —
+     * a whole claim in one statement: locks up to one due PENDING task per worker, skipping rows
+     * another coordinator is claiming (SKIP LOCKED: no waiting, no double hand-out), counts the
+     * attempt (a claim is an attempt) and opens its attempt row, whose id, drawn first in slot
+     * order, is the task's fencing token. `n` is the task's rank, and so its worker's slot.
      */
     claimTasks: `
       WITH due AS (
-        SELECT id, row_number() OVER (ORDER BY next_run_at, attempts, id) AS n FROM (
-          SELECT id, next_run_at, attempts FROM ${s}.tasks AS c
-          WHERE batch_id = $1 AND status = 'PENDING' AND next_run_at <= $2 AND attempts < max_attempts AND ${needsMet}
-          ORDER BY next_run_at, attempts, id LIMIT cardinality($5::text[])
-          FOR UPDATE SKIP LOCKED) AS locked)
-      UPDATE ${s}.tasks AS t
-      SET status = 'RUNNING', attempts = t.attempts + 1, lease_owner = $3, lease_expires_at = $4,
-          worker_id = ($5::text[])[due.n::int], started_at = $2, lease_token = NULL
-      FROM due WHERE t.id = due.id
-      RETURNING t.id, t.batch_id, t.task_key, t.stage, t.item_key, t.needs, t.seq, t.attempts, t.max_attempts, t.payload, t.worker_id, due.n`,
+        SELECT id, n, nextval(pg_get_serial_sequence('${s}.attempts', 'id')) AS token FROM (
+          SELECT id, row_number() OVER (ORDER BY next_run_at, attempts, id) AS n FROM (
+            SELECT id, next_run_at, attempts FROM ${s}.tasks AS c
+            WHERE batch_id = $1 AND status = 'PENDING' AND next_run_at <= $2 AND attempts < max_attempts AND ${needsMet}
+            ORDER BY next_run_at, attempts, id LIMIT cardinality($5::text[])
+            FOR UPDATE SKIP LOCKED) AS locked) AS ranked
+        ORDER BY n),
+      claimed AS (
+        UPDATE ${s}.tasks AS t
+        SET status = 'RUNNING', attempts = t.attempts + 1, lease_owner = $3, lease_expires_at = $4,
+            worker_id = ($5::text[])[due.n::int], started_at = $2, lease_token = due.token
+        FROM due WHERE t.id = due.id
+        RETURNING t.id, t.batch_id, t.task_key, t.stage, t.item_key, t.needs, t.seq, t.attempts, t.max_attempts, t.payload, t.worker_id, t.lease_token, due.n),
+      opened AS (
+        INSERT INTO ${s}.attempts (id, task_id, attempt, worker_id, host, pid, owner, started_at, job_version)
+        SELECT lease_token, id, attempts, worker_id, $6, ($7::int[])[n::int], $3, $2, $8 FROM claimed ORDER BY n)
+      SELECT * FROM claimed ORDER BY n`,
     /** $1 batchId $2 item $3 stages (JSON array) — the stored results of an item's needed stages. */
     inputs: `
       SELECT stage, result FROM ${s}.tasks
@@ -132,23 +141,8 @@ function sql(s: string) {
     revive: `
       UPDATE ${s}.tasks SET status = 'PENDING', finished_at = NULL, last_error = NULL, next_run_at = 0
       WHERE id = ANY($1::bigint[]) AND status = 'CANCELLED'`,
-    /** $1 taskIds bigint[] $2 attempts int[] $3 workerIds text[] $4 pids int[] $5 host $6 owner $7 now $8 jobVersion — ids in slot order. */
-    insertAttempts: `
-      INSERT INTO ${s}.attempts (task_id, attempt, worker_id, host, pid, owner, started_at, job_version)
-      SELECT task_id, attempt, worker_id, $5, pid, $6, $7, $8
-      FROM unnest($1::bigint[], $2::int[], $3::text[], $4::int[]) WITH ORDINALITY AS a(task_id, attempt, worker_id, pid, n)
-      ORDER BY n
-      RETURNING id, task_id`,
-    /** $1 taskIds bigint[] $2 tokens bigint[] */
-    setTokens: `
-      UPDATE ${s}.tasks AS t SET lease_token = u.token
-      FROM unnest($1::bigint[], $2::bigint[]) AS u(id, token) WHERE t.id = u.id`,
     /** $1 batchId $2 now — set once, so only a batch's very first claims contend for its row. */
     markStarted: `UPDATE ${s}.batches SET first_started_at = $2 WHERE id = $1 AND first_started_at IS NULL`,
-    /** $1 batchId $2 endedAt — the latest end of an attempt that was not INTERRUPTED (as SQLite's markFinished). */
-    markFinished: `
-      UPDATE ${s}.batches SET last_finished_at = $2
-      WHERE id = $1 AND (last_finished_at IS NULL OR last_finished_at < $2)`,
     /**
      * $1 owner $2 expires — rows locked in id order, like every multi-row writer, against
      * deadlocks; returns the tokens the owner still holds.
@@ -157,57 +151,6 @@ function sql(s: string) {
       UPDATE ${s}.tasks SET lease_expires_at = $2
       WHERE id IN (SELECT id FROM ${s}.tasks WHERE lease_owner = $1 AND status = 'RUNNING' ORDER BY id FOR UPDATE)
       RETURNING lease_token AS token`,
-
-    /**
-     * $1 taskId $2 token $3 endedAt $4 error $5 result $6 startedAt (NULL: the claim's; an attempt
-     * that waited queued on its slot started later) — fenced: only while the token still holds the task.
-     */
-    complete: `
-      UPDATE ${s}.tasks
-      SET status = 'SUCCESS', result = $5, finished_at = $3, last_error = $4, started_at = coalesce($6::bigint, started_at),
-          lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, cancel_requested = false
-      WHERE id = $1 AND status = 'RUNNING' AND lease_token = $2
-      RETURNING batch_id, status, item_key`,
-    /**
-     * $1 taskId $2 token $3 endedAt $4 error $5 retryAt $6 startedAt (as for complete) — retryAt
-     * NULL fails the task now (permanent); a task \`cancel\` asked to stop ends CANCELLED instead of retrying.
-     */
-    fail: `
-      UPDATE ${s}.tasks
-      SET started_at = coalesce($6::bigint, started_at),
-          status = CASE WHEN cancel_requested THEN 'CANCELLED'
-                        WHEN $5::bigint IS NOT NULL AND attempts < max_attempts THEN 'PENDING' ELSE 'FAILED' END,
-          finished_at = CASE WHEN NOT cancel_requested AND $5::bigint IS NOT NULL AND attempts < max_attempts THEN NULL ELSE $3::bigint END,
-          next_run_at = coalesce($5::bigint, next_run_at),
-          last_error = CASE WHEN cancel_requested THEN 'cancelled; its last attempt: ' || $4 ELSE $4 END,
-          lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
-      WHERE id = $1 AND status = 'RUNNING' AND lease_token = $2
-      RETURNING batch_id, status, item_key`,
-    /** $1 taskId $2 token $3 endedAt — an interrupted attempt is not charged (a cancelled task ends CANCELLED). */
-    interrupt: `
-      UPDATE ${s}.tasks
-      SET status = CASE WHEN cancel_requested THEN 'CANCELLED' ELSE 'PENDING' END,
-          finished_at = CASE WHEN cancel_requested THEN $3::bigint ELSE finished_at END,
-          last_error = CASE WHEN cancel_requested THEN 'cancelled' ELSE last_error END,
-          attempts = attempts - 1, lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
-      WHERE id = $1 AND status = 'RUNNING' AND lease_token = $2
-      RETURNING batch_id, status, item_key`,
-    /** $1 token $2 endedAt $3 outcome $4 exitCode $5 signal $6 error $7 durationMs $8 outputTail $9 logPath $10 startedAt (NULL: the claim's) */
-    endAttempt: `
-      UPDATE ${s}.attempts
-      SET ended_at = $2, outcome = $3, exit_code = $4, signal = $5, error = $6,
-          duration_ms = $7, output_tail = $8, log_path = $9, started_at = coalesce($10::bigint, started_at)
-      WHERE id = $1 AND outcome IS NULL`,
-    /**
-     * $1 token $2 endedAt $3 durationMs $4 exitCode $5 signal $6 note $7 outputTail $8 logPath $9 startedAt —
-     * the late, fenced-off report of an attempt recorded LOST: its real end fills in the unknown
-     * one (the outcome stays LOST, the report is noted in the error). Once only.
-     */
-    lateEnd: `
-      UPDATE ${s}.attempts
-      SET ended_at = $2, duration_ms = $3, exit_code = $4, signal = $5, error = error || $6,
-          output_tail = $7, log_path = $8, started_at = coalesce($9::bigint, started_at)
-      WHERE id = $1 AND outcome = 'LOST' AND ended_at IS NULL`,
 
     /** $1 batchId (NULL = every batch) */
     runningOwners: `
@@ -240,6 +183,7 @@ function sql(s: string) {
     loseAttempt: `
       UPDATE ${s}.attempts SET outcome = 'LOST', error = $2
       WHERE id = $1 AND outcome IS NULL`,
+    ...settleStatements(s),
     ...reportStatements(s),
   };
 }
@@ -275,7 +219,7 @@ function reportStatements(s: string) {
       FROM ${s}.tasks WHERE batch_id = $1 AND status = 'FAILED'
       GROUP BY 1 ORDER BY count DESC, error LIMIT $2`,
     /** $1 batchId */
-    activity: `SELECT first_started_at AS first, last_finished_at AS last FROM ${s}.batches WHERE id = $1`,
+    activity: `SELECT first_started_at AS first, ${lastFinishedOf(s)} AS last FROM ${s}.batches AS b WHERE id = $1`,
     /** $1 batchId $2 status (NULL = any) $3 attempted (NULL = any, true = attempts > 0) $4 error substring (NULL = any) */
     listTasks: `
       SELECT * FROM ${s}.tasks
@@ -317,7 +261,7 @@ function reportStatements(s: string) {
       SELECT 1 AS ok FROM ${s}.batches b
       WHERE b.id = $1
         AND NOT EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.batch_id = b.id AND t.status IN ('PENDING', 'RUNNING'))
-        AND greatest(b.updated_at, coalesce(b.last_finished_at, 0)) < $2`,
+        AND greatest(b.updated_at, coalesce(${lastFinishedOf(s)}, 0)) < $2`,
     /** $1 batchId $2 n — one chunk of a pruned batch's attempts; returns their log paths. */
     pruneAttempts: `
       DELETE FROM ${s}.attempts WHERE id IN (

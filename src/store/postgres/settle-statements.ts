@@ -1,0 +1,79 @@
+/**
+ * The settle verb's statements: each settles a whole tick's reports in one round trip,
+ * whatever their number (arrays unnested in the order given). Split from statements.ts,
+ * which holds the rest; `s` is the store's quoted schema.
+ */
+export function settleStatements(s: string) {
+  /** The reports of one tick, one row each: the parameters of settleTasks. */
+  const reports = `unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
+        $9::int[], $10::text[], $11::bigint[], $12::text[], $13::text[])
+        AS r(id, token, outcome, ended_at, error, result, retry_at, started_at, exit_code, signal, duration_ms, output_tail, log_path)`;
+  const failed = `r.outcome NOT IN ('SUCCESS', 'INTERRUPTED')`;
+  const retries = `${failed} AND NOT t.cancel_requested AND r.retry_at IS NOT NULL AND t.attempts < t.max_attempts`;
+  return {
+    /**
+     * $1 taskIds $2 tokens $3 outcomes $4 endedAts $5 errors $6 results $7 retryAts $8 startedAts
+     * (NULL: the claim's; an attempt that waited queued on its slot started later) $9 exitCodes
+     * $10 signals $11 durations $12 outputTails $13 logPaths — a tick in one statement: the
+     * tasks, their attempt rows, and each batch's latest finish (not INTERRUPTED) in this
+     * session's own lane (migration 006: no row every coordinator of a batch updates).
+     * Fenced: a task changes only while its token still holds it. Task rows are locked in id
+     * order first, as every multi-row writer does, so two writers never deadlock. SUCCESS ends
+     * the task; a failure retries at retryAt while attempts remain (NULL: permanent);
+     * INTERRUPTED is not charged; a task `cancel` asked to stop ends CANCELLED instead.
+     */
+    settleTasks: `
+      WITH r AS MATERIALIZED (SELECT * FROM ${reports}),
+      settled AS (
+        UPDATE ${s}.tasks AS t SET
+          status = CASE WHEN r.outcome = 'SUCCESS' THEN 'SUCCESS' WHEN t.cancel_requested THEN 'CANCELLED'
+                        WHEN r.outcome = 'INTERRUPTED' OR (${retries}) THEN 'PENDING' ELSE 'FAILED' END,
+          result = CASE WHEN r.outcome = 'SUCCESS' THEN r.result ELSE t.result END,
+          finished_at = CASE WHEN r.outcome = 'INTERRUPTED' AND NOT t.cancel_requested THEN t.finished_at
+                             WHEN ${retries} THEN NULL ELSE r.ended_at END,
+          next_run_at = CASE WHEN ${failed} THEN coalesce(r.retry_at, t.next_run_at) ELSE t.next_run_at END,
+          last_error = CASE WHEN r.outcome = 'SUCCESS' THEN r.error
+                            WHEN r.outcome = 'INTERRUPTED' THEN CASE WHEN t.cancel_requested THEN 'cancelled' ELSE t.last_error END
+                            WHEN t.cancel_requested THEN 'cancelled; its last attempt: ' || r.error ELSE r.error END,
+          started_at = CASE WHEN r.outcome = 'INTERRUPTED' THEN t.started_at ELSE coalesce(r.started_at, t.started_at) END,
+          attempts = CASE WHEN r.outcome = 'INTERRUPTED' THEN t.attempts - 1 ELSE t.attempts END,
+          cancel_requested = CASE WHEN r.outcome = 'SUCCESS' THEN false ELSE t.cancel_requested END,
+          lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+        FROM r
+        WHERE t.id = r.id AND t.status = 'RUNNING' AND t.lease_token = r.token
+          AND t.id IN (SELECT id FROM ${s}.tasks WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE)
+        RETURNING r.token, r.outcome, r.ended_at, t.batch_id, t.status, t.item_key),
+      ended AS (
+        UPDATE ${s}.attempts AS a
+        SET ended_at = r.ended_at, outcome = r.outcome, exit_code = r.exit_code, signal = r.signal, error = r.error,
+            duration_ms = r.duration_ms, output_tail = r.output_tail, log_path = r.log_path,
+            started_at = coalesce(r.started_at, a.started_at)
+        FROM settled JOIN r ON r.token = settled.token
+        WHERE a.id = settled.token AND a.outcome IS NULL),
+      finished AS (
+        INSERT INTO ${s}.batch_finishes AS f (batch_id, lane, last_finished_at)
+        SELECT batch_id, pg_backend_pid() % 64, max(ended_at) FROM settled WHERE outcome <> 'INTERRUPTED'
+        GROUP BY batch_id ORDER BY batch_id
+        ON CONFLICT (batch_id, lane) DO UPDATE SET last_finished_at = excluded.last_finished_at
+        WHERE f.last_finished_at < excluded.last_finished_at)
+      SELECT token, batch_id, status, item_key FROM settled`,
+    /**
+     * $1 tokens $2 endedAts $3 durations $4 exitCodes $5 signals $6 notes $7 tails $8 logPaths
+     * $9 startedAts — the late, fenced-off reports of attempts recorded LOST: each real end fills
+     * in the unknown one (the outcome stays LOST, the report is noted in the error). Once only.
+     */
+    lateEnds: `
+      UPDATE ${s}.attempts AS a
+      SET ended_at = e.ended_at, duration_ms = e.duration_ms, exit_code = e.exit_code, signal = e.signal,
+          error = a.error || e.note, output_tail = e.output_tail, log_path = e.log_path,
+          started_at = coalesce(e.started_at, a.started_at)
+      FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[])
+        AS e(id, ended_at, duration_ms, exit_code, signal, note, output_tail, log_path, started_at)
+      WHERE a.id = e.id AND a.outcome = 'LOST' AND a.ended_at IS NULL`,
+  };
+}
+
+/** A batch's latest finish (`b` its row): the batch row's (before migration 006) or the greatest lane's. */
+export function lastFinishedOf(s: string): string {
+  return `greatest(b.last_finished_at, (SELECT max(f.last_finished_at) FROM ${s}.batch_finishes AS f WHERE f.batch_id = b.id))`;
+}
