@@ -90,10 +90,8 @@ export class Coordinator {
   private readonly logFolder: string;
   /** Leases, dead owners, pause and definition changes: what keeps this run's hold on its batch valid. */
   private readonly upkeep: Upkeep;
-  /** A store that is down (a server restart): attempts go on, ticks wait until `retryAt`. */
+  /** A store that is down (a server restart): attempts go on, ticks wait for its retry. */
   private readonly outage: Outage;
-  private retryAt = 0;
-  private retry: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly store: TaskStore,
@@ -156,7 +154,7 @@ export class Coordinator {
       this.timers.forEach((t) => t.cancel());
       clearTimeout(this.wake);
       clearTimeout(this.coalesce);
-      clearTimeout(this.retry);
+      this.outage.cancel();
       this.pool.quiesce();
       this.killAll(); // only after a fatal error is anything still in flight
       await this.flush().catch(() => undefined);
@@ -207,7 +205,7 @@ export class Coordinator {
    */
   private schedule(soon = false): void {
     // During an outage only the retry timer ends the wait (outcomes meanwhile just queue up).
-    if (this.tickQueued || this.finished || Date.now() < this.retryAt) return;
+    if (this.tickQueued || this.finished || this.outage.waiting) return;
     if (soon && !this.stopping && !this.pool.needsWork()) {
       this.coalesce ??= setTimeout(() => {
         this.coalesce = undefined;
@@ -250,19 +248,11 @@ export class Coordinator {
    */
   private storeFailed(err: unknown): void {
     if (this.finished) return;
-    let delay: number;
     try {
-      delay = this.outage.failed(err);
+      this.outage.retryLater(err, () => this.schedule());
     } catch (fatal) {
       this.fail(fatal);
-      return;
     }
-    this.retryAt = Date.now() + delay;
-    clearTimeout(this.retry);
-    this.retry = setTimeout(() => {
-      this.retryAt = 0;
-      this.schedule();
-    }, delay);
   }
 
   /** The first tick after an outage: give back what a claim whose reply was lost left RUNNING. */
@@ -293,19 +283,17 @@ export class Coordinator {
     const batch = this.queue;
     this.queue = [];
     const now = Date.now();
-    const { applied, claimed } = await this.committing(batch, () => this.store.settleAndClaim(
-      batch.map((q) => q.settlement),
-      {
-        batchId: this.batch.id,
-        owner: this.owner,
-        host: HOST,
-        now,
-        leaseMs: this.options.leaseMs,
-        slots: free.map((w) => ({ workerId: w.id, pid: w.pid })),
-        // The version whose handler the pool loaded: under a newer one the store claims nothing.
-        jobVersion: this.batch.jobVersion,
-      },
-    ));
+    const request = {
+      batchId: this.batch.id,
+      owner: this.owner,
+      host: HOST,
+      now,
+      leaseMs: this.options.leaseMs,
+      slots: free.map((w) => ({ workerId: w.id, pid: w.pid })),
+      // The version whose handler the pool loaded: under a newer one the store claims nothing.
+      jobVersion: this.batch.jobVersion,
+    };
+    const { applied, claimed } = await this.committing(batch, () => this.store.settleAndClaim(batch.map((q) => q.settlement), request));
     const perWorker = new Map<PoolWorker, ClaimedTask[]>();
     claimed.forEach((task, i) => {
       const tasks = perWorker.get(free[i]!);

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreError } from '../errors.js';
 import { formatMs } from '../job/units.js';
 import type { Settlement, TaskStore } from '../store/task-store.js';
@@ -27,6 +28,8 @@ export class Outage {
   private since: number | null = null;
   private tries = 0;
   private lastError = '';
+  private retryAt = 0;
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly note: (message: string) => void,
@@ -35,6 +38,28 @@ export class Outage {
 
   get active(): boolean {
     return this.since !== null;
+  }
+
+  /** Whether the next try is still ahead: nothing should call the store before `retry` runs. */
+  get waiting(): boolean {
+    return Date.now() < this.retryAt;
+  }
+
+  /** As `failed`, and runs `retry` once the wait is over. */
+  retryLater(err: unknown, retry: () => void): void {
+    const delay = this.failed(err);
+    this.retryAt = Date.now() + delay;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.retryAt = 0;
+      retry();
+    }, delay);
+  }
+
+  /** The run is over: no retry may run after it. */
+  cancel(): void {
+    clearTimeout(this.timer);
+    this.retryAt = 0;
   }
 
   /**
@@ -46,7 +71,8 @@ export class Outage {
     this.lastError = (err as Error).message;
     if (this.since === null) {
       this.since = now;
-      this.note(`the store is unavailable (${this.lastError}); running attempts go on, reconnecting for up to ${formatMs(this.limitMs)}`);
+      const cause = this.lastError.replace(/; (run again|check --db) .*$/, '');
+      this.note(`the store is unavailable (${cause}); running attempts go on, reconnecting for up to ${formatMs(this.limitMs)}`);
     }
     if (now - this.since >= this.limitMs) {
       throw new StoreError(`the store stayed unavailable for ${formatMs(now - this.since)} (limit ${formatMs(this.limitMs)}): ${this.lastError}`);
@@ -62,6 +88,20 @@ export class Outage {
     this.since = null;
     this.tries = 0;
     return true;
+  }
+}
+
+/** Runs `read`, waiting out an outage of the store as a coordinator does; any other error is thrown. */
+export async function ridingOut<T>(read: () => Promise<T>, note: (message: string) => void): Promise<T> {
+  const outage = new Outage(note);
+  for (;;) {
+    try {
+      const result = await read();
+      outage.recovered();
+      return result;
+    } catch (err) {
+      await sleep(outage.failed(err));
+    }
   }
 }
 
