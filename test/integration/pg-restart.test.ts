@@ -34,11 +34,11 @@ async function query<T>(text: string): Promise<T[]> {
 const ran = (log: string) => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean).map((l) => basename(l)) : []);
 
 /** A run of `n` files whose command logs its file, then sleeps `sleep` seconds. */
-function startRun(n: number, schema: string, sleepS: string, env: NodeJS.ProcessEnv = {}) {
+function startRun(n: number, schema: string, sleepS: string, env: NodeJS.ProcessEnv = {}, slots = '4') {
   const p = projectWithFiles(n, 'sd-pgrestart-');
   const db = `${server.url}?schema=${schema}`;
   const exec = `echo {} >> ${join(p.dir, 'ran.txt')}; sleep ${sleepS}`;
-  const run = startCli(['run', 'src', '--db', db, '--exec', exec, '-j', '4', '--progress-interval', '200ms'], { cwd: p.dir, env, timeoutMs: 120_000 });
+  const run = startCli(['run', 'src', '--db', db, '--exec', exec, '-j', slots, '--progress-interval', '200ms'], { cwd: p.dir, env, timeoutMs: 120_000 });
   return { p, run, db, log: join(p.dir, 'ran.txt') };
 }
 
@@ -61,6 +61,26 @@ describe.skipIf(unavailable !== null)(`run rides out a PostgreSQL restart${unava
     expect(lines.length - 600).toBeLessThanOrEqual(8);
     const [{ n: attempts }] = await query<{ n: number }>(`SELECT count(*)::int AS n FROM restart_ok.attempts WHERE outcome <> 'INTERRUPTED'`);
     expect(attempts - 600).toBeLessThanOrEqual(8);
+    expect(processesWithEnv(p.dir)).toEqual([]);
+  }, 150_000);
+
+  it('a run -j 2 and a worker -j 2 on one batch both ride out the restart: exit 0, every task SUCCESS, at most the in-flight attempts repeated', async () => {
+    const { p, run, db, log } = startRun(600, 'restart_worker', '0.01', {}, '2');
+    await waitFor(() => ran(log).length >= 20, 60_000, 'the batch started');
+    const worker = startCli(['worker', '--db', db, '-j', '2'], { cwd: p.dir, timeoutMs: 120_000 });
+    await waitFor(() => ran(log).length >= 150, 60_000, '150 attempts run');
+    server.restart();
+    const [r, w] = await Promise.all([run.result, worker.result]);
+    expect(r.signal, `run hung: ${r.stderr}`).toBeNull();
+    expect(w.signal, `worker hung: ${w.stderr}`).toBeNull();
+    expect(r.code, r.stderr).toBe(0);
+    expect(w.code, w.stderr).toBe(0);
+    expect(w.stderr).toMatch(/the store is back/);
+    const statuses = await query<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM restart_worker.tasks GROUP BY status`);
+    expect(statuses).toEqual([{ status: 'SUCCESS', n: 600 }]);
+    const lines = ran(log);
+    expect(new Set(lines)).toEqual(new Set(p.keys));
+    expect(lines.length - 600).toBeLessThanOrEqual(8);
     expect(processesWithEnv(p.dir)).toEqual([]);
   }, 150_000);
 
