@@ -255,8 +255,12 @@ export class Coordinator {
     }
   }
 
-  /** The first tick after an outage: give back what a claim whose reply was lost left RUNNING. */
+  /**
+   * The first tick after an outage: renew the leases at once (they ran on while the heartbeat
+   * could not), and give back what a claim whose reply was lost left RUNNING.
+   */
   private async reconnected(): Promise<void> {
+    await this.upkeep.heartbeat();
     const known = new Set([...this.inflight.values(), ...this.queue].map((e) => e.task.id));
     const released = await releaseLostClaims(this.store, this.batch.id, this.owner, known);
     this.outage.recovered();
