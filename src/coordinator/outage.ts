@@ -9,9 +9,9 @@ import { backoffDelay, type BackoffPolicy } from './backoff.js';
  * network cut) before it gives up with exit 4. Fixed, so every run and worker of a shared
  * store waits the same; SPLITDANCE_RECONNECT_MS overrides it (tests use a short one).
  */
-const given = Number(process.env.SPLITDANCE_RECONNECT_MS);
+const given = process.env.SPLITDANCE_RECONNECT_MS;
 // A limit that does not parse must not become no limit at all (NaN never compares as reached).
-export const OUTAGE_LIMIT_MS = Number.isFinite(given) && given >= 0 && process.env.SPLITDANCE_RECONNECT_MS !== '' && process.env.SPLITDANCE_RECONNECT_MS !== undefined ? given : 60_000;
+export const OUTAGE_LIMIT_MS = given && Number.isFinite(Number(given)) && Number(given) >= 0 ? Number(given) : 60_000;
 
 /** Tries again after 100 ms, 200 ms, … up to 2 s apart, spread so many workers do not return at once. */
 const RECONNECT: BackoffPolicy = { backoffMs: 100, factor: 2, maxBackoffMs: 2000, jitter: 0.2 };
