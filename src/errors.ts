@@ -16,8 +16,9 @@ export class StoreError extends Error {
   /**
    * `NO_STORE`: there is no store at that place yet (`run` then creates one).
    * `OLD_SCHEMA`: a read-only open found a schema older than this build (a writable open upgrades it).
+   * `UNAVAILABLE`: the server is down, restarting or unreachable for now; a run rides it out (outage.ts).
    */
-  constructor(message: string, readonly code?: 'NO_STORE' | 'OLD_SCHEMA') {
+  constructor(message: string, readonly code?: 'NO_STORE' | 'OLD_SCHEMA' | 'UNAVAILABLE') {
     super(message);
   }
 }

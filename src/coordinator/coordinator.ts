@@ -2,6 +2,7 @@ import { longInterval, longTimeout, type LongTimer } from '../long-timer.js';
 import { attemptLogFile, prepareLogFolder } from '../store/log-layout.js';
 import type { BatchRecord, ClaimedTask, ReleasedTask, Settlement, TaskStatus, LeaseStore } from '../store/task-store.js';
 import type { TaskMessage } from '../worker/protocol.js';
+import { Outage, isUnavailable, releaseLostClaims } from './outage.js';
 import { HOST, ownerId } from './owner.js';
 import type { PoolWorker, WorkerPool } from './pool.js';
 import { settle, type Ending, type RetryRules } from './settlement.js';
@@ -89,6 +90,8 @@ export class Coordinator {
   private readonly logFolder: string;
   /** Leases, dead owners, pause and definition changes: what keeps this run's hold on its batch valid. */
   private readonly upkeep: Upkeep;
+  /** A store that is down (a server restart): attempts go on, ticks wait for its retry. */
+  private readonly outage: Outage;
 
   constructor(
     private readonly store: LeaseStore,
@@ -111,6 +114,7 @@ export class Coordinator {
       inflight: this.inflight,
       stop: (reason) => this.stop(reason),
     });
+    this.outage = new Outage((m) => observer.note(m));
   }
 
   async run(): Promise<StopReason> {
@@ -141,7 +145,7 @@ export class Coordinator {
       heartbeat: () => undefined, // leases are extended for every running attempt on a timer
     });
     const { leaseMs, maxRuntimeMs } = this.options;
-    this.timers.push(longInterval(() => void this.upkeep.heartbeat().catch((err: unknown) => this.fail(err)), Math.max(50, leaseMs / 3)));
+    this.timers.push(longInterval(() => void this.upkeep.heartbeat().catch((err: unknown) => this.storeFailed(err)), Math.max(50, leaseMs / 3)));
     if (maxRuntimeMs !== null) this.timers.push(longTimeout(() => this.stop({ kind: 'max-runtime' }), maxRuntimeMs));
     this.schedule();
     try {
@@ -150,6 +154,7 @@ export class Coordinator {
       this.timers.forEach((t) => t.cancel());
       clearTimeout(this.wake);
       clearTimeout(this.coalesce);
+      this.outage.cancel();
       this.pool.quiesce();
       this.killAll(); // only after a fatal error is anything still in flight
       await this.flush().catch(() => undefined);
@@ -199,7 +204,8 @@ export class Coordinator {
    * reported meanwhile: no slot waits for it, and a commit and a claim cost per group.
    */
   private schedule(soon = false): void {
-    if (this.tickQueued || this.finished) return;
+    // During an outage only the retry timer ends the wait (outcomes meanwhile just queue up).
+    if (this.tickQueued || this.finished || this.outage.waiting) return;
     if (soon && !this.stopping && !this.pool.needsWork()) {
       this.coalesce ??= setTimeout(() => {
         this.coalesce = undefined;
@@ -224,14 +230,50 @@ export class Coordinator {
       do {
         if (this.finished) return;
         this.again = false;
+        if (this.outage.active) await this.reconnected();
         if (!this.stopping) await this.upkeep.recoverIfDue();
         await this.exchange();
         await this.checkEnd();
       } while (this.again);
     } catch (err) {
-      this.fail(err);
+      this.storeFailed(err);
     } finally {
       this.ticking = false;
+    }
+  }
+
+  /**
+   * A store call failed: an outage (the server restarting) is waited out with backoff, up to
+   * its limit; anything else, or an outage past the limit, ends the run (exit 4 for a StoreError).
+   */
+  private storeFailed(err: unknown): void {
+    if (this.finished) return;
+    try {
+      this.outage.retryLater(err, () => this.schedule());
+    } catch (fatal) {
+      this.fail(fatal);
+    }
+  }
+
+  /**
+   * The first tick after an outage: renew the leases at once (they ran on while the heartbeat
+   * could not), and give back what a claim whose reply was lost left RUNNING.
+   */
+  private async reconnected(): Promise<void> {
+    await this.upkeep.heartbeat();
+    const known = new Set([...this.inflight.values(), ...this.queue].map((e) => e.task.id));
+    const released = await releaseLostClaims(this.store, this.batch.id, this.owner, known);
+    this.outage.recovered();
+    if (released) this.observer.note(`${released} task(s) claimed as the store went down were given back unstarted`);
+  }
+
+  /** Runs a commit of `batch` (taken off the queue); on failure puts it back, in order, to be committed later. */
+  private async committing<T>(batch: Queued[], commit: () => Promise<T>): Promise<T> {
+    try {
+      return await commit();
+    } catch (err) {
+      this.queue = batch.concat(this.queue);
+      throw err;
     }
   }
 
@@ -245,19 +287,17 @@ export class Coordinator {
     const batch = this.queue;
     this.queue = [];
     const now = Date.now();
-    const { applied, claimed } = await this.store.settleAndClaim(
-      batch.map((q) => q.settlement),
-      {
-        batchId: this.batch.id,
-        owner: this.owner,
-        host: HOST,
-        now,
-        leaseMs: this.options.leaseMs,
-        slots: free.map((w) => ({ workerId: w.id, pid: w.pid })),
-        // The version whose handler the pool loaded: under a newer one the store claims nothing.
-        jobVersion: this.batch.jobVersion,
-      },
-    );
+    const request = {
+      batchId: this.batch.id,
+      owner: this.owner,
+      host: HOST,
+      now,
+      leaseMs: this.options.leaseMs,
+      slots: free.map((w) => ({ workerId: w.id, pid: w.pid })),
+      // The version whose handler the pool loaded: under a newer one the store claims nothing.
+      jobVersion: this.batch.jobVersion,
+    };
+    const { applied, claimed } = await this.committing(batch, () => this.store.settleAndClaim(batch.map((q) => q.settlement), request));
     const perWorker = new Map<PoolWorker, ClaimedTask[]>();
     claimed.forEach((task, i) => {
       const tasks = perWorker.get(free[i]!);
@@ -274,7 +314,7 @@ export class Coordinator {
     if (this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];
-    await this.report(batch, new Set(await this.store.settle(batch.map((q) => q.settlement))));
+    await this.report(batch, new Set(await this.committing(batch, () => this.store.settle(batch.map((q) => q.settlement)))));
   }
 
   private async report(batch: Queued[], applied: Set<number>): Promise<void> {
@@ -282,7 +322,11 @@ export class Coordinator {
     // Whether a failure ended its task is the store's call: the budget may have changed since the claim.
     // (An interrupted attempt of a task `cancel` stopped ends it CANCELLED.)
     const failedIds = batch.filter((q) => q.settlement.outcome !== 'SUCCESS').map((q) => q.task.id);
-    const status = await this.store.statuses(failedIds);
+    // Committed already: a store gone meanwhile only costs the exact status (guessed below).
+    const status = await this.store.statuses(failedIds).catch((err: unknown) => {
+      if (isUnavailable(err)) return new Map<number, TaskStatus>();
+      throw err;
+    });
     for (const q of batch) {
       if (!applied.has(q.settlement.token)) {
         this.observer.note(`attempt ${q.task.attempt} of ${q.task.key} was fenced off (its lease was taken over); its result was discarded`);

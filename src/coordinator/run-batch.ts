@@ -8,6 +8,7 @@ import { describeStore, logRoot } from '../store/open-store.js';
 import type { BatchRecord, Counts, LeaseStore } from '../store/task-store.js';
 import { growToWork, KILL_GRACE_MS, sameHandlers, startPool } from './batch-pool.js';
 import { Coordinator, type RunObserver, type StopReason } from './coordinator.js';
+import { ridingOut } from './outage.js';
 import type { WorkerPool } from './pool.js';
 import { recoverStale } from './recovery.js';
 import { rulesOf } from './retry-rules.js';
@@ -126,7 +127,8 @@ export async function runBatch(store: LeaseStore, batch: BatchRecord, pool: Work
       batch = next.batch;
       coordinator = coordinatorFor(batch, next.pool, next.settings, (await store.counts(batch.id)).failed - before.failed);
     }
-    const counts = await store.counts(batch.id);
+    // The run is over: a server restarting just now must not turn its outcome into exit 4.
+    const counts = await ridingOut(() => store.counts(batch.id), (m) => observer.note(m));
     const { exitCode, reason } = outcomeOf(stop, counts, run.resume);
     await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Date.now() - started });
     return exitCode;

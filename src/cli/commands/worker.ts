@@ -1,5 +1,6 @@
 import { awaitBatch } from './await-batch.js';
 import { startPool } from '../../coordinator/batch-pool.js';
+import { ridingOut } from '../../coordinator/outage.js';
 import type { WorkerPool } from '../../coordinator/pool.js';
 import { runBatch } from '../../coordinator/run-batch.js';
 import { signalOutcome } from '../../coordinator/run-outcome.js';
@@ -52,11 +53,13 @@ async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io
     if (signal) return exitFor(signal);
   }
   let worst: number = EXIT.OK;
+  // Between batches too, a server restarting is waited out as a run waits it out (outage.ts).
+  const note = (m: string) => flags.quiet || line(io.stderr, m);
   for (;;) {
-    const store = await openStore(dbPath, { create: false });
+    const store = await ridingOut(() => openStore(dbPath, { create: false }), note);
     let worked = false;
     try {
-      for (const batch of await candidates(store, flags.batch)) {
+      for (const batch of await ridingOut(() => candidates(store, flags.batch), note)) {
         if (seen()) return exitFor(seen()!);
         const code = await workOn(store, batch, flags, inv, dbPath, io, seen);
         if (code === null) continue;
@@ -91,7 +94,7 @@ async function workOn(
   io: Io,
   seen: () => 'SIGINT' | 'SIGTERM' | null,
 ): Promise<number | null> {
-  const c = await store.counts(batch.id);
+  const c = await ridingOut(() => store.counts(batch.id), (m) => flags.quiet || line(io.stderr, m));
   if (c.pending + c.retrying + c.running === 0) return null;
   const settings = settingsOf(batch.job as unknown as JobDefinition);
   const handlers = handlersOf(settings);

@@ -32,11 +32,13 @@ export function pgStoreError(err: unknown, t: PgTarget): Error {
   // The driver's own text may echo the connection string or the password: never pass it on raw.
   const message = t.scrub(typeof e.message === 'string' ? e.message : String(err));
   const at = `PostgreSQL at ${t.server}`;
+  // These three kinds are what a restart, a failover or a network cut look like: UNAVAILABLE,
+  // which a run waits out for a while (coordinator/outage.ts) and every other command reports.
   if (NETWORK_CODES.has(code) || /connection timeout|timeout expired|\bSSL\b/i.test(message)) {
-    return new StoreError(`cannot reach ${at}: ${message}; check --db and that the server is running`);
+    return new StoreError(`cannot reach ${at}: ${message}; check --db and that the server is running`, 'UNAVAILABLE');
   }
   if (/Connection terminated|not queryable/i.test(message) || code.startsWith('08')) {
-    return new StoreError(`lost the connection to ${at} (${message}); run again once the server is reachable`);
+    return new StoreError(`lost the connection to ${at} (${message}); run again once the server is reachable`, 'UNAVAILABLE');
   }
   switch (code) {
     case '28P01':
@@ -64,6 +66,10 @@ export function pgStoreError(err: unknown, t: PgTarget): Error {
       return new StoreError(`the disk of ${at} is full; free space and run again (nothing was half-written)`);
     case '53300':
       return new StoreError(`${at} has no free connection slot (${message}); close other clients or raise max_connections`);
+  }
+  // 57P01-57P03: shutting down, crashed, starting up (a restart); 57P04 is a dropped database.
+  if (code === '57P01' || code === '57P02' || code === '57P03') {
+    return new StoreError(`${at} cannot serve the store now (${message}); run again once it is up`, 'UNAVAILABLE');
   }
   if (code.startsWith('57P') || code.startsWith('53')) {
     return new StoreError(`${at} cannot serve the store now (${message}); run again once it is up`);

@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { Outage, isUnavailable } from '../../src/coordinator/outage.js';
+import { StoreError } from '../../src/errors.js';
+import { pgStoreError } from '../../src/store/postgres/pg-errors.js';
+import { parsePgUrl } from '../../src/store/postgres/pg-url.js';
+
+const t = parsePgUrl('postgres://u:pw@h:1/db');
+const pgErr = (message: string, code?: string) => pgStoreError(Object.assign(new Error(message), code ? { code } : {}), t);
+
+describe('which PostgreSQL errors a run waits out', () => {
+  it('a restart, a crash, a refused or cut connection: unavailable', () => {
+    for (const e of [
+      pgErr('the database system is shutting down', '57P03'),
+      pgErr('the database system is starting up', '57P03'),
+      pgErr('terminating connection due to administrator command', '57P01'),
+      pgErr('connect ECONNREFUSED 127.0.0.1:1', 'ECONNREFUSED'),
+      pgErr('Connection terminated unexpectedly'),
+      pgErr('server closed the connection', '08006'),
+    ]) {
+      expect(isUnavailable(e), e.message).toBe(true);
+    }
+  });
+
+  it('a lock timeout, a refused login, a full disk, a missing table, a bug: not', () => {
+    for (const e of [pgErr('lock timeout', '55P03'), pgErr('auth', '28P01'), pgErr('disk', '53100'), pgErr('no table', '42P01'), pgErr('bug', 'XX000'), pgErr('dropped', '57P04')]) {
+      expect(isUnavailable(e), e.message).toBe(false);
+    }
+  });
+});
+
+describe('Outage', () => {
+  const down = new StoreError('cannot reach PostgreSQL at h:1: connect ECONNREFUSED; check --db and that the server is running', 'UNAVAILABLE');
+
+  it('backs off within the limit, says when it starts and ends once each, then gives up naming the outage', () => {
+    const notes: string[] = [];
+    const o = new Outage((m) => notes.push(m), 5000);
+    const delays = [0, 100, 400, 1500, 3000, 4900].map((at) => o.failed(down, 1000 + at));
+    expect(delays.every((d) => d > 0 && d <= 2400)).toBe(true);
+    expect(delays.at(-1)).toBeLessThanOrEqual(100); // never waits past the limit
+    expect(notes).toEqual([expect.stringMatching(/^the store is unavailable \(cannot reach PostgreSQL at h:1: connect ECONNREFUSED\); .*up to 5s/)]);
+    expect(() => o.failed(down, 6000)).toThrow(/stayed unavailable for 5s .*cannot reach PostgreSQL at h:1/);
+  });
+
+  it('a recovery starts the clock again; any other error is thrown as it is', () => {
+    const notes: string[] = [];
+    const o = new Outage((m) => notes.push(m), 5000);
+    o.failed(down, 0);
+    expect(o.recovered(4000)).toBe(true);
+    expect(o.recovered(4001)).toBe(false);
+    expect(o.failed(down, 8000)).toBeGreaterThan(0);
+    expect(notes).toHaveLength(3);
+    const bug = new Error('bug');
+    expect(() => o.failed(bug)).toThrow(bug);
+    const locked = new StoreError('locked');
+    expect(() => o.failed(locked)).toThrow(locked);
+  });
+});
