@@ -1,8 +1,8 @@
 import { longInterval, longTimeout, type LongTimer } from '../long-timer.js';
 import { attemptLogFile, prepareLogFolder } from '../store/log-layout.js';
-import type { BatchRecord, ClaimedTask, ReleasedTask, Settlement, TaskStatus, LeaseStore } from '../store/task-store.js';
+import type { BatchRecord, ClaimedTask, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
 import type { TaskMessage } from '../worker/protocol.js';
-import { Outage, isUnavailable, releaseLostClaims } from './outage.js';
+import { Outage, isUnavailable, releaseLostClaims, type RunStore } from './outage.js';
 import { HOST, ownerId } from './owner.js';
 import type { PoolWorker, WorkerPool } from './pool.js';
 import { settle, type Ending, type RetryRules } from './settlement.js';
@@ -94,7 +94,7 @@ export class Coordinator {
   private readonly outage: Outage;
 
   constructor(
-    private readonly store: LeaseStore,
+    private readonly store: RunStore,
     private readonly batch: BatchRecord,
     private readonly pool: WorkerPool,
     private readonly options: CoordinatorOptions,

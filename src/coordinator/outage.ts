@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreError } from '../errors.js';
 import { formatMs } from '../job/units.js';
-import type { Settlement, TaskStore } from '../store/task-store.js';
+import type { LeaseStore, QueryStore, Settlement } from '../store/task-store.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
 
 /**
@@ -113,7 +113,10 @@ export async function ridingOut<T>(read: () => Promise<T>, note: (message: strin
  * back, uncharged (INTERRUPTED), and returns how many. `known`: the task ids this run holds
  * (in flight, or ended and not yet committed).
  */
-export async function releaseLostClaims(store: TaskStore, batchId: number, owner: string, known: Set<number>, now = Date.now()): Promise<number> {
+/** What a run's coordinator needs of its store: the lease verbs, and the two reads that find claims an outage lost. */
+export type RunStore = LeaseStore & Pick<QueryStore, 'listTasks' | 'attemptsOf'>;
+
+export async function releaseLostClaims(store: RunStore, batchId: number, owner: string, known: Set<number>, now = Date.now()): Promise<number> {
   const orphans = (await store.listTasks({ batchId, status: 'RUNNING' })).filter((t) => t.leaseOwner === owner && !known.has(t.id));
   const settlements: Settlement[] = [];
   for (const t of orphans) {

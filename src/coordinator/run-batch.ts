@@ -8,7 +8,7 @@ import { describeStore, logRoot } from '../store/open-store.js';
 import type { BatchRecord, Counts, LeaseStore } from '../store/task-store.js';
 import { growToWork, KILL_GRACE_MS, sameHandlers, startPool } from './batch-pool.js';
 import { Coordinator, type RunObserver, type StopReason } from './coordinator.js';
-import { ridingOut } from './outage.js';
+import { ridingOut, type RunStore } from './outage.js';
 import type { WorkerPool } from './pool.js';
 import { recoverStale } from './recovery.js';
 import { rulesOf } from './retry-rules.js';
@@ -66,7 +66,7 @@ export interface BatchRun {
  * new pool and goes on with it, so no attempt starts under a definition older than the stored
  * one. The caller shuts down the pool it passed; the pools started here are shut down here.
  */
-export async function runBatch(store: LeaseStore, batch: BatchRecord, pool: WorkerPool, run: BatchRun, observer: BatchObserver): Promise<number> {
+export async function runBatch(store: RunStore, batch: BatchRecord, pool: WorkerPool, run: BatchRun, observer: BatchObserver): Promise<number> {
   const { inv } = run;
   const before = await growToWork(pool, store, batch.id);
   const total = before.total;
