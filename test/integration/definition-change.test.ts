@@ -171,15 +171,19 @@ function definitionChangeSuite(name: string, access: () => { dir: string; log: s
   });
 }
 
+// Enough tasks that the second run (one slot, 500ms) cannot take all that the first has not
+// claimed yet, however their starts interleave: the first must be left some to run with B.
+const TASKS = 12;
+
 definitionChangeSuite('SQLite', () => {
-  const p = projectWithFiles(6);
+  const p = projectWithFiles(TASKS);
   return { dir: p.dir, log: p.log, store: sqliteStore(p.dir) };
 });
 
 const schemas = pgSchemas('sd_defchange');
 describe.skipIf(!PG_URL)('PostgreSQL', () => {
   definitionChangeSuite('PostgreSQL', () => {
-    const p = projectWithFiles(6);
+    const p = projectWithFiles(TASKS);
     const { db, schema } = schemas();
     return { dir: p.dir, log: p.log, store: pgStore(db, schema) };
   });
