@@ -3,13 +3,29 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { handler, runCli, startCli, waitFor } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { logEntries, sideEffects } from '../helpers/store.js';
+import { countBy, logEntries, sideEffects } from '../helpers/store.js';
 import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 
 const URL = PG_URL;
 /** A fresh schema on the test server for one test. */
 const freshDb = pgSchemas('cli');
 const sql = pgQuery;
+
+/**
+ * Keys whose side effect happened more than once although no attempt of theirs was LOST by the
+ * killed owner, or more than twice. A kill repeats the attempts it held: the running ones, the
+ * queued ones, and the finished ones not committed yet (SPEC §5), all of which it loses.
+ */
+async function repeatsNotLost(log: string, schema: string, killedOwner: string, slots: number, sleepMs: number): Promise<string[]> {
+  const lost = await sql<{ key: string }>(
+    `SELECT t.task_key AS key FROM ${schema}.attempts a JOIN ${schema}.tasks t ON t.id = a.task_id WHERE a.outcome = 'LOST' AND a.owner LIKE $1`,
+    [`%${killedOwner}%`],
+  );
+  const lostKeys = new Set(lost.map((l) => l.key));
+  // Each slot held a running and a queued attempt, plus up to 100 ms of finished ones (SPEC §5).
+  expect(lost.length).toBeLessThanOrEqual(slots * (2 + Math.ceil(100 / sleepMs)));
+  return [...countBy(sideEffects(log), (e) => e.key)].filter(([k, n]) => n > 2 || (n === 2 && !lostKeys.has(k))).map(([k]) => k);
+}
 
 describe.skipIf(!URL)('the CLI on a shared PostgreSQL store', () => {
   it('run enqueues, two workers finish 300 tasks with every task once; SIGKILL of a worker loses nothing', async () => {
@@ -34,6 +50,7 @@ describe.skipIf(!URL)('the CLI on a shared PostgreSQL store', () => {
     // At most the attempts in flight at the kill: each of its 2 slots' running one and the one
     // it may have finished just before (its outcome not yet committed), SPEC §5.
     expect(effects.length - 300).toBeLessThanOrEqual(2 * 2);
+    expect(await repeatsNotLost(p.log, schema, `:${a.pid}:`, 2, 15)).toEqual([]);
     expect(logEntries(p.log).filter((e) => e.type === 'double')).toEqual([]);
   });
 
@@ -135,6 +152,7 @@ describe.skipIf(!URL)('the CLI on a shared PostgreSQL store', () => {
     const effects = sideEffects(p.log);
     expect(new Set(effects.map((e) => e.key)).size).toBe(80);
     expect(effects.length - 80).toBeLessThanOrEqual(2 * 2); // host A's 2 slots × (running + one finished, not yet committed)
+    expect(await repeatsNotLost(p.log, schema, 'host-a/', 2, 40)).toEqual([]);
     expect(logEntries(p.log).filter((e) => e.type === 'double')).toEqual([]);
   });
 });
