@@ -107,15 +107,15 @@ export async function ridingOut<T>(read: () => Promise<T>, note: (message: strin
   }
 }
 
+/** What a run's coordinator needs of its store: the lease verbs, and the two reads that find claims an outage lost. */
+export type RunStore = LeaseStore & Pick<QueryStore, 'listTasks' | 'attemptsOf'>;
+
 /**
  * A claim whose commit the server made but whose reply the outage lost leaves tasks RUNNING
  * under this owner that no worker runs; the heartbeat would renew them for ever. Gives each
  * back, uncharged (INTERRUPTED), and returns how many. `known`: the task ids this run holds
  * (in flight, or ended and not yet committed).
  */
-/** What a run's coordinator needs of its store: the lease verbs, and the two reads that find claims an outage lost. */
-export type RunStore = LeaseStore & Pick<QueryStore, 'listTasks' | 'attemptsOf'>;
-
 export async function releaseLostClaims(store: RunStore, batchId: number, owner: string, known: Set<number>, now = Date.now()): Promise<number> {
   const orphans = (await store.listTasks({ batchId, status: 'RUNNING' })).filter((t) => t.leaseOwner === owner && !known.has(t.id));
   const settlements: Settlement[] = [];
