@@ -31,6 +31,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--dry-run', 'print the plan (tasks, first keys, handler, store, what is done) and write nothing')
     .option('--sample <n>', 'run a deterministic sample: a fraction (0.1, 10%) or a number of tasks, chosen by key hash')
     .option('--rerun-changed', 're-run succeeded tasks whose file changed (size or mtime) since')
+    .option('--output <template>', "each task's declared output, e.g. 'out/{rel}.gz': the command writes {out}, renamed there on success; up-to-date tasks are not run")
     .option('--batch <name>', "batch name (default: derived from the source path; {date} expands to YYYY-MM-DD)")
     .option('--exec <template>', "shell command per task, e.g. 'gzip -k {}' (placeholders are shell-quoted)")
     .option('--handler <module>', 'a .js/.mjs module whose default export is async (task, ctx) => result')
@@ -141,7 +142,8 @@ function poolOptions(cmd: Command): Command {
     .option('--grace <duration>', 'on SIGINT/SIGTERM, time running attempts get to finish (default 10s)')
     .option('--max-tasks-per-worker <n>', 'replace a worker after this many tasks')
     .option('--max-worker-memory <size>', 'replace a worker whose RSS grows above this, e.g. 512MiB')
-    .option('--lease <duration>', 'lease length; a dead remote coordinator is detected after it (default 30s)');
+    .option('--lease <duration>', 'lease length; a dead remote coordinator is detected after it (default 30s)')
+    .option('--force', 'run tasks whose declared output is up to date anyway');
 }
 
 /** Options the user actually gave, so a re-run replaces only those in the stored job. */

@@ -20,6 +20,8 @@ export class RunReporter implements BatchObserver {
   /** The rate counts from the run's start, not from when the workers were still starting. */
   private started = Date.now();
   private finishedHere = 0;
+  /** Tasks this run recorded SUCCESS without running: their declared output was up to date. */
+  private upToDateHere = 0;
   private bars: cliProgress.MultiBar | null = null;
   private bar: cliProgress.SingleBar | null = null;
   private timer: LongTimer | undefined; // --progress-interval may be up to a year
@@ -73,6 +75,7 @@ export class RunReporter implements BatchObserver {
   attemptEnded(task: ClaimedTask, s: Settlement, status: TaskStatus): void {
     const terminal = status !== 'PENDING';
     if (terminal) this.finishedHere++;
+    if (s.upToDate) this.upToDateHere++;
     if (this.mode === 'json') {
       this.event({
         event: 'attempt',
@@ -84,6 +87,7 @@ export class RunReporter implements BatchObserver {
         durationMs: s.durationMs,
         exitCode: s.exitCode,
         error: s.error,
+        ...(s.upToDate ? { upToDate: true } : {}),
       });
       return;
     }
@@ -116,12 +120,12 @@ export class RunReporter implements BatchObserver {
     }
     const k = summary.counts;
     if (this.mode === 'json') {
-      this.event({ event: 'end', batch: summary.batch, exitCode: summary.exitCode, reason: summary.reason, elapsedMs: summary.elapsedMs, ...k });
+      this.event({ event: 'end', batch: summary.batch, exitCode: summary.exitCode, reason: summary.reason, elapsedMs: summary.elapsedMs, ...k, upToDate: this.upToDateHere });
       return;
     }
     if (this.mode === 'quiet' && summary.exitCode === 0) return;
     if (this.mode === 'quiet') this.failures.forEach((f) => this.human(f));
-    const parts = [`${k.succeeded} succeeded`, `${k.failed} failed`];
+    const parts = [`${k.succeeded} succeeded${this.upToDateHere ? ` (${this.upToDateHere} up to date, not run)` : ''}`, `${k.failed} failed`];
     if (k.cancelled) parts.push(`${k.cancelled} cancelled`);
     if (k.pending + k.retrying + k.running) parts.push(`${k.pending + k.retrying + k.running} unfinished`);
     const head = summary.exitCode === 0 ? this.c.green('done') : this.c.yellow(summary.reason);

@@ -1,7 +1,10 @@
 import { longInterval, longTimeout, type LongTimer } from '../long-timer.js';
 import { attemptLogFile, prepareLogFolder } from '../store/log-layout.js';
 import type { BatchRecord, ClaimedTask, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
-import type { TaskMessage } from '../worker/protocol.js';
+import { discardOutput } from '../output/commit-output.js';
+import type { OutputPaths } from '../output/output-path.js';
+import type { DoneMessage, TaskMessage } from '../worker/protocol.js';
+import { resultWithOut, type DeclaredOutputs } from './declared-outputs.js';
 import { Outage, isUnavailable, releaseLostClaims, type RunStore } from './outage.js';
 import { HOST, ownerId } from './owner.js';
 import type { PoolWorker, WorkerPool } from './pool.js';
@@ -21,6 +24,8 @@ export interface CoordinatorOptions {
   logDir: string;
   /** How often an otherwise idle coordinator looks for due retries and dead owners. */
   pollMs: number;
+  /** Declared outputs: paths, up-to-date checks, what dead attempts left (declared-outputs.ts). */
+  outputs: DeclaredOutputs;
 }
 
 export interface RunObserver {
@@ -50,6 +55,8 @@ interface Inflight {
   /** It waited queued behind another attempt on its worker before it started. */
   waited: boolean;
   timedOut: boolean;
+  /** Its declared output's paths (null without one). */
+  output: OutputPaths | null;
   /** Stopped by a shutdown: however it ends, it is INTERRUPTED (not charged). */
   interrupted: boolean;
   timers: LongTimer[];
@@ -113,6 +120,7 @@ export class Coordinator {
       leaseMs: options.leaseMs,
       inflight: this.inflight,
       stop: (reason) => this.stop(reason),
+      lost: (released) => this.lostElsewhere(released),
     });
     this.outage = new Outage((m) => observer.note(m));
   }
@@ -196,6 +204,11 @@ export class Coordinator {
 
   get running(): number {
     return this.inflight.size;
+  }
+
+  /** Attempts recovery took from a dead owner: what they left at their declared outputs' temporary paths goes. */
+  lostElsewhere(released: ReleasedTask[]): void {
+    this.options.outputs.discardLost(released);
   }
 
   /**
@@ -345,10 +358,22 @@ export class Coordinator {
     if (maxFailures !== null && this.failures >= maxFailures) this.stop({ kind: 'max-failures' });
   }
 
-  private dispatch(worker: PoolWorker, tasks: ClaimedTask[], now: number): void {
-    const msgs: TaskMessage[] = tasks.map((task) => {
-      this.inflight.set(task.token, { task, worker, head: false, startedAt: now, waited: false, timedOut: false, interrupted: false, timers: [] });
-      return {
+  private dispatch(worker: PoolWorker, claimed: ClaimedTask[], now: number): void {
+    const msgs: TaskMessage[] = [];
+    for (const task of claimed) {
+      const out = this.options.outputs.of(task);
+      if (out && 'error' in out) {
+        // A value no output path may hold (a `..` from a stage result): nothing runs, and no retry would help.
+        const ending: Ending = { kind: 'reported', msg: { ...NOT_RUN, token: task.token, error: { name: 'PermanentError', message: out.error, retryable: false } }, timedOut: false };
+        this.queue.push({ task, ...settle(task, ending, this.options.rules(task.stage), now, now) });
+        continue;
+      }
+      if (out && this.options.outputs.upToDate(task, out.paths)) {
+        this.queue.push({ task, settlement: this.options.outputs.upToDateSettlement(task, out.paths, now), terminal: true });
+        continue;
+      }
+      this.inflight.set(task.token, { task, worker, head: false, startedAt: now, waited: false, timedOut: false, output: out?.paths ?? null, interrupted: false, timers: [] });
+      msgs.push({
         token: task.token,
         key: task.key,
         batch: this.batch.name,
@@ -358,8 +383,12 @@ export class Coordinator {
         payload: task.payload,
         inputs: task.inputs,
         logFile: attemptLogFile(this.logFolder, task.token),
-      };
-    });
+        output: out?.paths ?? null,
+      });
+    }
+    // Settled here without running (up to date): committed by the next tick, which claims again.
+    if (msgs.length < claimed.length) this.schedule();
+    if (msgs.length === 0) return;
     this.pool.dispatch(worker, msgs);
     this.startHead(worker, false);
   }
@@ -433,6 +462,23 @@ export class Coordinator {
     entry.timers.forEach((t) => t.cancel());
     this.inflight.delete(entry.task.token);
     const { settlement, terminal } = settle(entry.task, ending, this.options.rules(entry.task.stage), now, entry.startedAt, entry.waited);
+    if (entry.output) {
+      // The worker committed or removed it; a worker that died (or was killed) could not.
+      if (ending.kind !== 'reported') discardOutput(entry.output);
+      else if (settlement.outcome === 'SUCCESS') settlement.result = resultWithOut(settlement.result, entry.output.path);
+    }
     this.queue.push({ task: entry.task, settlement, terminal });
   }
 }
+
+/** The fields of an attempt that never ran. */
+const NOT_RUN: Omit<DoneMessage, 'token' | 'error'> = {
+  ok: false,
+  result: null,
+  exitCode: null,
+  signal: null,
+  outputTail: null,
+  logPath: null,
+  durationMs: 0,
+  startedAt: 0,
+};

@@ -11,6 +11,7 @@ import { Coordinator, type RunObserver, type StopReason } from './coordinator.js
 import { ridingOut, type RunStore } from './outage.js';
 import type { WorkerPool } from './pool.js';
 import { recoverStale } from './recovery.js';
+import { DeclaredOutputs } from './declared-outputs.js';
 import { rulesOf } from './retry-rules.js';
 import { outcomeOf } from './run-outcome.js';
 import { drainOnSignals, watchSignalsDuringStartup } from './signals.js';
@@ -88,12 +89,14 @@ export async function runBatch(store: RunStore, batch: BatchRecord, pool: Worker
         maxRuntimeMs: inv.maxRuntimeMs === null ? null : Math.max(0, inv.maxRuntimeMs - (Date.now() - started)),
         logDir: logRoot(run.dbPath, run.cwd),
         pollMs: 1000,
+        outputs: new DeclaredOutputs(settings, b.name, inv.force),
       },
       observer,
     );
   let coordinator = coordinatorFor(batch, pool, run.settings, 0);
   // Tasks a dead coordinator on this host left RUNNING are taken back now, not after their lease.
   const released = await recoverStale(store, batch.id, coordinator.owner);
+  coordinator.lostElsewhere(released);
   observer.start({ batch: batch.name, source: batch.source, store: describeStore(run.dbPath), total, inserted: run.inserted, workers: pool.size, notes: run.notes });
   // The pools started here to follow a newer definition (the caller shuts down its own).
   const followers: WorkerPool[] = [];

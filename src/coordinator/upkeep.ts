@@ -1,5 +1,5 @@
 import { StoreError } from '../errors.js';
-import type { BatchRecord, ClaimedTask, LeaseStore } from '../store/task-store.js';
+import type { BatchRecord, ClaimedTask, LeaseStore, ReleasedTask } from '../store/task-store.js';
 import type { RunObserver, StopReason } from './coordinator.js';
 import type { PoolWorker, WorkerPool } from './pool.js';
 import { recoverStale } from './recovery.js';
@@ -15,6 +15,8 @@ export interface UpkeepHost {
   /** The run's attempts in flight, by token (the coordinator's own map). */
   inflight: ReadonlyMap<number, { task: ClaimedTask; worker: PoolWorker }>;
   stop(reason: StopReason): void;
+  /** Attempts of dead owners that recovery recorded LOST. */
+  lost(released: ReleasedTask[]): void;
 }
 
 /**
@@ -43,7 +45,10 @@ export class Upkeep {
       );
     }
     const released = await recoverStale(store, batch.id, owner, now);
-    if (released.length) observer.released(released);
+    if (released.length) {
+      this.host.lost(released);
+      observer.released(released);
+    }
     // Attempts queued behind one that turned out slow go back, so idle workers can run them.
     for (const w of pool.stuck(pollMs)) pool.drop(w);
     // `splitdance pause` from anywhere: stop claiming within a poll, let running attempts finish.

@@ -1,3 +1,4 @@
+import type { OutputSpec } from '../output/output-path.js';
 import type { HandlerSpec } from '../worker/protocol.js';
 import type { StageDefinition } from './stages.js';
 
@@ -17,6 +18,8 @@ export interface JobDefinition {
   jitter: number;
   timeoutMs: number | null;
   permanentCodes: number[];
+  /** The declared output of every task (SPEC §4), or null; with stages, each stage declares its own. */
+  output: OutputSpec | null;
   /** A per-item pipeline; empty without stages (then `handler` runs every task). */
   stages: StageDefinition[];
 }
@@ -36,12 +39,14 @@ export const DEFAULT_SETTINGS: JobSettings = {
   jitter: 0.1,
   timeoutMs: null,
   permanentCodes: [],
+  output: null,
   stages: [],
 };
 
 export function settingsOf(job: JobDefinition): JobSettings {
   const { version: _v, source: _s, split, ...rest } = job;
-  return { ...split, ...rest, stages: rest.stages ?? [] }; // stored before stages existed: none
+  // Stored before stages or outputs existed: none.
+  return { ...split, ...rest, stages: rest.stages ?? [], output: rest.output ?? null };
 }
 
 export function definitionOf(source: string, s: JobSettings): JobDefinition {

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
+import { checkOutputTemplate } from '../output/output-path.js';
 import { parseSample } from '../split/sample.js';
 import { MAX_CONCURRENCY, MAX_RETRIES, parseConcurrency, type RunInput, definedOnly } from './run-options.js';
 import { orderStages, type StageDefinition } from './stages.js';
@@ -59,6 +60,7 @@ const StageSchema = z
     exec: z.string().min(1).describe("shell command per task; {inputs.STAGE.FIELD} reads a needed stage's result").optional(),
     handler: z.string().min(1).describe('a .js, .mjs or .ts module, relative to this file; task.inputs holds the needed results').optional(),
     needs: z.array(z.string()).describe('stages that must succeed for the same item first').optional(),
+    output: z.string().min(1).describe("the stage's declared output, relative to the working directory; {inputs.STAGE.out} names it in later stages").optional(),
     ...policy,
   })
   .strict()
@@ -82,6 +84,11 @@ export const JobFileSchema = z
       .transform((v, ctx) => parsedBy((t) => parseSample(t))(String(v), ctx as z.core.$RefinementCtx<string>))
       .optional(),
     rerunChanged: z.boolean().describe('re-run succeeded tasks whose file changed since').optional(),
+    output: z
+      .string()
+      .min(1)
+      .describe("each task's declared output, e.g. 'out/{rel}.gz', relative to the working directory: the command writes {out}, renamed there on success; a task whose output is newer than its input is not run")
+      .optional(),
     concurrency: z
       .union([count(1, MAX_CONCURRENCY), z.string()])
       .describe('worker processes: a number, or a share of the CPUs such as "50%"')
@@ -124,11 +131,25 @@ export function readJobFile(path: string): RunInput {
   if (j.stages && (j.exec !== undefined || j.handler !== undefined)) {
     throw new UsageError(`job file ${path}: with "stages", each stage has its own "exec" or "handler"; remove the top-level one`);
   }
+  if (j.stages && j.output !== undefined) {
+    throw new UsageError(`job file ${path}: with "stages", each stage declares its own "output"; move the top-level one into a stage`);
+  }
+  // Relative to the working directory (SPEC §4), like --output: where `run` is started.
+  const cwd = process.cwd();
+  const outputOf = (template: string | undefined, needs: string[], field: string) => {
+    if (template === undefined) return undefined;
+    try {
+      checkOutputTemplate(template, needs, `field "${field}"`);
+    } catch (err) {
+      throw new UsageError(`job file ${path}: ${(err as Error).message}`);
+    }
+    return { template, base: cwd };
+  };
   if (j.lines !== undefined && j.chunkSize !== undefined) throw new UsageError(`job file ${path}: give either "lines" or "chunkSize", not both`);
   if (j.batch !== undefined && j.batch.trim() === '') throw new UsageError(`job file ${path}: field "batch" needs a non-empty name`);
   let stages: StageDefinition[] | undefined;
   try {
-    stages = j.stages && orderStages(j.stages.map((s) => stageOf(s, abs)));
+    stages = j.stages && orderStages(j.stages.map((s, i) => stageOf(s, abs, outputOf(s.output, s.needs ?? [], `stages.${i}.output`))));
   } catch (err) {
     throw new UsageError(`job file ${path}: ${(err as Error).message}`);
   }
@@ -151,6 +172,7 @@ export function readJobFile(path: string): RunInput {
       jitter: j.jitter,
       timeoutMs: j.timeout,
       permanentCodes: j.permanentCodes,
+      output: outputOf(j.output, [], 'output'),
     }),
     inv: definedOnly({
       concurrency: j.concurrency,
@@ -167,7 +189,7 @@ export function readJobFile(path: string): RunInput {
   };
 }
 
-function stageOf(s: z.output<typeof StageSchema>, abs: (p: string) => string): StageDefinition {
+function stageOf(s: z.output<typeof StageSchema>, abs: (p: string) => string, output: StageDefinition['output']): StageDefinition {
   const def: StageDefinition = {
     name: s.name,
     needs: [...new Set(s.needs ?? [])], // a need named twice is one need
@@ -179,6 +201,7 @@ function stageOf(s: z.output<typeof StageSchema>, abs: (p: string) => string): S
     jitter: s.jitter,
     timeoutMs: s.timeout,
     permanentCodes: s.permanentCodes,
+    output,
   };
   // Unset fields stay out of the stored definition, so they follow the job's.
   return definedOnly(def) as StageDefinition;

@@ -74,7 +74,7 @@ export async function planRun(
   if (!settings.handler && settings.stages.length === 0) {
     throw new UsageError("no handler: give --exec 'COMMAND {}' or --handler ./module.js (a new batch has none stored)");
   }
-  if (settings.handler?.kind === 'exec') checkTemplate(settings.handler.template);
+  if (settings.handler?.kind === 'exec') checkTemplate(settings.handler.template, [], settings.output !== null);
   const notes =
     existing && changed.length
       ? [`batch ${batchName}: ${changed.join(', ')} changed for the unfinished tasks (handler now ${describeHandler(settings.handler, settings.stages)})`]
@@ -123,7 +123,8 @@ function checkStages(settings: JobSettings, stored: JobSettings, existing: Store
   if (handlerGiven || settings.handler) {
     throw new UsageError(`batch ${batch} has stages, each with its own handler; --exec/--handler cannot replace them (edit the stages in the job file)`);
   }
-  for (const s of settings.stages) if (s.handler.kind === 'exec') checkTemplate(s.handler.template, s.needs);
+  if (settings.output) throw new UsageError(`batch ${batch} has stages: each declares its own "output" in the job file; --output cannot give them one`);
+  for (const s of settings.stages) if (s.handler.kind === 'exec') checkTemplate(s.handler.template, s.needs, s.output !== undefined);
 }
 
 /** The store's own files, never split even when the store lives inside the source. */

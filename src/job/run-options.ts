@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { parseSample, type Sample } from '../split/sample.js';
+import { checkOutputTemplate } from '../output/output-path.js';
 import { checkTemplate } from '../worker/exec-template.js';
 import type { JobSettings } from './job-definition.js';
 import { parseCount, parseCountOrShare, parseDuration, parseFraction, parseNumber, parseSize, resolveCountOrShare, type CountOrShare } from './units.js';
@@ -31,6 +32,8 @@ export interface RawRunFlags {
   jitter?: string;
   timeout?: string;
   permanentCodes?: string;
+  output?: string;
+  force?: boolean;
   include?: string[];
   exclude?: string[];
   chunkSize?: string;
@@ -63,6 +66,8 @@ export interface Invocation {
   leaseMs: number;
   /** Warn when the store holds more attempt rows than this. */
   historyWarn: number;
+  /** Run tasks whose declared output is up to date anyway. */
+  force: boolean;
 }
 
 export const DEFAULT_INVOCATION: Invocation = {
@@ -76,6 +81,7 @@ export const DEFAULT_INVOCATION: Invocation = {
   progressIntervalMs: 10_000,
   leaseMs: 30_000,
   historyWarn: 1_000_000,
+  force: false,
 };
 
 /** What one source of options (the command line, or the job file) gives, typed; absent = not given. */
@@ -97,6 +103,8 @@ export const MAX_CONCURRENCY = 1024;
 export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
   if (f.exec !== undefined && f.handler !== undefined) throw new UsageError('give either --exec or --handler, not both');
   if (f.lines !== undefined && f.chunkSize !== undefined) throw new UsageError('give either --lines or --chunk-size, not both');
+  if (f.output !== undefined) checkOutputTemplate(f.output, []);
+  // Whether {out} has an output to name is checked once the job file and the stored batch are layered in (plan-run.ts).
   if (f.exec !== undefined) checkTemplate(f.exec);
   for (const [flag, globs] of [['--include', f.include], ['--exclude', f.exclude]] as const) {
     if (globs?.some((g) => g.trim() === '')) throw new UsageError(`${flag} is empty; give a glob such as '*.log'`);
@@ -110,6 +118,7 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     jitter: given(f.jitter, (v) => parseFraction(v, '--jitter')),
     timeoutMs: given(f.timeout, (v) => positive(parseDuration(v, '--timeout'), '--timeout')),
     permanentCodes: given(f.permanentCodes, parseCodes),
+    output: f.output === undefined ? undefined : { template: f.output, base: cwd },
     include: f.include?.length ? f.include : undefined,
     exclude: f.exclude?.length ? f.exclude : undefined,
     chunkSize: given(f.chunkSize, (v) => parseSize(v, '--chunk-size')),
@@ -126,6 +135,7 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     progressIntervalMs: given(f.progressInterval, (v) => positive(parseDuration(v, '--progress-interval'), '--progress-interval')),
     leaseMs: given(f.lease, (v) => positive(parseDuration(v, '--lease'), '--lease')),
     historyWarn: given(f.historyWarn, (v) => parseCount(v, '--history-warn', { min: 1 })),
+    force: f.force === true ? true : undefined,
   };
   if (f.batch !== undefined && f.batch.trim() === '') throw new UsageError('--batch needs a non-empty name');
   return {

@@ -1,5 +1,6 @@
 import { UsageError } from '../errors.js';
 import type { TaskSpec } from '../store/task-store.js';
+import type { OutputSpec } from '../output/output-path.js';
 import type { HandlerSpec } from '../worker/protocol.js';
 import type { JobSettings } from './job-definition.js';
 
@@ -19,6 +20,8 @@ export interface StageDefinition {
   jitter?: number;
   timeoutMs?: number;
   permanentCodes?: number[];
+  /** The stage's declared output (its tasks write `{out}`); none unless given. */
+  output?: OutputSpec;
 }
 
 /** What a stage retries and times out with: its own fields over the job's. */
@@ -36,6 +39,12 @@ export function policyFor(settings: JobSettings, stage: string): StagePolicy {
     timeoutMs: own?.timeoutMs ?? settings.timeoutMs,
     permanentCodes: own?.permanentCodes ?? settings.permanentCodes,
   };
+}
+
+/** The declared output of `stage` ('' for a batch without stages), or null. */
+export function outputFor(settings: JobSettings, stage: string): OutputSpec | null {
+  if (settings.stages.length === 0) return settings.output;
+  return settings.stages.find((s) => s.name === stage)?.output ?? null;
 }
 
 /** Every stage's handler, keyed by stage ('' for a batch without stages). */

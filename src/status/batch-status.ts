@@ -19,6 +19,8 @@ export interface BatchStatus extends Counts {
   tasksPerSecond: number | null;
   etaSeconds: number | null;
   nextRetryAt: string | null;
+  /** Succeeded tasks whose declared output was up to date: recorded SUCCESS, nothing ran. */
+  upToDate: number;
   /** Succeeded tasks whose file changed (size or mtime) since; `run --rerun-changed` re-runs them. */
   changed: number;
   topErrors: { error: string; count: number; example: string; cluster: string }[];
@@ -46,6 +48,7 @@ export async function batchStatus(store: QueryStore, batch: BatchRecord): Promis
     tasksPerSecond: rate,
     etaSeconds: etaSeconds(open, rate),
     nextRetryAt: due !== null && due > Date.now() && c.retrying > 0 ? iso(due) : null,
+    upToDate: c.succeeded > 0 ? await store.upToDateCount(batch.id) : 0,
     changed: await store.changedCount(batch.id),
     topErrors: clusters.slice(0, 10).map((cl) => ({ error: cl.error, count: cl.count, example: cl.example, cluster: cl.id })),
     clusters,

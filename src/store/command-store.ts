@@ -19,6 +19,8 @@ import type { BatchProgress, StoreInfo } from './lease-store.js';
 export interface QueryStore extends StoreInfo, BatchProgress {
   latestBatch(): Promise<BatchRecord | undefined>;
   listBatches(): Promise<BatchRecord[]>;
+  /** Succeeded tasks that were up to date (declared output newer than input): nothing ran. */
+  upToDateCount(batchId: number): Promise<number>;
   /** Succeeded tasks whose file has changed since they ran (as last observed). */
   changedCount(batchId: number): Promise<number>;
   /** Counts per stage of a batch with stages (none for a batch without). */

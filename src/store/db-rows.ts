@@ -1,4 +1,4 @@
-import type { AttemptRow, BatchRecord, ClaimedTask, Counts, Outcome, StageCounts, TaskRow, TaskStatus } from './task-store.js';
+import type { AttemptRow, BatchRecord, ClaimedTask, Counts, Outcome, ReleasedTask, StageCounts, TaskRow, TaskStatus } from './task-store.js';
 import type { Sibling } from './stage-graph.js';
 import { parseNeeds } from './shared/json-columns.js';
 
@@ -43,6 +43,8 @@ export interface TaskDbRow {
   item_key: string | null;
   /** JSON array of stage names, or null. */
   needs: string | null;
+  /** 0/1 (SQLite) or a boolean (PostgreSQL); absent from a row read before migration 009/007. */
+  up_to_date?: number | boolean;
 }
 
 export interface AttemptDbRow {
@@ -97,6 +99,7 @@ export function toTaskRow(r: TaskDbRow): TaskRow {
     fingerprint: r.fingerprint,
     item: r.item_key,
     needs: parseNeeds(r.needs),
+    upToDate: r.status === 'SUCCESS' && Boolean(r.up_to_date),
   };
 }
 
@@ -150,6 +153,11 @@ export interface CountDbRow {
 }
 
 /** Disjoint groups (status × tried) into the counts `status` shows. */
+/** A task recovery released, with what its lost attempt needs to be cleaned up after. */
+export function toReleased(t: TaskDbRow, failed: boolean): ReleasedTask {
+  return { key: t.task_key, owner: t.lease_owner, failed, token: t.lease_token, stage: t.stage, seq: t.seq, payload: JSON.parse(t.payload) };
+}
+
 export function toCounts(rows: CountDbRow[]): Counts {
   const c: Counts = { total: 0, pending: 0, retrying: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 };
   for (const r of rows) {

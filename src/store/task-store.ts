@@ -132,6 +132,8 @@ export interface Settlement {
    * now (permanent). Ignored for SUCCESS and INTERRUPTED.
    */
   retryAt?: number | null;
+  /** SUCCESS only: its declared output was up to date, so nothing ran (SPEC §4). */
+  upToDate?: boolean;
   /**
    * When the attempt started running, if later than its claim (it waited queued on its
    * worker); the attempt row's start moves there, so timelines show when it really ran.
@@ -170,6 +172,8 @@ export interface TaskRow {
   /** The split item of a stage task (null without stages) and the stages it needs. */
   item: string | null;
   needs: string[];
+  /** SUCCESS without running: its declared output was up to date. */
+  upToDate: boolean;
 }
 
 export interface AttemptRow {
@@ -224,6 +228,11 @@ export interface ReleasedTask {
   key: string;
   owner: string | null;
   failed: boolean;
+  /** The lost attempt (its id), and what renders its declared output's paths. */
+  token: number | null;
+  stage: string;
+  seq: number;
+  payload: TaskPayload;
 }
 
 /** What `cancel` did: PENDING tasks ended, RUNNING ones asked to stop, dependents ended with them. */

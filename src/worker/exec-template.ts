@@ -5,6 +5,9 @@ import type { TaskMessage } from './protocol.js';
 import { shellQuote } from './quoted-line.js';
 import { quoteByContext } from './template-quoting.js';
 
+/** What placeholders read: a task as its worker gets it (declared-output paths only there). */
+export type PlaceholderTask = Pick<TaskMessage, 'key' | 'batch' | 'stage' | 'seq' | 'attempt' | 'payload' | 'inputs'> & Partial<Pick<TaskMessage, 'output'>>;
+
 const INPUT = /\{inputs\.([A-Za-z0-9_-][A-Za-z0-9_.-]*)\}/g;
 
 export { shellQuote };
@@ -14,8 +17,11 @@ export { shellQuote };
  * exactly (unclosed quotes, a placeholder inside backquotes…), before any task is written;
  * `needs` (a stage's) are the stages whose results `{inputs.STAGE.FIELD}` may read.
  */
-export function checkTemplate(template: string, needs: string[] = []): void {
+export function checkTemplate(template: string, needs: string[] = [], hasOutput = true): void {
   if (template.trim() === '') throw new UsageError('--exec needs a command, e.g. --exec \'gzip -k {}\'');
+  if (!hasOutput && template.includes('{out}')) {
+    throw new UsageError(`the command writes {out}, but no output is declared: add --output (e.g. --output 'out/{rel}.gz'), or "output" in the job file`);
+  }
   for (const [, path] of template.matchAll(INPUT)) {
     const stage = path!.split('.')[0]!;
     if (!needs.includes(stage)) {
@@ -35,7 +41,7 @@ export function checkTemplate(template: string, needs: string[] = []): void {
  * GNU parallel, a template without placeholders runs as written (`--exec 'sleep 5'` means
  * just that); the task's path is also in $SPLITDANCE_PATH.
  */
-export function placeholderValue({ name, input }: Placeholder, task: TaskMessage): string {
+export function placeholderValue({ name, input }: Placeholder, task: PlaceholderTask): string {
   if (input !== undefined) return inputValue(task.inputs, input);
   const { path, rel, start, end } = task.payload;
   switch (name) {
@@ -70,6 +76,10 @@ export function placeholderValue({ name, input }: Placeholder, task: TaskMessage
       return String(task.seq);
     case 'stage':
       return task.stage;
+    case 'out':
+      // checkTemplate refuses {out} without a declared output; a stored batch could still lack one.
+      if (!task.output) throw new PermanentError('{out} is used but no output is declared (--output); declare one or remove {out}');
+      return task.output.temp;
   }
   throw new Error(`no value for the placeholder ${name}`); // PLACEHOLDER matches only the names above
 }

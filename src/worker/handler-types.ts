@@ -17,6 +17,11 @@ export interface Task {
   payload: TaskPayload;
   /** Results of the stages this one needs. */
   inputs: Record<string, unknown>;
+  /**
+   * With a declared output (`--output`): the temporary path to write the output to. On
+   * success splitdance renames it onto the output path; a success that did not write it fails.
+   */
+  out?: string;
 }
 
 export interface TaskContext {

@@ -1,5 +1,5 @@
 /** The placeholders of an `--exec` template (SPEC §4), as written; what they stand for is exec-template.ts's. */
-export const PLACEHOLDER = /\{(key|rel|name|stem|ext|dir|start|end|attempt|batch|stage|\/\/|\/\.|\/|\.|#|)\}|\{inputs\.([A-Za-z0-9_.-]+)\}/y;
+export const PLACEHOLDER = /\{(key|rel|name|stem|ext|dir|start|end|attempt|batch|stage|out|\/\/|\/\.|\/|\.|#|)\}|\{inputs\.([A-Za-z0-9_.-]+)\}/y;
 
 /** A placeholder as written (`{}`, `{inputs.a.out}`): its name, or the path of a stage input. */
 export interface Placeholder {

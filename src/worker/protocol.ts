@@ -3,6 +3,7 @@
  * travel as SerializedError data and are classified by name.
  */
 import type { SerializedError } from '../errors.js';
+import type { OutputPaths } from '../output/output-path.js';
 import type { TaskPayload } from '../store/task-store.js';
 
 export type HandlerSpec = { kind: 'exec'; template: string } | { kind: 'module'; path: string };
@@ -20,6 +21,11 @@ export interface TaskMessage {
   inputs: Record<string, unknown>;
   /** Where the full output goes, created only if the attempt prints anything. */
   logFile: string;
+  /**
+   * Its declared output (`--output`): it writes `temp` (`{out}`, `task.out`); a success is
+   * renamed onto `path`. Null without one.
+   */
+  output: OutputPaths | null;
 }
 
 export type ToWorker =

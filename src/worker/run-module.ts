@@ -31,6 +31,7 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
     attempt: msg.attempt,
     payload: msg.payload,
     inputs: msg.inputs,
+    ...(msg.output ? { out: msg.output.temp } : {}),
   };
   const ctx = {
     attempt: msg.attempt,

@@ -1,4 +1,6 @@
 import { serializeError } from '../errors.js';
+import { discardOutput, finishOutput, prepareOutput } from '../output/commit-output.js';
+import type { OutputPaths } from '../output/output-path.js';
 import type { Handler } from './handler-types.js';
 import type { Launcher } from './launcher.js';
 import { loadHandler } from './load-handler.js';
@@ -24,6 +26,7 @@ export interface WorkerHost {
 interface Active {
   token: number;
   kind: 'exec' | 'module';
+  output: OutputPaths | null;
   abort(reason: string): void;
   kill(): void;
 }
@@ -70,7 +73,10 @@ export class WorkerCore {
   killRunning(): void {
     this.stopped = true;
     this.queue.length = 0;
-    for (const a of this.active) a.kill();
+    for (const a of this.active) {
+      a.kill();
+      if (a.output) discardOutput(a.output); // no one is left to commit it
+    }
   }
 
   private async load({ handlers: specs, killGraceMs, watchMemory }: Extract<ToWorker, { type: 'load' }>): Promise<void> {
@@ -107,20 +113,25 @@ export class WorkerCore {
   }
 
   private startExec(template: string, task: TaskMessage): void {
-    const running = runExec(template, task, this.killGraceMs, taskVars(task), this.host.launcher(), (pgid) =>
-      this.host.send({ type: 'spawned', token: task.token, pgid }),
-    );
-    const active: Active = { token: task.token, kind: 'exec', abort: () => running.abort(), kill: () => running.kill() };
+    const why = task.output && prepareOutput(task.output);
+    const running = why
+      ? notRun(why)
+      : runExec(template, task, this.killGraceMs, taskVars(task), this.host.launcher(), (pgid) =>
+          this.host.send({ type: 'spawned', token: task.token, pgid }),
+        );
+    const active: Active = { token: task.token, kind: 'exec', output: task.output, abort: () => running.abort(), kill: () => running.kill() };
     this.active.push(active);
-    this.report(active, running.done);
+    this.report(active, withOutput(task, running.done, 'the command must write it to {out}'));
   }
 
   private startModule(fn: Handler, task: TaskMessage): void {
     let aborted = false;
-    const running = runModule(fn, task, () => this.host.send({ type: 'heartbeat', token: task.token }));
+    const why = task.output && prepareOutput(task.output);
+    const running = why ? notRun(why) : runModule(fn, task, () => this.host.send({ type: 'heartbeat', token: task.token }));
     const active: Active = {
       token: task.token,
       kind: 'module',
+      output: task.output,
       abort: (reason) => {
         aborted = true;
         running.abort(reason);
@@ -130,10 +141,14 @@ export class WorkerCore {
     this.active.push(active);
     this.report(
       active,
-      running.done.then(async (outcome) => {
-        await this.host.afterModuleAttempt?.(aborted);
-        return outcome;
-      }),
+      withOutput(
+        task,
+        running.done.then(async (outcome) => {
+          await this.host.afterModuleAttempt?.(aborted);
+          return outcome;
+        }),
+        'the handler must write it to task.out',
+      ),
     );
   }
 
@@ -167,6 +182,18 @@ export class WorkerCore {
   }
 }
 
+/** The outcome once a declared output is committed (success) or removed (anything else). */
+function withOutput<T extends ExecOutcome | 'dropped'>(task: TaskMessage, done: Promise<T>, how: string): Promise<T> {
+  const out = task.output;
+  return out ? done.then((o) => (o === 'dropped' ? o : finishOutput(out, o as ExecOutcome, how) as T)) : done;
+}
+
+/** An attempt that fails before anything runs (its output's folder cannot be made). */
+function notRun(message: string) {
+  const outcome: ExecOutcome = { ok: false, result: null, error: { name: 'Error', message, retryable: true }, exitCode: null, signal: null, outputTail: null, logPath: null, durationMs: 0, startedAt: 0 };
+  return { abort() {}, kill() {}, done: Promise.resolve(outcome) };
+}
+
 /** What an exec attempt gets over the worker's environment. */
 function taskVars(task: TaskMessage): Record<string, string> {
   return {
@@ -174,6 +201,7 @@ function taskVars(task: TaskMessage): Record<string, string> {
     SPLITDANCE_PATH: task.payload.path,
     SPLITDANCE_BATCH: task.batch,
     SPLITDANCE_ATTEMPT: String(task.attempt),
+    ...(task.output ? { SPLITDANCE_OUT: task.output.temp } : {}),
     ...(task.stage ? { SPLITDANCE_STAGE: task.stage } : {}),
   };
 }

@@ -1,4 +1,5 @@
 import { describeHandler } from '../../job/job-definition.js';
+import { wouldBeUpToDate } from '../../output/planned-outputs.js';
 import { formatMs } from '../../job/units.js';
 import { describeStore } from '../../store/open-store.js';
 import type { QueryStore } from '../../store/task-store.js';
@@ -12,11 +13,14 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
   const existing = plan.existing && store ? await store.findBatch(plan.batchName) : undefined;
   let count = 0;
   let known = 0;
+  let upToDate = 0;
+  const outputs = !plan.inv.force && (plan.settings.output !== null || plan.settings.stages.some((s) => s.output));
   const first: string[] = [];
   for (const spec of plan.split()) {
     if (first.length < FIRST_KEYS) first.push(spec.key);
     count++;
     if (existing && store && (await store.getTask(existing.id, spec.key))) known++;
+    if (outputs && wouldBeUpToDate(plan.settings, spec, plan.batchName)) upToDate++;
   }
   const counts = existing && store ? await store.counts(existing.id) : null;
   const changed = existing && store ? await store.changedCount(existing.id) : 0;
@@ -31,10 +35,13 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
     store: storeName,
     tasks: count,
     newTasks: count - known,
+    /** Tasks whose declared output is newer than their input: recorded SUCCESS without running (not with --force). */
+    upToDate,
     firstKeys: first,
     chunking: plan.kind === 'file' ? (s.lines ? { lines: s.lines } : { chunkSize: s.chunkSize }) : null,
     sample: plan.sample,
     handler: s.handler,
+    output: s.output?.template ?? null,
     stages: s.stages.length ? s.stages : undefined,
     concurrency: plan.inv.concurrency,
     retries: s.retries,
@@ -54,6 +61,7 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
     `source   ${plan.source} (${plan.kind}${result.chunking ? `, ${s.lines ? `${s.lines} lines` : `${s.chunkSize} bytes`} per chunk` : ''})`,
     `batch    ${plan.batchName}${plan.existing ? ' (exists)' : ' (new)'} in store ${storeName}`,
     `tasks    ${count}${plan.existing ? `, ${result.newTasks} new` : ''}${plan.sample ? ' (sampled)' : ''}; first: ${first.join(', ')}${count > first.length ? ', …' : ''}`,
+    ...(outputs ? [`outputs  ${upToDate} of ${count} task(s) up to date: they would be recorded SUCCESS without running (--force runs them)`] : []),
     `handler  ${describeHandler(s.handler, s.stages)} on ${plan.inv.concurrency} worker(s), ${s.retries} retries${s.timeoutMs ? `, timeout ${formatMs(s.timeoutMs)}` : ''}`,
   ];
   if (counts) {

@@ -30,6 +30,7 @@ export async function showCommand(key: string, flags: ShowFlags, io: Io): Promis
         `path ${p(task.payload.path)}${task.payload.start !== undefined ? ` bytes [${task.payload.start}, ${task.payload.end})` : ''}`,
       ];
       if (task.stage) out.push(`stage ${p(task.stage)} of item ${p(task.item)}${task.needs.length ? `; needs ${task.needs.map(p).join(', ')}` : ''}`);
+      if (task.upToDate) out.push(`up to date: its declared output was newer than its input, so its last attempt ran nothing (--force runs it)`);
       if (task.lastError) out.push(`last error: ${p(task.lastError)}`);
       if (task.result) out.push(`result: ${p(task.result)}`);
       if (task.status === 'PENDING' && task.nextRunAt > Date.now()) out.push(`next attempt due ${iso(task.nextRunAt)}`);
@@ -44,6 +45,7 @@ export async function showCommand(key: string, flags: ShowFlags, io: Io): Promis
             `${a.jobVersion !== null ? `  job v${a.jobVersion}` : ''}` +
             `${a.exitCode !== null ? `  exit ${a.exitCode}` : ''}${a.signal ? `  ${p(a.signal)}` : ''}${waited}`,
         );
+        if (task.upToDate && i === attempts.length - 1) out.push('    up to date: nothing ran');
         if (a.error) out.push(`    error: ${p(a.error)}`);
         if (a.outputTail) out.push(...a.outputTail.trimEnd().split('\n').slice(-5).map((l) => `    | ${cell(l, 200)}`));
         if (a.logPath) out.push(`    full output: ${suggest(target, ['logs', '--attempt', String(a.attempt)], task.key)}`);

@@ -24,7 +24,7 @@ export async function statusCommand(flags: StatusFlags, io: Io): Promise<number>
       const out: string[] = [];
       out.push(`batch ${c.bold(printable(s.batch))} (${printable(s.source)})`);
       out.push(
-        `${s.succeeded + s.failed + s.cancelled}/${s.total} done: ${c.green(`${s.succeeded} succeeded`)}, ${s.failed ? c.red(`${s.failed} failed`) : '0 failed'}` +
+        `${s.succeeded + s.failed + s.cancelled}/${s.total} done: ${c.green(`${s.succeeded} succeeded`)}${s.upToDate ? ` (${s.upToDate} up to date, not run)` : ''}, ${s.failed ? c.red(`${s.failed} failed`) : '0 failed'}` +
           `${s.cancelled ? `, ${s.cancelled} cancelled` : ''}; ${s.pending} pending, ${s.retrying} retrying, ${s.running} running`,
       );
       const stageWidth = Math.max(0, ...s.stages.map((x) => printable(x.stage).length));

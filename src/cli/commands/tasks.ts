@@ -49,7 +49,8 @@ export async function tasksCommand(flags: TasksFlags, io: Io): Promise<number> {
       const cells = rows.map((t) => [
         t.key,
         ...(staged ? [t.stage] : []),
-        t.status,
+        // On a terminal, which successes ran nothing; piped, the column stays a status (--json has upToDate).
+        t.upToDate && io.stdoutTty ? `${t.status} (up to date)` : t.status,
         String(t.attempts),
         t.finishedAt && t.startedAt ? String(t.finishedAt - t.startedAt) : '',
         t.lastError ?? '',
@@ -81,6 +82,7 @@ export function taskJson(t: TaskRow) {
     startedAt: iso(t.startedAt),
     finishedAt: iso(t.finishedAt),
     workerId: t.workerId,
+    upToDate: t.upToDate,
   };
 }
 

@@ -1,6 +1,6 @@
 import type { ClaimRequest, ClaimedTask, ReleasedTask, Settlement } from '../task-store.js';
 import type { Sql } from './pg-db.js';
-import { toClaimedTask, type TaskDbRow } from '../db-rows.js';
+import { toClaimedTask, toReleased, type TaskDbRow } from '../db-rows.js';
 import { cascade, inputsOf } from './pg-stages.js';
 import { lateReportNote } from '../late-report.js';
 import { lostError } from '../shared/lost.js';
@@ -57,6 +57,7 @@ export async function settle(sql: Sql, st: Statements, settlements: Settlement[]
     ss.map((s) => s.durationMs),
     ss.map((s) => s.outputTail),
     ss.map((s) => s.logPath),
+    ss.map((s) => s.upToDate === true),
   ]);
   const byToken = new Map(held.map((h) => [Number(h.token), h]));
   const applied = ss.filter((s) => byToken.has(s.token)); // the others were fenced off: another attempt holds the task now
@@ -100,7 +101,7 @@ export async function releaseStale(
     const error = lostError(t.lease_owner, deadOwners);
     const [after] = await sql.rows<{ status: string }>(st.releaseLost, [t.id, now, error]);
     await sql.run(st.loseAttempt, [t.lease_token, error]);
-    released.push({ key: t.task_key, owner: t.lease_owner, failed: after!.status !== 'PENDING' });
+    released.push(toReleased(t, after!.status !== 'PENDING'));
     if (after!.status !== 'PENDING') await cascade(sql, st, t.batch_id, [t.item_key], now);
   }
   return released;

@@ -103,6 +103,10 @@ export class PostgresStore implements TaskStore {
     return enqueue(this.db, this.st, batch, specs, options.rerunChanged ?? false, () => this.clock.now());
   }
 
+  async upToDateCount(batchId: number): Promise<number> {
+    return this.count(this.st.countUpToDate, [batchId]);
+  }
+
   async changedCount(batchId: number): Promise<number> {
     return this.count(this.st.countChanged, [batchId]);
   }

@@ -79,6 +79,8 @@ function sql(s: string) {
       FROM pg_temp.staging AS st
       WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
         AND t.seen_fingerprint IS DISTINCT FROM st.fingerprint`,
+    /** $1 batchId — succeeded tasks that were up to date, so nothing ran (the partial index tasks_up_to_date). */
+    countUpToDate: `SELECT count(*) AS n FROM ${s}.tasks WHERE batch_id = $1 AND status = 'SUCCESS' AND up_to_date`,
     /** $1 batchId — succeeded tasks whose file changed since (served by tasks_changed). */
     countChanged: `
       SELECT count(*) AS n FROM ${s}.tasks

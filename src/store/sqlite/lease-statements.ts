@@ -84,7 +84,7 @@ export const LEASE_SQL = {
   settleTasks: `
     WITH j AS MATERIALIZED (
       SELECT value ->> 0 AS id, value ->> 1 AS token, value ->> 2 AS outcome, value ->> 3 AS ended, value ->> 4 AS error,
-             value ->> 5 AS retry, value ->> 6 AS result, value ->> 7 AS keep, value ->> 8 AS started
+             value ->> 5 AS retry, value ->> 6 AS result, value ->> 7 AS keep, value ->> 8 AS started, value ->> 9 AS fresh
       FROM jsonb_each(@list))
     UPDATE tasks
     SET status = CASE
@@ -104,6 +104,7 @@ export const LEASE_SQL = {
           WHEN cancel_requested THEN 'cancelled; its last attempt: ' || j.error
           ELSE j.error END,
         result = CASE WHEN j.outcome = 'SUCCESS' AND NOT j.keep THEN j.result ELSE tasks.result END,
+        up_to_date = CASE WHEN j.outcome = 'SUCCESS' THEN j.fresh ELSE up_to_date END,
         attempts = attempts - (j.outcome = 'INTERRUPTED'),
         cancel_requested = CASE WHEN j.outcome = 'SUCCESS' THEN 0 ELSE cancel_requested END,
         started_at = CASE WHEN j.outcome = 'INTERRUPTED' THEN started_at ELSE coalesce(j.started, started_at) END,

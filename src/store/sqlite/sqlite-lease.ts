@@ -1,5 +1,5 @@
 import type { ClaimRequest, ClaimedTask, ReleasedTask, Settlement, TaskStatus } from '../task-store.js';
-import { toClaimedTask, type ClaimedDbRow, type TaskDbRow } from '../db-rows.js';
+import { toClaimedTask, toReleased, type ClaimedDbRow, type TaskDbRow } from '../db-rows.js';
 import { lostError } from '../shared/lost.js';
 import type { SqliteConn } from './sqlite-conn.js';
 import { lateReportNote } from '../late-report.js';
@@ -89,7 +89,7 @@ export function settle(st: Statements, settlements: Settlement[]): number[] {
       if (firsts.get(s.token) !== s) return [];
       const big = s.outcome === 'SUCCESS' && (s.result?.length ?? 0) > GROUP_RESULT_MAX;
       if (big) st.putResult.run({ taskId: s.taskId, token: s.token, result: s.result });
-      return [[s.taskId, s.token, s.outcome, s.endedAt, s.error, s.retryAt ?? null, big ? null : (s.result ?? null), big ? 1 : 0, s.startedAt ?? null]];
+      return [[s.taskId, s.token, s.outcome, s.endedAt, s.error, s.retryAt ?? null, big ? null : (s.result ?? null), big ? 1 : 0, s.startedAt ?? null, s.upToDate ? 1 : 0]];
     });
     const changed = new Map((st.settleTasks.all({ list: JSON.stringify(tasks) }) as Settled[]).map((r) => [r.id, r]));
     const attempts = group.map((s) => {
@@ -129,7 +129,7 @@ export function releaseStale(c: SqliteConn, batchId: number | null, now: number,
       const error = lostError(t.lease_owner, deadOwners);
       const after = st.releaseLost.get({ id: t.id, now, error }) as { status: TaskStatus };
       st.loseAttempt.run({ token: t.lease_token, error });
-      released.push({ key: t.task_key, owner: t.lease_owner, failed: after.status !== 'PENDING' });
+      released.push(toReleased(t, after.status !== 'PENDING'));
       if (after.status !== 'PENDING') ended.push(t);
     }
     for (const t of ended) cascade(st, t.batch_id, [t.item_key], now);

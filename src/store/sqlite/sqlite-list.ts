@@ -21,6 +21,10 @@ export function listBatches(c: SqliteConn): BatchRecord[] {
   return c.read(() => (c.st.listBatches.all() as BatchDbRow[]).map(toBatch));
 }
 
+export function upToDateCount(c: SqliteConn, batchId: number): number {
+  return c.read(() => (c.st.countUpToDate.get({ batchId }) as { n: number }).n);
+}
+
 export function changedCount(c: SqliteConn, batchId: number): number {
   return c.read(() => (c.st.countChanged.get({ batchId }) as { n: number }).n);
 }

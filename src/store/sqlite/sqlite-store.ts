@@ -85,6 +85,10 @@ export class SqliteStore implements T.TaskStore {
     return list.listBatches(this.c);
   }
 
+  async upToDateCount(batchId: number): Promise<number> {
+    return list.upToDateCount(this.c, batchId);
+  }
+
   async changedCount(batchId: number): Promise<number> {
     return list.changedCount(this.c, batchId);
   }

@@ -1,0 +1,89 @@
+import type { JobSettings } from '../job/job-definition.js';
+import { outputFor } from '../job/stages.js';
+import { discardOutput } from '../output/commit-output.js';
+import { isUpToDate, neededOutputs } from '../output/freshness.js';
+import { outputPathsOf, type OutputPaths, type OutputSpec } from '../output/output-path.js';
+import type { ClaimedTask, ReleasedTask, Settlement } from '../store/task-store.js';
+
+/** A claimed task's declared output: its paths, or why it has none it could write (a hostile value). */
+export type TaskOutput = { paths: OutputPaths } | { error: string } | null;
+
+/**
+ * The coordinator's side of declared outputs (SPEC §4): each attempt's paths, the up-to-date
+ * check made before an attempt is handed to a worker, the `{ out }` stored in a success's
+ * result (what `{inputs.STAGE.out}` reads), and removing what dead attempts left behind.
+ */
+export class DeclaredOutputs {
+  private readonly specs = new Map<string, OutputSpec | null>();
+
+  constructor(
+    settings: JobSettings,
+    private readonly batch: string,
+    /** `--force`: never skip a task as up to date. */
+    private readonly force: boolean,
+  ) {
+    for (const stage of settings.stages.length ? settings.stages.map((s) => s.name) : ['']) this.specs.set(stage, outputFor(settings, stage));
+  }
+
+  get any(): boolean {
+    return [...this.specs.values()].some((s) => s !== null);
+  }
+
+  of(task: ClaimedTask): TaskOutput {
+    const spec = this.specs.get(task.stage) ?? null;
+    if (spec === null) return null;
+    try {
+      return { paths: outputPathsOf(spec, { ...task, batch: this.batch }, task.token) };
+    } catch (err) {
+      return { error: (err as Error).message };
+    }
+  }
+
+  /** Whether the task need not run: its output is newer than its file and the outputs of the stages it needs. */
+  upToDate(task: ClaimedTask, paths: OutputPaths): boolean {
+    return !this.force && isUpToDate(paths.path, [task.payload.path, ...neededOutputs(task.inputs)]);
+  }
+
+  /** What is committed for a task found up to date: a success that ran nothing. */
+  upToDateSettlement(task: ClaimedTask, paths: OutputPaths, now: number): Settlement {
+    return {
+      token: task.token,
+      taskId: task.id,
+      outcome: 'SUCCESS',
+      startedAt: now,
+      endedAt: now,
+      durationMs: 0,
+      exitCode: null,
+      signal: null,
+      error: null,
+      outputTail: null,
+      logPath: null,
+      result: JSON.stringify({ out: paths.path }),
+      upToDate: true,
+    };
+  }
+
+  /** Temporary files of attempts recovery found lost (their owner died): no one else will remove them. */
+  discardLost(released: ReleasedTask[]): void {
+    for (const t of released) {
+      const spec = this.specs.get(t.stage) ?? null;
+      if (spec === null || t.token === null) continue;
+      try {
+        discardOutput(outputPathsOf(spec, { ...t, batch: this.batch, attempt: 0, inputs: {} }, t.token));
+      } catch {
+        // a path only a stage result could render: that attempt never had a temporary file
+      }
+    }
+  }
+}
+
+/**
+ * A success's stored result with its output path: `{ out }` over the handler's object
+ * result, or `{ out, value }` for any other result, so later stages read `{inputs.STAGE.out}`.
+ */
+export function resultWithOut(result: string | null | undefined, out: string): string {
+  const value: unknown = result ? JSON.parse(result) : null;
+  if (value === null) return JSON.stringify({ out });
+  if (typeof value === 'object' && !Array.isArray(value)) return JSON.stringify({ ...value, out });
+  return JSON.stringify({ out, value });
+}

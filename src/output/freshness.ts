@@ -1,0 +1,35 @@
+import { statSync } from 'node:fs';
+
+/**
+ * Whether a task's output is up to date (SPEC §4): it exists and was modified after every
+ * input — the task's file and, for a stage, the outputs of the stages it needs, as `make`
+ * does. Nanosecond times, so an input touched within the same millisecond still counts; an
+ * input that is gone makes the task run (and fail, saying why).
+ */
+export function isUpToDate(output: string, inputs: string[]): boolean {
+  const out = mtimeNs(output);
+  if (out === null) return false;
+  for (const input of inputs) {
+    const m = mtimeNs(input);
+    if (m === null || m >= out) return false;
+  }
+  return true;
+}
+
+function mtimeNs(path: string): bigint | null {
+  try {
+    return statSync(path, { bigint: true }).mtimeNs;
+  } catch {
+    return null;
+  }
+}
+
+/** The declared outputs of the needed stages, from their stored results (`{ out }`). */
+export function neededOutputs(inputs: Record<string, unknown>): string[] {
+  const outs: string[] = [];
+  for (const result of Object.values(inputs)) {
+    const out = result !== null && typeof result === 'object' && Object.hasOwn(result, 'out') ? (result as { out: unknown }).out : undefined;
+    if (typeof out === 'string') outs.push(out);
+  }
+  return outs;
+}

@@ -1,0 +1,81 @@
+import { basename, dirname, join, resolve } from 'node:path';
+import { PermanentError, UsageError } from '../errors.js';
+import { placeholderValue, type PlaceholderTask } from '../worker/exec-template.js';
+import { placeholderAt } from '../worker/placeholder.js';
+
+/**
+ * A declared output (`--output TEMPLATE`, SPEC §4): where a task's result file goes. The
+ * template takes the `--exec` placeholders and is relative to `base`, the working directory
+ * of the `run` that declared it (stored with it, so a resumed run or a `worker` started
+ * elsewhere renders the same paths).
+ */
+export interface OutputSpec {
+  template: string;
+  base: string;
+}
+
+/** Where one attempt writes (`temp`, its `{out}`) and where a success is renamed to (`path`). */
+export interface OutputPaths {
+  path: string;
+  temp: string;
+}
+
+const INPUT = /\{inputs\.([A-Za-z0-9_-][A-Za-z0-9_.-]*)\}/g;
+/** Placeholders that would give one task several outputs, or none to be up to date against. */
+const PER_ATTEMPT = ['{attempt}', '{out}'];
+
+/** Refuses, before anything is written, a template no task could have a stable output path from. */
+export function checkOutputTemplate(template: string, needs: string[], field = '--output'): void {
+  if (template.trim() === '') throw new UsageError(`${field} needs a path template, e.g. ${field} 'out/{rel}.gz'`);
+  for (const p of PER_ATTEMPT) {
+    if (template.includes(p)) throw new UsageError(`${field} cannot use ${p}: a task's output path must be the same for every attempt`);
+  }
+  if (template.endsWith('/')) throw new UsageError(`${field} "${template}" names a folder; name the file, e.g. ${template}{name}.gz`);
+  for (const [, path] of template.matchAll(INPUT)) {
+    const stage = path!.split('.')[0]!;
+    if (!needs.includes(stage)) {
+      throw new UsageError(`${field}: {inputs.${path}} reads stage "${stage}", which ${needs.length ? `this stage does not need (needs: ${needs.join(', ')})` : 'is not a needed stage'}`);
+    }
+  }
+}
+
+/**
+ * The task's output path, absolute. A placeholder's value is data: one holding a `..`
+ * segment or a NUL (a stage result can hold anything) cannot steer the path out of the
+ * folder the template names — that attempt fails for good instead.
+ */
+export function outputPath(spec: OutputSpec, task: PlaceholderTask): string {
+  const t = spec.template;
+  let rendered = '';
+  for (let i = 0; i < t.length; ) {
+    const ph = t[i] === '{' ? placeholderAt(t, i) : null;
+    if (!ph) {
+      rendered += t[i++];
+      continue;
+    }
+    const value = placeholderValue(ph, task);
+    if (value.includes('\0') || value.split('/').includes('..')) {
+      throw new PermanentError(`declared output ${t}: ${ph.text} is ${JSON.stringify(value).slice(0, 200)}, which would put the output outside the folder the template names`);
+    }
+    rendered += value;
+    i += ph.text.length;
+  }
+  const path = resolve(spec.base, rendered);
+  if (rendered === '' || basename(path) === '' || path === '/') throw new PermanentError(`declared output ${t} renders to "${rendered}", which is not a file path`);
+  if (path === task.payload.path) throw new PermanentError(`declared output ${t} is the input file itself (${path}); write the output elsewhere`);
+  return path;
+}
+
+/**
+ * The attempt's temporary path, beside the output (so the rename is atomic, on one file
+ * system) and hidden (a later split of that folder skips it). The attempt id makes it the
+ * attempt's own, so a stale owner's leftover is never mistaken for the current attempt's.
+ */
+export function tempPathOf(path: string, token: number): string {
+  return join(dirname(path), `.${basename(path)}.splitdance-${token}.tmp`);
+}
+
+export function outputPathsOf(spec: OutputSpec, task: PlaceholderTask, token: number): OutputPaths {
+  const path = outputPath(spec, task);
+  return { path, temp: tempPathOf(path, token) };
+}
