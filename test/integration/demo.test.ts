@@ -7,15 +7,20 @@ import { query } from '../helpers/store.js';
 describe("the README's first command", () => {
   it('runs the demo job over fixtures/logs end to end with a TypeScript handler', async () => {
     const cwd = tempDir();
-    const out = join(cwd, 'out');
     const db = join(cwd, 'store.db');
-    const r = await runCli(['run', '--job', join(ROOT, 'fixtures/jobs/clean-logs.json'), '--db', db], { cwd, env: { SPLITDANCE_DEMO_OUT: out } });
+    const job = join(ROOT, 'fixtures/jobs/clean-logs.json');
+    const r = await runCli(['run', '--job', job, '--db', db], { cwd });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/done: 7 succeeded, 0 failed of 7/);
-    const cleaned = readFileSync(join(out, 'cleaned/2025/01/app.log'), 'utf8');
+    // The declared output, relative to where `run` was started.
+    const cleaned = readFileSync(join(cwd, 'demo-output/cleaned/2025/01/app.log'), 'utf8');
     expect(cleaned).not.toMatch(/user \d+/);
     const results = query<{ result: string }>(db, 'SELECT result FROM tasks').map((t) => JSON.parse(t.result));
-    expect(results.every((x) => x.lines > 0 && x.INFO + x.WARN + x.ERROR === x.lines)).toBe(true);
+    expect(results.every((x) => x.lines > 0 && x.INFO + x.WARN + x.ERROR === x.lines && x.out.startsWith(join(cwd, 'demo-output/cleaned/')))).toBe(true);
+    // A new batch over the same logs (tomorrow's cron run) finds every cleaned file up to date.
+    const again = await runCli(['run', '--job', job, '--db', db, '--batch', 'tomorrow'], { cwd });
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toMatch(/done: 7 succeeded \(7 up to date, not run\), 0 failed of 7/);
   });
 
   it('runs the stages demo: count, then alert and archive per log; alert reads count\'s result', async () => {

@@ -278,6 +278,7 @@ describe.skipIf(!SPAWNER_BUILT)('the helper itself', () => {
       token: n, key: `t${n}`, batch: 'b', stage: '', seq: n, attempt: 1, inputs: {},
       payload: { version: 1, path: join(dir, `t${n}`), rel: `t${n}` },
       logFile: join(dir, 'logs', `${n}.log`),
+      output: null,
     });
     worker.send({ type: 'run', tasks: [task(1), task(2), task(3)] });
     await waitFor(() => existsSync(join(dir, 't1')), 5000, 'the first attempt running');

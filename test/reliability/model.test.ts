@@ -349,7 +349,7 @@ class Model {
     for (const t of this.tasks) {
       if (t.status !== 'RUNNING' || (batch !== null && t.batch !== batch) || t.owner === self) continue;
       if (!(t.expires! < this.clock || dead.includes(t.owner!))) continue;
-      out.push({ key: t.key, owner: t.owner, failed: t.attempts >= t.maxAttempts });
+      out.push({ key: t.key, owner: t.owner, failed: t.attempts >= t.maxAttempts, token: t.token, stage: '', seq: 0, payload: spec(t.key).payload });
       const a = this.attempt(t.token!)!;
       a.endedAt = null; // unknown: the takeover is not when its command ended
       a.outcome = 'LOST';
@@ -460,7 +460,7 @@ const OUTCOME_OF: Record<EndingKind, Outcome> = {
   interrupted: 'INTERRUPTED',
 };
 
-const sortReleased = (r: ReleasedTask[]) => [...r].map((x) => JSON.stringify([x.key, x.owner, x.failed])).sort();
+const sortReleased = (r: ReleasedTask[]) => [...r].map((x) => JSON.stringify([x.key, x.owner, x.failed, x.token, x.stage, x.payload])).sort();
 
 interface TaskDb {
   id: number;

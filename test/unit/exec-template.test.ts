@@ -26,6 +26,7 @@ function task(over: Omit<Partial<TaskMessage>, 'payload'> & { payload?: Partial<
     seq: 42,
     attempt: 2,
     logFile: '/nonexistent/log',
+    output: null,
     inputs: {},
     ...rest,
     payload: { version: 1, path: '/data/src/2025/01/app.log', rel: '2025/01/app.log', ...payload },

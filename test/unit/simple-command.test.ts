@@ -17,7 +17,7 @@ afterEach(() => {
 });
 
 function task(key: string, rel = 'r', batch = 'b', path = '/data/a.log'): TaskMessage {
-  return { token: 1, key, batch, stage: 'main', seq: 42, attempt: 1, logFile: '/nonexistent/log', inputs: {}, payload: { version: 1, path, rel } };
+  return { token: 1, key, batch, stage: 'main', seq: 42, attempt: 1, logFile: '/nonexistent/log', output: null, inputs: {}, payload: { version: 1, path, rel } };
 }
 
 /** The arguments /bin/sh (dash) passes to the printer for `line`, run in the scratch dir. */

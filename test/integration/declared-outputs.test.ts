@@ -1,0 +1,233 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { BIN, handler, runCli, tempDir } from '../helpers/cli.js';
+import { PG_URL, pgSchemas } from '../helpers/pg.js';
+import { dbPathIn } from '../helpers/store.js';
+
+const freshPg = pgSchemas('outputs');
+/** Both stores: the default SQLite file of the project, and a fresh schema on the PostgreSQL server. */
+const STORES = [
+  { store: 'SQLite', db: (dir: string) => dbPathIn(dir) },
+  ...(PG_URL ? [{ store: 'PostgreSQL', db: () => freshPg().db }] : []),
+];
+
+/** Every file under `dir`, relative, hidden ones included (a temporary file left behind is one). */
+function filesUnder(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name).slice(dir.length + 1))
+    .sort();
+}
+
+function project(n: number): { dir: string; src: string; out: string; keys: string[] } {
+  const dir = tempDir('sd-out-');
+  const src = join(dir, 'src');
+  const keys: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const key = `${i % 3 === 0 ? 'sub/' : ''}f${String(i).padStart(2, '0')}.log`;
+    mkdirSync(join(src, key, '..'), { recursive: true });
+    writeFileSync(join(src, key), `line ${i}\n`.repeat(50 + i));
+    keys.push(key);
+  }
+  // Inputs an hour old: an output written now is newer, whatever the file system's time granularity.
+  const past = new Date(Date.now() - 3_600_000);
+  for (const k of keys) utimesSync(join(src, k), past, past);
+  return { dir, src, out: join(dir, 'out'), keys: keys.sort() };
+}
+
+const statusOf = async (args: string[], cwd: string) => JSON.parse((await runCli(['status', '--json', ...args], { cwd })).stdout);
+const tasksOf = async (args: string[], cwd: string) =>
+  JSON.parse((await runCli(['tasks', '--json', ...args], { cwd })).stdout) as { key: string; status: string; upToDate: boolean }[];
+
+describe.each(STORES)('declared outputs on $store', ({ db: dbFor }) => {
+  it('40 files → gzip: every output correct, nothing temporary left; a new batch runs only what changed', async () => {
+    const p = project(40);
+    const db = dbFor(p.dir);
+    const gzip = ['--exec', 'gzip -c {} > {out}', '--output', 'out/{rel}.gz', '--db', db, '-j', '2'];
+    const first = await runCli(['run', 'src', '--batch', 'night-1', ...gzip], { cwd: p.dir });
+    expect(first.code, first.stderr).toBe(0);
+    expect(filesUnder(p.out)).toEqual(p.keys.map((k) => `${k}.gz`).sort());
+    for (const k of p.keys) expect(gunzipSync(readFileSync(join(p.out, `${k}.gz`))).toString()).toBe(readFileSync(join(p.src, k), 'utf8'));
+
+    // The next night: a new batch over the same folder runs nothing, and says so everywhere.
+    const dry = await runCli(['run', 'src', '--batch', 'night-2', ...gzip, '--dry-run', '--json'], { cwd: p.dir });
+    expect(JSON.parse(dry.stdout).upToDate).toBe(40);
+    const before = new Map(p.keys.map((k) => [k, statSync(join(p.out, `${k}.gz`)).mtimeMs]));
+    const second = await runCli(['run', 'src', '--batch', 'night-2', ...gzip, '--json'], { cwd: p.dir });
+    expect(second.code, second.stderr).toBe(0);
+    const end = JSON.parse(second.stdout.trim().split('\n').at(-1)!);
+    expect(end).toMatchObject({ event: 'end', succeeded: 40, upToDate: 40 });
+    for (const k of p.keys) expect(statSync(join(p.out, `${k}.gz`)).mtimeMs).toBe(before.get(k)); // not rewritten
+    const s2 = await statusOf(['--batch', 'night-2', '--db', db], p.dir);
+    expect(s2).toMatchObject({ total: 40, succeeded: 40, upToDate: 40, done: true });
+    expect((await tasksOf(['--batch', 'night-2', '--db', db], p.dir)).every((t) => t.status === 'SUCCESS' && t.upToDate)).toBe(true);
+    const show = await runCli(['show', p.keys[0]!, '--batch', 'night-2', '--db', db], { cwd: p.dir });
+    expect(show.stdout).toContain('up to date');
+    const human = await runCli(['status', '--batch', 'night-2', '--db', db], { cwd: p.dir });
+    expect(human.stdout).toContain('40 succeeded (40 up to date, not run)');
+
+    // One input touched: the third night runs exactly that one.
+    const touched = p.keys[7]!;
+    writeFileSync(join(p.src, touched), 'changed\n');
+    const third = await runCli(['run', 'src', '--batch', 'night-3', ...gzip], { cwd: p.dir });
+    expect(third.code, third.stderr).toBe(0);
+    const ran = (await tasksOf(['--batch', 'night-3', '--db', db], p.dir)).filter((t) => !t.upToDate).map((t) => t.key);
+    expect(ran).toEqual([touched]);
+    expect(gunzipSync(readFileSync(join(p.out, `${touched}.gz`))).toString()).toBe('changed\n');
+
+    // --force runs them all anyway.
+    const forced = await runCli(['run', 'src', '--batch', 'night-4', ...gzip, '--force'], { cwd: p.dir });
+    expect(forced.code, forced.stderr).toBe(0);
+    expect((await statusOf(['--batch', 'night-4', '--db', db], p.dir)).upToDate).toBe(0);
+    expect(filesUnder(p.out)).toEqual(p.keys.map((k) => `${k}.gz`).sort());
+  });
+
+  it('a command that exits 0 without writing {out} fails: "declared output not written"; a failure leaves no file', async () => {
+    const p = project(3);
+    const db = dbFor(p.dir);
+    // f00 writes nothing; f01 writes part of its output and fails; f02 succeeds.
+    const exec = 'case {key} in *f00*) true;; *f01*) echo partial > {out}; exit 3;; *) cat {} > {out};; esac';
+    const r = await runCli(['run', 'src', '--exec', exec, '--output', 'out/{rel}.txt', '--db', db, '--retries', '0'], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(1);
+    const tasks = JSON.parse((await runCli(['tasks', '--json', '--db', db], { cwd: p.dir })).stdout) as { key: string; status: string; lastError: string }[];
+    const byKey = new Map(tasks.map((t) => [t.key, t]));
+    expect(byKey.get('sub/f00.log')!.lastError).toBe(`declared output not written: ${join(p.out, 'sub/f00.log.txt')} (the command must write it to {out})`);
+    expect(byKey.get('f01.log')!.status).toBe('FAILED');
+    expect(byKey.get('f02.log')!.status).toBe('SUCCESS');
+    expect(filesUnder(p.out)).toEqual(['f02.log.txt']);
+
+    // A timeout kills a command half-way through its output: that goes too.
+    const slow = await runCli(['run', 'src', '--batch', 'slow', '--exec', 'echo part > {out}; sleep 30', '--output', 'slow/{rel}', '--db', db, '--timeout', '300ms', '--retries', '0'], { cwd: p.dir });
+    expect(slow.code, slow.stderr).toBe(1);
+    expect(slow.stderr).toContain('TIMEOUT');
+    expect(filesUnder(join(p.dir, 'slow'))).toEqual([]);
+  });
+
+  it('a module handler writes task.out; stages name an earlier output as {inputs.STAGE.out}', async () => {
+    const p = project(4);
+    const db = dbFor(p.dir);
+    const job = {
+      source: 'src',
+      stages: [
+        { name: 'upper', handler: handler('write-out'), output: 'out/upper/{rel}' },
+        { name: 'count', needs: ['upper'], exec: 'wc -c < {inputs.upper.out} > {out}', output: 'out/count/{rel}.n' },
+      ],
+    };
+    writeFileSync(join(p.dir, 'job.json'), JSON.stringify(job));
+    const r = await runCli(['run', '--job', 'job.json', '--db', db], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(0);
+    for (const k of p.keys) {
+      const input = readFileSync(join(p.src, k), 'utf8');
+      expect(readFileSync(join(p.out, 'upper', k), 'utf8')).toBe(input.toUpperCase());
+      expect(readFileSync(join(p.out, 'count', `${k}.n`), 'utf8').trim()).toBe(String(Buffer.byteLength(input)));
+    }
+    const shown = JSON.parse((await runCli(['show', `upper/${p.keys[0]}`, '--json', '--db', db], { cwd: p.dir })).stdout);
+    expect(shown.result.out).toBe(join(p.out, 'upper', p.keys[0]!));
+    expect(filesUnder(p.out).filter((f) => f.includes('.tmp'))).toEqual([]);
+
+    // An earlier stage's newer output makes its dependents run again, as make would.
+    const again = await runCli(['run', '--job', 'job.json', '--db', db, '--batch', 'again', '--json'], { cwd: p.dir });
+    expect(JSON.parse(again.stdout.trim().split('\n').at(-1)!)).toMatchObject({ succeeded: 8, upToDate: 8 });
+    const later = new Date(Date.now() + 60_000);
+    utimesSync(join(p.out, 'upper', p.keys[1]!), later, later);
+    const third = await runCli(['run', '--job', 'job.json', '--db', db, '--batch', 'third', '--json'], { cwd: p.dir });
+    expect(JSON.parse(third.stdout.trim().split('\n').at(-1)!)).toMatchObject({ succeeded: 8, upToDate: 7 });
+  });
+
+  it('a stage result is data: a value with ".." in an output path fails the task, writes nothing outside', async () => {
+    const p = project(1);
+    const db = dbFor(p.dir);
+    const job = {
+      source: 'src',
+      stages: [
+        { name: 'a', handler: handler('write-out'), output: 'out/a/{rel}' },
+        { name: 'b', needs: ['a'], exec: 'cat {} > {out}', output: 'out/b/{inputs.a.name}' },
+      ],
+    };
+    writeFileSync(join(p.dir, 'job.json'), JSON.stringify(job));
+    const r = await runCli(['run', '--job', 'job.json', '--db', db], { cwd: p.dir, env: { RESULT_NAME: '../../../escaped' } });
+    expect(r.code, r.stderr).toBe(1);
+    const b = JSON.parse((await runCli(['show', `b/${p.keys[0]}`, '--json', '--db', db], { cwd: p.dir })).stdout);
+    expect(b.status).toBe('FAILED');
+    expect(b.attemptsCount).toBe(1); // permanent: no retry could help
+    expect(b.lastError).toContain('outside the folder the template names');
+    expect(existsSync(join(p.dir, '..', 'escaped'))).toBe(false);
+    expect(filesUnder(p.dir).filter((f) => f.includes('escaped'))).toEqual([]);
+  });
+});
+
+const hasStrace = (() => {
+  try {
+    execFileSync('strace', ['-V'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+describe.skipIf(!hasStrace)('declared outputs: the order that makes a success durable', () => {
+  it('the temporary file is synced, renamed onto the output, its folder synced, and only then is the success committed', async () => {
+    const p = project(1);
+    const trace = join(p.dir, 'trace.txt');
+    // strace in front of the CLI: -y names each descriptor's file, so the calls can be ordered by path.
+    const args = ['-f', '-y', '-qq', '-e', 'trace=fsync,fdatasync,rename,renameat,renameat2,pwrite64', '-o', trace];
+    const run = ['run', 'src', '--exec', 'gzip -c {} > {out}', '--output', 'out/{rel}.gz', '-j', '1'];
+    const r = await new Promise<{ code: number | null }>((done) => {
+      spawn('strace', [...args, process.execPath, BIN, ...run], { cwd: p.dir, stdio: 'ignore' }).on('close', (code) => done({ code }));
+    });
+    expect(r.code).toBe(0);
+    const lines = readFileSync(trace, 'utf8').split('\n');
+    const output = join(p.out, `${p.keys[0]}.gz`);
+    const folder = join(output, '..');
+    const temp = join(folder, `.${basename(output)}.splitdance-`);
+    const at = (test: (l: string) => boolean, what: string) => {
+      const i = lines.findIndex(test);
+      expect(i, what).toBeGreaterThanOrEqual(0);
+      return i;
+    };
+    const synced = at((l) => /fsync\(\d+</.test(l) && l.includes(temp), 'fsync of the temporary file');
+    const renamed = at((l) => /rename/.test(l) && l.includes(temp) && l.includes(`"${output}"`), 'rename onto the output');
+    const dirSynced = at((l) => /fsync\(\d+</.test(l) && l.includes(`<${folder}>`), 'fsync of the output folder');
+    const committed = lines.findLastIndex((l) => /pwrite64\(\d+<[^>]*splitdance\.db-wal>/.test(l));
+    expect(synced).toBeLessThan(renamed);
+    expect(renamed).toBeLessThan(dirSynced);
+    expect(dirSynced).toBeLessThan(committed);
+  });
+});
+
+describe('declared outputs: bad input is refused before anything is written', () => {
+  const cases: [string, string[], RegExp][] = [
+    ['{out} without --output', ['--exec', 'cat {} > {out}'], /no output is declared: add --output/],
+    ['{attempt} in --output', ['--exec', 'cat {} > {out}', '--output', 'out/{attempt}/{rel}'], /--output cannot use \{attempt\}/],
+    ['a folder as --output', ['--exec', 'cat {} > {out}', '--output', 'out/'], /names a folder/],
+    ['{inputs…} without stages', ['--exec', 'cat {} > {out}', '--output', 'out/{inputs.a.out}'], /not a needed stage/],
+  ];
+  it.each(cases)('%s: exit 2, no store', async (_what, args, message) => {
+    const p = project(2);
+    const r = await runCli(['run', 'src', ...args], { cwd: p.dir });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+    expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
+  });
+
+  it('an output in the job file of a batch with stages belongs to a stage', async () => {
+    const p = project(1);
+    writeFileSync(join(p.dir, 'job.json'), JSON.stringify({ source: 'src', output: 'out/{rel}', stages: [{ name: 'a', exec: 'cat {} > {out}' }] }));
+    const r = await runCli(['run', '--job', 'job.json'], { cwd: p.dir });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('each stage declares its own "output"');
+    expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
+  });
+
+  it('the input file itself is never an output', async () => {
+    const p = project(1);
+    const r = await runCli(['run', 'src', '--exec', 'cat {} > {out}', '--output', '{}', '--retries', '0'], { cwd: p.dir });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('is the input file itself');
+    expect(execFileSync('cat', [join(p.src, p.keys[0]!)], { encoding: 'utf8' })).toContain('line 0');
+  });
+});

@@ -1,0 +1,85 @@
+import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { resultWithOut } from '../../src/coordinator/declared-outputs.js';
+import { isUpToDate } from '../../src/output/freshness.js';
+import { checkOutputTemplate, outputPath, tempPathOf } from '../../src/output/output-path.js';
+import { tempDir } from '../helpers/cli.js';
+
+const task = (over: Record<string, unknown> = {}) => ({
+  key: 'sub/a.log',
+  batch: 'b',
+  stage: '',
+  seq: 7,
+  attempt: 1,
+  payload: { version: 1 as const, path: '/data/src/sub/a.log', rel: 'sub/a.log' },
+  inputs: {},
+  ...over,
+});
+
+describe('declared output paths', () => {
+  it('render the placeholders, relative to the folder the run started in', () => {
+    expect(outputPath({ template: 'out/{rel}.gz', base: '/work' }, task())).toBe('/work/out/sub/a.log.gz');
+    expect(outputPath({ template: '{}.gz', base: '/work' }, task())).toBe('/data/src/sub/a.log.gz');
+    expect(outputPath({ template: '/abs/{stem}-{#}{ext}', base: '/work' }, task())).toBe('/abs/a-7.log');
+    expect(outputPath({ template: 'out/{inputs.x.out}.n', base: '/w' }, task({ inputs: { x: { out: 'p/q' } } }))).toBe('/w/out/p/q.n');
+  });
+
+  it("a value's `..` or NUL never steers the path: the attempt fails for good", () => {
+    for (const evil of ['..', '../x', 'a/../../etc/passwd', 'x\0y']) {
+      expect(() => outputPath({ template: 'out/{inputs.x.name}', base: '/w' }, task({ inputs: { x: { name: evil } } }))).toThrow(
+        expect.objectContaining({ name: 'PermanentError' }),
+      );
+    }
+    // A file name that merely contains dots is a name.
+    expect(outputPath({ template: 'out/{name}', base: '/w' }, task({ payload: { version: 1, path: '/d/..a..', rel: '..a..' } }))).toBe('/w/out/..a..');
+  });
+
+  it('the input file itself, or nothing at all, is not an output', () => {
+    expect(() => outputPath({ template: '{}', base: '/w' }, task())).toThrow(/input file itself/);
+    expect(() => outputPath({ template: '{start}', base: '/w' }, task())).toThrow(/not a file path/);
+  });
+
+  it('templates that could not give a stable path are refused at once', () => {
+    expect(() => checkOutputTemplate('out/{attempt}', [])).toThrow(/cannot use \{attempt\}/);
+    expect(() => checkOutputTemplate('out/{out}', [])).toThrow(/cannot use \{out\}/);
+    expect(() => checkOutputTemplate('out/', [])).toThrow(/names a folder/);
+    expect(() => checkOutputTemplate(' ', [])).toThrow(/needs a path template/);
+    expect(() => checkOutputTemplate('{inputs.b.out}.x', ['a'])).toThrow(/does not need/);
+    expect(() => checkOutputTemplate('{inputs.a.out}.x', ['a'])).not.toThrow();
+  });
+
+  it("an attempt's temporary path is hidden, beside the output, and its own", () => {
+    expect(tempPathOf('/w/out/a.gz', 42)).toBe('/w/out/.a.gz.splitdance-42.tmp');
+    expect(tempPathOf('/w/out/a.gz', 43)).not.toBe(tempPathOf('/w/out/a.gz', 42));
+  });
+});
+
+describe('up to date', () => {
+  it('means the output is strictly newer than every input, to the nanosecond', () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, 'o'));
+    const [input, need, out] = [join(dir, 'in'), join(dir, 'need'), join(dir, 'o', 'out')];
+    for (const f of [input, need, out]) writeFileSync(f, 'x');
+    const at = (f: string, s: number) => utimesSync(f, s, s);
+    at(input, 1000);
+    at(need, 1000);
+    at(out, 1001);
+    expect(isUpToDate(out, [input, need])).toBe(true);
+    at(need, 1001); // as new as the output: not newer, so it runs
+    expect(isUpToDate(out, [input, need])).toBe(false);
+    at(need, 1000.5);
+    expect(isUpToDate(out, [input, need])).toBe(true);
+    expect(isUpToDate(out, [input, join(dir, 'gone')])).toBe(false);
+    expect(isUpToDate(join(dir, 'o', 'missing'), [input])).toBe(false);
+  });
+});
+
+describe('a success with a declared output stores { out } in its result', () => {
+  it('over an object result, beside any other', () => {
+    expect(JSON.parse(resultWithOut(null, '/o'))).toEqual({ out: '/o' });
+    expect(JSON.parse(resultWithOut('{"n":1,"out":"mine"}', '/o'))).toEqual({ n: 1, out: '/o' });
+    expect(JSON.parse(resultWithOut('[1,2]', '/o'))).toEqual({ out: '/o', value: [1, 2] });
+    expect(JSON.parse(resultWithOut('"s"', '/o'))).toEqual({ out: '/o', value: 's' });
+  });
+});
