@@ -29,6 +29,25 @@ export function settleContract(h: Harness): void {
       expect(await countsAddUp(id)).toMatchObject({ succeeded: 1, pending: 1, running: 0 });
     });
 
+    it('a success settled up to date says so (task and count) until a success that ran replaces it', async () => {
+      const id = await setup(3);
+      const now = Date.now();
+      const [a, b] = await claim(id, now, { slots: 2 });
+      const applied = await h.store.settle([
+        { ...ending(a!, 'SUCCESS', now + 1, { result: '{"out":"/o/a"}' }), upToDate: true },
+        ending(b!, 'SUCCESS', now + 1, { result: '{"out":"/o/b"}' }),
+      ]);
+      expect(applied.sort()).toEqual([a!.token, b!.token].sort());
+      expect(await task(id, a!.key)).toMatchObject({ status: 'SUCCESS', upToDate: true, result: '{"out":"/o/a"}' });
+      expect(await task(id, b!.key)).toMatchObject({ status: 'SUCCESS', upToDate: false });
+      expect(await h.store.upToDateCount(id)).toBe(1);
+      // Not a success: never counted, whatever it carries.
+      const c = await claimOne(id, now + 2);
+      await h.store.settle([{ ...ending(c, 'FAILED', now + 3, { retryAt: null }), upToDate: true }]);
+      expect(await task(id, c.key)).toMatchObject({ status: 'FAILED', upToDate: false });
+      expect(await h.store.upToDateCount(id)).toBe(1);
+    });
+
     it('commits nothing for an empty list', async () => {
       expect(await h.store.settle([])).toEqual([]);
     });
