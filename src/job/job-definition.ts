@@ -17,6 +17,10 @@ export interface JobDefinition {
   jitter: number;
   timeoutMs: number | null;
   permanentCodes: number[];
+  /** Regex sources (validated when given): a failed attempt whose error or output tail matches one is final. */
+  permanentErrors: string[];
+  /** An attempt silent this long (no ctx.heartbeat(), no output of an exec) is killed as TIMEOUT. */
+  heartbeatTimeoutMs: number | null;
   /** A per-item pipeline; empty without stages (then `handler` runs every task). */
   stages: StageDefinition[];
 }
@@ -36,12 +40,20 @@ export const DEFAULT_SETTINGS: JobSettings = {
   jitter: 0.1,
   timeoutMs: null,
   permanentCodes: [],
+  permanentErrors: [],
+  heartbeatTimeoutMs: null,
   stages: [],
 };
 
 export function settingsOf(job: JobDefinition): JobSettings {
   const { version: _v, source: _s, split, ...rest } = job;
-  return { ...split, ...rest, stages: rest.stages ?? [] }; // stored before stages existed: none
+  return {
+    ...split,
+    ...rest,
+    stages: rest.stages ?? [], // stored before stages existed: none
+    permanentErrors: rest.permanentErrors ?? [], // stored before these existed: none
+    heartbeatTimeoutMs: rest.heartbeatTimeoutMs ?? null,
+  };
 }
 
 export function definitionOf(source: string, s: JobSettings): JobDefinition {

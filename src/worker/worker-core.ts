@@ -1,5 +1,6 @@
 import { serializeError } from '../errors.js';
 import type { Handler } from './handler-types.js';
+import { HeartbeatThrottle } from './heartbeat-throttle.js';
 import type { Launcher } from './launcher.js';
 import { loadHandler } from './load-handler.js';
 import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from './protocol.js';
@@ -117,7 +118,8 @@ export class WorkerCore {
 
   private startModule(fn: Handler, task: TaskMessage): void {
     let aborted = false;
-    const running = runModule(fn, task, () => this.host.send({ type: 'heartbeat', token: task.token }));
+    const heartbeat = new HeartbeatThrottle(() => this.host.send({ type: 'heartbeat', token: task.token }));
+    const running = runModule(fn, task, heartbeat.beat);
     const active: Active = {
       token: task.token,
       kind: 'module',
@@ -131,6 +133,7 @@ export class WorkerCore {
     this.report(
       active,
       running.done.then(async (outcome) => {
+        heartbeat.stop();
         await this.host.afterModuleAttempt?.(aborted);
         return outcome;
       }),
