@@ -118,8 +118,10 @@ export class WorkerCore {
 
   private startModule(fn: Handler, task: TaskMessage): void {
     let aborted = false;
-    const heartbeat = new HeartbeatThrottle(() => this.host.send({ type: 'heartbeat', token: task.token }));
-    const running = runModule(fn, task, heartbeat.beat);
+    // Made on the first ctx.heartbeat(): an attempt that never calls it costs nothing.
+    let heartbeat: HeartbeatThrottle | undefined;
+    const beat = () => (heartbeat ??= new HeartbeatThrottle(() => this.host.send({ type: 'heartbeat', token: task.token }))).beat();
+    const running = runModule(fn, task, beat);
     const active: Active = {
       token: task.token,
       kind: 'module',
@@ -133,7 +135,7 @@ export class WorkerCore {
     this.report(
       active,
       running.done.then(async (outcome) => {
-        heartbeat.stop();
+        heartbeat?.stop();
         await this.host.afterModuleAttempt?.(aborted);
         return outcome;
       }),
