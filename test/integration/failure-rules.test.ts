@@ -136,8 +136,7 @@ describe.each(STORES)('failure rules (%s)', (_name, storeOf) => {
     it('a module that stops calling ctx.heartbeat() (printing all the while) is stopped: TIMEOUT "no heartbeat for 1s"', async () => {
       const store = storeOf();
       const p = projectWithFiles(1);
-      const env = { STALL: '1', BEAT_MS: '300' };
-      const r = await runCli(['run', 'src', ...store.args, '--handler', handler('heartbeat'), '--heartbeat-timeout', '1s', '--retries', '0'], { cwd: p.dir, env });
+      const r = await runCli(['run', 'src', ...store.args, '--handler', handler('heartbeat-then-silent'), '--heartbeat-timeout', '1s', '--retries', '0'], { cwd: p.dir });
       expect(r.code, r.stderr).toBe(1);
       expect(await attempts(p.dir, store, 'f000.log')).toMatchObject([{ outcome: 'TIMEOUT', error: 'TIMEOUT: no heartbeat for 1s; killed' }]);
     });
@@ -145,10 +144,7 @@ describe.each(STORES)('failure rules (%s)', (_name, storeOf) => {
     it('a module that keeps calling ctx.heartbeat() for 3s succeeds', async () => {
       const store = storeOf();
       const p = projectWithFiles(1);
-      const r = await runCli(['run', 'src', ...store.args, '--handler', handler('heartbeat'), '--heartbeat-timeout', '1s', '--retries', '0'], {
-        cwd: p.dir,
-        env: { BEAT_MS: '3000' },
-      });
+      const r = await runCli(['run', 'src', ...store.args, '--handler', handler('heartbeat-steady'), '--heartbeat-timeout', '1s', '--retries', '0'], { cwd: p.dir });
       expect(r.code, r.stderr).toBe(0);
       expect((await attempts(p.dir, store, 'f000.log')).map((a) => a.outcome)).toEqual(['SUCCESS']);
     });
