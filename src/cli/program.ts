@@ -42,6 +42,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--jitter <fraction>', 'spread delays by ± this share (default 0.1)')
     .option('--timeout <duration>', 'kill an attempt running longer (TIMEOUT, retried)')
     .option('--permanent-codes <codes>', 'exit codes that fail the task without retries, e.g. 2,64')
+    .option('--permanent-errors <regex>', 'fail the task without retries when its error or output tail matches (repeatable)', collect, [])
+    .option('--heartbeat-timeout <duration>', 'kill an attempt silent this long: no ctx.heartbeat(), no exec output (TIMEOUT, retried)')
     .option('--include <glob>', 'only files matching (repeatable)', collect, [])
     .option('--exclude <glob>', 'skip files matching (repeatable)', collect, [])
     .option('--chunk-size <size>', 'file source: chunk size, cut after a newline (default 64MiB)')

@@ -8,7 +8,8 @@ import { resultWithOut, type DeclaredOutputs } from './declared-outputs.js';
 import { Outage, isUnavailable, releaseLostClaims, type RunStore } from './outage.js';
 import { HOST, ownerId } from './owner.js';
 import type { PoolWorker, WorkerPool } from './pool.js';
-import { settle, type Ending, type RetryRules } from './settlement.js';
+import { settle, type Ending, type RetryRules, type TimedOut } from './settlement.js';
+import { SilenceWatch } from './silence-watch.js';
 import { Upkeep } from './upkeep.js';
 
 export interface CoordinatorOptions {
@@ -54,12 +55,15 @@ interface Inflight {
   startedAt: number;
   /** It waited queued behind another attempt on its worker before it started. */
   waited: boolean;
-  timedOut: boolean;
+  /** Stopped by the coordinator: by --timeout, or by --heartbeat-timeout. */
+  timedOut: TimedOut;
+  /** --heartbeat-timeout's watch, once it started (also in `timers`). */
+  silence?: SilenceWatch;
   /** Its declared output's paths (null without one). */
   output: OutputPaths | null;
   /** Stopped by a shutdown: however it ends, it is INTERRUPTED (not charged). */
   interrupted: boolean;
-  timers: LongTimer[];
+  timers: { cancel(): void }[];
 }
 
 interface Queued {
@@ -150,7 +154,8 @@ export class Coordinator {
       },
       started: (_worker, token) => this.started(token),
       idle: () => this.schedule(),
-      heartbeat: () => undefined, // leases are extended for every running attempt on a timer
+      // Leases are extended for every running attempt on a timer; a heartbeat is a sign of life.
+      heartbeat: (token) => this.inflight.get(token)?.silence?.sign(),
     });
     const { leaseMs, maxRuntimeMs } = this.options;
     this.timers.push(longInterval(() => void this.upkeep.heartbeat().catch((err: unknown) => this.storeFailed(err)), Math.max(50, leaseMs / 3)));
@@ -415,13 +420,19 @@ export class Coordinator {
     entry.head = true;
     entry.waited = waited;
     entry.startedAt = Date.now();
-    const { timeoutMs } = this.options.rules(entry.task.stage);
-    if (timeoutMs !== null) entry.timers.push(longTimeout(() => this.timeOut(entry), timeoutMs));
+    const { timeoutMs, heartbeatTimeoutMs } = this.options.rules(entry.task.stage);
+    if (timeoutMs !== null) entry.timers.push(longTimeout(() => this.timeOut(entry, 'timeout'), timeoutMs));
+    if (heartbeatTimeoutMs !== null) {
+      const logFile = this.pool.reportsStarts(entry.task.stage) ? attemptLogFile(this.logFolder, entry.task.token) : null;
+      entry.silence = new SilenceWatch(heartbeatTimeoutMs, logFile, () => this.timeOut(entry, 'heartbeat'), entry.startedAt);
+      entry.timers.push(entry.silence);
+    }
   }
 
   /** Asks the worker to stop the attempt (TERM); kills the worker if it has not reported in time. */
-  private timeOut(entry: Inflight): void {
-    entry.timedOut = true;
+  private timeOut(entry: Inflight, why: 'timeout' | 'heartbeat'): void {
+    if (entry.timedOut) return; // the other limit stopped it already
+    entry.timedOut = why;
     this.pool.abort(entry.worker, entry.task.token);
     entry.timers.push(longTimeout(() => this.pool.kill(entry.worker), this.options.killGraceMs + 1000));
   }

@@ -11,6 +11,9 @@ export function rulesOf(settings: JobSettings): (stage: string) => RetryRules {
       policy: { backoffMs: p.backoffMs, factor: p.backoffFactor, maxBackoffMs: p.maxBackoffMs, jitter: p.jitter },
       permanentCodes: p.permanentCodes,
       timeoutMs: p.timeoutMs,
+      // Compiled once here: validated when given, so a stored one compiles.
+      permanentErrors: p.permanentErrors.map((source) => new RegExp(source)),
+      heartbeatTimeoutMs: p.heartbeatTimeoutMs,
     });
   }
   return (stage) => rules.get(stage) ?? rules.values().next().value!;

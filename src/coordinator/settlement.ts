@@ -1,3 +1,4 @@
+import ms from 'ms';
 import { errorLine } from '../errors.js';
 import type { ClaimedTask, Outcome, Settlement } from '../store/task-store.js';
 import type { DoneMessage } from '../worker/protocol.js';
@@ -7,13 +8,19 @@ export interface RetryRules {
   policy: BackoffPolicy;
   permanentCodes: number[];
   timeoutMs: number | null;
+  /** --permanent-errors: a failed attempt whose error or output tail matches one is final. */
+  permanentErrors: RegExp[];
+  heartbeatTimeoutMs: number | null;
 }
+
+/** Why the coordinator stopped an attempt: --timeout, or --heartbeat-timeout (silence). */
+export type TimedOut = false | 'timeout' | 'heartbeat';
 
 /** How an attempt ended, as the coordinator saw it. */
 export type Ending =
-  | { kind: 'reported'; msg: DoneMessage; timedOut: boolean }
+  | { kind: 'reported'; msg: DoneMessage; timedOut: TimedOut }
   /** Its worker (or an --exec batch's spawner helper, its body) died; `signal`, if one killed it. */
-  | { kind: 'died'; why: string; timedOut: boolean; signal?: string | null }
+  | { kind: 'died'; why: string; timedOut: TimedOut; signal?: string | null }
   /** Stopped by a shutdown, or never started because its worker died first: not counted. */
   | { kind: 'interrupted'; why?: string };
 
@@ -51,17 +58,24 @@ export function settle(task: ClaimedTask, ending: Ending, rules: RetryRules, now
     return { settlement: settlement('INTERRUPTED', error, NO_IO), terminal: false };
   }
   const failure = (outcome: Outcome, error: string, permanent: boolean, io: Io = NO_IO) => {
+    if (!permanent && rules.permanentErrors.length) permanent = matchesAny(rules.permanentErrors, error, io.outputTail);
     const at = permanent ? null : now + backoffDelay(task.attempt, rules.policy);
     const s = settlement(outcome, error, io);
     s.retryAt = at;
     return { settlement: s, terminal: at === null || task.attempt >= task.maxAttempts };
   };
-  const timedOut = (io: Io) => failure('TIMEOUT', `TIMEOUT: ran longer than ${rules.timeoutMs} ms and was killed`, false, io);
+  const timedOut = (why: 'timeout' | 'heartbeat', io: Io) =>
+    failure(
+      'TIMEOUT',
+      why === 'heartbeat' ? `TIMEOUT: no heartbeat for ${ms(rules.heartbeatTimeoutMs ?? 0)}; killed` : `TIMEOUT: ran longer than ${rules.timeoutMs} ms and was killed`,
+      false,
+      io,
+    );
   if (ending.kind === 'died') {
     // The row's signal column says what killed the worker (not only the error text), so a
     // SIGKILL (OOM killer, kill -9) can be found by a query.
     const io: Io = { exitCode: null, signal: ending.signal ?? null, outputTail: null, logPath: null };
-    return ending.timedOut ? timedOut(io) : failure('CRASHED', `CRASHED: ${ending.why}`, false, io);
+    return ending.timedOut ? timedOut(ending.timedOut, io) : failure('CRASHED', `CRASHED: ${ending.why}`, false, io);
   }
   const m = ending.msg;
   if (m.ok) {
@@ -69,10 +83,14 @@ export function settle(task: ClaimedTask, ending: Ending, rules: RetryRules, now
     s.result = m.result;
     return { settlement: s, terminal: true };
   }
-  if (ending.timedOut) return timedOut(m);
+  if (ending.timedOut) return timedOut(ending.timedOut, m);
   const error = m.error ? errorLine(m.error) : 'failed';
   const permanent = m.error?.retryable === false || (m.exitCode !== null && rules.permanentCodes.includes(m.exitCode));
   return failure('FAILED', error, permanent, m);
+}
+
+function matchesAny(patterns: RegExp[], error: string, tail: string | null): boolean {
+  return patterns.some((p) => p.test(error) || (tail !== null && p.test(tail)));
 }
 
 type Io = Pick<Settlement, 'exitCode' | 'signal' | 'outputTail' | 'logPath'>;

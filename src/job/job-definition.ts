@@ -20,6 +20,10 @@ export interface JobDefinition {
   permanentCodes: number[];
   /** The declared output of every task (SPEC §4), or null; with stages, each stage declares its own. */
   output: OutputSpec | null;
+  /** Regex sources (validated when given): a failed attempt whose error or output tail matches one is final. */
+  permanentErrors: string[];
+  /** An attempt silent this long (no ctx.heartbeat(), no output of an exec) is killed as TIMEOUT. */
+  heartbeatTimeoutMs: number | null;
   /** A per-item pipeline; empty without stages (then `handler` runs every task). */
   stages: StageDefinition[];
 }
@@ -40,13 +44,22 @@ export const DEFAULT_SETTINGS: JobSettings = {
   timeoutMs: null,
   permanentCodes: [],
   output: null,
+  permanentErrors: [],
+  heartbeatTimeoutMs: null,
   stages: [],
 };
 
 export function settingsOf(job: JobDefinition): JobSettings {
   const { version: _v, source: _s, split, ...rest } = job;
-  // Stored before stages or outputs existed: none.
-  return { ...split, ...rest, stages: rest.stages ?? [], output: rest.output ?? null };
+  return {
+    ...split,
+    ...rest,
+    // Stored before these existed: none.
+    stages: rest.stages ?? [],
+    output: rest.output ?? null,
+    permanentErrors: rest.permanentErrors ?? [],
+    heartbeatTimeoutMs: rest.heartbeatTimeoutMs ?? null,
+  };
 }
 
 export function definitionOf(source: string, s: JobSettings): JobDefinition {

@@ -37,6 +37,17 @@ const size = z.union([z.number().int().positive().max(Number.MAX_SAFE_INTEGER), 
 const countOrShare = z.union([z.number().int().positive().max(Number.MAX_SAFE_INTEGER), z.string()]).transform((v, ctx) =>
   parsedBy(parseCountOrShare)(String(v), ctx as z.core.$RefinementCtx<string>),
 );
+/** A JavaScript regex source (no flags), checked to compile; stored as the text. */
+const regexSource = z
+  .string()
+  .describe('a JavaScript regular expression (no flags), matched against the error and output tail')
+  .superRefine((v, ctx) => {
+    try {
+      new RegExp(v);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message, input: v });
+    }
+  });
 const count = (min: number, max = Number.MAX_SAFE_INTEGER) => z.number().int().min(min).max(max);
 
 /** The retry policy: of the job, and of a stage (over the job's). */
@@ -48,6 +59,8 @@ const policy = {
   jitter: z.number().min(0).max(1).optional(),
   timeout: longerThanZero.optional(),
   permanentCodes: z.array(z.number().int().min(1).max(255)).optional(),
+  permanentErrors: z.array(regexSource).describe('an attempt whose error or output tail matches one fails the task at once').optional(),
+  heartbeatTimeout: longerThanZero.describe('kill an attempt silent this long (no ctx.heartbeat(), no exec output) as TIMEOUT').optional(),
 };
 
 /** One stage of a per-item pipeline: its own handler and, optionally, its own policy. */
@@ -173,6 +186,8 @@ export function readJobFile(path: string): RunInput {
       timeoutMs: j.timeout,
       permanentCodes: j.permanentCodes,
       output: outputOf(j.output, [], 'output'),
+      permanentErrors: j.permanentErrors,
+      heartbeatTimeoutMs: j.heartbeatTimeout,
     }),
     inv: definedOnly({
       concurrency: j.concurrency,
@@ -202,6 +217,8 @@ function stageOf(s: z.output<typeof StageSchema>, abs: (p: string) => string, ou
     timeoutMs: s.timeout,
     permanentCodes: s.permanentCodes,
     output,
+    permanentErrors: s.permanentErrors,
+    heartbeatTimeoutMs: s.heartbeatTimeout,
   };
   // Unset fields stay out of the stored definition, so they follow the job's.
   return definedOnly(def) as StageDefinition;

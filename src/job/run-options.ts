@@ -34,6 +34,8 @@ export interface RawRunFlags {
   permanentCodes?: string;
   output?: string;
   force?: boolean;
+  permanentErrors?: string[];
+  heartbeatTimeout?: string;
   include?: string[];
   exclude?: string[];
   chunkSize?: string;
@@ -119,6 +121,8 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     timeoutMs: given(f.timeout, (v) => positive(parseDuration(v, '--timeout'), '--timeout')),
     permanentCodes: given(f.permanentCodes, parseCodes),
     output: f.output === undefined ? undefined : { template: f.output, base: cwd },
+    permanentErrors: f.permanentErrors?.length ? f.permanentErrors.map((r) => checkRegex(r, '--permanent-errors')) : undefined,
+    heartbeatTimeoutMs: given(f.heartbeatTimeout, (v) => positive(parseDuration(v, '--heartbeat-timeout'), '--heartbeat-timeout')),
     include: f.include?.length ? f.include : undefined,
     exclude: f.exclude?.length ? f.exclude : undefined,
     chunkSize: given(f.chunkSize, (v) => parseSize(v, '--chunk-size')),
@@ -181,6 +185,19 @@ export function parseCodes(value: string): number[] {
     throw new UsageError(`--permanent-codes expects exit codes 1-255 separated by commas, e.g. 2,64; got "${value}"`);
   }
   return codes.map(Number);
+}
+
+/**
+ * A `--permanent-errors` pattern: plain JavaScript regex source, no flags. Validated here so a
+ * typo is exit 2 before anything is written; stored as given, compiled once per run (retry-rules.ts).
+ */
+export function checkRegex(source: string, option: string): string {
+  try {
+    new RegExp(source);
+  } catch (err) {
+    throw new UsageError(`${option} ${JSON.stringify(source)}: ${(err as Error).message}`);
+  }
+  return source;
 }
 
 function positive(n: number, option: string): number {

@@ -22,10 +22,12 @@ export interface StageDefinition {
   permanentCodes?: number[];
   /** The stage's declared output (its tasks write `{out}`); none unless given. */
   output?: OutputSpec;
+  permanentErrors?: string[];
+  heartbeatTimeoutMs?: number;
 }
 
 /** What a stage retries and times out with: its own fields over the job's. */
-export type StagePolicy = Pick<JobSettings, 'retries' | 'backoffMs' | 'backoffFactor' | 'maxBackoffMs' | 'jitter' | 'timeoutMs' | 'permanentCodes'>;
+export type StagePolicy = Pick<JobSettings, 'retries' | 'backoffMs' | 'backoffFactor' | 'maxBackoffMs' | 'jitter' | 'timeoutMs' | 'permanentCodes' | 'permanentErrors' | 'heartbeatTimeoutMs'>;
 
 /** The policy of `stage` ('' for a batch without stages). */
 export function policyFor(settings: JobSettings, stage: string): StagePolicy {
@@ -38,6 +40,8 @@ export function policyFor(settings: JobSettings, stage: string): StagePolicy {
     jitter: own?.jitter ?? settings.jitter,
     timeoutMs: own?.timeoutMs ?? settings.timeoutMs,
     permanentCodes: own?.permanentCodes ?? settings.permanentCodes,
+    permanentErrors: own?.permanentErrors ?? settings.permanentErrors,
+    heartbeatTimeoutMs: own?.heartbeatTimeoutMs ?? settings.heartbeatTimeoutMs,
   };
 }
 

@@ -31,8 +31,11 @@ export interface TaskContext {
   /** Appends a line to the task's captured output. */
   log(...args: unknown[]): void;
   /**
-   * Reserved for `--heartbeat-timeout` (a sign of life for a long attempt); today it has no
-   * effect: leases are renewed for every running attempt on a timer.
+   * A sign of life. With `--heartbeat-timeout D`, an attempt that goes D without calling it is
+   * stopped (ctx.signal fires, then its worker is killed after the grace) and recorded
+   * TIMEOUT ("no heartbeat for D"); output (console.log, ctx.log) does not count. Cheap: call
+   * it as often as you like (a few messages a second leave at most). Without the option it
+   * has no effect (leases are renewed for every running attempt on a timer).
    */
   heartbeat(): void;
 }

@@ -2,6 +2,7 @@ import { serializeError } from '../errors.js';
 import { discardOutput, finishOutput, prepareOutput } from '../output/commit-output.js';
 import type { OutputPaths } from '../output/output-path.js';
 import type { Handler } from './handler-types.js';
+import { HeartbeatThrottle } from './heartbeat-throttle.js';
 import type { Launcher } from './launcher.js';
 import { loadHandler } from './load-handler.js';
 import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from './protocol.js';
@@ -127,7 +128,10 @@ export class WorkerCore {
   private startModule(fn: Handler, task: TaskMessage): void {
     let aborted = false;
     const why = task.output && prepareOutput(task.output);
-    const running = why ? notRun(why) : runModule(fn, task, () => this.host.send({ type: 'heartbeat', token: task.token }));
+    // Made on the first ctx.heartbeat(): an attempt that never calls it costs nothing.
+    let heartbeat: HeartbeatThrottle | undefined;
+    const beat = () => (heartbeat ??= new HeartbeatThrottle(() => this.host.send({ type: 'heartbeat', token: task.token }))).beat();
+    const running = why ? notRun(why) : runModule(fn, task, beat);
     const active: Active = {
       token: task.token,
       kind: 'module',
@@ -144,6 +148,7 @@ export class WorkerCore {
       withOutput(
         task,
         running.done.then(async (outcome) => {
+          heartbeat?.stop();
           await this.host.afterModuleAttempt?.(aborted);
           return outcome;
         }),

@@ -192,7 +192,7 @@ describe.skipIf(!hasStrace)('declared outputs: the order that makes a success du
     const synced = at((l) => /fsync\(\d+</.test(l) && l.includes(temp), 'fsync of the temporary file');
     const renamed = at((l) => /rename/.test(l) && l.includes(temp) && l.includes(`"${output}"`), 'rename onto the output');
     const dirSynced = at((l) => /fsync\(\d+</.test(l) && l.includes(`<${folder}>`), 'fsync of the output folder');
-    const committed = lines.findLastIndex((l) => /pwrite64\(\d+<[^>]*splitdance\.db-wal>/.test(l));
+    const committed = lines.map((l) => /pwrite64\(\d+<[^>]*splitdance\.db-wal>/.test(l)).lastIndexOf(true);
     expect(synced).toBeLessThan(renamed);
     expect(renamed).toBeLessThan(dirSynced);
     expect(dirSynced).toBeLessThan(committed);

@@ -445,7 +445,7 @@ function endingOf(kind: EndingKind, token: number): Ending {
     case 'crashed':
       return { kind: 'died', why: 'worker exited with signal SIGKILL', timedOut: false };
     case 'timeout':
-      return { kind: 'died', why: 'killed', timedOut: true };
+      return { kind: 'died', why: 'killed', timedOut: 'timeout' };
     case 'interrupted':
       return { kind: 'interrupted' };
   }
@@ -504,7 +504,7 @@ async function runScenario({ cfg, cmds }: Scenario, mode: BudgetMode = 'safe'): 
   ctl.dead.clear();
 
   const m = new Model();
-  const rules: RetryRules = { policy: cfg.policy, permanentCodes: [], timeoutMs: 1000 };
+  const rules: RetryRules = { policy: cfg.policy, permanentCodes: [], timeoutMs: 1000, permanentErrors: [], heartbeatTimeoutMs: null };
   const owners: MOwner[] = Array.from({ length: cfg.owners }, (_, slot) => {
     const host = slot === 2 && cfg.remoteOwner ? 'host-b/boot' : 'host-a/boot';
     return { slot, gen: 0, host, id: `${host}:${4000 + slot}:0`, alive: true };

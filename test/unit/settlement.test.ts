@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BackoffPolicy } from '../../src/coordinator/backoff.js';
-import { settle, type Ending, type RetryRules } from '../../src/coordinator/settlement.js';
+import { settle, type Ending, type RetryRules, type TimedOut } from '../../src/coordinator/settlement.js';
 import { PermanentError, serializeError, type SerializedError } from '../../src/errors.js';
 import type { ClaimedTask } from '../../src/store/task-store.js';
 import type { DoneMessage } from '../../src/worker/protocol.js';
@@ -8,7 +8,14 @@ import type { DoneMessage } from '../../src/worker/protocol.js';
 const NOW = 1_700_000_000_000;
 const STARTED = NOW - 1_234;
 const policy: BackoffPolicy = { backoffMs: 5_000, factor: 5, maxBackoffMs: 3_600_000, jitter: 0 };
-const rules = (over: Partial<RetryRules> = {}): RetryRules => ({ policy, permanentCodes: [], timeoutMs: 30_000, ...over });
+const rules = (over: Partial<RetryRules> = {}): RetryRules => ({
+  policy,
+  permanentCodes: [],
+  timeoutMs: 30_000,
+  permanentErrors: [],
+  heartbeatTimeoutMs: null,
+  ...over,
+});
 
 function claimed(attempt: number, maxAttempts = 4): ClaimedTask {
   return {
@@ -41,7 +48,7 @@ function done(over: Partial<DoneMessage> = {}): DoneMessage {
   };
 }
 
-const reported = (msg: DoneMessage, timedOut = false): Ending => ({ kind: 'reported', msg, timedOut });
+const reported = (msg: DoneMessage, timedOut: TimedOut = false): Ending => ({ kind: 'reported', msg, timedOut });
 const err = (over: Partial<SerializedError> = {}): SerializedError => ({ name: 'Error', message: 'boom', retryable: true, ...over });
 
 describe('settle', () => {
@@ -174,7 +181,7 @@ describe('settle', () => {
 
   describe('timeout', () => {
     it('a timed-out report → TIMEOUT, retried like a failure', () => {
-      const r = settle(claimed(1, 4), reported(done({ exitCode: null, signal: 'SIGTERM' }), true), rules(), NOW, STARTED);
+      const r = settle(claimed(1, 4), reported(done({ exitCode: null, signal: 'SIGTERM' }), 'timeout'), rules(), NOW, STARTED);
       expect(r.settlement.outcome).toBe('TIMEOUT');
       expect(r.settlement.error).toMatch(/^TIMEOUT/);
       expect(r.settlement.error).toContain('30000');
@@ -185,16 +192,77 @@ describe('settle', () => {
     });
 
     it('a timed-out report on the last attempt is terminal', () => {
-      const r = settle(claimed(4, 4), reported(done({ error: err() }), true), rules(), NOW, STARTED);
+      const r = settle(claimed(4, 4), reported(done({ error: err() }), 'timeout'), rules(), NOW, STARTED);
       expect(r.settlement.outcome).toBe('TIMEOUT');
       expect(r.terminal).toBe(true);
     });
 
     it('a timeout is retried even if its exit code is a permanent one', () => {
-      const r = settle(claimed(1, 4), reported(done({ exitCode: 42 }), true), rules({ permanentCodes: [42] }), NOW, STARTED);
+      const r = settle(claimed(1, 4), reported(done({ exitCode: 42 }), 'timeout'), rules({ permanentCodes: [42] }), NOW, STARTED);
       expect(r.settlement.outcome).toBe('TIMEOUT');
       expect(r.settlement.retryAt).toBe(NOW + 5_000);
       expect(r.terminal).toBe(false);
+    });
+  });
+
+  describe('heartbeat timeout', () => {
+    it("a report stopped for silence → TIMEOUT 'no heartbeat for …', retried; --timeout's message unchanged", () => {
+      const r = settle(claimed(1, 4), reported(done({ exitCode: null, signal: 'SIGTERM' }), 'heartbeat'), rules({ heartbeatTimeoutMs: 30_000 }), NOW, STARTED);
+      expect(r.settlement.outcome).toBe('TIMEOUT');
+      expect(r.settlement.error).toBe('TIMEOUT: no heartbeat for 30s; killed');
+      expect(r.settlement.retryAt).toBe(NOW + 5_000);
+      expect(r.terminal).toBe(false);
+      const t = settle(claimed(1, 4), reported(done(), 'timeout'), rules({ heartbeatTimeoutMs: 30_000 }), NOW, STARTED);
+      expect(t.settlement.error).toBe('TIMEOUT: ran longer than 30000 ms and was killed');
+    });
+
+    it('a worker killed for silence → TIMEOUT with the heartbeat message', () => {
+      const r = settle(claimed(1, 4), { kind: 'died', why: 'killed', timedOut: 'heartbeat', signal: 'SIGKILL' }, rules({ heartbeatTimeoutMs: 1_500 }), NOW, STARTED);
+      expect(r.settlement.outcome).toBe('TIMEOUT');
+      expect(r.settlement.error).toBe('TIMEOUT: no heartbeat for 2s; killed');
+      expect(r.settlement.signal).toBe('SIGKILL');
+    });
+  });
+
+  describe('permanent errors', () => {
+    const pe = (...sources: string[]) => rules({ permanentErrors: sources.map((s) => new RegExp(s)) });
+
+    it('a FAILED attempt whose error matches → final on its first attempt', () => {
+      const r = settle(claimed(1, 4), reported(done({ error: err({ message: 'Invalid header in row 3' }), outputTail: null })), pe('Invalid header'), NOW, STARTED);
+      expect(r.settlement.outcome).toBe('FAILED');
+      expect(r.settlement.retryAt).toBeNull();
+      expect(r.terminal).toBe(true);
+    });
+
+    it('a FAILED attempt whose output tail matches (and error does not) → final', () => {
+      const r = settle(claimed(1, 4), reported(done({ error: err({ message: 'exit code 1' }), outputTail: 'reading\nERR-42 bad input\ndone\n' })), pe('ERR-\\d+ bad', 'x{3}'), NOW, STARTED);
+      expect(r.settlement.retryAt).toBeNull();
+      expect(r.terminal).toBe(true);
+    });
+
+    it('no match → retried as usual', () => {
+      const r = settle(claimed(1, 4), reported(done({ error: err({ message: 'connection reset' }), outputTail: 'some output' })), pe('Invalid header'), NOW, STARTED);
+      expect(r.settlement.retryAt).toBe(NOW + 5_000);
+      expect(r.terminal).toBe(false);
+    });
+
+    it('a TIMEOUT whose output tail matches → final; a CRASHED whose reason matches → final', () => {
+      const t = settle(claimed(1, 4), reported(done({ outputTail: 'disk quota exceeded' }), 'timeout'), pe('quota'), NOW, STARTED);
+      expect(t.settlement.outcome).toBe('TIMEOUT');
+      expect(t.settlement.retryAt).toBeNull();
+      expect(t.terminal).toBe(true);
+      const c = settle(claimed(1, 4), { kind: 'died', why: 'worker killed by SIGSEGV', timedOut: false }, pe('SIGSEGV'), NOW, STARTED);
+      expect(c.settlement.outcome).toBe('CRASHED');
+      expect(c.settlement.retryAt).toBeNull();
+      expect(c.terminal).toBe(true);
+    });
+
+    it('never an INTERRUPTED or a SUCCESS attempt, whatever they printed', () => {
+      const i = settle(claimed(1, 4), { kind: 'interrupted', why: 'Invalid header' }, pe('Invalid header', 'INTERRUPTED'), NOW, STARTED);
+      expect(i.settlement.outcome).toBe('INTERRUPTED');
+      expect(i.terminal).toBe(false);
+      const s = settle(claimed(1, 4), reported(done({ ok: true, exitCode: 0, outputTail: 'Invalid header' })), pe('Invalid header'), NOW, STARTED);
+      expect(s.settlement.outcome).toBe('SUCCESS');
     });
   });
 
@@ -215,7 +283,7 @@ describe('settle', () => {
     });
 
     it('→ TIMEOUT when the worker died because it timed out', () => {
-      const r = settle(claimed(1, 4), { kind: 'died', why: 'killed', timedOut: true }, rules(), NOW, STARTED);
+      const r = settle(claimed(1, 4), { kind: 'died', why: 'killed', timedOut: 'timeout' }, rules(), NOW, STARTED);
       expect(r.settlement.outcome).toBe('TIMEOUT');
       expect(r.settlement.retryAt).toBe(NOW + 5_000);
       expect(r.terminal).toBe(false);
