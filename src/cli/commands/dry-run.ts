@@ -46,6 +46,9 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
     concurrency: plan.inv.concurrency,
     retries: s.retries,
     timeoutMs: s.timeoutMs,
+    heartbeatTimeoutMs: s.heartbeatTimeoutMs,
+    permanentCodes: s.permanentCodes,
+    permanentErrors: s.permanentErrors,
     alreadySucceeded: counts?.succeeded ?? 0,
     failed: counts?.failed ?? 0,
     wouldRetry: counts?.retrying ?? 0,
@@ -62,7 +65,8 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
     `batch    ${plan.batchName}${plan.existing ? ' (exists)' : ' (new)'} in store ${storeName}`,
     `tasks    ${count}${plan.existing ? `, ${result.newTasks} new` : ''}${plan.sample ? ' (sampled)' : ''}; first: ${first.join(', ')}${count > first.length ? ', …' : ''}`,
     ...(outputs ? [`outputs  ${upToDate} of ${count} task(s) up to date: they would be recorded SUCCESS without running (--force runs them)`] : []),
-    `handler  ${describeHandler(s.handler, s.stages)} on ${plan.inv.concurrency} worker(s), ${s.retries} retries${s.timeoutMs ? `, timeout ${formatMs(s.timeoutMs)}` : ''}`,
+    `handler  ${describeHandler(s.handler, s.stages)} on ${plan.inv.concurrency} worker(s), ${s.retries} retries${s.timeoutMs ? `, timeout ${formatMs(s.timeoutMs)}` : ''}` +
+      `${s.heartbeatTimeoutMs ? `, heartbeat timeout ${formatMs(s.heartbeatTimeoutMs)}` : ''}${s.permanentErrors.length ? `, ${s.permanentErrors.length} permanent-error pattern(s)` : ''}`,
   ];
   if (counts) {
     out.push(
