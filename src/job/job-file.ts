@@ -129,7 +129,7 @@ export function jobFileJsonSchema(): unknown {
 }
 
 /** Reads and validates a job file into a typed RunInput (paths made absolute against the file's folder). */
-export function readJobFile(path: string): RunInput {
+export function readJobFile(path: string, cwd = process.cwd()): RunInput {
   let data: unknown;
   try {
     data = JSON.parse(readFileSync(path, 'utf8'));
@@ -148,7 +148,6 @@ export function readJobFile(path: string): RunInput {
     throw new UsageError(`job file ${path}: with "stages", each stage declares its own "output"; move the top-level one into a stage`);
   }
   // Relative to the working directory (SPEC §4), like --output: where `run` is started.
-  const cwd = process.cwd();
   const outputOf = (template: string | undefined, needs: string[], field: string) => {
     if (template === undefined) return undefined;
     try {

@@ -8,6 +8,8 @@ import { sampled, type Sample } from '../split/sample.js';
 import { sourceKind, splitSource, type SourceKind } from '../split/split-source.js';
 import { expandStages, layoutOf } from './stages.js';
 import { checkTemplate } from '../worker/exec-template.js';
+import { findOutputCollision } from '../output/planned-outputs.js';
+import { printable } from '../printable.js';
 import type { TaskSpec } from '../store/task-store.js';
 
 /** What planning needs to know of a batch already in the store: only its stored definition. */
@@ -56,7 +58,7 @@ export async function planRun(
 ): Promise<RunPlan> {
   const fromFlags = inputFromFlags(cliFlags, cwd);
   const jobPath = options.storedOnly ? null : findJobFile(cliFlags.job, cwd);
-  const fromFile: RunInput | null = jobPath ? (await import('./job-file.js')).readJobFile(jobPath) : null;
+  const fromFile: RunInput | null = jobPath ? (await import('./job-file.js')).readJobFile(jobPath, cwd) : null;
   const input = fromFile ? layerInputs(fromFile, fromFlags) : fromFlags; // flags win over the file
   const sourceGiven = sourceArg ?? input.source;
   if (sourceGiven === undefined) {
@@ -80,7 +82,7 @@ export async function planRun(
       ? [`batch ${batchName}: ${changed.join(', ')} changed for the unfinished tasks (handler now ${describeHandler(settings.handler, settings.stages)})`]
       : [];
   const sample = input.sample ?? null;
-  return {
+  const plan: RunPlan = {
     flags: cliFlags,
     source,
     kind,
@@ -106,6 +108,18 @@ export async function planRun(
       return expandStages(sample ? sampled(make, sample) : make(), settings);
     },
   };
+  if (settings.output || settings.stages.some((s) => s.output)) {
+    // Two tasks on one output file: each would overwrite the other, or be found up to date on it.
+    const clash = findOutputCollision(settings, () => plan.split(), batchName);
+    if (clash) {
+      const field = settings.output ? `--output ${JSON.stringify(settings.output.template)}` : `the "output" of stage ${JSON.stringify(clash.first.split('/')[0])}`;
+      throw new UsageError(
+        `${field} gives two tasks one output file: ${printable(clash.first)} and ${printable(clash.second)} both write ${printable(clash.path)}; ` +
+          'use a placeholder that tells them apart ({rel} or {key})',
+      );
+    }
+  }
+  return plan;
 }
 
 /**

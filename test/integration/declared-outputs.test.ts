@@ -223,6 +223,23 @@ describe('declared outputs: bad input is refused before anything is written', ()
     expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
   });
 
+  it('two tasks on one output file are refused: files with one stem, or the chunks of one file', async () => {
+    const p = project(2);
+    writeFileSync(join(p.src, 'f01.txt'), 'other\n');
+    const stems = await runCli(['run', 'src', '--exec', 'cat {} > {out}', '--output', 'out/{stem}.gz'], { cwd: p.dir });
+    expect(stems.code).toBe(2);
+    expect(stems.stderr).toContain('gives two tasks one output file: f01.log and f01.txt both write');
+    writeFileSync(join(p.dir, 'big.txt'), 'x\n'.repeat(100));
+    const chunks = await runCli(['run', 'big.txt', '--lines', '10', '--exec', 'cat {} > {out}', '--output', 'out/{name}.part'], { cwd: p.dir });
+    expect(chunks.code).toBe(2);
+    expect(chunks.stderr).toContain('big.txt:00000 and big.txt:00001 both write');
+    expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
+    // {key} tells chunks apart.
+    const ok = await runCli(['run', 'big.txt', '--lines', '10', '--exec', 'echo {start} > {out}', '--output', 'out/{key}.part'], { cwd: p.dir });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(filesUnder(p.out)).toHaveLength(10);
+  });
+
   it('the input file itself is never an output', async () => {
     const p = project(1);
     const r = await runCli(['run', 'src', '--exec', 'cat {} > {out}', '--output', '{}', '--retries', '0'], { cwd: p.dir });
