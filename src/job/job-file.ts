@@ -128,7 +128,7 @@ export function jobFileJsonSchema(): unknown {
   return z.toJSONSchema(JobFileSchema, { io: 'input' });
 }
 
-/** Reads and validates a job file into a typed RunInput (paths made absolute against the file's folder). */
+/** Reads and validates a job file into a typed RunInput (paths made absolute against the file's folder; declared outputs against `cwd`, where `run` starts). */
 export function readJobFile(path: string, cwd = process.cwd()): RunInput {
   let data: unknown;
   try {

@@ -1,4 +1,5 @@
-import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, constants } from 'node:fs';
+import { constants, mkdirSync, rmSync } from 'node:fs';
+import { lstat, open, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { OutputPaths } from './output-path.js';
 
@@ -22,28 +23,57 @@ export function prepareOutput(out: OutputPaths): string | null {
 /**
  * After a successful command: the temporary file is synced and renamed onto the output path,
  * then its folder is synced, so a power loss after the commit cannot undo it. Returns the
- * error that fails the attempt instead, or null.
+ * error that fails the attempt instead, or null. Asynchronous: the syncs wait on the disk in
+ * libuv's threads, never in the event loop that starts the next commands and commits.
  */
-export function commitOutput(out: OutputPaths, how: string): string | null {
+export async function commitOutput(out: OutputPaths, how: string): Promise<string | null> {
   let isFile: boolean;
   try {
-    isFile = lstatSync(out.temp).isFile();
+    isFile = (await lstat(out.temp)).isFile();
   } catch {
     return `declared output not written: ${out.path} (${how})`;
   }
   try {
-    if (isFile) syncPath(out.temp, constants.O_RDONLY);
-    renameSync(out.temp, out.path);
+    if (isFile) await syncPath(out.temp, constants.O_RDONLY);
+    await rename(out.temp, out.path);
   } catch (err) {
     discardOutput(out);
     return `declared output could not be moved onto ${out.path}: ${(err as Error).message}`;
   }
   try {
-    syncPath(dirname(out.path), constants.O_RDONLY | constants.O_DIRECTORY);
+    await syncFolder(dirname(out.path));
   } catch {
     // the rename happened; a folder that cannot be synced (some network file systems) only loses durability
   }
   return null;
+}
+
+/** Per folder: the sync running now, and the one queued after it (shared by every rename made meanwhile). */
+const folderSyncs = new Map<string, { running: Promise<void>; next: Promise<void> | null }>();
+
+/**
+ * Syncs a folder after a rename in it. Renames into one folder share syncs (a group commit):
+ * a sync already running may have started before this rename, so this one waits for the next,
+ * which starts once that ends and covers every rename made in between — one sync per busy
+ * moment instead of one per file.
+ */
+function syncFolder(dir: string): Promise<void> {
+  const state = folderSyncs.get(dir);
+  if (state) return (state.next ??= state.running.catch(() => undefined).then(() => startFolderSync(dir)));
+  return startFolderSync(dir);
+}
+
+function startFolderSync(dir: string): Promise<void> {
+  const running = syncPath(dir, constants.O_RDONLY | constants.O_DIRECTORY).finally(() => {
+    const state = folderSyncs.get(dir)!;
+    if (state.next) {
+      // The queued sync is starting now (startFolderSync replaces this entry); nothing to clean.
+      return;
+    }
+    folderSyncs.delete(dir);
+  });
+  folderSyncs.set(dir, { running, next: null });
+  return running;
 }
 
 /** Removes what a failed, stopped or dead attempt left at its temporary path (never the output). */
@@ -55,12 +85,12 @@ export function discardOutput(out: OutputPaths): void {
   }
 }
 
-function syncPath(path: string, flags: number): void {
-  const fd = openSync(path, flags);
+async function syncPath(path: string, flags: number): Promise<void> {
+  const handle = await open(path, flags);
   try {
-    fsyncSync(fd);
+    await handle.sync();
   } finally {
-    closeSync(fd);
+    await handle.close();
   }
 }
 
@@ -72,11 +102,11 @@ interface Ended {
 }
 
 /** The attempt's outcome once its output is dealt with: a success whose output cannot be committed fails. */
-export function finishOutput<T extends Ended>(out: OutputPaths, outcome: T, how: string): T {
+export async function finishOutput<T extends Ended>(out: OutputPaths, outcome: T, how: string): Promise<T> {
   if (!outcome.ok) {
     discardOutput(out);
     return outcome;
   }
-  const error = commitOutput(out, how);
+  const error = await commitOutput(out, how);
   return error === null ? outcome : { ...outcome, ok: false, result: null, error: { name: 'Error', message: error, retryable: true } };
 }

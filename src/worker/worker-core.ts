@@ -190,7 +190,7 @@ export class WorkerCore {
 /** The outcome once a declared output is committed (success) or removed (anything else). */
 function withOutput<T extends ExecOutcome | 'dropped'>(task: TaskMessage, done: Promise<T>, how: string): Promise<T> {
   const out = task.output;
-  return out ? done.then((o) => (o === 'dropped' ? o : finishOutput(out, o as ExecOutcome, how) as T)) : done;
+  return out ? done.then(async (o) => (o === 'dropped' ? o : ((await finishOutput(out, o as ExecOutcome, how)) as T))) : done;
 }
 
 /** An attempt that fails before anything runs (its output's folder cannot be made). */
