@@ -50,13 +50,14 @@ export interface AttemptsHost {
  * their start, their clocks (--timeout, --heartbeat-timeout) and their declared outputs.
  */
 export class AttemptsInFlight {
-  /** By token. Upkeep reads it to renew leases and kill attempts taken over. */
-  readonly inflight = new Map<number, Inflight>();
+  private readonly entries = new Map<number, Inflight>();
+  /** By token, read-only outside: upkeep renews their leases and kills those taken over. */
+  readonly inflight: ReadonlyMap<number, Inflight> = this.entries;
 
   constructor(private readonly host: AttemptsHost) {}
 
   get size(): number {
-    return this.inflight.size;
+    return this.entries.size;
   }
 
   dispatch(worker: PoolWorker, claimed: ClaimedTask[], now: number): void {
@@ -74,7 +75,7 @@ export class AttemptsInFlight {
         this.host.settled({ task, settlement: outputs.upToDateSettlement(task, out.paths, now), terminal: true });
         continue;
       }
-      this.inflight.set(task.token, { task, worker, head: false, startedAt: now, waited: false, timedOut: false, output: out?.paths ?? null, interrupted: false, timers: [] });
+      this.entries.set(task.token, { task, worker, head: false, startedAt: now, waited: false, timedOut: false, output: out?.paths ?? null, interrupted: false, timers: [] });
       msgs.push({
         token: task.token,
         key: task.key,
@@ -102,24 +103,24 @@ export class AttemptsInFlight {
    */
   startHead(worker: PoolWorker, waited: boolean): void {
     const token = worker.queue[0];
-    const entry = token === undefined ? undefined : this.inflight.get(token);
+    const entry = token === undefined ? undefined : this.entries.get(token);
     if (entry && !this.host.pool.reportsStarts(entry.task.stage)) this.begin(entry, waited);
   }
 
   /** An exec attempt's command started, maybe while the one ahead of it is still being reported. */
   started(token: number): void {
-    this.begin(this.inflight.get(token), true);
+    this.begin(this.entries.get(token), true);
   }
 
   /** A sign of life from the attempt (ctx.heartbeat()), for its silence watch. */
   heartbeat(token: number): void {
-    this.inflight.get(token)?.silence?.sign();
+    this.entries.get(token)?.silence?.sign();
   }
 
   /** Marks every attempt INTERRUPTED however it ends, and asks its worker to stop it. */
   interruptAll(): void {
     const workers = new Set<PoolWorker>();
-    for (const entry of this.inflight.values()) {
+    for (const entry of this.entries.values()) {
       entry.interrupted = true;
       workers.add(entry.worker);
     }
@@ -129,12 +130,12 @@ export class AttemptsInFlight {
   /** Kills every worker running an attempt and settles each as INTERRUPTED. */
   killAll(): void {
     const now = Date.now();
-    for (const w of new Set([...this.inflight.values()].map((e) => e.worker))) this.host.pool.kill(w);
-    for (const entry of this.inflight.values()) this.push(entry, { kind: 'interrupted' }, now);
+    for (const w of new Set([...this.entries.values()].map((e) => e.worker))) this.host.pool.kill(w);
+    for (const entry of this.entries.values()) this.push(entry, { kind: 'interrupted' }, now);
   }
 
   ended(token: number, ending: Ending): void {
-    const entry = this.inflight.get(token);
+    const entry = this.entries.get(token);
     if (!entry) return; // already settled (killed at shutdown)
     // A stopped attempt is INTERRUPTED (uncharged), unless it managed to succeed anyway.
     if (entry.interrupted && !(ending.kind === 'reported' && ending.msg.ok)) ending = { kind: 'interrupted' };
@@ -170,7 +171,7 @@ export class AttemptsInFlight {
 
   private push(entry: Inflight, ending: Ending, now: number): void {
     entry.timers.forEach((t) => t.cancel());
-    this.inflight.delete(entry.task.token);
+    this.entries.delete(entry.task.token);
     const { settlement, terminal } = settle(entry.task, ending, this.host.rules(entry.task.stage), now, entry.startedAt, entry.waited);
     if (entry.output) {
       // The worker committed or removed it; a worker that died (or was killed) could not.
