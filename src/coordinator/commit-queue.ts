@@ -1,0 +1,134 @@
+import type { BatchRecord, ClaimedTask, Settlement, TaskStatus } from '../store/task-store.js';
+import type { RunObserver, StopReason } from './coordinator.js';
+import { isUnavailable, type RunStore } from './outage.js';
+import { HOST } from './owner.js';
+import type { PoolWorker } from './pool.js';
+
+/** An attempt's settlement, waiting for the next commit. */
+export interface Queued {
+  task: ClaimedTask;
+  settlement: Settlement;
+  terminal: boolean;
+}
+
+export interface CommitQueueHost {
+  store: RunStore;
+  batch: BatchRecord;
+  owner: string;
+  leaseMs: number;
+  maxFailures: number | null;
+  observer: RunObserver;
+  /** The slots to claim for now: none once the run stops (asked after failures are committed). */
+  freeSlots(): PoolWorker[];
+  /** Hands tasks claimed for a slot to it (the attempts in flight). */
+  dispatch(worker: PoolWorker, tasks: ClaimedTask[], now: number): void;
+  stop(reason: StopReason): void;
+}
+
+/**
+ * The settlements of ended attempts, committed in groups: with the next claim in one
+ * transaction (exchange), or alone when the run ends (flush). Reports each committed attempt
+ * and counts failures for --max-failures.
+ */
+export class CommitQueue {
+  private queue: Queued[] = [];
+  private failures = 0;
+
+  constructor(private readonly host: CommitQueueHost) {}
+
+  get size(): number {
+    return this.queue.length;
+  }
+
+  /** The tasks whose settlements wait here. */
+  tasks(): ClaimedTask[] {
+    return this.queue.map((q) => q.task);
+  }
+
+  push(q: Queued): void {
+    this.queue.push(q);
+  }
+
+  /** Runs a commit of `batch` (taken off the queue); on failure puts it back, in order, to be committed later. */
+  private async committing<T>(batch: Queued[], commit: () => Promise<T>): Promise<T> {
+    try {
+      return await commit();
+    } catch (err) {
+      this.queue = batch.concat(this.queue);
+      throw err;
+    }
+  }
+
+  /**
+   * Commits what finished and claims for the idle workers, in one transaction. Returns the
+   * claim's time when it left slots without a task (the loop then sleeps until one is due), else null.
+   */
+  async exchange(): Promise<number | null> {
+    const { store, batch: record, owner, leaseMs } = this.host;
+    // A failure may end its task and trip --max-failures, which must stop the claim: commit
+    // failures on their own first. (Successes, the common case, share the claim's transaction.)
+    if (this.queue.some((q) => q.settlement.outcome !== 'SUCCESS')) await this.flush();
+    const free = this.host.freeSlots();
+    if (this.queue.length === 0 && free.length === 0) return null;
+    const batch = this.queue;
+    this.queue = [];
+    const now = Date.now();
+    const request = {
+      batchId: record.id,
+      owner,
+      host: HOST,
+      now,
+      leaseMs,
+      slots: free.map((w) => ({ workerId: w.id, pid: w.pid })),
+      // The version whose handler the pool loaded: under a newer one the store claims nothing.
+      jobVersion: record.jobVersion,
+    };
+    const { applied, claimed } = await this.committing(batch, () => store.settleAndClaim(batch.map((q) => q.settlement), request));
+    const perWorker = new Map<PoolWorker, ClaimedTask[]>();
+    claimed.forEach((task, i) => {
+      const tasks = perWorker.get(free[i]!);
+      if (tasks) tasks.push(task);
+      else perWorker.set(free[i]!, [task]);
+    });
+    for (const [worker, tasks] of perWorker) this.host.dispatch(worker, tasks, now);
+    await this.report(batch, new Set(applied));
+    return free.length > 0 && claimed.length < free.length ? now : null;
+  }
+
+  /** Commits what finished (no claim): used when the run is ending. */
+  async flush(): Promise<void> {
+    if (this.queue.length === 0) return;
+    const batch = this.queue;
+    this.queue = [];
+    await this.report(batch, new Set(await this.committing(batch, () => this.host.store.settle(batch.map((q) => q.settlement)))));
+  }
+
+  private async report(batch: Queued[], applied: Set<number>): Promise<void> {
+    if (batch.length === 0) return;
+    const { store, observer } = this.host;
+    // Whether a failure ended its task is the store's call: the budget may have changed since the claim.
+    // (An interrupted attempt of a task `cancel` stopped ends it CANCELLED.)
+    const failedIds = batch.filter((q) => q.settlement.outcome !== 'SUCCESS').map((q) => q.task.id);
+    // Committed already: a store gone meanwhile only costs the exact status (guessed below).
+    const status = await store.statuses(failedIds).catch((err: unknown) => {
+      if (isUnavailable(err)) return new Map<number, TaskStatus>();
+      throw err;
+    });
+    for (const q of batch) {
+      if (!applied.has(q.settlement.token)) {
+        observer.note(`attempt ${q.task.attempt} of ${q.task.key} was fenced off (its lease was taken over); its result was discarded`);
+        continue;
+      }
+      let now = status.get(q.task.id) ?? (q.settlement.outcome === 'SUCCESS' ? 'SUCCESS' : q.terminal ? 'FAILED' : 'PENDING');
+      if (now === 'RUNNING') now = 'PENDING'; // already claimed again, by another coordinator: it was a retry
+      if (now === 'FAILED') this.countFailure();
+      observer.attemptEnded(q.task, q.settlement, now);
+    }
+  }
+
+  private countFailure(): void {
+    this.failures++;
+    const { maxFailures } = this.host;
+    if (maxFailures !== null && this.failures >= maxFailures) this.host.stop({ kind: 'max-failures' });
+  }
+}
