@@ -33,13 +33,23 @@ export interface DurationUnit {
   ms: number;
 }
 
-/** The unit to write durations of this size in: a step of 30 s reads "60–90 s", of 100 ms "1000–1100 ms". */
-export function unitFor(ms: number): DurationUnit {
-  if (ms < SECOND) return { name: 'ms', ms: 1 };
-  if (ms < MINUTE) return { name: 's', ms: SECOND };
-  if (ms < HOUR) return { name: 'min', ms: MINUTE };
-  if (ms < DAY) return { name: 'h', ms: HOUR };
-  return { name: 'd', ms: DAY };
+const UNITS: DurationUnit[] = [
+  { name: 'ms', ms: 1 },
+  { name: 's', ms: SECOND },
+  { name: 'min', ms: MINUTE },
+  { name: 'h', ms: HOUR },
+  { name: 'd', ms: DAY },
+];
+
+/**
+ * The unit for labels up to `top` that step by `step`: the smallest that keeps numbers under
+ * 100 (under 1000 for ms: `10–50 ms`, `7–7.5 s`, not `7000–7500 ms`) among those where the step is exact in two decimals
+ * (5 s steps never read `0.08 min`); the largest exact one when none stays under 100.
+ * Without a step (ticks at fractions of a span) every unit is exact enough.
+ */
+export function unitFor(top: number, step?: number): DurationUnit {
+  const exact = step === undefined ? UNITS : UNITS.filter((u) => Number.isInteger(Math.round((step / u.ms) * 1e6) / 1e4));
+  return exact.find((u) => top / u.ms < (u.ms === 1 ? 1000 : 100)) ?? exact.at(-1) ?? UNITS[0]!;
 }
 
 /** A number of `unit`s, without trailing zeros: 1.5, 90, 0.25. */

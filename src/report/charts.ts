@@ -56,8 +56,9 @@ function drawnEnd(a: BatchAttempt, now: number): number {
 
 /**
  * Axis labels precise enough to tell the ticks apart, all in one unit picked by the span
- * (+0.5 s… for seconds, +1.5 h… for hours) so a long batch never reads "+2m" twice.
+ * (+1.5 s… for seconds, +13.8 h… for two days) so a long batch never reads "+2m" twice.
  */
 function tick(ms: number, span: number): string {
-  return `+${inUnit(ms, unitFor(span / 2))} ${unitFor(span / 2).name}`;
+  const unit = unitFor(span);
+  return `+${inUnit(ms, unit)} ${unit.name}`;
 }

@@ -35,7 +35,7 @@ export function histogramSvg(attempts: BatchAttempt[]): string {
   const durations = attempts.filter((a) => a.durationMs !== null).map((a) => a.durationMs!);
   if (durations.length === 0) return '<p class="empty">No finished attempts yet.</p>';
   const buckets = durationBuckets(durations);
-  const unit = unitFor(buckets[0]!.to - buckets[0]!.from);
+  const unit = unitFor(buckets.at(-1)!.to, buckets[0]!.to - buckets[0]!.from);
   const labels = buckets.map((b) => durationRange(b.from, b.to, unit));
   const bw = Math.min(MAX_BAR_W, PLOT_W / buckets.length);
   const longest = Math.max(...labels.map((l) => l.length)) * CHAR_W;
@@ -67,7 +67,8 @@ export function histogramSvg(attempts: BatchAttempt[]): string {
     const label = slanted
       ? `<text class="tick bucket" x="${cx}" y="${ly}" text-anchor="end" transform="rotate(-${SLANT} ${cx} ${ly})">${esc(labels[i])}</text>`
       : `<text class="tick bucket" x="${cx}" y="${ly}" text-anchor="middle">${esc(labels[i])}</text>`;
-    const h = (b.count / yMax) * PLOT_H;
+    // A bucket of a few among thousands still shows: a sliver, not nothing.
+    const h = b.count === 0 ? 0 : Math.max(1.5, (b.count / yMax) * PLOT_H);
     return `<rect class="hist" data-count="${b.count}" x="${(x + 2).toFixed(1)}" y="${(base - h).toFixed(1)}" width="${(bw - 4).toFixed(1)}" height="${h.toFixed(1)}"><title>${b.count} attempt(s) of ${esc(labels[i])}</title></rect>${label}`;
   });
   const axes = `<line class="axis" x1="${left}" x2="${left}" y1="${top}" y2="${base}"/><line class="axis" x1="${left}" x2="${width - 16}" y1="${base}" y2="${base}"/>`;
