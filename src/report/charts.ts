@@ -1,5 +1,6 @@
 import { formatMs } from '../job/units.js';
 import type { BatchAttempt } from '../store/task-store.js';
+import { inUnit, unitFor } from './axis.js';
 import { esc } from './escape.js';
 
 export const OUTCOME_COLORS: Record<string, string> = {
@@ -36,9 +37,11 @@ export function ganttSvg(attempts: BatchAttempt[], now: number): string {
     return `<rect class="bar" data-outcome="${outcome}"${unknown ? ' data-end="unknown"' : ''} x="${x(a.startedAt).toFixed(1)}" y="${y}" width="${w.toFixed(1)}" height="${LANE - 6}" fill="${OUTCOME_COLORS[outcome]}"><title>${esc(title)}</title></rect>`;
   });
   const labels = lanes.map((l, i) => `<text class="lane" x="4" y="${i * LANE + 15}">${esc(l)}</text>`);
-  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => {
+  // The end ticks' labels hang inwards from their line, so neither leaves the picture.
+  const anchors = ['start', 'middle', 'middle', 'middle', 'end'];
+  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f, i) => {
     const tx = LABEL + f * plot;
-    return `<line x1="${tx}" x2="${tx}" y1="0" y2="${lanes.length * LANE}" class="grid"/><text class="tick" x="${tx}" y="${lanes.length * LANE + 16}" text-anchor="middle">+${esc(tick((t1 - t0) * f, t1 - t0))}</text>`;
+    return `<line x1="${tx}" x2="${tx}" y1="0" y2="${lanes.length * LANE}" class="grid"/><text class="tick" x="${tx}" y="${lanes.length * LANE + 16}" text-anchor="${anchors[i]}">${esc(tick((t1 - t0) * f, t1 - t0))}</text>`;
   });
   return `<svg class="gantt" role="img" aria-label="attempts per worker over time" viewBox="0 0 ${WIDTH} ${height}" width="${WIDTH}" height="${height}">${ticks.join('')}${labels.join('')}${bars.join('')}</svg>`;
 }
@@ -51,28 +54,11 @@ function drawnEnd(a: BatchAttempt, now: number): number {
   return a.endedAt ?? (a.outcome === null ? now : a.startedAt);
 }
 
-/** A histogram of finished attempts' durations in 20 equal buckets. */
-export function histogramSvg(attempts: BatchAttempt[]): string {
-  const durations = attempts.filter((a) => a.durationMs !== null).map((a) => a.durationMs!);
-  if (durations.length === 0) return '<p class="empty">No finished attempts yet.</p>';
-  const lo = Math.min(...durations);
-  const hi = Math.max(...durations, lo + 1);
-  const buckets = new Array<number>(20).fill(0);
-  for (const d of durations) buckets[Math.min(19, Math.floor(((d - lo) / (hi - lo)) * 20))]!++;
-  const peak = Math.max(...buckets);
-  const w = 40;
-  const h = 160;
-  const bars = buckets.map((n, i) => {
-    const bh = (n / peak) * h;
-    const from = lo + ((hi - lo) * i) / 20;
-    return `<rect class="hist" x="${i * w + 2}" y="${h - bh + 10}" width="${w - 4}" height="${bh}"><title>${n} attempt(s) of ${esc(formatMs(from))}–${esc(formatMs(from + (hi - lo) / 20))}</title></rect>`;
-  });
-  return `<svg class="histogram" role="img" aria-label="duration histogram" viewBox="0 0 ${20 * w} ${h + 30}" width="${20 * w}" height="${h + 30}">${bars.join('')}<text class="tick" x="2" y="${h + 26}">${esc(formatMs(lo))}</text><text class="tick" x="${20 * w - 2}" y="${h + 26}" text-anchor="end">${esc(formatMs(hi))}</text></svg>`;
-}
-
-/** Axis labels precise enough to tell the ticks apart. */
+/**
+ * Axis labels precise enough to tell the ticks apart, all in one unit picked by the span
+ * (+1.5 s… for seconds, +13.8 h… for two days) so a long batch never reads "+2m" twice.
+ */
 function tick(ms: number, span: number): string {
-  if (span < 2000) return `${Math.round(ms)}ms`;
-  if (span < 120_000) return `${(ms / 1000).toFixed(1)}s`;
-  return formatMs(ms);
+  const unit = unitFor(span);
+  return `+${inUnit(ms, unit)} ${unit.name}`;
 }

@@ -1,6 +1,8 @@
 import { formatMs } from '../job/units.js';
-import { ganttSvg, histogramSvg, OUTCOME_COLORS } from './charts.js';
+import { ganttSvg, OUTCOME_COLORS } from './charts.js';
 import { esc } from './escape.js';
+import { failuresHtml, taskAnchor } from './failures.js';
+import { histogramSvg } from './histogram.js';
 import type { ReportData } from './report-data.js';
 
 const CSS = `
@@ -12,7 +14,9 @@ table{border-collapse:collapse;font-size:13px} td,th{border-bottom:1px solid #ee
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px} pre{background:#f6f8fa;padding:8px;max-width:1000px;overflow:auto;white-space:pre-wrap}
 .legend span{display:inline-block;margin-right:14px} .legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px;border-radius:2px}
 svg text{font-size:11px;fill:#444} .grid{stroke:#eee} .hist{fill:#5b8def} .empty{color:#888}
-.scroll{overflow-x:auto}`;
+.scroll{overflow-x:auto} .axis{stroke:#888} .axis-title{fill:#666}
+h3{font-size:15px;margin:18px 0 6px} h3 code{font-size:14px} ul.keys{margin:6px 0;padding-left:18px} section.task,section.cluster{padding:2px 8px;border-left:3px solid transparent}
+:target{border-left-color:#f0b429 !important;background:#fffbe6} .error code{color:#b42318}`;
 
 /** Per-stage counts, for a batch with stages. */
 function stagesTable(s: ReportData['status']): string {
@@ -38,19 +42,12 @@ export function renderReport(d: ReportData, hints: ReportHints = {}): string {
     .join('');
   const cut = d.attemptsTotal > d.attempts.length ? `<p class="muted">Showing the ${d.attempts.length} most recent of ${d.attemptsTotal} attempts.</p>` : '';
   const staged = s.stages.length > 0;
+  // A slow task that failed links to its section below, when the failures list it.
+  const detailed = new Set(d.details.map((x) => x.task.id));
   const slowest = d.slowest
     .map(
       (t) =>
-        `<tr><td><code>${esc(t.key)}</code></td>${staged ? `<td>${esc(t.stage)}</td>` : ''}<td>${esc(formatMs((t.finishedAt ?? 0) - (t.startedAt ?? 0)))}</td><td>${esc(t.status)}</td><td>${t.attempts}</td></tr>`,
-    )
-    .join('');
-  const clusters = d.clusters
-    .map(
-      (c) => `<tr><td><code>${esc(c.id)}</code></td><td>${c.count}</td><td>${esc(c.error)}${
-        hints.retryCluster ? `<div class="muted">retry: <code>${esc(hints.retryCluster(c.id))}</code></div>` : ''
-      }<details><summary>${c.keys.length} key(s)</summary><pre>${esc(c.keys.join('\n'))}</pre></details>${
-        c.tail ? `<details><summary>output tail</summary><pre>${esc(c.tail)}</pre></details>` : ''
-      }</td></tr>`,
+        `<tr><td>${detailed.has(t.id) ? `<a class="task-link" href="#${taskAnchor(t.id)}"><code>${esc(t.key)}</code></a>` : `<code>${esc(t.key)}</code>`}</td>${staged ? `<td>${esc(t.stage)}</td>` : ''}<td>${esc(formatMs((t.finishedAt ?? 0) - (t.startedAt ?? 0)))}</td><td>${esc(t.status)}</td><td>${t.attempts}</td></tr>`,
     )
     .join('');
   return `<!doctype html>
@@ -64,7 +61,7 @@ export function renderReport(d: ReportData, hints: ReportHints = {}): string {
 <h2>Attempt durations</h2>${histogramSvg(d.attempts)}
 ${stagesTable(s)}
 <h2>Slowest tasks</h2>${slowest ? `<table><tr><th>key</th>${staged ? '<th>stage</th>' : ''}<th>last attempt</th><th>status</th><th>attempts</th></tr>${slowest}</table>` : '<p class="empty">None finished yet.</p>'}
-<h2>Failures by error</h2>${clusters ? `<table><tr><th>cluster</th><th>tasks</th><th>error</th></tr>${clusters}</table>${hints.retryCluster ? '' : '<p class="muted">Retry one cluster: <code>splitdance retry-failed --cluster ID --run</code></p>'}` : '<p class="empty">No failed tasks.</p>'}
+${failuresHtml(d, hints.retryCluster)}
 </body></html>
 `;
 }
