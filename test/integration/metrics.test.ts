@@ -48,6 +48,16 @@ function value(all: Sample[], name: string, labels: Record<string, string>): num
   return found[0]!.value;
 }
 
+/** The attempt counters and the duration histogram: what a run counts itself rather than reading. */
+const attemptLines = (text: string) => text.split('\n').filter((l) => /^splitdance_attempt(s_total|_duration_seconds_)/.test(l));
+
+/** The same lines as `metrics` reads them from the store. */
+async function storedAttemptLines(cwd: string, db: string[]): Promise<string[]> {
+  const r = await runCli(['metrics', '--batch', 'slow', ...db], { cwd });
+  expect(r.code, r.stderr).toBe(0);
+  return attemptLines(r.stdout);
+}
+
 interface StatusJson {
   total: number;
   pending: number;
@@ -174,6 +184,36 @@ describe.each(backends)('metrics (%s)', (_backend, dbArgs) => {
     expect(s.succeeded).toBeGreaterThan(0);
     expect(value(samples(text), 'splitdance_attempts_total', { batch: 'slow', outcome: 'SUCCESS' })).toBe(s.succeeded);
     expect(readdirSync(p.dir).filter((f) => f.includes('.tmp'))).toEqual([]);
+    expect(attemptLines(text)).toEqual(await storedAttemptLines(p.dir, db));
+
+    // The next run starts from the attempts already stored and adds its own: the same as the store's.
+    const again = await runCli(['run', 'src', '--batch', 'slow', '--exec', 'sleep 0.01', '-j', '4', '--metrics-file', file, ...db], { cwd: p.dir });
+    expect(again.code, again.stderr).toBe(0);
+    const final = readFileSync(file, 'utf8');
+    expect(value(samples(final), 'splitdance_attempts_total', { batch: 'slow', outcome: 'SUCCESS' })).toBe(40);
+    expect(attemptLines(final)).toEqual(await storedAttemptLines(p.dir, db));
+  });
+
+  it('run --metrics-file writes the file once more when SIGINT ends the run', async () => {
+    const p = projectWithFiles(40);
+    const db = dbArgs();
+    const file = join(p.dir, 'm.prom');
+    // No write between the first and the last: the interval is longer than the run.
+    const run = startCli(['run', 'src', '--batch', 'slow', '--exec', 'sleep 0.1', '-j', '2', '--progress-interval', '1h', '--metrics-file', file, ...db], { cwd: p.dir });
+    await waitFor(() => existsSync(file), 20_000, 'the first metrics file');
+    for (let done = 0; done < 2; ) {
+      const st = await runCli(['status', '--json', '--batch', 'slow', ...db], { cwd: p.dir });
+      done = st.code === 0 ? (JSON.parse(st.stdout) as StatusJson).succeeded : 0;
+    }
+    run.kill('SIGINT');
+    const r = await run.result;
+    expect(r.code, r.stderr).toBe(130);
+    const text = readFileSync(file, 'utf8');
+    expectPromtoolAccepts(text);
+    const s = await expectMatchesStatus(samples(text), 'slow', p.dir, db);
+    expect(s).toMatchObject({ running: 0, done: false });
+    expect(s.succeeded).toBeGreaterThanOrEqual(2);
+    expect(attemptLines(text)).toEqual(await storedAttemptLines(p.dir, db));
   });
 
   it('an unwritable metrics path is exit 2 before the store is written', async () => {
