@@ -50,6 +50,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--lines <n>', 'file source: N lines per task instead')
     .option('--max-failures <n>', 'stop claiming after N (or P%) tasks FAILED; exit 1')
     .option('--progress-interval <duration>', 'without a terminal, print progress this often (default 10s)')
+    .option('--metrics-file <path>', "write the batch's Prometheus metrics to this file (node_exporter's textfile collector) every progress interval and at exit")
     .option('--history-warn <n>', 'warn when the store holds more attempts than this (default 1000000); see prune')
     .action(async (source: string | undefined, opts, cmd: Command) => setExit(await (await import('./commands/run.js')).runCommand(source, withoutDefaults(opts, cmd), io)));
 
@@ -72,6 +73,13 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description('counts, rate, ETA, failures grouped by error, next retry')
     .option('--batch <name>', 'batch (default: the most recent)')
     .action(async (opts) => setExit(await (await import('./commands/status.js')).statusCommand(opts, io)));
+
+  program
+    .command('metrics')
+    .description('the Prometheus text format of every batch (or --batch B): tasks by status, attempts, durations, last update, done')
+    .option('--db <path>', 'store file (default .splitdance/splitdance.db, or $SPLITDANCE_DB)')
+    .option('--batch <name>', 'only this batch (default: every batch in the store)')
+    .action(async (opts) => setExit(await (await import('./commands/metrics.js')).metricsCommand(opts, io)));
 
   common(program.command('tasks'))
     .description('list tasks (tab-separated, or --json)')

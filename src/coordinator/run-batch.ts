@@ -8,6 +8,8 @@ import { describeStore, logRoot } from '../store/open-store.js';
 import type { BatchRecord, Counts, LeaseStore } from '../store/task-store.js';
 import { growToWork, KILL_GRACE_MS, sameHandlers, startPool } from './batch-pool.js';
 import { Coordinator, type RunObserver, type StopReason } from './coordinator.js';
+import type { MetricsStore } from '../status/batch-metrics.js';
+import { RunMetrics } from './run-metrics.js';
 import { ridingOut, type RunStore } from './outage.js';
 import type { WorkerPool } from './pool.js';
 import { recoverStale } from './recovery.js';
@@ -67,12 +69,15 @@ export interface BatchRun {
  * new pool and goes on with it, so no attempt starts under a definition older than the stored
  * one. The caller shuts down the pool it passed; the pools started here are shut down here.
  */
-export async function runBatch(store: RunStore, batch: BatchRecord, pool: WorkerPool, run: BatchRun, observer: BatchObserver): Promise<number> {
+export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecord, pool: WorkerPool, run: BatchRun, observer: BatchObserver): Promise<number> {
   const { inv } = run;
   const before = await growToWork(pool, store, batch.id);
   const total = before.total;
   const maxFailures = inv.maxFailures === null ? null : resolveCountOrShare(inv.maxFailures, total);
   const started = Date.now();
+  // Read before recovery marks anything LOST: from here on the run counts the attempts it ends.
+  const metrics = inv.metricsFile === null ? null : await RunMetrics.open(store, batch, inv.metricsFile, (m) => observer.note(m));
+  const seen = metrics ? metrics.tap(observer) : observer;
   // The limits hold for the whole run, across the definitions it follows.
   const coordinatorFor = (b: BatchRecord, p: WorkerPool, settings: JobSettings, failedSoFar: number) =>
     new Coordinator(
@@ -91,7 +96,7 @@ export async function runBatch(store: RunStore, batch: BatchRecord, pool: Worker
         pollMs: 1000,
         outputs: new DeclaredOutputs(settings, b.name, inv.force),
       },
-      observer,
+      seen,
     );
   let coordinator = coordinatorFor(batch, pool, run.settings, 0);
   // Tasks a dead coordinator on this host left RUNNING are taken back now, not after their lease.
@@ -107,7 +112,8 @@ export async function runBatch(store: RunStore, batch: BatchRecord, pool: Worker
   // the coordinator or by the last counts), it is closed, or it alone would keep the process
   // alive after the error boundary printed the error (a hang instead of exit 4).
   try {
-    if (released.length) observer.released(released);
+    await metrics?.start(inv.progressIntervalMs);
+    if (released.length) seen.released(released);
     let stop: StopReason;
     for (;;) {
       const removeSignals = drainOnSignals(coordinator, inv.graceMs, (m) => observer.note(m));
@@ -133,12 +139,14 @@ export async function runBatch(store: RunStore, batch: BatchRecord, pool: Worker
     // The run is over: a server restarting just now must not turn its outcome into exit 4.
     const counts = await ridingOut(() => store.counts(batch.id), (m) => observer.note(m));
     const { exitCode, reason } = outcomeOf(stop, counts, run.resume);
+    await metrics?.finish();
     await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Date.now() - started });
     return exitCode;
   } catch (err) {
     observer.failed(err);
     throw err;
   } finally {
+    metrics?.stop();
     signals.dispose();
     observer.close();
     for (const p of followers) await p.shutdown();

@@ -3,6 +3,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
 import { checkOutputTemplate } from '../output/output-path.js';
+import { checkMetricsPath } from '../status/metrics-file.js';
 import { parseSample } from '../split/sample.js';
 import { MAX_CONCURRENCY, MAX_RETRIES, parseConcurrency, type RunInput, definedOnly } from './run-options.js';
 import { orderStages, type StageDefinition } from './stages.js';
@@ -115,6 +116,11 @@ export const JobFileSchema = z
     maxTasksPerWorker: count(1).optional(),
     maxWorkerMemory: size.optional(),
     progressInterval: longerThanZero.optional(),
+    metricsFile: z
+      .string()
+      .min(1)
+      .describe("keep the batch's Prometheus metrics in this file (node_exporter's textfile collector), relative to the job file's folder")
+      .optional(),
     lease: longerThanZero.optional(),
     historyWarn: count(1).describe('warn when the store holds more attempts than this').optional(),
     stages: z.array(StageSchema).min(1).describe('a per-item pipeline: one task per stage and item').optional(),
@@ -197,10 +203,19 @@ export function readJobFile(path: string, cwd = process.cwd()): RunInput {
       maxTasksPerWorker: j.maxTasksPerWorker,
       maxWorkerMemory: j.maxWorkerMemory,
       progressIntervalMs: j.progressInterval,
+      metricsFile: j.metricsFile === undefined ? undefined : metricsPath(abs(j.metricsFile), path),
       leaseMs: j.lease,
       historyWarn: j.historyWarn,
     }),
   };
+}
+
+function metricsPath(file: string, jobFile: string): string {
+  try {
+    return checkMetricsPath(file, 'field "metricsFile"');
+  } catch (err) {
+    throw new UsageError(`job file ${jobFile}: ${(err as Error).message}`);
+  }
 }
 
 function stageOf(s: z.output<typeof StageSchema>, abs: (p: string) => string, output: StageDefinition['output']): StageDefinition {

@@ -4,6 +4,7 @@ import { UsageError } from '../errors.js';
 import { parseSample, type Sample } from '../split/sample.js';
 import { checkOutputTemplate } from '../output/output-path.js';
 import { checkTemplate } from '../worker/exec-template.js';
+import { checkMetricsPath } from '../status/metrics-file.js';
 import type { JobSettings } from './job-definition.js';
 import { parseCount, parseCountOrShare, parseDuration, parseFraction, parseNumber, parseSize, resolveCountOrShare, type CountOrShare } from './units.js';
 
@@ -47,6 +48,7 @@ export interface RawRunFlags {
   maxTasksPerWorker?: string;
   maxWorkerMemory?: string;
   progressInterval?: string;
+  metricsFile?: string;
   historyWarn?: string;
   lease?: string;
   json?: boolean;
@@ -65,6 +67,8 @@ export interface Invocation {
   maxTasksPerWorker: number | null;
   maxWorkerMemory: number | null;
   progressIntervalMs: number;
+  /** Where the batch's Prometheus metrics are kept (absolute), or null. */
+  metricsFile: string | null;
   leaseMs: number;
   /** Warn when the store holds more attempt rows than this. */
   historyWarn: number;
@@ -81,6 +85,7 @@ export const DEFAULT_INVOCATION: Invocation = {
   maxTasksPerWorker: null,
   maxWorkerMemory: null,
   progressIntervalMs: 10_000,
+  metricsFile: null,
   leaseMs: 30_000,
   historyWarn: 1_000_000,
   force: false,
@@ -137,6 +142,7 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     maxTasksPerWorker: given(f.maxTasksPerWorker, (v) => parseCount(v, '--max-tasks-per-worker', { min: 1 })),
     maxWorkerMemory: given(f.maxWorkerMemory, (v) => parseSize(v, '--max-worker-memory')),
     progressIntervalMs: given(f.progressInterval, (v) => positive(parseDuration(v, '--progress-interval'), '--progress-interval')),
+    metricsFile: given(f.metricsFile, (v) => checkMetricsPath(resolve(cwd, v), '--metrics-file')),
     leaseMs: given(f.lease, (v) => positive(parseDuration(v, '--lease'), '--lease')),
     historyWarn: given(f.historyWarn, (v) => parseCount(v, '--history-warn', { min: 1 })),
     force: f.force === true ? true : undefined,

@@ -44,7 +44,7 @@ export async function batchStatus(store: QueryStore, batch: BatchRecord): Promis
     ...c,
     done: open === 0,
     startedAt: iso(firstStartedAt),
-    updatedAt: iso(Math.max(lastFinishedAt ?? 0, batch.updatedAt)),
+    updatedAt: iso(lastUpdateMs(batch, lastFinishedAt)),
     tasksPerSecond: rate,
     etaSeconds: etaSeconds(open, rate),
     nextRetryAt: due !== null && due > Date.now() && c.retrying > 0 ? iso(due) : null,
@@ -55,6 +55,11 @@ export async function batchStatus(store: QueryStore, batch: BatchRecord): Promis
     storeBytes: storeSize(store.location),
     stages: hasStages(batch) ? inPipelineOrder(batch, await store.stageCounts(batch.id)) : [],
   };
+}
+
+/** The batch's last update: its own row's, or its last finished attempt's if later (`updatedAt`, `metrics`). */
+export function lastUpdateMs(batch: BatchRecord, lastFinishedAt: number | null): number {
+  return Math.max(lastFinishedAt ?? 0, batch.updatedAt);
 }
 
 /**

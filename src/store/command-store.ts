@@ -14,6 +14,7 @@ import type {
   TaskSpec,
 } from './task-store.js';
 import type { BatchProgress, StoreInfo } from './lease-store.js';
+import type { AttemptStats } from './attempt-stats.js';
 
 /** The reads of the commands that look (status, tasks, show, report, logs, batches). */
 export interface QueryStore extends StoreInfo, BatchProgress {
@@ -36,6 +37,11 @@ export interface QueryStore extends StoreInfo, BatchProgress {
   recentAttempts(batchId: number, limit: number): Promise<BatchAttempt[]>;
   /** Attempt rows in the whole store: the history `prune` would trim. */
   historySize(): Promise<number>;
+  /**
+   * The batch's ended attempts per outcome and their durations bucketed by `boundsMs`
+   * (ascending whole ms), in one pass over its attempts: for `metrics`.
+   */
+  attemptStats(batchId: number, boundsMs: readonly number[]): Promise<AttemptStats>;
   /** First and last activity of the batch, for rates. */
   activity(batchId: number): Promise<{ firstStartedAt: number | null; lastFinishedAt: number | null }>;
 }

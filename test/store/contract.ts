@@ -6,6 +6,7 @@ import { settleContract } from './contract/lease-settle.js';
 import { listContract } from './contract/list.js';
 import { adminContract } from './contract/admin.js';
 import { stagesContract } from './contract/stages.js';
+import { attemptStatsContract } from './contract/attempt-stats.js';
 
 export { ending, keys, newBatch, spec, type MakeStore } from './contract/harness.js';
 
@@ -22,5 +23,6 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
     listContract(h);
     adminContract(h);
     stagesContract(h);
+    attemptStatsContract(h);
   });
 }

@@ -31,6 +31,7 @@ import { parsePgUrl } from './pg-url.js';
 import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../db-rows.js';
 import { cascade, revive } from './pg-stages.js';
 import { budgets } from '../budget.js';
+import { checkBounds, foldAttemptStats, type AttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
 import { CancelTally } from '../shared/cancel-tally.js';
 import { PRUNE_CHUNK, pruneInChunks, type PruneStep } from '../prune-in-chunks.js';
 import { prepareStatements, type Statements } from './statements.js';
@@ -270,6 +271,11 @@ export class PostgresStore implements TaskStore {
 
   async stageCounts(batchId: number): Promise<StageCounts[]> {
     return stageCountsOf(await this.db.read((sql) => sql.rows<CountDbRow & { stage: string }>(this.st.stageCounts, [batchId])));
+  }
+
+  async attemptStats(batchId: number, boundsMs: readonly number[]): Promise<AttemptStats> {
+    const bounds = checkBounds(boundsMs);
+    return foldAttemptStats(await this.db.read((sql) => sql.rows<AttemptStatsRow>(this.st.attemptStats, [batchId, bounds])), bounds);
   }
 
   async activity(batchId: number): Promise<{ firstStartedAt: number | null; lastFinishedAt: number | null }> {

@@ -247,6 +247,14 @@ function reportStatements(s: string) {
     batchAttempts: `
       SELECT a.*, t.task_key FROM ${s}.attempts a JOIN ${s}.tasks t ON t.id = a.task_id
       WHERE t.batch_id = $1 ORDER BY a.id DESC LIMIT $2`,
+    /**
+     * $1 batchId $2 bounds bigint[] (ascending whole ms) — ended attempts per outcome and duration
+     * bucket; the bucket is how many bounds lie below the duration (≤ a bound is inside it).
+     */
+    attemptStats: `
+      SELECT a.outcome, width_bucket(a.duration_ms - 1, $2::bigint[]) AS bucket, count(*) AS n, sum(a.duration_ms) AS sum_ms
+      FROM ${s}.tasks t JOIN ${s}.attempts a ON a.task_id = t.id
+      WHERE t.batch_id = $1 AND a.outcome IS NOT NULL GROUP BY 1, 2`,
     /** $1 batchId */
     batchAttemptCount: `SELECT count(*) AS n FROM ${s}.attempts a JOIN ${s}.tasks t ON t.id = a.task_id WHERE t.batch_id = $1`,
     /** $1 before $2 batchId (NULL = any) — batches with nothing PENDING or RUNNING, last active before $1. */

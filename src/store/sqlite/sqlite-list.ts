@@ -1,6 +1,8 @@
 import type { AttemptRow, BatchAttempt, BatchRecord, Counts, ErrorCount, StageCounts, TaskFilter, TaskRow, TaskStatus } from '../task-store.js';
 import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../db-rows.js';
+import type Database from 'better-sqlite3';
 import type { SqliteConn } from './sqlite-conn.js';
+import { checkBounds, foldAttemptStats, type AttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
 
 /**
  * The read verbs of SQLite (what status, tasks, show, report and the coordinator's checks
@@ -110,3 +112,29 @@ export function recentAttempts(c: SqliteConn, batchId: number, limit: number): B
 export function batchAttemptCount(c: SqliteConn, batchId: number): number {
   return c.read(() => (c.st.batchAttemptCount.get(batchId) as { n: number }).n);
 }
+
+/**
+ * Attempts per outcome and duration bucket, in one pass over the batch's attempts. SQLite has
+ * no width_bucket: the bounds become a CASE, prepared once per set of bounds.
+ */
+export function attemptStats(c: SqliteConn, batchId: number, boundsMs: readonly number[]): AttemptStats {
+  const bounds = checkBounds(boundsMs);
+  const key = bounds.join(',');
+  let statement = statsStatements.get(c)?.get(key);
+  if (!statement) {
+    const cases = bounds.map((b, i) => `WHEN a.duration_ms <= ${b} THEN ${i}`).join(' ');
+    statement = c.read(() =>
+      c.db.prepare(`
+        SELECT a.outcome AS outcome, CASE WHEN a.duration_ms IS NULL THEN NULL ${cases} ELSE ${bounds.length} END AS bucket,
+          count(*) AS n, sum(a.duration_ms) AS sum_ms
+        FROM tasks t JOIN attempts a ON a.task_id = t.id
+        WHERE t.batch_id = ? AND a.outcome IS NOT NULL GROUP BY 1, 2`),
+    );
+    if (!statsStatements.has(c)) statsStatements.set(c, new Map());
+    statsStatements.get(c)!.set(key, statement);
+  }
+  const prepared = statement;
+  return foldAttemptStats(c.read(() => prepared.all(batchId) as AttemptStatsRow[]), bounds);
+}
+
+const statsStatements = new WeakMap<SqliteConn, Map<string, Database.Statement>>();

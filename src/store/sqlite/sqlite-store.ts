@@ -1,5 +1,6 @@
 import type * as T from '../task-store.js';
 import { StoreError } from '../../errors.js';
+import type { AttemptStats } from '../attempt-stats.js';
 import { openSqlite, storeError } from './open-sqlite.js';
 import { SqliteConn } from './sqlite-conn.js';
 import { enqueue } from './sqlite-enqueue.js';
@@ -127,6 +128,10 @@ export class SqliteStore implements T.TaskStore {
 
   async batchAttempts(batchId: number, limit: number): Promise<{ attempts: T.BatchAttempt[]; total: number }> {
     return { attempts: list.recentAttempts(this.c, batchId, limit), total: list.batchAttemptCount(this.c, batchId) };
+  }
+
+  async attemptStats(batchId: number, boundsMs: readonly number[]): Promise<AttemptStats> {
+    return list.attemptStats(this.c, batchId, boundsMs);
   }
 
   async activity(batchId: number): Promise<{ firstStartedAt: number | null; lastFinishedAt: number | null }> {
