@@ -5,9 +5,9 @@ import { hasStages, inPipelineOrder } from './batch-status.js';
 /**
  * The facts `watch` shows on every tick, no formatting here. Each tick makes only bounded,
  * index-backed reads, so watching a million-task batch does not slow the run it watches:
- * the counts (the covering index the coordinator's own loop counts with), the RUNNING tasks
- * (as many as there are worker slots), and the batch's most recent attempts (a walk of the
- * attempts newest first that stops at RECENT_ATTEMPTS).
+ * the counts (the covering index the coordinator's own loop counts with), the longest-running
+ * RUNNING tasks (through the index of RUNNING rows only), and the batch's most recent attempts
+ * (a walk of the attempts newest first that stops at RECENT_ATTEMPTS) when something failed.
  */
 
 /** How far back "rate over the last minute" looks. */
@@ -87,7 +87,7 @@ export class LiveView {
     const finished = c.succeeded + c.failed + c.cancelled;
     const open = c.pending + c.retrying + c.running;
     const stages = hasStages(this.batch) ? await this.store.stageCounts(this.batch.id) : [];
-    const running = c.running > 0 ? await this.store.listTasks({ batchId: this.batch.id, status: 'RUNNING' }) : [];
+    const running = c.running > 0 ? await this.store.runningTasks(this.batch.id, this.caps.running) : [];
     const recent = c.failed + c.retrying + c.cancelled > 0 ? await this.store.recentAttempts(this.batch.id, RECENT_ATTEMPTS) : [];
     for (const a of recent) if (a.outcome && FAILED_OUTCOMES.has(a.outcome)) this.failures.set(`${a.key}#${a.attempt}`, failureOf(a));
     if (this.first && this.failures.size === 0 && c.failed > 0) {
