@@ -14,6 +14,8 @@ import { hasStages, inPipelineOrder } from './batch-status.js';
 export const RATE_WINDOW_MS = 60_000;
 /** Attempts read per tick to find new failures (newest first, bounded). */
 export const RECENT_ATTEMPTS = 300;
+/** The first tick's look back: failures from before the watch began. */
+export const FIRST_LOOK_ATTEMPTS = 3000;
 const FAILED_OUTCOMES: ReadonlySet<Outcome> = new Set(['FAILED', 'TIMEOUT', 'CRASHED', 'LOST']);
 
 export interface RunningTask {
@@ -28,7 +30,7 @@ export interface RunningTask {
 export interface RecentFailure {
   key: string;
   attempt: number;
-  outcome: Outcome | 'FAILED';
+  outcome: Outcome;
   error: string | null;
   /** When it ended (when it started for a LOST attempt, whose end is unknown). */
   at: number;
@@ -88,15 +90,12 @@ export class LiveView {
     const open = c.pending + c.retrying + c.running;
     const stages = hasStages(this.batch) ? await this.store.stageCounts(this.batch.id) : [];
     const running = c.running > 0 ? await this.store.runningTasks(this.batch.id, this.caps.running) : [];
-    const recent = c.failed + c.retrying + c.cancelled > 0 ? await this.store.recentAttempts(this.batch.id, RECENT_ATTEMPTS) : [];
-    for (const a of recent) if (a.outcome && FAILED_OUTCOMES.has(a.outcome)) this.failures.set(`${a.key}#${a.attempt}`, failureOf(a));
-    if (this.first && this.failures.size === 0 && c.failed > 0) {
-      // Once, at the start: failures older than the recent attempts are still worth showing.
-      for (const t of await this.store.listTasks({ batchId: this.batch.id, status: 'FAILED', limit: this.caps.failures })) {
-        this.failures.set(`${t.key}#${t.attempts}`, { key: t.key, attempt: t.attempts, outcome: 'FAILED', error: t.lastError, at: t.finishedAt ?? 0, workerId: t.workerId, host: hostOf(t.leaseOwner) });
-      }
+    if (c.failed + c.retrying + c.cancelled > 0) {
+      // The first look goes further back, once, so failures from before the watch began show too.
+      const recent = await this.store.recentAttempts(this.batch.id, this.first ? FIRST_LOOK_ATTEMPTS : RECENT_ATTEMPTS);
+      for (const a of recent) if (a.outcome && FAILED_OUTCOMES.has(a.outcome)) this.failures.set(`${a.key}#${a.attempt}`, failureOf(a));
+      this.first = false;
     }
-    this.first = false;
     const failures = [...this.failures.values()].sort((a, b) => b.at - a.at).slice(0, this.caps.failures);
     this.failures = new Map(failures.map((f) => [`${f.key}#${f.attempt}`, f]));
 
