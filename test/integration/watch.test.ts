@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { startCli, type CliResult } from '../helpers/cli.js';
+import { handler, runCli, startCli, waitFor, type CliResult } from '../helpers/cli.js';
 import { pgSchemas, PG_URL } from '../helpers/pg.js';
-import { projectWithFiles } from '../helpers/project.js';
+import { projectWithFiles, writeFiles } from '../helpers/project.js';
 import { CONTROL, runInPty, SGR } from '../helpers/pty.js';
 
 const freshPg = pgSchemas('watch');
@@ -97,5 +97,46 @@ describe.each(stores)('watch on %s', (name, dbFor) => {
     run.kill('SIGINT');
     const r: CliResult = await run.result;
     expect(r.code).toBe(130);
+  });
+});
+
+describe('watch, more', () => {
+  it('shows the counts per stage of a staged batch, and status --watch is the same command', async () => {
+    const p = projectWithFiles(0);
+    writeFiles(p.dir, { 'videos/a.mp4': 'a\n', 'videos/b.mp4': 'b\n', 'videos/c.mp4': 'c\n' });
+    const stage = handler('stage');
+    const job = { source: 'videos', stages: [{ name: 'transcode', handler: stage }, { name: 'thumbnail', handler: stage, needs: ['transcode'] }] };
+    writeFileSync(join(p.dir, 'pipeline.json'), JSON.stringify(job));
+    const env = { STAGE_LOG: join(p.dir, 'stages.ndjson'), SLEEP_MS: '150', FAIL_STAGE: 'thumbnail', FAIL_ITEMS: '^b' };
+    const run = startCli(['run', '--job', 'pipeline.json', '--batch', 'nightly', '-j', '2'], { cwd: p.dir, env });
+    const w = await startCli(['status', '--watch', '--batch', 'nightly', '--interval', '100ms'], { cwd: p.dir }).result;
+    expect(w.code, w.stderr).toBe(1);
+    expect(w.stdout.trim().split('\n').at(-1)).toMatch(/6\/6 done, 5 succeeded, 1 failed, .* \[transcode 3\/3 thumbnail 3\/3\]; .*, done$/);
+    expect((await run.result).code).toBe(1);
+  });
+
+  it('refuses an interval of 0 and --json (exit 2); a store that is missing is an error as for status (4)', async () => {
+    const p = project(3);
+    const zero = await runCli(['watch', '--interval', '0s'], { cwd: p.dir });
+    expect(zero.code).toBe(2);
+    expect(zero.stderr).toMatch(/--interval expects a duration above 0/);
+    const json = await runCli(['watch', '--json'], { cwd: p.dir });
+    expect(json.code).toBe(2);
+    expect(json.stderr).toMatch(/watch has no --json/);
+    const missing = await runCli(['watch', '--db', join(p.dir, 'missing.db')], { cwd: p.dir });
+    expect(missing.code).toBe(4);
+    expect(missing.stderr).toMatch(/no store at .*missing\.db/);
+  });
+
+  it('a --batch not created yet is waited for, saying so once; SIGINT ends the wait with 0', async () => {
+    const p = project(3);
+    const watch = startCli(['watch', '--batch', 'later'], { cwd: p.dir });
+    let stderr = '';
+    watch.stderr!.on('data', (b) => (stderr += b));
+    await waitFor(() => /waiting for batch "later"/.test(stderr), 10_000, 'the waiting note');
+    watch.kill('SIGINT');
+    const w = await watch.result;
+    expect(w.code, w.stderr).toBe(0);
+    expect(w.stdout).toBe('');
   });
 });
