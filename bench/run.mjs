@@ -12,6 +12,7 @@ import { gzipTree, latency, machineRates, shellTasks } from './exec-rows.mjs';
 import { handlerTasks } from './handler-row.mjs';
 import { scale, sharedStore, sharedStoreScale, split } from './store-rows.mjs';
 import { machineLine, table } from './table.mjs';
+import { watchedRun } from './watch-row.mjs';
 import { verdicts } from './verdict.mjs';
 
 const rows = [];
@@ -35,6 +36,7 @@ if (want('gzip')) record(gzipTree());
 if (want('latency')) record(latency());
 if (want('scale')) record(await scale());
 if (want('split')) record(split());
+if (want('watch')) record(await watchedRun());
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(sharedStore(process.env.SPLITDANCE_PG_URL));
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(await sharedStoreScale(process.env.SPLITDANCE_PG_URL));
 

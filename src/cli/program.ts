@@ -72,6 +72,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   common(program.command('status'))
     .description('counts, rate, ETA, failures grouped by error, next retry')
     .option('--batch <name>', 'batch (default: the most recent)')
+    .option('--watch', 'follow the batch live (as `watch`)')
+    .option('--interval <duration>', 'with --watch: how often to look again (default 1s)')
     .action(async (opts) => setExit(await (await import('./commands/status.js')).statusCommand(opts, io)));
 
   program
@@ -80,6 +82,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--db <path>', 'store file (default .splitdance/splitdance.db, or $SPLITDANCE_DB)')
     .option('--batch <name>', 'only this batch (default: every batch in the store)')
     .action(async (opts) => setExit(await (await import('./commands/metrics.js')).metricsCommand(opts, io)));
+
+  common(program.command('watch'))
+    .description('follow a batch live until it is done: counts, rate, ETA, running tasks, latest failures')
+    .option('--batch <name>', 'batch (default: the most recent; a named one not created yet is waited for)')
+    .option('--interval <duration>', 'how often to look again (default 1s)')
+    .action(async (opts) => setExit(await (await import('./commands/watch.js')).watchCommand(opts, io)));
 
   common(program.command('tasks'))
     .description('list tasks (tab-separated, or --json)')

@@ -80,7 +80,8 @@ export function hasStages(batch: BatchRecord): boolean {
   return Array.isArray(batch.job.stages) && batch.job.stages.length > 0;
 }
 
-function inPipelineOrder(batch: BatchRecord, counts: StageCounts[]): StageCounts[] {
+/** Stage counts in the order the job declares its stages. */
+export function inPipelineOrder(batch: BatchRecord, counts: StageCounts[]): StageCounts[] {
   const order = (batch.job.stages as { name: string }[]).map((s) => s.name);
   return [...counts].sort((a, b) => order.indexOf(a.stage) - order.indexOf(b.stage));
 }

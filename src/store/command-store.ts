@@ -29,6 +29,11 @@ export interface QueryStore extends StoreInfo, BatchProgress {
   /** The last errors of FAILED tasks with their counts, most frequent first. */
   topErrors(batchId: number, limit: number): Promise<ErrorCount[]>;
   listTasks(filter: TaskFilter): Promise<TaskRow[]>;
+  /**
+   * The batch's RUNNING tasks, longest running (earliest started) first, at most `limit`: read
+   * through the index of RUNNING rows alone, so a live view can ask every second of a big batch.
+   */
+  runningTasks(batchId: number, limit: number): Promise<TaskRow[]>;
   getTask(batchId: number, key: string): Promise<TaskRow | undefined>;
   attemptsOf(taskId: number): Promise<AttemptRow[]>;
   /** The batch's attempts, oldest first, at most `limit` (the most recent ones when cut). */

@@ -98,6 +98,17 @@ describe('npm run bench (BENCH_SIZE=smoke)', () => {
     expect(rows.latency![5]).toBe('≥ 0.97× xargs, ≤ 0.3 ms lost per task');
   }, 180_000);
 
+  it.runIf(RUNNABLE)('watch: the same batch with and without a watcher following it, and their ratio (BENCH_WATCH_N tasks)', async () => {
+    const r = await bench({ BENCH_SIZE: 'smoke', BENCH_ONLY: 'watch', BENCH_WATCH_N: '1500' });
+    expect(r.code, r.stderr).toBe(0);
+    const row = tableRows(r.stdout).find((cells) => cells[0] === 'watch');
+    expect(row, r.stdout).toBeDefined();
+    expect(row![1]).toMatch(/^1500 no-op JS tasks/);
+    expect(row![2]).toMatch(/^unwatched: \d+\/s<br>watched: \d+\/s$/);
+    expect(row![3]).toMatch(/^watched run took [\d.]+× the unwatched one$/);
+    expect(row![6]).toMatch(/^(?:met|not met) \(watched ≤ 1\.05× unwatched: [\d.]+×\)$/);
+  }, 120_000);
+
   it.runIf(RUNNABLE)('fails, naming the benchmark, when a run does not complete (no figure for work not done)', async () => {
     // The store's failpoint SIGKILLs the coordinator after its third commit.
     const r = await bench({ BENCH_SIZE: 'smoke', BENCH_ONLY: 'scale', SPLITDANCE_FAILPOINT: 'write:3' });

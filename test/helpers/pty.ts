@@ -24,18 +24,32 @@ export interface PtyResult {
  */
 export function runInPty(
   args: string[],
-  opts: { cwd: string; env?: NodeJS.ProcessEnv; shellSuffix?: string; timeoutMs?: number },
+  opts: {
+    cwd: string;
+    env?: NodeJS.ProcessEnv;
+    shellSuffix?: string;
+    timeoutMs?: number;
+    /** Keys typed on the terminal once the output so far satisfies `when`. */
+    type?: { when: (output: string) => boolean; text: string };
+  },
 ): Promise<PtyResult> {
   const command = [process.execPath, BIN, ...args].map(shellQuote).join(' ') + (opts.shellSuffix ? ` ${opts.shellSuffix}` : '');
   // -e: the exit status of the command; -c: run it instead of a shell; /dev/null: no typescript file.
   const child = spawn('script', ['-qec', command, '/dev/null'], {
     cwd: opts.cwd,
     env: envWithoutColorHints(opts.env),
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [opts.type ? 'pipe' : 'ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout.on('data', (b) => (output += b));
-  child.stderr.on('data', (b) => (output += b));
+  let typed = false;
+  child.stdout!.on('data', (b) => {
+    output += b;
+    if (opts.type && !typed && opts.type.when(output)) {
+      typed = true;
+      child.stdin!.write(opts.type.text);
+    }
+  });
+  child.stderr!.on('data', (b) => (output += b));
   const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 50_000);
   return new Promise((done, fail) => {
     child.on('error', (err) => fail(new Error(`cannot start util-linux \`script\` for a pseudo-terminal: ${err.message}`)));

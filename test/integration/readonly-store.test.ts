@@ -57,6 +57,13 @@ describe.skipIf(!isRoot)('inspection commands on a read-only store (needs root f
     expect((await runCli(['logs', 'f001.log'], { cwd: view })).stdout).toBe('out f001.log\n');
     expect(JSON.parse((await runCli(['status', '--json'], { cwd: view })).stdout)).toMatchObject({ total: 2, failed: 2 });
     expect(readFileSync(join(out, 'report.html'), 'utf8')).toContain('f000.log');
+    // watch follows the finished batch to its verdict (1: failures), by default and by name.
+    const name = JSON.parse((await runCli(['status', '--json'], { cwd: view })).stdout).batch as string;
+    for (const args of [['watch'], ['watch', '--batch', name]]) {
+      const w = await runCli(args, { cwd: view });
+      expect(w.code, `${args.join(' ')}: ${w.stderr}`).toBe(1);
+      expect(w.stdout).toMatch(/2\/2 done, 0 succeeded, 2 failed/);
+    }
     expect(readFileSync(db).equals(before)).toBe(true);
     // Writing commands still say the store cannot be written (exit 4).
     expect((await runCli(['pause'], { cwd: view })).code).toBe(4);

@@ -12,11 +12,18 @@ const POLL_MS = 500;
  * creates it, or before it): waits until the store and the batch are there, saying so once.
  * Returns the signal that ended the wait, or null once the batch exists.
  */
-export async function awaitBatch(db: string, name: string, quiet: boolean, io: Io, seen: () => 'SIGINT' | 'SIGTERM' | null): Promise<'SIGINT' | 'SIGTERM' | null> {
+export async function awaitBatch<S extends string>(
+  db: string,
+  name: string,
+  quiet: boolean,
+  io: Io,
+  seen: () => S | null,
+  { readonly = false }: { readonly?: boolean } = {},
+): Promise<S | null> {
   const expanded = expandBatchName(name);
   let said = false;
   for (;;) {
-    const store = await openExistingStore(db);
+    const store = await openExistingStore(db, { readonly });
     try {
       if (store && (await store.findBatch(expanded))) return null;
     } finally {

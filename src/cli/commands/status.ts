@@ -1,3 +1,4 @@
+import { UsageError } from '../../errors.js';
 import { batchStatus } from '../../status/batch-status.js';
 import { duration, printable } from '../format.js';
 import { colors, line, type Io, type OutputFlags } from '../io.js';
@@ -7,10 +8,14 @@ import { withBatch } from '../with-store.js';
 export interface StatusFlags extends OutputFlags {
   db?: string;
   batch?: string;
+  watch?: boolean;
+  interval?: string;
 }
 
 /** `splitdance status`: where the batch stands, as one JSON object or a short human report. */
 export async function statusCommand(flags: StatusFlags, io: Io): Promise<number> {
+  if (flags.watch) return (await import('./watch.js')).watchCommand(flags, io);
+  if (flags.interval !== undefined) throw new UsageError('--interval goes with --watch');
   return withBatch(
     flags,
     io,

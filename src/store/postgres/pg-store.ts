@@ -186,6 +186,10 @@ export class PostgresStore implements TaskStore {
     return this.db.transaction((sql) => selectTasks(sql, this.st, filter));
   }
 
+  async runningTasks(batchId: number, limit: number): Promise<TaskRow[]> {
+    return (await this.db.read((sql) => sql.rows<TaskDbRow>(this.st.runningTasks, [batchId, limit]))).map(toTaskRow);
+  }
+
   async getTask(batchId: number, key: string): Promise<TaskRow | undefined> {
     const [row] = await this.db.read((sql) => sql.rows<TaskDbRow>(this.st.taskByKey, [batchId, key, key.split('/')[0]]));
     return row && toTaskRow(row);

@@ -228,6 +228,9 @@ function reportStatements(s: string) {
       WHERE batch_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::boolean IS NULL OR attempts > 0)
         AND ($4::text IS NULL OR strpos(last_error, $4) > 0)
       ORDER BY id`,
+    /** $1 batchId $2 limit — RUNNING tasks, earliest started first (only RUNNING index entries are read). */
+    runningTasks: `
+      SELECT * FROM ${s}.tasks WHERE status = 'RUNNING' AND batch_id = $1 ORDER BY started_at, id LIMIT $2`,
     /** Same parameters as listTasks; finished tasks, longest last attempt first (NULLs last, as in SQLite). */
     slowestTasks: `
       SELECT * FROM ${s}.tasks

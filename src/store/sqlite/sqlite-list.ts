@@ -95,6 +95,10 @@ export function selectTasks(c: SqliteConn, filter: TaskFilter): TaskRow[] {
   });
 }
 
+export function runningTasks(c: SqliteConn, batchId: number, limit: number): TaskRow[] {
+  return c.read(() => (c.st.runningTasks.all({ batchId, limit }) as TaskDbRow[]).map(toTaskRow));
+}
+
 export function getTask(c: SqliteConn, batchId: number, key: string): TaskRow | undefined {
   const row = c.read(() => c.st.taskByKey.get(batchId, key, key.split('/')[0]) as TaskDbRow | undefined);
   return row && toTaskRow(row);

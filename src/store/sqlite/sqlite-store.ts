@@ -114,6 +114,10 @@ export class SqliteStore implements T.TaskStore {
     return this.c.read(() => list.selectTasks(this.c, filter));
   }
 
+  async runningTasks(batchId: number, limit: number): Promise<T.TaskRow[]> {
+    return list.runningTasks(this.c, batchId, limit);
+  }
+
   async getTask(batchId: number, key: string): Promise<T.TaskRow | undefined> {
     return list.getTask(this.c, batchId, key);
   }

@@ -124,6 +124,15 @@ export const SQL = {
     WHERE batch_id = @batchId AND (@status IS NULL OR status = @status) AND (@attempted IS NULL OR attempts > 0)
       AND (@error IS NULL OR instr(last_error, @error) > 0)
     ORDER BY id`,
+  /**
+   * @batchId @limit — RUNNING tasks, earliest started first. tasks_running holds only RUNNING
+   * rows (of every batch: as many as there are worker slots), so the batch's other tasks are
+   * never read; through tasks_by_state the OR-free filter would do too, but not every planner
+   * picks it.
+   */
+  runningTasks: `
+    SELECT * FROM tasks INDEXED BY tasks_running
+    WHERE status = 'RUNNING' AND batch_id = @batchId ORDER BY started_at, id LIMIT @limit + 0`,
   /** Same parameters as listTasks; finished tasks, longest last attempt first. */
   slowestTasks: `
     SELECT * FROM tasks

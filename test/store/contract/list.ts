@@ -85,6 +85,24 @@ export function listContract(h: Harness): void {
       expect(row).toMatchObject({ key: 'k003', status: 'SUCCESS', result: '"ok"', attempts: 1, payload: spec('k003').payload });
     });
 
+    it('runningTasks lists the batch RUNNING tasks only, earliest started first, at most limit', async () => {
+      const id = await setup(5);
+      const other = await setup(2, { name: 'other' });
+      const now = Date.now();
+      const late = await claimOne(id, now + 30, { owner: 'host-b/boot:7:1' });
+      const early = await claimOne(id, now + 10);
+      const middle = await claimOne(id, now + 20);
+      const done = await claimOne(id, now + 5);
+      await h.store.settle([ending(done, 'SUCCESS', now + 6)]);
+      await claimOne(other, now);
+      const running = await h.store.runningTasks(id, 10);
+      expect(running.map((t) => t.key)).toEqual([early.key, middle.key, late.key]);
+      expect(running.map((t) => t.status)).toEqual(['RUNNING', 'RUNNING', 'RUNNING']);
+      expect(running[2]).toMatchObject({ leaseOwner: 'host-b/boot:7:1', workerId: late.workerId, startedAt: now + 30 });
+      expect((await h.store.runningTasks(id, 2)).map((t) => t.key)).toEqual([early.key, middle.key]);
+      expect(await h.store.runningTasks(id, 0)).toEqual([]);
+    });
+
     it('getTask finds a task by key within its batch only', async () => {
       const a = await setup(1, { name: 'a' });
       const b = await h.store.enqueue(newBatch('b'), ['other'].map(spec));
