@@ -9,7 +9,6 @@ import type { BatchRecord, Counts, LeaseStore } from '../store/task-store.js';
 import { growToWork, KILL_GRACE_MS, sameHandlers, startPool } from './batch-pool.js';
 import { Coordinator, type RunObserver, type StopReason } from './coordinator.js';
 import type { MetricsStore } from '../status/batch-metrics.js';
-import { RunMetrics } from './run-metrics.js';
 import { ridingOut, type RunStore } from './outage.js';
 import type { WorkerPool } from './pool.js';
 import { recoverStale } from './recovery.js';
@@ -76,7 +75,9 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
   const maxFailures = inv.maxFailures === null ? null : resolveCountOrShare(inv.maxFailures, total);
   const started = Date.now();
   // Read before recovery marks anything LOST: from here on the run counts the attempts it ends.
-  const metrics = inv.metricsFile === null ? null : await RunMetrics.open(store, batch, inv.metricsFile, (m) => observer.note(m));
+  // Loaded only when asked for: prom-client alone costs ~35 ms of every run's start-up.
+  const metrics =
+    inv.metricsFile === null ? null : await (await import('./run-metrics.js')).RunMetrics.open(store, batch, inv.metricsFile, (m) => observer.note(m));
   const seen = metrics ? metrics.tap(observer) : observer;
   // The limits hold for the whole run, across the definitions it follows.
   const coordinatorFor = (b: BatchRecord, p: WorkerPool, settings: JobSettings, failedSoFar: number) =>

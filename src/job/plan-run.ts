@@ -8,7 +8,6 @@ import { sampled, type Sample } from '../split/sample.js';
 import { sourceKind, splitSource, type SourceKind } from '../split/split-source.js';
 import { expandStages, layoutOf } from './stages.js';
 import { checkTemplate } from '../worker/exec-template.js';
-import { findOutputCollision } from '../output/planned-outputs.js';
 import { printable } from '../printable.js';
 import type { TaskSpec } from '../store/task-store.js';
 
@@ -110,6 +109,7 @@ export async function planRun(
   };
   if (settings.output || settings.stages.some((s) => s.output)) {
     // Two tasks on one output file: each would overwrite the other, or be found up to date on it.
+    const { findOutputCollision } = await import('../output/planned-outputs.js');
     const clash = findOutputCollision(settings, () => plan.split(), batchName);
     if (clash) {
       const field = settings.output ? `--output ${JSON.stringify(settings.output.template)}` : `the "output" of stage ${JSON.stringify(clash.first.split('/')[0])}`;
