@@ -1,6 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { BatchStatus } from '../../src/status/batch-status.js';
+import type { Counts } from '../../src/store/task-store.js';
 import { describe, expect, it } from 'vitest';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
@@ -58,18 +60,8 @@ async function storedAttemptLines(cwd: string, db: string[]): Promise<string[]> 
   return attemptLines(r.stdout);
 }
 
-interface StatusJson {
-  total: number;
-  pending: number;
-  retrying: number;
-  running: number;
-  succeeded: number;
-  failed: number;
-  cancelled: number;
-  upToDate: number;
-  done: boolean;
-  updatedAt: string;
-}
+/** What `status --json` prints (the fields compared here). */
+type StatusJson = Pick<BatchStatus, keyof Counts | 'upToDate' | 'done'> & { updatedAt: string };
 
 /** The metrics of `batch` say what `status --json` says of it. */
 async function expectMatchesStatus(all: Sample[], batch: string, cwd: string, db: string[]): Promise<StatusJson> {
