@@ -3,7 +3,8 @@ import { attemptLogFile } from '../store/log-layout.js';
 import type { ClaimedTask } from '../store/task-store.js';
 import { discardOutput } from '../output/commit-output.js';
 import type { OutputPaths } from '../output/output-path.js';
-import type { DoneMessage, TaskMessage } from '../worker/protocol.js';
+import type { TaskMessage } from '../worker/protocol.js';
+import { notRunOutcome } from '../worker/run-exec.js';
 import type { Queued } from './commit-queue.js';
 import { resultWithOut, type DeclaredOutputs } from './declared-outputs.js';
 import type { PoolWorker, WorkerPool } from './pool.js';
@@ -67,7 +68,8 @@ export class AttemptsInFlight {
       const out = outputs.of(task);
       if (out && 'error' in out) {
         // A value no output path may hold (a `..` from a stage result): nothing runs, and no retry would help.
-        const ending: Ending = { kind: 'reported', msg: { ...NOT_RUN, token: task.token, error: { name: 'PermanentError', message: out.error, retryable: false } }, timedOut: false };
+        const msg = { ...notRunOutcome({ name: 'PermanentError', message: out.error, retryable: false }), token: task.token };
+        const ending: Ending = { kind: 'reported', msg, timedOut: false };
         this.host.settled({ task, ...settle(task, ending, rules(task.stage), now, now) });
         continue;
       }
@@ -181,15 +183,3 @@ export class AttemptsInFlight {
     this.host.settled({ task: entry.task, settlement, terminal });
   }
 }
-
-/** The fields of an attempt that never ran. */
-const NOT_RUN: Omit<DoneMessage, 'token' | 'error'> = {
-  ok: false,
-  result: null,
-  exitCode: null,
-  signal: null,
-  outputTail: null,
-  logPath: null,
-  durationMs: 0,
-  startedAt: 0,
-};

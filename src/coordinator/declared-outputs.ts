@@ -25,10 +25,6 @@ export class DeclaredOutputs {
     for (const stage of settings.stages.length ? settings.stages.map((s) => s.name) : ['']) this.specs.set(stage, outputFor(settings, stage));
   }
 
-  get any(): boolean {
-    return [...this.specs.values()].some((s) => s !== null);
-  }
-
   of(task: ClaimedTask): TaskOutput {
     const spec = this.specs.get(task.stage) ?? null;
     if (spec === null) return null;

@@ -1,6 +1,7 @@
 import { constants, mkdirSync, rmSync } from 'node:fs';
 import { lstat, open, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import type { DoneMessage } from '../worker/protocol.js';
 import type { OutputPaths } from './output-path.js';
 
 /**
@@ -94,12 +95,8 @@ async function syncPath(path: string, flags: number): Promise<void> {
   }
 }
 
-/** How an attempt ended, as far as its output is concerned (the worker's DoneMessage fields). */
-interface Ended {
-  ok: boolean;
-  result: string | null;
-  error: { name: string; message: string; retryable: boolean } | null;
-}
+/** How an attempt ended, as far as its output is concerned. */
+type Ended = Pick<DoneMessage, 'ok' | 'result' | 'error'>;
 
 /** The attempt's outcome once its output is dealt with: a success whose output cannot be committed fails. */
 export async function finishOutput<T extends Ended>(out: OutputPaths, outcome: T, how: string): Promise<T> {

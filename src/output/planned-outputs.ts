@@ -14,16 +14,22 @@ export function wouldBeUpToDate(settings: JobSettings, spec: TaskSpec, batch: st
   const own = outputFor(settings, stage);
   if (own === null) return false;
   try {
-    const render = (s: OutputSpec, st: string, key: string) =>
-      outputPath(s, { key, stage: st, batch, seq: 0, attempt: 1, payload: spec.payload, inputs: {} });
     const needed = (spec.needs ?? []).flatMap((need) => {
       const s = outputFor(settings, need);
-      return s ? [render(s, need, stageKey(need, spec.item ?? spec.key))] : [];
+      return s ? [plannedPath(s, need, stageKey(need, spec.item ?? spec.key), spec, batch)] : [];
     });
-    return isUpToDate(render(own, stage, spec.key), [spec.payload.path, ...needed]);
+    return isUpToDate(plannedPath(own, stage, spec.key, spec, batch), [spec.payload.path, ...needed]);
   } catch {
     return false;
   }
+}
+
+/**
+ * A split task's output path before it is enqueued: its sequence number is not known yet, and
+ * no needed stage has run (a template reading either throws, or renders without them).
+ */
+function plannedPath(s: OutputSpec, stage: string, key: string, spec: TaskSpec, batch: string): string {
+  return outputPath(s, { key, stage, batch, seq: 0, attempt: 1, payload: spec.payload, inputs: {} });
 }
 
 /** Two tasks whose declared outputs are one file: each would overwrite, or pass for, the other's. */
@@ -50,7 +56,7 @@ export function findOutputCollision(settings: JobSettings, specs: () => Iterable
     const s = checked(spec.stage ?? '');
     if (!s) return null;
     try {
-      return outputPath(s, { key: spec.key, stage: spec.stage ?? '', batch, seq: 0, attempt: 1, payload: spec.payload, inputs: {} });
+      return plannedPath(s, spec.stage ?? '', spec.key, spec, batch);
     } catch {
       return null; // fails for good when its task runs, naming why
     }

@@ -1,6 +1,7 @@
 import { parseOwner } from '../coordinator/owner.js';
 import type { BatchAttempt, BatchRecord, Counts, Outcome, QueryStore, StageCounts } from '../store/task-store.js';
 import { hasStages, inPipelineOrder } from './batch-status.js';
+import { etaSeconds } from './busy-rate.js';
 
 /**
  * The facts `watch` shows on every tick, no formatting here. Each tick makes only bounded,
@@ -119,7 +120,7 @@ export class LiveView {
       stages: inPipelineOrder(this.batch, stages),
       ratePerSecond: rate,
       rateSpanMs: spanMs,
-      etaSeconds: open === 0 ? 0 : rate ? Math.max(1, Math.ceil(open / rate)) : null,
+      etaSeconds: etaSeconds(open, rate),
       runningTasks: byAge.slice(0, this.caps.running),
       moreRunning: Math.max(0, c.running - Math.min(byAge.length, this.caps.running)),
       failures,

@@ -111,10 +111,14 @@ function outcomeOf(ended: Exclude<Launched, { kind: 'dropped' }>, started: numbe
   return { ok: false, result: null, error: { name: 'Error', message, retryable: true }, exitCode: null, signal, outputTail: null, logPath: null, durationMs, startedAt: started };
 }
 
+/** The outcome of an attempt that failed before anything ran. */
+export function notRunOutcome(error: NonNullable<DoneMessage['error']>): ExecOutcome {
+  return { ok: false, result: null, error, exitCode: null, signal: null, outputTail: null, logPath: null, durationMs: 0, startedAt: 0 };
+}
+
 /** An attempt that fails before anything runs. */
-function notRun(error: NonNullable<DoneMessage['error']>): RunningExec {
-  const failed = { ok: false, result: null, error, exitCode: null, signal: null, outputTail: null, logPath: null, durationMs: 0, startedAt: 0 };
-  return { abort() {}, kill() {}, done: Promise.resolve(failed) };
+export function notRun(error: NonNullable<DoneMessage['error']>): RunningExec {
+  return { abort() {}, kill() {}, done: Promise.resolve(notRunOutcome(error)) };
 }
 
 function describeExit(code: number | null, signal: string | null, tail: string | null, cause?: string): string {

@@ -6,7 +6,7 @@ import { HeartbeatThrottle } from './heartbeat-throttle.js';
 import type { Launcher } from './launcher.js';
 import { loadHandler } from './load-handler.js';
 import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from './protocol.js';
-import { runExec, type ExecOutcome } from './run-exec.js';
+import { notRun, runExec, type ExecOutcome } from './run-exec.js';
 import { runModule } from './run-module.js';
 
 export interface WorkerHost {
@@ -116,7 +116,7 @@ export class WorkerCore {
   private startExec(template: string, task: TaskMessage): void {
     const why = task.output && prepareOutput(task.output);
     const running = why
-      ? notRun(why)
+      ? notRun({ name: 'Error', message: why, retryable: true })
       : runExec(template, task, this.killGraceMs, taskVars(task), this.host.launcher(), (pgid) =>
           this.host.send({ type: 'spawned', token: task.token, pgid }),
         );
@@ -131,7 +131,7 @@ export class WorkerCore {
     // Made on the first ctx.heartbeat(): an attempt that never calls it costs nothing.
     let heartbeat: HeartbeatThrottle | undefined;
     const beat = () => (heartbeat ??= new HeartbeatThrottle(() => this.host.send({ type: 'heartbeat', token: task.token }))).beat();
-    const running = why ? notRun(why) : runModule(fn, task, beat);
+    const running = why ? notRun({ name: 'Error', message: why, retryable: true }) : runModule(fn, task, beat);
     const active: Active = {
       token: task.token,
       kind: 'module',
@@ -191,12 +191,6 @@ export class WorkerCore {
 function withOutput<T extends ExecOutcome | 'dropped'>(task: TaskMessage, done: Promise<T>, how: string): Promise<T> {
   const out = task.output;
   return out ? done.then(async (o) => (o === 'dropped' ? o : ((await finishOutput(out, o as ExecOutcome, how)) as T))) : done;
-}
-
-/** An attempt that fails before anything runs (its output's folder cannot be made). */
-function notRun(message: string) {
-  const outcome: ExecOutcome = { ok: false, result: null, error: { name: 'Error', message, retryable: true }, exitCode: null, signal: null, outputTail: null, logPath: null, durationMs: 0, startedAt: 0 };
-  return { abort() {}, kill() {}, done: Promise.resolve(outcome) };
 }
 
 /** What an exec attempt gets over the worker's environment. */
