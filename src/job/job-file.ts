@@ -41,6 +41,7 @@ const countOrShare = z.union([z.number().int().positive().max(Number.MAX_SAFE_IN
 /** A JavaScript regex source (no flags), checked to compile; stored as the text. */
 const regexSource = z
   .string()
+  .min(1, 'expected a pattern; an empty one would match every failure')
   .describe('a JavaScript regular expression (no flags), matched against the error and output tail')
   .superRefine((v, ctx) => {
     try {

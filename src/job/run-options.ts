@@ -198,6 +198,8 @@ export function parseCodes(value: string): number[] {
  * typo is exit 2 before anything is written; stored as given, compiled once per run (retry-rules.ts).
  */
 export function checkRegex(source: string, option: string): string {
+  // An empty filter is never "everything" (SPEC §9): here it would make every failure final.
+  if (source === '') throw new UsageError(`${option} is empty, which would match every failure; give a pattern such as 'Invalid header'`);
   try {
     new RegExp(source);
   } catch (err) {

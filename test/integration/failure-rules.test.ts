@@ -128,6 +128,14 @@ describe.each(STORES)('failure rules (%s)', (_name, storeOf) => {
       const s = await runCli(['run', '--job', 'job.json', ...store.args], { cwd: p.dir });
       expect(s.code).toBe(2);
       expect(s.stderr).toMatch(/field "stages\.0\.permanentErrors\.0": Invalid regular expression/);
+      // An empty pattern would match every failure: refused, not taken as "everything".
+      const e = await runCli(['run', 'src', ...store.args, '--exec', 'true', '--permanent-errors', ''], { cwd: p.dir });
+      expect(e.code).toBe(2);
+      expect(e.stderr).toContain('--permanent-errors is empty, which would match every failure');
+      writeFileSync(join(p.dir, 'job.json'), JSON.stringify({ source: 'src', exec: 'true', permanentErrors: [''] }));
+      const ej = await runCli(['run', '--job', 'job.json', ...store.args], { cwd: p.dir });
+      expect(ej.code).toBe(2);
+      expect(ej.stderr).toContain('field "permanentErrors.0": expected a pattern; an empty one would match every failure');
       expect(await store.touched(p.dir)).toBe(false);
     });
   });
