@@ -4,7 +4,7 @@ import { budgetOf } from '../job/stages.js';
 import type { AdminStore, BatchRecord, TaskSpec } from '../store/task-store.js';
 import { sameHandlers } from './batch-pool.js';
 
-export type EnqueuePlan = Pick<RunPlan, 'batchName' | 'source' | 'settings' | 'existing' | 'changed' | 'rerunChanged' | 'notes'>;
+export type EnqueuePlan = Pick<RunPlan, 'batchName' | 'source' | 'kind' | 'settings' | 'existing' | 'changed' | 'rerunChanged' | 'notes'>;
 
 /**
  * Writes the plan's batch and tasks (idempotently) and decides which definition version this
@@ -17,6 +17,7 @@ export async function enqueuePlan(store: AdminStore, plan: EnqueuePlan, specs: I
   const maxAttempts = plan.settings.retries + 1;
   const enqueued = await store.enqueue({ name: plan.batchName, source: plan.source, job, maxAttempts }, specs, {
     rerunChanged: plan.rerunChanged,
+    countRepeated: plan.kind === 'items',
   });
   let batch = enqueued.batch;
   // This run's workers loaded the new definition: it runs under the version this makes.
@@ -27,6 +28,9 @@ export async function enqueuePlan(store: AdminStore, plan: EnqueuePlan, specs: I
   if (unnamed.length) {
     const shown = unnamed.slice(0, 5).join(', ') + (unnamed.length > 5 ? `, … (${unnamed.length - 5} more)` : '');
     plan.notes.push(`skipped ${unnamed.length} file${unnamed.length === 1 ? '' : 's'} whose name is not valid UTF-8: ${shown}; rename them to run them`);
+  }
+  if (enqueued.repeated) {
+    plan.notes.push(`${enqueued.repeated} item${enqueued.repeated === 1 ? '' : 's'} of the list repeated one given before: each item is one task, run once`);
   }
   if (enqueued.requeued) plan.notes.push(`re-queued ${enqueued.requeued} succeeded task(s) whose file changed (--rerun-changed)`);
   if (enqueued.changed) plan.notes.push(`${enqueued.changed} succeeded task(s) have changed files since; --rerun-changed runs them again`);

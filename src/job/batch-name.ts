@@ -8,6 +8,14 @@ export function defaultBatchName(absSource: string): string {
   return `${base}-${hash}`;
 }
 
+/**
+ * The default batch of a list on stdin: `stdin-` and a hash of the working folder and the
+ * handler, so `… | splitdance run - --exec CMD` run again in the same folder resumes it.
+ */
+export function stdinBatchName(cwd: string, handler: string): string {
+  return `stdin-${createHash('sha256').update(`${cwd}\0${handler}`).digest('hex').slice(0, 8)}`;
+}
+
 /** Expands `{date}` to the local date, YYYY-MM-DD (for `--batch 'nightly-{date}'`). */
 export function expandBatchName(name: string, now = new Date()): string {
   const pad = (n: number) => String(n).padStart(2, '0');

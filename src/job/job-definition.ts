@@ -1,6 +1,7 @@
 import type { OutputSpec } from '../output/output-path.js';
 import type { HandlerSpec } from '../worker/protocol.js';
 import type { StageDefinition } from './stages.js';
+import type { ItemsMode } from '../split/items.js';
 
 /**
  * The effective definition of a batch, stored on it as JSON so a bare re-run (or a
@@ -9,7 +10,8 @@ import type { StageDefinition } from './stages.js';
 export interface JobDefinition {
   version: 1;
   source: string;
-  split: { include: string[]; exclude: string[]; chunkSize: number; lines: number | null };
+  /** `items`: the source is a list (SPEC §3), read this way; absent or null: a directory or a file. */
+  split: { include: string[]; exclude: string[]; chunkSize: number; lines: number | null; items?: ItemsMode | null };
   handler: HandlerSpec | null;
   retries: number;
   backoffMs: number;
@@ -28,13 +30,14 @@ export interface JobDefinition {
   stages: StageDefinition[];
 }
 
-export type JobSettings = Omit<JobDefinition, 'version' | 'source' | 'split'> & JobDefinition['split'];
+export type JobSettings = Omit<JobDefinition, 'version' | 'source' | 'split'> & Omit<JobDefinition['split'], 'items'> & { items: ItemsMode | null };
 
 export const DEFAULT_SETTINGS: JobSettings = {
   include: [],
   exclude: [],
   chunkSize: 64 * 1024 * 1024,
   lines: null,
+  items: null,
   handler: null,
   retries: 3,
   backoffMs: 5000,
@@ -59,12 +62,13 @@ export function settingsOf(job: JobDefinition): JobSettings {
     output: rest.output ?? null,
     permanentErrors: rest.permanentErrors ?? [],
     heartbeatTimeoutMs: rest.heartbeatTimeoutMs ?? null,
+    items: split.items ?? null,
   };
 }
 
 export function definitionOf(source: string, s: JobSettings): JobDefinition {
-  const { include, exclude, chunkSize, lines, ...rest } = s;
-  return { version: 1, source, split: { include, exclude, chunkSize, lines }, ...rest };
+  const { include, exclude, chunkSize, lines, items, ...rest } = s;
+  return { version: 1, source, split: { include, exclude, chunkSize, lines, ...(items ? { items } : {}) }, ...rest };
 }
 
 /**
@@ -85,5 +89,5 @@ export function mergeSettings(base: JobSettings, given: Partial<JobSettings>): {
 export function describeHandler(h: HandlerSpec | null, stages: StageDefinition[] = []): string {
   if (stages.length) return stages.map((s) => `${s.name}: ${describeHandler(s.handler)}`).join('; ');
   if (!h) return '(none)';
-  return h.kind === 'exec' ? `--exec ${JSON.stringify(h.template)}` : `--handler ${h.path}`;
+  return h.kind === 'exec' ? `--exec ${JSON.stringify(h.template)}${h.pipe ? ' --pipe' : ''}` : `--handler ${h.path}`;
 }

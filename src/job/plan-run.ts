@@ -1,6 +1,6 @@
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
-import { defaultBatchName, expandBatchName } from './batch-name.js';
+import { defaultBatchName, expandBatchName, stdinBatchName } from './batch-name.js';
 import { findJobFile } from './job-file-path.js';
 import { DEFAULT_SETTINGS, describeHandler, mergeSettings, settingsOf, type JobDefinition, type JobSettings } from './job-definition.js';
 import { inputFromFlags, invocationOf, layerInputs, type Invocation, type RawRunFlags, type RunInput } from './run-options.js';
@@ -59,23 +59,36 @@ export async function planRun(
   const jobPath = options.storedOnly ? null : findJobFile(cliFlags.job, cwd);
   const fromFile: RunInput | null = jobPath ? (await import('./job-file.js')).readJobFile(jobPath, cwd) : null;
   const input = fromFile ? layerInputs(fromFile, fromFlags) : fromFlags; // flags win over the file
+  if (sourceArg !== undefined && cliFlags.items !== undefined) {
+    throw new UsageError(`give the list either as the source or as --items, not both (got ${sourceArg} and --items ${cliFlags.items})`);
+  }
   const sourceGiven = sourceArg ?? input.source;
   if (sourceGiven === undefined) {
-    throw new UsageError(`no source: give one (\`splitdance run ./logs\`) or set "source" in ${jobPath ?? 'splitdance.json'}`);
+    throw new UsageError(`no source: give one (\`splitdance run ./logs\`, \`--items list.txt\`, or \`run -\` for a list on stdin) or set "source" in ${jobPath ?? 'splitdance.json'}`);
   }
-  const source = resolve(cwd, sourceGiven);
+  const stdin = sourceGiven === '-';
+  const source = stdin ? '-' : resolve(cwd, sourceGiven);
   const inv = invocationOf(input);
-  const kind = sourceKind(source);
-  const batchName = input.batch !== undefined ? expandBatchName(input.batch) : defaultBatchName(source);
+  const batchName =
+    input.batch !== undefined ? expandBatchName(input.batch) : stdin ? stdinBatchName(cwd, describeHandler(input.settings.handler ?? null, input.settings.stages ?? [])) : defaultBatchName(source);
   if (batchName.trim() === '') throw new UsageError('--batch needs a non-empty name');
   const existing = await findBatch(batchName);
   const stored = existing ? settingsOf(existing.job as JobDefinition) : DEFAULT_SETTINGS;
+  const asItems = stdin || cliFlags.items !== undefined || stored.items !== null;
+  if (asItems && !input.settings.items && !stored.items) input.settings.items = { format: 'lines', keyField: null, colsep: null };
+  if (!asItems && input.settings.items) {
+    throw new UsageError('--jsonl, --key-field and --colsep read a list of items: give it with --items FILE, or `run -` for stdin');
+  }
   const { settings, changed } = mergeSettings(stored, input.settings);
+  // `retry-failed --run` runs what is stored: a list's items are in their tasks, so neither the list nor stdin is read.
+  const storedItems = options.storedOnly === true && asItems && existing !== undefined;
+  const splitPath = storedItems ? null : stdin ? await (await import('../split/stdin-spool.js')).spoolStdin() : source;
+  const kind = splitPath === null ? 'items' : sourceKind(splitPath, asItems);
   checkStages(settings, stored, existing, batchName, input.settings.handler !== undefined);
   if (!settings.handler && settings.stages.length === 0) {
     throw new UsageError("no handler: give --exec 'COMMAND {}' or --handler ./module.js (a new batch has none stored)");
   }
-  if (settings.handler?.kind === 'exec') checkTemplate(settings.handler.template, [], settings.output !== null);
+  if (settings.handler?.kind === 'exec') checkTemplate(settings.handler.template, [], settings.output !== null, kind === 'items');
   const notes =
     existing && changed.length
       ? [`batch ${batchName}: ${changed.join(', ')} changed for the unfinished tasks (handler now ${describeHandler(settings.handler, settings.stages)})`]
@@ -95,18 +108,22 @@ export async function planRun(
     rerunChanged: input.rerunChanged === true,
     notes,
     split(onSkip) {
+      if (splitPath === null) return [];
       const make = () =>
-        splitSource(source, kind, {
+        splitSource(splitPath, kind, {
           include: settings.include,
           exclude: settings.exclude,
           chunkSize: settings.chunkSize,
           lines: settings.lines,
+          items: kind === 'items' ? { mode: settings.items!, shown: source } : null,
           skip: storeFiles(db),
           onSkip,
         });
       return expandStages(sample ? sampled(make, sample) : make(), settings);
     },
   };
+  // A record that is not JSON, or lacks its --key-field, is exit 2 before anything is written.
+  if (kind === 'items' && settings.items?.format === 'jsonl') for (const _ of plan.split());
   if (settings.output || settings.stages.some((s) => s.output)) {
     // Two tasks on one output file: each would overwrite the other, or be found up to date on it.
     const { findOutputCollision } = await import('../output/planned-outputs.js');
@@ -138,7 +155,7 @@ function checkStages(settings: JobSettings, stored: JobSettings, existing: Store
     throw new UsageError(`batch ${batch} has stages, each with its own handler; --exec/--handler cannot replace them (edit the stages in the job file)`);
   }
   if (settings.output) throw new UsageError(`batch ${batch} has stages: each declares its own "output" in the job file; --output cannot give them one`);
-  for (const s of settings.stages) if (s.handler.kind === 'exec') checkTemplate(s.handler.template, s.needs, s.output !== undefined);
+  for (const s of settings.stages) if (s.handler.kind === 'exec') checkTemplate(s.handler.template, s.needs, s.output !== undefined, settings.items !== null);
 }
 
 /** The store's own files, never split even when the store lives inside the source. */

@@ -6,6 +6,7 @@ import { checkOutputTemplate } from '../output/output-path.js';
 import { checkTemplate } from '../worker/exec-template.js';
 import { checkMetricsPath } from '../status/metrics-file.js';
 import type { JobSettings } from './job-definition.js';
+import type { ItemsMode } from '../split/items.js';
 import { parseCount, parseCountOrShare, parseDuration, parseFraction, parseNumber, parseSize, resolveCountOrShare, type CountOrShare } from './units.js';
 
 /**
@@ -41,6 +42,11 @@ export interface RawRunFlags {
   exclude?: string[];
   chunkSize?: string;
   lines?: string;
+  items?: string;
+  jsonl?: boolean;
+  keyField?: string;
+  colsep?: string;
+  pipe?: boolean;
   wait?: boolean;
   maxFailures?: string;
   maxRuntime?: string;
@@ -111,13 +117,14 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
   if (f.exec !== undefined && f.handler !== undefined) throw new UsageError('give either --exec or --handler, not both');
   if (f.lines !== undefined && f.chunkSize !== undefined) throw new UsageError('give either --lines or --chunk-size, not both');
   if (f.output !== undefined) checkOutputTemplate(f.output, []);
+  if (f.pipe && f.exec === undefined) throw new UsageError("--pipe goes with --exec (a module handler reads its chunk or item with task.read()); give --exec 'COMMAND' --pipe");
   // Whether {out} has an output to name is checked once the job file and the stored batch are layered in (plan-run.ts).
   if (f.exec !== undefined) checkTemplate(f.exec);
   for (const [flag, globs] of [['--include', f.include], ['--exclude', f.exclude]] as const) {
     if (globs?.some((g) => g.trim() === '')) throw new UsageError(`${flag} is empty; give a glob such as '*.log'`);
   }
   const settings: Partial<JobSettings> = {
-    handler: f.exec !== undefined ? { kind: 'exec', template: f.exec } : f.handler !== undefined ? { kind: 'module', path: resolve(cwd, f.handler) } : undefined,
+    handler: f.exec !== undefined ? { kind: 'exec', template: f.exec, ...(f.pipe ? { pipe: true } : {}) } : f.handler !== undefined ? { kind: 'module', path: resolve(cwd, f.handler) } : undefined,
     retries: given(f.retries, (v) => parseCount(v, '--retries', { max: MAX_RETRIES })),
     backoffMs: given(f.backoff, (v) => parseDuration(v, '--backoff')),
     backoffFactor: given(f.backoffFactor, (v) => parseNumber(v, '--backoff-factor', { min: 1 })),
@@ -132,6 +139,7 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     exclude: f.exclude?.length ? f.exclude : undefined,
     chunkSize: given(f.chunkSize, (v) => parseSize(v, '--chunk-size')),
     lines: given(f.lines, (v) => parseCount(v, '--lines', { min: 1 })),
+    items: itemsFromFlags(f),
   };
   const inv: Partial<Invocation> = {
     concurrency: given(f.concurrency, parseConcurrency),
@@ -149,12 +157,26 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
   };
   if (f.batch !== undefined && f.batch.trim() === '') throw new UsageError('--batch needs a non-empty name');
   return {
+    source: f.items,
     batch: f.batch,
     settings: definedOnly(settings),
     inv: definedOnly(inv),
     sample: given(f.sample, (v) => parseSample(v)),
     rerunChanged: f.rerunChanged === true ? true : undefined,
   };
+}
+
+/**
+ * How a list is read (`--items`, `-`, `--jsonl`, `--key-field`, `--colsep`), when any of it is
+ * given; whether the source is a list at all is decided with the source (plan-run.ts).
+ */
+function itemsFromFlags(f: RawRunFlags): ItemsMode | undefined {
+  if (f.items !== undefined && f.items.trim() === '') throw new UsageError("--items needs a list file, or - for stdin (e.g. --items urls.txt)");
+  if (f.keyField !== undefined && f.keyField === '') throw new UsageError('--key-field is empty; give the name of a field of every record, e.g. --key-field id');
+  if (f.colsep !== undefined) checkRegex(f.colsep, '--colsep');
+  if (f.items === undefined && !f.jsonl && f.keyField === undefined && f.colsep === undefined) return undefined;
+  const format = f.jsonl || f.keyField !== undefined || /\.(jsonl|ndjson)$/i.test(f.items ?? '') ? 'jsonl' : 'lines';
+  return { format, keyField: f.keyField ?? null, colsep: f.colsep ?? null };
 }
 
 /** Layers `over` on `base`: a field `over` gives wins, whatever `base` said. */

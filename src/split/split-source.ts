@@ -2,6 +2,7 @@ import { accessSync, constants, statSync } from 'node:fs';
 import { UsageError } from '../errors.js';
 import type { TaskSpec } from '../store/task-store.js';
 import { chunkFile, type ChunkMode } from './chunk-file.js';
+import { readItems, type ItemsMode } from './items.js';
 import { walkDirectory } from './walk-directory.js';
 
 export interface SplitOptions {
@@ -9,15 +10,17 @@ export interface SplitOptions {
   exclude: string[];
   chunkSize: number;
   lines: number | null;
+  /** A list source: how it is read, and the name its items carry (`-` for stdin). */
+  items?: { mode: ItemsMode; shown: string } | null;
   /** Absolute paths the walk must not list (the store and its folder). */
   skip: string[];
   onSkip?: (path: string, reason: string) => void;
 }
 
-export type SourceKind = 'directory' | 'file';
+export type SourceKind = 'directory' | 'file' | 'items';
 
-/** Checks the source up front so a bad one fails before anything is written. */
-export function sourceKind(source: string): SourceKind {
+/** Checks the source up front so a bad one fails before anything is written; a list must be a readable file. */
+export function sourceKind(source: string, items = false): SourceKind {
   let stats;
   try {
     stats = statSync(source);
@@ -26,20 +29,22 @@ export function sourceKind(source: string): SourceKind {
     if (code === 'ENOENT') throw new UsageError(`source ${source} does not exist; give a directory or a file to split`);
     throw new UsageError(`cannot read the source ${source} (${code}); check the path and its permissions`);
   }
+  if (items && stats.isDirectory()) throw new UsageError(`--items ${source} is a directory; give a list file (one item per line), or run the directory itself without --items`);
   if (!stats.isDirectory() && !stats.isFile()) {
-    throw new UsageError(`source ${source} is neither a directory nor a regular file`);
+    throw new UsageError(`source ${source} is neither a directory nor a regular file${items ? '' : '; a list on stdin is `run -`'}`);
   }
   try {
     accessSync(source, constants.R_OK | (stats.isDirectory() ? constants.X_OK : 0));
   } catch {
     throw new UsageError(`cannot read the source ${source}; fix its permissions`);
   }
-  return stats.isDirectory() ? 'directory' : 'file';
+  return items ? 'items' : stats.isDirectory() ? 'directory' : 'file';
 }
 
 /** The Splitter: a source becomes a stream of task specs with stable keys. */
 export function splitSource(source: string, kind: SourceKind, options: SplitOptions): Generator<TaskSpec> {
   if (kind === 'directory') return walkDirectory(source, options);
+  if (kind === 'items') return readItems(source, options.items!.shown, options.items!.mode);
   const mode: ChunkMode = options.lines ? { kind: 'lines', lines: options.lines } : { kind: 'bytes', chunkSize: options.chunkSize };
   return chunkFile(source, mode);
 }
@@ -52,7 +57,9 @@ export function nonEmpty(specs: Iterable<TaskSpec>, source: string, kind: Source
     throw new UsageError(
       kind === 'directory'
         ? `source ${source} holds no files to run (after --include/--exclude, --sample and skipping hidden files)`
-        : `source ${source} is empty; there is nothing to split`,
+        : kind === 'items'
+          ? `the list ${source} holds no items (empty lines are skipped); give it one item per line`
+          : `source ${source} is empty; there is nothing to split`,
     );
   }
   return (function* () {

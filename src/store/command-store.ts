@@ -4,6 +4,7 @@ import type {
   BatchRecord,
   Budget,
   CancelResult,
+  EnqueueOptions,
   EnqueueResult,
   ErrorCount,
   NewBatch,
@@ -57,7 +58,7 @@ export interface AdminStore {
    * Create the batch if needed and insert the tasks whose keys it lacks, atomically; note
    * changed fingerprints, and with `rerunChanged` re-queue succeeded tasks whose file changed.
    */
-  enqueue(batch: NewBatch, specs: Iterable<TaskSpec>, options?: { rerunChanged?: boolean }): Promise<EnqueueResult>;
+  enqueue(batch: NewBatch, specs: Iterable<TaskSpec>, options?: EnqueueOptions): Promise<EnqueueResult>;
   /**
    * Replace the stored job definition and bump its version (returned); unfinished tasks get the
    * new attempt budget (per stage, with stages). Claims under the old version stop at once.

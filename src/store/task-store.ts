@@ -26,6 +26,14 @@ export interface TaskPayload {
   rel: string;
   start?: number;
   end?: number;
+  /** An item of a list (items source): its text, as the line holds it without its line end. */
+  item?: string;
+  /** A JSON Lines item: the parsed record. */
+  record?: unknown;
+  /** An item that is not valid UTF-8: its exact bytes, base64 (`item` then holds a lossy text). */
+  bytes?: string;
+  /** `--colsep` of the list: the regex that splits `item` into `{1}`, `{2}`… (absent: whitespace). */
+  colsep?: string;
 }
 
 /** What the splitter produces for one task. */
@@ -66,6 +74,13 @@ export interface NewBatch {
   maxAttempts: number;
 }
 
+export interface EnqueueOptions {
+  /** Re-queue succeeded tasks whose file changed (`--rerun-changed`). */
+  rerunChanged?: boolean;
+  /** Count the specs whose key came more than once (a list's repeated items): `repeated`. */
+  countRepeated?: boolean;
+}
+
 export interface EnqueueResult {
   batch: BatchRecord;
   created: boolean;
@@ -74,6 +89,8 @@ export interface EnqueueResult {
   changed: number;
   /** Succeeded tasks whose file changed, re-queued by `rerunChanged`. */
   requeued: number;
+  /** With `countRepeated`: specs that repeated a key given before them in this enqueue (each key is one task). */
+  repeated: number;
 }
 
 /** A claimed task, as handed to a worker. `token` is the attempt id and the fencing token. */

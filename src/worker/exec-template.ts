@@ -1,6 +1,7 @@
 import { basename, dirname, extname } from 'node:path';
 import { PermanentError, UsageError } from '../errors.js';
-import type { Placeholder } from './placeholder.js';
+import { ITEM_PLACEHOLDER, type Placeholder } from './placeholder.js';
+import { fieldsOf, itemText, recordField } from './item-values.js';
 import type { TaskMessage } from './protocol.js';
 import { shellQuote } from './quoted-line.js';
 import { quoteByContext } from './template-quoting.js';
@@ -17,8 +18,12 @@ export { shellQuote };
  * exactly (unclosed quotes, a placeholder inside backquotes…), before any task is written;
  * `needs` (a stage's) are the stages whose results `{inputs.STAGE.FIELD}` may read.
  */
-export function checkTemplate(template: string, needs: string[] = [], hasOutput = true): void {
+export function checkTemplate(template: string, needs: string[] = [], hasOutput = true, items = true): void {
   if (template.trim() === '') throw new UsageError('--exec needs a command, e.g. --exec \'gzip -k {}\'');
+  const itemOnly = ITEM_PLACEHOLDER.exec(template);
+  if (!items && itemOnly) {
+    throw new UsageError(`--exec template: ${itemOnly[0]} is a placeholder of an item, and this source is not a list; give the list with --items FILE (or \`run -\` for stdin)`);
+  }
   if (!hasOutput && template.includes('{out}')) {
     throw new UsageError(`the command writes {out}, but no output is declared: add --output (e.g. --output 'out/{rel}.gz'), or "output" in the job file`);
   }
@@ -41,12 +46,17 @@ export function checkTemplate(template: string, needs: string[] = [], hasOutput 
  * GNU parallel, a template without placeholders runs as written (`--exec 'sleep 5'` means
  * just that); the task's path is also in $SPLITDANCE_PATH.
  */
-export function placeholderValue({ name, input }: Placeholder, task: PlaceholderTask): string {
+export function placeholderValue({ name, input, field }: Placeholder, task: PlaceholderTask): string {
   if (input !== undefined) return inputValue(task.inputs, input);
+  if (field !== undefined) return recordField(task.payload, field);
   const { path, rel, start, end } = task.payload;
+  if (name !== undefined && /^[1-9]/.test(name)) return fieldsOf(task.payload)[Number(name) - 1] ?? '';
   switch (name) {
     case '':
-      return path;
+      // An item's `{}` is the item, as in GNU parallel and rush; a file's is its path.
+      return task.payload.item !== undefined ? itemText(task.payload) : path;
+    case 'item':
+      return itemText(task.payload);
     case 'key':
       return task.key;
     case 'rel':

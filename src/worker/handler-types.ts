@@ -12,6 +12,12 @@ export interface Task {
   /** Byte offsets, for chunks of a file source. */
   start?: number;
   end?: number;
+  /** An item of a list: its text (without its line end). */
+  item?: string;
+  /** A JSON Lines item: the parsed record. */
+  record?: unknown;
+  /** The bytes this task is about: its chunk (a file source), its item (a list), or the whole file. */
+  read(): Promise<Buffer>;
   /** 1 for the first attempt. */
   attempt: number;
   payload: TaskPayload;

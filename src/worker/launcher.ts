@@ -10,6 +10,8 @@
  * running attempt CRASHED, its queued ones INTERRUPTED), wherever the worker lives.
  */
 
+import type { TaskInput } from './task-bytes.js';
+
 /** One command to run in its turn. */
 export interface LaunchRequest {
   /** A simple command's words, or ['/bin/sh', '-c', line]. */
@@ -20,6 +22,8 @@ export interface LaunchRequest {
   vars: Record<string, string>;
   /** Where its output goes (created only if it prints anything). */
   logFile: string;
+  /** `--pipe`: what its stdin reads (else /dev/null). Only the NodeLauncher feeds it. */
+  stdin?: TaskInput;
 }
 
 export type Launched =

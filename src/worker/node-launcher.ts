@@ -1,6 +1,28 @@
 import { spawn } from 'node:child_process';
+import { createReadStream } from 'node:fs';
+import type { Writable } from 'node:stream';
+import type { TaskInput } from './task-bytes.js';
 import type { Launched, Launcher, LaunchRequest } from './launcher.js';
 import { OutputCapture } from './output-capture.js';
+
+/**
+ * Writes a `--pipe` command's input to its stdin and closes it. A command that stops reading
+ * early (`head -1`) is its own business: the broken pipe is not an error of the attempt.
+ */
+function feed(into: Writable, input: TaskInput): void {
+  into.on('error', () => {});
+  if (input.kind === 'bytes') {
+    into.end(input.data);
+    return;
+  }
+  if (input.end <= input.start) {
+    into.end();
+    return;
+  }
+  const from = createReadStream(input.path, { start: input.start, end: Number.isFinite(input.end) ? input.end - 1 : undefined });
+  from.on('error', () => into.destroy());
+  from.pipe(into);
+}
 
 /** Streams a straggler (a background grandchild holding the pipe) may keep open after exit. */
 const PIPE_LINGER_MS = 200;
@@ -51,12 +73,13 @@ export class NodeLauncher implements Launcher {
    * when that is the request's `last` try (a direct argv's fallback comes first).
    */
   private run(argv: string[], q: Queued, last: boolean): Promise<Launched> {
-    const { vars, logFile } = q.request;
+    const { vars, logFile, stdin } = q.request;
     const capture = new OutputCapture(logFile);
-    const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...vars } });
+    const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'], env: { ...process.env, ...vars } });
     if (child.pid !== undefined) q.onStarted(child.pid, Date.now());
-    child.stdout.on('data', (b: Buffer) => capture.write(b));
-    child.stderr.on('data', (b: Buffer) => capture.write(b));
+    if (stdin && child.stdin) feed(child.stdin, stdin);
+    child.stdout!.on('data', (b: Buffer) => capture.write(b));
+    child.stderr!.on('data', (b: Buffer) => capture.write(b));
     return new Promise<Launched>((resolve) => {
       let exit: { code: number | null; signal: NodeJS.Signals | null; at: number } | null = null;
       child.on('error', (err: NodeJS.ErrnoException) => {
@@ -68,8 +91,8 @@ export class NodeLauncher implements Launcher {
         exit = { code, signal, at: Date.now() };
         this.next();
         setTimeout(() => {
-          child.stdout.destroy();
-          child.stderr.destroy();
+          child.stdout!.destroy();
+          child.stderr!.destroy();
         }, PIPE_LINGER_MS).unref();
       });
       child.on('close', () => {

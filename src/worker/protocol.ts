@@ -6,7 +6,8 @@ import type { SerializedError } from '../errors.js';
 import type { OutputPaths } from '../output/output-path.js';
 import type { TaskPayload } from '../store/task-store.js';
 
-export type HandlerSpec = { kind: 'exec'; template: string } | { kind: 'module'; path: string };
+/** `pipe`: the command gets its chunk's bytes (or its item) on stdin (`--pipe`). */
+export type HandlerSpec = { kind: 'exec'; template: string; pipe?: true } | { kind: 'module'; path: string };
 
 /** Everything a worker needs to run one attempt; also what `{…}` placeholders read. */
 export interface TaskMessage {

@@ -5,6 +5,7 @@ import { GroupStop } from './group-stop.js';
 import type { Launched, Launcher } from './launcher.js';
 import { tailWithNote } from './output-capture.js';
 import type { DoneMessage, TaskMessage } from './protocol.js';
+import { taskInput } from './task-bytes.js';
 
 export type ExecOutcome = Omit<DoneMessage, 'token'>;
 
@@ -32,6 +33,7 @@ export function runExec(
   vars: Record<string, string>,
   launcher: Launcher,
   onStarted: (pgid: number) => void,
+  pipe = false,
 ): RunningExec {
   let argv: string[];
   let fallback: string | null;
@@ -49,7 +51,8 @@ export function runExec(
   let group: GroupStop | null = null;
   let aborted = false;
   let started = 0;
-  const launched = launcher.launch({ argv, fallback, vars, logFile: task.logFile }, (pgid, at) => {
+  const stdin = pipe ? taskInput(task.payload) : undefined;
+  const launched = launcher.launch({ argv, fallback, vars, logFile: task.logFile, ...(stdin ? { stdin } : {}) }, (pgid, at) => {
     started = at;
     group = new GroupStop(pgid, killGraceMs);
     onStarted(pgid);

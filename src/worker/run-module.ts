@@ -1,6 +1,7 @@
 import { format } from 'node:util';
 import { serializeError } from '../errors.js';
 import type { Handler, Task } from './handler-types.js';
+import { taskBytes } from './task-bytes.js';
 import { OutputCapture, tailWithNote } from './output-capture.js';
 import type { DoneMessage, TaskMessage } from './protocol.js';
 
@@ -28,6 +29,9 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
     rel: msg.payload.rel,
     start: msg.payload.start,
     end: msg.payload.end,
+    ...(msg.payload.item !== undefined ? { item: msg.payload.item } : {}),
+    ...(msg.payload.record !== undefined ? { record: msg.payload.record } : {}),
+    read: () => taskBytes(msg.payload),
     attempt: msg.attempt,
     payload: msg.payload,
     inputs: msg.inputs,

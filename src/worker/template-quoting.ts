@@ -1,6 +1,6 @@
 import { UsageError } from '../errors.js';
 import { hereDocEnd, readHereDocStart, type HereDoc } from './here-document.js';
-import { PLACEHOLDER, type Placeholder } from './placeholder.js';
+import { PLACEHOLDER, placeholderOf, type Placeholder } from './placeholder.js';
 import type { QuotedLine } from './quoted-line.js';
 import { CommandWords } from './shell-script-word.js';
 
@@ -85,7 +85,7 @@ class Lexer {
 
   /** Holes take no room: `quoted` only ever drops the quote it has just opened, before any hole of its string. */
   private hole(m: RegExpExecArray): void {
-    this.holes.push({ at: this.out.length, placeholder: { text: m[0], name: m[1], input: m[2] } });
+    this.holes.push({ at: this.out.length, placeholder: placeholderOf(m) });
   }
 
   /** Command level: the top (`inSub` false) or inside `$(…)` up to its `)`. `refusing` names why no placeholder may appear. */

@@ -5,6 +5,7 @@ import type { Handler } from './handler-types.js';
 import { HeartbeatThrottle } from './heartbeat-throttle.js';
 import type { Launcher } from './launcher.js';
 import { loadHandler } from './load-handler.js';
+import { NodeLauncher } from './node-launcher.js';
 import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from './protocol.js';
 import { notRun, runExec, type ExecOutcome } from './run-exec.js';
 import { runModule } from './run-module.js';
@@ -53,6 +54,8 @@ export class WorkerCore {
   /** The last report in line: each waits for the one before. */
   private reported: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** Where `--pipe` commands start (made on the first one). */
+  private pipeLauncher: Launcher | undefined;
 
   constructor(private readonly host: WorkerHost) {}
 
@@ -108,18 +111,18 @@ export class WorkerCore {
       const blocked = h.spec.kind === 'exec' ? this.active.some((a) => a.kind === 'module') : this.active.length > 0;
       if (blocked) return;
       this.queue.shift();
-      if (h.spec.kind === 'exec') this.startExec(h.spec.template, task);
+      if (h.spec.kind === 'exec') this.startExec(h.spec.template, task, h.spec.pipe === true);
       else this.startModule(h.fn!, task);
     }
   }
 
-  private startExec(template: string, task: TaskMessage): void {
+  private startExec(template: string, task: TaskMessage, pipe: boolean): void {
     const why = task.output && prepareOutput(task.output);
+    // --pipe feeds the command's stdin, which only Node's spawn does here (the helper gives /dev/null).
+    const launcher = pipe ? (this.pipeLauncher ??= new NodeLauncher()) : this.host.launcher();
     const running = why
       ? notRun({ name: 'Error', message: why, retryable: true })
-      : runExec(template, task, this.killGraceMs, taskVars(task), this.host.launcher(), (pgid) =>
-          this.host.send({ type: 'spawned', token: task.token, pgid }),
-        );
+      : runExec(template, task, this.killGraceMs, taskVars(task), launcher, (pgid) => this.host.send({ type: 'spawned', token: task.token, pgid }), pipe);
     const active: Active = { token: task.token, kind: 'exec', output: task.output, abort: () => running.abort(), kill: () => running.kill() };
     this.active.push(active);
     this.report(active, withOutput(task, running.done, 'the command must write it to {out}'));

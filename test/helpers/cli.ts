@@ -21,6 +21,8 @@ export interface CliOptions {
   /** Replace the environment entirely (like `env -i`). */
   cleanEnv?: boolean;
   timeoutMs?: number;
+  /** Written to the command's stdin, which is then closed (else stdin is /dev/null). */
+  input?: string | Buffer;
 }
 
 /** A fresh temp directory (real path, so keys and paths compare exactly). */
@@ -31,7 +33,11 @@ export function tempDir(prefix = 'sd-'): string {
 /** Starts the built CLI as a real process. */
 export function startCli(args: string[], opts: CliOptions): ChildProcess & { result: Promise<CliResult> } {
   const env = opts.cleanEnv ? { ...opts.env } : { ...process.env, NO_COLOR: '1', ...opts.env };
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd, env, stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+  if (opts.input !== undefined) {
+    child.stdin!.on('error', () => {}); // a CLI that exits without reading all of it
+    child.stdin!.end(opts.input);
+  }
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (b) => (stdout += b));

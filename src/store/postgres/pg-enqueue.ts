@@ -1,4 +1,4 @@
-import type { EnqueueResult, NewBatch, TaskSpec } from '../task-store.js';
+import type { EnqueueOptions, EnqueueResult, NewBatch, TaskSpec } from '../task-store.js';
 import type { PgDb, Sql } from './pg-db.js';
 import { lockKey } from './pg-locks.js';
 import { toBatch, type BatchDbRow } from '../db-rows.js';
@@ -13,6 +13,9 @@ const STAGE = `
   INSERT INTO pg_temp.staging (ord, task_key, payload, fingerprint, stage, item_key, needs, max_attempts)
   SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[])`;
 
+/** Staged specs whose (stage, key) came before: a list's repeated items. */
+const COUNT_REPEATED = 'SELECT count(*) - (SELECT count(*) FROM (SELECT DISTINCT stage, task_key FROM pg_temp.staging) d) AS n FROM pg_temp.staging';
+
 /**
  * Create the batch if needed and insert the keys it lacks, all or nothing. Rows are first
  * streamed into a TEMP table on this session's connection, outside any transaction, so a
@@ -25,9 +28,10 @@ export async function enqueue(
   st: Statements,
   batch: NewBatch,
   specs: Iterable<TaskSpec>,
-  rerunChanged: boolean,
+  options: EnqueueOptions,
   now: () => number,
 ): Promise<EnqueueResult> {
+  const rerunChanged = options.rerunChanged ?? false;
   return db.session(async (sql, transaction) => {
     await sql.run('DROP TABLE IF EXISTS pg_temp.staging');
     await sql.run(
@@ -38,8 +42,9 @@ export async function enqueue(
       await stage(sql, specs);
       // Temp tables are never auto-analysed; without statistics a million-row join is planned blind.
       await sql.run('ANALYZE pg_temp.staging');
+      const repeated = options.countRepeated ? Number((await sql.rows<{ n: string }>(COUNT_REPEATED))[0]!.n) : 0;
       const key = lockKey('batch', db.target.schema, batch.name);
-      return await transaction((tx) => commit(tx, st, key, batch, rerunChanged, now));
+      return { ...(await transaction((tx) => commit(tx, st, key, batch, rerunChanged, now))), repeated };
     } finally {
       // Best effort: a broken connection is discarded with its temp table; the first error is the one to report.
       await sql.run('DROP TABLE IF EXISTS pg_temp.staging').catch(() => undefined);
@@ -73,7 +78,7 @@ async function stage(sql: Sql, specs: Iterable<TaskSpec>): Promise<void> {
   await flush();
 }
 
-async function commit(sql: Sql, st: Statements, key: string, batch: NewBatch, rerunChanged: boolean, clock: () => number): Promise<EnqueueResult> {
+async function commit(sql: Sql, st: Statements, key: string, batch: NewBatch, rerunChanged: boolean, clock: () => number): Promise<Omit<EnqueueResult, 'repeated'>> {
   // Serialises enqueues of one batch, its creation included, so `seq` stays unique.
   await sql.run(st.lockBatchWork, [key]);
   // The store's clock (the server's, for the CLI), read once the lock is held: rows are

@@ -17,6 +17,7 @@ import type {
   TaskFilter,
   TaskRow,
   TaskSpec,
+  EnqueueOptions,
   TaskStatus,
   TaskStore,
 } from '../task-store.js';
@@ -100,8 +101,8 @@ export class PostgresStore implements TaskStore {
     return (await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.listBatches))).map(toBatch);
   }
 
-  async enqueue(batch: NewBatch, specs: Iterable<TaskSpec>, options: { rerunChanged?: boolean } = {}): Promise<EnqueueResult> {
-    return enqueue(this.db, this.st, batch, specs, options.rerunChanged ?? false, () => this.clock.now());
+  async enqueue(batch: NewBatch, specs: Iterable<TaskSpec>, options: EnqueueOptions = {}): Promise<EnqueueResult> {
+    return enqueue(this.db, this.st, batch, specs, options, () => this.clock.now());
   }
 
   async upToDateCount(batchId: number): Promise<number> {

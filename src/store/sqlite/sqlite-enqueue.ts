@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { EnqueueResult, NewBatch, TaskSpec } from '../task-store.js';
+import type { EnqueueOptions, EnqueueResult, NewBatch, TaskSpec } from '../task-store.js';
 import { toBatch, type BatchDbRow } from '../db-rows.js';
 import { needsColumn } from '../shared/json-columns.js';
 import { failpoint } from '../failpoint.js';
@@ -13,6 +13,8 @@ const STAGING_CHUNK = 5000;
 const ENQUEUE_SQL = {
   batchByName: SQL.batchByName,
   countChanged: SQL.countChanged,
+  /** Staged specs whose (stage, key) came before: a list's repeated items. */
+  countRepeated: 'SELECT count(*) - (SELECT count(*) FROM (SELECT DISTINCT stage, task_key FROM temp.staging)) AS n FROM temp.staging',
   /** (?, ?, ?, ?, ?, ?, ?) — one spec into the staging table. */
   stage: 'INSERT INTO temp.staging (task_key, payload, fingerprint, stage, item_key, needs, max_attempts) VALUES (?, ?, ?, ?, ?, ?, ?)',
   /** @name @source @job @now — its id above every batch id the store ever had (id_high_water). */
@@ -61,7 +63,8 @@ const ENQUEUE_SQL = {
  * file (the store's connection keeps its temporary storage in memory, see SqliteStore), and
  * the store's connection never opens a temporary database, which would pin that choice.
  */
-export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>, rerunChanged: boolean): EnqueueResult {
+export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>, options: EnqueueOptions): EnqueueResult {
+  const rerunChanged = options.rerunChanged ?? false;
   const db = openSqlite(path, { create: false });
   try {
     db.exec(`CREATE TEMP TABLE staging (task_key TEXT NOT NULL, payload TEXT NOT NULL, fingerprint TEXT,
@@ -85,6 +88,7 @@ export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>
       }
     }
     flush(chunk);
+    const repeated = options.countRepeated ? (st.countRepeated.get() as { n: number }).n : 0;
     const now = Date.now();
     const result = db
       .transaction(() => {
@@ -100,7 +104,7 @@ export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>
         if (!created) st.observeStaged.run({ batchId: row.id });
         const requeued = rerunChanged ? st.requeueChanged.run({ batchId: row.id }).changes : 0;
         const { n: changed } = st.countChanged.get({ batchId: row.id }) as { n: number };
-        return { batch: toBatch(row), created, inserted, changed, requeued };
+        return { batch: toBatch(row), created, inserted, changed, requeued, repeated };
       })
       .immediate();
     failpoint('write');

@@ -34,9 +34,9 @@ export class SqliteStore implements T.TaskStore {
     }
   }
 
-  async enqueue(batch: T.NewBatch, specs: Iterable<T.TaskSpec>, options: { rerunChanged?: boolean } = {}): Promise<T.EnqueueResult> {
+  async enqueue(batch: T.NewBatch, specs: Iterable<T.TaskSpec>, options: T.EnqueueOptions = {}): Promise<T.EnqueueResult> {
     if (this.c.readonly) throw new StoreError(`the store ${this.location} is open read-only; nothing can be enqueued`);
-    return enqueue(this.location, batch, specs, options.rerunChanged ?? false);
+    return enqueue(this.location, batch, specs, options);
   }
 
   async claim(req: T.ClaimRequest): Promise<T.ClaimedTask[]> {

@@ -1,0 +1,41 @@
+/** An item's task key: the item itself, readable, and a prefix plus a hash when it is long or not text. */
+import { createHash } from 'node:crypto';
+import { UsageError } from '../errors.js';
+
+/** Keys up to this many characters are the item as written; longer ones are shortened. */
+export const MAX_ITEM_KEY = 200;
+/** What a shortened key keeps of the item before `…` and the hash. */
+const PREFIX = 160;
+
+/**
+ * The key of an item whose text is `text`. A longer one keeps its first characters, then `…`
+ * and 16 hex digits of the SHA-256 of its exact bytes, so two long items that share a prefix
+ * stay two keys; so does a line that is not valid UTF-8 (`raw`), whose text lost bytes.
+ */
+export function itemKey(text: string, raw: Buffer | null = null): string {
+  if (raw === null && [...text].length <= MAX_ITEM_KEY) return text;
+  const hash = createHash('sha256').update(raw ?? text).digest('hex').slice(0, 16);
+  return `${[...text].slice(0, PREFIX).join('')}…${hash}`;
+}
+
+/** A JSON record's key: its `keyField` (a string or a number), else its canonical text. */
+export function recordKey(record: unknown, keyField: string | null, where: string): string {
+  if (keyField === null) return itemKey(canonicalJson(record));
+  const value = record !== null && typeof record === 'object' && !Array.isArray(record) && Object.hasOwn(record, keyField) ? (record as Record<string, unknown>)[keyField] : undefined;
+  if (typeof value === 'string' && value !== '') return itemKey(value);
+  if (typeof value === 'number' && Number.isFinite(value)) return itemKey(String(value));
+  throw new UsageError(
+    `${where}: the record has no --key-field "${keyField}" that is a non-empty string or a number (got ${value === undefined ? 'none' : JSON.stringify(value)}); ` +
+      'give every record that field, or leave out --key-field to key records by their whole text',
+  );
+}
+
+/** JSON with object keys sorted at every level, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are one item. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value);
+}

@@ -1,0 +1,39 @@
+/** What the placeholders of an item stand for: its text, its fields, a record's own fields. */
+import { PermanentError } from '../errors.js';
+import type { TaskPayload } from '../store/task-store.js';
+
+/**
+ * The item's text. One that is not valid UTF-8 cannot be an argument exactly (arguments are
+ * text here), so its attempt fails for good and says how to get its bytes.
+ */
+export function itemText(payload: TaskPayload): string {
+  if (payload.item === undefined) throw new PermanentError('{item} is used, but this task is not an item of a list; use {} for its path');
+  if (payload.bytes !== undefined) {
+    throw new PermanentError(`the item ${JSON.stringify(payload.item).slice(0, 100)} is not valid UTF-8, so {} or {item} cannot pass it exactly; use --pipe to get its bytes on stdin`);
+  }
+  return payload.item;
+}
+
+/** `{1}`, `{2}`…: the item split on its `--colsep` regex, or on runs of whitespace (leading and trailing ignored). */
+export function fieldsOf(payload: TaskPayload): string[] {
+  const text = itemText(payload);
+  if (payload.colsep !== undefined) return text.split(new RegExp(payload.colsep));
+  const trimmed = text.trim();
+  return trimmed === '' ? [] : trimmed.split(/\s+/);
+}
+
+/**
+ * `{item.id}`, `{item.user.name}`: a JSON record's own field, as text (JSON for objects and
+ * arrays). Like `{inputs…}`, `constructor` or `__proto__` are no record's fields.
+ */
+export function recordField(payload: TaskPayload, path: string): string {
+  if (payload.record === undefined) throw new PermanentError(`{item.${path}} reads a field of a JSON record; this task's item is not one (read the list with --jsonl)`);
+  let value: unknown = payload.record;
+  for (const part of path.split('.')) {
+    if (value === null || typeof value !== 'object' || !Object.hasOwn(value, part)) {
+      throw new PermanentError(`{item.${path}}: the record has no "${part}" (record: ${JSON.stringify(payload.record).slice(0, 200)})`);
+    }
+    value = (value as Record<string, unknown>)[part];
+  }
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
