@@ -1,0 +1,60 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { handler, runCli, tempDir } from '../helpers/cli.js';
+import { dbPathIn, query } from '../helpers/store.js';
+
+/** `--pipe` and `task.read()`: a command or a module gets its chunk's (or item's) bytes, not the whole file. */
+
+/** A file of `size` bytes of lines of random length (some empty, one far longer than the rest). */
+function linesFile(path: string, size: number): number {
+  const buf = Buffer.alloc(size, 0x61);
+  let seed = 7;
+  let lines = 0;
+  for (let at = 0; at < size; ) {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    at += at === 1000 ? 300_000 : seed % 200;
+    if (at < size) {
+      buf[at++] = 0x0a;
+      lines++;
+    }
+  }
+  writeFileSync(path, buf);
+  return lines;
+}
+
+describe('--pipe', () => {
+  it("on a 64 MiB file, the chunks' `wc -l` sum to the file's line count (a direct command, no shell)", async () => {
+    const dir = tempDir();
+    const lines = linesFile(join(dir, 'big.txt'), 64 * 1024 * 1024);
+    const r = await runCli(['run', 'big.txt', '--chunk-size', '4MiB', '--pipe', '--exec', 'wc -l', '-j', '2'], { cwd: dir, timeoutMs: 120_000 });
+    expect(r.code, r.stderr).toBe(0);
+    const tails = query<{ output_tail: string }>(dbPathIn(dir), "SELECT output_tail FROM attempts WHERE outcome = 'SUCCESS'");
+    expect(tails.length).toBeGreaterThanOrEqual(16);
+    expect(tails.reduce((sum, t) => sum + Number(t.output_tail.trim()), 0)).toBe(lines);
+  }, 150_000);
+
+  it("a module handler's task.read() is its chunk, or its item's bytes (with task.item and task.record)", async () => {
+    const dir = tempDir();
+    const lines = linesFile(join(dir, 'f.txt'), 2 * 1024 * 1024);
+    const r = await runCli(['run', 'f.txt', '--lines', '1000', '--handler', handler('count-lines')], { cwd: dir });
+    expect(r.code, r.stderr).toBe(0);
+    const results = query<{ result: string }>(dbPathIn(dir), 'SELECT result FROM tasks').map((t) => JSON.parse(t.result) as { lines: number; bytes: number });
+    expect(results.reduce((s, x) => s + x.lines, 0)).toBe(lines);
+    expect(results.reduce((s, x) => s + x.bytes, 0)).toBe(2 * 1024 * 1024);
+
+    writeFileSync(join(dir, 'u.jsonl'), '{"id":"a","n":1}\n');
+    const j = await runCli(['run', '--items', 'u.jsonl', '--batch', 'j', '--handler', handler('count-lines')], { cwd: dir });
+    expect(j.code, j.stderr).toBe(0);
+    const [row] = query<{ result: string }>(dbPathIn(dir), "SELECT t.result FROM tasks t JOIN batches b ON b.id = t.batch_id WHERE b.name = 'j'");
+    expect(JSON.parse(row!.result)).toEqual({ lines: 0, bytes: 16, item: '{"id":"a","n":1}', record: { id: 'a', n: 1 } });
+  });
+
+  it('--pipe without --exec is exit 2', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'f.txt'), 'x\n');
+    const r = await runCli(['run', 'f.txt', '--pipe', '--handler', handler('ok')], { cwd: dir });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--pipe goes with --exec/);
+  });
+});
