@@ -4,7 +4,7 @@ import { budgetOf } from '../job/stages.js';
 import type { AdminStore, BatchRecord, TaskSpec } from '../store/task-store.js';
 import { sameHandlers } from './batch-pool.js';
 
-export type EnqueuePlan = Pick<RunPlan, 'batchName' | 'source' | 'kind' | 'settings' | 'existing' | 'changed' | 'rerunChanged' | 'notes'>;
+export type EnqueuePlan = Pick<RunPlan, 'batchName' | 'source' | 'kind' | 'settings' | 'existing' | 'changed' | 'rerunChanged' | 'fileGrew' | 'notes'>;
 
 /**
  * Writes the plan's batch and tasks (idempotently) and decides which definition version this
@@ -21,7 +21,7 @@ export async function enqueuePlan(store: AdminStore, plan: EnqueuePlan, specs: I
   });
   let batch = enqueued.batch;
   // This run's workers loaded the new definition: it runs under the version this makes.
-  if (plan.existing && plan.changed.length) batch = { ...batch, job, jobVersion: await store.updateJob(batch.id, job, budgetOf(plan.settings)) };
+  if (plan.existing && (plan.changed.length || plan.fileGrew)) batch = { ...batch, job, jobVersion: await store.updateJob(batch.id, job, budgetOf(plan.settings)) };
   // Another run changed the handler since the plan read the batch: this run's workers loaded
   // the old one, so it claims nothing (no version is 0) and follows the stored one at once.
   else if (!sameHandlers(batch.job, job)) batch = { ...batch, jobVersion: 0 };

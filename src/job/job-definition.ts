@@ -2,6 +2,7 @@ import type { OutputSpec } from '../output/output-path.js';
 import type { HandlerSpec } from '../worker/protocol.js';
 import type { StageDefinition } from './stages.js';
 import type { ItemsMode } from '../split/items.js';
+import type { FileState } from '../split/file-growth.js';
 
 /**
  * The effective definition of a batch, stored on it as JSON so a bare re-run (or a
@@ -11,7 +12,7 @@ export interface JobDefinition {
   version: 1;
   source: string;
   /** `items`: the source is a list (SPEC §3), read this way; absent or null: a directory or a file. */
-  split: { include: string[]; exclude: string[]; chunkSize: number; lines: number | null; items?: ItemsMode | null };
+  split: { include: string[]; exclude: string[]; chunkSize: number; lines: number | null; items?: ItemsMode | null; file?: FileState | null };
   handler: HandlerSpec | null;
   retries: number;
   backoffMs: number;
@@ -30,7 +31,12 @@ export interface JobDefinition {
   stages: StageDefinition[];
 }
 
-export type JobSettings = Omit<JobDefinition, 'version' | 'source' | 'split'> & Omit<JobDefinition['split'], 'items'> & { items: ItemsMode | null };
+export type JobSettings = Omit<JobDefinition, 'version' | 'source' | 'split'> &
+  Omit<JobDefinition['split'], 'items' | 'file'> & {
+    items: ItemsMode | null;
+    /** A file source: the sizes it was chunked at and its hash (file-growth.ts); null before its first split. */
+    fileState: FileState | null;
+  };
 
 export const DEFAULT_SETTINGS: JobSettings = {
   include: [],
@@ -38,6 +44,7 @@ export const DEFAULT_SETTINGS: JobSettings = {
   chunkSize: 64 * 1024 * 1024,
   lines: null,
   items: null,
+  fileState: null,
   handler: null,
   retries: 3,
   backoffMs: 5000,
@@ -63,12 +70,13 @@ export function settingsOf(job: JobDefinition): JobSettings {
     permanentErrors: rest.permanentErrors ?? [],
     heartbeatTimeoutMs: rest.heartbeatTimeoutMs ?? null,
     items: split.items ?? null,
+    fileState: split.file ?? null,
   };
 }
 
 export function definitionOf(source: string, s: JobSettings): JobDefinition {
-  const { include, exclude, chunkSize, lines, items, ...rest } = s;
-  return { version: 1, source, split: { include, exclude, chunkSize, lines, ...(items ? { items } : {}) }, ...rest };
+  const { include, exclude, chunkSize, lines, items, fileState, ...rest } = s;
+  return { version: 1, source, split: { include, exclude, chunkSize, lines, ...(items ? { items } : {}), ...(fileState ? { file: fileState } : {}) }, ...rest };
 }
 
 /**

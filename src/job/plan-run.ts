@@ -9,6 +9,7 @@ import { sourceKind, splitSource, type SourceKind } from '../split/split-source.
 import { expandStages, layoutOf } from './stages.js';
 import { checkTemplate } from '../worker/exec-template.js';
 import { printable } from '../printable.js';
+import { compareFile, firstState } from '../split/file-growth.js';
 import type { TaskSpec } from '../store/task-store.js';
 
 /** What planning needs to know of a batch already in the store: only its stored definition. */
@@ -32,6 +33,8 @@ export interface RunPlan {
   inv: Invocation;
   sample: Sample | null;
   rerunChanged: boolean;
+  /** A file source that grew at its end since its batch split it: the batch's stored sizes change. */
+  fileGrew: boolean;
   /** A fresh stream of the (sampled) task specs; `onSkip` hears of files that cannot be tasks. */
   split(onSkip?: (path: string) => void): Iterable<TaskSpec>;
   notes: string[];
@@ -89,10 +92,12 @@ export async function planRun(
     throw new UsageError("no handler: give --exec 'COMMAND {}' or --handler ./module.js (a new batch has none stored)");
   }
   if (settings.handler?.kind === 'exec') checkTemplate(settings.handler.template, [], settings.output !== null, kind === 'items');
+  const fileGrew = kind === 'file' ? checkFile(source, settings, stored, existing, changed, batchName, input.rerunChanged === true) : null;
   const notes =
     existing && changed.length
       ? [`batch ${batchName}: ${changed.join(', ')} changed for the unfinished tasks (handler now ${describeHandler(settings.handler, settings.stages)})`]
       : [];
+  if (fileGrew) notes.push(fileGrew);
   const sample = input.sample ?? null;
   const plan: RunPlan = {
     flags: cliFlags,
@@ -106,6 +111,7 @@ export async function planRun(
     inv,
     sample,
     rerunChanged: input.rerunChanged === true,
+    fileGrew: fileGrew !== null,
     notes,
     split(onSkip) {
       if (splitPath === null) return [];
@@ -116,6 +122,7 @@ export async function planRun(
           chunkSize: settings.chunkSize,
           lines: settings.lines,
           items: kind === 'items' ? { mode: settings.items!, shown: source } : null,
+          sizes: settings.fileState?.sizes ?? null,
           skip: storeFiles(db),
           onSkip,
         });
@@ -156,6 +163,35 @@ function checkStages(settings: JobSettings, stored: JobSettings, existing: Store
   }
   if (settings.output) throw new UsageError(`batch ${batch} has stages: each declares its own "output" in the job file; --output cannot give them one`);
   for (const s of settings.stages) if (s.handler.kind === 'exec') checkTemplate(s.handler.template, s.needs, s.output !== undefined, settings.items !== null);
+}
+
+/**
+ * A chunked file is never run with stale ranges (SPEC §3): a new batch records the file's
+ * size and hash; a batch whose file only grew at its end gets a new segment (the note to
+ * print is returned); a file that changed otherwise, or a new chunk size, is exit 2 before
+ * anything is written. A batch stored without a hash is chunked as before.
+ */
+function checkFile(source: string, settings: JobSettings, stored: JobSettings, existing: StoredBatch | undefined, changed: string[], batch: string, rerunChanged: boolean): string | null {
+  const name = printable(basename(source));
+  const fix = `run it as a new batch: --batch NEW (e.g. --batch ${printable(batch)}-2)`;
+  if (existing && (changed.includes('chunkSize') || changed.includes('lines'))) {
+    throw new UsageError(`batch ${printable(batch)} chunked ${name} ${stored.lines ? `every ${stored.lines} lines` : `in chunks of ${stored.chunkSize} bytes`}; its task keys stand for those ranges, so a new chunking needs a new batch: ${fix}`);
+  }
+  if (!existing) {
+    settings.fileState = firstState(source);
+    return null;
+  }
+  if (!stored.fileState) return null;
+  const growth = compareFile(source, stored.fileState);
+  if (growth.kind === 'changed') {
+    throw new UsageError(
+      `${name} changed since batch ${printable(batch)} chunked it: ${growth.why}, so its chunks' byte ranges no longer fit it and none of them is run` +
+        `${rerunChanged ? ' (--rerun-changed would run them on the wrong bytes)' : ''}; ${fix}`,
+    );
+  }
+  if (growth.kind === 'same') return null;
+  settings.fileState = growth.state;
+  return `${name} grew by ${growth.added} bytes since it was chunked: the new bytes get new chunks, the old chunks keep their ranges`;
 }
 
 /** The store's own files, never split even when the store lives inside the source. */

@@ -11,47 +11,56 @@ const NEWLINE = 0x0a;
  * Line-aligned byte ranges [start, end) that tile the file exactly: every boundary
  * falls just after a `\n`, so each line belongs to one chunk. A line longer than a
  * chunk makes its chunk longer; a last line without `\n` ends the last chunk.
+ *
+ * With `sizes` (file-growth.ts: the file's size at each split that found it longer), each
+ * segment between two sizes is tiled on its own and the indexes run on, so a file that grew
+ * gets its old chunks back unchanged and new ones for the appended bytes only; such chunks
+ * carry no fingerprint (the batch's stored hash decides whether the file is still theirs).
+ * Without (a batch stored before sizes were kept), the whole file, fingerprinted.
  */
-export function* chunkFile(path: string, mode: ChunkMode): Generator<TaskSpec> {
+export function* chunkFile(path: string, mode: ChunkMode, sizes?: number[]): Generator<TaskSpec> {
   const fd = openSync(path, 'r');
   try {
     const stats = fstatSync(fd);
-    const fingerprint = `${stats.size}:${Math.trunc(stats.mtimeMs)}`;
+    const fingerprint = sizes ? null : `${stats.size}:${Math.trunc(stats.mtimeMs)}`;
     const name = basename(path);
-    const bounds = mode.kind === 'bytes' ? byteBounds(fd, stats.size, mode.chunkSize) : lineBounds(fd, stats.size, mode.lines);
     let index = 0;
     let start = 0;
-    for (const end of bounds) {
-      yield {
-        key: `${name}:${String(index++).padStart(5, '0')}`,
-        payload: { version: 1, path, rel: name, start, end },
-        fingerprint,
-      };
-      start = end;
+    for (const to of sizes ?? [stats.size]) {
+      const bounds = mode.kind === 'bytes' ? byteBounds(fd, start, to, mode.chunkSize) : lineBounds(fd, start, to, mode.lines);
+      for (const end of bounds) {
+        yield {
+          key: `${name}:${String(index++).padStart(5, '0')}`,
+          payload: { version: 1, path, rel: name, start, end },
+          fingerprint,
+        };
+        start = end;
+      }
+      start = to;
     }
   } finally {
     closeSync(fd);
   }
 }
 
-/** Chunk ends when cutting about every `chunkSize` bytes at the next newline. */
-function* byteBounds(fd: number, size: number, chunkSize: number): Generator<number> {
-  let start = 0;
-  while (start < size) {
-    const newline = indexOfNewline(fd, start + chunkSize - 1, size);
-    const end = newline < 0 ? size : newline + 1;
+/** Chunk ends in [from, to) when cutting about every `chunkSize` bytes at the next newline. */
+function* byteBounds(fd: number, from: number, to: number, chunkSize: number): Generator<number> {
+  let start = from;
+  while (start < to) {
+    const newline = indexOfNewline(fd, start + chunkSize - 1, to);
+    const end = newline < 0 ? to : newline + 1;
     yield end;
     start = end;
   }
 }
 
-/** Chunk ends after every `lines`-th newline (and at the end of the file). */
-function* lineBounds(fd: number, size: number, lines: number): Generator<number> {
+/** Chunk ends in [from, to) after every `lines`-th newline (and at `to`). */
+function* lineBounds(fd: number, from: number, to: number, lines: number): Generator<number> {
   const buf = Buffer.allocUnsafe(BLOCK);
   let seen = 0;
-  let last = 0;
-  for (let pos = 0; pos < size; ) {
-    const n = readSync(fd, buf, 0, Math.min(BLOCK, size - pos), pos);
+  let last = from;
+  for (let pos = from; pos < to; ) {
+    const n = readSync(fd, buf, 0, Math.min(BLOCK, to - pos), pos);
     if (n === 0) break;
     for (let i = buf.indexOf(NEWLINE, 0); i >= 0 && i < n; i = buf.indexOf(NEWLINE, i + 1)) {
       if (++seen % lines === 0) {
@@ -61,7 +70,7 @@ function* lineBounds(fd: number, size: number, lines: number): Generator<number>
     }
     pos += n;
   }
-  if (last < size) yield size;
+  if (last < to) yield to;
 }
 
 /** Position of the first `\n` at or after `from`, or -1. */

@@ -10,6 +10,8 @@ export interface SplitOptions {
   exclude: string[];
   chunkSize: number;
   lines: number | null;
+  /** A file source: the sizes its batch chunked it at (file-growth.ts); absent for a batch stored without them. */
+  sizes?: number[] | null;
   /** A list source: how it is read, and the name its items carry (`-` for stdin). */
   items?: { mode: ItemsMode; shown: string } | null;
   /** Absolute paths the walk must not list (the store and its folder). */
@@ -46,7 +48,7 @@ export function splitSource(source: string, kind: SourceKind, options: SplitOpti
   if (kind === 'directory') return walkDirectory(source, options);
   if (kind === 'items') return readItems(source, options.items!.shown, options.items!.mode);
   const mode: ChunkMode = options.lines ? { kind: 'lines', lines: options.lines } : { kind: 'bytes', chunkSize: options.chunkSize };
-  return chunkFile(source, mode);
+  return chunkFile(source, mode, options.sizes ?? undefined);
 }
 
 /** Pulls the first spec so an empty source is reported before the store is touched. */
