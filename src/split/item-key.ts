@@ -13,9 +13,11 @@ const PREFIX = 160;
  * stay two keys; so does a line that is not valid UTF-8 (`raw`), whose text lost bytes.
  */
 export function itemKey(text: string, raw: Buffer | null = null): string {
-  if (raw === null && [...text].length <= MAX_ITEM_KEY) return text;
+  // A NUL cannot be stored in a PostgreSQL text column: such a key shows it as \0, plus the hash.
+  const nul = text.includes('\0');
+  if (raw === null && !nul && [...text].length <= MAX_ITEM_KEY) return text;
   const hash = createHash('sha256').update(raw ?? text).digest('hex').slice(0, 16);
-  return `${[...text].slice(0, PREFIX).join('')}…${hash}`;
+  return `${[...text.replaceAll('\0', '\\0')].slice(0, PREFIX).join('')}…${hash}`;
 }
 
 /** A JSON record's key: its `keyField` (a string or a number), else its canonical text. */
