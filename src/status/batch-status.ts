@@ -1,5 +1,4 @@
 import { statSync } from 'node:fs';
-import { EXIT } from '../exit-codes.js';
 import type { BatchAttempt, BatchRecord, Counts, QueryStore, StageCounts } from '../store/task-store.js';
 import { RATE_WINDOW, etaSeconds, tasksPerSecond } from './busy-rate.js';
 import { clusterErrors, type ErrorCluster } from './error-signature.js';
@@ -56,15 +55,6 @@ export async function batchStatus(store: QueryStore, batch: BatchRecord): Promis
     storeBytes: storeSize(store.location),
     stages: hasStages(batch) ? inPipelineOrder(batch, await store.stageCounts(batch.id)) : [],
   };
-}
-
-/**
- * The exit code of `status` and `watch` (SPEC §6), so `splitdance status && next-step` works:
- * 0 every task SUCCESS, 1 done with FAILED or CANCELLED tasks, 3 not done yet.
- */
-export function verdict(s: { done: boolean; failed: number; cancelled: number }): number {
-  if (!s.done) return EXIT.INCOMPLETE;
-  return s.failed + s.cancelled > 0 ? EXIT.FAILED : EXIT.OK;
 }
 
 /** The batch's last update: its own row's, or its last finished attempt's if later (`updatedAt`, `metrics`). */
