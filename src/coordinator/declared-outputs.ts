@@ -1,7 +1,7 @@
 import type { JobSettings } from '../job/job-definition.js';
 import { outputFor } from '../job/stages.js';
 import { discardOutput } from '../output/commit-output.js';
-import { isUpToDate, neededOutputs } from '../output/freshness.js';
+import { inputsOf, isUpToDate } from '../output/freshness.js';
 import { outputPathsOf, type OutputPaths, type OutputSpec } from '../output/output-path.js';
 import type { ClaimedTask, ReleasedTask, Settlement } from '../store/task-store.js';
 
@@ -37,7 +37,7 @@ export class DeclaredOutputs {
 
   /** Whether the task need not run: its output is newer than its file and the outputs of the stages it needs. */
   upToDate(task: ClaimedTask, paths: OutputPaths): boolean {
-    return !this.force && isUpToDate(paths.path, [task.payload.path, ...neededOutputs(task.inputs)]);
+    return !this.force && isUpToDate(paths.path, inputsOf(task.payload, task.inputs));
   }
 
   /** What is committed for a task found up to date: a success that ran nothing. */

@@ -8,6 +8,7 @@ import { sampled, type Sample } from '../split/sample.js';
 import { sourceKind, splitSource, type SourceKind } from '../split/split-source.js';
 import { expandStages, layoutOf } from './stages.js';
 import { checkTemplate } from '../worker/exec-template.js';
+import { ITEM_PLACEHOLDER } from '../worker/placeholder.js';
 import { printable } from '../printable.js';
 import { compareFile, firstState } from '../split/file-growth.js';
 import type { TaskSpec } from '../store/task-store.js';
@@ -92,6 +93,8 @@ export async function planRun(
     throw new UsageError("no handler: give --exec 'COMMAND {}' or --handler ./module.js (a new batch has none stored)");
   }
   if (settings.handler?.kind === 'exec') checkTemplate(settings.handler.template, [], settings.output !== null, kind === 'items');
+  const itemOutput = [settings.output, ...settings.stages.map((s) => s.output)].find((o) => o && ITEM_PLACEHOLDER.test(o.template));
+  if (itemOutput && kind !== 'items') throw new UsageError(`--output ${JSON.stringify(itemOutput.template)} uses a placeholder of an item, and this source is not a list; give the list with --items FILE (or \`run -\`)`);
   const fileGrew = kind === 'file' ? checkFile(source, settings, stored, existing, changed, batchName, input.rerunChanged === true) : null;
   const notes =
     existing && changed.length

@@ -24,6 +24,15 @@ function mtimeNs(path: string): bigint | null {
   }
 }
 
+/**
+ * The files a task's output must be newer than: its own file, but not for an item of a list,
+ * whose content is its key (an item never changes, and editing the list must not make every
+ * output stale), then the outputs of the stages it needs.
+ */
+export function inputsOf(payload: { path: string; item?: string }, inputs: Record<string, unknown>): string[] {
+  return [...(payload.item === undefined ? [payload.path] : []), ...neededOutputs(inputs)];
+}
+
 /** The declared outputs of the needed stages, from their stored results (`{ out }`). */
 export function neededOutputs(inputs: Record<string, unknown>): string[] {
   const outs: string[] = [];

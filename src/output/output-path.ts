@@ -54,7 +54,9 @@ export function outputPath(spec: OutputSpec, task: PlaceholderTask): string {
       continue;
     }
     const value = placeholderValue(ph, task);
-    if (value.includes('\0') || value.split('/').includes('..')) {
+    // An item is hostile data: one that is an absolute path cannot move the whole output (`{}` first).
+    const absolute = rendered === '' && value.startsWith('/') && task.payload.item !== undefined;
+    if (value.includes('\0') || value.split('/').includes('..') || absolute) {
       throw new PermanentError(`declared output ${t}: ${ph.text} is ${JSON.stringify(value).slice(0, 200)}, which would put the output outside the folder the template names`);
     }
     rendered += value;

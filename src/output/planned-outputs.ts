@@ -1,7 +1,7 @@
 import type { JobSettings } from '../job/job-definition.js';
 import { outputFor, stageKey } from '../job/stages.js';
 import type { TaskSpec } from '../store/task-store.js';
-import { isUpToDate } from './freshness.js';
+import { inputsOf, isUpToDate } from './freshness.js';
 import { outputPath, type OutputSpec } from './output-path.js';
 
 /**
@@ -18,7 +18,7 @@ export function wouldBeUpToDate(settings: JobSettings, spec: TaskSpec, batch: st
       const s = outputFor(settings, need);
       return s ? [plannedPath(s, need, stageKey(need, spec.item ?? spec.key), spec, batch)] : [];
     });
-    return isUpToDate(plannedPath(own, stage, spec.key, spec, batch), [spec.payload.path, ...needed]);
+    return isUpToDate(plannedPath(own, stage, spec.key, spec, batch), [...inputsOf(spec.payload, {}), ...needed]);
   } catch {
     return false;
   }

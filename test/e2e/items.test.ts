@@ -140,4 +140,31 @@ describe('items: one task per line, keyed by the item', () => {
     expect(retry.code, retry.stderr).toBe(0);
     expect(readFileSync(join(out, 'beta'), 'utf8')).toBe('2-beta');
   });
+
+  it('items flow through stages, and name declared outputs with {1}; an item that is `..` or absolute cannot move an output', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'list.txt'), 'alpha one\nbeta two\n.. up\n/etc x\n');
+    writeFileSync(
+      join(dir, 'job.json'),
+      JSON.stringify({
+        stages: [
+          { name: 'fetch', exec: 'printf %s {2} > {out}', output: 'out/{1}.txt' },
+          { name: 'upper', needs: ['fetch'], exec: 'tr a-z A-Z < {inputs.fetch.out} > {out}', output: 'out/{1}.up' },
+        ],
+      }),
+    );
+    const r = await runCli(['run', '--items', 'list.txt', '--job', 'job.json', '--retries', '0'], { cwd: dir });
+    expect(r.code).toBe(1);
+    expect(readFileSync(join(dir, 'out', 'alpha.up'), 'utf8')).toBe('ONE');
+    expect(readFileSync(join(dir, 'out', 'beta.up'), 'utf8')).toBe('TWO');
+    // `/etc` after `out/` stays under out/; `..` is refused.
+    expect(readdirSync(join(dir, 'out')).sort()).toEqual(['alpha.txt', 'alpha.up', 'beta.txt', 'beta.up', 'etc.txt', 'etc.up']);
+    const failed = query<{ task_key: string; last_error: string }>(dbPathIn(dir), "SELECT task_key, last_error FROM tasks WHERE status = 'FAILED' ORDER BY task_key");
+    expect(failed.map((f) => f.task_key)).toEqual(['fetch/.. up']);
+    expect(failed.every((f) => /outside the folder the template names/.test(f.last_error))).toBe(true);
+
+    const abs = await runCli(['run', '--items', 'list.txt', '--batch', 'abs', '--exec', 'true > {out}', '--output', '{}'], { cwd: dir });
+    expect(abs.code).toBe(1);
+    expect(abs.stderr).toMatch(/\{\} is "\/etc x", which would put the output outside/);
+  });
 });
