@@ -13,6 +13,7 @@ import { handlerTasks } from './handler-row.mjs';
 import { scale, sharedStore, sharedStoreScale, split } from './store-rows.mjs';
 import { machineLine, table } from './table.mjs';
 import { watchedRun } from './watch-row.mjs';
+import { itemsFromStdin, millionItems } from './items-rows.mjs';
 import { verdicts } from './verdict.mjs';
 
 const rows = [];
@@ -37,6 +38,8 @@ if (want('latency')) record(latency());
 if (want('scale')) record(await scale());
 if (want('split')) record(split());
 if (want('watch')) record(await watchedRun());
+if (want('items')) record(itemsFromStdin());
+if (want('items')) record(await millionItems());
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(sharedStore(process.env.SPLITDANCE_PG_URL));
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(await sharedStoreScale(process.env.SPLITDANCE_PG_URL));
 

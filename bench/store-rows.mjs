@@ -1,7 +1,7 @@
 // The benchmarks of the store at scale: a million tasks, a big directory, PostgreSQL.
 // No baseline to compare with, so no own cost per task: each is judged on its bound.
 import { spawn } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RUNS, SIZES } from './settings.mjs';
 import { BIN, ROOT, benchmark, expectTasks, fail, filesDir, median, splitdance, status, timedRun, work } from './measure.mjs';
@@ -128,10 +128,12 @@ async function together(url, tag, file, n, how, runJ, extra, workerJ) {
 }
 
 /** Runs a command and samples the RSS of it and all its descendants; returns the largest. */
-function withPeakRss(args, cwd) {
+export function withPeakRss(args, cwd, stdin = null) {
   return new Promise((resolve) => {
+    const input = stdin ? openSync(stdin, 'r') : 'ignore';
     const t0 = process.hrtime.bigint();
-    const child = spawn(process.execPath, args, { cwd, stdio: 'ignore' });
+    const child = spawn(process.execPath, args, { cwd, stdio: [input, 'ignore', 'ignore'] });
+    if (stdin) closeSync(input);
     let peak = 0;
     const sample = () => {
       for (const pid of [child.pid, ...descendants(child.pid)]) {
