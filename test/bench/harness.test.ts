@@ -109,6 +109,16 @@ describe('npm run bench (BENCH_SIZE=smoke)', () => {
     expect(row![6]).toMatch(/^(?:met|not met) \(watched ≤ 1\.05× unwatched: [\d.]+×\)$/);
   }, 120_000);
 
+  it.runIf(RUNNABLE)('items: a list from stdin vs xargs and parallel on the same list, and a million (here: a few) items enqueued with their peak RSS', async () => {
+    const r = await bench({ BENCH_SIZE: 'smoke', BENCH_ONLY: 'items' });
+    expect(r.code, r.stderr).toBe(0);
+    const rows = Object.fromEntries(tableRows(r.stdout).map((row) => [row[0], row]));
+    expect(rows.items![1]).toBe("30 items from stdin, --exec 'true {}'");
+    expect(rows.items![2]).toMatch(/^splitdance -j 2: \d+\/s<br>parallel -j2 --joblog: \d+\/s<br>xargs -P2: \d+\/s/);
+    expect(rows.items![3]).toMatch(/× parallel --joblog, [\d.]+× xargs -P2/);
+    expect(rows['items enqueue']![2]).toMatch(/^splitdance run -: \d+\/s \(peak RSS \d+ MB \(largest process\); enqueued in [\d.]+ s\)$/);
+  }, 120_000);
+
   it.runIf(RUNNABLE)('fails, naming the benchmark, when a run does not complete (no figure for work not done)', async () => {
     // The store's failpoint SIGKILLs the coordinator after its third commit.
     const r = await bench({ BENCH_SIZE: 'smoke', BENCH_ONLY: 'scale', SPLITDANCE_FAILPOINT: 'write:3' });

@@ -167,4 +167,15 @@ describe('items: one task per line, keyed by the item', () => {
     expect(abs.code).toBe(1);
     expect(abs.stderr).toMatch(/\{\} is "\/etc x", which would put the output outside/);
   });
+
+  // The million-item run, with its peak RSS, is `npm run bench`'s "items enqueue" row.
+  const many = process.env.SPLITDANCE_LONG === '1' ? 1_000_000 : 20_000;
+  it(`${many} items from stdin are enqueued, streaming, each once`, async () => {
+    const dir = tempDir();
+    const input = Array.from({ length: many }, (_, i) => `id-${i}`).join('\n') + '\nid-0\n';
+    const r = await runCli(['run', '-', '--exec', 'true', '--max-runtime', '1ms', '-j', '1'], { cwd: dir, input, timeoutMs: 600_000 });
+    expect(r.code, r.stderr).toBe(3);
+    expect(r.stderr).toMatch(/1 item of the list repeated/);
+    expect(query<{ n: number }>(dbPathIn(dir), 'SELECT count(DISTINCT task_key) AS n FROM tasks')).toEqual([{ n: many }]);
+  }, 600_000);
 });
