@@ -5,7 +5,7 @@ import { UsageError } from '../errors.js';
 import { checkOutputTemplate } from '../output/output-path.js';
 import { checkMetricsPath } from '../status/metrics-file.js';
 import { parseSample } from '../split/sample.js';
-import { MAX_CONCURRENCY, MAX_RETRIES, parseConcurrency, type RunInput, definedOnly } from './run-options.js';
+import { MAX_CONCURRENCY, MAX_RETRIES, itemsMode, parseConcurrency, type RunInput, definedOnly } from './run-options.js';
 import { orderStages, type StageDefinition } from './stages.js';
 import { parseCountOrShare, parseDuration, parseSize } from './units.js';
 
@@ -76,6 +76,7 @@ const StageSchema = z
     handler: z.string().min(1).describe('a .js, .mjs or .ts module, relative to this file; task.inputs holds the needed results').optional(),
     needs: z.array(z.string()).describe('stages that must succeed for the same item first').optional(),
     output: z.string().min(1).describe("the stage's declared output, relative to the working directory; {inputs.STAGE.out} names it in later stages").optional(),
+    pipe: z.boolean().describe("with exec: the command reads its chunk's bytes, or its item, on stdin").optional(),
     ...policy,
   })
   .strict()
@@ -86,6 +87,22 @@ export const JobFileSchema = z
   .object({
     $schema: z.string().optional(),
     source: z.string().min(1).describe('directory or file to split, relative to this file').optional(),
+    items: z.string().min(1).describe('a list: one task per line (or JSON Lines record), relative to this file; "-" for stdin').optional(),
+    jsonl: z.boolean().describe('the list is JSON Lines (also by its .jsonl/.ndjson name)').optional(),
+    keyField: z.string().min(1).describe("JSON Lines: key each record by this field (default: the record's canonical text)").optional(),
+    colsep: z
+      .string()
+      .min(1, 'expected a pattern that separates the fields of an item, e.g. ","')
+      .describe('split an item into {1}, {2}, … on this regular expression (default: whitespace)')
+      .superRefine((v, ctx) => {
+        try {
+          new RegExp(v);
+        } catch (err) {
+          ctx.addIssue({ code: 'custom', message: (err as Error).message, input: v });
+        }
+      })
+      .optional(),
+    pipe: z.boolean().describe("with exec: the command reads its chunk's bytes, or its item, on stdin").optional(),
     batch: z.string().min(1).describe("batch name; {date} expands to YYYY-MM-DD").optional(),
     exec: z.string().min(1).describe("shell command per task, e.g. 'gzip -k {}'").optional(),
     handler: z.string().min(1).describe('a .js, .mjs or .ts module, relative to this file').optional(),
@@ -164,6 +181,8 @@ export function readJobFile(path: string, cwd = process.cwd()): RunInput {
     }
     return { template, base: cwd };
   };
+  if (j.source !== undefined && j.items !== undefined) throw new UsageError(`job file ${path}: give either "source" or "items", not both`);
+  if (j.pipe && j.exec === undefined) throw new UsageError(`job file ${path}: "pipe" goes with "exec" (a module handler reads its chunk or item with task.read())`);
   if (j.lines !== undefined && j.chunkSize !== undefined) throw new UsageError(`job file ${path}: give either "lines" or "chunkSize", not both`);
   if (j.batch !== undefined && j.batch.trim() === '') throw new UsageError(`job file ${path}: field "batch" needs a non-empty name`);
   let stages: StageDefinition[] | undefined;
@@ -173,17 +192,19 @@ export function readJobFile(path: string, cwd = process.cwd()): RunInput {
     throw new UsageError(`job file ${path}: ${(err as Error).message}`);
   }
   return {
-    source: j.source === undefined ? undefined : abs(j.source),
+    source: j.items !== undefined ? (j.items === '-' ? '-' : abs(j.items)) : j.source === undefined ? undefined : abs(j.source),
+    items: j.items !== undefined ? true : undefined,
     batch: j.batch,
     sample: j.sample,
     rerunChanged: j.rerunChanged,
     settings: definedOnly({
-      handler: j.exec !== undefined ? { kind: 'exec' as const, template: j.exec } : j.handler !== undefined ? { kind: 'module' as const, path: abs(j.handler) } : undefined,
+      handler: j.exec !== undefined ? { kind: 'exec' as const, template: j.exec, ...(j.pipe ? { pipe: true as const } : {}) } : j.handler !== undefined ? { kind: 'module' as const, path: abs(j.handler) } : undefined,
       stages,
       include: j.include,
       exclude: j.exclude,
       chunkSize: j.chunkSize,
       lines: j.lines,
+      items: j.items !== undefined || j.jsonl !== undefined || j.keyField !== undefined || j.colsep !== undefined ? itemsMode(j.items, j.jsonl, j.keyField, j.colsep) : undefined,
       retries: j.retries,
       backoffMs: j.backoff,
       backoffFactor: j.backoffFactor,
@@ -220,10 +241,11 @@ function metricsPath(file: string, jobFile: string): string {
 }
 
 function stageOf(s: z.output<typeof StageSchema>, abs: (p: string) => string, output: StageDefinition['output']): StageDefinition {
+  if (s.pipe && s.exec === undefined) throw new UsageError(`stage "${s.name}": "pipe" goes with "exec" (a module handler reads its chunk or item with task.read())`);
   const def: StageDefinition = {
     name: s.name,
     needs: [...new Set(s.needs ?? [])], // a need named twice is one need
-    handler: s.exec !== undefined ? { kind: 'exec', template: s.exec } : { kind: 'module', path: abs(s.handler!) },
+    handler: s.exec !== undefined ? { kind: 'exec', template: s.exec, ...(s.pipe ? { pipe: true as const } : {}) } : { kind: 'module', path: abs(s.handler!) },
     retries: s.retries,
     backoffMs: s.backoff,
     backoffFactor: s.backoffFactor,

@@ -78,7 +78,7 @@ export async function planRun(
   if (batchName.trim() === '') throw new UsageError('--batch needs a non-empty name');
   const existing = await findBatch(batchName);
   const stored = existing ? settingsOf(existing.job as JobDefinition) : DEFAULT_SETTINGS;
-  const asItems = stdin || cliFlags.items !== undefined || stored.items !== null;
+  const asItems = stdin || (sourceArg === undefined && input.items === true) || stored.items !== null;
   if (asItems && !input.settings.items && !stored.items) input.settings.items = { format: 'lines', keyField: null, colsep: null };
   if (!asItems && input.settings.items) {
     throw new UsageError('--jsonl, --key-field and --colsep read a list of items: give it with --items FILE, or `run -` for stdin');

@@ -100,6 +100,8 @@ export const DEFAULT_INVOCATION: Invocation = {
 /** What one source of options (the command line, or the job file) gives, typed; absent = not given. */
 export interface RunInput {
   source?: string;
+  /** The source is a list of items (`--items FILE`, job field "items"). */
+  items?: true;
   /** As given: `{date}` is expanded when the plan is made. */
   batch?: string;
   settings: Partial<JobSettings>;
@@ -158,6 +160,7 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
   if (f.batch !== undefined && f.batch.trim() === '') throw new UsageError('--batch needs a non-empty name');
   return {
     source: f.items,
+    items: f.items !== undefined ? true : undefined,
     batch: f.batch,
     settings: definedOnly(settings),
     inv: definedOnly(inv),
@@ -175,14 +178,21 @@ function itemsFromFlags(f: RawRunFlags): ItemsMode | undefined {
   if (f.keyField !== undefined && f.keyField === '') throw new UsageError('--key-field is empty; give the name of a field of every record, e.g. --key-field id');
   if (f.colsep !== undefined) checkRegex(f.colsep, '--colsep');
   if (f.items === undefined && !f.jsonl && f.keyField === undefined && f.colsep === undefined) return undefined;
-  const format = f.jsonl || f.keyField !== undefined || /\.(jsonl|ndjson)$/i.test(f.items ?? '') ? 'jsonl' : 'lines';
-  return { format, keyField: f.keyField ?? null, colsep: f.colsep ?? null };
+  return itemsMode(f.items, f.jsonl, f.keyField, f.colsep);
+}
+
+/** A list is JSON Lines when asked (`--jsonl`, or by `--key-field`) or by its name (`.jsonl`, `.ndjson`). */
+export function itemsMode(list: string | undefined, jsonl: boolean | undefined, keyField: string | undefined, colsep: string | undefined): ItemsMode {
+  const format = jsonl || keyField !== undefined || /\.(jsonl|ndjson)$/i.test(list ?? '') ? 'jsonl' : 'lines';
+  return { format, keyField: keyField ?? null, colsep: colsep ?? null };
 }
 
 /** Layers `over` on `base`: a field `over` gives wins, whatever `base` said. */
 export function layerInputs(base: RunInput, over: RunInput): RunInput {
   return {
     source: over.source ?? base.source,
+    // A source given here decides its own kind: a job file's list does not make a flag's folder one.
+    items: over.source !== undefined ? over.items : base.items,
     batch: over.batch ?? base.batch,
     settings: { ...base.settings, ...definedOnly(over.settings) },
     inv: { ...base.inv, ...definedOnly(over.inv) },

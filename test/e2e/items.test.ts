@@ -178,4 +178,19 @@ describe('items: one task per line, keyed by the item', () => {
     expect(r.stderr).toMatch(/1 item of the list repeated/);
     expect(query<{ n: number }>(dbPathIn(dir), 'SELECT count(DISTINCT task_key) AS n FROM tasks')).toEqual([{ n: many }]);
   }, 600_000);
+
+  it('a job file names the list ("items", "-" for stdin) and "pipe"; its fields are validated', async () => {
+    const dir = tempDir();
+    const out = join(dir, 'out');
+    mkdirSync(out);
+    writeFileSync(join(dir, 'hosts.txt'), 'h1\nh2\n');
+    writeFileSync(join(dir, 'splitdance.json'), JSON.stringify({ items: 'hosts.txt', exec: 'cat > "$OUT"/{}', pipe: true }));
+    const r = await runCli(['run'], { cwd: dir, env: { OUT: out } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(join(out, 'h1'), 'utf8')).toBe('h1\n');
+    writeFileSync(join(dir, 'bad.json'), JSON.stringify({ items: 'hosts.txt', handler: 'x.mjs', pipe: true }));
+    const bad = await runCli(['run', '--job', 'bad.json'], { cwd: dir });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/"pipe" goes with "exec"/);
+  });
 });
