@@ -50,6 +50,14 @@ describe('--pipe', () => {
     expect(JSON.parse(row!.result)).toEqual({ lines: 0, bytes: 16, item: '{"id":"a","n":1}', record: { id: 'a', n: 1 } });
   });
 
+  it('a command that stops reading early (head -c 1) succeeds; every chunk gets its own first byte', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'f.txt'), ['a', 'b', 'c'].map((c) => `${c}${'x'.repeat(2 * 1024 * 1024)}\n`).join(''));
+    const r = await runCli(['run', 'f.txt', '--lines', '1', '--pipe', '--exec', 'head -c 1'], { cwd: dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(query<{ output_tail: string }>(dbPathIn(dir), 'SELECT output_tail FROM attempts ORDER BY task_id').map((a) => a.output_tail)).toEqual(['a', 'b', 'c']);
+  });
+
   it('--pipe without --exec is exit 2', async () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'f.txt'), 'x\n');

@@ -1,0 +1,60 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { canonicalJson, itemKey, MAX_ITEM_KEY, recordKey } from '../../src/split/item-key.js';
+import { readItems, type ItemsMode } from '../../src/split/items.js';
+
+const LINES: ItemsMode = { format: 'lines', keyField: null, colsep: null };
+
+function itemsOf(bytes: Buffer | string, mode = LINES) {
+  const path = join(mkdtempSync(join(tmpdir(), 'sd-items-')), 'list');
+  writeFileSync(path, bytes);
+  return [...readItems(path, path, mode)];
+}
+
+describe('readItems', () => {
+  it('cuts lines at \\n only, drops one CR before it and skips empty lines; a last line without \\n counts', () => {
+    expect(itemsOf('a\r\nb\n\n\r\n c \r\r\nlast').map((s) => s.payload.item)).toEqual(['a', 'b', ' c \r', 'last']);
+  });
+
+  it('keeps a line that spans the reading blocks (1 MiB) whole', () => {
+    const long = 'z'.repeat((1 << 20) + 17);
+    const got = itemsOf(`x\n${long}\ny\n`);
+    expect(got.map((s) => s.payload.item!.length)).toEqual([1, long.length, 1]);
+  });
+
+  it('keeps the exact bytes of a line that is not UTF-8, under a key of its own', () => {
+    const [a, b] = itemsOf(Buffer.from([0xff, 0x0a, 0xfe, 0x0a]));
+    expect(Buffer.from(a!.payload.bytes!, 'base64')).toEqual(Buffer.from([0xff]));
+    expect(a!.key).not.toBe(b!.key);
+  });
+
+  it('parses JSON Lines; the key is the field, or the canonical record', () => {
+    const [r1, r2] = itemsOf('{"b":2,"a":1}\n{"a":1,"b":2}\n', { format: 'jsonl', keyField: null, colsep: null });
+    expect(r1!.key).toBe('{"a":1,"b":2}');
+    expect(r2!.key).toBe(r1!.key);
+    expect(() => itemsOf('{"id":1}\n[1]\n', { format: 'jsonl', keyField: 'id', colsep: null })).toThrow(/line 2: the record has no --key-field "id"/);
+  });
+});
+
+describe('itemKey', () => {
+  it('is the item up to the limit, then a prefix plus a hash that tells apart items sharing the prefix', () => {
+    expect(itemKey('a'.repeat(MAX_ITEM_KEY))).toBe('a'.repeat(MAX_ITEM_KEY));
+    const one = itemKey('a'.repeat(300) + '1');
+    const two = itemKey('a'.repeat(300) + '2');
+    expect(one).toMatch(/^a{160}…[0-9a-f]{16}$/);
+    expect(one).not.toBe(two);
+    expect(itemKey('a\0b')).toMatch(/^a\\0b…[0-9a-f]{16}$/);
+  });
+
+  it('counts characters, not UTF-16 units, and never cuts a character in half', () => {
+    const key = itemKey('🙂'.repeat(250));
+    expect([...key.split('…')[0]!]).toHaveLength(160);
+  });
+
+  it('canonical JSON sorts keys at every level', () => {
+    expect(canonicalJson({ b: [{ d: 1, c: 2 }], a: null })).toBe('{"a":null,"b":[{"c":2,"d":1}]}');
+    expect(recordKey({ id: 7 }, 'id', 'x')).toBe('7');
+  });
+});
