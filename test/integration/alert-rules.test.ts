@@ -3,13 +3,14 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT, tempDir } from '../helpers/cli.js';
+import { missing } from '../helpers/services.js';
 
 /**
  * The alert rules of docs/monitoring.md are a promise too: promtool checks them and runs them
  * against series shaped like `splitdance metrics` output — a night that ended with failures
  * fires, a clean night does not, and a batch stuck for hours fires the stall alert.
  */
-const hasPromtool = spawnSync('promtool', ['--version']).status === 0;
+const hasPromtool = !missing('promtool', 'the alert-rule checks');
 
 function documentedRules(): string {
   const page = readFileSync(join(ROOT, 'docs/monitoring.md'), 'utf8');
