@@ -1,7 +1,7 @@
 import { definitionOf } from '../job/job-definition.js';
 import type { RunPlan } from '../job/plan-run.js';
 import { budgetOf } from '../job/stages.js';
-import type { AdminStore, BatchRecord, TaskSpec } from '../store/task-store.js';
+import type { AdminStore, BatchProgress, BatchRecord, TaskSpec } from '../store/task-store.js';
 import { sameHandlers } from './batch-pool.js';
 
 export type EnqueuePlan = Pick<RunPlan, 'batchName' | 'source' | 'kind' | 'settings' | 'existing' | 'changed' | 'rerunChanged' | 'fileGrew' | 'notes'>;
@@ -12,16 +12,27 @@ export type EnqueuePlan = Pick<RunPlan, 'batchName' | 'source' | 'kind' | 'setti
  * `specs` is read, with the files that cannot be tasks. Adds the notes the enqueue gives to
  * `plan.notes`.
  */
-export async function enqueuePlan(store: AdminStore, plan: EnqueuePlan, specs: Iterable<TaskSpec>, unnamed: readonly string[]): Promise<{ batch: BatchRecord; inserted: number }> {
+export async function enqueuePlan(
+  store: AdminStore & Pick<BatchProgress, 'findBatch'>,
+  plan: EnqueuePlan,
+  specs: Iterable<TaskSpec>,
+  unnamed: readonly string[],
+): Promise<{ batch: BatchRecord; inserted: number }> {
   const job = definitionOf(plan.source, plan.settings) as unknown as Record<string, unknown>;
   const maxAttempts = plan.settings.retries + 1;
+  // A grown file's new segment is stored before its chunks: a crash between leaves a size whose
+  // chunks the next run inserts (the same ones, from the same bytes), never chunks whose segment
+  // the batch does not know (the next run would cut that range again, differently).
+  const grown = plan.existing && plan.fileGrew ? await store.findBatch(plan.batchName) : undefined;
+  if (grown) await store.updateJob(grown.id, job, budgetOf(plan.settings));
   const enqueued = await store.enqueue({ name: plan.batchName, source: plan.source, job, maxAttempts }, specs, {
     rerunChanged: plan.rerunChanged,
     countRepeated: plan.kind === 'items',
   });
   let batch = enqueued.batch;
-  // This run's workers loaded the new definition: it runs under the version this makes.
-  if (plan.existing && (plan.changed.length || plan.fileGrew)) batch = { ...batch, job, jobVersion: await store.updateJob(batch.id, job, budgetOf(plan.settings)) };
+  // This run's workers loaded the new definition: it runs under the version this makes (a grown
+  // file's was made before the enqueue, which read the batch after it).
+  if (plan.existing && plan.changed.length && !grown) batch = { ...batch, job, jobVersion: await store.updateJob(batch.id, job, budgetOf(plan.settings)) };
   // Another run changed the handler since the plan read the batch: this run's workers loaded
   // the old one, so it claims nothing (no version is 0) and follows the stored one at once.
   else if (!sameHandlers(batch.job, job)) batch = { ...batch, jobVersion: 0 };

@@ -38,6 +38,23 @@ describe('a chunked file that grew or changed', () => {
     });
   }
 
+  it('a run SIGKILLed right after its first write on a grown file, then a file grown again: every line still once', async () => {
+    const dir = tempDir();
+    const log = join(dir, 'app.log');
+    const seen = join(dir, 'seen');
+    const run = (env: Record<string, string> = {}) =>
+      runCli(['run', 'app.log', '--lines', '100', '--pipe', '--exec', 'cat >> "$SEEN"', '-j', '1'], { cwd: dir, env: { SEEN: seen, ...env } });
+    writeFileSync(log, lines(1, 250));
+    expect((await run()).code).toBe(0);
+    appendFileSync(log, lines(251, 400));
+    const killed = await run({ SPLITDANCE_FAILPOINT: 'write:1' });
+    expect(killed.signal).toBe('SIGKILL');
+    appendFileSync(log, lines(401, 470));
+    const r = await run();
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(seen, 'utf8').split('\n').filter(Boolean).sort()).toEqual(lines(1, 470).split('\n').filter(Boolean));
+  });
+
   it('a changed (not grown) file is exit 2 before anything is written, offering --batch NEW, also with --rerun-changed', async () => {
     const dir = tempDir();
     const log = join(dir, 'app.log');
