@@ -84,6 +84,11 @@ describe('items: one task per line, keyed by the item', () => {
     // The 10 KB line's key is shortened, still unique; the others are the items themselves.
     expect(keys.map((k) => k.task_key)).toEqual(expect.arrayContaining(hostile.filter((h) => h.length < 200)));
     expect(keys.find((k) => k.task_key.startsWith('xxx'))!.task_key).toMatch(/^x{160}…[0-9a-f]{16}$/);
+    // --dry-run shows the first items, control characters escaped.
+    writeFileSync(join(dir, 'esc.txt'), 'a\x1b[31mred\nb\n');
+    const dry = await runCli(['run', '--items', 'esc.txt', '--exec', 'echo {}', '--dry-run'], { cwd: dir });
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain('tasks    2; first items: a\\x1b[31mred, b');
 
     const piped = join(dir, 'piped');
     mkdirSync(piped);

@@ -4,6 +4,7 @@ import { formatMs } from '../../job/units.js';
 import { describeStore } from '../../store/open-store.js';
 import type { QueryStore } from '../../store/task-store.js';
 import { line, type Io } from '../io.js';
+import { printable } from '../../printable.js';
 import type { RunPlan } from '../../job/plan-run.js';
 
 const FIRST_KEYS = 5;
@@ -61,9 +62,9 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
   }
   const out = [
     `dry run: nothing is written`,
-    `source   ${plan.source} (${plan.kind}${result.chunking ? `, ${s.lines ? `${s.lines} lines` : `${s.chunkSize} bytes`} per chunk` : ''})`,
+    `source   ${plan.source === '-' ? 'stdin' : printable(plan.source)} (${plan.kind}${result.chunking ? `, ${s.lines ? `${s.lines} lines` : `${s.chunkSize} bytes`} per chunk` : ''})`,
     `batch    ${plan.batchName}${plan.existing ? ' (exists)' : ' (new)'} in store ${storeName}`,
-    `tasks    ${count}${plan.existing ? `, ${result.newTasks} new` : ''}${plan.sample ? ' (sampled)' : ''}; first: ${first.join(', ')}${count > first.length ? ', …' : ''}`,
+    `tasks    ${count}${plan.existing ? `, ${result.newTasks} new` : ''}${plan.sample ? ' (sampled)' : ''}; first${plan.kind === 'items' ? ' items' : ''}: ${first.map((k) => printable(k)).join(', ')}${count > first.length ? ', …' : ''}`,
     ...(outputs ? [`outputs  ${upToDate} of ${count} task(s) up to date: they would be recorded SUCCESS without running (--force runs them)`] : []),
     `handler  ${describeHandler(s.handler, s.stages)} on ${plan.inv.concurrency} worker(s), ${s.retries} retries${s.timeoutMs ? `, timeout ${formatMs(s.timeoutMs)}` : ''}` +
       `${s.heartbeatTimeoutMs ? `, heartbeat timeout ${formatMs(s.heartbeatTimeoutMs)}` : ''}${s.permanentErrors.length ? `, ${s.permanentErrors.length} permanent-error pattern(s)` : ''}`,
