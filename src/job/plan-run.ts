@@ -84,6 +84,7 @@ export async function planRun(
     throw new UsageError('--jsonl, --key-field and --colsep read a list of items: give it with --items FILE, or `run -` for stdin');
   }
   const { settings, changed } = mergeSettings(stored, input.settings);
+  if (existing) checkItemsMode(stored, settings, batchName);
   // `retry-failed --run` runs what is stored: a list's items are in their tasks, so neither the list nor stdin is read.
   const storedItems = options.storedOnly === true && asItems && existing !== undefined;
   const splitPath = storedItems ? null : stdin ? await (await import('../split/stdin-spool.js')).spoolStdin() : source;
@@ -195,6 +196,18 @@ function checkFile(source: string, settings: JobSettings, stored: JobSettings, e
   if (growth.kind === 'same') return null;
   settings.fileState = growth.state;
   return `${name} grew by ${growth.added} bytes since it was chunked: the new bytes get new chunks, the old chunks keep their ranges`;
+}
+
+/**
+ * A batch keeps the kind of source it was created from, and a list keeps how its keys are made
+ * (plain lines, JSON Lines, `--key-field`): the same lines read another way would be new keys,
+ * and run again. `--colsep` may change: each item carries its own.
+ */
+function checkItemsMode(stored: JobSettings, settings: JobSettings, batch: string): void {
+  const kind = (s: JobSettings) => (s.items === null ? 'a directory or a file' : s.items.format === 'jsonl' ? `JSON Lines${s.items.keyField ? ` keyed by --key-field ${s.items.keyField}` : ''}` : 'a list of lines');
+  if (kind(stored) !== kind(settings)) {
+    throw new UsageError(`batch ${printable(batch)} was created from ${kind(stored)}, not ${kind(settings)}; its task keys are made that way, so use a new --batch for this`);
+  }
 }
 
 /** The store's own files, never split even when the store lives inside the source. */

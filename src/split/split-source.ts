@@ -60,7 +60,7 @@ export function nonEmpty(specs: Iterable<TaskSpec>, source: string, kind: Source
       kind === 'directory'
         ? `source ${source} holds no files to run (after --include/--exclude, --sample and skipping hidden files)`
         : kind === 'items'
-          ? `the list ${source} holds no items (empty lines are skipped); give it one item per line`
+          ? `${source === '-' ? 'stdin' : `the list ${source}`} holds no items (empty lines are skipped); give it one item per line`
           : `source ${source} is empty; there is nothing to split`,
     );
   }

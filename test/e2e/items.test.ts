@@ -128,6 +128,17 @@ describe('items: one task per line, keyed by the item', () => {
     const d = await runCli(['run', 'src', '--exec', 'echo {item}'], { cwd: dir });
     expect(d.code).toBe(2);
     expect(d.stderr).toMatch(/\{item\} is a placeholder of an item/);
+    // A batch keeps its kind of source: the same file as chunks, then as a list, would be two kinds of keys.
+    writeFileSync(join(dir, 'l.txt'), 'a\nb\n');
+    expect((await runCli(['run', 'l.txt', '--exec', 'true'], { cwd: dir })).code).toBe(0);
+    const before = query(dbPathIn(dir), 'SELECT * FROM tasks');
+    const k = await runCli(['run', '--items', 'l.txt', '--exec', 'true'], { cwd: dir });
+    expect(k.code).toBe(2);
+    expect(k.stderr).toMatch(/was created from a directory or a file, not a list of lines; .*new --batch/);
+    expect(query(dbPathIn(dir), 'SELECT * FROM tasks')).toEqual(before);
+    const e = await runCli(['run', '-', '--exec', 'true'], { cwd: dir });
+    expect(e.code).toBe(2);
+    expect(e.stderr).toMatch(/stdin holds no items/);
   });
 
   it('{1}, {2} split on whitespace or --colsep; retry-failed --run needs neither the list nor stdin again', async () => {
