@@ -1,4 +1,4 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { createRequire } from 'node:module';
 import { teach } from './help/teach.js';
 import { usageError } from './help/usage-errors.js';
@@ -154,6 +154,16 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   common(program.command('batches'))
     .description('list the batches in the store')
     .action(async (opts) => setExit(await (await import('./commands/batches.js')).batchesCommand(opts, io)));
+
+  program
+    .command('completion [shell]')
+    .description('print the shell completion script for bash, zsh or fish')
+    .addOption(new Option('--batches', "print the store's batch names (what the scripts call)").hideHelp())
+    .addOption(new Option('--db <path|url>').hideHelp())
+    .action(async (shell: string | undefined, opts) => {
+      const { commandModel } = await import('./help/command-model.js');
+      setExit(await (await import('./commands/completion.js')).completionCommand(shell, opts, commandModel(program), io));
+    });
 
   teach(program);
   return program;

@@ -30,7 +30,7 @@ function readmePlaceholders(): string[] {
 
 describe('--help', () => {
   it('of every command shows 2 to 4 examples, each a splitdance command line', async () => {
-    expect(commands).toEqual(expect.arrayContaining(['run', 'worker', 'status', 'tasks', 'show', 'logs', 'retry-failed']));
+    expect(commands).toEqual(expect.arrayContaining(['run', 'worker', 'status', 'tasks', 'show', 'logs', 'retry-failed', 'completion']));
     const texts = await Promise.all([[], ...commands.map((c) => [c])].map((c) => help(...c)));
     for (const [i, text] of texts.entries()) {
       const block = text.slice(text.indexOf('Examples:'));

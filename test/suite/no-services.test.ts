@@ -10,7 +10,7 @@ import { ROOT, tempDir } from '../helpers/cli.js';
  * Chromium, promtool, GNU parallel and strace out of PATH, and a file whose tests need them
  * skips, saying in one line how to run them.
  */
-const HIDDEN = new Set(['chromium', 'promtool', 'parallel', 'strace', 'psql', 'pg_ctl', 'pg_ctlcluster', 'postgres', 'initdb']);
+const HIDDEN = new Set(['chromium', 'promtool', 'parallel', 'strace', 'psql', 'pg_ctl', 'pg_ctlcluster', 'postgres', 'initdb', 'zsh', 'fish', 'man']);
 
 /** A PATH with every program of this one except the hidden ones (symlinks in one folder). */
 function pathWithoutServices(): string {
