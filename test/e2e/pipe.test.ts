@@ -1,7 +1,9 @@
-import { writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { handler, runCli, tempDir } from '../helpers/cli.js';
+import { BIN, handler, runCli, tempDir } from '../helpers/cli.js';
+import { missing } from '../helpers/services.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
 /** `--pipe` and `task.read()`: a command or a module gets its chunk's (or item's) bytes, not the whole file. */
@@ -56,6 +58,17 @@ describe('--pipe', () => {
     const r = await runCli(['run', 'f.txt', '--lines', '1', '--pipe', '--exec', 'head -c 1'], { cwd: dir });
     expect(r.code, r.stderr).toBe(0);
     expect(query<{ output_tail: string }>(dbPathIn(dir), 'SELECT output_tail FROM attempts ORDER BY task_id').map((a) => a.output_tail)).toEqual(['a', 'b', 'c']);
+  });
+
+  it.skipIf(missing('strace', 'the test that --pipe keeps the direct exec'))('keeps the direct-exec fast path: a simple command starts without a shell', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'f.txt'), 'a\nb\n');
+    const trace = join(dir, 'trace.txt');
+    execFileSync('strace', ['-f', '-qq', '-e', 'trace=execve', '-e', 'signal=none', '-o', trace, process.execPath, BIN, 'run', 'f.txt', '--lines', '1', '--pipe', '--exec', 'wc -l', '-j', '1'], { cwd: dir, stdio: 'ignore' });
+    const execs = readFileSync(trace, 'utf8').split('\n').filter((l) => l.includes('execve(') && !l.includes('ENOENT'));
+    expect(execs.filter((l) => /execve\("[^"]*\/wc", \["wc", "-l"\]/.test(l))).toHaveLength(2);
+    expect(execs.filter((l) => l.includes('execve("/bin/sh"'))).toEqual([]);
+    expect(query<{ output_tail: string }>(dbPathIn(dir), 'SELECT output_tail FROM attempts').map((a) => a.output_tail.trim())).toEqual(['1', '1']);
   });
 
   it('--pipe without --exec is exit 2', async () => {
