@@ -16,6 +16,7 @@ describe('which PostgreSQL errors a run waits out', () => {
       pgErr('connect ECONNREFUSED 127.0.0.1:1', 'ECONNREFUSED'),
       pgErr('Connection terminated unexpectedly'),
       pgErr('server closed the connection', '08006'),
+      pgErr('terminating connection due to idle-in-transaction timeout', '25P03'),
     ]) {
       expect(isUnavailable(e), e.message).toBe(true);
     }

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { failpoint } from '../failpoint.js';
-import { LOCK_TIMEOUT_MS, isBroken, isRetryable, pgStoreError } from './pg-errors.js';
+import { IDLE_IN_TRANSACTION_MS, LOCK_TIMEOUT_MS, isBroken, isRetryable, pgStoreError } from './pg-errors.js';
 import type { PgTarget } from './pg-url.js';
 
 /** A named statement: prepared once per pooled connection, on first use. */
@@ -64,6 +64,7 @@ export class PgDb {
       idleTimeoutMillis: 10_000,
       keepAlive: true,
       lock_timeout: LOCK_TIMEOUT_MS,
+      idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
       application_name: 'splitdance',
     });
     // An idle connection the server dropped: the pool discards it and opens another on demand.

@@ -4,6 +4,16 @@ import type { PgTarget } from './pg-url.js';
 /** Milliseconds a statement waits for another session's row or table lock before exit 4 (`lock_timeout`). */
 export const LOCK_TIMEOUT_MS = Number(process.env.SPLITDANCE_BUSY_TIMEOUT_MS ?? 5000);
 
+/**
+ * Milliseconds a session of this store may sit idle inside a transaction before the server ends
+ * it (`idle_in_transaction_session_timeout`). A healthy transaction never pauses between its
+ * statements for more than a moment; one that does belongs to a process that was frozen or cut
+ * off mid-transaction, and its row locks would stop every other host. Shorter than the lock
+ * timeout, so another session waiting for those locks gets them before it would give up; a
+ * healthy but starved session that trips it only sees a dropped connection, which a run rides out.
+ */
+export const IDLE_IN_TRANSACTION_MS = Math.max(1000, Math.round(LOCK_TIMEOUT_MS * 0.6));
+
 /** Socket-level failures: the server was never reached, or the connection broke. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE', 'ENOENT']);
 
@@ -16,7 +26,7 @@ export function isRetryable(err: unknown): boolean {
 /** A failure after which the connection must not go back to the pool. */
 export function isBroken(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown };
-  if (typeof e.code === 'string') return NETWORK_CODES.has(e.code) || e.code.startsWith('08') || e.code.startsWith('57P');
+  if (typeof e.code === 'string') return NETWORK_CODES.has(e.code) || e.code.startsWith('08') || e.code.startsWith('57P') || e.code === '25P03';
   return typeof e.message === 'string' && /Connection terminated|connection timeout|timeout expired|not queryable/i.test(e.message);
 }
 
@@ -37,7 +47,9 @@ export function pgStoreError(err: unknown, t: PgTarget): Error {
   if (NETWORK_CODES.has(code) || /connection timeout|timeout expired|\bSSL\b/i.test(message)) {
     return new StoreError(`cannot reach ${at}: ${message}; check --db and that the server is running`, 'UNAVAILABLE');
   }
-  if (/Connection terminated|not queryable/i.test(message) || code.startsWith('08')) {
+  // 25P03: the server ended this session for sitting idle in a transaction (this process was
+  // frozen or starved mid-transaction); nothing of that transaction was committed.
+  if (/Connection terminated|not queryable/i.test(message) || code.startsWith('08') || code === '25P03') {
     return new StoreError(`lost the connection to ${at} (${message}); run again once the server is reachable`, 'UNAVAILABLE');
   }
   switch (code) {

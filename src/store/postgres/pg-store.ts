@@ -20,6 +20,7 @@ import type {
   TaskStatus,
   TaskStore,
 } from '../task-store.js';
+import { failpoint } from '../failpoint.js';
 import { migrate, readIdentity } from './migrate.js';
 import { ServerClock } from './pg-clock.js';
 import { PgDb, type Sql } from './pg-db.js';
@@ -145,7 +146,11 @@ export class PostgresStore implements TaskStore {
 
   async heartbeat(owner: string, leaseExpiresAt: number): Promise<number[]> {
     // One statement, but in `transaction` so a deadlock with a settle is retried, not reported.
-    const rows = await this.db.transaction((sql) => sql.rows<{ token: number | string }>(this.st.heartbeat, [owner, this.clock.toServer(leaseExpiresAt)]));
+    const rows = await this.db.transaction(async (sql) => {
+      const held = await sql.rows<{ token: number | string }>(this.st.heartbeat, [owner, this.clock.toServer(leaseExpiresAt)]);
+      failpoint('freeze');
+      return held;
+    });
     return rows.map((r) => Number(r.token));
   }
 

@@ -160,15 +160,16 @@ function sql(s: string) {
       WHERE status = 'RUNNING' AND lease_owner IS NOT NULL AND ($1::bigint IS NULL OR batch_id = $1)`,
     /**
      * $1 batchId (NULL = every batch) $2 now $3 dead owners text[] $4 self $5 live local owners
-     * text[] — locked (waiting for a settle in flight, then re-checked), so two recovering
-     * coordinators never both release one.
+     * text[] — locked, so two recovering coordinators never both release one. A row another
+     * session holds (a settle in flight, or a host frozen mid-transaction) is skipped, never
+     * waited for: the next recovery, a poll later, looks again.
      */
     staleTasks: `
       SELECT * FROM ${s}.tasks
       WHERE status = 'RUNNING' AND ($1::bigint IS NULL OR batch_id = $1) AND lease_owner IS DISTINCT FROM $4
         AND (lease_owner = ANY($5::text[])) IS NOT TRUE
         AND (lease_expires_at < $2 OR lease_owner = ANY($3::text[]))
-      ORDER BY id FOR UPDATE`,
+      ORDER BY id FOR UPDATE SKIP LOCKED`,
     /** $1 id $2 now $3 error — the lost attempt stays counted, so a task that kills its machine cannot loop forever. */
     releaseLost: `
       UPDATE ${s}.tasks
