@@ -17,6 +17,8 @@ describe('which PostgreSQL errors a run waits out', () => {
       pgErr('Connection terminated unexpectedly'),
       pgErr('server closed the connection', '08006'),
       pgErr('terminating connection due to idle-in-transaction timeout', '25P03'),
+      pgErr('Query read timeout'),
+      pgErr('timeout exceeded when trying to connect'),
     ]) {
       expect(isUnavailable(e), e.message).toBe(true);
     }
