@@ -147,7 +147,9 @@ export class PostgresStore implements TaskStore {
   async heartbeat(owner: string, leaseExpiresAt: number): Promise<number[]> {
     // One statement, but in `transaction` so a deadlock with a settle is retried, not reported.
     const rows = await this.db.transaction(async (sql) => {
-      const held = await sql.rows<{ token: number | string }>(this.st.heartbeat, [owner, this.clock.toServer(leaseExpiresAt)]);
+      // On the server's clock, the lease's length as the caller meant it; the caller's own time only in the contract tests.
+      const from = this.clock.leaseBase(leaseExpiresAt);
+      const held = await sql.rows<{ token: number | string }>(this.st.heartbeat, [owner, from, from === null ? leaseExpiresAt - Date.now() : 0]);
       failpoint('freeze');
       return held;
     });
@@ -171,7 +173,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners: string[] = []): Promise<ReleasedTask[]> {
-    return this.db.transaction((sql) => releaseStale(sql, this.st, batchId, this.clock.toServer(now), deadOwners, self, liveOwners));
+    return this.db.transaction((sql) => releaseStale(sql, this.st, batchId, this.clock.leaseBase(now), this.clock.toServer(now), deadOwners, self, liveOwners));
   }
 
   async counts(batchId: number): Promise<Counts> {
