@@ -1,17 +1,10 @@
+import { WallSteps } from '../../wall-steps.js';
 import type { ClaimRequest, Settlement } from '../task-store.js';
 import type { PgDb } from './pg-db.js';
 
 /** The server's clock in SQL, in ms since the epoch: what every lease is measured on. */
 export const SERVER_NOW = '(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
 
-/**
- * A step of this process's wall clock at least this large (ms) is a step (settimeofday, an NTP
- * step, a VM resumed), not drift: the offset to the server's clock is moved by it at once.
- */
-const STEP_MS = 250;
-
-/** This process's wall clock minus its monotonic clock: constant until the wall clock steps. */
-const wallMinusMonotonic = () => Date.now() - (performance.timeOrigin + performance.now());
 
 /**
  * The one clock of a PostgreSQL store: the server's. Leases are measured on it in SQL
@@ -29,8 +22,8 @@ const wallMinusMonotonic = () => Date.now() - (performance.timeOrigin + performa
 export class ServerClock {
   /** Server clock minus this process's clock, in ms. */
   private offset = 0;
-  /** wallMinusMonotonic() when the offset was last set; null: the caller's clock (no server). */
-  private skew: number | null = null;
+  /** Steps of this process's wall clock since the offset was set; null: the caller's clock (no server). */
+  private steps: WallSteps | null = null;
 
   /** Measures the offset, taking the middle of the round trip as the moment the server read its clock. */
   async measure(db: PgDb): Promise<void> {
@@ -38,16 +31,12 @@ export class ServerClock {
     const [row] = await db.read((sql) => sql.rows<{ now: string | number }>(`SELECT ${SERVER_NOW} AS now`));
     const after = Date.now();
     this.offset = Math.round(Number(row!.now) - (before + after) / 2);
-    this.skew = wallMinusMonotonic();
+    this.steps = new WallSteps();
   }
 
   /** Re-bases the offset when this process's wall clock stepped since it was set: the server's did not. */
   private follow(): void {
-    if (this.skew === null) return;
-    const skew = wallMinusMonotonic();
-    if (Math.abs(skew - this.skew) < STEP_MS) return;
-    this.offset -= Math.round(skew - this.skew);
-    this.skew = skew;
+    if (this.steps) this.offset -= this.steps.take();
   }
 
   /** Now, on the server's clock. */
@@ -72,7 +61,7 @@ export class ServerClock {
 
   /** What a lease is measured from: null for the server's own clock (SERVER_NOW), else the caller's `ms`. */
   leaseBase(ms: number): number | null {
-    return this.skew === null ? ms : null;
+    return this.steps === null ? ms : null;
   }
 
   claim(req: ClaimRequest): ClaimRequest & { leaseFrom: number | null } {

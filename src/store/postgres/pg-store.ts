@@ -12,6 +12,7 @@ import type {
   NewBatch,
   PruneResult,
   ReleasedTask,
+  RetryDue,
   Settlement,
   StageCounts,
   TaskFilter,
@@ -154,6 +155,11 @@ export class PostgresStore implements TaskStore {
       return held;
     });
     return rows.map((r) => Number(r.token));
+  }
+
+  /** Nothing to move: retries are stored on the server's clock, and the ServerClock follows this process's steps. */
+  async shiftRetries(): Promise<RetryDue[]> {
+    return [];
   }
 
   async settle(settlements: Settlement[]): Promise<number[]> {
