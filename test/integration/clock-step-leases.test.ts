@@ -2,7 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { handler, runCli, startCli, waitFor } from '../helpers/cli.js';
-import { LIBFAKETIME, fakeClock } from '../helpers/faketime.js';
+import { fakeClock } from '../helpers/faketime.js';
+import { missing } from '../helpers/services.js';
 import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 import { processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
@@ -16,7 +17,7 @@ import { countBy, logEntries, sideEffects } from '../helpers/store.js';
 const freshDb = pgSchemas('clockleases');
 const TASKS = 16;
 
-describe.skipIf(!PG_URL || !LIBFAKETIME)('a host whose clock steps back (PostgreSQL, R35)', () => {
+describe.skipIf(!PG_URL || missing('faketime', 'the clock-step lease test'))('a host whose clock steps back (PostgreSQL, R35)', () => {
   it("one host's clock steps back 1 h mid-run: the other host takes none of its tasks, no attempt is LOST, each task runs once", async () => {
     const { db, schema } = freshDb();
     const p = projectWithFiles(TASKS, 'sd-clockleases-');

@@ -2,7 +2,8 @@ import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startCli, waitFor } from '../helpers/cli.js';
-import { LIBFAKETIME, fakeClock } from '../helpers/faketime.js';
+import { fakeClock } from '../helpers/faketime.js';
+import { missing } from '../helpers/services.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
@@ -28,7 +29,7 @@ const SUMMARY_IN_SECONDS = /^done: 1 succeeded, 0 failed of 1 in \d+(\.\d+)?(ms|
 /** A command that fails its first attempt and succeeds afterwards, marking each attempt in `marks`. */
 const failOnce = (marks: string) => `test -e ${marks}/{name}.1 && { touch ${marks}/{name}.2; exit 0; }; touch ${marks}/{name}.1; exit 1`;
 
-describe.skipIf(!LIBFAKETIME)('clock steps of the running process (R35)', () => {
+describe.skipIf(missing('faketime', 'the clock-step tests'))('clock steps of the running process (R35)', () => {
   it('a step back of 10 min during a 2 s backoff: the retry still runs about 2 s later, and the summary shows no negative time', async () => {
     const p = projectWithFiles(1, 'sd-clockback-');
     const marks = join(p.dir, 'marks');
