@@ -1,51 +1,18 @@
-import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { handler, sleep, startCli, waitFor, type CliResult } from '../helpers/cli.js';
 import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 import { processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { logEntries } from '../helpers/store.js';
+import { startProxy, type Proxy } from '../helpers/tcp-proxy.js';
 
 // R33: a half-open connection — a partition that drops every packet without closing anything —
 // is an outage like a refused connection: the run gives up at the outage limit with exit 4 and
 // one line, never hangs, never reports an "unexpected error". The partition is a loopback TCP
-// proxy in front of the test server that, once frozen, keeps every socket open (old and new)
-// and forwards nothing more in either direction.
+// proxy in front of the test server (test/helpers/tcp-proxy.ts) that, once frozen, keeps every
+// socket open (old and new) and forwards nothing more in either direction.
 
 const freshDb = pgSchemas('halfopen');
-
-interface Proxy {
-  port: number;
-  freeze(): void;
-  close(): void;
-}
-
-async function startProxy(target: URL): Promise<Proxy> {
-  let frozen = false;
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
-    sockets.add(client);
-    client.on('error', () => {});
-    if (frozen) return; // accepted, and never answered
-    const upstream = connect(Number(target.port || 5432), target.hostname);
-    sockets.add(upstream);
-    upstream.on('error', () => client.destroy());
-    client.on('data', (b) => frozen || upstream.write(b));
-    upstream.on('data', (b) => frozen || client.write(b));
-    // Until the freeze, a close on either side is passed on; after it, nothing is.
-    client.on('close', () => frozen || upstream.destroy());
-    upstream.on('close', () => frozen || client.destroy());
-  });
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  return {
-    port: (server.address() as AddressInfo).port,
-    freeze: () => (frozen = true),
-    close: () => {
-      server.close();
-      for (const s of sockets) s.destroy();
-    },
-  };
-}
 
 let proxy: Proxy | undefined;
 afterEach(() => proxy?.close());
