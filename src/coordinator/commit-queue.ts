@@ -78,10 +78,11 @@ export class CommitQueue {
     if (this.queue.some((q) => q.settlement.outcome !== 'SUCCESS')) await this.flush();
     const free = this.host.freeSlots();
     if (this.queue.length === 0 && free.length === 0) return null;
-    await this.followSteps();
+    // Read before looking for a step: a step after this read leaves `now` on the clock the retries are on.
+    let now = Date.now();
+    while (await this.followSteps()) now = Date.now();
     const batch = this.queue;
     this.queue = [];
-    const now = Date.now();
     const request = {
       batchId: record.id,
       owner,
@@ -111,9 +112,9 @@ export class CommitQueue {
    * moved by the step, before anything is claimed on the new clock. A retry someone else claimed
    * or rescheduled meanwhile is left alone (the store checks each is still due when we said).
    */
-  private async followSteps(): Promise<void> {
+  private async followSteps(): Promise<boolean> {
     this.step += this.steps.take();
-    if (this.step === 0) return;
+    if (this.step === 0) return false;
     const step = this.step;
     if (this.retries.size > 0) {
       const moved = await this.host.store.shiftRetries([...this.retries].map(([taskId, dueAt]) => ({ taskId, dueAt })), step);
@@ -123,6 +124,7 @@ export class CommitQueue {
       }
     }
     this.step = 0;
+    return true;
   }
 
   /** Commits what finished (no claim): used when the run is ending. */
