@@ -74,7 +74,8 @@ export class Outage {
     if (!isUnavailable(err)) throw err;
     this.lastError = (err as Error).message;
     if (this.since === null) {
-      this.since = now;
+      // A statement that went unanswered: the store was gone from when it was sent, not from when we gave up on it.
+      this.since = now - (err as StoreError).silentMs;
       const cause = this.lastError.replace(/; (run again|check --db) .*$/, '');
       this.note(`the store is unavailable (${cause}); running attempts go on, reconnecting for up to ${formatMs(this.limitMs)}`);
     }

@@ -44,6 +44,14 @@ describe('Outage', () => {
     expect(() => o.failed(down, 6000)).toThrow(/stayed unavailable for 5s .*cannot reach PostgreSQL at h:1/);
   });
 
+  it('a store found silent (a statement unanswered) counts as unavailable from when the statement was sent', () => {
+    const o = new Outage(() => {}, 5000);
+    const silent = new StoreError('lost the connection to PostgreSQL at h:1 (no answer for 2000 ms)', 'UNAVAILABLE', 2000);
+    expect(o.failed(silent, 10_000)).toBeGreaterThan(0);
+    expect(o.failed(down, 12_900)).toBeLessThanOrEqual(100);
+    expect(() => o.failed(down, 13_000)).toThrow(/stayed unavailable for 5s \(limit 5s\)/);
+  });
+
   it('a recovery starts the clock again; any other error is thrown as it is', () => {
     const notes: string[] = [];
     const o = new Outage((m) => notes.push(m), 5000);

@@ -66,7 +66,7 @@ export function pgStoreError(err: unknown, t: PgTarget): Error {
   }
   // The driver's query_timeout: the server (or the network to it) went silent mid-statement.
   if (/Query read timeout/i.test(message)) {
-    return new StoreError(`lost the connection to ${at} (no answer for ${QUERY_TIMEOUT_MS} ms); run again once the server is reachable`, 'UNAVAILABLE');
+    return new StoreError(`lost the connection to ${at} (no answer for ${QUERY_TIMEOUT_MS} ms); run again once the server is reachable`, 'UNAVAILABLE', QUERY_TIMEOUT_MS);
   }
   // 25P03: the server ended this session for sitting idle in a transaction (this process was
   // frozen or starved mid-transaction); nothing of that transaction was committed.
