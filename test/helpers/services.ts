@@ -15,6 +15,9 @@ const HOW = {
   faketime: 'install libfaketime (Debian: apt-get install faketime)',
   root: 'run the tests as root (they mount a tmpfs or a read-only bind mount)',
   cc: 'install a C compiler (Debian: apt-get install build-essential), then npm run build',
+  zsh: 'install zsh (apt-get install zsh)',
+  fish: 'install fish (apt-get install fish)',
+  man: 'install man (apt-get install man-db)',
 } as const;
 
 export type Service = keyof typeof HOW;
@@ -49,6 +52,10 @@ function present(service: Service): boolean {
       return process.getuid?.() === 0;
     case 'cc':
       return hasProgram(process.env.CC || 'cc');
+    case 'zsh':
+    case 'fish':
+    case 'man':
+      return hasProgram(service);
   }
 }
 
