@@ -115,8 +115,7 @@ export class RunReporter implements BatchObserver {
     this.timer?.cancel();
     if (this.bar && !this.barStopped) {
       await this.progress();
-      this.bars?.stop();
-      this.barStopped = true;
+      this.stopBar();
     }
     const k = summary.counts;
     if (this.mode === 'json') {
@@ -150,7 +149,14 @@ export class RunReporter implements BatchObserver {
   close(): void {
     this.timer?.cancel();
     this.timer = undefined;
-    if (!this.barStopped) this.bars?.stop();
+    this.stopBar();
+  }
+
+  /** The bar's last frame, then the terminal is the reporter's alone: later lines are written straight to it. */
+  private stopBar(): void {
+    if (this.barStopped || !this.bars) return;
+    this.bars.update(); // writes the lines still held in the bar's log buffer, which stop() would drop
+    this.bars.stop();
     this.barStopped = true;
   }
 
@@ -176,9 +182,16 @@ export class RunReporter implements BatchObserver {
     );
   }
 
+  /**
+   * One line for a person. While the bar is drawn it goes above the bar, at once (the bar's
+   * library only writes its log buffer on its next redraw, and never after stop); once the bar
+   * is stopped, straight to stderr, so a terminal gets every line the plain mode prints.
+   */
   private human(text: string): void {
-    if (this.bars) this.bars.log(`${text}\n`);
-    else line(this.io.stderr, text);
+    if (this.bars && !this.barStopped) {
+      this.bars.log(`${text}\n`);
+      this.bars.update();
+    } else line(this.io.stderr, text);
   }
 
   private event(e: Record<string, unknown>): void {
