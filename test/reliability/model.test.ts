@@ -639,7 +639,7 @@ async function runScenario({ cfg, cmds }: Scenario, mode: BudgetMode = 'safe'): 
           const t = m.tasks[cmd.pick % Math.max(1, m.tasks.length)];
           if (!t) return;
           // A token never handed out.
-          claimed = { id: t.id, token: m.nextToken + 1000, key: t.key, stage: '', seq: 0, attempt: 1, maxAttempts: t.maxAttempts, payload: spec(t.key).payload, workerId: 'ghost', inputs: {} };
+          claimed = { id: t.id, token: m.nextToken + 1000, key: t.key, stage: '', seq: 0, attempt: 1, counted: 1, maxAttempts: t.maxAttempts, payload: spec(t.key).payload, workerId: 'ghost', inputs: {} };
         }
         const before = snapshot(claimed.token);
         const wasUnknown = m.attempt(claimed.token)?.outcome === 'LOST' && m.attempt(claimed.token)?.endedAt === null;
