@@ -27,6 +27,8 @@ export class RunReporter implements BatchObserver {
   private timer: LongTimer | undefined; // --progress-interval may be up to a year
   private barStopped = false;
   private readonly failures: string[] = [];
+  /** This run replaced the batch's handler or output: FAILED tasks keep their old failure until retried, with the new one. */
+  definitionChanged = false;
 
   constructor(
     private readonly io: Io,
@@ -131,7 +133,8 @@ export class RunReporter implements BatchObserver {
     this.human(`${head}: ${parts.join(', ')} of ${k.total} in ${formatMs(summary.elapsedMs)} (batch ${printable(summary.batch)})`);
     if (k.failed) {
       const target = { batch: summary.batch, db: givenDb(this.dbFlag, this.io) };
-      this.human(`see the failures: ${suggest(target, ['status'])}; retry them: ${suggest(target, ['retry-failed', '--run'])}`);
+      const retry = this.definitionChanged ? 'retry them with the new handler, now stored' : 'retry them';
+      this.human(`see the failures: ${suggest(target, ['status'])}; ${retry}: ${suggest(target, ['retry-failed', '--run'])}`);
     }
   }
 
