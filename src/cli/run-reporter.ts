@@ -27,6 +27,8 @@ export class RunReporter implements BatchObserver {
   private timer: LongTimer | undefined; // --progress-interval may be up to a year
   private barStopped = false;
   private readonly failures: string[] = [];
+  /** `--print --tag`: printed lines start with their task's key and a tab. */
+  tag = false;
   /** This run replaced the batch's handler or output: FAILED tasks keep their old failure until retried, with the new one. */
   definitionChanged = false;
 
@@ -148,6 +150,27 @@ export class RunReporter implements BatchObserver {
     if (this.mode === 'json') this.event({ event: 'error', message: err instanceof Error ? err.message : String(err) });
   }
 
+  /**
+   * `--print`: one attempt's output, each stream in one write, so no other attempt's line
+   * lands inside it; a last line without its newline gets one. With `--tag` every line
+   * starts with the task's key (escaped: it is data) and a tab. While the bar is drawn, what
+   * goes to the terminal goes above the bar.
+   */
+  printed(task: ClaimedTask, stdout: Buffer | null, stderr: Buffer | null): void {
+    const tag = this.tag ? `${printable(task.key)}\t` : null;
+    for (const [bytes, stream, terminal] of [
+      [stdout, this.io.stdout, this.io.stdoutTty],
+      [stderr, this.io.stderr, this.io.tty],
+    ] as const) {
+      if (bytes === null) continue;
+      const text = wholeLines(bytes, tag);
+      if (this.bars && !this.barStopped && terminal) {
+        this.bars.log(text.toString('utf8'));
+        this.bars.update();
+      } else stream.write(text);
+    }
+  }
+
   /** Stops the progress timer and the bar; nothing of the reporter keeps the process alive after. Safe to call again. */
   close(): void {
     this.timer?.cancel();
@@ -200,4 +223,18 @@ export class RunReporter implements BatchObserver {
   private event(e: Record<string, unknown>): void {
     line(this.io.stdout, JSON.stringify({ ...e, at: new Date().toISOString() }));
   }
+}
+
+/** An attempt's output as printed: every line ended, each after `tag` when there is one. */
+function wholeLines(bytes: Buffer, tag: string | null): Buffer {
+  const ended = bytes[bytes.length - 1] === 0x0a ? bytes : Buffer.concat([bytes, Buffer.from('\n')]);
+  if (tag === null) return ended;
+  const prefix = Buffer.from(tag);
+  const parts: Buffer[] = [];
+  for (let start = 0; start < ended.length; ) {
+    const end = ended.indexOf(0x0a, start) + 1;
+    parts.push(prefix, ended.subarray(start, end));
+    start = end;
+  }
+  return Buffer.concat(parts);
 }

@@ -25,9 +25,13 @@ export interface CoordinatorOptions {
   pollMs: number;
   /** Declared outputs: paths, up-to-date checks, what dead attempts left (declared-outputs.ts). */
   outputs: DeclaredOutputs;
+  /** `--print`: where an attempt's copies of its stdout and stderr go (attempt-printer.ts), or null. */
+  printPrefix: ((token: number) => string) | null;
 }
 
 export interface RunObserver {
+  /** An attempt was handed to a worker (in claim order); not called for tasks settled without running. */
+  attemptStarted?(task: ClaimedTask): void;
   /** `status`: the task's status once the attempt was committed (CANCELLED if `cancel` stopped it). */
   attemptEnded(task: ClaimedTask, settlement: Settlement, status: TaskStatus): void;
   released(tasks: ReleasedTask[]): void;
@@ -89,6 +93,8 @@ export class Coordinator {
       pool,
       batchName: batch.name,
       logFolder,
+      printPrefix: options.printPrefix,
+      started: (task) => observer.attemptStarted?.(task),
       rules: options.rules,
       killGraceMs: options.killGraceMs,
       outputs: options.outputs,

@@ -74,6 +74,7 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
     startup.dispose(); // the coordinator's drain handlers take over
     const open = store;
     const reporter = RunReporter.forFlags(io, cliFlags, plan.inv.progressIntervalMs, () => open.counts(batch.id));
+    reporter.tag = plan.inv.print?.tag ?? false;
     reporter.definitionChanged = plan.existing !== undefined && plan.changed.some((name) => DEFINITION.has(name));
     const resume = suggest({ batch: batch.name, db: givenDb(cliFlags.db, io) }, ['resume']);
     return await runBatch(store, batch, pool, { settings: plan.settings, inv: plan.inv, dbPath, cwd: io.cwd, notes: plan.notes, inserted, resume }, reporter);

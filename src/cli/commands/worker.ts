@@ -113,6 +113,7 @@ async function workOn(
   try {
     if (seen()) return exitFor(seen()!); // signalled while the workers started
     const reporter = RunReporter.forFlags(io, flags, inv.progressIntervalMs, () => store.counts(batch.id));
+    reporter.tag = inv.print?.tag ?? false;
     const resume = suggest({ batch: batch.name, db: givenDb(flags.db, io) }, ['resume']);
     return await runBatch(store, batch, pool, { settings, inv, dbPath, cwd: io.cwd, notes: [], inserted: 0, resume }, reporter);
   } finally {
