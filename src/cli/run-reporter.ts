@@ -4,6 +4,7 @@ import type { BatchObserver, RunStart, RunSummary } from '../coordinator/run-bat
 import type { RawRunFlags } from '../job/run-options.js';
 import type { ClaimedTask, Counts, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
 import { formatMs } from '../job/units.js';
+import { errorSignature } from '../status/error-signature.js';
 import { longInterval, type LongTimer } from '../long-timer.js';
 import { printable } from './format.js';
 import { colors, line, type Io } from './io.js';
@@ -27,6 +28,8 @@ export class RunReporter implements BatchObserver {
   private timer: LongTimer | undefined; // --progress-interval may be up to a year
   private barStopped = false;
   private readonly failures: string[] = [];
+  /** The error signatures (status's clusters) this run has shown a failure of. */
+  private readonly errorKinds = new Set<string>();
   /** `--print --tag`: printed lines start with their task's key and a tab. */
   tag = false;
   /** This run replaced the batch's handler or output: FAILED tasks keep their old failure until retried, with the new one. */
@@ -94,6 +97,18 @@ export class RunReporter implements BatchObserver {
         ...(s.upToDate ? { upToDate: true } : {}),
       });
       return;
+    }
+    const failed = s.outcome !== 'SUCCESS' && s.outcome !== 'INTERRUPTED';
+    // The first failure of each kind of error is shown as it happens, also while it is retried:
+    // a broken command is seen in seconds, not when its retries are spent. Once per kind, not per task.
+    const kind = failed ? errorSignature(s.error ?? s.outcome) : null;
+    const firstOfKind = kind !== null && !this.errorKinds.has(kind);
+    if (kind !== null) this.errorKinds.add(kind);
+    if (!terminal && firstOfKind && this.mode !== 'quiet') {
+      const next = s.retryAt ? `, retrying in ${formatMs(Math.max(0, s.retryAt - Date.now()))}` : ', retrying';
+      this.human(
+        `${this.c.yellow('error')} ${printable(task.key)} attempt ${task.attempt}${next}: ${printable(s.error ?? s.outcome)} (the first of this error; others like it are counted in \`status\`)`,
+      );
     }
     if (terminal && s.outcome !== 'SUCCESS') {
       const text = `${this.c.red(status)} ${printable(task.key)} after ${task.attempt} attempt${task.attempt === 1 ? '' : 's'}: ${printable(s.error ?? s.outcome)}`;

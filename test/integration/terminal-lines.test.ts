@@ -2,21 +2,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT, runCli } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { runInPty } from '../helpers/pty.js';
+import { runInPty, screenLines } from '../helpers/pty.js';
 
 // SPEC §7: every line the plain mode prints also reaches a terminal, after the bar — the failure
 // lines, the clusters and the final summary. The terminal is a real pseudo-terminal.
-
-/** What a person reads: the terminal's lines with colours, cursor codes and redrawn bar frames taken out. */
-export function screenLines(output: string): string[] {
-  // A move to column 1 (`ESC[1G`) starts the line over, like a carriage return.
-  // eslint-disable-next-line no-control-regex
-  const plain = output.replace(/\x1b\[1?G/g, '\r').replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');
-  return plain
-    .split('\n')
-    .map((l) => l.split('\r').filter((part) => part.trim() !== '').pop() ?? '')
-    .filter((l) => l.trim() !== '');
-}
 
 describe('a run on a terminal prints every line of the plain mode', () => {
   it("the README's demo (run --job fixtures/jobs/clean-logs.json) ends with its summary line", async () => {
