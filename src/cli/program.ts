@@ -104,11 +104,13 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--batch <name>', 'batch (default: the most recent)')
     .action(async (key: string, opts) => setExit(await (await import('./commands/show.js')).showCommand(key, opts, io)));
 
-  common(program.command('logs <key>'))
-    .description('full captured output of the last attempt (or --attempt N)')
+  common(program.command('logs [key]'))
+    .description('full captured output of the last attempt (or --attempt N); without a key, of every task (--batch B) or every failed one (--failed)')
     .option('--batch <name>', 'batch (default: the most recent)')
     .option('--attempt <n>', 'attempt number')
-    .action(async (key: string, opts) => setExit(await (await import('./commands/logs.js')).logsCommand(key, opts, io)));
+    .option('--follow', 'of a running attempt: print its output as it comes until it ends')
+    .option('--failed', 'without a key: the last attempt of every FAILED task, each after its key')
+    .action(async (key: string | undefined, opts) => setExit(await (await import('./commands/logs.js')).logsCommand(key, opts, io)));
 
   common(program.command('retry-failed'))
     .description('give FAILED tasks a fresh retry budget (and run them with --run)')
