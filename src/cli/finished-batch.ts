@@ -1,7 +1,7 @@
 import { UsageError } from '../errors.js';
 import { describeHandler, settingsOf, type JobDefinition } from '../job/job-definition.js';
 import type { RunPlan } from '../job/plan-run.js';
-import { printable } from '../printable.js';
+import { plural, printable } from '../printable.js';
 import type { QueryStore } from '../store/task-store.js';
 import { shellWord } from './suggest.js';
 
@@ -41,7 +41,7 @@ export async function refuseFinishedChange(plan: RunPlan, store: QueryStore): Pr
   const done = `${k.succeeded} succeeded${k.cancelled ? `, ${k.cancelled} cancelled` : ''}`;
   let ways = `a new batch runs the source with it: --batch ${shellWord(`${plan.batchName}-2`)}`;
   if (given.output || given.stages.some((s) => s.output)) ways += ' --force (the outputs are up to date)';
-  if (changedFiles > 0) ways += `; --rerun-changed re-runs the ${changedFiles} task(s) whose files changed since`;
+  if (changedFiles > 0) ways += `; --rerun-changed re-runs the ${plural(changedFiles, 'task')} whose files changed since`;
   throw new UsageError(
     `batch ${printable(plan.batchName)} already finished (${done}); this run changes its ${printable(what.join(', '))} ` +
       `but has no task to run, so nothing was written; ${ways}`,

@@ -6,7 +6,7 @@ import type { ClaimedTask, Counts, ReleasedTask, Settlement, TaskStatus } from '
 import { formatMs } from '../job/units.js';
 import { errorSignature } from '../status/error-signature.js';
 import { longInterval, type LongTimer } from '../long-timer.js';
-import { printable } from './format.js';
+import { plural, printable } from './format.js';
 import { colors, line, type Io } from './io.js';
 import { givenDb, suggest } from './suggest.js';
 
@@ -59,7 +59,7 @@ export class RunReporter implements BatchObserver {
       // Notes, the batch name and the source path are data: escaped, like every line of data.
       for (const n of info.notes) this.human(printable(n));
       this.human(
-        `batch ${this.c.bold(printable(info.batch))}: ${info.total} tasks (${info.inserted} new) from ${printable(info.source)}, ${info.workers} workers, store ${printable(info.store)}`,
+        `batch ${this.c.bold(printable(info.batch))}: ${plural(info.total, 'task')} (${info.inserted} new) from ${printable(info.source)}, ${plural(info.workers, 'worker')}, store ${printable(info.store)}`,
       );
     }
     if (this.mode === 'tty') {

@@ -1,3 +1,4 @@
+import { plural } from '../printable.js';
 import { longInterval, longTimeout, type LongTimer } from '../long-timer.js';
 import { prepareLogFolder } from '../store/log-layout.js';
 import type { BatchRecord, ClaimedTask, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
@@ -276,7 +277,7 @@ export class Coordinator {
     const known = new Set(held.map((t) => t.id));
     const released = await releaseLostClaims(this.store, this.batch.id, this.owner, known);
     this.outage.recovered();
-    if (released) this.observer.note(`${released} task(s) claimed as the store went down were given back unstarted`);
+    if (released) this.observer.note(`${plural(released, 'task')} claimed as the store went down ${released === 1 ? 'was' : 'were'} given back unstarted`);
   }
 
   /** A claim at `now` left slots without a task: tick again when the next retry is due, or within a poll. */

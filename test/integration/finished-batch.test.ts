@@ -62,7 +62,7 @@ describe('a second run of a finished batch with a changed definition', () => {
     writeFileSync(join(p.src, 'f000.log'), 'changed, and longer\n');
     const refused = await runCli(['run', 'src', '--db', db, '--exec', 'echo {key} >> again.txt'], { cwd: p.dir });
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain('--rerun-changed re-runs the 1 task(s) whose files changed');
+    expect(refused.stderr).toContain('--rerun-changed re-runs the 1 task whose files changed');
     const rerun = await runCli(['run', 'src', '--db', db, '--exec', 'echo {key} >> again.txt', '--rerun-changed'], { cwd: p.dir });
     expect(rerun.code, rerun.stderr).toBe(0);
     expect(readFileSync(join(p.dir, 'again.txt'), 'utf8')).toBe('f000.log\n');
