@@ -8,6 +8,7 @@ import { sampled, type Sample } from '../split/sample.js';
 import { sourceKind, splitSource, type SourceKind } from '../split/split-source.js';
 import { expandStages, layoutOf } from './stages.js';
 import { checkTemplate } from '../worker/exec-template.js';
+import { templateWarnings } from './template-warnings.js';
 import { printable } from '../printable.js';
 import type { TaskSpec } from '../store/task-store.js';
 
@@ -81,6 +82,8 @@ export async function planRun(
     existing && changed.length
       ? [`batch ${batchName}: ${changed.join(', ')} changed for the unfinished tasks (handler now ${describeHandler(settings.handler, settings.stages)})`]
       : [];
+  if (settings.handler?.kind === 'exec') notes.push(...templateWarnings(settings.handler.template, kind, '--exec'));
+  for (const st of settings.stages) if (st.handler.kind === 'exec') notes.push(...templateWarnings(st.handler.template, kind, `stage ${JSON.stringify(st.name)}'s exec`));
   const sample = input.sample ?? null;
   const plan: RunPlan = {
     flags: cliFlags,
