@@ -83,7 +83,10 @@ export interface ClaimedTask {
   key: string;
   stage: string;
   seq: number;
+  /** The attempt's number: every attempt the task ever had, earlier retry budgets included (`{attempt}`, `#N`). */
   attempt: number;
+  /** Its place in the current retry budget (1 for the first attempt after a `retry-failed`), against `maxAttempts`. */
+  counted: number;
   maxAttempts: number;
   payload: TaskPayload;
   workerId: string;

@@ -89,7 +89,7 @@ function sql(s: string) {
     /** $1 batchId — --rerun-changed: back to PENDING with a fresh budget, to run on the new file. */
     requeueChanged: `
       UPDATE ${s}.tasks
-      SET status = 'PENDING', attempts = 0, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
+      SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
           fingerprint = seen_fingerprint
       WHERE batch_id = $1 AND status = 'SUCCESS' AND seen_fingerprint IS DISTINCT FROM fingerprint`,
 
@@ -115,10 +115,10 @@ function sql(s: string) {
         SET status = 'RUNNING', attempts = t.attempts + 1, lease_owner = $3, lease_expires_at = coalesce($9::bigint, ${SERVER_NOW}) + $4::bigint,
             worker_id = ($5::text[])[due.n::int], started_at = $2, lease_token = due.token
         FROM due WHERE t.id = due.id
-        RETURNING t.id, t.batch_id, t.task_key, t.stage, t.item_key, t.needs, t.seq, t.attempts, t.max_attempts, t.payload, t.worker_id, t.lease_token, due.n),
+        RETURNING t.id, t.batch_id, t.task_key, t.stage, t.item_key, t.needs, t.seq, t.attempts, t.earlier_attempts, t.max_attempts, t.payload, t.worker_id, t.lease_token, due.n),
       opened AS (
         INSERT INTO ${s}.attempts (id, task_id, attempt, worker_id, host, pid, owner, started_at, job_version)
-        SELECT lease_token, id, attempts, worker_id, $6, ($7::int[])[n::int], $3, $2, $8 FROM claimed ORDER BY n)
+        SELECT lease_token, id, attempts + earlier_attempts, worker_id, $6, ($7::int[])[n::int], $3, $2, $8 FROM claimed ORDER BY n)
       SELECT * FROM claimed ORDER BY n`,
     /** $1 batchId $2 item $3 stages (JSON array) — the stored results of an item's needed stages. */
     inputs: `
@@ -242,7 +242,7 @@ function reportStatements(s: string) {
       ORDER BY finished_at - started_at DESC NULLS LAST, id`,
     /** $1 ids bigint[] — a fresh retry budget; the attempts history is kept. */
     resetFailed: `
-      UPDATE ${s}.tasks SET status = 'PENDING', attempts = 0, next_run_at = 0, finished_at = NULL, last_error = NULL
+      UPDATE ${s}.tasks SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, finished_at = NULL, last_error = NULL
       WHERE id = ANY($1::bigint[]) AND status = 'FAILED'
       RETURNING item_key`,
     /** $1 batchId $2 key $3 stage (the key's first segment: a stage task's key starts with its stage) */

@@ -190,7 +190,7 @@ export const SQL = {
   attemptsOf: 'SELECT * FROM attempts WHERE task_id = ? ORDER BY id',
   /** ?id — a fresh retry budget; the attempts history is kept. */
   resetFailed: `
-    UPDATE tasks SET status = 'PENDING', attempts = 0, next_run_at = 0, finished_at = NULL, last_error = NULL
+    UPDATE tasks SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, finished_at = NULL, last_error = NULL
     WHERE id = ? AND status = 'FAILED'
     RETURNING item_key`,
 } as const;
