@@ -1,7 +1,7 @@
 import { formatMs } from '../job/units.js';
 import { printable } from '../printable.js';
 
-export { hasUnsafe, printable } from '../printable.js';
+export { hasUnsafe, plural, printable } from '../printable.js';
 
 export const iso = (ms: number | null | undefined): string | null => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
 

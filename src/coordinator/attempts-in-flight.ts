@@ -36,6 +36,10 @@ export interface AttemptsHost {
   batchName: string;
   /** This store's folder for this batch's logs. */
   logFolder: string;
+  /** `--print`: where an attempt's copies of its stdout and stderr go, or null. */
+  printPrefix: ((token: number) => string) | null;
+  /** An attempt is handed to its worker (claim order). */
+  started(task: ClaimedTask): void;
   /** The retry rules of a stage ('' for a batch without stages). */
   rules: (stage: string) => RetryRules;
   killGraceMs: number;
@@ -89,7 +93,9 @@ export class AttemptsInFlight {
         inputs: task.inputs,
         logFile: attemptLogFile(this.host.logFolder, task.token),
         output: out?.paths ?? null,
+        print: this.host.printPrefix?.(task.token) ?? null,
       });
+      this.host.started(task);
     }
     // Settled here without running (up to date): committed by the next tick, which claims again.
     if (msgs.length < claimed.length) this.host.schedule();
@@ -158,7 +164,7 @@ export class AttemptsInFlight {
     if (timeoutMs !== null) entry.timers.push(longTimeout(() => this.timeOut(entry, 'timeout'), timeoutMs));
     if (heartbeatTimeoutMs !== null) {
       const logFile = this.host.pool.reportsStarts(entry.task.stage) ? attemptLogFile(this.host.logFolder, entry.task.token) : null;
-      entry.silence = new SilenceWatch(heartbeatTimeoutMs, logFile, () => this.timeOut(entry, 'heartbeat'), entry.startedAt);
+      entry.silence = new SilenceWatch(heartbeatTimeoutMs, logFile, () => this.timeOut(entry, 'heartbeat'));
       entry.timers.push(entry.silence);
     }
   }

@@ -1,3 +1,4 @@
+import { plural } from '../printable.js';
 import { longInterval, longTimeout, type LongTimer } from '../long-timer.js';
 import { prepareLogFolder } from '../store/log-layout.js';
 import type { BatchRecord, ClaimedTask, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
@@ -25,9 +26,13 @@ export interface CoordinatorOptions {
   pollMs: number;
   /** Declared outputs: paths, up-to-date checks, what dead attempts left (declared-outputs.ts). */
   outputs: DeclaredOutputs;
+  /** `--print`: where an attempt's copies of its stdout and stderr go (attempt-printer.ts), or null. */
+  printPrefix: ((token: number) => string) | null;
 }
 
 export interface RunObserver {
+  /** An attempt was handed to a worker (in claim order); not called for tasks settled without running. */
+  attemptStarted?(task: ClaimedTask): void;
   /** `status`: the task's status once the attempt was committed (CANCELLED if `cancel` stopped it). */
   attemptEnded(task: ClaimedTask, settlement: Settlement, status: TaskStatus): void;
   released(tasks: ReleasedTask[]): void;
@@ -89,6 +94,8 @@ export class Coordinator {
       pool,
       batchName: batch.name,
       logFolder,
+      printPrefix: options.printPrefix,
+      started: (task) => observer.attemptStarted?.(task),
       rules: options.rules,
       killGraceMs: options.killGraceMs,
       outputs: options.outputs,
@@ -270,7 +277,7 @@ export class Coordinator {
     const known = new Set(held.map((t) => t.id));
     const released = await releaseLostClaims(this.store, this.batch.id, this.owner, known);
     this.outage.recovered();
-    if (released) this.observer.note(`${released} task(s) claimed as the store went down were given back unstarted`);
+    if (released) this.observer.note(`${plural(released, 'task')} claimed as the store went down ${released === 1 ? 'was' : 'were'} given back unstarted`);
   }
 
   /** A claim at `now` left slots without a task: tick again when the next retry is due, or within a poll. */

@@ -1,3 +1,4 @@
+import { plural } from '../printable.js';
 import { definitionOf } from '../job/job-definition.js';
 import type { RunPlan } from '../job/plan-run.js';
 import { budgetOf } from '../job/stages.js';
@@ -41,9 +42,9 @@ export async function enqueuePlan(
     plan.notes.push(`skipped ${unnamed.length} file${unnamed.length === 1 ? '' : 's'} whose name is not valid UTF-8: ${shown}; rename them to run them`);
   }
   if (enqueued.repeated) {
-    plan.notes.push(`${enqueued.repeated} item${enqueued.repeated === 1 ? '' : 's'} of the list repeated one given before: each item is one task, run once`);
+    plan.notes.push(`${plural(enqueued.repeated, 'item')} of the list repeated one given before: each item is one task, run once`);
   }
-  if (enqueued.requeued) plan.notes.push(`re-queued ${enqueued.requeued} succeeded task(s) whose file changed (--rerun-changed)`);
-  if (enqueued.changed) plan.notes.push(`${enqueued.changed} succeeded task(s) have changed files since; --rerun-changed runs them again`);
+  if (enqueued.requeued) plan.notes.push(`re-queued ${plural(enqueued.requeued, 'succeeded task')} whose file changed (--rerun-changed)`);
+  if (enqueued.changed) plan.notes.push(`${plural(enqueued.changed, 'succeeded task')} ${enqueued.changed === 1 ? 'has a changed file' : 'have changed files'} since; --rerun-changed runs ${enqueued.changed === 1 ? 'it' : 'them'} again`);
   return { batch, inserted: enqueued.inserted };
 }

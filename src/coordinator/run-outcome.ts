@@ -29,7 +29,9 @@ export function outcomeOf(stop: StopReason, c: Counts, resume: string): RunOutco
       return { exitCode: EXIT.FAILED, reason: 'stopped: --max-failures reached' };
     case 'definition-changed': // only ever seen by runBatch, which follows the new definition
     case 'done':
-      return c.failed + c.cancelled > 0 ? { exitCode: EXIT.FAILED, reason: 'finished with failures' } : { exitCode: EXIT.OK, reason: 'done' };
+      // "failures" only when some failed: a batch that was only cancelled says so.
+      if (c.failed > 0) return { exitCode: EXIT.FAILED, reason: 'finished with failures' };
+      return c.cancelled > 0 ? { exitCode: EXIT.FAILED, reason: 'finished with cancelled tasks' } : { exitCode: EXIT.OK, reason: 'done' };
   }
 }
 

@@ -3,12 +3,13 @@ import { UsageError } from '../errors.js';
 import { defaultBatchName, expandBatchName, stdinBatchName } from './batch-name.js';
 import { findJobFile } from './job-file-path.js';
 import { DEFAULT_SETTINGS, describeHandler, mergeSettings, settingsOf, type JobDefinition, type JobSettings } from './job-definition.js';
-import { inputFromFlags, invocationOf, layerInputs, type Invocation, type RawRunFlags, type RunInput } from './run-options.js';
+import { inputFromFlags, invocationOf, layerInputs, printOf, type Invocation, type RawRunFlags, type RunInput } from './run-options.js';
 import { sampled, type Sample } from '../split/sample.js';
 import { sourceKind, splitSource, type SourceKind } from '../split/split-source.js';
 import { expandStages, layoutOf } from './stages.js';
 import { checkTemplate } from '../worker/exec-template.js';
 import { ITEM_PLACEHOLDER } from '../worker/placeholder.js';
+import { templateWarnings } from './template-warnings.js';
 import { printable } from '../printable.js';
 import { compareFile, firstState } from '../split/file-growth.js';
 import type { TaskSpec } from '../store/task-store.js';
@@ -73,6 +74,7 @@ export async function planRun(
   const stdin = sourceGiven === '-';
   const source = stdin ? '-' : resolve(cwd, sourceGiven);
   const inv = invocationOf(input);
+  if (inv.print && cliFlags.json) printOf(true, false, false, true); // a job file's "print" meets --json: refused the same way
   const batchName =
     input.batch !== undefined ? expandBatchName(input.batch) : stdin ? stdinBatchName(cwd, describeHandler(input.settings.handler ?? null, input.settings.stages ?? [])) : defaultBatchName(source);
   if (batchName.trim() === '') throw new UsageError('--batch needs a non-empty name');
@@ -102,6 +104,8 @@ export async function planRun(
       ? [`batch ${batchName}: ${changed.join(', ')} changed for the unfinished tasks (handler now ${describeHandler(settings.handler, settings.stages)})`]
       : [];
   if (fileGrew) notes.push(fileGrew);
+  if (settings.handler?.kind === 'exec') notes.push(...templateWarnings(settings.handler.template, kind, '--exec', settings.handler.pipe === true));
+  for (const st of settings.stages) if (st.handler.kind === 'exec') notes.push(...templateWarnings(st.handler.template, kind, `stage ${JSON.stringify(st.name)}'s exec`, st.handler.pipe === true));
   const sample = input.sample ?? null;
   const plan: RunPlan = {
     flags: cliFlags,

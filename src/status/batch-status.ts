@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import type { BatchAttempt, BatchRecord, Counts, QueryStore, StageCounts } from '../store/task-store.js';
+import type { BatchAttempt, BatchRecord, Counts, ErrorCount, QueryStore, StageCounts } from '../store/task-store.js';
 import { RATE_WINDOW, etaSeconds, tasksPerSecond } from './busy-rate.js';
 import { clusterErrors, type ErrorCluster } from './error-signature.js';
 
@@ -55,6 +55,24 @@ export async function batchStatus(store: QueryStore, batch: BatchRecord): Promis
     storeBytes: storeSize(store.location),
     stages: hasStages(batch) ? inPipelineOrder(batch, await store.stageCounts(batch.id)) : [],
   };
+}
+
+/**
+ * The errors of the tasks waiting to retry, clustered like the FAILED ones: a command that
+ * fails every attempt shows here long before its retries are spent. Reads at most `limit`
+ * retrying tasks.
+ */
+export async function retryingClusters(store: QueryStore, batch: BatchRecord, limit = 1000): Promise<ErrorCluster[]> {
+  const byError = new Map<string, ErrorCount>();
+  for (const t of await store.listTasks({ batchId: batch.id, status: 'PENDING', attemptedOnly: true, limit })) {
+    const error = t.lastError ?? '(no error recorded)';
+    const e = byError.get(error);
+    if (e) {
+      e.count++;
+      if (t.key < e.example) e.example = t.key;
+    } else byError.set(error, { error, count: 1, example: t.key });
+  }
+  return clusterErrors([...byError.values()]);
 }
 
 /** The batch's last update: its own row's, or its last finished attempt's if later (`updatedAt`, `metrics`). */

@@ -8,7 +8,7 @@
 import type { LeaseStore } from './lease-store.js';
 import type { AdminStore, QueryStore } from './command-store.js';
 
-export type { BatchProgress, LeaseStore, StoreInfo } from './lease-store.js';
+export type { BatchProgress, LeaseStore, RetryDue, StoreInfo } from './lease-store.js';
 export type { AdminStore, CommandStore, QueryStore } from './command-store.js';
 
 export const TASK_STATUSES = ['PENDING', 'RUNNING', 'SUCCESS', 'FAILED', 'CANCELLED'] as const;
@@ -100,7 +100,10 @@ export interface ClaimedTask {
   key: string;
   stage: string;
   seq: number;
+  /** The attempt's number: every attempt the task ever had, earlier retry budgets included (`{attempt}`, `#N`). */
   attempt: number;
+  /** Its place in the current retry budget (1 for the first attempt after a `retry-failed`), against `maxAttempts`. */
+  counted: number;
   maxAttempts: number;
   payload: TaskPayload;
   workerId: string;

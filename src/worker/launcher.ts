@@ -24,6 +24,8 @@ export interface LaunchRequest {
   logFile: string;
   /** `--pipe`: what its stdin reads (else /dev/null). Only the NodeLauncher feeds it. */
   stdin?: TaskInput;
+  /** `--print`: also a copy of stdout and of stderr apart (print-copy.ts); only Node's spawn sees them apart. */
+  print?: string | null;
 }
 
 export type Launched =

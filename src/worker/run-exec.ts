@@ -52,7 +52,7 @@ export function runExec(
   let aborted = false;
   let started = 0;
   const stdin = pipe ? taskInput(task.payload) : undefined;
-  const launched = launcher.launch({ argv, fallback, vars, logFile: task.logFile, ...(stdin ? { stdin } : {}) }, (pgid, at) => {
+  const launched = launcher.launch({ argv, fallback, vars, logFile: task.logFile, print: task.print, ...(stdin ? { stdin } : {}) }, (pgid, at) => {
     started = at;
     group = new GroupStop(pgid, killGraceMs);
     onStarted(pgid);

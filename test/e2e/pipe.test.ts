@@ -31,6 +31,7 @@ describe('--pipe', () => {
     const lines = linesFile(join(dir, 'big.txt'), 64 * 1024 * 1024);
     const r = await runCli(['run', 'big.txt', '--chunk-size', '4MiB', '--pipe', '--exec', 'wc -l', '-j', '2'], { cwd: dir, timeoutMs: 120_000 });
     expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).not.toMatch(/warning/); // the chunk is on stdin: nothing reads the whole file
     const tails = query<{ output_tail: string }>(dbPathIn(dir), "SELECT output_tail FROM attempts WHERE outcome = 'SUCCESS'");
     expect(tails.length).toBeGreaterThanOrEqual(16);
     expect(tails.reduce((sum, t) => sum + Number(t.output_tail.trim()), 0)).toBe(lines);
@@ -69,6 +70,14 @@ describe('--pipe', () => {
     expect(execs.filter((l) => /execve\("[^"]*\/wc", \["wc", "-l"\]/.test(l))).toHaveLength(2);
     expect(execs.filter((l) => l.includes('execve("/bin/sh"'))).toEqual([]);
     expect(query<{ output_tail: string }>(dbPathIn(dir), 'SELECT output_tail FROM attempts').map((a) => a.output_tail.trim())).toEqual(['1', '1']);
+  });
+
+  it("without --pipe, the warning about a chunked file's whole path points at --pipe", async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'f.txt'), 'a\nb\n');
+    const r = await runCli(['run', 'f.txt', '--lines', '1', '--exec', 'wc -l {}'], { cwd: dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/warning: .*whole file's path for every chunk.*add --pipe to give the command only its chunk/);
   });
 
   it('--pipe without --exec is exit 2', async () => {

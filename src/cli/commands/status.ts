@@ -1,5 +1,5 @@
 import { UsageError } from '../../errors.js';
-import { batchStatus } from '../../status/batch-status.js';
+import { batchStatus, retryingClusters } from '../../status/batch-status.js';
 import { duration, printable } from '../format.js';
 import { colors, line, type Io, type OutputFlags } from '../io.js';
 import { suggest } from '../suggest.js';
@@ -49,6 +49,11 @@ export async function statusCommand(flags: StatusFlags, io: Io): Promise<number>
         out.push('failures by error:');
         for (const cl of s.clusters.slice(0, 10)) out.push(`  [${cl.id}] ${cl.count} × ${printable(cl.error)}   e.g. ${printable(cl.example)}`);
         out.push(`  (retry one group by its [id], e.g.: ${suggest(target, ['retry-failed', '--cluster', s.clusters[0]!.id])})`);
+      }
+      const retrying = s.retrying ? await retryingClusters(store, batch) : [];
+      if (retrying.length) {
+        out.push('retrying, by error:');
+        for (const cl of retrying.slice(0, 10)) out.push(`  ${cl.count} × ${printable(cl.error)}   e.g. ${printable(cl.example)}`);
       }
       const retry = `\`${suggest(target, ['retry-failed', '--run'])}\` retries them`;
       out.push(s.done ? (s.failed ? `finished with failures: ${retry}` : 'finished') : `not finished: \`${suggest(target, ['run'], s.source)}\` resumes it`);

@@ -20,7 +20,7 @@ export const NEEDS_MET = `(c.needs IS NULL OR json_array_length(c.needs) = (
     AND d.stage IN (SELECT value FROM json_each(c.needs))))`;
 
 /** What a claim hands back: what a worker needs, no more (RETURNING * costs as much as the update). */
-const CLAIMED = 'id, batch_id, task_key, stage, item_key, needs, seq, payload, attempts, max_attempts, worker_id, lease_token';
+const CLAIMED = 'id, batch_id, task_key, stage, item_key, needs, seq, payload, attempts, earlier_attempts, max_attempts, worker_id, lease_token';
 
 export const LEASE_SQL = {
   /**

@@ -1,5 +1,5 @@
 import type { ClaimRequest, ClaimedTask, ReleasedTask, Settlement, TaskStatus } from '../task-store.js';
-import { toClaimedTask, toReleased, type ClaimedDbRow, type TaskDbRow } from '../db-rows.js';
+import { attemptNumber, toClaimedTask, toReleased, type ClaimedDbRow, type TaskDbRow } from '../db-rows.js';
 import { lostError } from '../shared/lost.js';
 import type { SqliteConn } from './sqlite-conn.js';
 import { lateReportNote } from '../late-report.js';
@@ -40,7 +40,7 @@ export function claim(st: Statements, req: ClaimRequest): ClaimedTask[] {
   }) as (ClaimedDbRow & { worker_id: string; lease_token: number })[];
   if (rows.length === 0) return [];
   rows.sort((a, b) => a.lease_token - b.lease_token); // slot order
-  const list = rows.map((t) => [t.lease_token, t.id, t.attempts, t.worker_id, req.slots[t.lease_token - head.first]!.pid]);
+  const list = rows.map((t) => [t.lease_token, t.id, attemptNumber(t), t.worker_id, req.slots[t.lease_token - head.first]!.pid]);
   st.openAttempts.run({ list: JSON.stringify(list), host: req.host, owner: req.owner, now: req.now, jobVersion: head.job_version });
   st.markStarted.run({ batchId: req.batchId, now: req.now });
   const inputs = inputsOf(st, req.batchId, rows);

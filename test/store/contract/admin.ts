@@ -31,12 +31,12 @@ export function adminContract(h: Harness): void {
       expect(await countsAddUp(id)).toMatchObject({ pending: 1, retrying: 1, failed: 2, succeeded: 1 });
       expect((await h.store.attemptsOf(ts[0]!.id)).map((a) => a.outcome)).toEqual(['FAILED']);
 
-      // A reset task is claimable at once and gets its whole budget again.
+      // A reset task is claimable at once and gets its whole budget again; its attempt number goes on counting (SPEC §6).
       const again = await claimOne(id, now + 2);
-      expect(again).toMatchObject({ key: 'k000', attempt: 1 });
+      expect(again).toMatchObject({ key: 'k000', attempt: 2, counted: 1 });
       await h.store.settle([ending(again, 'FAILED', now + 3, { retryAt: now + 3 })]);
       expect(await task(id, 'k000')).toMatchObject({ status: 'PENDING', attempts: 1 });
-      expect((await h.store.attemptsOf(ts[0]!.id)).map((a) => a.attempt)).toEqual([1, 1]);
+      expect((await h.store.attemptsOf(ts[0]!.id)).map((a) => a.attempt)).toEqual([1, 2]);
 
       expect(await h.store.retryFailed({ batchId: id })).toBe(2);
       expect(await h.store.retryFailed({ batchId: id })).toBe(0);
