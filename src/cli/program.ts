@@ -121,8 +121,10 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .action(async (opts) => setExit(await (await import('./commands/retry-failed.js')).retryFailedCommand(opts, io)));
 
   common(program.command('prune'))
-    .description('delete finished batches idle longer than --older-than, with their attempts and logs')
+    .description('delete finished batches idle longer than --older-than (or the one --batch names), with their attempts and logs')
     .option('--older-than <duration>', 'idle for at least this long (default 30d)')
+    .option('--batch <name>', 'only this finished batch, whatever its age')
+    .option('--dry-run', 'write nothing: list the batches, tasks, attempts and log bytes that would go')
     .action(async (opts) => setExit(await (await import('./commands/prune.js')).pruneCommand(opts, io)));
 
   common(program.command('report'))

@@ -59,14 +59,14 @@ export class RunReporter implements BatchObserver {
       this.bars = new cliProgress.MultiBar(
         {
           stream: this.io.stderr as NodeJS.WriteStream,
-          format: '{bar} {value}/{total} | {rate}/s | ETA {etaText} | running {running} | retrying {retrying} | failed {failed}',
+          format: '{bar} {value}/{total} | {rate}/s | ETA {etaText} | running {running} | queued {queued} | retrying {retrying} | failed {failed}',
           hideCursor: true,
           clearOnComplete: false,
           etaBuffer: 50,
         },
         cliProgress.Presets.shades_classic,
       );
-      this.bar = this.bars.create(info.total, 0, { rate: '0.0', etaText: '?', running: 0, retrying: 0, failed: 0 });
+      this.bar = this.bars.create(info.total, 0, { rate: '0.0', etaText: '?', running: 0, queued: 0, retrying: 0, failed: 0 });
     }
     const every = this.mode === 'tty' ? 250 : this.intervalMs;
     if (this.mode !== 'quiet') this.timer = longInterval(() => void this.progress(), every);
@@ -127,7 +127,7 @@ export class RunReporter implements BatchObserver {
     if (this.mode === 'quiet') this.failures.forEach((f) => this.human(f));
     const parts = [`${k.succeeded} succeeded${this.upToDateHere ? ` (${this.upToDateHere} up to date, not run)` : ''}`, `${k.failed} failed`];
     if (k.cancelled) parts.push(`${k.cancelled} cancelled`);
-    if (k.pending + k.retrying + k.running) parts.push(`${k.pending + k.retrying + k.running} unfinished`);
+    if (k.pending + k.retrying + k.running + k.queued) parts.push(`${k.pending + k.retrying + k.running + k.queued} unfinished`);
     const head = summary.exitCode === 0 ? this.c.green('done') : this.c.yellow(summary.reason);
     this.human(`${head}: ${parts.join(', ')} of ${k.total} in ${formatMs(summary.elapsedMs)} (batch ${printable(summary.batch)})`);
     if (k.failed) {
@@ -168,11 +168,11 @@ export class RunReporter implements BatchObserver {
     const eta = rate > 0 ? formatMs((left / rate) * 1000) : '?';
     if (this.bar) {
       this.bar.setTotal(k.total);
-      this.bar.update(done, { rate: rate.toFixed(1), etaText: eta, running: k.running, retrying: k.retrying, failed: k.failed });
+      this.bar.update(done, { rate: rate.toFixed(1), etaText: eta, running: k.running, queued: k.queued, retrying: k.retrying, failed: k.failed });
       return;
     }
     this.human(
-      `${new Date().toISOString()} ${done}/${k.total} done · ${k.running} running · ${k.retrying} retrying · ${k.failed} failed · ${rate.toFixed(1)} tasks/s · ETA ${eta}`,
+      `${new Date().toISOString()} ${done}/${k.total} done · ${k.running} running · ${k.queued} queued · ${k.retrying} retrying · ${k.failed} failed · ${rate.toFixed(1)} tasks/s · ETA ${eta}`,
     );
   }
 

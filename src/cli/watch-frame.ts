@@ -23,7 +23,7 @@ export function plainLine(f: LiveFacts): string {
   const stages = f.stages.map((s) => `${printable(s.stage)} ${s.succeeded + s.failed + s.cancelled}/${s.total}`).join(' ');
   return (
     `${new Date(f.at).toISOString()} batch ${printable(f.batch)}: ${f.finished}/${f.total} done, ${f.succeeded} succeeded, ${f.failed} failed, ` +
-    `${f.cancelled} cancelled, ${f.pending} pending, ${f.retrying} retrying, ${f.running} running${stages ? ` [${stages}]` : ''}; ${rateText(f)}, ${etaText(f)}`
+    `${f.cancelled} cancelled, ${f.pending} pending, ${f.retrying} retrying, ${f.running} running, ${f.queued} queued${stages ? ` [${stages}]` : ''}; ${rateText(f)}, ${etaText(f)}`
   );
 }
 
@@ -34,12 +34,12 @@ export function frameLines(f: LiveFacts, c: ChalkInstance): string[] {
   out.push(
     `${f.finished}/${f.total} done: ${c.green(`${f.succeeded} succeeded`)}, ${f.failed ? c.red(`${f.failed} failed`) : '0 failed'}, ${f.cancelled} cancelled`,
   );
-  out.push(`${f.open} to go: ${f.pending} pending, ${f.retrying ? c.yellow(`${f.retrying} retrying`) : '0 retrying'}, ${c.cyan(`${f.running} running`)}`);
+  out.push(`${f.open} to go: ${f.pending} pending, ${f.retrying ? c.yellow(`${f.retrying} retrying`) : '0 retrying'}, ${c.cyan(`${f.running} running`)}, ${f.queued} queued`);
   const width = Math.max(0, ...f.stages.map((s) => printable(s.stage).length));
   for (const s of f.stages) {
     out.push(
       `  ${printable(s.stage).padEnd(width)}  ${s.succeeded + s.failed + s.cancelled}/${s.total} done: ${s.succeeded} succeeded, ${s.failed} failed, ` +
-        `${s.cancelled} cancelled; ${s.pending} pending, ${s.retrying} retrying, ${s.running} running`,
+        `${s.cancelled} cancelled; ${s.pending} pending, ${s.retrying} retrying, ${s.running} running, ${s.queued} queued`,
     );
   }
   out.push(`${rateText(f)}, ${etaText(f)}`);

@@ -93,6 +93,7 @@ export class Coordinator {
       killGraceMs: options.killGraceMs,
       outputs: options.outputs,
       settled: (q) => this.commits.push(q),
+      startedQueued: (s) => this.commits.started(s),
       schedule: (soon) => this.schedule(soon),
     });
     this.commits = new CommitQueue({
@@ -103,7 +104,7 @@ export class Coordinator {
       maxFailures: options.maxFailures,
       observer,
       freeSlots: () => (this.stopping ? [] : pool.freeSlots()),
-      dispatch: (worker, tasks, now) => this.attempts.dispatch(worker, tasks, now),
+      dispatch: (worker, tasks, now, queued) => this.attempts.dispatch(worker, tasks, now, queued),
       stop: (reason) => this.stop(reason),
     });
     this.upkeep = new Upkeep({
@@ -286,7 +287,7 @@ export class Coordinator {
     if (this.attempts.size > 0 || this.commits.size > 0) return;
     if (this.stopping) return this.finish(this.stopping);
     const c = await this.store.counts(this.batch.id);
-    if (c.pending + c.retrying + c.running === 0) return this.finish({ kind: 'done' });
+    if (c.pending + c.retrying + c.running + c.queued === 0) return this.finish({ kind: 'done' });
     if (this.pool.size === 0) throw new Error('every worker died and none could be restarted; see the errors above');
     if (this.options.noWait && this.pool.hasIdleWorker()) {
       // Nothing claimable may only mean claims stopped for a newer definition (before a poll saw it).

@@ -22,7 +22,7 @@ h3{font-size:15px;margin:18px 0 6px} h3 code{font-size:14px} ul.keys{margin:6px 
 function stagesTable(s: ReportData['status']): string {
   if (s.stages.length === 0) return '';
   const rows = s.stages
-    .map((st) => `<tr><td><code>${esc(st.stage)}</code></td><td>${st.total}</td><td>${st.succeeded}</td><td>${st.failed}</td><td>${st.cancelled}</td><td>${st.pending + st.retrying + st.running}</td></tr>`)
+    .map((st) => `<tr><td><code>${esc(st.stage)}</code></td><td>${st.total}</td><td>${st.succeeded}</td><td>${st.failed}</td><td>${st.cancelled}</td><td>${st.pending + st.retrying + st.running + st.queued}</td></tr>`)
     .join('');
   return `<h2>Stages</h2><table><tr><th>stage</th><th>tasks</th><th>succeeded</th><th>failed</th><th>cancelled</th><th>unfinished</th></tr>${rows}</table>`;
 }

@@ -88,7 +88,7 @@ export class LiveView {
   async tick(now: number = Date.now()): Promise<LiveFacts> {
     const c = await this.store.counts(this.batch.id);
     const finished = c.succeeded + c.failed + c.cancelled;
-    const open = c.pending + c.retrying + c.running;
+    const open = c.pending + c.retrying + c.running + c.queued;
     const stages = hasStages(this.batch) ? await this.store.stageCounts(this.batch.id) : [];
     const running = c.running > 0 ? await this.store.runningTasks(this.batch.id, this.caps.running) : [];
     if (c.failed + c.retrying + c.cancelled > 0) {

@@ -9,21 +9,21 @@ export async function batchesCommand(flags: OutputFlags & { db?: string }, io: I
   try {
     const rows = [];
     for (const b of await store.listBatches()) {
-      rows.push({ name: b.name, source: b.source, createdAt: iso(b.createdAt), paused: b.paused, ...(await store.counts(b.id)) });
+      rows.push({ batch: b.name, source: b.source, createdAt: iso(b.createdAt), paused: b.paused, ...(await store.counts(b.id)) });
     }
-    if (flags.json) line(io.stdout, JSON.stringify(rows, null, 2));
+    if (flags.json) line(io.stdout, JSON.stringify(rows));
     else
       line(
         io.stdout,
         table([
           ['BATCH', 'CREATED', 'TOTAL', 'SUCCEEDED', 'FAILED', 'OPEN', 'SOURCE'],
           ...rows.map((r) => [
-            cell(r.name, 1000),
+            cell(r.batch, 1000),
             r.createdAt ?? '',
             String(r.total),
             String(r.succeeded),
             String(r.failed),
-            String(r.pending + r.retrying + r.running),
+            String(r.pending + r.retrying + r.running + r.queued),
             cell(r.source, 1000),
           ]),
         ]),

@@ -25,6 +25,8 @@ export interface LogsFlags extends OutputFlags {
  * store's file that happens to have the same name.
  */
 export async function logsCommand(key: string, flags: LogsFlags, io: Io): Promise<number> {
+  // The output is the task's bytes as they were: there is no JSON of it to give (show --json has the tail).
+  if (flags.json) throw new UsageError('logs has no --json: it prints the output as the task wrote it; `show --json KEY` gives each attempt with its output tail and log path');
   const n = flags.attempt === undefined ? null : parseCount(flags.attempt, '--attempt', { min: 1 });
   return withBatch(
     flags,

@@ -1,6 +1,7 @@
 import { UsageError } from '../../errors.js';
 import { EXIT } from '../../exit-codes.js';
 import { parseDuration } from '../../job/units.js';
+import { verdict } from '../../status/batch-status.js';
 import { LiveView, type LiveFacts } from '../../status/live-view.js';
 import { resolveDbPath } from '../../store/open-store.js';
 import { colors, line, type Io, type OutputFlags } from '../io.js';
@@ -56,7 +57,7 @@ async function follow(view: LiveView, intervalMs: number, flags: WatchFlags, io:
       const facts = await view.tick();
       if (screen) screen.draw(facts, stopper.keys);
       else line(io.stdout, plainLine(facts));
-      if (facts.done) return facts.failed + facts.cancelled > 0 ? EXIT.FAILED : EXIT.OK;
+      if (facts.done) return verdict(facts);
       if (stopper.stop) return stopper.exitCode();
       await stopper.sleep(intervalMs);
       if (stopper.stop) return stopper.exitCode();

@@ -39,7 +39,7 @@ export class ServerClock {
   }
 
   claim(req: ClaimRequest): ClaimRequest {
-    return { ...req, now: this.toServer(req.now) };
+    return { ...req, now: this.toServer(req.now), started: req.started?.map((s) => ({ ...s, at: this.toServer(s.at) })) };
   }
 
   settlements(settlements: Settlement[]): Settlement[] {
