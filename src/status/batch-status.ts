@@ -3,6 +3,7 @@ import { EXIT } from '../exit-codes.js';
 import type { BatchAttempt, BatchRecord, Counts, QueryStore, StageCounts } from '../store/task-store.js';
 import { RATE_WINDOW, etaSeconds, tasksPerSecond } from './busy-rate.js';
 import { clusterErrors, type ErrorCluster } from './error-signature.js';
+import { ownerHolds, type OwnerHold } from './owner-state.js';
 
 const iso = (ms: number | null | undefined): string | null => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
 
@@ -31,6 +32,8 @@ export interface BatchStatus extends Counts {
   storeBytes: number;
   /** Counts per stage, for a batch with stages (empty without). */
   stages: StageCounts[];
+  /** Who holds its RUNNING tasks: a dead owner's tasks are taken back by the next run; a stopped one keeps them. */
+  owners: OwnerHold[];
 }
 
 export async function batchStatus(store: QueryStore, batch: BatchRecord): Promise<BatchStatus> {
@@ -57,6 +60,7 @@ export async function batchStatus(store: QueryStore, batch: BatchRecord): Promis
     clusters,
     storeBytes: storeSize(store.location),
     stages: hasStages(batch) ? inPipelineOrder(batch, await store.stageCounts(batch.id)) : [],
+    owners: c.running + c.queued > 0 ? ownerHolds(await store.listTasks({ batchId: batch.id, status: 'RUNNING' })) : [],
   };
 }
 

@@ -41,6 +41,11 @@ export async function statusCommand(flags: StatusFlags, io: Io): Promise<number>
             `${st.succeeded} succeeded, ${st.failed} failed, ${st.cancelled} cancelled; ${st.pending} pending, ${st.retrying} retrying, ${st.running} running, ${st.queued} queued`,
         );
       }
+      for (const o of s.owners) {
+        const held = `${o.tasks} task${o.tasks === 1 ? '' : 's'} held by`;
+        if (o.state === 'dead') out.push(c.yellow(`${held} a dead coordinator (pid ${o.pid} on this machine): the next \`${suggest(target, ['run'], s.source)}\` or \`${suggest(target, ['worker'])}\` takes them back`));
+        else if (o.state === 'stopped') out.push(c.yellow(`${held} a stopped coordinator (pid ${o.pid} on this machine, SIGSTOP or Ctrl-Z): \`kill -CONT ${o.pid}\` lets it go on; they are not taken while it exists`));
+      }
       out.push(`store ${size(s.storeBytes)} on disk`);
       if (s.tasksPerSecond) {
         out.push(`rate ${s.tasksPerSecond.toFixed(2)} tasks/s${s.etaSeconds ? `, ETA ${duration(s.etaSeconds * 1000)}` : ''}`);

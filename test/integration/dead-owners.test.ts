@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { runCli, startCli, waitFor } from '../helpers/cli.js';
+import { projectWithFiles } from '../helpers/project.js';
+import { dbPathIn, runningCount } from '../helpers/store.js';
+
+/**
+ * After the run is stopped (SIGSTOP) or killed (SIGKILL), `status` says who holds the RUNNING
+ * tasks (SPEC §7): a stopped coordinator keeps them while it exists; a dead one's are taken
+ * back by the next start.
+ */
+describe('status names stopped and dead owners', () => {
+  it('a SIGSTOPped run is shown stopped, and after kill -9 its tasks are shown held by a dead coordinator', async () => {
+    const p = projectWithFiles(4);
+    const run = startCli(['run', 'src', '--exec', 'sleep 30', '-j', '2'], { cwd: p.dir });
+    const pid = run.pid!;
+    try {
+      await waitFor(() => runningCount(dbPathIn(p.dir)) === 4, 30_000, 'four RUNNING tasks');
+      process.kill(pid, 'SIGSTOP');
+      const stopped = await runCli(['status'], { cwd: p.dir });
+      expect(stopped.code).toBe(3);
+      expect(stopped.stdout).toContain(`4 tasks held by a stopped coordinator (pid ${pid} on this machine, SIGSTOP or Ctrl-Z): \`kill -CONT ${pid}\` lets it go on`);
+      const json = JSON.parse((await runCli(['status', '--json'], { cwd: p.dir })).stdout);
+      expect(json.owners).toEqual([{ owner: expect.stringContaining(`:${pid}:`), pid, state: 'stopped', tasks: 4 }]);
+
+      process.kill(pid, 'SIGKILL');
+      await run.result;
+      const dead = await runCli(['status'], { cwd: p.dir });
+      expect(dead.code).toBe(3);
+      expect(dead.stdout).toMatch(new RegExp(`4 tasks held by a dead coordinator \\(pid ${pid} on this machine\\): the next \`splitdance run .*\` or \`splitdance worker.*\` takes them back`));
+      expect(JSON.parse((await runCli(['status', '--json'], { cwd: p.dir })).stdout).owners).toMatchObject([{ pid, state: 'dead', tasks: 4 }]);
+
+      // And it is so: the next start takes them back (LOST) and finishes.
+      const again = await runCli(['run', 'src', '--exec', 'true'], { cwd: p.dir });
+      expect(again.code, again.stderr).toBe(0);
+      expect(JSON.parse((await runCli(['status', '--json'], { cwd: p.dir })).stdout).owners).toEqual([]);
+    } finally {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+  }, 60_000);
+});
