@@ -1,4 +1,4 @@
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { createRequire } from 'node:module';
 import type { Io } from './io.js';
 
@@ -23,7 +23,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       .option('--json', 'machine-readable output on stdout')
       .option('--quiet', 'print nothing on success')
       .option('--verbose', 'more detail, stack traces on errors')
-      .option('--no-color', 'no colours (also NO_COLOR)');
+      .option('--color [when]', 'colours: always (also when piped), never or auto (the default: on a terminal, not with TERM=dumb or NO_COLOR)', colorWhen)
+      .option('--no-color', 'no colours (as --color=never; also NO_COLOR)');
 
   poolOptions(common(program.command('run [source]')))
     .description('split <source> into tasks (idempotently) and run the batch to the end')
@@ -151,6 +152,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .action(async (opts) => setExit(await (await import('./commands/batches.js')).batchesCommand(opts, io)));
 
   return program;
+}
+
+function colorWhen(value: string): string {
+  if (!['always', 'never', 'auto'].includes(value)) throw new InvalidArgumentError('expects always, never or auto (e.g. --color=always)');
+  return value;
 }
 
 /** The options of everything that runs a pool of workers on a batch: `run` and `worker`. */

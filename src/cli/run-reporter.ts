@@ -6,7 +6,7 @@ import type { ClaimedTask, Counts, ReleasedTask, Settlement, TaskStatus } from '
 import { formatMs } from '../job/units.js';
 import { longInterval, type LongTimer } from '../long-timer.js';
 import { printable } from './format.js';
-import { colors, line, type Io } from './io.js';
+import { colors, line, liveTerminal, type Io } from './io.js';
 import { givenDb, suggest } from './suggest.js';
 
 export type ReportMode = 'tty' | 'plain' | 'json' | 'quiet';
@@ -40,7 +40,7 @@ export class RunReporter implements BatchObserver {
 
   /** The reporter `run` and `worker` show a batch's run with: the mode and colours their flags ask for. */
   static forFlags(io: Io, flags: Pick<RawRunFlags, 'json' | 'quiet' | 'color' | 'db'>, intervalMs: number, counts: () => Promise<Counts>): RunReporter {
-    const mode: ReportMode = flags.json ? 'json' : flags.quiet ? 'quiet' : io.tty ? 'tty' : 'plain';
+    const mode: ReportMode = flags.json ? 'json' : flags.quiet ? 'quiet' : liveTerminal(io, 'stderr') ? 'tty' : 'plain';
     return new RunReporter(io, mode, colors(io, flags), counts, intervalMs, flags.db);
   }
 

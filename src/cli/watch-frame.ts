@@ -30,7 +30,7 @@ export function plainLine(f: LiveFacts): string {
 /** The live view's lines (coloured with `c`, not yet cut to the terminal's width). */
 export function frameLines(f: LiveFacts, c: ChalkInstance): string[] {
   const out: string[] = [];
-  out.push(`${c.bold(`batch ${printable(f.batch)}`)} (${printable(f.source)})   ${new Date(f.at).toLocaleTimeString()}`);
+  out.push(`${c.bold(`batch ${printable(f.batch)}`)} (${printable(f.source)})   ${new Date(f.at).toISOString()}`);
   out.push(
     `${f.finished}/${f.total} done: ${c.green(`${f.succeeded} succeeded`)}, ${f.failed ? c.red(`${f.failed} failed`) : '0 failed'}, ${f.cancelled} cancelled`,
   );
@@ -53,7 +53,8 @@ export function frameLines(f: LiveFacts, c: ChalkInstance): string[] {
     out.push('');
     out.push(c.bold('latest failures'));
     for (const x of f.failures) {
-      const when = x.at ? new Date(x.at).toLocaleTimeString() : '-';
+      // ISO UTC, as every time splitdance prints (a local clock time is ambiguous across machines).
+      const when = x.at ? new Date(x.at).toISOString() : '-';
       out.push(`  ${when}  ${printable(x.key)} #${x.attempt} ${c.red(x.outcome)}: ${printable(x.error ?? '(no error recorded)')}`);
     }
   }
