@@ -38,7 +38,7 @@ function realGlobalInstall(): string {
 
 /** Runs the installed command (its own shebang, as a shell would) in `cwd`, with no NODE_PATH to help. */
 function runInstalled(bin: string, args: string[], cwd: string): Promise<CliResult> {
-  const env = { ...process.env, NO_COLOR: '1' };
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
   delete env.NODE_PATH;
   const child = spawn(bin, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
