@@ -44,7 +44,7 @@ export function frameLines(f: LiveFacts, c: ChalkInstance): string[] {
   }
   out.push(`${rateText(f)}, ${etaText(f)}`);
   out.push('');
-  out.push(c.bold(`running (${f.running})`));
+  out.push(c.bold(`running (${f.running})${f.queued ? `, ${f.queued} queued behind them` : ''}`));
   const tasks = f.runningTasks.map((t) => ({ ...t, worker: printable(t.workerId ?? '-'), where: printable(t.host || '-'), time: clock(t.elapsedMs) }));
   const w = (k: 'worker' | 'where' | 'time') => Math.max(0, ...tasks.map((t) => t[k].length));
   for (const t of tasks) out.push(`  ${t.worker.padEnd(w('worker'))}  ${t.where.padEnd(w('where'))}  ${t.time.padStart(w('time'))}  ${printable(t.key)}`);

@@ -56,7 +56,7 @@ export function renderReport(d: ReportData, hints: ReportHints = {}): string {
 <body>
 <h1>Batch ${esc(s.batch)}</h1>
 <div class="muted">source ${esc(s.source)} · generated ${esc(new Date(d.generatedAt).toISOString())}${s.startedAt ? ` · started ${esc(s.startedAt)}` : ''}</div>
-<div class="cards">${card('tasks', s.total)}${card('succeeded', s.succeeded)}${s.upToDate ? card('up to date (not run)', s.upToDate) : ''}${card('failed', s.failed)}${s.cancelled ? card('cancelled', s.cancelled) : ''}${card('retrying', s.retrying)}${card('pending', s.pending)}${card('running', s.running)}${card('tasks/s', s.tasksPerSecond ? s.tasksPerSecond.toFixed(2) : '-')}${card(s.done ? 'finished' : 'ETA', s.done ? '✓' : s.etaSeconds !== null ? formatMs(s.etaSeconds * 1000) : '?')}</div>
+<div class="cards">${card('tasks', s.total)}${card('succeeded', s.succeeded)}${s.upToDate ? card('up to date (not run)', s.upToDate) : ''}${card('failed', s.failed)}${s.cancelled ? card('cancelled', s.cancelled) : ''}${card('retrying', s.retrying)}${card('pending', s.pending)}${card('running', s.running)}${s.queued ? card('queued', s.queued) : ''}${card('tasks/s', s.tasksPerSecond ? s.tasksPerSecond.toFixed(2) : '-')}${card(s.done ? 'finished' : 'ETA', s.done ? '✓' : s.etaSeconds !== null ? formatMs(s.etaSeconds * 1000) : '?')}</div>
 <h2>Timeline</h2><div class="legend">${legend}</div>${cut}<div class="scroll">${ganttSvg(d.attempts, d.generatedAt)}</div>
 <h2>Attempt durations</h2>${histogramSvg(d.attempts)}
 ${stagesTable(s)}

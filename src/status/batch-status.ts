@@ -41,7 +41,7 @@ export async function batchStatus(store: QueryStore, batch: BatchRecord): Promis
   const { firstStartedAt, lastFinishedAt } = await store.activity(batch.id);
   const open = c.pending + c.retrying + c.running + c.queued;
   const finished = c.succeeded + c.failed + c.cancelled;
-  const rate = finished > 0 ? rateOf(await store.recentAttempts(batch.id, RATE_WINDOW), finished, c.running) : null;
+  const rate = finished > 0 ? rateOf(await store.recentAttempts(batch.id, RATE_WINDOW), finished, c.running + c.queued) : null;
   const due = open > 0 ? await store.nextDueAt(batch.id) : null;
   const clusters = clusterErrors(await store.topErrors(batch.id, 1000));
   return {
