@@ -79,7 +79,9 @@ export class CommitQueue {
     const free = this.host.freeSlots();
     if (this.queue.length === 0 && free.length === 0 && this.starts.length === 0) return null;
     const batch = this.queue;
-    const starts = this.starts;
+    // A queued attempt that started and ended since the last commit is settled now: its start says nothing more.
+    const ending = new Set(batch.map((q) => q.settlement.token));
+    const starts = this.starts.filter((s) => !ending.has(s.token));
     this.queue = [];
     this.starts = [];
     const now = Date.now();
