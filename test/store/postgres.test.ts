@@ -7,6 +7,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PostgresStore } from '../../src/store/postgres/pg-store.js';
 import type { ClaimedTask } from '../../src/store/task-store.js';
+import { PG_URL } from '../helpers/pg.js';
 import { describeTaskStore, ending, keys, newBatch, spec } from './contract.js';
 
 const { PostgresStore: Store } = await import('../../src/store/postgres/pg-store.js');
@@ -15,8 +16,6 @@ const { PostgresStore: Store } = await import('../../src/store/postgres/pg-store
  * The PostgreSQL store on a real server (`source .ci/start-postgres.sh` starts one and sets
  * SPLITDANCE_PG_URL). Every test gets its own fresh schema, dropped afterwards.
  */
-const PG_URL = process.env.SPLITDANCE_PG_URL;
-if (!PG_URL) console.warn('SPLITDANCE_PG_URL is not set: skipping the PostgreSQL store tests (source .ci/start-postgres.sh to run them)');
 
 const freshSchema = () => `sd_test_${randomBytes(6).toString('hex')}`;
 
@@ -326,7 +325,7 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
   });
 });
 
-describe.skipIf(!process.env.SPLITDANCE_PG_URL)('PostgreSQL: the server clock', () => {
+describe.skipIf(!PG_URL)('PostgreSQL: the server clock', () => {
   it("with clock: 'server', caller times are moved onto the server's clock and nextDueAt back", async () => {
     const { PostgresStore } = await import('../../src/store/postgres/pg-store.js');
     const schema = `clock_${process.pid}_${Date.now() % 100000}`;
