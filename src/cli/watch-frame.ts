@@ -16,6 +16,12 @@ export function clock(ms: number): string {
 
 const rateText = (f: LiveFacts): string =>
   f.ratePerSecond === null ? 'rate -' : `${f.ratePerSecond.toFixed(f.ratePerSecond < 10 ? 2 : 1)} tasks/s over the last ${clock(f.rateSpanMs)}`;
+/** `4 tasks held by a dead coordinator (pid 81234 on this machine)` for each stopped or dead owner, and what comes next. */
+const stranded = (f: LiveFacts): { text: string; next: string }[] =>
+  f.strandedOwners.map((o) => ({
+    text: `${o.tasks} task${o.tasks === 1 ? '' : 's'} held by a ${o.state} coordinator (pid ${o.pid} on this machine)`,
+    next: o.state === 'dead' ? 'the next run or worker takes them back' : `they wait for it: kill -CONT ${o.pid}`,
+  }));
 const etaText = (f: LiveFacts): string => (f.done ? 'done' : f.etaSeconds === null ? 'ETA -' : `ETA ${clock(f.etaSeconds * 1000)}`);
 
 /** One line per interval, no control characters: for logs, pipes and cron mail. */
@@ -23,7 +29,7 @@ export function plainLine(f: LiveFacts): string {
   const stages = f.stages.map((s) => `${printable(s.stage)} ${s.succeeded + s.failed + s.cancelled}/${s.total}`).join(' ');
   return (
     `${new Date(f.at).toISOString()} batch ${printable(f.batch)}: ${f.finished}/${f.total} done, ${f.succeeded} succeeded, ${f.failed} failed, ` +
-    `${f.cancelled} cancelled, ${f.pending} pending, ${f.retrying} retrying, ${f.running} running, ${f.queued} queued${stages ? ` [${stages}]` : ''}; ${rateText(f)}, ${etaText(f)}`
+    `${f.cancelled} cancelled, ${f.pending} pending, ${f.retrying} retrying, ${f.running} running, ${f.queued} queued${stages ? ` [${stages}]` : ''}; ${rateText(f)}, ${etaText(f)}${stranded(f).map((s) => `; ${s.text}`).join('')}`
   );
 }
 
@@ -49,6 +55,7 @@ export function frameLines(f: LiveFacts, c: ChalkInstance): string[] {
   const w = (k: 'worker' | 'where' | 'time') => Math.max(0, ...tasks.map((t) => t[k].length));
   for (const t of tasks) out.push(`  ${t.worker.padEnd(w('worker'))}  ${t.where.padEnd(w('where'))}  ${t.time.padStart(w('time'))}  ${printable(t.key)}`);
   if (f.moreRunning > 0) out.push(c.dim(`  … and ${f.moreRunning} more`));
+  for (const s of stranded(f)) out.push(c.yellow(`  ${s.text}: ${s.next}`));
   if (f.failures.length > 0) {
     out.push('');
     out.push(c.bold('latest failures'));
