@@ -44,7 +44,7 @@ export interface AttemptsHost {
   outputs: DeclaredOutputs;
   /** An attempt settled (it ended, or was settled without running): it waits for the next commit. */
   settled(q: Queued): void;
-  /** An attempt claimed as queued started: the store is told with the next commit. */
+  /** An attempt claimed as queued started: the store is told with the next commit (within START_MARK_MS). */
   startedQueued(s: AttemptStart): void;
   /** Asks the loop for a tick; `soon`: it may wait briefly for others to share its commit. */
   schedule(soon?: boolean): void;
@@ -159,10 +159,7 @@ export class AttemptsInFlight {
     entry.head = true;
     entry.waited = waited;
     entry.startedAt = Date.now();
-    if (entry.claimedQueued) {
-      this.host.startedQueued({ taskId: entry.task.id, token: entry.task.token, at: entry.startedAt });
-      this.host.schedule(true);
-    }
+    if (entry.claimedQueued) this.host.startedQueued({ taskId: entry.task.id, token: entry.task.token, at: entry.startedAt });
     const { timeoutMs, heartbeatTimeoutMs } = this.host.rules(entry.task.stage);
     if (timeoutMs !== null) entry.timers.push(longTimeout(() => this.timeOut(entry, 'timeout'), timeoutMs));
     if (heartbeatTimeoutMs !== null) {

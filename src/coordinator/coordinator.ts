@@ -46,6 +46,12 @@ export type StopReason =
 
 /** How long a success may wait for others to share its tick, while every slot holds its next attempt. */
 const COALESCE_MS = 2;
+/**
+ * How long the start of a queued attempt may wait for a tick to carry it to the store (its task
+ * shows `queued` until then). Fast attempts end well within it, so their starts ride along with
+ * the commits of results and cost no transaction of their own.
+ */
+const START_MARK_MS = 100;
 
 /**
  * The claim → dispatch → commit loop. It alone writes the store; workers only report.
@@ -62,6 +68,7 @@ export class Coordinator {
   private again = false;
   private wake: NodeJS.Timeout | undefined;
   private coalesce: NodeJS.Timeout | undefined;
+  private startMark: NodeJS.Timeout | undefined;
   /** Every delay here may come from a user's duration (up to a year): none is a plain setTimeout. */
   private timers: LongTimer[] = [];
   private finish!: (r: StopReason) => void;
@@ -93,7 +100,13 @@ export class Coordinator {
       killGraceMs: options.killGraceMs,
       outputs: options.outputs,
       settled: (q) => this.commits.push(q),
-      startedQueued: (s) => this.commits.started(s),
+      startedQueued: (s) => {
+        this.commits.started(s);
+        this.startMark ??= setTimeout(() => {
+          this.startMark = undefined;
+          this.schedule();
+        }, START_MARK_MS);
+      },
       schedule: (soon) => this.schedule(soon),
     });
     this.commits = new CommitQueue({
@@ -161,6 +174,7 @@ export class Coordinator {
       this.timers.forEach((t) => t.cancel());
       clearTimeout(this.wake);
       clearTimeout(this.coalesce);
+      clearTimeout(this.startMark);
       this.outage.cancel();
       this.pool.quiesce();
       this.killAll(); // only after a fatal error is anything still in flight
