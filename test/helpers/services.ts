@@ -13,6 +13,9 @@ const HOW = {
   strace: 'install strace (apt-get install strace)',
   root: 'run the tests as root (they mount a tmpfs or a read-only bind mount)',
   cc: 'install a C compiler (Debian: apt-get install build-essential), then npm run build',
+  zsh: 'install zsh (apt-get install zsh)',
+  fish: 'install fish (apt-get install fish)',
+  man: 'install man (apt-get install man-db)',
 } as const;
 
 export type Service = keyof typeof HOW;
@@ -45,6 +48,10 @@ function present(service: Service): boolean {
       return process.getuid?.() === 0;
     case 'cc':
       return hasProgram(process.env.CC || 'cc');
+    case 'zsh':
+    case 'fish':
+    case 'man':
+      return hasProgram(service);
   }
 }
 

@@ -289,9 +289,10 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
         // A stuck session (say, psql left open) holds the running task and the next pending one.
         await foreign.query('BEGIN');
         await foreign.query(`SELECT id FROM "${schema}".tasks WHERE task_key IN ('k000', 'k001') FOR UPDATE`);
-        const start = performance.now();
+        // Skipped, not waited for: the rows stay held, so a claim that waited on them would end
+        // in an error at the lock timeout (1 s here), not with the free task. No wall-clock
+        // bound: on a loaded machine a claim that never waits may still take that long.
         expect((await s.claim(req(3))).map((x) => x.key)).toEqual(['k002']);
-        expect(performance.now() - start).toBeLessThan(900);
         const err = await s.settle([ending(t!, 'SUCCESS', now + 1)]).then(
           () => new Error('expected the settle to fail'),
           (e: Error) => e,
