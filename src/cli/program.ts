@@ -1,4 +1,4 @@
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { createRequire } from 'node:module';
 import { teach } from './help/teach.js';
 import { usageError } from './help/usage-errors.js';
@@ -30,7 +30,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       .option('--json', 'machine-readable output on stdout')
       .option('--quiet', 'print nothing on success')
       .option('--verbose', 'more detail, stack traces on errors')
-      .option('--no-color', 'no colours (also NO_COLOR)');
+      .option('--color [when]', 'colours: always (also when piped), never or auto (the default: on a terminal, not with TERM=dumb or NO_COLOR)', colorWhen)
+      .option('--no-color', 'no colours (as --color=never; also NO_COLOR)');
 
   poolOptions(common(program.command('run [source]')))
     .description('split <source> into tasks (idempotently) and run the batch to the end')
@@ -138,8 +139,10 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .action(async (opts) => setExit(await (await import('./commands/retry-failed.js')).retryFailedCommand(opts, io)));
 
   common(program.command('prune'))
-    .description('delete finished batches idle longer than --older-than, with their attempts and logs')
+    .description('delete finished batches idle longer than --older-than (or the one --batch names), with their attempts and logs')
     .option('--older-than <duration>', 'idle for at least this long (default 30d)')
+    .option('--batch <name>', 'only this finished batch, whatever its age')
+    .option('--dry-run', 'write nothing: list the batches, tasks, attempts and log bytes that would go')
     .action(async (opts) => setExit(await (await import('./commands/prune.js')).pruneCommand(opts, io)));
 
   common(program.command('report'))
@@ -177,6 +180,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
 
   teach(program);
   return program;
+}
+
+function colorWhen(value: string): string {
+  if (!['always', 'never', 'auto'].includes(value)) throw new InvalidArgumentError('expects always, never or auto (e.g. --color=always)');
+  return value;
 }
 
 /** The options of everything that runs a pool of workers on a batch: `run` and `worker`. */

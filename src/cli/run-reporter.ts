@@ -7,7 +7,7 @@ import { formatMs } from '../job/units.js';
 import { errorSignature } from '../status/error-signature.js';
 import { longInterval, type LongTimer } from '../long-timer.js';
 import { plural, printable } from './format.js';
-import { colors, line, type Io } from './io.js';
+import { colors, line, liveTerminal, type Io } from './io.js';
 import { givenDb, suggest } from './suggest.js';
 import { monotonicMs } from '../wall-steps.js';
 
@@ -48,7 +48,7 @@ export class RunReporter implements BatchObserver {
 
   /** The reporter `run` and `worker` show a batch's run with: the mode and colours their flags ask for. */
   static forFlags(io: Io, flags: Pick<RawRunFlags, 'json' | 'quiet' | 'color' | 'db'>, intervalMs: number, counts: () => Promise<Counts>): RunReporter {
-    const mode: ReportMode = flags.json ? 'json' : flags.quiet ? 'quiet' : io.tty ? 'tty' : 'plain';
+    const mode: ReportMode = flags.json ? 'json' : flags.quiet ? 'quiet' : liveTerminal(io, 'stderr') ? 'tty' : 'plain';
     return new RunReporter(io, mode, colors(io, flags), counts, intervalMs, flags.db);
   }
 
@@ -67,14 +67,14 @@ export class RunReporter implements BatchObserver {
       this.bars = new cliProgress.MultiBar(
         {
           stream: this.io.stderr as NodeJS.WriteStream,
-          format: '{bar} {value}/{total} | {rate}/s | ETA {etaText} | running {running} | retrying {retrying} | failed {failed}',
+          format: '{bar} {value}/{total} | {rate}/s | ETA {etaText} | running {running} | queued {queued} | retrying {retrying} | failed {failed}',
           hideCursor: true,
           clearOnComplete: false,
           etaBuffer: 50,
         },
         cliProgress.Presets.shades_classic,
       );
-      this.bar = this.bars.create(info.total, 0, { rate: '0.0', etaText: '?', running: 0, retrying: 0, failed: 0 });
+      this.bar = this.bars.create(info.total, 0, { rate: '0.0', etaText: '?', running: 0, queued: 0, retrying: 0, failed: 0 });
     }
     const every = this.mode === 'tty' ? 250 : this.intervalMs;
     if (this.mode !== 'quiet') this.timer = longInterval(() => void this.progress(), every);
@@ -146,7 +146,7 @@ export class RunReporter implements BatchObserver {
     if (this.mode === 'quiet') this.failures.forEach((f) => this.human(f));
     const parts = [`${k.succeeded} succeeded${this.upToDateHere ? ` (${this.upToDateHere} up to date, not run)` : ''}`, `${k.failed} failed`];
     if (k.cancelled) parts.push(`${k.cancelled} cancelled`);
-    if (k.pending + k.retrying + k.running) parts.push(`${k.pending + k.retrying + k.running} unfinished`);
+    if (k.pending + k.retrying + k.running + k.queued) parts.push(`${k.pending + k.retrying + k.running + k.queued} unfinished`);
     const head = summary.exitCode === 0 ? this.c.green('done') : this.c.yellow(summary.reason);
     this.human(`${head}: ${parts.join(', ')} of ${k.total} in ${formatMs(summary.elapsedMs)} (batch ${printable(summary.batch)})`);
     if (k.failed) {
@@ -216,11 +216,11 @@ export class RunReporter implements BatchObserver {
     const eta = rate > 0 ? formatMs((left / rate) * 1000) : '?';
     if (this.bar) {
       this.bar.setTotal(k.total);
-      this.bar.update(done, { rate: rate.toFixed(1), etaText: eta, running: k.running, retrying: k.retrying, failed: k.failed });
+      this.bar.update(done, { rate: rate.toFixed(1), etaText: eta, running: k.running, queued: k.queued, retrying: k.retrying, failed: k.failed });
       return;
     }
     this.human(
-      `${new Date().toISOString()} ${done}/${k.total} done · ${k.running} running · ${k.retrying} retrying · ${k.failed} failed · ${rate.toFixed(1)} tasks/s · ETA ${eta}`,
+      `${new Date().toISOString()} ${done}/${k.total} done · ${k.running} running · ${k.queued} queued · ${k.retrying} retrying · ${k.failed} failed · ${rate.toFixed(1)} tasks/s · ETA ${eta}`,
     );
   }
 

@@ -1,6 +1,6 @@
 import { longTimeout } from '../long-timer.js';
 import { attemptLogFile } from '../store/log-layout.js';
-import type { ClaimedTask } from '../store/task-store.js';
+import type { AttemptStart, ClaimedTask } from '../store/task-store.js';
 import { discardOutput } from '../output/commit-output.js';
 import type { OutputPaths } from '../output/output-path.js';
 import type { TaskMessage } from '../worker/protocol.js';
@@ -20,6 +20,8 @@ export interface Inflight {
   startedAt: number;
   /** It waited queued behind another attempt on its worker before it started. */
   waited: boolean;
+  /** Claimed as queued: the store shows its task queued until told it started. */
+  claimedQueued: boolean;
   /** Stopped by the coordinator: by --timeout, or by --heartbeat-timeout. */
   timedOut: TimedOut;
   /** --heartbeat-timeout's watch, once it started (also in `timers`). */
@@ -46,6 +48,8 @@ export interface AttemptsHost {
   outputs: DeclaredOutputs;
   /** An attempt settled (it ended, or was settled without running): it waits for the next commit. */
   settled(q: Queued): void;
+  /** An attempt claimed as queued started: the store is told with the next commit (within START_MARK_MS). */
+  startedQueued(s: AttemptStart): void;
   /** Asks the loop for a tick; `soon`: it may wait briefly for others to share its commit. */
   schedule(soon?: boolean): void;
 }
@@ -65,7 +69,7 @@ export class AttemptsInFlight {
     return this.entries.size;
   }
 
-  dispatch(worker: PoolWorker, claimed: ClaimedTask[], now: number): void {
+  dispatch(worker: PoolWorker, claimed: ClaimedTask[], now: number, queued: ReadonlySet<number> = new Set()): void {
     const { outputs, rules } = this.host;
     const msgs: TaskMessage[] = [];
     for (const task of claimed) {
@@ -81,7 +85,8 @@ export class AttemptsInFlight {
         this.host.settled({ task, settlement: outputs.upToDateSettlement(task, out.paths, now), terminal: true });
         continue;
       }
-      this.entries.set(task.token, { task, worker, head: false, startedAt: now, waited: false, timedOut: false, output: out?.paths ?? null, interrupted: false, timers: [] });
+      const claimedQueued = queued.has(task.token);
+      this.entries.set(task.token, { task, worker, head: false, startedAt: now, waited: false, claimedQueued, timedOut: false, output: out?.paths ?? null, interrupted: false, timers: [] });
       msgs.push({
         token: task.token,
         key: task.key,
@@ -160,6 +165,7 @@ export class AttemptsInFlight {
     entry.head = true;
     entry.waited = waited;
     entry.startedAt = Date.now();
+    if (entry.claimedQueued) this.host.startedQueued({ taskId: entry.task.id, token: entry.task.token, at: entry.startedAt });
     const { timeoutMs, heartbeatTimeoutMs } = this.host.rules(entry.task.stage);
     if (timeoutMs !== null) entry.timers.push(longTimeout(() => this.timeOut(entry, 'timeout'), timeoutMs));
     if (heartbeatTimeoutMs !== null) {

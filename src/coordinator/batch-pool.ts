@@ -39,7 +39,7 @@ export async function startPool(limits: PoolLimits, handlers: Record<string, Han
 /** Grows the pool to the batch's work, no further (`-j 50` on one task starts one); returns the counts it went by. */
 export async function growToWork(pool: WorkerPool, store: BatchProgress, batchId: number): Promise<Counts> {
   const c = await store.counts(batchId);
-  await pool.grow(c.pending + c.retrying + c.running);
+  await pool.grow(c.pending + c.retrying + c.running + c.queued);
   return c;
 }
 

@@ -51,6 +51,12 @@ export type StopReason =
 
 /** How long a success may wait for others to share its tick, while every slot holds its next attempt. */
 const COALESCE_MS = 2;
+/**
+ * How long the start of a queued attempt may wait for a tick to carry it to the store (its task
+ * shows `queued` until then). Fast attempts end well within it, so their starts ride along with
+ * the commits of results and cost no transaction of their own.
+ */
+const START_MARK_MS = 100;
 
 /**
  * The claim → dispatch → commit loop. It alone writes the store; workers only report.
@@ -67,6 +73,7 @@ export class Coordinator {
   private again = false;
   private wake: NodeJS.Timeout | undefined;
   private coalesce: NodeJS.Timeout | undefined;
+  private startMark: NodeJS.Timeout | undefined;
   /** Every delay here may come from a user's duration (up to a year): none is a plain setTimeout. */
   private timers: LongTimer[] = [];
   private finish!: (r: StopReason) => void;
@@ -100,6 +107,13 @@ export class Coordinator {
       killGraceMs: options.killGraceMs,
       outputs: options.outputs,
       settled: (q) => this.commits.push(q),
+      startedQueued: (s) => {
+        this.commits.started(s);
+        this.startMark ??= setTimeout(() => {
+          this.startMark = undefined;
+          this.schedule();
+        }, START_MARK_MS);
+      },
       schedule: (soon) => this.schedule(soon),
     });
     this.commits = new CommitQueue({
@@ -110,7 +124,7 @@ export class Coordinator {
       maxFailures: options.maxFailures,
       observer,
       freeSlots: () => (this.stopping ? [] : pool.freeSlots()),
-      dispatch: (worker, tasks, now) => this.attempts.dispatch(worker, tasks, now),
+      dispatch: (worker, tasks, now, queued) => this.attempts.dispatch(worker, tasks, now, queued),
       stop: (reason) => this.stop(reason),
     });
     this.upkeep = new Upkeep({
@@ -167,6 +181,7 @@ export class Coordinator {
       this.timers.forEach((t) => t.cancel());
       clearTimeout(this.wake);
       clearTimeout(this.coalesce);
+      clearTimeout(this.startMark);
       this.outage.cancel();
       this.pool.quiesce();
       this.killAll(); // only after a fatal error is anything still in flight
@@ -293,7 +308,7 @@ export class Coordinator {
     if (this.attempts.size > 0 || this.commits.size > 0) return;
     if (this.stopping) return this.finish(this.stopping);
     const c = await this.store.counts(this.batch.id);
-    if (c.pending + c.retrying + c.running === 0) return this.finish({ kind: 'done' });
+    if (c.pending + c.retrying + c.running + c.queued === 0) return this.finish({ kind: 'done' });
     if (this.pool.size === 0) throw new Error('every worker died and none could be restarted; see the errors above');
     if (this.options.noWait && this.pool.hasIdleWorker()) {
       // Nothing claimable may only mean claims stopped for a newer definition (before a poll saw it).

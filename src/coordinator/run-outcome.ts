@@ -15,7 +15,7 @@ export interface RunOutcome {
 export function outcomeOf(stop: StopReason, c: Counts, resume: string): RunOutcome {
   // A stop that only means "not finished yet" (a pause, --max-runtime, --no-wait) that raced the
   // end of the batch (the last attempts ended after it): the batch is done, and exits as done.
-  if ((stop.kind === 'paused' || stop.kind === 'max-runtime' || stop.kind === 'no-wait') && c.pending + c.retrying + c.running === 0) stop = { kind: 'done' };
+  if ((stop.kind === 'paused' || stop.kind === 'max-runtime' || stop.kind === 'no-wait') && c.pending + c.retrying + c.running + c.queued === 0) stop = { kind: 'done' };
   switch (stop.kind) {
     case 'signal':
       return signalOutcome(stop.signal);

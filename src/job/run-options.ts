@@ -63,7 +63,7 @@ export interface RawRunFlags {
   json?: boolean;
   quiet?: boolean;
   verbose?: boolean;
-  color?: boolean;
+  color?: boolean | 'always' | 'never' | 'auto';
 }
 
 /** Settings of this invocation only; not stored on the batch. */

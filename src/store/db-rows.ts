@@ -153,7 +153,7 @@ export function toClaimedTask(r: ClaimedDbRow, token: number, workerId: string, 
 
 /** One group of a `counts` statement: status, whether attempted (0/1 or boolean), count. */
 export interface CountDbRow {
-  status: TaskStatus;
+  status: TaskStatus | 'QUEUED';
   tried: boolean | number;
   n: number;
 }
@@ -165,9 +165,15 @@ export function toReleased(t: TaskDbRow, failed: boolean): ReleasedTask {
 }
 
 export function toCounts(rows: CountDbRow[]): Counts {
-  const c: Counts = { total: 0, pending: 0, retrying: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 };
+  const c: Counts = { total: 0, pending: 0, retrying: 0, running: 0, queued: 0, succeeded: 0, failed: 0, cancelled: 0 };
   for (const r of rows) {
     const n = Number(r.n);
+    // QUEUED is a subset of the RUNNING group (its queued rows), moved out of it: not counted twice.
+    if (r.status === 'QUEUED') {
+      c.queued += n;
+      c.running -= n;
+      continue;
+    }
     c.total += n;
     if (r.status === 'PENDING') c[r.tried ? 'retrying' : 'pending'] += n;
     else if (r.status === 'RUNNING') c.running += n;

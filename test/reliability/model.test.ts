@@ -229,7 +229,7 @@ class Model {
   }
 
   counts(batch: number): Counts {
-    const c: Counts = { total: 0, pending: 0, retrying: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 };
+    const c: Counts = { total: 0, pending: 0, retrying: 0, running: 0, queued: 0, succeeded: 0, failed: 0, cancelled: 0 };
     for (const t of this.tasks) {
       if (t.batch !== batch) continue;
       c.total++;

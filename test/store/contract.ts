@@ -8,6 +8,7 @@ import { adminContract } from './contract/admin.js';
 import { stagesContract } from './contract/stages.js';
 import { attemptStatsContract } from './contract/attempt-stats.js';
 import { itemsContract } from './contract/items.js';
+import { queuedContract } from './contract/queued.js';
 
 export { ending, keys, newBatch, spec, type MakeStore } from './contract/harness.js';
 
@@ -26,5 +27,6 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
     stagesContract(h);
     attemptStatsContract(h);
     itemsContract(h);
+    queuedContract(h);
   });
 }

@@ -19,7 +19,7 @@ export async function showCommand(key: string, flags: ShowFlags, io: Io): Promis
     async (store, batch, { target }) => {
       const { task, attempts } = await findTask(store, batch, key, target);
       if (flags.json) {
-        line(io.stdout, JSON.stringify(showJson(task, attempts), null, 2));
+        line(io.stdout, JSON.stringify(showJson(task, attempts)));
         return 0;
       }
       const c = colors(io, flags, 'stdout');

@@ -108,7 +108,7 @@ async function workOn(
   seen: () => 'SIGINT' | 'SIGTERM' | null,
 ): Promise<number | null> {
   const c = await ridingOut(() => store.counts(batch.id), (m) => flags.quiet || line(io.stderr, m));
-  if (c.pending + c.retrying + c.running === 0) return null;
+  if (c.pending + c.retrying + c.running + c.queued === 0) return null;
   const settings = settingsOf(batch.job as unknown as JobDefinition);
   const handlers = handlersOf(settings);
   if (Object.keys(handlers).length === 0) {

@@ -25,6 +25,7 @@ const GROUP_RESULT_MAX = 256 * 1024;
  * reads the inputs when stage tasks were claimed).
  */
 export function claim(st: Statements, req: ClaimRequest): ClaimedTask[] {
+  if (req.started?.length) st.markRunning.run({ list: JSON.stringify(req.started.map((s) => [s.taskId, s.token, s.at])) });
   if (req.slots.length === 0) return [];
   const head = st.claimHead.get(req.batchId) as { job_version: number; first: number } | undefined;
   // The claimer's workers loaded another definition's handler: it must not start anything.
@@ -36,6 +37,7 @@ export function claim(st: Statements, req: ClaimRequest): ClaimedTask[] {
     owner: req.owner,
     expires: req.now + req.leaseMs,
     workers: JSON.stringify(req.slots.map((s) => s.workerId)),
+    queued: JSON.stringify(req.slots.map((s) => (s.queued ? 1 : 0))),
     first: head.first,
   }) as (ClaimedDbRow & { worker_id: string; lease_token: number })[];
   if (rows.length === 0) return [];

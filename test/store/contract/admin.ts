@@ -125,6 +125,25 @@ export function adminContract(h: Harness): void {
       expect((await h.store.pruneFinished(now + 3_600_001)).batches).toEqual(['recent']);
     });
 
+    it('prunableBatches names what pruneFinished would delete; with `only`, that batch alone, whatever its age', async () => {
+      const now = Date.now();
+      const a = await setup(1, { name: 'a' });
+      await h.store.settle([ending(await claimOne(a, now), 'SUCCESS', now + 1)]);
+      const b = await setup(1, { name: 'b' });
+      await h.store.settle([ending(await claimOne(b, now), 'SUCCESS', now + 1)]);
+      const open = await setup(1, { name: 'open' });
+      const later = Date.now() + 60_000;
+      expect((await h.store.prunableBatches(later)).map((x) => x.name)).toEqual(['a', 'b']);
+      expect(await h.store.prunableBatches(now - 60_000)).toEqual([]);
+      expect((await h.store.prunableBatches(Number.MAX_SAFE_INTEGER, b)).map((x) => x.name)).toEqual(['b']);
+      expect(await h.store.prunableBatches(Number.MAX_SAFE_INTEGER, open)).toEqual([]);
+      expect(await h.store.historySize()).toBe(2); // nothing deleted by looking
+      const result = await h.store.pruneFinished(Number.MAX_SAFE_INTEGER, undefined, b);
+      expect(result).toMatchObject({ batches: ['b'], tasks: 1, attempts: 1 });
+      expect((await h.store.listBatches()).map((x) => x.name)).toEqual(['a', 'open']);
+      expect((await h.store.pruneFinished(Number.MAX_SAFE_INTEGER, undefined, open)).batches).toEqual([]);
+    });
+
     it('pruneFinished deletes a batch bigger than one chunk whole, handing each chunk\'s log paths over as it goes', async () => {
       const now = Date.now();
       const big = await setup(4500, { name: 'big', maxAttempts: 1 });

@@ -32,7 +32,7 @@ export function enqueueContract(h: Harness): void {
         expect(t).toMatchObject({ fingerprint: spec(key).fingerprint, leaseOwner: null, result: null, lastError: null });
         expect(t.finishedAt).toBeNull();
       }
-      expect(await countsAddUp(r.batch.id)).toEqual({ total: 3, pending: 3, retrying: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 });
+      expect(await countsAddUp(r.batch.id)).toEqual({ total: 3, pending: 3, retrying: 0, running: 0, queued: 0, succeeded: 0, failed: 0, cancelled: 0 });
     });
 
     it('inserts nothing when the same specs are enqueued again', async () => {
