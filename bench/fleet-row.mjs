@@ -127,6 +127,8 @@ async function oneFleet(server, cfg, n) {
       top,
       violations,
     };
+    // Said at once, so that a later N that fails leaves this one's figures behind.
+    console.log(findings(run).join('\n'));
     console.log(`fleet ${n} hosts: ${run.rate.toFixed(0)} tasks/s, server ${run.serverUs.toFixed(0)} µs/task, client ${run.clientUs.toFixed(0)} µs/task, claim p50 ${run.p50.toFixed(1)} ms p99 ${run.p99.toFixed(1)} ms, lock waiters max ${locks.max}${violations.length ? `, VIOLATIONS ${violations.join(', ')}` : ''}`);
     return run;
   } finally {
@@ -163,7 +165,7 @@ function sampleLocks(sql) {
     if (busy) return;
     busy = true;
     try {
-      const { rows } = await sql.query(`SELECT wait_event AS kind, left(query, 60) AS query FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()`);
+      const { rows } = await sql.query(`SELECT wait_event AS kind, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) AS query FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()`);
       seen.samples++;
       seen.waiting += rows.length;
       seen.max = Math.max(seen.max, rows.length);
@@ -191,6 +193,10 @@ async function topStatements(q, tasks) {
   return rows.map((r) => ({ perTask: r.calls / tasks, usPerTask: (r.ms * 1e3) / tasks, query: r.query.slice(0, 90) }));
 }
 
+// A LOST attempt's end is unknown (ended_at stays NULL until a late report): it is counted among
+// the attempts not SUCCESS, not as overlapping the attempt that took its task over.
+const UNKNOWN_END = (a) => `(${a}.outcome = 'LOST' AND ${a}.ended_at IS NULL)`;
+
 /** Every task SUCCESS with exactly one successful attempt, and no two attempts of a task overlapping in time. */
 async function exactlyOnce(q, schema, total) {
   const [c] = await q(`SELECT
@@ -199,7 +205,8 @@ async function exactlyOnce(q, schema, total) {
       (SELECT count(*)::int FROM ${schema}.tasks t WHERE (SELECT count(*) FROM ${schema}.attempts a WHERE a.task_id = t.id AND a.outcome = 'SUCCESS') <> 1) AS not_once,
       (SELECT count(*)::int FROM ${schema}.attempts WHERE outcome IS DISTINCT FROM 'SUCCESS') AS others,
       (SELECT count(*)::int FROM ${schema}.attempts a JOIN ${schema}.attempts b ON a.task_id = b.task_id AND a.id < b.id
-        AND a.started_at < coalesce(b.ended_at, 9223372036854775807) AND b.started_at < coalesce(a.ended_at, 9223372036854775807)) AS overlapping`);
+        AND a.started_at < coalesce(b.ended_at, 9223372036854775807) AND b.started_at < coalesce(a.ended_at, 9223372036854775807)
+        AND NOT ${UNKNOWN_END('a')} AND NOT ${UNKNOWN_END('b')}) AS overlapping`);
   const v = [];
   if (c.tasks !== total) v.push(`${c.tasks} tasks, not ${total}`);
   if (c.unfinished) v.push(`${c.unfinished} not SUCCESS`);
@@ -219,9 +226,14 @@ function detail(runs, cfg, server) {
     '| --- | --- | --- | --- | --- | --- | --- | --- |',
     ...runs.map((r) => `| ${r.hosts} | ${f(r.rate)} | ${f(r.serverUs)} | ${f(r.clientUs)} | ${f(r.claimsPerTask, 2)} | ${f(r.p50, 1)} / ${f(r.p99, 1)} | ${f(r.locks.mean, 2)} / ${r.locks.max} | ${r.violations.length ? r.violations.join(', ') : 'yes'} |`),
   ];
-  for (const r of runs) {
-    if (r.locks.kinds.length) lines.push('', `${r.hosts} hosts, most seen lock waits: ${r.locks.kinds.map(([k, c]) => `${c}× ${k}`).join('; ')}`);
-    if (r.top.length) lines.push('', `${r.hosts} hosts, statements by server time (calls/task, µs/task):`, ...r.top.map((t) => `- ${t.perTask.toFixed(2)}, ${t.usPerTask.toFixed(0)} µs: \`${t.query}\``));
-  }
+  for (const r of runs) lines.push(...findings(r));
   return lines.join('\n') + '\n';
+}
+
+/** What one N showed beyond its row: the lock waits seen most, the statements that cost most. */
+function findings(r) {
+  const lines = [];
+  if (r.locks.kinds.length) lines.push('', `${r.hosts} hosts, most seen lock waits: ${r.locks.kinds.map(([k, c]) => `${c}× ${k}`).join('; ')}`);
+  if (r.top.length) lines.push('', `${r.hosts} hosts, statements by server time (calls/task, µs/task):`, ...r.top.map((t) => `- ${t.perTask.toFixed(2)}, ${t.usPerTask.toFixed(0)} µs: \`${t.query}\``));
+  return lines;
 }
