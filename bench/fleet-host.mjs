@@ -54,6 +54,7 @@ const coordinator = new Coordinator(
     logDir,
     pollMs: 1000,
     outputs: new DeclaredOutputs(settings, batch.name, false),
+    printPrefix: null,
   },
   observer,
 );
