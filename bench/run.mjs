@@ -14,6 +14,7 @@ import { scale, sharedStore, sharedStoreScale, split } from './store-rows.mjs';
 import { machineLine, table } from './table.mjs';
 import { watchedRun } from './watch-row.mjs';
 import { itemsFromStdin, millionItems } from './items-rows.mjs';
+import { fleet } from './fleet-row.mjs';
 import { verdicts } from './verdict.mjs';
 
 const rows = [];
@@ -42,6 +43,8 @@ if (want('items')) record(itemsFromStdin());
 if (want('items')) record(await millionItems());
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(sharedStore(process.env.SPLITDANCE_PG_URL));
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(await sharedStoreScale(process.env.SPLITDANCE_PG_URL));
+
+if (want('fleet')) record(await fleet());
 
 const text = table({ rows, machine, runs: RUNS, size: SIZE });
 if (!ONLY) {
