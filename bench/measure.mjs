@@ -81,7 +81,8 @@ export function splitdance(args, cwd = work, expectCode = 0) {
 /** `status --json` of the store in `cwd` (or `--db`). */
 export function status(cwd = work, dbArgs = []) {
   const r = spawnSync(process.execPath, [BIN, 'status', '--json', ...dbArgs], { cwd, encoding: 'utf8' });
-  if (r.status !== 0) fail(`splitdance status exited ${r.status ?? r.signal}: ${r.stderr.trim()}`);
+  // status exits with the batch's verdict (0 all succeeded, 1 failures, 3 not done): its JSON is the answer either way.
+  if (![0, 1, 3].includes(r.status)) fail(`splitdance status exited ${r.status ?? r.signal}: ${r.stderr.trim()}`);
   return JSON.parse(r.stdout);
 }
 
