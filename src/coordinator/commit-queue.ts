@@ -3,12 +3,17 @@ import type { RunObserver, StopReason } from './coordinator.js';
 import { isUnavailable, type RunStore } from './outage.js';
 import { HOST } from './owner.js';
 import type { PoolWorker } from './pool.js';
+import { discardOutput } from '../output/commit-output.js';
+import type { OutputPaths } from '../output/output-path.js';
+import { OutputPlacement } from './output-placement.js';
 
 /** An attempt's settlement, waiting for the next commit. */
 export interface Queued {
   task: ClaimedTask;
   settlement: Settlement;
   terminal: boolean;
+  /** A success's declared output, still at its temporary path: renamed only once this commit wins. */
+  output?: OutputPaths | null;
 }
 
 export interface CommitQueueHost {
@@ -23,6 +28,8 @@ export interface CommitQueueHost {
   /** Hands tasks claimed for a slot to it (the attempts in flight). */
   dispatch(worker: PoolWorker, tasks: ClaimedTask[], now: number): void;
   stop(reason: StopReason): void;
+  /** Committed successes' outputs, put in place once their commits won. */
+  placement: OutputPlacement;
 }
 
 /**
@@ -106,6 +113,7 @@ export class CommitQueue {
   private async report(batch: Queued[], applied: Set<number>): Promise<void> {
     if (batch.length === 0) return;
     const { store, observer } = this.host;
+    await this.placeOutputs(batch, applied);
     // Whether a failure ended its task is the store's call: the budget may have changed since the claim.
     // (An interrupted attempt of a task `cancel` stopped ends it CANCELLED.)
     const failedIds = batch.filter((q) => q.settlement.outcome !== 'SUCCESS').map((q) => q.task.id);
@@ -123,6 +131,24 @@ export class CommitQueue {
       if (now === 'RUNNING') now = 'PENDING'; // already claimed again, by another coordinator: it was a retry
       if (now === 'FAILED') this.countFailure();
       observer.attemptEnded(q.task, q.settlement, now);
+    }
+  }
+
+  /**
+   * Declared outputs after their commit: a winner's is renamed into place; a fenced-off
+   * attempt's is removed, never renamed — unless the store records it as the success (the
+   * reply of a commit that landed was lost, and the retry found its own success).
+   */
+  private async placeOutputs(batch: Queued[], applied: Set<number>): Promise<void> {
+    const { placement } = this.host;
+    const fenced = batch.filter((q) => q.output && !applied.has(q.settlement.token));
+    const pending = fenced.length ? await this.host.store.pendingOutputs(this.host.batch.id).catch(() => null) : [];
+    for (const q of batch) {
+      if (!q.output) continue;
+      if (applied.has(q.settlement.token)) placement.place(q.task.id, q.output);
+      else if (pending === null) continue; // the store cannot tell now: the file stays, recovery decides
+      else if (OutputPlacement.recorded(pending, q.output.temp)) placement.place(q.task.id, q.output);
+      else discardOutput(q.output);
     }
   }
 

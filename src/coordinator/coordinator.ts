@@ -8,6 +8,7 @@ import { Outage, releaseLostClaims, type RunStore } from './outage.js';
 import { ownerId } from './owner.js';
 import type { WorkerPool } from './pool.js';
 import type { RetryRules } from './settlement.js';
+import { OutputPlacement } from './output-placement.js';
 import { Upkeep } from './upkeep.js';
 
 export interface CoordinatorOptions {
@@ -74,6 +75,8 @@ export class Coordinator {
   private readonly upkeep: Upkeep;
   /** A store that is down (a server restart): attempts go on, ticks wait for its retry. */
   private readonly outage: Outage;
+  /** Committed successes' declared outputs being renamed into place, and their confirmations. */
+  private readonly placement: OutputPlacement;
 
   constructor(
     private readonly store: RunStore,
@@ -85,6 +88,7 @@ export class Coordinator {
     // Here, before anything starts: a log folder that cannot be made safe (a symlink in the
     // way, a folder that is not ours) stops the run with nothing claimed (StoreError).
     const logFolder = prepareLogFolder(options.logDir, store.identity, batch.name);
+    this.placement = new OutputPlacement((m) => observer.note(m), () => this.schedule());
     this.attempts = new AttemptsInFlight({
       pool,
       batchName: batch.name,
@@ -105,6 +109,7 @@ export class Coordinator {
       freeSlots: () => (this.stopping ? [] : pool.freeSlots()),
       dispatch: (worker, tasks, now) => this.attempts.dispatch(worker, tasks, now),
       stop: (reason) => this.stop(reason),
+      placement: this.placement,
     });
     this.upkeep = new Upkeep({
       store,
@@ -117,6 +122,8 @@ export class Coordinator {
       inflight: this.attempts.inflight,
       stop: (reason) => this.stop(reason),
       lost: (released) => this.lostElsewhere(released),
+      // A batch without declared outputs has none to finish.
+      unplaced: options.outputs.declared ? (pending) => this.placement.redo(pending) : null,
     });
     this.outage = new Outage((m) => observer.note(m));
   }
@@ -164,6 +171,8 @@ export class Coordinator {
       this.pool.quiesce();
       this.killAll(); // only after a fatal error is anything still in flight
       await this.commits.flush().catch(() => undefined);
+      await this.placement.settled();
+      await this.confirmPlaced().catch(() => undefined); // unconfirmed, the next recovery finds them in place
       await this.pool.shutdown();
     }
   }
@@ -236,6 +245,7 @@ export class Coordinator {
         this.again = false;
         if (this.outage.active) await this.reconnected();
         if (!this.stopping) await this.upkeep.recoverIfDue();
+        await this.confirmPlaced();
         const unfilledAt = await this.commits.exchange();
         if (unfilledAt !== null) await this.sleepUntilDue(unfilledAt);
         await this.checkEnd();
@@ -282,8 +292,20 @@ export class Coordinator {
     if (!this.finished) this.wake = setTimeout(() => this.schedule(), Math.max(delay, 5));
   }
 
+  /** Outputs now in place: the store forgets their temporary files, and the stages that need them may start. */
+  private async confirmPlaced(): Promise<void> {
+    const placed = this.placement.take();
+    if (placed.length === 0) return;
+    try {
+      await this.store.outputsPlaced(placed);
+    } catch (err) {
+      this.placement.restore(placed);
+      throw err;
+    }
+  }
+
   private async checkEnd(): Promise<void> {
-    if (this.attempts.size > 0 || this.commits.size > 0) return;
+    if (this.attempts.size > 0 || this.commits.size > 0 || this.placement.size > 0) return;
     if (this.stopping) return this.finish(this.stopping);
     const c = await this.store.counts(this.batch.id);
     if (c.pending + c.retrying + c.running === 0) return this.finish({ kind: 'done' });

@@ -95,7 +95,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
         maxRuntimeMs: inv.maxRuntimeMs === null ? null : Math.max(0, inv.maxRuntimeMs - (Date.now() - started)),
         logDir: logRoot(run.dbPath, run.cwd),
         pollMs: 1000,
-        outputs: new DeclaredOutputs(settings, b.name, inv.force),
+        outputs: new DeclaredOutputs(settings, b.name, inv.force, store.identity),
       },
       seen,
     );

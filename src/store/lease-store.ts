@@ -1,4 +1,4 @@
-import type { BatchRecord, ClaimRequest, ClaimedTask, Counts, ReleasedTask, Settlement, TaskStatus } from './task-store.js';
+import type { BatchRecord, ClaimRequest, ClaimedTask, Counts, PendingOutput, ReleasedTask, Settlement, TaskStatus } from './task-store.js';
 
 /** What names a store, for messages and the log folder. */
 export interface StoreInfo {
@@ -41,4 +41,8 @@ export interface LeaseStore extends StoreInfo, BatchProgress {
    * (live processes on this host, stopped ones included); records LOST.
    */
   releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners?: string[]): Promise<ReleasedTask[]>;
+  /** The batch's committed successes whose declared output's rename is not known to be done. */
+  pendingOutputs(batchId: number): Promise<PendingOutput[]>;
+  /** Their outputs are in place: forgets each temporary file (only while it is still the one recorded). */
+  outputsPlaced(placed: { taskId: number; temp: string }[]): Promise<void>;
 }

@@ -58,6 +58,7 @@ export async function settle(sql: Sql, st: Statements, settlements: Settlement[]
     ss.map((s) => s.outputTail),
     ss.map((s) => s.logPath),
     ss.map((s) => s.upToDate === true),
+    ss.map((s) => (s.outcome === 'SUCCESS' ? (s.outputTemp ?? null) : null)),
   ]);
   const byToken = new Map(held.map((h) => [Number(h.token), h]));
   const applied = ss.filter((s) => byToken.has(s.token)); // the others were fenced off: another attempt holds the task now

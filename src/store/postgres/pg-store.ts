@@ -10,6 +10,7 @@ import type {
   EnqueueResult,
   ErrorCount,
   NewBatch,
+  PendingOutput,
   PruneResult,
   ReleasedTask,
   Settlement,
@@ -33,6 +34,7 @@ import { cascade, revive } from './pg-stages.js';
 import { budgets } from '../budget.js';
 import { checkBounds, foldAttemptStats, type AttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
 import { CancelTally } from '../shared/cancel-tally.js';
+import { pendingOutputOf } from '../shared/pending-outputs.js';
 import { PRUNE_CHUNK, pruneInChunks, type PruneStep } from '../prune-in-chunks.js';
 import { prepareStatements, type Statements } from './statements.js';
 
@@ -159,6 +161,16 @@ export class PostgresStore implements TaskStore {
     if (taskIds.length === 0) return new Map();
     const rows = await this.db.read((sql) => sql.rows<{ id: number; status: TaskStatus }>(this.st.statuses, [taskIds]));
     return new Map(rows.map((r) => [r.id, r.status]));
+  }
+
+  async pendingOutputs(batchId: number): Promise<PendingOutput[]> {
+    const rows = await this.db.read((sql) => sql.rows<{ id: string; output_temp: string; result: string | null }>(this.st.pendingOutputs, [batchId]));
+    return rows.map(pendingOutputOf);
+  }
+
+  async outputsPlaced(placed: { taskId: number; temp: string }[]): Promise<void> {
+    if (placed.length === 0) return;
+    await this.db.transaction((sql) => sql.run(this.st.outputsPlaced, [placed.map((p) => p.taskId), placed.map((p) => p.temp)]));
   }
 
   async runningOwners(batchId: number | null): Promise<string[]> {

@@ -89,7 +89,7 @@ export function settle(st: Statements, settlements: Settlement[]): number[] {
       if (firsts.get(s.token) !== s) return [];
       const big = s.outcome === 'SUCCESS' && (s.result?.length ?? 0) > GROUP_RESULT_MAX;
       if (big) st.putResult.run({ taskId: s.taskId, token: s.token, result: s.result });
-      return [[s.taskId, s.token, s.outcome, s.endedAt, s.error, s.retryAt ?? null, big ? null : (s.result ?? null), big ? 1 : 0, s.startedAt ?? null, s.upToDate ? 1 : 0]];
+      return [[s.taskId, s.token, s.outcome, s.endedAt, s.error, s.retryAt ?? null, big ? null : (s.result ?? null), big ? 1 : 0, s.startedAt ?? null, s.upToDate ? 1 : 0, s.outcome === 'SUCCESS' ? (s.outputTemp ?? null) : null]];
     });
     const changed = new Map((st.settleTasks.all({ list: JSON.stringify(tasks) }) as Settled[]).map((r) => [r.id, r]));
     const attempts = group.map((s) => {

@@ -7,6 +7,7 @@ import { enqueue } from './sqlite-enqueue.js';
 import { claim, heartbeat, releaseStale, settle } from './sqlite-lease.js';
 import * as list from './sqlite-list.js';
 import * as admin from './sqlite-admin.js';
+import { pendingOutputOf } from '../shared/pending-outputs.js';
 
 /**
  * The SQLite TaskStore: a thin facade over the per-verb modules (sqlite-lease, sqlite-enqueue,
@@ -64,6 +65,16 @@ export class SqliteStore implements T.TaskStore {
 
   async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners: string[] = []): Promise<T.ReleasedTask[]> {
     return releaseStale(this.c, batchId, now, deadOwners, self, liveOwners);
+  }
+
+  async pendingOutputs(batchId: number): Promise<T.PendingOutput[]> {
+    const rows = this.c.read(() => this.c.st.pendingOutputs.all(batchId) as { id: number; output_temp: string; result: string | null }[]);
+    return rows.map(pendingOutputOf);
+  }
+
+  async outputsPlaced(placed: { taskId: number; temp: string }[]): Promise<void> {
+    if (placed.length === 0) return;
+    this.c.write(() => this.c.st.outputsPlaced.run({ list: JSON.stringify(placed.map((p) => [p.taskId, p.temp])) }));
   }
 
   async statuses(taskIds: number[]): Promise<Map<number, T.TaskStatus>> {
