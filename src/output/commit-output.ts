@@ -1,6 +1,7 @@
-import { constants, lstatSync, mkdirSync, rmSync } from 'node:fs';
+import { constants, mkdirSync, rmSync } from 'node:fs';
 import { lstat, open, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { notReplaceable } from '../replaceable-path.js';
 import type { DoneMessage } from '../worker/protocol.js';
 import type { OutputPaths } from './output-path.js';
 
@@ -16,28 +17,23 @@ import type { OutputPaths } from './output-path.js';
 /**
  * Makes the output's folder before the attempt starts (0700, whatever the umask: a folder
  * splitdance makes is its own) and checks what is at the output path; returns why the attempt
- * cannot run, or null.
+ * cannot run (as the error it fails with: a folder or a device there fails the task for good),
+ * or null.
  */
-export function prepareOutput(out: OutputPaths): string | null {
+export function prepareOutput(out: OutputPaths): { name: string; message: string; retryable: boolean } | null {
   try {
     mkdirSync(dirname(out.path), { recursive: true, mode: 0o700 });
   } catch (err) {
-    return `the declared output's folder ${dirname(out.path)} could not be made: ${(err as Error).message}`;
+    return { name: 'Error', message: `the declared output's folder ${dirname(out.path)} could not be made: ${(err as Error).message}`, retryable: true };
   }
-  return notReplaceable(out.path);
+  const blocked = outputBlocked(out.path);
+  return blocked === null ? null : { name: 'PermanentError', message: blocked, retryable: false };
 }
 
 /** Why the file at an output path may not be replaced (anything but a regular file), or null. */
-function notReplaceable(path: string): string | null {
-  let kind: string;
-  try {
-    const st = lstatSync(path);
-    if (st.isFile()) return null;
-    kind = st.isDirectory() ? 'a folder' : st.isSymbolicLink() ? 'a symlink' : st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : 'a device';
-  } catch {
-    return null; // missing: the rename creates it
-  }
-  return `declared output ${path} is ${kind}, not a regular file; splitdance replaces only regular files: remove it or choose another --output`;
+function outputBlocked(path: string): string | null {
+  const kind = notReplaceable(path);
+  return kind && `declared output ${path} is ${kind}, not a regular file; splitdance replaces only regular files: remove it or choose another --output`;
 }
 
 /**
@@ -54,7 +50,7 @@ export async function checkOutput(out: OutputPaths, how: string): Promise<{ mess
     return { message: `declared output not written: ${out.path} (${how})`, retryable: true };
   }
   if (!st.isFile()) return { message: `declared output ${out.path} was not written as a regular file (${how})`, retryable: true };
-  const blocked = notReplaceable(out.path);
+  const blocked = outputBlocked(out.path);
   if (blocked) return { message: blocked, retryable: false };
   try {
     await syncPath(out.temp, constants.O_RDONLY | constants.O_NOFOLLOW);

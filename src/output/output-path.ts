@@ -46,6 +46,13 @@ export function checkOutputTemplate(template: string, needs: string[], field = '
  * folder the template names — that attempt fails for good instead.
  */
 export function outputPath(spec: OutputSpec, task: PlaceholderTask): string {
+  const path = renderOutputPath(spec, task);
+  if (path === task.payload.path) throw new PermanentError(`declared output ${spec.template} is the input file itself (${path}); write the output elsewhere`);
+  return path;
+}
+
+/** The output path, checked as outputPath does except against the task's own input (the planning pass reports that itself). */
+export function renderOutputPath(spec: OutputSpec, task: PlaceholderTask): string {
   const t = spec.template;
   let rendered = '';
   for (let i = 0; i < t.length; ) {
@@ -64,7 +71,6 @@ export function outputPath(spec: OutputSpec, task: PlaceholderTask): string {
   const path = resolve(spec.base, rendered);
   const last = rendered.split('/').at(-1);
   if (rendered === '' || last === '' || last === '.' || basename(path) === '' || path === '/') throw new PermanentError(`declared output ${t} renders to "${rendered}", which is not a file path`);
-  if (path === task.payload.path) throw new PermanentError(`declared output ${t} is the input file itself (${path}); write the output elsewhere`);
   return path;
 }
 

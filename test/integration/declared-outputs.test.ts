@@ -245,8 +245,9 @@ describe('declared outputs: bad input is refused before anything is written', ()
   it('the input file itself is never an output', async () => {
     const p = project(1);
     const r = await runCli(['run', 'src', '--exec', 'cat {} > {out}', '--output', '{}', '--retries', '0'], { cwd: p.dir });
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2); // found by the planning pass, before anything is written
     expect(r.stderr).toContain('is the input file itself');
+    expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
     expect(execFileSync('cat', [join(p.src, p.keys[0]!)], { encoding: 'utf8' })).toContain('line 0');
   });
 });
