@@ -2,7 +2,8 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BIN, handler, runCli } from '../helpers/cli.js';
+import { BIN, handler, runCli, sleep, startCli, waitFor } from '../helpers/cli.js';
+import { processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
@@ -15,6 +16,14 @@ const mounts: string[] = [];
 afterAll(() => {
   for (const m of mounts) execFileSync('umount', ['-l', m]);
 });
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // gone already
+  }
+}
 
 /** A private copy of /dev/null (`mknod c 1 3`, root only) — never the system's own. */
 function devNull(dir: string): string {
@@ -176,6 +185,32 @@ describe("declared outputs' temporary files", () => {
     expect(b.code, b.stderr).toBe(0);
     for (const k of p.keys) expect(['alpha 1\nalpha 2\n', 'beta 1\nbeta 2\n']).toContain(readFileSync(join(p.dir, 'out', k), 'utf8'));
     expect(readdirSync(join(p.dir, 'out')).sort()).toEqual(p.keys);
+  });
+
+  it('of an {inputs…} output template are removed by the next run after a kill of the whole tree', async () => {
+    const p = projectWithFiles(1);
+    const job = {
+      source: 'src',
+      stages: [
+        { name: 'a', handler: handler('write-out'), output: 'out/a/{rel}' },
+        { name: 'b', needs: ['a'], exec: 'echo part > {out}; [ -n "$FAST" ] || sleep 30; echo rest >> {out}', output: 'out/b/{inputs.a.name}.txt' },
+      ],
+    };
+    writeFileSync(join(p.dir, 'job.json'), JSON.stringify(job));
+    const marker = `${p.dir}#tree`;
+    const env = { RESULT_NAME: 'named', SIM_MACHINE: marker };
+    const first = startCli(['run', '--job', 'job.json', '--quiet'], { cwd: p.dir, env });
+    const b = join(p.dir, 'out', 'b');
+    await waitFor(() => existsSync(b) && readdirSync(b).some((f) => f.endsWith('.tmp')), 20_000, "stage b's temporary file");
+    for (let round = 0; round < 50 && processesWithEnv(marker).length; round++) {
+      for (const pid of processesWithEnv(marker)) signal(pid, 'SIGKILL');
+      await sleep(20);
+    }
+    await first.result;
+    const again = await runCli(['run', '--job', 'job.json', '--quiet'], { cwd: p.dir, env: { ...env, FAST: '1' } });
+    expect(again.code, again.stderr).toBe(0);
+    expect(readdirSync(b)).toEqual(['named.txt']);
+    expect(readFileSync(join(b, 'named.txt'), 'utf8')).toBe('part\nrest\n');
   });
 
   it('output folders are created 0700, also under umask 000; the output file follows the umask', async () => {

@@ -102,7 +102,8 @@ export async function releaseStale(
     const error = lostError(t.lease_owner, deadOwners);
     const [after] = await sql.rows<{ status: string }>(st.releaseLost, [t.id, now, error]);
     await sql.run(st.loseAttempt, [t.lease_token, error]);
-    released.push(toReleased(t, after!.status !== 'PENDING'));
+    // A stage's inputs: what renders an `{inputs…}` output path, to find the attempt's temporary file.
+    released.push({ ...toReleased(t, after!.status !== 'PENDING'), inputs: await inputsOf(sql, st, t) });
     if (after!.status !== 'PENDING') await cascade(sql, st, t.batch_id, [t.item_key], now);
   }
   return released;

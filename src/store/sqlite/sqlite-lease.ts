@@ -129,7 +129,8 @@ export function releaseStale(c: SqliteConn, batchId: number | null, now: number,
       const error = lostError(t.lease_owner, deadOwners);
       const after = st.releaseLost.get({ id: t.id, now, error }) as { status: TaskStatus };
       st.loseAttempt.run({ token: t.lease_token, error });
-      released.push(toReleased(t, after.status !== 'PENDING'));
+      // A stage's inputs: what renders an `{inputs…}` output path, to find the attempt's temporary file.
+      released.push({ ...toReleased(t, after.status !== 'PENDING'), inputs: inputsOf(st, t.batch_id, [t]).get(t.id) ?? {} });
       if (after.status !== 'PENDING') ended.push(t);
     }
     for (const t of ended) cascade(st, t.batch_id, [t.item_key], now);
