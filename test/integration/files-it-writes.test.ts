@@ -118,6 +118,29 @@ describe('a path splitdance replaces must be missing or a regular file', () => {
   });
 });
 
+describe('the store path', () => {
+  it('commands that only read never write: an empty file stays empty; a device (a private /dev/null) or FIFO at --db is refused with no journal beside it', async () => {
+    const p = projectWithFiles(1);
+    const empty = join(p.dir, 'empty.db');
+    writeFileSync(empty, '');
+    const odd = [join(p.dir, 'fifo.db')];
+    execFileSync('mkfifo', [odd[0]!]);
+    if (isRoot) odd.push(devNull(p.dir));
+    for (const cmd of [['status'], ['tasks'], ['batches'], ['report', '--html', join(p.dir, 'r.html')], ['run', 'src', '--exec', 'true', '--dry-run']]) {
+      const r = await runCli([...cmd, '--db', empty], { cwd: p.dir });
+      if (cmd[0] !== 'run') expect(r.code, `${cmd[0]}: ${r.stderr}`).toBe(4);
+      expect(statSync(empty).size, cmd[0]).toBe(0);
+      for (const db of odd) {
+        const o = await runCli([...cmd, '--db', db], { cwd: p.dir });
+        expect(o.code, `${cmd[0]} --db ${db}: ${o.stderr}`).toBe(4);
+        expect(o.stderr).toMatch(/is a (device|FIFO), not a store file/);
+      }
+    }
+    expect(readdirSync(p.dir).filter((f) => /-(journal|wal|shm)$/.test(f))).toEqual([]);
+    expect(existsSync(join(p.dir, 'r.html'))).toBe(false);
+  });
+});
+
 describe("the store's files and the tasks' inputs are never outputs", () => {
   it("--metrics-file or --output naming the live store's files or its logs folder: exit 2, every batch kept", async () => {
     const p = projectWithFiles(2);

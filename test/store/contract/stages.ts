@@ -69,7 +69,7 @@ export function stagesContract(h: Harness): void {
       const now = Date.now();
       const t = await claimOne(id, now, { owner: 'dead-owner' });
       const released = await h.store.releaseStale(id, now + 1, ['dead-owner'], 'me');
-      expect(released).toEqual([{ key: t.key, owner: 'dead-owner', failed: true, token: t.token, stage: 'transcode', seq: t.seq, payload: t.payload }]);
+      expect(released).toEqual([{ key: t.key, owner: 'dead-owner', failed: true, token: t.token, stage: 'transcode', seq: t.seq, payload: t.payload, inputs: {} }]);
       expect(await task(id, 'pkg/a')).toMatchObject({ status: 'CANCELLED', lastError: 'needs transcode: FAILED' });
     });
 
