@@ -177,10 +177,11 @@ export class AttemptsInFlight {
     const { settlement, terminal } = settle(entry.task, ending, this.host.rules(entry.task.stage), now, entry.startedAt, entry.waited);
     let output: OutputPaths | null = null;
     if (entry.output) {
-      // A worker removes what a failure left; one that died (or was killed) could not. A
-      // success's file waits at its temporary path, recorded with the commit, renamed once it won.
-      if (ending.kind !== 'reported') discardOutput(entry.output);
-      else if (settlement.outcome === 'SUCCESS') {
+      // A worker removes what a failure left; one that died (or was killed) could not, and a
+      // report settled as anything but a success leaves its file too. A success's file waits at
+      // its temporary path, recorded with the commit, renamed once it won.
+      if (ending.kind !== 'reported' || settlement.outcome !== 'SUCCESS') discardOutput(entry.output);
+      else {
         settlement.result = resultWithOut(settlement.result, entry.output.path);
         settlement.outputTemp = entry.output.temp;
         output = entry.output;

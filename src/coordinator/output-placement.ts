@@ -11,6 +11,8 @@ import type { PendingOutput } from '../store/task-store.js';
 export class OutputPlacement {
   private readonly running = new Map<string, Promise<void>>();
   private placed: { taskId: number; temp: string }[] = [];
+  /** Temporary files whose rename failed and was said so. */
+  private readonly noted = new Set<string>();
 
   constructor(
     private readonly note: (message: string) => void,
@@ -30,7 +32,11 @@ export class OutputPlacement {
       this.running.delete(paths.temp);
       // Left recorded: the next recovery tries again (and the stages that need it wait).
       if (failed) {
-        if (!(failed.missing && quietIfMissing)) this.note(`${failed.error}; its success stays committed, and the next recovery of the batch moves it`);
+        // Said once per file: recovery tries again every poll.
+        if (!(failed.missing && quietIfMissing) && !this.noted.has(paths.temp)) {
+          this.noted.add(paths.temp);
+          this.note(`${failed.error}; its success stays committed, and the next recovery of the batch moves it`);
+        }
       } else this.placed.push({ taskId, temp: paths.temp });
       this.wake();
     });
