@@ -76,7 +76,10 @@ export class CommitQueue {
     // failures on their own first. (Successes, the common case, share the claim's transaction.)
     if (this.queue.some((q) => q.settlement.outcome !== 'SUCCESS')) await this.flush();
     const free = this.host.freeSlots();
-    if (this.queue.length === 0 && free.length === 0) return null;
+    if (this.queue.length === 0 && free.length === 0) {
+      await this.confirmPlaced();
+      return null;
+    }
     const batch = this.queue;
     this.queue = [];
     const now = Date.now();
@@ -90,7 +93,18 @@ export class CommitQueue {
       // The version whose handler the pool loaded: under a newer one the store claims nothing.
       jobVersion: record.jobVersion,
     };
-    const { applied, claimed } = await this.committing(batch, () => store.settleAndClaim(batch.map((q) => q.settlement), request));
+    // Outputs put in place since the last tick are confirmed in the same transaction: no commit of their own.
+    const placed = this.host.placement.take();
+    const { applied, claimed } = await this.committing(batch, () =>
+      store.settleAndClaim(
+        batch.map((q) => q.settlement),
+        request,
+        placed,
+      ),
+    ).catch((err: unknown) => {
+      this.host.placement.restore(placed);
+      throw err;
+    });
     const perWorker = new Map<PoolWorker, ClaimedTask[]>();
     claimed.forEach((task, i) => {
       const tasks = perWorker.get(free[i]!);
@@ -100,6 +114,18 @@ export class CommitQueue {
     for (const [worker, tasks] of perWorker) this.host.dispatch(worker, tasks, now);
     await this.report(batch, new Set(applied));
     return free.length > 0 && claimed.length < free.length ? now : null;
+  }
+
+  /** Confirms the outputs put in place since the last commit, on their own (nothing else to commit). */
+  async confirmPlaced(): Promise<void> {
+    const placed = this.host.placement.take();
+    if (placed.length === 0) return;
+    try {
+      await this.host.store.outputsPlaced(placed);
+    } catch (err) {
+      this.host.placement.restore(placed);
+      throw err;
+    }
   }
 
   /** Commits what finished (no claim): used when the run is ending. */

@@ -172,7 +172,7 @@ export class Coordinator {
       this.killAll(); // only after a fatal error is anything still in flight
       await this.commits.flush().catch(() => undefined);
       await this.placement.settled();
-      await this.confirmPlaced().catch(() => undefined); // unconfirmed, the next recovery finds them in place
+      await this.commits.confirmPlaced().catch(() => undefined); // unconfirmed, the next recovery finds them in place
       await this.pool.shutdown();
     }
   }
@@ -245,7 +245,6 @@ export class Coordinator {
         this.again = false;
         if (this.outage.active) await this.reconnected();
         if (!this.stopping) await this.upkeep.recoverIfDue();
-        await this.confirmPlaced();
         const unfilledAt = await this.commits.exchange();
         if (unfilledAt !== null) await this.sleepUntilDue(unfilledAt);
         await this.checkEnd();
@@ -290,18 +289,6 @@ export class Coordinator {
     clearTimeout(this.wake);
     // A tick still running when the run ended must not leave a timer holding the process.
     if (!this.finished) this.wake = setTimeout(() => this.schedule(), Math.max(delay, 5));
-  }
-
-  /** Outputs now in place: the store forgets their temporary files, and the stages that need them may start. */
-  private async confirmPlaced(): Promise<void> {
-    const placed = this.placement.take();
-    if (placed.length === 0) return;
-    try {
-      await this.store.outputsPlaced(placed);
-    } catch (err) {
-      this.placement.restore(placed);
-      throw err;
-    }
   }
 
   private async checkEnd(): Promise<void> {

@@ -27,8 +27,11 @@ export interface LeaseStore extends StoreInfo, BatchProgress {
    * which of its attempts lost their task (taken over while it was frozen).
    */
   heartbeat(owner: string, leaseExpiresAt: number): Promise<number[]>;
-  /** settle, then claim, in one transaction: what a coordinator does on every tick. */
-  settleAndClaim(settlements: Settlement[], request: ClaimRequest): Promise<{ applied: number[]; claimed: ClaimedTask[] }>;
+  /**
+   * settle, then claim, in one transaction: what a coordinator does on every tick. `placed`:
+   * declared outputs now in place (as outputsPlaced), confirmed first, so the claim sees them.
+   */
+  settleAndClaim(settlements: Settlement[], request: ClaimRequest, placed?: { taskId: number; temp: string }[]): Promise<{ applied: number[]; claimed: ClaimedTask[] }>;
   /** Commit attempt outcomes in one transaction; returns the tokens that still held their task, in the order given. */
   settle(settlements: Settlement[]): Promise<number[]>;
   /** Current status of the given tasks (the store, not a claim-time copy, decides whether a failure ended a task). */

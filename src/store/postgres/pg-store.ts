@@ -139,10 +139,13 @@ export class PostgresStore implements TaskStore {
   }
 
   /** A coordinator's tick in one transaction: commit what finished, then claim for the free slots. */
-  async settleAndClaim(settlements: Settlement[], req: ClaimRequest): Promise<{ applied: number[]; claimed: ClaimedTask[] }> {
-    if (settlements.length === 0 && req.slots.length === 0) return { applied: [], claimed: [] };
+  async settleAndClaim(settlements: Settlement[], req: ClaimRequest, placed: { taskId: number; temp: string }[] = []): Promise<{ applied: number[]; claimed: ClaimedTask[] }> {
+    if (settlements.length === 0 && req.slots.length === 0 && placed.length === 0) return { applied: [], claimed: [] };
     const onServer = this.clock.settlements(settlements);
-    return this.db.transaction(async (sql) => ({ applied: await settle(sql, this.st, onServer), claimed: await claim(sql, this.st, this.clock.claim(req)) }));
+    return this.db.transaction(async (sql) => {
+      if (placed.length) await sql.run(this.st.outputsPlaced, [placed.map((p) => p.taskId), placed.map((p) => p.temp)]);
+      return { applied: await settle(sql, this.st, onServer), claimed: await claim(sql, this.st, this.clock.claim(req)) };
+    });
   }
 
   async heartbeat(owner: string, leaseExpiresAt: number): Promise<number[]> {

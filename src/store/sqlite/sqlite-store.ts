@@ -49,9 +49,12 @@ export class SqliteStore implements T.TaskStore {
    * One transaction for a coordinator's tick: commit the finished attempts, then claim for
    * the free slots. Halves the commits per task compared with settle + claim.
    */
-  async settleAndClaim(settlements: T.Settlement[], req: T.ClaimRequest): Promise<{ applied: number[]; claimed: T.ClaimedTask[] }> {
-    if (settlements.length === 0 && req.slots.length === 0) return { applied: [], claimed: [] };
-    return this.c.write(() => ({ applied: settle(this.c.st, settlements), claimed: claim(this.c.st, req) }));
+  async settleAndClaim(settlements: T.Settlement[], req: T.ClaimRequest, placed: { taskId: number; temp: string }[] = []): Promise<{ applied: number[]; claimed: T.ClaimedTask[] }> {
+    if (settlements.length === 0 && req.slots.length === 0 && placed.length === 0) return { applied: [], claimed: [] };
+    return this.c.write(() => {
+      if (placed.length) this.c.st.outputsPlaced.run({ list: placedList(placed) });
+      return { applied: settle(this.c.st, settlements), claimed: claim(this.c.st, req) };
+    });
   }
 
   async settle(settlements: T.Settlement[]): Promise<number[]> {
@@ -74,7 +77,7 @@ export class SqliteStore implements T.TaskStore {
 
   async outputsPlaced(placed: { taskId: number; temp: string }[]): Promise<void> {
     if (placed.length === 0) return;
-    this.c.write(() => this.c.st.outputsPlaced.run({ list: JSON.stringify(placed.map((p) => [p.taskId, p.temp])) }));
+    this.c.write(() => this.c.st.outputsPlaced.run({ list: placedList(placed) }));
   }
 
   async statuses(taskIds: number[]): Promise<Map<number, T.TaskStatus>> {
@@ -181,3 +184,5 @@ export class SqliteStore implements T.TaskStore {
     this.c.db.close();
   }
 }
+
+const placedList = (placed: { taskId: number; temp: string }[]) => JSON.stringify(placed.map((p) => [p.taskId, p.temp]));
