@@ -161,7 +161,7 @@ describe.each(STORES)('declared outputs on $store', ({ db: dbFor }) => {
   });
 });
 
-const hasStrace = !missing('strace', 'the fsync → rename → fsync order test');
+const hasStrace = !missing('strace', 'the fsync → commit → rename → fsync order test');
 
 describe.skipIf(!hasStrace)('declared outputs: the order that makes a success durable', () => {
   it('the temporary file is synced, the success committed naming it, and only then renamed onto the output and its folder synced', async () => {

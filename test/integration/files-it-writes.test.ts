@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BIN, handler, runCli, sleep, startCli, waitFor } from '../helpers/cli.js';
 import { processesWithEnv } from '../helpers/procs.js';
+import { missing } from '../helpers/services.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
@@ -11,7 +12,7 @@ import { dbPathIn, query } from '../helpers/store.js';
 // --html) is missing or a regular file, never a device, FIFO, folder or symlink, never the
 // store's own files or a task's input; its temporary files are created exclusively.
 
-const isRoot = process.getuid?.() === 0;
+const isRoot = !missing('root', 'the device and full-disk cases (mknod, a tmpfs)');
 const mounts: string[] = [];
 afterAll(() => {
   for (const m of mounts) execFileSync('umount', ['-l', m]);
@@ -274,14 +275,7 @@ describe('an output path only a stage result names', () => {
   });
 });
 
-const hasStrace = (() => {
-  try {
-    execFileSync('strace', ['-V'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const hasStrace = !missing('strace', 'the exclusive-create test of the metrics file');
 
 describe.skipIf(!hasStrace)('temporary files are created exclusively', () => {
   it('the metrics file: its temporary file is opened O_EXCL (never through a planted symlink) with a name no one can guess', async () => {

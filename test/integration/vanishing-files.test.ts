@@ -1,22 +1,16 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
+import { missing } from '../helpers/services.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
 // A file listed by the split and gone before it is looked at (another process cleaning up the
 // folder) is not a task: the run says so and goes on. The vanishing is made exact with strace's
 // fault injection: every stat of that one path fails with ENOENT, as if it had just been removed.
 
-const hasStrace = (() => {
-  try {
-    execFileSync('strace', ['-V'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const hasStrace = !missing('strace', 'the file-removed-during-the-split test (fault injection)');
 
 describe.skipIf(!hasStrace)('a file removed during the split', () => {
   it('is skipped with a note naming it, not "unexpected error: ENOENT"; the other files run', async () => {
