@@ -82,6 +82,13 @@ describe('a path splitdance replaces must be missing or a regular file', () => {
       expect(r.code, `${thing.name}: ${r.stderr}`).toBe(2);
       expect(thing.kept(), thing.name).toBe(true);
     }
+    // The store's own file is never a report.
+    const store = dbPathIn(p.dir);
+    const before = readFileSync(store);
+    const onStore = await runCli(['report', '--html', store], { cwd: p.dir });
+    expect(onStore.code, onStore.stderr).toBe(2);
+    expect(onStore.stderr).toContain("the store's");
+    expect(readFileSync(store).equals(before)).toBe(true);
     // The default name, planted beforehand as a symlink to a file of the user's.
     const made = await runCli(['report', '--json'], { cwd: p.dir });
     const name = JSON.parse(made.stdout).file as string;
