@@ -95,13 +95,7 @@ export class CommitQueue {
     };
     // Outputs put in place since the last tick are confirmed in the same transaction: no commit of their own.
     const placed = this.host.placement.take();
-    const { applied, claimed } = await this.committing(batch, () =>
-      store.settleAndClaim(
-        batch.map((q) => q.settlement),
-        request,
-        placed,
-      ),
-    ).catch((err: unknown) => {
+    const { applied, claimed } = await this.committing(batch, () => store.settleAndClaim(batch.map((q) => q.settlement), request, placed)).catch((err: unknown) => {
       this.host.placement.restore(placed);
       throw err;
     });
