@@ -8,6 +8,7 @@ import { longInterval, type LongTimer } from '../long-timer.js';
 import { printable } from './format.js';
 import { colors, line, type Io } from './io.js';
 import { givenDb, suggest } from './suggest.js';
+import { monotonicMs } from '../wall-steps.js';
 
 export type ReportMode = 'tty' | 'plain' | 'json' | 'quiet';
 
@@ -18,7 +19,7 @@ export type ReportMode = 'tty' | 'plain' | 'json' | 'quiet';
  */
 export class RunReporter implements BatchObserver {
   /** The rate counts from the run's start, not from when the workers were still starting. */
-  private started = Date.now();
+  private started = monotonicMs();
   private finishedHere = 0;
   /** Tasks this run recorded SUCCESS without running: their declared output was up to date. */
   private upToDateHere = 0;
@@ -45,7 +46,7 @@ export class RunReporter implements BatchObserver {
   }
 
   start(info: RunStart): void {
-    this.started = Date.now();
+    this.started = monotonicMs();
     if (this.mode === 'json') {
       this.event({ event: 'start', ...info });
     } else if (this.mode !== 'quiet') {
@@ -162,7 +163,7 @@ export class RunReporter implements BatchObserver {
       return; // progress is best effort; the run itself reports store errors
     }
     const done = k.succeeded + k.failed + k.cancelled;
-    const elapsed = (Date.now() - this.started) / 1000;
+    const elapsed = (monotonicMs() - this.started) / 1000;
     const rate = elapsed > 0 ? this.finishedHere / elapsed : 0;
     const left = k.total - done;
     const eta = rate > 0 ? formatMs((left / rate) * 1000) : '?';

@@ -158,7 +158,7 @@ export class AttemptsInFlight {
     if (timeoutMs !== null) entry.timers.push(longTimeout(() => this.timeOut(entry, 'timeout'), timeoutMs));
     if (heartbeatTimeoutMs !== null) {
       const logFile = this.host.pool.reportsStarts(entry.task.stage) ? attemptLogFile(this.host.logFolder, entry.task.token) : null;
-      entry.silence = new SilenceWatch(heartbeatTimeoutMs, logFile, () => this.timeOut(entry, 'heartbeat'), entry.startedAt);
+      entry.silence = new SilenceWatch(heartbeatTimeoutMs, logFile, () => this.timeOut(entry, 'heartbeat'));
       entry.timers.push(entry.silence);
     }
   }

@@ -1,6 +1,8 @@
 import type { BatchRecord, ClaimedTask, Settlement, TaskStatus } from '../store/task-store.js';
 import type { RunObserver, StopReason } from './coordinator.js';
 import { isUnavailable, type RunStore } from './outage.js';
+import { formatMs } from '../job/units.js';
+import { WallSteps } from '../wall-steps.js';
 import { HOST } from './owner.js';
 import type { PoolWorker } from './pool.js';
 import { discardOutput } from '../output/commit-output.js';
@@ -35,11 +37,17 @@ export interface CommitQueueHost {
 /**
  * The settlements of ended attempts, committed in groups: with the next claim in one
  * transaction (exchange), or alone when the run ends (flush). Reports each committed attempt
- * and counts failures for --max-failures.
+ * and counts failures for --max-failures. Keeps the retries it scheduled on this process's
+ * wall clock, and moves them when that clock steps (followSteps).
  */
 export class CommitQueue {
   private queue: Queued[] = [];
   private failures = 0;
+  private readonly steps = new WallSteps();
+  /** A step seen and not yet applied (the store was busy or down). */
+  private step = 0;
+  /** Retries this run committed and has not claimed again, by task id: when each is due. */
+  private retries = new Map<number, number>();
 
   constructor(private readonly host: CommitQueueHost) {}
 
@@ -80,9 +88,11 @@ export class CommitQueue {
       await this.confirmPlaced();
       return null;
     }
+    // Read before looking for a step: a step after this read leaves `now` on the clock the retries are on.
+    let now = Date.now();
+    while (await this.followSteps()) now = Date.now();
     const batch = this.queue;
     this.queue = [];
-    const now = Date.now();
     const request = {
       batchId: record.id,
       owner,
@@ -105,6 +115,7 @@ export class CommitQueue {
       if (tasks) tasks.push(task);
       else perWorker.set(free[i]!, [task]);
     });
+    for (const task of claimed) this.retries.delete(task.id);
     for (const [worker, tasks] of perWorker) this.host.dispatch(worker, tasks, now);
     await this.report(batch, new Set(applied));
     return free.length > 0 && claimed.length < free.length ? now : null;
@@ -120,6 +131,27 @@ export class CommitQueue {
       this.host.placement.restore(placed);
       throw err;
     }
+  }
+
+  /**
+   * A step of this machine's wall clock (say NTP stepping it back 10 minutes) would stretch every
+   * waiting backoff by the step, or (forward) end it early: the retries this run scheduled are
+   * moved by the step, before anything is claimed on the new clock. A retry someone else claimed
+   * or rescheduled meanwhile is left alone (the store checks each is still due when we said).
+   */
+  private async followSteps(): Promise<boolean> {
+    this.step += this.steps.take();
+    if (this.step === 0) return false;
+    const step = this.step;
+    if (this.retries.size > 0) {
+      const moved = await this.host.store.shiftRetries([...this.retries].map(([taskId, dueAt]) => ({ taskId, dueAt })), step);
+      this.retries = new Map(moved.map((r) => [r.taskId, r.dueAt]));
+      if (moved.length > 0) {
+        this.host.observer.note(`this machine's clock stepped ${step > 0 ? 'forward' : 'back'} ${formatMs(Math.abs(step))}; ${moved.length} waiting retr${moved.length === 1 ? 'y' : 'ies'} moved with it`);
+      }
+    }
+    this.step = 0;
+    return true;
   }
 
   /** Commits what finished (no claim): used when the run is ending. */
@@ -150,6 +182,8 @@ export class CommitQueue {
       let now = status.get(q.task.id) ?? (q.settlement.outcome === 'SUCCESS' ? 'SUCCESS' : q.terminal ? 'FAILED' : 'PENDING');
       if (now === 'RUNNING') now = 'PENDING'; // already claimed again, by another coordinator: it was a retry
       if (now === 'FAILED') this.countFailure();
+      const { retryAt } = q.settlement;
+      if (now === 'PENDING' && typeof retryAt === 'number') this.retries.set(q.task.id, retryAt);
       observer.attemptEnded(q.task, q.settlement, now);
     }
   }

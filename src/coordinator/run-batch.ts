@@ -16,6 +16,7 @@ import { DeclaredOutputs } from './declared-outputs.js';
 import { rulesOf } from './retry-rules.js';
 import { outcomeOf } from './run-outcome.js';
 import { drainOnSignals, watchSignalsDuringStartup } from './signals.js';
+import { monotonicMs } from '../wall-steps.js';
 
 export interface RunStart {
   batch: string;
@@ -73,7 +74,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
   const before = await growToWork(pool, store, batch.id);
   const total = before.total;
   const maxFailures = inv.maxFailures === null ? null : resolveCountOrShare(inv.maxFailures, total);
-  const started = Date.now();
+  const started = monotonicMs();
   // Read before recovery marks anything LOST: from here on the run counts the attempts it ends.
   // Loaded only when asked for: prom-client alone costs ~35 ms of every run's start-up.
   const metrics =
@@ -92,7 +93,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
         killGraceMs: KILL_GRACE_MS,
         noWait: inv.noWait,
         maxFailures: maxFailures === null ? null : Math.max(1, maxFailures - failedSoFar),
-        maxRuntimeMs: inv.maxRuntimeMs === null ? null : Math.max(0, inv.maxRuntimeMs - (Date.now() - started)),
+        maxRuntimeMs: inv.maxRuntimeMs === null ? null : Math.max(0, inv.maxRuntimeMs - (monotonicMs() - started)),
         logDir: logRoot(run.dbPath, run.cwd),
         pollMs: 1000,
         outputs: new DeclaredOutputs(settings, b.name, inv.force, store.identity),
@@ -141,7 +142,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
     const counts = await ridingOut(() => store.counts(batch.id), (m) => observer.note(m));
     const { exitCode, reason } = outcomeOf(stop, counts, run.resume);
     await metrics?.finish();
-    await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Date.now() - started });
+    await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: monotonicMs() - started });
     return exitCode;
   } catch (err) {
     observer.failed(err);

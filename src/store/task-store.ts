@@ -8,7 +8,7 @@
 import type { LeaseStore } from './lease-store.js';
 import type { AdminStore, QueryStore } from './command-store.js';
 
-export type { BatchProgress, LeaseStore, StoreInfo } from './lease-store.js';
+export type { BatchProgress, LeaseStore, RetryDue, StoreInfo } from './lease-store.js';
 export type { AdminStore, CommandStore, QueryStore } from './command-store.js';
 
 export const TASK_STATUSES = ['PENDING', 'RUNNING', 'SUCCESS', 'FAILED', 'CANCELLED'] as const;

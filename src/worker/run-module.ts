@@ -3,6 +3,7 @@ import { serializeError } from '../errors.js';
 import type { Handler, Task } from './handler-types.js';
 import { OutputCapture, tailWithNote } from './output-capture.js';
 import type { DoneMessage, TaskMessage } from './protocol.js';
+import { monotonicMs } from '../wall-steps.js';
 
 export interface RunningModule {
   abort(reason: string): void;
@@ -17,6 +18,8 @@ type Write = typeof process.stdout.write;
  */
 export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => void): RunningModule {
   const started = Date.now();
+  // The duration on the monotonic clock: a wall-clock step during the attempt must not make it negative.
+  const clock = monotonicMs();
   const capture = new OutputCapture(msg.logFile);
   const controller = new AbortController();
   const restore = redirectOutput(capture);
@@ -54,7 +57,7 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
       restore();
     }
     const { outputTail, logPath, note } = capture.finish();
-    return { ok, result, error, exitCode: null, signal: null, outputTail: tailWithNote(outputTail, note), logPath, durationMs: Date.now() - started, startedAt: started };
+    return { ok, result, error, exitCode: null, signal: null, outputTail: tailWithNote(outputTail, note), logPath, durationMs: Math.round(monotonicMs() - clock), startedAt: started };
   })();
 
   return {

@@ -13,6 +13,7 @@ import type {
   PendingOutput,
   PruneResult,
   ReleasedTask,
+  RetryDue,
   Settlement,
   StageCounts,
   TaskFilter,
@@ -21,6 +22,7 @@ import type {
   TaskStatus,
   TaskStore,
 } from '../task-store.js';
+import { failpoint } from '../failpoint.js';
 import { migrate, readIdentity } from './migrate.js';
 import { ServerClock } from './pg-clock.js';
 import { PgDb, type Sql } from './pg-db.js';
@@ -150,8 +152,19 @@ export class PostgresStore implements TaskStore {
 
   async heartbeat(owner: string, leaseExpiresAt: number): Promise<number[]> {
     // One statement, but in `transaction` so a deadlock with a settle is retried, not reported.
-    const rows = await this.db.transaction((sql) => sql.rows<{ token: number | string }>(this.st.heartbeat, [owner, this.clock.toServer(leaseExpiresAt)]));
+    const rows = await this.db.transaction(async (sql) => {
+      // On the server's clock, the lease's length as the caller meant it; the caller's own time only in the contract tests.
+      const from = this.clock.leaseBase(leaseExpiresAt);
+      const held = await sql.rows<{ token: number | string }>(this.st.heartbeat, [owner, from, from === null ? leaseExpiresAt - Date.now() : 0]);
+      failpoint('freeze');
+      return held;
+    });
     return rows.map((r) => Number(r.token));
+  }
+
+  /** Nothing to move: retries are stored on the server's clock, and the ServerClock follows this process's steps. */
+  async shiftRetries(): Promise<RetryDue[]> {
+    return [];
   }
 
   async settle(settlements: Settlement[]): Promise<number[]> {
@@ -181,7 +194,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners: string[] = []): Promise<ReleasedTask[]> {
-    return this.db.transaction((sql) => releaseStale(sql, this.st, batchId, this.clock.toServer(now), deadOwners, self, liveOwners));
+    return this.db.transaction((sql) => releaseStale(sql, this.st, batchId, this.clock.leaseBase(now), this.clock.toServer(now), deadOwners, self, liveOwners));
   }
 
   async counts(batchId: number): Promise<Counts> {

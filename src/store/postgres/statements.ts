@@ -1,3 +1,4 @@
+import { SERVER_NOW } from './pg-clock.js';
 import type { Statement } from './pg-db.js';
 import { lastFinishedOf, settleStatements } from './settle-statements.js';
 
@@ -99,7 +100,8 @@ function sql(s: string) {
       WHERE batch_id = $1 AND status = 'SUCCESS' AND seen_fingerprint IS DISTINCT FROM fingerprint`,
 
     /**
-     * $1 batchId $2 now $3 owner $4 expires $5 workerIds text[] $6 host $7 pids int[] $8 jobVersion —
+     * $1 batchId $2 now $3 owner $4 leaseMs $5 workerIds text[] $6 host $7 pids int[] $8 jobVersion
+     * $9 leaseFrom (NULL: the server's clock, as always outside the contract tests) —
      * a whole claim in one statement: locks up to one due PENDING task per worker, skipping rows
      * another coordinator is claiming (SKIP LOCKED: no waiting, no double hand-out), counts the
      * attempt (a claim is an attempt) and opens its attempt row, whose id, drawn first in slot
@@ -116,7 +118,7 @@ function sql(s: string) {
         ORDER BY n),
       claimed AS (
         UPDATE ${s}.tasks AS t
-        SET status = 'RUNNING', attempts = t.attempts + 1, lease_owner = $3, lease_expires_at = $4,
+        SET status = 'RUNNING', attempts = t.attempts + 1, lease_owner = $3, lease_expires_at = coalesce($9::bigint, ${SERVER_NOW}) + $4::bigint,
             worker_id = ($5::text[])[due.n::int], started_at = $2, lease_token = due.token
         FROM due WHERE t.id = due.id
         RETURNING t.id, t.batch_id, t.task_key, t.stage, t.item_key, t.needs, t.seq, t.attempts, t.max_attempts, t.payload, t.worker_id, t.lease_token, due.n),
@@ -152,11 +154,11 @@ function sql(s: string) {
     /** $1 batchId $2 now — set once, so only a batch's very first claims contend for its row. */
     markStarted: `UPDATE ${s}.batches SET first_started_at = $2 WHERE id = $1 AND first_started_at IS NULL`,
     /**
-     * $1 owner $2 expires — rows locked in id order, like every multi-row writer, against
-     * deadlocks; returns the tokens the owner still holds.
+     * $1 owner $2 from (NULL: the server's clock) $3 leaseMs — rows locked in id order, like
+     * every multi-row writer, against deadlocks; returns the tokens the owner still holds.
      */
     heartbeat: `
-      UPDATE ${s}.tasks SET lease_expires_at = $2
+      UPDATE ${s}.tasks SET lease_expires_at = coalesce($2::bigint, ${SERVER_NOW}) + $3::bigint
       WHERE id IN (SELECT id FROM ${s}.tasks WHERE lease_owner = $1 AND status = 'RUNNING' ORDER BY id FOR UPDATE)
       RETURNING lease_token AS token`,
 
@@ -165,16 +167,17 @@ function sql(s: string) {
       SELECT DISTINCT lease_owner AS owner FROM ${s}.tasks
       WHERE status = 'RUNNING' AND lease_owner IS NOT NULL AND ($1::bigint IS NULL OR batch_id = $1)`,
     /**
-     * $1 batchId (NULL = every batch) $2 now $3 dead owners text[] $4 self $5 live local owners
-     * text[] — locked (waiting for a settle in flight, then re-checked), so two recovering
-     * coordinators never both release one.
+     * $1 batchId (NULL = every batch) $2 now (NULL: the server's clock) $3 dead owners text[] $4 self $5 live local owners
+     * text[] — locked, so two recovering coordinators never both release one. A row another
+     * session holds (a settle in flight, or a host frozen mid-transaction) is skipped, never
+     * waited for: the next recovery, a poll later, looks again.
      */
     staleTasks: `
       SELECT * FROM ${s}.tasks
       WHERE status = 'RUNNING' AND ($1::bigint IS NULL OR batch_id = $1) AND lease_owner IS DISTINCT FROM $4
         AND (lease_owner = ANY($5::text[])) IS NOT TRUE
-        AND (lease_expires_at < $2 OR lease_owner = ANY($3::text[]))
-      ORDER BY id FOR UPDATE`,
+        AND (lease_expires_at < coalesce($2::bigint, ${SERVER_NOW}) OR lease_owner = ANY($3::text[]))
+      ORDER BY id FOR UPDATE SKIP LOCKED`,
     /** $1 id $2 now $3 error — the lost attempt stays counted, so a task that kills its machine cannot loop forever. */
     releaseLost: `
       UPDATE ${s}.tasks

@@ -66,6 +66,13 @@ export class SqliteStore implements T.TaskStore {
     return heartbeat(this.c, owner, leaseExpiresAt);
   }
 
+  async shiftRetries(retries: T.RetryDue[], stepMs: number): Promise<T.RetryDue[]> {
+    if (retries.length === 0 || stepMs === 0) return [];
+    return this.c.write(() =>
+      retries.filter((r) => this.c.st.shiftRetry.run({ id: r.taskId, due: r.dueAt, step: stepMs }).changes === 1).map((r) => ({ taskId: r.taskId, dueAt: r.dueAt + stepMs })),
+    );
+  }
+
   async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners: string[] = []): Promise<T.ReleasedTask[]> {
     return releaseStale(this.c, batchId, now, deadOwners, self, liveOwners);
   }

@@ -60,6 +60,8 @@ export const SQL = {
     WHERE id = @id AND status IN ('PENDING', 'RUNNING')
     RETURNING status`,
   /** @owner @expires — returns the tokens the owner still holds. */
+  /** @id @due @step — a waiting retry still due when its scheduler thought, moved by a step of its clock. */
+  shiftRetry: "UPDATE tasks SET next_run_at = next_run_at + @step WHERE id = @id AND status = 'PENDING' AND next_run_at = @due",
   heartbeat: "UPDATE tasks INDEXED BY tasks_running SET lease_expires_at = @expires WHERE lease_owner = @owner AND status = 'RUNNING' RETURNING lease_token AS token",
 
 
