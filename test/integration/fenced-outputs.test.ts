@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { handler, runCli, sleep, startCli, waitFor } from '../helpers/cli.js';
 import { processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
+import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
 // RELIABILITY R30: fencing covers declared outputs. A remote host's run (SPLITDANCE_HOST_ID),
@@ -24,11 +25,34 @@ function signal(pid: number, sig: NodeJS.Signals): void {
   }
 }
 
-describe('a frozen remote owner and declared outputs', () => {
+const freshPg = pgSchemas('fenced');
+/** Both stores: SQLite in the project's folder, and a fresh schema of the shared PostgreSQL server (where other hosts really are). */
+const STORES = [
+  { store: 'SQLite', db: (dir: string) => dbPathIn(dir), rows: async (dir: string, sql: string) => query(dbPathIn(dir), sql) },
+  ...(PG_URL
+    ? [
+        (() => {
+          let schema = '';
+          return {
+            store: 'PostgreSQL',
+            db: () => {
+              const fresh = freshPg();
+              schema = fresh.schema;
+              return fresh.db;
+            },
+            rows: (_dir: string, sql: string) => pgQuery(sql.replace(/\b(tasks|attempts)\b/g, `${schema}.$1`)),
+          };
+        })(),
+      ]
+    : []),
+];
+
+describe.each(STORES)('a frozen remote owner and declared outputs ($store)', ({ db: dbFor, rows }) => {
   it('woken after another host committed the task, its fenced-off attempt never puts its file at the output path', async () => {
     const p = projectWithFiles(1);
     const out = join(p.dir, 'out');
-    const args = ['run', 'src', '--handler', handler('write-in-two-parts'), '--output', 'out/{rel}', '-j', '1', '--lease', '1s', '--quiet'];
+    const db = dbFor(p.dir);
+    const args = ['run', 'src', '--handler', handler('write-in-two-parts'), '--output', 'out/{rel}', '-j', '1', '--lease', '1s', '--quiet', '--db', db];
     const marker = `${p.dir}#host-a`; // inherited by every process of host A's tree
     const a = startCli(args.filter((x) => x !== '--quiet'), { cwd: p.dir, env: { SPLITDANCE_HOST_ID: 'host-a', SIM_MACHINE: marker, OUT_TEXT: 'from A\nA again\n', SLEEP_MS: '1500' } });
     const temps = () => readdirSafe(out).filter((f) => f.endsWith('.tmp'));
@@ -54,9 +78,8 @@ describe('a frozen remote owner and declared outputs', () => {
     expect(r.stderr).toContain('fenced off');
     expect(readFileSync(output, 'utf8')).toBe('from B\n');
     expect(temps()).toEqual([]); // the fenced attempt's file is removed, not left behind
-    const db = dbPathIn(p.dir);
-    expect(query(db, 'SELECT status, output_temp FROM tasks')).toEqual([{ status: 'SUCCESS', output_temp: null }]);
-    expect(query(db, "SELECT host FROM attempts WHERE outcome = 'SUCCESS'")).toEqual([{ host: 'host-b' }]);
+    expect(await rows(p.dir, 'SELECT status, output_temp FROM tasks')).toEqual([{ status: 'SUCCESS', output_temp: null }]);
+    expect(await rows(p.dir, "SELECT host FROM attempts WHERE outcome = 'SUCCESS'")).toEqual([{ host: 'host-b' }]);
   }, 60_000);
 });
 
