@@ -1,4 +1,4 @@
-import type { BatchRecord, ClaimedTask, Settlement, TaskStatus } from '../store/task-store.js';
+import type { AttemptStart, BatchRecord, ClaimedTask, Settlement, TaskStatus } from '../store/task-store.js';
 import type { RunObserver, StopReason } from './coordinator.js';
 import { isUnavailable, type RunStore } from './outage.js';
 import { formatMs } from '../job/units.js';
@@ -27,8 +27,8 @@ export interface CommitQueueHost {
   observer: RunObserver;
   /** The slots to claim for now: none once the run stops (asked after failures are committed). */
   freeSlots(): PoolWorker[];
-  /** Hands tasks claimed for a slot to it (the attempts in flight). */
-  dispatch(worker: PoolWorker, tasks: ClaimedTask[], now: number): void;
+  /** Hands tasks claimed for a slot to it (the attempts in flight); `queued`: the tokens claimed as queued. */
+  dispatch(worker: PoolWorker, tasks: ClaimedTask[], now: number, queued: ReadonlySet<number>): void;
   stop(reason: StopReason): void;
   /** Committed successes' outputs, put in place once their commits won. */
   placement: OutputPlacement;
@@ -42,6 +42,8 @@ export interface CommitQueueHost {
  */
 export class CommitQueue {
   private queue: Queued[] = [];
+  /** Attempts claimed as queued that have started since: written with the next claim. */
+  private starts: AttemptStart[] = [];
   private failures = 0;
   private readonly steps = new WallSteps();
   /** A step seen and not yet applied (the store was busy or down). */
@@ -64,12 +66,18 @@ export class CommitQueue {
     this.queue.push(q);
   }
 
+  /** A queued attempt started: its task shows as running once the next tick commits this. */
+  started(s: AttemptStart): void {
+    this.starts.push(s);
+  }
+
   /** Runs a commit of `batch` (taken off the queue); on failure puts it back, in order, to be committed later. */
-  private async committing<T>(batch: Queued[], commit: () => Promise<T>): Promise<T> {
+  private async committing<T>(batch: Queued[], commit: () => Promise<T>, starts: AttemptStart[] = []): Promise<T> {
     try {
       return await commit();
     } catch (err) {
       this.queue = batch.concat(this.queue);
+      this.starts = starts.concat(this.starts);
       throw err;
     }
   }
@@ -84,7 +92,7 @@ export class CommitQueue {
     // failures on their own first. (Successes, the common case, share the claim's transaction.)
     if (this.queue.some((q) => q.settlement.outcome !== 'SUCCESS')) await this.flush();
     const free = this.host.freeSlots();
-    if (this.queue.length === 0 && free.length === 0) {
+    if (this.queue.length === 0 && free.length === 0 && this.starts.length === 0) {
       await this.confirmPlaced();
       return null;
     }
@@ -92,31 +100,47 @@ export class CommitQueue {
     let now = Date.now();
     while (await this.followSteps()) now = Date.now();
     const batch = this.queue;
+    // A queued attempt that started and ended since the last commit is settled now: its start says nothing more.
+    const ending = new Set(batch.map((q) => q.settlement.token));
+    const starts = this.starts.filter((s) => !ending.has(s.token));
     this.queue = [];
+    this.starts = [];
+    // A worker's place behind an attempt it holds already (or behind another place claimed now) is queued.
+    const places = new Map<PoolWorker, number>();
+    const slots = free.map((w) => {
+      const place = w.queue.length + (places.get(w) ?? 0);
+      places.set(w, (places.get(w) ?? 0) + 1);
+      return { workerId: w.id, pid: w.pid, queued: place > 0 };
+    });
     const request = {
       batchId: record.id,
       owner,
       host: HOST,
       now,
       leaseMs,
-      slots: free.map((w) => ({ workerId: w.id, pid: w.pid })),
+      slots,
+      started: starts,
       // The version whose handler the pool loaded: under a newer one the store claims nothing.
       jobVersion: record.jobVersion,
     };
     // Outputs put in place since the last tick are confirmed in the same transaction: no commit of their own.
     const placed = this.host.placement.take();
-    const { applied, claimed } = await this.committing(batch, () => store.settleAndClaim(batch.map((q) => q.settlement), request, placed)).catch((err: unknown) => {
-      this.host.placement.restore(placed);
-      throw err;
-    });
+    const { applied, claimed } = await this.committing(batch, () => store.settleAndClaim(batch.map((q) => q.settlement), request, placed), starts).catch(
+      (err: unknown) => {
+        this.host.placement.restore(placed);
+        throw err;
+      },
+    );
     const perWorker = new Map<PoolWorker, ClaimedTask[]>();
+    const queued = new Set<number>();
     claimed.forEach((task, i) => {
+      if (slots[i]!.queued) queued.add(task.token);
       const tasks = perWorker.get(free[i]!);
       if (tasks) tasks.push(task);
       else perWorker.set(free[i]!, [task]);
     });
     for (const task of claimed) this.retries.delete(task.id);
-    for (const [worker, tasks] of perWorker) this.host.dispatch(worker, tasks, now);
+    for (const [worker, tasks] of perWorker) this.host.dispatch(worker, tasks, now, queued);
     await this.report(batch, new Set(applied));
     return free.length > 0 && claimed.length < free.length ? now : null;
   }

@@ -1,3 +1,4 @@
+import { plural } from '../printable.js';
 import { definitionOf } from '../job/job-definition.js';
 import type { RunPlan } from '../job/plan-run.js';
 import { budgetOf } from '../job/stages.js';
@@ -42,7 +43,7 @@ export async function enqueuePlan(
     if (reason === UNNAMED) plan.notes.push(`skipped ${n} whose name is not valid UTF-8: ${shown}; rename them to run them`);
     else plan.notes.push(`skipped ${n} (${reason}): ${shown}`);
   }
-  if (enqueued.requeued) plan.notes.push(`re-queued ${enqueued.requeued} succeeded task(s) whose file changed (--rerun-changed)`);
-  if (enqueued.changed) plan.notes.push(`${enqueued.changed} succeeded task(s) have changed files since; --rerun-changed runs them again`);
+  if (enqueued.requeued) plan.notes.push(`re-queued ${plural(enqueued.requeued, 'succeeded task')} whose file changed (--rerun-changed)`);
+  if (enqueued.changed) plan.notes.push(`${plural(enqueued.changed, 'succeeded task')} ${enqueued.changed === 1 ? 'has a changed file' : 'have changed files'} since; --rerun-changed runs ${enqueued.changed === 1 ? 'it' : 'them'} again`);
   return { batch, inserted: enqueued.inserted };
 }

@@ -2,6 +2,7 @@ import { format } from 'node:util';
 import { serializeError } from '../errors.js';
 import type { Handler, Task } from './handler-types.js';
 import { OutputCapture, tailWithNote } from './output-capture.js';
+import { PrintCopy } from './print-copy.js';
 import type { DoneMessage, TaskMessage } from './protocol.js';
 import { monotonicMs } from '../wall-steps.js';
 
@@ -22,7 +23,8 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
   const clock = monotonicMs();
   const capture = new OutputCapture(msg.logFile);
   const controller = new AbortController();
-  const restore = redirectOutput(capture);
+  const copy = msg.print ? new PrintCopy(msg.print) : null;
+  const restore = redirectOutput(capture, copy);
   const task: Task = {
     key: msg.key,
     batch: msg.batch,
@@ -55,6 +57,7 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
       error = serializeError(err);
     } finally {
       restore();
+      copy?.close();
     }
     const { outputTail, logPath, note } = capture.finish();
     return { ok, result, error, exitCode: null, signal: null, outputTail: tailWithNote(outputTail, note), logPath, durationMs: Math.round(monotonicMs() - clock), startedAt: started };
@@ -68,17 +71,20 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
   };
 }
 
-function redirectOutput(capture: OutputCapture): () => void {
+function redirectOutput(capture: OutputCapture, copy: PrintCopy | null): () => void {
   const out = process.stdout.write;
   const err = process.stderr.write;
-  const into = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
-    capture.write(typeof chunk === 'string' ? chunk : Buffer.from(chunk));
-    const cb = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
-    cb?.();
-    return true;
-  }) as Write;
-  process.stdout.write = into;
-  process.stderr.write = into;
+  const into = (stream: 'out' | 'err') =>
+    ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      const buf = typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk);
+      capture.write(buf);
+      copy?.write(stream, buf);
+      const cb = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
+      cb?.();
+      return true;
+    }) as Write;
+  process.stdout.write = into('out');
+  process.stderr.write = into('err');
   return () => {
     process.stdout.write = out;
     process.stderr.write = err;

@@ -65,7 +65,12 @@ export class ServerClock {
   }
 
   claim(req: ClaimRequest): ClaimRequest & { leaseFrom: number | null } {
-    return { ...req, now: this.toServer(req.now), leaseFrom: this.leaseBase(req.now) };
+    return {
+      ...req,
+      now: this.toServer(req.now),
+      started: req.started?.map((s) => ({ ...s, at: this.toServer(s.at) })),
+      leaseFrom: this.leaseBase(req.now),
+    };
   }
 
   settlements(settlements: Settlement[]): Settlement[] {

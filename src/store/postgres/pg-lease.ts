@@ -12,6 +12,10 @@ import type { Statements } from './statements.js';
  * itself (see claimTasks); a stage task that needs others' results reads them too.
  */
 export async function claim(sql: Sql, st: Statements, req: ClaimRequest & { leaseFrom: number | null }): Promise<ClaimedTask[]> {
+  if (req.started?.length) {
+    const s = req.started;
+    await sql.run(st.markRunning, [s.map((x) => x.taskId), s.map((x) => x.token), s.map((x) => x.at)]);
+  }
   if (req.slots.length === 0) return [];
   // Under the batch's current job version only (see claimVersion): a claimer whose workers
   // loaded an older definition's handler starts nothing.
@@ -31,6 +35,7 @@ export async function claim(sql: Sql, st: Statements, req: ClaimRequest & { leas
     req.slots.map((s) => s.pid),
     version.job_version,
     req.leaseFrom,
+    req.slots.map((s) => s.queued ?? false),
   ]);
   const claimed = [];
   for (const t of rows) claimed.push(toClaimedTask(t, Number(t.lease_token), t.worker_id!, await inputsOf(sql, st, t)));

@@ -136,13 +136,13 @@ export class PostgresStore implements TaskStore {
   }
 
   async claim(req: ClaimRequest): Promise<ClaimedTask[]> {
-    if (req.slots.length === 0) return [];
+    if (req.slots.length === 0 && !req.started?.length) return [];
     return this.db.transaction((sql) => claim(sql, this.st, this.clock.claim(req)));
   }
 
   /** A coordinator's tick in one transaction: commit what finished, then claim for the free slots. */
   async settleAndClaim(settlements: Settlement[], req: ClaimRequest, placed: { taskId: number; temp: string }[] = []): Promise<{ applied: number[]; claimed: ClaimedTask[] }> {
-    if (settlements.length === 0 && req.slots.length === 0 && placed.length === 0) return { applied: [], claimed: [] };
+    if (settlements.length === 0 && req.slots.length === 0 && !req.started?.length && placed.length === 0) return { applied: [], claimed: [] };
     const onServer = this.clock.settlements(settlements);
     return this.db.transaction(async (sql) => {
       if (placed.length) await sql.run(this.st.outputsPlaced, [placed.map((p) => p.taskId), placed.map((p) => p.temp)]);
@@ -238,10 +238,15 @@ export class PostgresStore implements TaskStore {
     return { attempts, total: Number(n) };
   }
 
-  async pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void): Promise<PruneResult> {
+  async pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void, only?: number): Promise<PruneResult> {
     const cutoff = this.clock.toServer(before);
-    const batches = await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.finishedBatches, [cutoff, null]));
+    const batches = await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.finishedBatches, [cutoff, only ?? null]));
     return pruneInChunks(batches, (b, first) => this.db.transaction((sql) => this.pruneChunk(sql, b, cutoff, first)), onChunk);
+  }
+
+  async prunableBatches(before: number, only?: number): Promise<BatchRecord[]> {
+    const cutoff = this.clock.toServer(before);
+    return (await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.finishedBatches, [cutoff, only ?? null]))).map((b) => toBatch(b));
   }
 
   /** One short transaction of a prune: a chunk of attempts, else of tasks, else the batch row. */

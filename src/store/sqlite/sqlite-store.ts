@@ -41,7 +41,7 @@ export class SqliteStore implements T.TaskStore {
   }
 
   async claim(req: T.ClaimRequest): Promise<T.ClaimedTask[]> {
-    if (req.slots.length === 0) return [];
+    if (req.slots.length === 0 && !req.started?.length) return [];
     return this.c.write(() => claim(this.c.st, req));
   }
 
@@ -50,7 +50,7 @@ export class SqliteStore implements T.TaskStore {
    * the free slots. Halves the commits per task compared with settle + claim.
    */
   async settleAndClaim(settlements: T.Settlement[], req: T.ClaimRequest, placed: { taskId: number; temp: string }[] = []): Promise<{ applied: number[]; claimed: T.ClaimedTask[] }> {
-    if (settlements.length === 0 && req.slots.length === 0 && placed.length === 0) return { applied: [], claimed: [] };
+    if (settlements.length === 0 && req.slots.length === 0 && !req.started?.length && placed.length === 0) return { applied: [], claimed: [] };
     return this.c.write(() => {
       if (placed.length) this.c.st.outputsPlaced.run({ list: placedList(placed) });
       return { applied: settle(this.c.st, settlements), claimed: claim(this.c.st, req) };
@@ -183,8 +183,12 @@ export class SqliteStore implements T.TaskStore {
     return admin.cancel(this.c, filter);
   }
 
-  async pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void): Promise<T.PruneResult> {
-    return admin.pruneFinished(this.c, before, onChunk);
+  async pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void, only?: number): Promise<T.PruneResult> {
+    return admin.pruneFinished(this.c, before, onChunk, only);
+  }
+
+  async prunableBatches(before: number, only?: number): Promise<T.BatchRecord[]> {
+    return list.prunableBatches(this.c, before, only);
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,4 @@
--- As SQLite's migration 010. A declared output is put in place only after its attempt's success
+-- As SQLite's migration 012. A declared output is put in place only after its attempt's success
 -- is committed (a fenced-off attempt must never rename over the committed one's file): the
 -- settle of a SUCCESS records the attempt's temporary file here, the rename follows, and the
 -- coordinator clears it once the file is in place. Non-NULL after a crash between the two:
