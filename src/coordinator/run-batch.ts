@@ -149,7 +149,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
     const { exitCode, reason } = outcomeOf(stop, counts, run.resume);
     await metrics?.finish();
     printer?.finish();
-    await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: monotonicMs() - started });
+    await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Math.round(monotonicMs() - started) });
     return exitCode;
   } catch (err) {
     observer.failed(err);
