@@ -12,7 +12,10 @@ import { ITEM_PLACEHOLDER } from '../worker/placeholder.js';
 import { templateWarnings } from './template-warnings.js';
 import { printable } from '../printable.js';
 import { compareFile, firstState } from '../split/file-growth.js';
+import { storePathAt, storePaths } from '../replaceable-path.js';
+import { isPostgresUrl, logRoot } from '../store/open-store.js';
 import type { TaskSpec } from '../store/task-store.js';
+import type { OutputProblem } from '../output/planned-outputs.js';
 
 /** What planning needs to know of a batch already in the store: only its stored definition. */
 export interface StoredBatch {
@@ -38,7 +41,7 @@ export interface RunPlan {
   /** A file source that grew at its end since its batch split it: the batch's stored sizes change. */
   fileGrew: boolean;
   /** A fresh stream of the (sampled) task specs; `onSkip` hears of files that cannot be tasks. */
-  split(onSkip?: (path: string) => void): Iterable<TaskSpec>;
+  split(onSkip?: (path: string, reason: string) => void): Iterable<TaskSpec>;
   notes: string[];
 }
 
@@ -139,19 +142,36 @@ export async function planRun(
   };
   // A record that is not JSON, or lacks its --key-field, is exit 2 before anything is written.
   if (kind === 'items' && settings.items?.format === 'jsonl') for (const _ of plan.split());
+  const store = storePaths(isPostgresUrl(db) ? null : db, logRoot(db, cwd));
+  if (inv.metricsFile !== null) {
+    const at = storePathAt(inv.metricsFile, store);
+    if (at !== null) throw new UsageError(`--metrics-file ${printable(inv.metricsFile)} is the store's ${printable(at)}; writing it would destroy the store: give a path outside it`);
+  }
   if (settings.output || settings.stages.some((s) => s.output)) {
-    // Two tasks on one output file: each would overwrite the other, or be found up to date on it.
-    const { findOutputCollision } = await import('../output/planned-outputs.js');
-    const clash = findOutputCollision(settings, () => plan.split(), batchName);
-    if (clash) {
-      const field = settings.output ? `--output ${JSON.stringify(settings.output.template)}` : `the "output" of stage ${JSON.stringify(clash.first.split('/')[0])}`;
-      throw new UsageError(
-        `${field} gives two tasks one output file: ${printable(clash.first)} and ${printable(clash.second)} both write ${printable(clash.path)}; ` +
-          'use a placeholder that tells them apart ({rel} or {key})',
-      );
-    }
+    const { findOutputProblem } = await import('../output/planned-outputs.js');
+    const problem = findOutputProblem(settings, () => plan.split(), batchName, store);
+    if (problem) throw new UsageError(outputProblemMessage(problem, settings));
   }
   return plan;
+}
+
+/** One line for a planned output that cannot be written: what, where, and the way out. */
+function outputProblemMessage(problem: OutputProblem, settings: JobSettings): string {
+  const stage = 'key' in problem ? problem.key : problem.first;
+  const field = settings.output ? `--output ${JSON.stringify(settings.output.template)}` : `the "output" of stage ${JSON.stringify(stage.split('/')[0])}`;
+  const path = printable(problem.path);
+  switch (problem.kind) {
+    case 'collision':
+      return `${field} gives two tasks one output file: ${printable(problem.first)} and ${printable(problem.second)} both write ${path}; use a placeholder that tells them apart ({rel} or {key})`;
+    case 'input':
+      return problem.owner === problem.key
+        ? `${field} is the input file itself for ${printable(problem.key)} (${path}); write the output elsewhere`
+        : `${field} would overwrite the input of ${printable(problem.owner)}: ${printable(problem.key)} writes ${path}; write the outputs elsewhere`;
+    case 'store':
+      return `${field} would write ${path}, the store's ${printable(problem.storePath)} (for ${printable(problem.key)}); writing there would destroy the store: write the outputs elsewhere`;
+    case 'blocked':
+      return `${field}: ${path} (for ${printable(problem.key)}) is ${problem.what}, not a regular file; splitdance replaces only regular files: remove it or write the outputs elsewhere`;
+  }
 }
 
 /**

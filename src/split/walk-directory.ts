@@ -53,7 +53,11 @@ export function* walkDirectory(root: string, options: WalkOptions): Generator<Ta
         if (((inHiddenDir || hidden) && !includesStrict) || excludes?.(rel)) continue;
         yield* walk(rel, inHiddenDir || hidden);
       } else if (entry.isFile()) {
-        if (accept(rel, inHiddenDir, hidden)) yield spec(abs, rel, statSync(abs));
+        if (!accept(rel, inHiddenDir, hidden)) continue;
+        const stats = statSync(abs, { throwIfNoEntry: false });
+        // Listed, then gone before it could be looked at (another process cleaning up): not a task.
+        if (stats === undefined) options.onSkip?.(abs, 'removed during the split');
+        else yield spec(abs, rel, stats);
       } else if (entry.isSymbolicLink()) {
         const target = linkedFileInside(abs, rootReal);
         if (target && !skip.has(target.real) && accept(rel, inHiddenDir, hidden)) yield spec(abs, rel, target.stats);
@@ -75,6 +79,10 @@ function listSorted(dir: string, onSkip?: (path: string, reason: string) => void
     raw = readdirSync(dir, { withFileTypes: true, encoding: 'buffer' }) as unknown as Dirent<Buffer>[];
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
+    if (e.code === 'ENOENT') {
+      onSkip?.(dir, 'removed during the split');
+      return [];
+    }
     throw new UsageError(`cannot read the directory ${dir} (${e.code}); fix its permissions or --exclude it`);
   }
   const entries: { entry: Dirent; order: Buffer }[] = [];
@@ -82,7 +90,7 @@ function listSorted(dir: string, onSkip?: (path: string, reason: string) => void
     const bytes = entry.name as unknown as Buffer;
     const name = bytes.toString('utf8');
     if (!Buffer.from(name, 'utf8').equals(bytes)) {
-      onSkip?.(join(dir, escapeBytes(bytes)), 'its name is not valid UTF-8');
+      onSkip?.(join(dir, escapeBytes(bytes)), UNNAMED);
       continue;
     }
     const order = entry.isDirectory() ? Buffer.concat([bytes, SLASH]) : bytes;
@@ -92,6 +100,9 @@ function listSorted(dir: string, onSkip?: (path: string, reason: string) => void
 }
 
 const SLASH = Buffer.from('/');
+
+/** Why a file with a name that is not UTF-8 is skipped (the run's note says how to fix it). */
+export const UNNAMED = 'its name is not valid UTF-8';
 
 /** The real path of `path`, or of its folder plus its name when it does not exist (yet). */
 function realPathOf(path: string): string {

@@ -121,7 +121,7 @@ export class WorkerCore {
     // --pipe feeds the command's stdin, which only Node's spawn does here (the helper gives /dev/null).
     const launcher = pipe ? (this.pipeLauncher ??= new NodeLauncher()) : this.host.launcher();
     const running = why
-      ? notRun({ name: 'Error', message: why, retryable: true })
+      ? notRun(why)
       : runExec(template, task, this.killGraceMs, taskVars(task), launcher, (pgid) => this.host.send({ type: 'spawned', token: task.token, pgid }), pipe);
     const active: Active = { token: task.token, kind: 'exec', output: task.output, abort: () => running.abort(), kill: () => running.kill() };
     this.active.push(active);
@@ -134,7 +134,7 @@ export class WorkerCore {
     // Made on the first ctx.heartbeat(): an attempt that never calls it costs nothing.
     let heartbeat: HeartbeatThrottle | undefined;
     const beat = () => (heartbeat ??= new HeartbeatThrottle(() => this.host.send({ type: 'heartbeat', token: task.token }))).beat();
-    const running = why ? notRun({ name: 'Error', message: why, retryable: true }) : runModule(fn, task, beat);
+    const running = why ? notRun(why) : runModule(fn, task, beat);
     const active: Active = {
       token: task.token,
       kind: 'module',

@@ -58,13 +58,13 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
   let store: TaskStore | null = null;
   try {
     if (startup.seen()) return interruptedBeforeStart(startup.seen()!, io);
-    const unnamed: string[] = [];
-    const split = plan.split((path) => unnamed.push(path));
+    const skipped: { path: string; reason: string }[] = [];
+    const split = plan.split((path, reason) => skipped.push({ path, reason }));
     // An empty new source is exit 2 before the store exists.
     const specs = plan.existing ? split : nonEmpty(split, plan.source, plan.kind);
     store = await openStore(dbPath, { create: true });
     await options.beforeWrite?.(store);
-    const { batch, inserted } = await enqueuePlan(store, plan, specs, unnamed);
+    const { batch, inserted } = await enqueuePlan(store, plan, specs, skipped);
     const history = await store.historySize();
     if (history > plan.inv.historyWarn) {
       plan.notes.push(`the store holds ${history} attempts of history; \`${suggest({ db: givenDb(cliFlags.db, io) }, ['prune', '--older-than', '30d'])}\` removes finished batches`);

@@ -26,8 +26,18 @@ export function openSqlite(path: string, { create, readonly = false }: { create:
   if (!exists && !create) {
     throw new StoreError(`no store at ${path}: run \`splitdance run <source>\` first, or point --db at an existing store`, 'NO_STORE');
   }
-  if (exists && statSync(path).isDirectory()) {
+  const st = exists ? statSync(path) : null;
+  if (st?.isDirectory()) {
     throw new StoreError(`store path ${path} is a directory; give --db a file path such as ${path}/splitdance.db`);
+  }
+  if (st && !st.isFile()) {
+    // SQLite would open a device (/dev/null) and put its journal beside it, even to read.
+    const kind = st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : 'a device';
+    throw new StoreError(`store path ${path} is ${kind}, not a store file; give --db the path of a store file (a new one is created)`);
+  }
+  if (readonly && st?.size === 0) {
+    // An empty file holds no store yet; a command that only reads must not make it one.
+    throw new StoreError(`no store at ${path}: the file is empty; run \`splitdance run <source>\` first, or point --db at an existing store`, 'NO_STORE');
   }
   if (!exists) createStoreFile(path);
   let db: Db;
