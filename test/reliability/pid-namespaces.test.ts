@@ -1,0 +1,54 @@
+import { spawn } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { BIN, handler, sleep, waitFor, type CliResult } from '../helpers/cli.js';
+import { projectWithFiles } from '../helpers/project.js';
+import { dbPathIn, logEntries, query } from '../helpers/store.js';
+import { checkInvariants } from './invariants.js';
+
+// RELIABILITY R29: two runs on one store from two PID namespaces of one machine (two
+// containers with host networking sharing a volume): same hostname, same boot id, pids that
+// mean nothing across the boundary. Each must see the other as a remote owner — lease
+// expiry only — never as a dead local one, and no key may run twice at once.
+
+const root = process.getuid?.() === 0;
+
+/** The built CLI as pid 1 of a fresh PID namespace with its own /proc. */
+function runInNamespace(args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<CliResult> {
+  const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, BIN, ...args], {
+    cwd,
+    env: { ...process.env, NO_COLOR: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (b) => (stdout += b));
+  child.stderr.on('data', (b) => (stderr += b));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  return new Promise((done) =>
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      done({ code, signal, stdout, stderr });
+    }),
+  );
+}
+
+describe('runs in two PID namespaces of one machine (R29)', () => {
+  it.skipIf(!root)('neither takes the other’s tasks while its lease is renewed, and no key runs twice at once', async () => {
+    const p = projectWithFiles(8);
+    const env = { SIDE_EFFECT_LOG: p.log, SLEEP_MS: '1200', CANARY_DIR: p.dir };
+    // A short lease, renewed by heartbeat: each run's recovery looks at the other's tasks many times.
+    const args = ['run', 'src', '--handler', handler('record'), '-j', '2', '--lease', '2s', '--retries', '2', '--quiet'];
+    const first = runInNamespace(args, p.dir, env);
+    await waitFor(() => logEntries(p.log).some((e) => e.type === 'start'), 20_000, 'the first run to start an attempt');
+    await sleep(200);
+    const second = runInNamespace(args, p.dir, env);
+    const [a, b] = await Promise.all([first, second]);
+    expect(a.code, a.stderr).toBe(0);
+    expect(b.code, b.stderr).toBe(0);
+
+    const db = dbPathIn(p.dir);
+    expect(query(db, "SELECT count(*) AS n FROM attempts WHERE outcome <> 'SUCCESS'")).toEqual([{ n: 0 }]);
+    expect(query(db, 'SELECT count(*) AS n FROM tasks WHERE attempts <> 1')).toEqual([{ n: 0 }]);
+    expect(checkInvariants({ dbPath: db, keys: p.keys, retries: 2, logPath: p.log, concurrency: 4 })).toEqual([]);
+  }, 90_000);
+});
