@@ -7,7 +7,7 @@ import { buildProgram } from './program.js';
 
 /**
  * The one error boundary: every command returns its exit code, and every error is
- * mapped to one here. UsageError → 2, StoreError → 4, anything else is a bug (1).
+ * mapped to one here. UsageError → 2, StoreError and ResourceError → 4, anything else is a bug (1).
  * Stack traces only with --verbose.
  */
 export async function main(argv: string[], io: Io = processIo()): Promise<number> {
@@ -29,7 +29,7 @@ function report(err: unknown, io: Io, verbose: boolean): number {
     return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
   }
   const e = err instanceof Error ? err : new Error(String(err));
-  const code = e.name === 'UsageError' ? EXIT.USAGE : e.name === 'StoreError' ? EXIT.STORE : EXIT.FAILED;
+  const code = e.name === 'UsageError' ? EXIT.USAGE : e.name === 'StoreError' || e.name === 'ResourceError' ? EXIT.STORE : EXIT.FAILED;
   const label = code === EXIT.FAILED ? 'unexpected error' : 'error';
   // Messages quote names and errors from the store and the disk: escaped like every human line.
   io.stderr.write(`splitdance: ${label}: ${printable(e.message, { lines: true })}\n`);

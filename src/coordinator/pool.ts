@@ -2,7 +2,7 @@ import { fork } from 'node:child_process';
 import type { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { UsageError, errorLine } from '../errors.js';
+import { ResourceError, UsageError, errorLine } from '../errors.js';
 import { killGroup } from '../worker/kill-group.js';
 import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from '../worker/protocol.js';
 import { Spawner } from '../worker/spawner.js';
@@ -12,6 +12,12 @@ import { averaged, runningLong, slotWindow, type SlotTiming } from './slot-windo
 const CHILD_MAIN = fileURLToPath(new URL('../worker/child-main.js', import.meta.url));
 const STDERR_KEEP = 2048;
 const MAX_LOAD_FAILURES = 5;
+/**
+ * How long a forked worker gets to run its first line. Node boots in ~50 ms here, seconds on a
+ * machine under load; one that cannot create its threads (a cgroup's pids.max) hangs in its
+ * runtime for ever, and is killed after this as a worker that could not be started.
+ */
+const BOOT_MS = 15_000;
 
 export interface PoolWorker {
   readonly id: string;
@@ -38,6 +44,8 @@ export interface PoolEvents {
   /** A worker became ready and idle. */
   idle(): void;
   heartbeat(token: number): void;
+  /** A replacement worker could not be started (`why`): the pool runs on with one fewer. */
+  shrunk(why: string): void;
 }
 
 export interface PoolOptions {
@@ -67,6 +75,8 @@ interface Slot extends PoolWorker, SlotTiming {
   stderr: string;
   /** Its started exec attempts' process groups, by token, until each is done. */
   groups: Map<number, number>;
+  /** Its process runs its own code (see `booted` in protocol.ts); an in-process worker always does. */
+  booted: boolean;
 }
 
 /**
@@ -80,8 +90,10 @@ export class WorkerPool {
   private closing = false;
   private running = false;
   private loadFailures = 0;
+  /** Why the last worker that could not be started at all (no process to be had) failed. */
+  private startFailure: ResourceError | null = null;
 
-  private events: PoolEvents = { done() {}, dropped() {}, exited() {}, started() {}, idle() {}, heartbeat() {} };
+  private events: PoolEvents = { done() {}, dropped() {}, exited() {}, started() {}, idle() {}, heartbeat() {}, shrunk() {} };
 
   private readonly execOnly: boolean;
 
@@ -118,11 +130,22 @@ export class WorkerPool {
   /**
    * Adds workers up to `target` (never above the pool's size): no more workers than there
    * are tasks to run (`-j 50` for one task starts one). A worker that fails to load now is
-   * left out, like a failed replacement.
+   * left out, like a failed replacement. Returns what to tell the user when the machine would
+   * not give it the processes or descriptors for all of them: the run goes on with those it has.
    */
-  async grow(target: number): Promise<void> {
-    const missing = Math.min(target, this.options.size) - this.workers.size;
-    if (missing > 0) await Promise.allSettled(Array.from({ length: missing }, () => this.spawn()));
+  async grow(target: number): Promise<string | null> {
+    const wanted = Math.min(target, this.options.size);
+    const missing = wanted - this.workers.size;
+    if (missing <= 0) return null;
+    const results = await Promise.allSettled(Array.from({ length: missing }, () => this.spawn()));
+    const refused = results.find((r): r is PromiseRejectedResult => r.status === 'rejected' && (r.reason as Error).name === 'ResourceError');
+    if (!refused) return null;
+    return `started ${this.workers.size} of ${wanted} workers and runs with those: ${(refused.reason as Error).message}`;
+  }
+
+  /** Why no worker could be started, when that is why the pool is empty. */
+  get emptyBecause(): ResourceError | null {
+    return this.workers.size === 0 ? this.startFailure : null;
   }
 
   /** One entry per attempt the pool can take now: a worker appears once per free place in its window. */
@@ -221,10 +244,16 @@ export class WorkerPool {
   private spawn(): Promise<void> {
     // `--exec` batches run inside the coordinator through spawner helpers when they are
     // built; module handlers (and exec without the helper) in forked worker processes.
-    const spawner = this.execOnly ? Spawner.start() : null;
-    const proc: WorkerProcess = spawner
-      ? new InProcessWorker(spawner)
-      : fork(CHILD_MAIN, [], { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
+    let proc: WorkerProcess;
+    try {
+      const spawner = this.execOnly ? Spawner.start() : null;
+      proc = spawner
+        ? new InProcessWorker(spawner)
+        : fork(CHILD_MAIN, [], { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
+    } catch (err) {
+      // Some refusals (ENOMEM) are thrown at once instead of reported by 'error'.
+      return Promise.reject(this.cannotStart(err as NodeJS.ErrnoException));
+    }
     const slot: Slot = {
       id: `${this.options.idPrefix}w${this.next++}`,
       pid: proc.pid ?? null,
@@ -232,6 +261,7 @@ export class WorkerPool {
       avgMs: null,
       headSince: 0,
       groups: new Map(),
+      booted: proc instanceof InProcessWorker,
       tasksRun: 0,
       ready: false,
       retiring: false,
@@ -241,8 +271,19 @@ export class WorkerPool {
     this.workers.add(slot);
     proc.stderr?.on('data', (b: Buffer) => (slot.stderr = (slot.stderr + b.toString()).slice(-STDERR_KEEP)));
     return new Promise((resolve, reject) => {
+      let bootTimedOut = false;
+      const bootTimer = slot.booted
+        ? undefined
+        : setTimeout(() => {
+            bootTimedOut = true;
+            if (slot.pid) killGroup(slot.pid, 'SIGKILL');
+          }, BOOT_MS);
+      bootTimer?.unref();
       proc.on('message', (msg: FromWorker) => {
-        if (msg.type === 'ready') {
+        if (msg.type === 'booted') {
+          slot.booted = true;
+          clearTimeout(bootTimer);
+        } else if (msg.type === 'ready') {
           slot.ready = true;
           this.loadFailures = 0;
           resolve();
@@ -265,12 +306,25 @@ export class WorkerPool {
           if (slot.retiring && slot.queue.length === 0 && slot.proc.connected) slot.proc.disconnect();
         }
       });
-      proc.on('error', () => undefined); // reported through 'exit'
+      proc.on('error', (err: NodeJS.ErrnoException) => {
+        // A worker that could not be started at all: no 'spawn' and no 'exit' follow. Any
+        // other error (a send on a closed channel) is reported through 'exit'.
+        if (!err.syscall?.startsWith('spawn')) return;
+        clearTimeout(bootTimer);
+        this.workers.delete(slot);
+        reject(this.cannotStart(err));
+      });
       proc.on('exit', (code, signal) => {
+        clearTimeout(bootTimer);
         this.workers.delete(slot);
         const why = signal ? `worker killed by ${signal}` : `worker exited with code ${code}`;
         const detail = slot.stderr.trim().split('\n').pop();
-        if (!slot.ready) {
+        if (!slot.booted) {
+          const how = bootTimedOut ? `it did not come up within ${BOOT_MS / 1000}s` : `it died as it started (${why})`;
+          const said = slot.stderr.split('\n').find((l) => LIMIT_SAID.test(l))?.trim();
+          this.startFailure = new ResourceError(`could not start a worker process: ${how}${said ? `: ${said}` : ''}; ${LIMIT_HINT}`);
+          reject(this.startFailure);
+        } else if (!slot.ready) {
           this.loadFailures++;
           reject(new UsageError(`the worker could not start the handler (${why})${detail ? `: ${detail}` : ''}`));
         }
@@ -286,7 +340,8 @@ export class WorkerPool {
         if (slot.pid) killGroup(slot.pid, 'SIGKILL');
         // Replace the dead once the pool is running; a handler that keeps failing to load
         // (MAX_LOAD_FAILURES in a row) is given up on, and the coordinator ends the run.
-        if (this.running && !this.closing && this.loadFailures < MAX_LOAD_FAILURES) void this.replace();
+        // One that never came up is not replaced: the machine is at a limit (see cannotStart).
+        if (this.running && !this.closing && slot.booted && this.loadFailures < MAX_LOAD_FAILURES) void this.replace();
         this.events.exited(slot, running, detail ? `${why}: ${detail}` : why, queued, signal);
       });
       const watchMemory = this.options.maxWorkerMemory !== null;
@@ -316,13 +371,40 @@ export class WorkerPool {
   private async replace(): Promise<void> {
     try {
       await this.spawn();
-    } catch {
+    } catch (err) {
       // A handler that loaded once and now fails to load: the next replacement is tried
-      // when this one exits, and the coordinator ends when no worker is left.
+      // when this one exits, and the coordinator ends when no worker is left. One that could
+      // not be started at all is not retried: the pool runs on with one fewer, and says so.
+      if ((err as Error).name === 'ResourceError') this.events.shrunk(`a worker that died could not be replaced: ${(err as Error).message}`);
     }
+  }
+
+  /** The error for a worker the machine would not start, naming the limit and the way out. */
+  private cannotStart(err: NodeJS.ErrnoException): ResourceError {
+    this.startFailure = new ResourceError(`could not start a worker process: ${refusal(err)}`);
+    return this.startFailure;
   }
 
   get size(): number {
     return this.workers.size;
+  }
+}
+
+/** A line of a dying worker's stderr that names a limit of the machine. */
+const LIMIT_SAID = /pthread_create|Resource temporarily unavailable|EAGAIN|EMFILE|too many open files|ENOMEM|Cannot allocate memory/i;
+const LIMIT_HINT = "a process, thread or open-file limit (ulimit -u or -n, a cgroup's pids.max) may be reached; lower -j or raise the limit";
+
+/** What an errno from starting a process means, and what to change. */
+function refusal(err: NodeJS.ErrnoException): string {
+  switch (err.code) {
+    case 'EMFILE':
+    case 'ENFILE':
+      return `too many open files (${err.code}); raise the limit (ulimit -n) or lower -j`;
+    case 'EAGAIN':
+      return 'the system refused another process (EAGAIN: a process limit such as ulimit -u or a cgroup\'s pids.max); lower -j or raise the limit';
+    case 'ENOMEM':
+      return 'not enough memory for another process (ENOMEM); lower -j';
+    default:
+      return err.code ? `${err.code}: ${err.message}` : err.message;
   }
 }
