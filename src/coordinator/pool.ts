@@ -3,7 +3,7 @@ import type { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { ResourceError, UsageError, errorLine } from '../errors.js';
-import { killGroup } from '../worker/kill-group.js';
+import { killGroup, processStopped } from '../worker/kill-group.js';
 import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from '../worker/protocol.js';
 import { Spawner } from '../worker/spawner.js';
 import { InProcessWorker } from './in-process-worker.js';
@@ -77,6 +77,8 @@ interface Slot extends PoolWorker, SlotTiming {
   groups: Map<number, number>;
   /** Its process runs its own code (see `booted` in protocol.ts); an in-process worker always does. */
   booted: boolean;
+  /** Since when its process has been seen stopped (SIGSTOP) while holding attempts; null if it was not. */
+  stoppedSince: number | null;
 }
 
 /**
@@ -191,6 +193,23 @@ export class WorkerPool {
     return [...this.workers].filter((w) => w.queue.length > 1 && runningLong(w, ms, now));
   }
 
+  /**
+   * Workers whose process (a forked worker, an `--exec` slot's helper) has been stopped
+   * (SIGSTOP) for `ms` or more while holding attempts. Such a worker answers nothing: not the
+   * `drop` that would free its queued attempts, and not the end of its running one, whose lease
+   * this run renews — the run would wait for it for ever. Nor can its queued attempts be handed
+   * elsewhere while it lives: woken, it would start them. Looked at once a poll.
+   */
+  stopped(ms: number, now = Date.now()): PoolWorker[] {
+    const found: PoolWorker[] = [];
+    for (const w of this.workers) {
+      const stopped = w.queue.length > 0 && w.pid !== null && processStopped(w.pid);
+      w.stoppedSince = stopped ? (w.stoppedSince ?? now) : null;
+      if (w.stoppedSince !== null && now - w.stoppedSince >= ms) found.push(w);
+    }
+    return found;
+  }
+
   /** Asks the worker to give back its queued attempts (reported through `dropped`). */
   drop(worker: PoolWorker): void {
     this.send(worker as Slot, { type: 'drop' });
@@ -262,6 +281,7 @@ export class WorkerPool {
       headSince: 0,
       groups: new Map(),
       booted: proc instanceof InProcessWorker,
+      stoppedSince: null,
       tasksRun: 0,
       ready: false,
       retiring: false,
