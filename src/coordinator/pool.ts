@@ -289,7 +289,14 @@ export class WorkerPool {
       stderr: '',
     };
     this.workers.add(slot);
-    proc.stderr?.on('data', (b: Buffer) => (slot.stderr = (slot.stderr + b.toString()).slice(-STDERR_KEEP)));
+    // What a worker that dies before its first line says of a limit (Node's own `pthread_create:
+    // Resource temporarily unavailable`), kept apart: the abort's stack trace follows it.
+    let limitSaid: string | null = null;
+    proc.stderr?.on('data', (b: Buffer) => {
+      const text = b.toString();
+      if (!slot.booted) limitSaid ??= text.split('\n').find((l) => LIMIT_SAID.test(l))?.trim() ?? null;
+      slot.stderr = (slot.stderr + text).slice(-STDERR_KEEP);
+    });
     return new Promise((resolve, reject) => {
       let bootTimedOut = false;
       const bootTimer = slot.booted
@@ -339,10 +346,13 @@ export class WorkerPool {
         this.workers.delete(slot);
         const why = signal ? `worker killed by ${signal}` : `worker exited with code ${code}`;
         const detail = slot.stderr.trim().split('\n').pop();
-        if (!slot.booted) {
-          const how = bootTimedOut ? `it did not come up within ${BOOT_MS / 1000}s` : `it died as it started (${why})`;
-          const said = slot.stderr.split('\n').find((l) => LIMIT_SAID.test(l))?.trim();
-          this.startFailure = new ResourceError(`could not start a worker process: ${how}${said ? `: ${said}` : ''}; ${LIMIT_HINT}`);
+        // Never came up, and hung, named a limit or aborted (Node aborts, often without a word,
+        // when it cannot create a thread): the machine's limit, not the handler. One killed from
+        // outside before it booted is a worker that died like any other.
+        const atLimit = !slot.booted && (bootTimedOut || limitSaid !== null || signal === 'SIGABRT');
+        if (atLimit) {
+          const how = bootTimedOut ? `it did not come up within ${BOOT_MS / 1000}s` : `it died as it started (${why})${limitSaid ? `: ${limitSaid}` : ''}`;
+          this.startFailure = new ResourceError(`could not start a worker process: ${how}; ${LIMIT_HINT}`);
           reject(this.startFailure);
         } else if (!slot.ready) {
           this.loadFailures++;
@@ -361,7 +371,7 @@ export class WorkerPool {
         // Replace the dead once the pool is running; a handler that keeps failing to load
         // (MAX_LOAD_FAILURES in a row) is given up on, and the coordinator ends the run.
         // One that never came up is not replaced: the machine is at a limit (see cannotStart).
-        if (this.running && !this.closing && slot.booted && this.loadFailures < MAX_LOAD_FAILURES) void this.replace();
+        if (this.running && !this.closing && !atLimit && this.loadFailures < MAX_LOAD_FAILURES) void this.replace();
         this.events.exited(slot, running, detail ? `${why}: ${detail}` : why, queued, signal);
       });
       const watchMemory = this.options.maxWorkerMemory !== null;
