@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { BIN, handler, sleep, waitFor, type CliResult } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
@@ -12,8 +13,8 @@ import { checkInvariants } from './invariants.js';
 
 const root = process.getuid?.() === 0;
 
-/** The built CLI as pid 1 of a fresh PID namespace with its own /proc. */
-function runInNamespace(args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<CliResult> {
+/** The built CLI as pid 1 of a fresh PID namespace with its own /proc (`child` is `unshare`). */
+function runInNamespace(args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<CliResult> & { child: ChildProcess } {
   const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, BIN, ...args], {
     cwd,
     env: { ...process.env, NO_COLOR: '1', ...env },
@@ -24,12 +25,22 @@ function runInNamespace(args: string[], cwd: string, env: NodeJS.ProcessEnv): Pr
   child.stdout.on('data', (b) => (stdout += b));
   child.stderr.on('data', (b) => (stderr += b));
   const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  return new Promise((done) =>
+  const result = new Promise<CliResult>((done) =>
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       done({ code, signal, stdout, stderr });
     }),
   );
+  return Object.assign(result, { child });
+}
+
+/** The pids (in our namespace) of a process's children. */
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
 }
 
 describe('runs in two PID namespaces of one machine (R29)', () => {
@@ -50,5 +61,24 @@ describe('runs in two PID namespaces of one machine (R29)', () => {
     expect(query(db, "SELECT count(*) AS n FROM attempts WHERE outcome <> 'SUCCESS'")).toEqual([{ n: 0 }]);
     expect(query(db, 'SELECT count(*) AS n FROM tasks WHERE attempts <> 1')).toEqual([{ n: 0 }]);
     expect(checkInvariants({ dbPath: db, keys: p.keys, retries: 2, logPath: p.log, concurrency: 4 })).toEqual([]);
+  }, 90_000);
+
+  it.skipIf(!root)('a run whose namespace died (its pid 1 killed, the container gone) is reclaimed by the other once its lease expires', async () => {
+    const p = projectWithFiles(4);
+    const env = { SIDE_EFFECT_LOG: p.log, CANARY_DIR: p.dir };
+    const args = ['run', 'src', '--handler', handler('record'), '-j', '2', '--lease', '2s', '--retries', '2', '--quiet'];
+    const first = runInNamespace(args, p.dir, { ...env, SLEEP_MS: '60000' });
+    await waitFor(() => logEntries(p.log).filter((e) => e.type === 'start').length === 2, 20_000, 'two attempts to start');
+    // Its pid 1 dies: the kernel kills every process of the namespace with it.
+    for (const pid of childrenOf(first.child.pid!)) process.kill(pid, 'SIGKILL');
+    await first;
+
+    const second = await runInNamespace(args, p.dir, { ...env, SLEEP_MS: '10' });
+    expect(second.code, second.stderr).toBe(0);
+    const db = dbPathIn(p.dir);
+    // Its two running attempts, and any it held queued behind them, come back LOST.
+    expect(query<{ n: number }>(db, "SELECT count(*) AS n FROM attempts WHERE outcome = 'LOST'")[0]!.n).toBeGreaterThanOrEqual(2);
+    expect(query(db, "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")).toEqual([{ n: 4 }]);
+    expect(checkInvariants({ dbPath: db, keys: p.keys, retries: 2, logPath: p.log, kills: 1, concurrency: 2 })).toEqual([]);
   }, 90_000);
 });
