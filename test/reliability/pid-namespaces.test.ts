@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { BIN, handler, sleep, waitFor, type CliResult } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, logEntries, query } from '../helpers/store.js';
+import { missing } from '../helpers/services.js';
 import { checkInvariants } from './invariants.js';
 
 // RELIABILITY R29: two runs on one store from two PID namespaces of one machine (two
@@ -11,7 +12,7 @@ import { checkInvariants } from './invariants.js';
 // mean nothing across the boundary. Each must see the other as a remote owner — lease
 // expiry only — never as a dead local one, and no key may run twice at once.
 
-const root = process.getuid?.() === 0;
+const root = !missing('root', 'the PID namespace tests (unshare --pid)');
 
 /** The built CLI as pid 1 of a fresh PID namespace with its own /proc (`child` is `unshare`). */
 function runInNamespace(args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<CliResult> & { child: ChildProcess } {
