@@ -2,22 +2,17 @@ import { fork } from 'node:child_process';
 import type { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { ResourceError, UsageError, errorLine } from '../errors.js';
+import { UsageError, errorLine, type ResourceError } from '../errors.js';
 import { killGroup, processStopped } from '../worker/kill-group.js';
 import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from '../worker/protocol.js';
 import { Spawner } from '../worker/spawner.js';
 import { InProcessWorker } from './in-process-worker.js';
+import { BOOT_MS, LIMIT_SAID, neverBooted, refused } from './start-failure.js';
 import { averaged, runningLong, slotWindow, type SlotTiming } from './slot-window.js';
 
 const CHILD_MAIN = fileURLToPath(new URL('../worker/child-main.js', import.meta.url));
 const STDERR_KEEP = 2048;
 const MAX_LOAD_FAILURES = 5;
-/**
- * How long a forked worker gets to run its first line. Node boots in ~50 ms here, seconds on a
- * machine under load; one that cannot create its threads (a cgroup's pids.max) hangs in its
- * runtime for ever, and is killed after this as a worker that could not be started.
- */
-const BOOT_MS = 15_000;
 
 export interface PoolWorker {
   readonly id: string;
@@ -351,8 +346,7 @@ export class WorkerPool {
         // outside before it booted is a worker that died like any other.
         const atLimit = !slot.booted && (bootTimedOut || limitSaid !== null || signal === 'SIGABRT');
         if (atLimit) {
-          const how = bootTimedOut ? `it did not come up within ${BOOT_MS / 1000}s` : `it died as it started (${why})${limitSaid ? `: ${limitSaid}` : ''}`;
-          this.startFailure = new ResourceError(`could not start a worker process: ${how}; ${LIMIT_HINT}`);
+          this.startFailure = neverBooted(bootTimedOut, why, limitSaid);
           reject(this.startFailure);
         } else if (!slot.ready) {
           this.loadFailures++;
@@ -411,30 +405,11 @@ export class WorkerPool {
 
   /** The error for a worker the machine would not start, naming the limit and the way out. */
   private cannotStart(err: NodeJS.ErrnoException): ResourceError {
-    this.startFailure = new ResourceError(`could not start a worker process: ${refusal(err)}`);
+    this.startFailure = refused(err);
     return this.startFailure;
   }
 
   get size(): number {
     return this.workers.size;
-  }
-}
-
-/** A line of a dying worker's stderr that names a limit of the machine. */
-const LIMIT_SAID = /pthread_create|Resource temporarily unavailable|EAGAIN|EMFILE|too many open files|ENOMEM|Cannot allocate memory/i;
-const LIMIT_HINT = "a process, thread or open-file limit (ulimit -u or -n, a cgroup's pids.max) may be reached; lower -j or raise the limit";
-
-/** What an errno from starting a process means, and what to change. */
-function refusal(err: NodeJS.ErrnoException): string {
-  switch (err.code) {
-    case 'EMFILE':
-    case 'ENFILE':
-      return `too many open files (${err.code}); raise the limit (ulimit -n) or lower -j`;
-    case 'EAGAIN':
-      return 'the system refused another process (EAGAIN: a process limit such as ulimit -u or a cgroup\'s pids.max); lower -j or raise the limit';
-    case 'ENOMEM':
-      return 'not enough memory for another process (ENOMEM); lower -j';
-    default:
-      return err.code ? `${err.code}: ${err.message}` : err.message;
   }
 }
