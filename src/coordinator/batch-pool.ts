@@ -9,7 +9,7 @@ import { WorkerPool, type PoolOptions } from './pool.js';
 export const KILL_GRACE_MS = 2000;
 
 /** What of a run's invocation shapes its pool. */
-export type PoolLimits = Pick<Invocation, 'concurrency' | 'maxTasksPerWorker' | 'maxWorkerMemory'>;
+export type PoolLimits = Pick<Invocation, 'concurrency' | 'maxTasksPerWorker' | 'maxWorkerMemory'> & Partial<Pick<Invocation, 'print'>>;
 
 export function poolOptionsOf(limits: PoolLimits, handlers: Record<string, HandlerSpec>): PoolOptions {
   return {
@@ -28,6 +28,9 @@ export function poolOptionsOf(limits: PoolLimits, handlers: Record<string, Handl
  * The run grows it once it knows how much work there is (growToWork).
  */
 export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>): Promise<WorkerPool> {
+  // The spawner helper gives a command one file for stdout and stderr; --print needs them
+  // apart, which Node's own spawn (pipes) gives. Set for this process and the workers it forks.
+  if (limits.print) process.env.SPLITDANCE_SPAWNER = 'node';
   const pool = new WorkerPool(poolOptionsOf(limits, handlers));
   await pool.start(1);
   return pool;
@@ -40,7 +43,7 @@ export async function startPool(limits: PoolLimits, handlers: Record<string, Han
  */
 export async function growToWork(pool: WorkerPool, store: BatchProgress, batchId: number, note: (m: string) => void): Promise<Counts> {
   const c = await store.counts(batchId);
-  const short = await pool.grow(c.pending + c.retrying + c.running);
+  const short = await pool.grow(c.pending + c.retrying + c.running + c.queued);
   if (short) note(short);
   return c;
 }
