@@ -3,6 +3,7 @@ import { failpointBug } from '../store/failpoint.js';
 import { EXIT } from '../exit-codes.js';
 import { printable } from './format.js';
 import { processIo, type Io } from './io.js';
+import { describeLoss, lostStreams } from './lost-output.js';
 import { buildProgram } from './program.js';
 
 /**
@@ -17,6 +18,7 @@ export async function main(argv: string[], io: Io = processIo()): Promise<number
   try {
     failpointBug('bug');
     await program.parseAsync(argv);
+    noteLostOutput(io);
     return code;
   } catch (err) {
     return report(err, io, verbose);
@@ -36,4 +38,11 @@ function report(err: unknown, io: Io, verbose: boolean): number {
   if (verbose && e.stack) io.stderr.write(`${e.stack}\n`);
   else if (code === EXIT.FAILED) io.stderr.write('run again with --verbose for the stack trace\n');
   return code;
+}
+
+/** A batch command that lost its stdout ran to its end anyway; say so where a person can still read. */
+function noteLostOutput(io: Io): void {
+  const lost = lostStreams();
+  const err = lost.get('stdout');
+  if (err && !lost.has('stderr')) io.stderr.write(`splitdance: ${describeLoss('stdout', err)}; the rest of its output was discarded, the batch ran on\n`);
 }

@@ -12,6 +12,7 @@ import { openExistingStore, openStore, resolveDbPath } from '../../store/open-st
 import { peekBatch } from '../../store/peek-batch.js';
 import type { TaskStore } from '../../store/task-store.js';
 import type { Io } from '../io.js';
+import { keepWorkingWithoutOutput } from '../lost-output.js';
 import { RunReporter } from '../run-reporter.js';
 import { givenDb, suggest } from '../suggest.js';
 import { printPlan } from './dry-run.js';
@@ -43,6 +44,7 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
       await store?.close();
     }
   }
+  keepWorkingWithoutOutput(); // a closed or full stdout must not end a batch half-run
   const plan = await planRun(sourceArg, cliFlags, io.cwd, (name) => peekBatch(dbPath, name), dbPath, options);
   const startup = watchSignalsDuringStartup();
   let pool: WorkerPool;

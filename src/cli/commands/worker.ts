@@ -13,6 +13,7 @@ import { openStore, resolveDbPath } from '../../store/open-store.js';
 import type { BatchRecord, QueryStore, TaskStore } from '../../store/task-store.js';
 import { printable } from '../format.js';
 import { line, type Io } from '../io.js';
+import { keepWorkingWithoutOutput } from '../lost-output.js';
 import { resolveBatch } from '../resolve-batch.js';
 import { RunReporter } from '../run-reporter.js';
 import { givenDb, suggest } from '../suggest.js';
@@ -34,6 +35,7 @@ const FOLLOW_POLL_MS = 2000;
  */
 export async function workerCommand(flags: WorkerFlags, io: Io): Promise<number> {
   const inv = invocationOf(inputFromFlags(flags, io.cwd)); // every flag validated before the store is opened
+  keepWorkingWithoutOutput(); // a closed or full stdout must not end the work half-done
   const dbPath = resolveDbPath(flags.db, io.cwd, io.env);
   // A signal between batches (or while workers start) must end the command with 130/143,
   // not kill it mid-step; while a batch runs, its coordinator drains as `run` does.
