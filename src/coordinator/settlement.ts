@@ -1,5 +1,6 @@
 import ms from 'ms';
 import { errorLine } from '../errors.js';
+import { cutError } from '../stored-text.js';
 import type { ClaimedTask, Outcome, Settlement } from '../store/task-store.js';
 import type { DoneMessage } from '../worker/protocol.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
@@ -51,7 +52,7 @@ export function settle(task: ClaimedTask, ending: Ending, rules: RetryRules, now
     signal: io.signal,
     outputTail: io.outputTail,
     logPath: io.logPath,
-    error,
+    error: error === null ? null : cutError(error), // whoever built it, the store keeps a bounded text
   });
   if (ending.kind === 'interrupted') {
     const error = `INTERRUPTED: ${ending.why ?? 'stopped by a signal'}; not counted`;
