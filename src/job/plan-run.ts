@@ -1,3 +1,4 @@
+import { realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { defaultBatchName, expandBatchName } from './batch-name.js';
@@ -14,6 +15,8 @@ import type { TaskSpec } from '../store/task-store.js';
 /** What planning needs to know of a batch already in the store: only its stored definition. */
 export interface StoredBatch {
   job: unknown;
+  /** The source it was split from (absolute): another one is never merged into it. */
+  source: string;
 }
 
 /** Everything `run` decided before touching anything: what to split, how, into which batch. */
@@ -69,6 +72,7 @@ export async function planRun(
   const batchName = input.batch !== undefined ? expandBatchName(input.batch) : defaultBatchName(source);
   if (batchName.trim() === '') throw new UsageError('--batch needs a non-empty name');
   const existing = await findBatch(batchName);
+  if (existing) checkSameSource(existing.source, source, batchName);
   const stored = existing ? settingsOf(existing.job as JobDefinition) : DEFAULT_SETTINGS;
   const { settings, changed } = mergeSettings(stored, input.settings);
   checkStages(settings, stored, existing, batchName, input.settings.handler !== undefined);
@@ -120,6 +124,28 @@ export async function planRun(
     }
   }
   return plan;
+}
+
+/**
+ * A batch belongs to one source: a second folder merged into it would have its files with
+ * existing keys never run, and the fingerprint check would then report changes that are not.
+ * The same folder reached another way (a symlink, `./x` vs `x/`) is the same source.
+ */
+function checkSameSource(stored: string, given: string, batch: string): void {
+  const real = realOrNull(stored);
+  if (stored === given || (real !== null && real === realOrNull(given))) return;
+  throw new UsageError(
+    `batch ${printable(batch)} was split from ${printable(stored)}, not ${printable(given)}: ` +
+      `run it with its own source, or give ${printable(given)} a batch of its own (--batch NEW)`,
+  );
+}
+
+function realOrNull(path: string): string | null {
+  try {
+    return realpathSync(path);
+  } catch {
+    return null;
+  }
 }
 
 /**

@@ -46,6 +46,24 @@ describe('bad input, nothing written', () => {
     expect(query(dbPathIn(p.dir), 'SELECT name FROM batches')).toEqual([{ name: 'other' }]);
   });
 
+  it('run SRC --batch X where X was split from another source: exit 2 naming both, nothing merged', async () => {
+    const p = projectWithFiles(3);
+    expect((await runCli(['run', 'src', '--batch', 'X', '--exec', 'true'], { cwd: p.dir })).code).toBe(0);
+    const other = join(p.dir, 'other');
+    mkdirSync(other);
+    writeFileSync(join(other, 'f001.log'), 'another file with a key of X\n');
+    writeFileSync(join(other, 'new.log'), 'new\n');
+    const before = sha(dbPathIn(p.dir));
+    for (const extra of [[], ['--dry-run']]) {
+      const r = await runCli(['run', 'other', '--batch', 'X', ...extra], { cwd: p.dir });
+      expectCleanError(r, 2, new RegExp(`batch X was split from ${p.src}, not ${other}: .*--batch NEW`));
+    }
+    expect(sha(dbPathIn(p.dir))).toBe(before);
+    expect(query(dbPathIn(p.dir), 'SELECT task_key FROM tasks ORDER BY task_key')).toEqual(p.keys.map((task_key) => ({ task_key })));
+    // Its own source, however it is written, still resumes it.
+    expect((await runCli(['run', './src/', '--batch', 'X'], { cwd: p.dir })).code).toBe(0);
+  });
+
   it('an unknown --batch and a missing store for status', async () => {
     const p = projectWithFiles(1);
     expectCleanError(await runCli(['status'], { cwd: p.dir }), 4, /no store at .*splitdance\.db/);
