@@ -9,7 +9,7 @@ import { WorkerPool, type PoolOptions } from './pool.js';
 export const KILL_GRACE_MS = 2000;
 
 /** What of a run's invocation shapes its pool. */
-export type PoolLimits = Pick<Invocation, 'concurrency' | 'maxTasksPerWorker' | 'maxWorkerMemory'>;
+export type PoolLimits = Pick<Invocation, 'concurrency' | 'maxTasksPerWorker' | 'maxWorkerMemory' | 'loadTimeoutMs'>;
 
 export function poolOptionsOf(limits: PoolLimits, handlers: Record<string, HandlerSpec>): PoolOptions {
   return {
@@ -18,19 +18,31 @@ export function poolOptionsOf(limits: PoolLimits, handlers: Record<string, Handl
     killGraceMs: KILL_GRACE_MS,
     maxTasksPerWorker: limits.maxTasksPerWorker,
     maxWorkerMemory: limits.maxWorkerMemory,
+    loadTimeoutMs: limits.loadTimeoutMs,
     idPrefix: `${process.pid}.`,
   };
 }
 
 /**
- * A pool with one worker that has loaded the handlers: a handler that does not load throws
- * here (a UsageError, the pool already shut down), before the caller writes anything.
- * The run grows it once it knows how much work there is (growToWork).
+ * A pool with one worker that has loaded the handlers: a handler that does not load (or not
+ * within --load-timeout) throws here (a UsageError, the pool already shut down), before the
+ * caller writes anything. A signal (`interrupted` settles) while it loads shuts it down and
+ * gives null, so SIGINT/SIGTERM end a start-up stuck in an import. The run grows it once it
+ * knows how much work there is (growToWork).
  */
-export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>): Promise<WorkerPool> {
+export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>): Promise<WorkerPool>;
+export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>, interrupted: Promise<unknown>): Promise<WorkerPool | null>;
+export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>, interrupted?: Promise<unknown>): Promise<WorkerPool | null> {
   const pool = new WorkerPool(poolOptionsOf(limits, handlers));
-  await pool.start(1);
-  return pool;
+  const started = pool.start(1).then(() => true);
+  if (!interrupted) {
+    await started;
+    return pool;
+  }
+  started.catch(() => undefined); // settled below, or left behind by the signal
+  if (await Promise.race([started, interrupted.then(() => false)])) return pool;
+  await pool.shutdown();
+  return null;
 }
 
 /** Grows the pool to the batch's work, no further (`-j 50` on one task starts one); returns the counts it went by. */

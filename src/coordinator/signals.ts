@@ -43,14 +43,24 @@ export function drainOnSignals(coordinator: Coordinator, graceMs: number, note: 
  * marks the run as interrupted; `run` checks between its steps and exits 130/143 with
  * nothing half-done. Returns the signal seen so far and a function removing the handlers.
  */
-export function watchSignalsDuringStartup(): { seen(): 'SIGINT' | 'SIGTERM' | null; dispose(): void } {
+export function watchSignalsDuringStartup(): { seen(): 'SIGINT' | 'SIGTERM' | null; signalled: Promise<void>; dispose(): void } {
   let seen: 'SIGINT' | 'SIGTERM' | null = null;
-  const onInt = () => (seen ??= 'SIGINT');
-  const onTerm = () => (seen ??= 'SIGTERM');
+  let wake = () => {};
+  const signalled = new Promise<void>((resolve) => (wake = resolve));
+  const onInt = () => {
+    seen ??= 'SIGINT';
+    wake();
+  };
+  const onTerm = () => {
+    seen ??= 'SIGTERM';
+    wake();
+  };
   process.on('SIGINT', onInt);
   process.on('SIGTERM', onTerm);
   return {
     seen: () => seen,
+    /** Settles at the first signal: a step that can wait long (workers loading a handler) races it. */
+    signalled,
     dispose() {
       process.off('SIGINT', onInt);
       process.off('SIGTERM', onTerm);

@@ -45,6 +45,7 @@ export interface RawRunFlags {
   maxFailures?: string;
   maxRuntime?: string;
   grace?: string;
+  loadTimeout?: string;
   maxTasksPerWorker?: string;
   maxWorkerMemory?: string;
   progressInterval?: string;
@@ -64,6 +65,8 @@ export interface Invocation {
   maxFailures: CountOrShare | null;
   maxRuntimeMs: number | null;
   graceMs: number;
+  /** A handler module whose import has not settled after this long fails the start (exit 2). */
+  loadTimeoutMs: number;
   maxTasksPerWorker: number | null;
   maxWorkerMemory: number | null;
   progressIntervalMs: number;
@@ -82,6 +85,7 @@ export const DEFAULT_INVOCATION: Invocation = {
   maxFailures: null,
   maxRuntimeMs: null,
   graceMs: 10_000,
+  loadTimeoutMs: 60_000,
   maxTasksPerWorker: null,
   maxWorkerMemory: null,
   progressIntervalMs: 10_000,
@@ -139,6 +143,7 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     maxFailures: given(f.maxFailures, (v) => parseCountOrShare(v, '--max-failures')),
     maxRuntimeMs: given(f.maxRuntime, (v) => positive(parseDuration(v, '--max-runtime'), '--max-runtime')),
     graceMs: given(f.grace, (v) => parseDuration(v, '--grace')),
+    loadTimeoutMs: given(f.loadTimeout, (v) => positive(parseDuration(v, '--load-timeout'), '--load-timeout')),
     maxTasksPerWorker: given(f.maxTasksPerWorker, (v) => parseCount(v, '--max-tasks-per-worker', { min: 1 })),
     maxWorkerMemory: given(f.maxWorkerMemory, (v) => parseSize(v, '--max-worker-memory')),
     progressIntervalMs: given(f.progressInterval, (v) => positive(parseDuration(v, '--progress-interval'), '--progress-interval')),

@@ -47,12 +47,16 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
   keepWorkingWithoutOutput(); // a closed or full stdout must not end a batch half-run
   const plan = await planRun(sourceArg, cliFlags, io.cwd, (name) => peekBatch(dbPath, name), dbPath, options);
   const startup = watchSignalsDuringStartup();
-  let pool: WorkerPool;
+  let pool: WorkerPool | null;
   try {
-    pool = await startPool(plan.inv, handlersOf(plan.settings)); // a broken handler fails here, before the store is touched
+    pool = await startPool(plan.inv, handlersOf(plan.settings), startup.signalled); // a broken handler fails here, before the store is touched
   } catch (err) {
     startup.dispose();
     throw err;
+  }
+  if (!pool) {
+    startup.dispose();
+    return interruptedBeforeStart(startup.seen()!, io);
   }
   let store: TaskStore | null = null;
   try {

@@ -41,7 +41,7 @@ export async function workerCommand(flags: WorkerFlags, io: Io): Promise<number>
   // not kill it mid-step; while a batch runs, its coordinator drains as `run` does.
   const signals = watchSignalsDuringStartup();
   try {
-    return await serve(flags, inv, dbPath, io, signals.seen);
+    return await serve(flags, inv, dbPath, io, signals.seen, signals.signalled);
   } finally {
     signals.dispose();
   }
@@ -49,7 +49,7 @@ export async function workerCommand(flags: WorkerFlags, io: Io): Promise<number>
 
 const exitFor = (signal: 'SIGINT' | 'SIGTERM') => signalOutcome(signal).exitCode;
 
-async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io, seen: () => 'SIGINT' | 'SIGTERM' | null): Promise<number> {
+async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io, seen: () => 'SIGINT' | 'SIGTERM' | null, signalled: Promise<void>): Promise<number> {
   if (flags.batch !== undefined) {
     const signal = await awaitBatch(dbPath, flags.batch, flags.quiet ?? false, io, seen);
     if (signal) return exitFor(signal);
@@ -63,7 +63,7 @@ async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io
     try {
       for (const batch of await ridingOut(() => candidates(store, flags.batch), note)) {
         if (seen()) return exitFor(seen()!);
-        const code = await workOn(store, batch, flags, inv, dbPath, io, seen);
+        const code = await workOn(store, batch, flags, inv, dbPath, io, seen, signalled);
         if (code === null) continue;
         worked = true;
         if (code === EXIT.SIGINT || code === EXIT.SIGTERM) return code;
@@ -95,6 +95,7 @@ async function workOn(
   dbPath: string,
   io: Io,
   seen: () => 'SIGINT' | 'SIGTERM' | null,
+  signalled: Promise<void>,
 ): Promise<number | null> {
   const c = await ridingOut(() => store.counts(batch.id), (m) => flags.quiet || line(io.stderr, m));
   if (c.pending + c.retrying + c.running === 0) return null;
@@ -104,14 +105,15 @@ async function workOn(
     line(io.stderr, `batch ${printable(batch.name)} has no stored handler; run it once with --exec or --handler`);
     return null;
   }
-  let pool: WorkerPool;
+  let pool: WorkerPool | null;
   try {
-    pool = await startPool(inv, handlers); // `runBatch` grows it to the batch's work
+    pool = await startPool(inv, handlers, signalled); // `runBatch` grows it to the batch's work
   } catch (err) {
     // One batch with a broken handler must not stop a worker serving the others.
     line(io.stderr, `batch ${printable(batch.name)}: its handler does not load, skipped: ${printable((err as Error).message)}`);
     return EXIT.USAGE;
   }
+  if (!pool) return exitFor(seen()!); // signalled while the workers loaded the handler
   try {
     if (seen()) return exitFor(seen()!); // signalled while the workers started
     const reporter = RunReporter.forFlags(io, flags, inv.progressIntervalMs, () => store.counts(batch.id));
