@@ -5,7 +5,7 @@ import { UsageError } from '../errors.js';
 import { checkOutputTemplate } from '../output/output-path.js';
 import { checkMetricsPath } from '../status/metrics-file.js';
 import { parseSample } from '../split/sample.js';
-import { MAX_CONCURRENCY, MAX_RETRIES, parseConcurrency, type RunInput, definedOnly } from './run-options.js';
+import { MAX_BACKOFF_FACTOR, MAX_CONCURRENCY, MAX_RETRIES, parseConcurrency, type RunInput, definedOnly } from './run-options.js';
 import { orderStages, type StageDefinition } from './stages.js';
 import { parseCountOrShare, parseDuration, parseSize } from './units.js';
 
@@ -56,7 +56,7 @@ const count = (min: number, max = Number.MAX_SAFE_INTEGER) => z.number().int().m
 const policy = {
   retries: count(0, MAX_RETRIES).optional(),
   backoff: duration.optional(),
-  backoffFactor: z.number().min(1).optional(),
+  backoffFactor: z.number().min(1).max(MAX_BACKOFF_FACTOR).optional(),
   maxBackoff: duration.optional(),
   jitter: z.number().min(0).max(1).optional(),
   timeout: longerThanZero.optional(),

@@ -108,6 +108,8 @@ export interface RunInput {
 
 /** Upper bounds: beyond them a value is a typo, and some would overflow a store column. */
 export const MAX_RETRIES = 1_000_000;
+/** Each retry waits at most this many times longer than the one before: 100 reaches --max-backoff 1h from 5s by the third retry. */
+export const MAX_BACKOFF_FACTOR = 100;
 export const MAX_CONCURRENCY = 1024;
 
 /** Parses and validates every `run`/`worker` flag that was given; throws a UsageError naming the flag. */
@@ -124,7 +126,7 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     handler: f.exec !== undefined ? { kind: 'exec', template: f.exec } : f.handler !== undefined ? { kind: 'module', path: resolve(cwd, f.handler) } : undefined,
     retries: given(f.retries, (v) => parseCount(v, '--retries', { max: MAX_RETRIES })),
     backoffMs: given(f.backoff, (v) => parseDuration(v, '--backoff')),
-    backoffFactor: given(f.backoffFactor, (v) => parseNumber(v, '--backoff-factor', { min: 1 })),
+    backoffFactor: given(f.backoffFactor, (v) => parseNumber(v, '--backoff-factor', { min: 1, max: MAX_BACKOFF_FACTOR })),
     maxBackoffMs: given(f.maxBackoff, (v) => parseDuration(v, '--max-backoff')),
     jitter: given(f.jitter, (v) => parseFraction(v, '--jitter')),
     timeoutMs: given(f.timeout, (v) => positive(parseDuration(v, '--timeout'), '--timeout')),
