@@ -13,9 +13,9 @@ export interface Io {
   stdoutTty: boolean;
 }
 
-export function processIo(): Io {
+export function processIo(env: NodeJS.ProcessEnv = process.env): Io {
   guardProcessStreams(); // a closed or full stdout/stderr: lost-output.ts
-  return { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd(), env: process.env, tty: Boolean(process.stderr.isTTY), stdoutTty: Boolean(process.stdout.isTTY) };
+  return { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd(), env, tty: Boolean(process.stderr.isTTY), stdoutTty: Boolean(process.stdout.isTTY) };
 }
 
 export interface OutputFlags {

@@ -3,6 +3,7 @@ import { failpointBug } from '../store/failpoint.js';
 import { EXIT } from '../exit-codes.js';
 import { printable } from './format.js';
 import { processIo, type Io } from './io.js';
+import { hideStoreSecrets } from './process-secrets.js';
 import { describeLoss, lostStreams } from './lost-output.js';
 import { buildProgram } from './program.js';
 
@@ -11,7 +12,8 @@ import { buildProgram } from './program.js';
  * mapped to one here. UsageError → 2, StoreError → 4, anything else is a bug (1).
  * Stack traces only with --verbose.
  */
-export async function main(argv: string[], io: Io = processIo()): Promise<number> {
+export async function main(argv: string[], given?: Io): Promise<number> {
+  const io = given ?? processIo(hideStoreSecrets(argv));
   const verbose = argv.includes('--verbose');
   let code: number = EXIT.OK;
   const program = buildProgram(io, (c) => (code = c));

@@ -6,7 +6,7 @@ import { runBatch } from '../../coordinator/run-batch.js';
 import { signalOutcome } from '../../coordinator/run-outcome.js';
 import { watchSignalsDuringStartup } from '../../coordinator/signals.js';
 import { EXIT } from '../../exit-codes.js';
-import { settingsOf, type JobDefinition } from '../../job/job-definition.js';
+import { describeHandler, settingsOf, type JobDefinition } from '../../job/job-definition.js';
 import { inputFromFlags, invocationOf, type Invocation } from '../../job/run-options.js';
 import { handlersOf } from '../../job/stages.js';
 import { openStore, resolveDbPath } from '../../store/open-store.js';
@@ -116,6 +116,9 @@ async function workOn(
   if (!pool) return exitFor(seen()!); // signalled while the workers loaded the handler
   try {
     if (seen()) return exitFor(seen()!); // signalled while the workers started
+    // The definition is code from the store, which anyone who can write the store chose: say
+    // what is about to run as this user (docs/trust-model.md).
+    if (!flags.quiet) line(io.stderr, `batch ${printable(batch.name)}: running its stored definition ${printable(describeHandler(settings.handler, settings.stages))}`);
     const reporter = RunReporter.forFlags(io, flags, inv.progressIntervalMs, () => store.counts(batch.id));
     const resume = suggest({ batch: batch.name, db: givenDb(flags.db, io) }, ['resume']);
     return await runBatch(store, batch, pool, { settings, inv, dbPath, cwd: io.cwd, notes: [], inserted: 0, resume }, reporter);
@@ -123,3 +126,4 @@ async function workOn(
     await pool.shutdown();
   }
 }
+

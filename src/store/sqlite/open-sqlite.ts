@@ -4,6 +4,7 @@ import { dirname } from 'node:path';
 import { StoreError } from '../../errors.js';
 import { failpointValue } from '../failpoint.js';
 import { loadMigrations, newestVersion } from '../shared/migrations.js';
+import { keepStoreToItsOwner } from './store-modes.js';
 
 type Db = Database.Database;
 
@@ -29,6 +30,7 @@ export function openSqlite(path: string, { create, readonly = false }: { create:
   if (exists && statSync(path).isDirectory()) {
     throw new StoreError(`store path ${path} is a directory; give --db a file path such as ${path}/splitdance.db`);
   }
+  if (!readonly) keepStoreToItsOwner(path); // before a new store is created in a folder others may write
   if (!exists) createStoreFile(path);
   let db: Db;
   try {
