@@ -8,18 +8,20 @@ const SHUTDOWN_KILL_MS = 1000;
 /**
  * SIGINT/SIGTERM: stop claiming and let running attempts finish for the grace period,
  * then kill them (their tasks go back to PENDING, uncharged). A second signal kills at
- * once. Returns a function that removes the handlers.
+ * once. SIGHUP (a closed terminal, an ssh session dropped) is a shutdown like SIGTERM: by
+ * default it would kill the run without the drain, and the next run would charge its
+ * attempts as LOST. Returns a function that removes the handlers.
  */
 export function drainOnSignals(coordinator: Coordinator, graceMs: number, note: (m: string) => void): () => void {
   let graceTimer: LongTimer | undefined; // --grace may be up to a year
-  const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
+  const onSignal = (signal: 'SIGINT' | 'SIGTERM', name: string = signal) => {
     if (graceTimer) {
-      note(`${signal} again: killing ${coordinator.running} running attempt(s) now`);
+      note(`${name} again: killing ${coordinator.running} running attempt(s) now`);
       coordinator.killAll();
       return;
     }
     note(
-      `${signal}: no new tasks; waiting up to ${formatMs(graceMs)} for ${coordinator.running} running attempt(s) (send it again to stop at once)`,
+      `${name}: no new tasks; waiting up to ${formatMs(graceMs)} for ${coordinator.running} running attempt(s) (send it again to stop at once)`,
     );
     coordinator.stop({ kind: 'signal', signal });
     graceTimer = longTimeout(() => {
@@ -29,12 +31,15 @@ export function drainOnSignals(coordinator: Coordinator, graceMs: number, note: 
   };
   const onInt = () => onSignal('SIGINT');
   const onTerm = () => onSignal('SIGTERM');
+  const onHup = () => onSignal('SIGTERM', 'SIGHUP');
   process.on('SIGINT', onInt);
   process.on('SIGTERM', onTerm);
+  process.on('SIGHUP', onHup);
   return () => {
     graceTimer?.cancel();
     process.off('SIGINT', onInt);
     process.off('SIGTERM', onTerm);
+    process.off('SIGHUP', onHup);
   };
 }
 
@@ -57,6 +62,7 @@ export function watchSignalsDuringStartup(): { seen(): 'SIGINT' | 'SIGTERM' | nu
   };
   process.on('SIGINT', onInt);
   process.on('SIGTERM', onTerm);
+  process.on('SIGHUP', onTerm); // a shutdown like SIGTERM
   return {
     seen: () => seen,
     /** Settles at the first signal: a step that can wait long (workers loading a handler) races it. */
@@ -64,6 +70,7 @@ export function watchSignalsDuringStartup(): { seen(): 'SIGINT' | 'SIGTERM' | nu
     dispose() {
       process.off('SIGINT', onInt);
       process.off('SIGTERM', onTerm);
+      process.off('SIGHUP', onTerm);
     },
   };
 }
