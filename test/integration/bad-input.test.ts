@@ -64,6 +64,17 @@ describe('bad input, nothing written', () => {
     expect((await runCli(['run', './src/', '--batch', 'X'], { cwd: p.dir })).code).toBe(0);
   });
 
+  it('an invalid SPLITDANCE_BUSY_TIMEOUT_MS is exit 2 naming it, for run and status; nothing written', async () => {
+    const p = projectWithFiles(2);
+    for (const value of ['abc', '-1', '1.5', '99999999999']) {
+      for (const args of [['run', 'src', '--exec', 'true'], ['status']]) {
+        const r = await runCli(args, { cwd: p.dir, env: { SPLITDANCE_BUSY_TIMEOUT_MS: value } });
+        expectCleanError(r, 2, new RegExp(`SPLITDANCE_BUSY_TIMEOUT_MS expects a whole number of milliseconds .*got "${value.replace('.', '\\.')}"`));
+      }
+    }
+    expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
+  });
+
   it('an unknown --batch and a missing store for status', async () => {
     const p = projectWithFiles(1);
     expectCleanError(await runCli(['status'], { cwd: p.dir }), 4, /no store at .*splitdance\.db/);

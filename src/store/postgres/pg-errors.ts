@@ -1,8 +1,9 @@
 import { StoreError } from '../../errors.js';
 import type { PgTarget } from './pg-url.js';
+import { busyTimeoutMs } from '../busy-timeout.js';
 
 /** Milliseconds a statement waits for another session's row or table lock before exit 4 (`lock_timeout`). */
-export const LOCK_TIMEOUT_MS = Number(process.env.SPLITDANCE_BUSY_TIMEOUT_MS ?? 5000);
+export const LOCK_TIMEOUT_MS = busyTimeoutMs();
 
 /** Socket-level failures: the server was never reached, or the connection broke. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE', 'ENOENT']);

@@ -5,13 +5,14 @@ import { StoreError } from '../../errors.js';
 import { failpointValue } from '../failpoint.js';
 import { loadMigrations, newestVersion } from '../shared/migrations.js';
 import { keepStoreToItsOwner } from './store-modes.js';
+import { busyTimeoutMs } from '../busy-timeout.js';
 
 type Db = Database.Database;
 
 const MIGRATIONS_DIR = new URL('../../../src/store/sqlite/migrations/', import.meta.url);
 
 /** Milliseconds a writer waits for another's lock before the command fails with exit 4. */
-export const BUSY_TIMEOUT_MS = Number(process.env.SPLITDANCE_BUSY_TIMEOUT_MS ?? 5000);
+export const BUSY_TIMEOUT_MS = busyTimeoutMs();
 
 /** Read once: the migrations this build knows, and so the newest schema it understands. */
 const MIGRATIONS = loadMigrations(MIGRATIONS_DIR);
