@@ -5,9 +5,9 @@ import { UsageError } from '../errors.js';
 import { checkOutputTemplate } from '../output/output-path.js';
 import { checkMetricsPath } from '../status/metrics-file.js';
 import { parseSample } from '../split/sample.js';
-import { MAX_BACKOFF_FACTOR, MAX_CONCURRENCY, MAX_RETRIES, parseConcurrency, type RunInput, definedOnly } from './run-options.js';
+import { atLeast, MAX_BACKOFF_FACTOR, MAX_CONCURRENCY, MAX_RETRIES, MIN_DURATION_MS, parseConcurrency, type RunInput, definedOnly } from './run-options.js';
 import { orderStages, type StageDefinition } from './stages.js';
-import { parseCountOrShare, parseDuration, parseSize } from './units.js';
+import { formatMs, parseCountOrShare, parseDuration, parseSize } from './units.js';
 
 /**
  * A field parsed once, by the same function as its flag: the schema's output is the typed
@@ -34,6 +34,12 @@ const longerThanZero = z
     if (ms <= 0) throw new UsageError(`expects a duration longer than 0; got "${v}"`);
     return ms;
   }));
+/** A duration of at least `min` ms (MIN_DURATION_MS: what the design can honour). */
+const atLeastMs = (min: number) =>
+  z
+    .string()
+    .describe(`a duration such as 500ms, 5s, 2m or 1h, at least ${formatMs(min)}`)
+    .transform(parsedBy((v, o) => atLeast(parseDuration(v, o), min, 'it')));
 const size = z.union([z.number().int().positive().max(Number.MAX_SAFE_INTEGER), z.string().transform(parsedBy(parseSize))]);
 const countOrShare = z.union([z.number().int().positive().max(Number.MAX_SAFE_INTEGER), z.string()]).transform((v, ctx) =>
   parsedBy(parseCountOrShare)(String(v), ctx as z.core.$RefinementCtx<string>),
@@ -59,7 +65,7 @@ const policy = {
   backoffFactor: z.number().min(1).max(MAX_BACKOFF_FACTOR).optional(),
   maxBackoff: duration.optional(),
   jitter: z.number().min(0).max(1).optional(),
-  timeout: longerThanZero.optional(),
+  timeout: atLeastMs(MIN_DURATION_MS.timeout).optional(),
   permanentCodes: z.array(z.number().int().min(1).max(255)).optional(),
   permanentErrors: z.array(regexSource).describe('an attempt whose error or output tail matches one fails the task at once').optional(),
   heartbeatTimeout: longerThanZero.describe('kill an attempt silent this long (no ctx.heartbeat(), no exec output) as TIMEOUT').optional(),
@@ -117,13 +123,13 @@ export const JobFileSchema = z
     noWait: z.boolean().optional(),
     maxTasksPerWorker: count(1).optional(),
     maxWorkerMemory: size.optional(),
-    progressInterval: longerThanZero.optional(),
+    progressInterval: atLeastMs(MIN_DURATION_MS.progressInterval).optional(),
     metricsFile: z
       .string()
       .min(1)
       .describe("keep the batch's Prometheus metrics in this file (node_exporter's textfile collector), relative to the job file's folder")
       .optional(),
-    lease: longerThanZero.optional(),
+    lease: atLeastMs(MIN_DURATION_MS.lease).optional(),
     historyWarn: count(1).describe('warn when the store holds more attempts than this').optional(),
     stages: z.array(StageSchema).min(1).describe('a per-item pipeline: one task per stage and item').optional(),
   })

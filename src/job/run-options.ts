@@ -6,7 +6,7 @@ import { checkOutputTemplate } from '../output/output-path.js';
 import { checkTemplate } from '../worker/exec-template.js';
 import { checkMetricsPath } from '../status/metrics-file.js';
 import type { JobSettings } from './job-definition.js';
-import { parseCount, parseCountOrShare, parseDuration, parseFraction, parseNumber, parseSize, resolveCountOrShare, type CountOrShare } from './units.js';
+import { formatMs, parseCount, parseCountOrShare, parseDuration, parseFraction, parseNumber, parseSize, resolveCountOrShare, type CountOrShare } from './units.js';
 
 /**
  * The options pipeline of `run` (and `worker`): flags and the job file are each parsed once,
@@ -129,7 +129,7 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     backoffFactor: given(f.backoffFactor, (v) => parseNumber(v, '--backoff-factor', { min: 1, max: MAX_BACKOFF_FACTOR })),
     maxBackoffMs: given(f.maxBackoff, (v) => parseDuration(v, '--max-backoff')),
     jitter: given(f.jitter, (v) => parseFraction(v, '--jitter')),
-    timeoutMs: given(f.timeout, (v) => positive(parseDuration(v, '--timeout'), '--timeout')),
+    timeoutMs: given(f.timeout, (v) => atLeast(positive(parseDuration(v, '--timeout'), '--timeout'), MIN_DURATION_MS.timeout, '--timeout')),
     permanentCodes: given(f.permanentCodes, parseCodes),
     output: f.output === undefined ? undefined : { template: f.output, base: cwd },
     permanentErrors: f.permanentErrors?.length ? f.permanentErrors.map((r) => checkRegex(r, '--permanent-errors')) : undefined,
@@ -148,9 +148,9 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     loadTimeoutMs: given(f.loadTimeout, (v) => positive(parseDuration(v, '--load-timeout'), '--load-timeout')),
     maxTasksPerWorker: given(f.maxTasksPerWorker, (v) => parseCount(v, '--max-tasks-per-worker', { min: 1 })),
     maxWorkerMemory: given(f.maxWorkerMemory, (v) => parseSize(v, '--max-worker-memory')),
-    progressIntervalMs: given(f.progressInterval, (v) => positive(parseDuration(v, '--progress-interval'), '--progress-interval')),
+    progressIntervalMs: given(f.progressInterval, (v) => atLeast(positive(parseDuration(v, '--progress-interval'), '--progress-interval'), MIN_DURATION_MS.progressInterval, '--progress-interval')),
     metricsFile: given(f.metricsFile, (v) => checkMetricsPath(resolve(cwd, v), '--metrics-file')),
-    leaseMs: given(f.lease, (v) => positive(parseDuration(v, '--lease'), '--lease')),
+    leaseMs: given(f.lease, (v) => atLeast(positive(parseDuration(v, '--lease'), '--lease'), MIN_DURATION_MS.lease, '--lease')),
     historyWarn: given(f.historyWarn, (v) => parseCount(v, '--history-warn', { min: 1 })),
     force: f.force === true ? true : undefined,
   };
@@ -213,6 +213,19 @@ export function checkRegex(source: string, option: string): string {
     throw new UsageError(`${option} ${JSON.stringify(source)}: ${(err as Error).message}`);
   }
   return source;
+}
+
+/**
+ * The shortest durations the design honours. A lease is renewed every third of its length and
+ * a result waits up to 100 ms for its commit, so a lease under 1 s expires under a live owner
+ * (`--lease 30ms` on two hosts ran attempts twice at once); a progress line or a timeout check
+ * more often than every 100 ms is a busy loop, not a setting.
+ */
+export const MIN_DURATION_MS = { lease: 1000, progressInterval: 100, timeout: 100 } as const;
+
+export function atLeast(n: number, min: number, option: string): number {
+  if (n < min) throw new UsageError(`${option} must be at least ${formatMs(min)} (shorter cannot be honoured); got ${formatMs(n)}`);
+  return n;
 }
 
 function positive(n: number, option: string): number {

@@ -75,6 +75,22 @@ describe('bad input, nothing written', () => {
     expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
   });
 
+  it('--lease, --progress-interval and --timeout shorter than the design honours: exit 2 naming the minimum, flag or job file', async () => {
+    const p = projectWithFiles(2);
+    for (const [flag, value, min] of [
+      ['--lease', '30ms', '1s'],
+      ['--progress-interval', '10ms', '100ms'],
+      ['--timeout', '5ms', '100ms'],
+    ] as const) {
+      expectCleanError(await runCli(['run', 'src', '--exec', 'true', flag, value], { cwd: p.dir }), 2, new RegExp(`${flag} must be at least ${min} \\(shorter cannot be honoured\\); got ${value}`));
+      const field = flag.slice(2).replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
+      writeFileSync(join(p.dir, 'job.json'), JSON.stringify({ exec: 'true', [field]: value }));
+      expectCleanError(await runCli(['run', 'src', '--job', 'job.json'], { cwd: p.dir }), 2, new RegExp(`field "${field}": .*at least ${min}`));
+    }
+    expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
+    expect((await runCli(['run', 'src', '--exec', 'true', '--lease', '1s', '--timeout', '100ms', '--progress-interval', '100ms'], { cwd: p.dir })).code).toBe(0);
+  });
+
   it('an unknown --batch and a missing store for status', async () => {
     const p = projectWithFiles(1);
     expectCleanError(await runCli(['status'], { cwd: p.dir }), 4, /no store at .*splitdance\.db/);
