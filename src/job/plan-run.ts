@@ -1,7 +1,7 @@
 import { realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
-import { defaultBatchName, expandBatchName } from './batch-name.js';
+import { checkBatchName, defaultBatchName, expandBatchName } from './batch-name.js';
 import { findJobFile } from './job-file-path.js';
 import { DEFAULT_SETTINGS, describeHandler, mergeSettings, settingsOf, type JobDefinition, type JobSettings } from './job-definition.js';
 import { inputFromFlags, invocationOf, layerInputs, type Invocation, type RawRunFlags, type RunInput } from './run-options.js';
@@ -71,6 +71,7 @@ export async function planRun(
   const kind = sourceKind(source);
   const batchName = input.batch !== undefined ? expandBatchName(input.batch) : defaultBatchName(source);
   if (batchName.trim() === '') throw new UsageError('--batch needs a non-empty name');
+  checkBatchName(batchName);
   const existing = await findBatch(batchName);
   if (existing) checkSameSource(existing.source, source, batchName);
   const stored = existing ? settingsOf(existing.job as JobDefinition) : DEFAULT_SETTINGS;

@@ -91,6 +91,21 @@ describe('bad input, nothing written', () => {
     expect((await runCli(['run', 'src', '--exec', 'true', '--lease', '1s', '--timeout', '100ms', '--progress-interval', '100ms'], { cwd: p.dir })).code).toBe(0);
   });
 
+  it('a job-file batch name with a NUL or a lone surrogate: exit 2 naming it, no store', async () => {
+    const p = projectWithFiles(2);
+    for (const [escaped, why] of [
+      ['a\\u0000b', /holds a NUL character/],
+      ['a\\ud800b', /holds a lone UTF-16 surrogate/],
+      ['x\\udfff', /holds a lone UTF-16 surrogate/],
+    ] as const) {
+      writeFileSync(join(p.dir, 'job.json'), `{"exec": "true", "batch": "${escaped}"}`);
+      expectCleanError(await runCli(['run', 'src', '--job', 'job.json'], { cwd: p.dir }), 2, why);
+      expect(existsSync(join(p.dir, '.splitdance')), escaped).toBe(false);
+    }
+    writeFileSync(join(p.dir, 'job.json'), '{"exec": "true", "batch": "ok \\ud83d\\ude00"}'); // a pair is fine
+    expect((await runCli(['run', 'src', '--job', 'job.json'], { cwd: p.dir })).code).toBe(0);
+  });
+
   it('an unknown --batch and a missing store for status', async () => {
     const p = projectWithFiles(1);
     expectCleanError(await runCli(['status'], { cwd: p.dir }), 4, /no store at .*splitdance\.db/);
