@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { StoreError } from '../errors.js';
 import { isPostgresUrl, openExistingStore } from './open-store.js';
-import { BUSY_TIMEOUT_MS, checkIdentity, storeError } from './sqlite/open-sqlite.js';
+import { BUSY_TIMEOUT_MS, checkIdentity, checkStoreFile, storeError } from './sqlite/open-sqlite.js';
 
 /**
  * A batch's stored definition, read without a single write to the store — no migration of
@@ -12,6 +12,7 @@ import { BUSY_TIMEOUT_MS, checkIdentity, storeError } from './sqlite/open-sqlite
 export async function peekBatch(db: string, name: string): Promise<{ job: unknown; source: string } | undefined> {
   if (isPostgresUrl(db)) return peekPostgres(db, name);
   if (!existsSync(db)) return undefined;
+  checkStoreFile(db);
   let conn: Database.Database;
   try {
     conn = new Database(db, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { handler, runCli, tempDir } from '../helpers/cli.js';
@@ -104,6 +105,26 @@ describe('bad input, nothing written', () => {
     }
     writeFileSync(join(p.dir, 'job.json'), '{"exec": "true", "batch": "ok \\ud83d\\ude00"}'); // a pair is fine
     expect((await runCli(['run', 'src', '--job', 'job.json'], { cwd: p.dir })).code).toBe(0);
+  });
+
+  it('reading commands never write: an empty --db file stays empty; a FIFO or a device as --db is exit 4 at once, no journal beside it', async () => {
+    const dir = tempDir();
+    const empty = join(dir, 'empty.db');
+    writeFileSync(empty, '');
+    for (const args of [['status'], ['tasks'], ['batches'], ['status', '--json']]) {
+      const r = await runCli([...args, '--db', empty], { cwd: dir });
+      expectCleanError(r, 4, /holds no splitdance store yet/);
+      expect(readFileSync(empty).length, args.join(' ')).toBe(0);
+    }
+    execFileSync('mkfifo', [join(dir, 'fifo.db')]);
+    execFileSync('mknod', [join(dir, 'null.db'), 'c', '1', '3']); // a private /dev/null
+    for (const [name, kind] of [['fifo.db', 'a FIFO'], ['null.db', 'a character device']]) {
+      for (const args of [['status'], ['run', dir, '--exec', 'true'], ['run', dir, '--exec', 'true', '--dry-run']]) {
+        const r = await runCli([...args, '--db', join(dir, name)], { cwd: dir, timeoutMs: 20_000 });
+        expectCleanError(r, 4, new RegExp(`store path .*${name} is ${kind}, not a file`));
+      }
+    }
+    expect(readdirSync(dir).sort()).toEqual(['empty.db', 'fifo.db', 'null.db']);
   });
 
   it('an unknown --batch and a missing store for status', async () => {

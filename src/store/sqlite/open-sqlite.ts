@@ -28,9 +28,7 @@ export function openSqlite(path: string, { create, readonly = false }: { create:
   if (!exists && !create) {
     throw new StoreError(`no store at ${path}: run \`splitdance run <source>\` first, or point --db at an existing store`, 'NO_STORE');
   }
-  if (exists && statSync(path).isDirectory()) {
-    throw new StoreError(`store path ${path} is a directory; give --db a file path such as ${path}/splitdance.db`);
-  }
+  if (exists) checkStoreFile(path);
   if (!readonly) keepStoreToItsOwner(path); // before a new store is created in a folder others may write
   if (!exists) createStoreFile(path);
   let db: Db;
@@ -44,6 +42,9 @@ export function openSqlite(path: string, { create, readonly = false }: { create:
     checkIdentity(db, path);
     if (readonly) {
       const version = db.pragma('user_version', { simple: true }) as number;
+      // An empty file (or one created and never written) is no store: a reading command must
+      // not turn it into one, as the upgrade of an older schema below would.
+      if (version === 0) throw new StoreError(`${path} holds no splitdance store yet (an empty database); run \`splitdance run <source>\` with it first, or point --db at an existing store`, 'NO_STORE');
       if (version < SCHEMA_VERSION) {
         throw new StoreError(`the store ${path} has an older schema (${version}); run without --dry-run once to upgrade it`, 'OLD_SCHEMA');
       }
@@ -117,6 +118,20 @@ function useWal(db: Db): void {
   }
 }
 const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * A store is a regular file (or a symlink to one). A FIFO would block every command forever,
+ * and SQLite would write a `-journal` beside a device such as /dev/null: refused before
+ * SQLite opens anything.
+ */
+export function checkStoreFile(path: string): void {
+  const st = statSync(path);
+  if (st.isDirectory()) throw new StoreError(`store path ${path} is a directory; give --db a file path such as ${path}/splitdance.db`);
+  if (!st.isFile()) {
+    const kind = st.isFIFO() ? 'a FIFO' : st.isCharacterDevice() ? 'a character device' : st.isBlockDevice() ? 'a block device' : st.isSocket() ? 'a socket' : 'not a regular file';
+    throw new StoreError(`store path ${path} is ${kind}, not a file; give --db the path of a store file (or of one to create)`);
+  }
+}
 
 function createStoreFile(path: string): void {
   try {
