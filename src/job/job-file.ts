@@ -143,6 +143,26 @@ export function jobFileJsonSchema(): unknown {
 }
 
 /** Reads and validates a job file into a typed RunInput (paths made absolute against the file's folder; declared outputs against `cwd`, where `run` starts). */
+/** No field of a job file nests deeper (stages' fields are at depth 3); the checks below recurse. */
+const MAX_DEPTH = 64;
+
+/**
+ * Refuses a value nested deeper than MAX_DEPTH, naming its field, before the schema walks it:
+ * validation recurses, and 5,000 levels ended in "Maximum call stack size exceeded". Walked
+ * with an explicit stack, so any depth JSON.parse accepts is measured safely.
+ */
+function checkDepth(data: unknown, path: string): void {
+  const stack: { value: unknown; at: string[] }[] = [{ value: data, at: [] }];
+  while (stack.length) {
+    const { value, at } = stack.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    if (at.length >= MAX_DEPTH) {
+      throw new UsageError(`job file ${path}: field "${at.slice(0, 3).join('.')}${at.length > 3 ? '.…' : ''}" is nested more than ${MAX_DEPTH} levels deep; no field of a job file nests like that`);
+    }
+    for (const [k, v] of Object.entries(value)) stack.push({ value: v, at: [...at, k] });
+  }
+}
+
 export function readJobFile(path: string, cwd = process.cwd()): RunInput {
   let data: unknown;
   try {
@@ -150,6 +170,7 @@ export function readJobFile(path: string, cwd = process.cwd()): RunInput {
   } catch (err) {
     throw new UsageError(`job file ${path} is not valid JSON: ${(err as Error).message}`);
   }
+  checkDepth(data, path);
   const parsed = JobFileSchema.safeParse(data, { reportInput: true });
   if (!parsed.success) throw new UsageError(`job file ${path}: ${describeIssues(parsed.error.issues)}`);
   const j = parsed.data;
