@@ -4,6 +4,7 @@ import { cutError } from '../stored-text.js';
 import type { ClaimedTask, Outcome, Settlement } from '../store/task-store.js';
 import type { DoneMessage } from '../worker/protocol.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
+import { GuardedMatcher } from './guarded-match.js';
 
 export interface RetryRules {
   policy: BackoffPolicy;
@@ -90,8 +91,13 @@ export function settle(task: ClaimedTask, ending: Ending, rules: RetryRules, now
   return failure('FAILED', error, permanent, m);
 }
 
+/** One guarded matcher (its own thread) per rule set: the patterns are the user's (guarded-match.ts). */
+const matchers = new WeakMap<RegExp[], GuardedMatcher>();
+
 function matchesAny(patterns: RegExp[], error: string, tail: string | null): boolean {
-  return patterns.some((p) => p.test(error) || (tail !== null && p.test(tail)));
+  let matcher = matchers.get(patterns);
+  if (!matcher) matchers.set(patterns, (matcher = new GuardedMatcher(patterns)));
+  return matcher.matchesAny([error, tail]);
 }
 
 type Io = Pick<Settlement, 'exitCode' | 'signal' | 'outputTail' | 'logPath'>;
