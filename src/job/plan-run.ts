@@ -36,7 +36,7 @@ export interface RunPlan {
   sample: Sample | null;
   rerunChanged: boolean;
   /** A fresh stream of the (sampled) task specs; `onSkip` hears of files that cannot be tasks. */
-  split(onSkip?: (path: string) => void): Iterable<TaskSpec>;
+  split(onSkip?: (path: string, reason: string) => void): Iterable<TaskSpec>;
   notes: string[];
 }
 

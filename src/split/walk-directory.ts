@@ -23,6 +23,9 @@ export interface WalkOptions {
  * name; links to directories, out of the source, dangling or looping are skipped.
  * Hidden entries are skipped unless an include pattern names them explicitly.
  */
+/** The reason given to `onSkip` for a file or folder removed while the walk was under way. */
+export const VANISHED = 'it was removed while the source was being split';
+
 export function* walkDirectory(root: string, options: WalkOptions): Generator<TaskSpec> {
   const rootReal = realpathSync(root);
   const includes = globMatcher(options.include, { dot: false });
@@ -44,7 +47,7 @@ export function* walkDirectory(root: string, options: WalkOptions): Generator<Ta
 
   function* walk(relDir: string, inHiddenDir: boolean): Generator<TaskSpec> {
     const dir = relDir ? join(root, relDir) : root;
-    for (const entry of listSorted(dir, options.onSkip)) {
+    for (const entry of listSorted(dir, options.onSkip, relDir !== '')) {
       const rel = relDir ? `${relDir}/${entry.name}` : entry.name;
       const abs = join(root, rel);
       if (skip.has(join(rootReal, rel))) continue;
@@ -53,7 +56,11 @@ export function* walkDirectory(root: string, options: WalkOptions): Generator<Ta
         if (((inHiddenDir || hidden) && !includesStrict) || excludes?.(rel)) continue;
         yield* walk(rel, inHiddenDir || hidden);
       } else if (entry.isFile()) {
-        if (accept(rel, inHiddenDir, hidden)) yield spec(abs, rel, statSync(abs));
+        if (!accept(rel, inHiddenDir, hidden)) continue;
+        // Listed, then gone before its stat: removed while the source was being split.
+        const stats = statSync(abs, { throwIfNoEntry: false });
+        if (stats) yield spec(abs, rel, stats);
+        else options.onSkip?.(abs, VANISHED);
       } else if (entry.isSymbolicLink()) {
         const target = linkedFileInside(abs, rootReal);
         if (target && !skip.has(target.real) && accept(rel, inHiddenDir, hidden)) yield spec(abs, rel, target.stats);
@@ -69,12 +76,16 @@ export function* walkDirectory(root: string, options: WalkOptions): Generator<Ta
  * say) cannot be passed to a handler or a shell argument intact, so they are reported
  * through `onSkip` rather than turned into a task for a file that does not exist.
  */
-function listSorted(dir: string, onSkip?: (path: string, reason: string) => void): Dirent[] {
+function listSorted(dir: string, onSkip?: (path: string, reason: string) => void, sub = false): Dirent[] {
   let raw: Dirent<Buffer>[];
   try {
     raw = readdirSync(dir, { withFileTypes: true, encoding: 'buffer' }) as unknown as Dirent<Buffer>[];
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
+    if (sub && (e.code === 'ENOENT' || e.code === 'ENOTDIR')) {
+      onSkip?.(dir, VANISHED); // a folder listed a moment ago, removed or replaced since
+      return [];
+    }
     throw new UsageError(`cannot read the directory ${dir} (${e.code}); fix its permissions or --exclude it`);
   }
   const entries: { entry: Dirent; order: Buffer }[] = [];

@@ -1,10 +1,10 @@
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { handler, runCli, tempDir } from '../helpers/cli.js';
+import { BIN, handler, runCli, tempDir } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
@@ -125,6 +125,23 @@ describe('bad input, nothing written', () => {
       }
     }
     expect(readdirSync(dir).sort()).toEqual(['empty.db', 'fifo.db', 'null.db']);
+  });
+
+  it('a file removed while the source is split (listed, then its stat fails): skipped with a note, the rest runs, no unexpected error', async () => {
+    const p = projectWithFiles(4);
+    const gone = join(p.src, 'f002.log');
+    // strace makes every stat of that one file fail with ENOENT: the file vanished after the listing.
+    const stats = 'statx,newfstatat,stat,lstat';
+    const r = spawnSync('strace', ['-f', '-qq', '-o', '/dev/null', '-P', gone, '-e', `trace=${stats}`, '-e', `inject=${stats}:error=ENOENT`, process.execPath, BIN, 'run', 'src', '--exec', 'true'], {
+      cwd: p.dir,
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1' },
+      timeout: 60_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(new RegExp(`skipped 1 file\\(s\\) or folder\\(s\\) removed while the source was being split: ${gone}`));
+    expect(r.stderr).not.toMatch(/unexpected error/);
+    expect(query(dbPathIn(p.dir), 'SELECT task_key FROM tasks ORDER BY task_key')).toEqual(['f000.log', 'f001.log', 'f003.log'].map((task_key) => ({ task_key })));
   });
 
   it('an unknown --batch and a missing store for status', async () => {
