@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN, handler, runCli, tempDir } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
+import { PG_URL, pgSchemas } from '../helpers/pg.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
 const sha = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
@@ -199,6 +200,25 @@ describe('bad input, nothing written', () => {
       const s = await runCli(['status', '--db', db], { cwd: p.dir });
       expect(s.code, name).toBe(4);
       expect(sha(db), name).toBe(before);
+    }
+  });
+});
+
+describe.skipIf(!PG_URL)('PostgreSQL settings that cannot work: one line and the documented code, never an unexpected error', () => {
+  const schema = pgSchemas('sd_badpg');
+  it('a reserved schema, an unknown setting, a statement timeout, a read-only server', async () => {
+    const p = projectWithFiles(1);
+    const url = (params: string) => `${PG_URL}${PG_URL!.includes('?') ? '&' : '?'}${params}`;
+    const cases: [string, number, RegExp][] = [
+      ['schema=pg_sd26', 2, /schema "pg_sd26" is a name PostgreSQL at .* reserves .*choose another one with \?schema=NAME/],
+      [`schema=${schema().schema}&options=-c%20nosuchsetting%3D1`, 2, /does not know a setting or object that --db names \(unrecognized configuration parameter "nosuchsetting"\)/],
+      [`schema=${schema().schema}&options=-c%20statement_timeout%3D1`, 4, /cancelled a statement on the store .*statement_timeout/],
+      [`schema=${schema().schema}&options=-c%20default_transaction_read_only%3Don`, 4, /accepts no writes to the store .*point --db at the primary/],
+    ];
+    for (const [params, code, message] of cases) {
+      const r = await runCli(['run', 'src', '--exec', 'true', '--db', url(params)], { cwd: p.dir });
+      expectCleanError(r, code, message);
+      expect(r.stderr).not.toMatch(/unexpected error|--dry-run/);
     }
   });
 });
