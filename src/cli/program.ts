@@ -1,9 +1,12 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { createRequire } from 'node:module';
+import { teach } from './help/teach.js';
+import { usageError } from './help/usage-errors.js';
 import type { Io } from './io.js';
 
 const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
-const collect = (value: string, previous: string[]) => [...previous, value];
+// No default ([]): help would show `(default: [])`, and an option not given stays absent.
+const collect = (value: string, previous: string[] = []) => [...previous, value];
 
 /**
  * commander definitions only; each action hands its options to a plain async command
@@ -14,12 +17,16 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description('Split a directory or a big file into tasks and run them reliably; rerun to resume after any crash.')
     .version(pkg.version)
     .exitOverride()
-    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
+    .configureOutput({
+      writeOut: (s) => io.stdout.write(s),
+      writeErr: (s) => io.stderr.write(s),
+      outputError: (s, write) => write(usageError(s)),
+    })
     .showHelpAfterError('(run with --help for usage)');
 
   const common = (cmd: Command) =>
     cmd
-      .option('--db <path>', 'store file (default .splitdance/splitdance.db, or $SPLITDANCE_DB)')
+      .option('--db <path|url>', 'the store: a SQLite file (default .splitdance/splitdance.db, or $SPLITDANCE_DB) or a postgres:// URL')
       .option('--json', 'machine-readable output on stdout')
       .option('--quiet', 'print nothing on success')
       .option('--verbose', 'more detail, stack traces on errors')
@@ -34,7 +41,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--output <template>', "each task's declared output, e.g. 'out/{rel}.gz': the command writes {out}, renamed there on success; up-to-date tasks are not run")
     .option('--batch <name>', "batch name (default: derived from the source path; {date} expands to YYYY-MM-DD)")
     .option('--exec <template>', "shell command per task, e.g. 'gzip -k {}' (placeholders are shell-quoted)")
-    .option('--handler <module>', 'a .js/.mjs module whose default export is async (task, ctx) => result')
+    .option('--handler <module>', 'a .js, .mjs or .ts module whose default export is async (task, ctx) => result, loaded once per worker')
     .option('--retries <n>', 'retries after the first attempt (default 3)')
     .option('--backoff <duration>', 'delay before the first retry (default 5s)')
     .option('--backoff-factor <n>', 'each further retry waits this many times longer (default 5)')
@@ -42,10 +49,10 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--jitter <fraction>', 'spread delays by ± this share (default 0.1)')
     .option('--timeout <duration>', 'kill an attempt running longer (TIMEOUT, retried)')
     .option('--permanent-codes <codes>', 'exit codes that fail the task without retries, e.g. 2,64')
-    .option('--permanent-errors <regex>', 'fail the task without retries when its error or output tail matches (repeatable)', collect, [])
+    .option('--permanent-errors <regex>', 'fail the task without retries when its error or output tail matches (repeatable)', collect)
     .option('--heartbeat-timeout <duration>', 'kill an attempt silent this long: no ctx.heartbeat(), no exec output (TIMEOUT, retried)')
-    .option('--include <glob>', 'only files matching (repeatable)', collect, [])
-    .option('--exclude <glob>', 'skip files matching (repeatable)', collect, [])
+    .option('--include <glob>', 'only files matching (repeatable)', collect)
+    .option('--exclude <glob>', 'skip files matching (repeatable)', collect)
     .option('--chunk-size <size>', 'file source: chunk size, cut after a newline (default 64MiB)')
     .option('--lines <n>', 'file source: N lines per task instead')
     .option('--max-failures <n>', 'stop claiming after N (or P%) tasks FAILED; exit 1')
@@ -79,7 +86,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   program
     .command('metrics')
     .description('the Prometheus text format of every batch (or --batch B): tasks by status, attempts, durations, last update, done')
-    .option('--db <path>', 'store file (default .splitdance/splitdance.db, or $SPLITDANCE_DB)')
+    .option('--db <path|url>', 'the store: a SQLite file (default .splitdance/splitdance.db, or $SPLITDANCE_DB) or a postgres:// URL')
     .option('--batch <name>', 'only this batch (default: every batch in the store)')
     .action(async (opts) => setExit(await (await import('./commands/metrics.js')).metricsCommand(opts, io)));
 
@@ -148,6 +155,17 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description('list the batches in the store')
     .action(async (opts) => setExit(await (await import('./commands/batches.js')).batchesCommand(opts, io)));
 
+  program
+    .command('completion [shell]')
+    .description('print the shell completion script for bash, zsh or fish')
+    .addOption(new Option('--batches', "print the store's batch names (what the scripts call)").hideHelp())
+    .addOption(new Option('--db <path|url>').hideHelp())
+    .action(async (shell: string | undefined, opts) => {
+      const { commandModel } = await import('./help/command-model.js');
+      setExit(await (await import('./commands/completion.js')).completionCommand(shell, opts, commandModel(program), io));
+    });
+
+  teach(program);
   return program;
 }
 

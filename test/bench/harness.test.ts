@@ -1,15 +1,15 @@
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/cli.js';
+import { missing } from '../helpers/services.js';
 
 const HARNESS = join(ROOT, 'bench/run.mjs');
 const RESULTS = join(ROOT, 'bench/results.md');
 // GNU parallel is the harness's prerequisite. Without it the runs are skipped, except under
 // CI, which installs it: there they run, and fail loudly if it is missing.
-const RUNNABLE = spawnSync('parallel', ['--version'], { stdio: 'ignore' }).status === 0 || !!process.env.CI;
-if (!RUNNABLE) console.warn('GNU parallel is not installed: skipping the benchmark harness runs (apt-get install parallel)');
+const RUNNABLE = !!process.env.CI || !missing('parallel', 'the benchmark harness runs');
 
 /** Runs `npm run bench`'s script (the build is already there) with extra environment. */
 function bench(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {

@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/cli.js';
+import { missing } from '../helpers/services.js';
 
 // bench/reap.c, the bench's CPU meter: it must count the CPU of processes that outlive their
 // parent (a detached helper), or splitdance's own CPU per task would read too low.
-const HAS_CC = spawnSync(process.env.CC || 'cc', ['--version'], { stdio: 'ignore' }).status === 0;
+const HAS_CC = !missing('cc', 'the bench CPU meter tests');
 let dir = '';
 let meter = '';
 beforeAll(() => {

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { chromium, type Browser, type Locator } from 'playwright-core';
@@ -8,8 +8,9 @@ import { histogramSvg } from '../../src/report/histogram.js';
 import type { BatchAttempt } from '../../src/store/task-store.js';
 import { ROOT, runCli } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
+import { chromiumPath, missing } from '../helpers/services.js';
 
-const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM = missing('chromium', 'the report tests in a browser') ? null : chromiumPath()!;
 const ARTIFACTS = join(ROOT, 'test-artifacts');
 
 /** A file name that is markup; the report must show it as text. */
@@ -47,7 +48,7 @@ describe('show and report on a batch with retries, a timeout and a permanent fai
     expect(human.stdout).toMatch(/#1 .* FAILED [^\n]*\n(?:    [^\n]*\n)+#2 .* SUCCESS .*\(after \d+ms\)/);
   });
 
-  it.runIf(existsSync(CHROMIUM))('report renders in Chromium: bars, labelled axes, linked failures, hostile text inert, no network', async () => {
+  it.runIf(CHROMIUM !== null)('report renders in Chromium: bars, labelled axes, linked failures, hostile text inert, no network', async () => {
     const p = await mixedBatch(true);
     const file = join(p.dir, 'report.html');
     const r = await runCli(['report', '--html', file], { cwd: p.dir });
@@ -119,7 +120,7 @@ describe('show and report on a batch with retries, a timeout and a permanent fai
     }
   });
 
-  it.runIf(existsSync(CHROMIUM))('axis labels stay inside their charts for spans from 1 ms to 300 days', async () => {
+  it.runIf(CHROMIUM !== null)('axis labels stay inside their charts for spans from 1 ms to 300 days', async () => {
     const browser = await launch();
     try {
       const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
@@ -139,7 +140,7 @@ describe('show and report on a batch with retries, a timeout and a permanent fai
 });
 
 function launch(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  return chromium.launch({ executablePath: CHROMIUM!, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
 }
 
 /** Every label of the chart lies within the chart's box: none is cut off by its viewBox. */

@@ -1,8 +1,9 @@
 import pg from 'pg';
 import { afterAll } from 'vitest';
+import { missing } from './services.js';
 
 /** The PostgreSQL test server (`source .ci/start-postgres.sh` sets it); tests skip without it. */
-export const PG_URL = process.env.SPLITDANCE_PG_URL;
+export const PG_URL = missing('postgres', 'the PostgreSQL tests') ? undefined : process.env.SPLITDANCE_PG_URL;
 
 /** One query on the test server, on a connection of its own (as a suspicious user would look). */
 export async function pgQuery<T>(text: string, params: unknown[] = []): Promise<T[]> {

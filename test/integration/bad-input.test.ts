@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { BIN, handler, runCli, tempDir } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { PG_URL, pgSchemas } from '../helpers/pg.js';
+import { missing } from '../helpers/services.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
 const sha = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
@@ -108,7 +109,7 @@ describe('bad input, nothing written', () => {
     expect((await runCli(['run', 'src', '--job', 'job.json'], { cwd: p.dir })).code).toBe(0);
   });
 
-  it('reading commands never write: an empty --db file stays empty; a FIFO or a device as --db is exit 4 at once, no journal beside it', async () => {
+  it.skipIf(missing('root', 'the test that makes a private /dev/null'))('reading commands never write: an empty --db file stays empty; a FIFO or a device as --db is exit 4 at once, no journal beside it', async () => {
     const dir = tempDir();
     const empty = join(dir, 'empty.db');
     writeFileSync(empty, '');
@@ -128,7 +129,7 @@ describe('bad input, nothing written', () => {
     expect(readdirSync(dir).sort()).toEqual(['empty.db', 'fifo.db', 'null.db']);
   });
 
-  it('a file removed while the source is split (listed, then its stat fails): skipped with a note, the rest runs, no unexpected error', async () => {
+  it.skipIf(missing('strace', 'the split test that fakes a vanished file'))('a file removed while the source is split (listed, then its stat fails): skipped with a note, the rest runs, no unexpected error', async () => {
     const p = projectWithFiles(4);
     const gone = join(p.src, 'f002.log');
     // strace makes every stat of that one file fail with ENOENT: the file vanished after the listing.
@@ -204,7 +205,7 @@ describe('bad input, nothing written', () => {
   });
 });
 
-describe.skipIf(!PG_URL)('PostgreSQL settings that cannot work: one line and the documented code, never an unexpected error', () => {
+describe.skipIf(missing('postgres'))('PostgreSQL settings that cannot work: one line and the documented code, never an unexpected error', () => {
   const schema = pgSchemas('sd_badpg');
   it('a reserved schema, an unknown setting, a statement timeout, a read-only server', async () => {
     const p = projectWithFiles(1);

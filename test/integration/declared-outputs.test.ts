@@ -5,6 +5,7 @@ import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { BIN, handler, runCli, tempDir } from '../helpers/cli.js';
 import { PG_URL, pgSchemas } from '../helpers/pg.js';
+import { missing } from '../helpers/services.js';
 import { dbPathIn } from '../helpers/store.js';
 
 const freshPg = pgSchemas('outputs');
@@ -160,14 +161,7 @@ describe.each(STORES)('declared outputs on $store', ({ db: dbFor }) => {
   });
 });
 
-const hasStrace = (() => {
-  try {
-    execFileSync('strace', ['-V'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const hasStrace = !missing('strace', 'the fsync → rename → fsync order test');
 
 describe.skipIf(!hasStrace)('declared outputs: the order that makes a success durable', () => {
   it('the temporary file is synced, renamed onto the output, its folder synced, and only then is the success committed', async () => {

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
+import { PG_URL } from '../helpers/pg.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
@@ -60,7 +61,6 @@ describe('SPLITDANCE_DB', () => {
   });
 });
 
-const PG_URL = process.env.SPLITDANCE_PG_URL;
 const pgSchemas: string[] = [];
 afterAll(async () => {
   if (!PG_URL || pgSchemas.length === 0) return;

@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { slotWindow } from '../../src/coordinator/slot-window.js';
 import { handler, runCli, sleep, startCli, waitFor } from '../helpers/cli.js';
 import { liveProcesses, processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
@@ -96,11 +97,14 @@ describe('coordinator SIGKILL', () => {
     expect(rows.every((t) => t.status === 'SUCCESS')).toBe(true);
     const effects = sideEffects(p.log);
     expect(new Set(effects.map((e) => e.key)).size).toBe(60);
-    // Only attempts in flight at a kill may repeat: each of the 2 slots holds at most its
-    // running attempt and the one queued behind it (SPEC §5), so at most 4 per kill.
-    expect(effects.length - 60).toBeLessThanOrEqual(2 * 2 * kills);
-    const lost = query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM attempts WHERE outcome = 'LOST'");
-    expect(lost[0]!.n).toBeLessThanOrEqual(2 * kills);
+    // A kill charges at most the attempts in flight (SPEC §5): every slot's window, its running
+    // attempt and those queued behind it, all claimed and so all LOST. The window follows from
+    // the handler's duration (40 ms: one queued) and is the same however loaded the machine is,
+    // since a slower attempt only shrinks it. A side effect repeats only for a LOST attempt.
+    const window = Math.max(slotWindow({ avgMs: null, headSince: 0 }, 0, null, 0), slotWindow({ avgMs: 40, headSince: 0 }, 1, null, 0));
+    const lost = query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM attempts WHERE outcome = 'LOST'")[0]!.n;
+    expect(lost).toBeLessThanOrEqual(kills * 2 * window);
+    expect(effects.length - 60).toBeLessThanOrEqual(lost);
     // No attempt left open; a LOST one's end is unknown (NULL), never its takeover time.
     expect(query(dbPathIn(p.dir), "SELECT 1 FROM attempts WHERE outcome IS NULL")).toEqual([]);
     expect(query(dbPathIn(p.dir), "SELECT 1 FROM attempts WHERE outcome = 'LOST' AND (ended_at IS NOT NULL OR duration_ms IS NOT NULL)")).toEqual([]);
@@ -208,7 +212,8 @@ describe('signals', () => {
     child.kill('SIGINT');
     const r = await child.result;
     expect(r.code).toBe(130);
-    expect(Date.now() - t0).toBeLessThan(5000);
+    // At once, not after the 60 s --grace a first SIGINT alone would give them.
+    expect(Date.now() - t0).toBeLessThan(30_000);
     const rows = query<{ status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks');
     expect(rows.every((t) => t.status === 'PENDING' && t.attempts === 0)).toBe(true);
   });

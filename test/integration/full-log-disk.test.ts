@@ -4,13 +4,14 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
+import { missing } from '../helpers/services.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
 // A full log folder must not change what an attempt's outcome is, and must say why the
 // output has no log. Logs live under the store's folder (`.splitdance/logs/`), which each
 // test puts on a tiny tmpfs filled to the last byte (mounting needs root; CI runs as root).
 
-const isRoot = process.getuid?.() === 0;
+const isRoot = !missing('root', 'the full log disk tests');
 const mounts: string[] = [];
 
 afterAll(() => {

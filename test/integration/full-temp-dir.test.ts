@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { handler, runCli } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
+import { missing } from '../helpers/services.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
 // SQLite keeps a statement's undo log (its statement journal) in a file of the temporary
@@ -12,7 +13,7 @@ import { dbPathIn, query } from '../helpers/store.js';
 // that log in memory. Here TMPDIR and SQLITE_TMPDIR are a tiny tmpfs filled to the last
 // byte (mounting needs root; CI runs as root).
 
-const isRoot = process.getuid?.() === 0;
+const isRoot = !missing('root', 'the full temporary folder tests');
 const mounts: string[] = [];
 
 afterAll(() => {

@@ -7,12 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 import { projectWithFiles } from '../helpers/project.js';
+import { missing } from '../helpers/services.js';
 
 // SPEC §6: `metrics` prints the Prometheus text format that `promtool check metrics` accepts;
 // `run --metrics-file` keeps the same for its batch, atomically, every progress interval and at exit.
 
-const PROMTOOL = spawnSync('promtool', ['--version']).status === 0;
-if (!PROMTOOL) console.warn('promtool is not installed (Debian: prometheus): skipping the `promtool check metrics` assertions');
+const PROMTOOL = !missing('promtool', 'the `promtool check metrics` assertions');
 
 /** promtool accepts the text: exit 0 and nothing said (no lint warning about HELP, TYPE, names). */
 function expectPromtoolAccepts(text: string): void {
@@ -96,7 +96,6 @@ async function expectMatchesStatus(all: Sample[], batch: string, cwd: string, db
 const freshSchema = pgSchemas('metrics');
 const backends: [string, () => string[]][] = [['sqlite', () => []]];
 if (PG_URL) backends.push(['postgres', () => ['--db', freshSchema().db]]);
-else console.warn('SPLITDANCE_PG_URL is not set: the metrics tests run on SQLite only');
 
 // f001 fails (no retries): a batch that ends with failures.
 const EXEC = 'case {key} in f001.log) exit 1;; esac';

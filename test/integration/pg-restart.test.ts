@@ -13,6 +13,7 @@ import { projectWithFiles } from '../helpers/project.js';
 // throwaway cluster: the shared test server is never touched.
 
 const unavailable = privatePgUnavailable();
+if (unavailable) console.warn(`skipping the PostgreSQL restart tests: ${unavailable}`);
 let server: PrivatePg;
 
 beforeAll(async () => {

@@ -4,12 +4,13 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ROOT, runCli, tempDir } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
+import { missing } from '../helpers/services.js';
 
 /**
  * File modes do not stop root (CI runs as root), so the store is made really read-only:
  * its folder is bind-mounted read-only elsewhere, and the commands run through that mount.
  */
-const isRoot = process.getuid?.() === 0;
+const isRoot = !missing('root', 'the read-only store tests');
 const mounts: string[] = [];
 
 function readonlyView(dir: string): string {

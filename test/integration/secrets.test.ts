@@ -4,7 +4,7 @@ import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, type CliResult } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { pgQuery } from '../helpers/pg.js';
+import { PG_URL, pgQuery } from '../helpers/pg.js';
 
 /**
  * SPEC §9: a PostgreSQL password never appears in anything splitdance prints or writes, and
@@ -13,7 +13,7 @@ import { pgQuery } from '../helpers/pg.js';
  * hold it. A role of its own gets a password no other text contains, so its mere absence
  * from the output proves it was not printed.
  */
-const ADMIN_URL = process.env.SPLITDANCE_PG_URL;
+const ADMIN_URL = PG_URL;
 
 const tag = randomBytes(5).toString('hex');
 const ROLE = `sd_secret_${tag}`;
@@ -98,18 +98,20 @@ async function everyCommand(cwd: string, db: string | null, env: NodeJS.ProcessE
 describe.skipIf(!ADMIN_URL)('a PostgreSQL password is never printed or stored', () => {
   const base = (scheme: string, userPart: string, query = '') => `${scheme}://${userPart}@${hostPort()}/${database()}${query}`;
 
-  const working: [string, (schema: string) => string, RegExp, NodeJS.ProcessEnv?][] = [
-    ['in the user part', (s) => base('postgres', `${ROLE}:${ENCODED}`, `?schema=${s}`), new RegExp(`postgres://${ROLE}:\\*\\*\\*@`)],
-    ['as ?password=', (s) => base('postgres', ROLE, `?password=${ENCODED}&schema=${s}`), /\?password=\*\*\*&schema=/],
-    ['with an unencoded @ in it', (s) => base('postgres', `${ROLE}:${PASSWORD}`, `?schema=${s}`), new RegExp(`postgres://${ROLE}:\\*\\*\\*@${hostPort()}`)],
-    ['behind an upper-case POSTGRES:// scheme', (s) => base('POSTGRES', `${ROLE}:${ENCODED}`, `?schema=${s}`), new RegExp(`POSTGRES://${ROLE}:\\*\\*\\*@`)],
-    ['behind a mixed-case PostgreSQL:// scheme', (s) => base('PostgreSQL', `${ROLE}:${ENCODED}`, `?schema=${s}`), new RegExp(`PostgreSQL://${ROLE}:\\*\\*\\*@`)],
+  // Built when a test runs, not when the file is collected: without a server there is no URL.
+  const working: [string, (schema: string) => string, () => RegExp, NodeJS.ProcessEnv?][] = [
+    ['in the user part', (s) => base('postgres', `${ROLE}:${ENCODED}`, `?schema=${s}`), () => new RegExp(`postgres://${ROLE}:\\*\\*\\*@`)],
+    ['as ?password=', (s) => base('postgres', ROLE, `?password=${ENCODED}&schema=${s}`), () => /\?password=\*\*\*&schema=/],
+    ['with an unencoded @ in it', (s) => base('postgres', `${ROLE}:${PASSWORD}`, `?schema=${s}`), () => new RegExp(`postgres://${ROLE}:\\*\\*\\*@${hostPort()}`)],
+    ['behind an upper-case POSTGRES:// scheme', (s) => base('POSTGRES', `${ROLE}:${ENCODED}`, `?schema=${s}`), () => new RegExp(`POSTGRES://${ROLE}:\\*\\*\\*@`)],
+    ['behind a mixed-case PostgreSQL:// scheme', (s) => base('PostgreSQL', `${ROLE}:${ENCODED}`, `?schema=${s}`), () => new RegExp(`PostgreSQL://${ROLE}:\\*\\*\\*@`)],
     // No user in the URL: the driver takes PGUSER.
-    ['after an empty user', (s) => base('postgres', `:${ENCODED}`, `?schema=${s}`), /postgres:\/\/:\*\*\*@/, { PGUSER: ROLE }],
+    ['after an empty user', (s) => base('postgres', `:${ENCODED}`, `?schema=${s}`), () => /postgres:\/\/:\*\*\*@/, { PGUSER: ROLE }],
   ];
 
-  for (const [where, urlOf, shown, env] of working) {
+  for (const [where, urlOf, shownBy, env] of working) {
     it(`every command on a real store, password ${where}: the store is named without it, nothing holds it`, async () => {
+      const shown = shownBy();
       const schema = freshSchema();
       const db = urlOf(schema);
       const p = projectWithFiles(3);
@@ -167,24 +169,27 @@ describe.skipIf(!ADMIN_URL)('a PostgreSQL password is never printed or stored', 
     }
   });
 
-  const failing: [string, string, RegExp][] = [
-    ['an empty user, at a closed port', `postgres://:${ENCODED}@127.0.0.1:1/db`, /cannot reach PostgreSQL at 127\.0\.0\.1:1/],
-    ['an unencoded @, at a closed port', `postgres://someone:${PASSWORD}@127.0.0.1:1/db`, /cannot reach PostgreSQL at 127\.0\.0\.1:1/],
-    ['an upper-case scheme, at a closed port', `POSTGRES://someone:${ENCODED}@127.0.0.1:1/db`, /cannot reach PostgreSQL at 127\.0\.0\.1:1/],
-    ['an unencoded /, so the URL does not parse', `postgres://someone:${SECRET}/x@127.0.0.1:1/db`, /not a valid PostgreSQL URL/],
-    ['unencoded ? and #', `postgres://someone:${SECRET}?x#y@127.0.0.1:1/db`, /not a valid PostgreSQL URL/],
-    ['a URL that does not parse at all', `postgres://someone:${ENCODED}@[::1`, /not a valid PostgreSQL URL/],
-    ['a socket ?host= and no host', `postgresql://someone:${ENCODED}@/db?host=/nonexistent-${tag}`, /cannot reach PostgreSQL at socket \/nonexistent/],
-    ['as ?password=, at a closed port', `postgres://someone@127.0.0.1:1/db?password=${ENCODED}`, /cannot reach PostgreSQL at 127\.0\.0\.1:1/],
-    ['a wrong password on the real server', `postgres://${ROLE}:${SECRET}wrong@${hostPort()}/${database()}`, /refused the login of user/],
-    ['an empty user on the real server', `postgres://:${ENCODED}@${hostPort()}/${database()}`, /refused the login of user|database ".*" does not exist/],
-    ['a URL of another scheme', `mysql://someone:${ENCODED}@127.0.0.1:1/db`, /not a store splitdance knows/],
+  const failing: [string, () => string, RegExp][] = [
+    ['an empty user, at a closed port', () => `postgres://:${ENCODED}@127.0.0.1:1/db`, /cannot reach PostgreSQL at 127\.0\.0\.1:1/],
+    ['an unencoded @, at a closed port', () => `postgres://someone:${PASSWORD}@127.0.0.1:1/db`, /cannot reach PostgreSQL at 127\.0\.0\.1:1/],
+    ['an upper-case scheme, at a closed port', () => `POSTGRES://someone:${ENCODED}@127.0.0.1:1/db`, /cannot reach PostgreSQL at 127\.0\.0\.1:1/],
+    ['an unencoded /, so the URL does not parse', () => `postgres://someone:${SECRET}/x@127.0.0.1:1/db`, /not a valid PostgreSQL URL/],
+    ['unencoded ? and #', () => `postgres://someone:${SECRET}?x#y@127.0.0.1:1/db`, /not a valid PostgreSQL URL/],
+    ['a URL that does not parse at all', () => `postgres://someone:${ENCODED}@[::1`, /not a valid PostgreSQL URL/],
+    ['a socket ?host= and no host', () => `postgresql://someone:${ENCODED}@/db?host=/nonexistent-${tag}`, /cannot reach PostgreSQL at socket \/nonexistent/],
+    ['as ?password=, at a closed port', () => `postgres://someone@127.0.0.1:1/db?password=${ENCODED}`, /cannot reach PostgreSQL at 127\.0\.0\.1:1/],
+    ['a wrong password on the real server', () => `postgres://${ROLE}:${SECRET}wrong@${hostPort()}/${database()}`, /refused the login of user/],
+    ['an empty user on the real server', () => `postgres://:${ENCODED}@${hostPort()}/${database()}`, /refused the login of user|database ".*" does not exist/],
+    ['a URL of another scheme', () => `mysql://someone:${ENCODED}@127.0.0.1:1/db`, /not a store splitdance knows/],
   ];
 
-  for (const [what, db, error] of failing) {
-    it(`every command fails without printing the password: ${what}`, async () => {
+  // `worker` waits out an unreachable store as an outage, up to SPLITDANCE_RECONNECT_MS (60 s by
+  // default): shortened here, and the test's time allowed from it and the nine commands.
+  const RECONNECT_MS = 3000;
+  for (const [what, dbOf, error] of failing) {
+    it(`every command fails without printing the password: ${what}`, { timeout: RECONNECT_MS + 9 * 15_000 }, async () => {
       const p = projectWithFiles(1);
-      const r = await everyCommand(p.dir, db, { PGCONNECT_TIMEOUT: '2' });
+      const r = await everyCommand(p.dir, dbOf(), { PGCONNECT_TIMEOUT: '2', SPLITDANCE_RECONNECT_MS: String(RECONNECT_MS) });
       for (const [name, res] of Object.entries(r)) {
         expect(res.code, `${name}: ${res.stdout}${res.stderr}`).not.toBe(0);
         expect(res.stderr, name).toMatch(error);

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { handler, runCli, tempDir } from '../helpers/cli.js';
+import { PG_URL } from '../helpers/pg.js';
 import { writeFiles } from '../helpers/project.js';
 import { countBy } from '../helpers/store.js';
 
@@ -11,7 +12,6 @@ import { countBy } from '../helpers/store.js';
  * manifest for 12 videos. Every stage's attempts are logged by fixtures/handlers/stage.mjs
  * (manifest is an exec stage), so the order and the inputs are checked from outside.
  */
-const PG_URL = process.env.SPLITDANCE_PG_URL;
 const schemas: string[] = [];
 
 afterAll(async () => {

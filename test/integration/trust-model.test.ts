@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { handler, runCli } from '../helpers/cli.js';
 import { PG_URL, pgSchemas } from '../helpers/pg.js';
+import { missing } from '../helpers/services.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
@@ -66,7 +67,7 @@ describe('the trust model: whoever writes the store chooses what runs', () => {
   });
 });
 
-describe.skipIf(!PG_URL)('a --db password out of the process list and of handlers', () => {
+describe.skipIf(missing('postgres'))('a --db password out of the process list and of handlers', () => {
   const schema = pgSchemas('sd_trust');
   it('a handler sees no password in its ancestors\' command lines, nor SPLITDANCE_DB holding one', async () => {
     const password = new URL(PG_URL!).password;

@@ -7,6 +7,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PostgresStore } from '../../src/store/postgres/pg-store.js';
 import type { ClaimedTask } from '../../src/store/task-store.js';
+import { PG_URL } from '../helpers/pg.js';
 import { describeTaskStore, ending, keys, newBatch, spec } from './contract.js';
 
 const { PostgresStore: Store } = await import('../../src/store/postgres/pg-store.js');
@@ -15,8 +16,6 @@ const { PostgresStore: Store } = await import('../../src/store/postgres/pg-store
  * The PostgreSQL store on a real server (`source .ci/start-postgres.sh` starts one and sets
  * SPLITDANCE_PG_URL). Every test gets its own fresh schema, dropped afterwards.
  */
-const PG_URL = process.env.SPLITDANCE_PG_URL;
-if (!PG_URL) console.warn('SPLITDANCE_PG_URL is not set: skipping the PostgreSQL store tests (source .ci/start-postgres.sh to run them)');
 
 const freshSchema = () => `sd_test_${randomBytes(6).toString('hex')}`;
 
@@ -290,9 +289,10 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
         // A stuck session (say, psql left open) holds the running task and the next pending one.
         await foreign.query('BEGIN');
         await foreign.query(`SELECT id FROM "${schema}".tasks WHERE task_key IN ('k000', 'k001') FOR UPDATE`);
-        const start = performance.now();
+        // Skipped, not waited for: the rows stay held, so a claim that waited on them would end
+        // in an error at the lock timeout (1 s here), not with the free task. No wall-clock
+        // bound: on a loaded machine a claim that never waits may still take that long.
         expect((await s.claim(req(3))).map((x) => x.key)).toEqual(['k002']);
-        expect(performance.now() - start).toBeLessThan(900);
         const err = await s.settle([ending(t!, 'SUCCESS', now + 1)]).then(
           () => new Error('expected the settle to fail'),
           (e: Error) => e,
@@ -326,7 +326,7 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
   });
 });
 
-describe.skipIf(!process.env.SPLITDANCE_PG_URL)('PostgreSQL: the server clock', () => {
+describe.skipIf(!PG_URL)('PostgreSQL: the server clock', () => {
   it("with clock: 'server', caller times are moved onto the server's clock and nextDueAt back", async () => {
     const { PostgresStore } = await import('../../src/store/postgres/pg-store.js');
     const schema = `clock_${process.pid}_${Date.now() % 100000}`;

@@ -1,0 +1,30 @@
+/**
+ * The placeholders of `--exec` and `--output`, as `run --help` lists them: the spellings
+ * (GNU parallel's beside ours) and what each stands for, for /data/logs/2025/01/app.log with
+ * the key 2025/01/app.log. The engine's own list is worker/placeholder.ts; a unit test keeps
+ * the two and the README's table the same.
+ */
+export const PLACEHOLDER_HELP: [spellings: string[], meaning: string][] = [
+  [['{}'], 'the absolute path: /data/logs/2025/01/app.log'],
+  [['{key}', '{rel}'], 'the key and the path under the source: 2025/01/app.log (a chunk: name:00003 and the file name)'],
+  [['{name}', '{/}'], 'the file name: app.log'],
+  [['{stem}', '{/.}'], 'the name without its extension: app'],
+  [['{ext}'], 'the extension, with its dot: .log'],
+  [['{dir}', '{//}'], 'the folder: /data/logs/2025/01'],
+  [['{.}'], 'the path without its extension: /data/logs/2025/01/app'],
+  [['{start}', '{end}'], "a chunk's byte range (empty for files)"],
+  [['{attempt}'], '1 for the first attempt'],
+  [['{batch}', '{#}'], 'the batch name, the task sequence number'],
+  [['{stage}', '{inputs.STAGE.FIELD}'], "with stages: the stage, a field of a needed stage's result"],
+  [['{out}'], 'with --output: the temporary file the attempt writes ($SPLITDANCE_OUT too)'],
+];
+
+/** The "Placeholders:" block of `run --help`. */
+export function placeholdersText(): string {
+  const rows = PLACEHOLDER_HELP.map(([s, meaning]) => [s.join(' '), meaning] as const);
+  const width = Math.max(...rows.map(([s]) => s.length));
+  return (
+    '\nPlaceholders (--exec, --output; each value is shell-quoted for where it stands):\n' +
+    rows.map(([s, meaning]) => `  ${s.padEnd(width)}  ${meaning}`).join('\n')
+  );
+}

@@ -1,0 +1,109 @@
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { BIN, ROOT, runCli, tempDir } from '../helpers/cli.js';
+import { missing } from '../helpers/services.js';
+
+/**
+ * `splitdance completion bash|zsh|fish` scripts load in their shells and complete commands,
+ * options, `--status` values and the store's batch names, a hostile name included, which is
+ * offered as text and never run; `man ./splitdance.1` renders the page the build wrote.
+ */
+const HOSTILE = '$(touch pwned)';
+let dir = '';
+let env: NodeJS.ProcessEnv = {};
+
+beforeAll(async () => {
+  dir = tempDir();
+  mkdirSync(join(dir, 'src'));
+  writeFileSync(join(dir, 'src/a.txt'), 'a\n');
+  for (const batch of ['nightly-1', HOSTILE, 'night two']) {
+    expect((await runCli(['run', 'src', '--exec', 'true', '--batch', batch], { cwd: dir })).code).toBe(0);
+  }
+  expect((await runCli(['run', 'src', '--exec', 'true', '--batch', 'elsewhere', '--db', 'other.db'], { cwd: dir })).code).toBe(0);
+  // The scripts call `splitdance` from PATH, as an installed package provides it.
+  const bin = join(dir, 'bin');
+  mkdirSync(bin);
+  writeFileSync(join(bin, 'splitdance'), `#!/bin/sh\nexec "${process.execPath}" "${BIN}" "$@"\n`);
+  chmodSync(join(bin, 'splitdance'), 0o755);
+  env = { ...process.env, PATH: `${bin}:${process.env.PATH}` };
+}, 60_000);
+
+const sh = (shell: string, script: string) => spawnSync(shell, ['-c', script], { cwd: dir, env, encoding: 'utf8' });
+const nothingRan = () => expect(readdirSync(dir)).not.toContain('pwned');
+
+describe('bash completion', () => {
+  /** The words bash would offer after `line` (the last word being completed). */
+  function complete(line: string[]): string[] {
+    const words = line.map((w) => `'${w.replace(/'/g, `'\\''`)}'`).join(' ');
+    const r = sh('bash', `source <(splitdance completion bash) || exit 9; COMP_WORDS=(${words}); COMP_CWORD=${line.length - 1}; _splitdance; printf '%s\\n' "\${COMPREPLY[@]}"`);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toBe('');
+    return r.stdout.split('\n').filter(Boolean);
+  }
+
+  it('completes commands, options and --status values', () => {
+    expect(complete(['splitdance', 'st'])).toEqual(['status']);
+    expect(complete(['splitdance', 'run', '--ret'])).toEqual(['--retries']);
+    expect(complete(['splitdance', 'worker', '--fol'])).toEqual(['--follow']);
+    expect(complete(['splitdance', 'tasks', '--status', 'F'])).toEqual(['FAILED']);
+    expect(complete(['splitdance', 'completion', 'f'])).toEqual(['fish']);
+  });
+
+  it("offers the store's batch names quoted, runs none of them, and reads the --db on the line", () => {
+    expect(complete(['splitdance', 'status', '--batch', '']).sort()).toEqual(['\\$\\(touch\\ pwned\\)', 'night\\ two', 'nightly-1']);
+    expect(complete(['splitdance', 'show', '--batch', 'nightly'])).toEqual(['nightly-1']);
+    expect(complete(['splitdance', 'status', '--db', 'other.db', '--batch', ''])).toEqual(['elsewhere']);
+    nothingRan();
+  });
+
+  it('--batches without a store prints nothing, exits 0 and creates none', async () => {
+    const empty = tempDir();
+    const r = await runCli(['completion', '--batches'], { cwd: empty });
+    expect([r.code, r.stdout]).toEqual([0, '']);
+    expect(existsSync(join(empty, '.splitdance'))).toBe(false);
+    const bad = await runCli(['completion', 'tcsh'], { cwd: empty });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^splitdance: error: completion needs a shell: bash, zsh or fish, not "tcsh"/);
+  });
+});
+
+describe.skipIf(missing('zsh', 'the zsh completion test'))('zsh completion', () => {
+  it('loads under compinit and registers _splitdance for splitdance', () => {
+    const r = sh('zsh', "autoload -Uz compinit && compinit -u -D; source <(splitdance completion zsh) || exit 9; print -r -- ${_comps[splitdance]}; whence -w _splitdance_batches");
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('_splitdance\n_splitdance_batches: function\n');
+  });
+});
+
+describe.skipIf(missing('fish', 'the fish completion test'))('fish completion', () => {
+  /** What fish offers for `line` (each `word<TAB>description`), only the words. */
+  const complete = (line: string) => {
+    const r = sh('fish', `splitdance completion fish | source; or exit 9; complete -C ${JSON.stringify(line)}`);
+    expect(r.status, r.stderr).toBe(0);
+    return r.stdout.split('\n').filter(Boolean).map((l) => l.split('\t')[0]);
+  };
+
+  it("completes commands, options and the store's batch names, running none of them", () => {
+    expect(complete('splitdance st')).toEqual(['status']);
+    expect(complete('splitdance run --ret')).toEqual(['--retries']);
+    expect(complete('splitdance status --batch ')).toEqual([HOSTILE, 'night two', 'nightly-1']);
+    expect(complete('splitdance status --db other.db --batch ')).toEqual(['elsewhere']);
+    nothingRan();
+  });
+});
+
+describe.skipIf(missing('man', 'the man page test'))('the man page', () => {
+  it('renders with man, naming every command, the grouped run options and the placeholders', () => {
+    const r = spawnSync('man', ['./splitdance.1'], { cwd: ROOT, env: { ...process.env, MANWIDTH: '100', MANPAGER: 'cat', PAGER: 'cat' }, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toBe('');
+    const page = r.stdout.replace(/.\x08/g, '');
+    for (const cmd of ['run', 'worker', 'status', 'watch', 'tasks', 'show', 'logs', 'retry-failed', 'completion']) expect(page).toContain(`splitdance ${cmd} `);
+    expect(page).toMatch(/Retries and time:[\s\S]*--max-backoff <duration>/);
+    expect(page).toMatch(/PLACEHOLDERS[\s\S]*\{inputs\.STAGE\.FIELD\}/);
+    expect(page).toMatch(/EXIT STATUS[\s\S]*130, 143/);
+  });
+});
