@@ -20,7 +20,12 @@ export class StoreError extends Error {
    * `OLD_SCHEMA`: a read-only open found a schema older than this build (a writable open upgrades it).
    * `UNAVAILABLE`: the server is down, restarting or unreachable for now; a run rides it out (outage.ts).
    */
-  constructor(message: string, readonly code?: 'NO_STORE' | 'OLD_SCHEMA' | 'UNAVAILABLE') {
+  constructor(
+    message: string,
+    readonly code?: 'NO_STORE' | 'OLD_SCHEMA' | 'UNAVAILABLE',
+    /** UNAVAILABLE found by waiting: how long the store had already been silent when it was noticed (ms). */
+    readonly silentMs = 0,
+  ) {
     super(message);
   }
 }

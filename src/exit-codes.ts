@@ -5,6 +5,8 @@ export const EXIT = {
   USAGE: 2,
   INCOMPLETE: 3,
   STORE: 4,
+  /** A bug in splitdance: neither bad input nor a store problem (sysexits' EX_SOFTWARE). */
+  INTERNAL: 70,
   SIGINT: 130,
   SIGTERM: 143,
 } as const;

@@ -39,3 +39,8 @@ export function printable(text: string | null | undefined, { lines = false }: { 
     return code <= 0xffff ? `\\u${code.toString(16).padStart(4, '0')}` : `\\u{${code.toString(16)}}`;
   });
 }
+
+/** `1 task`, `2 tasks`, `0 tasks`: a count with its noun, in the plural unless it is one. */
+export function plural(n: number, noun: string, nouns = `${noun}s`): string {
+  return `${n} ${n === 1 ? noun : nouns}`;
+}

@@ -1,9 +1,16 @@
+import bytes from 'bytes';
 import { formatMs } from '../job/units.js';
 import { printable } from '../printable.js';
 
-export { hasUnsafe, printable } from '../printable.js';
+export { hasUnsafe, plural, printable } from '../printable.js';
 
 export const iso = (ms: number | null | undefined): string | null => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
+
+/**
+ * A size for a person, in the one style every command prints: `bytes`' units (multiples of
+ * 1024, as sizes are parsed: `64MB` = `64MiB`), e.g. `332 KB`, `1.5 GB`, `12 B`.
+ */
+export const size = (n: number): string => bytes(n, { unitSeparator: ' ' }) ?? `${n} B`;
 
 export const duration = (ms: number | null | undefined): string => (ms === null || ms === undefined ? '-' : formatMs(ms));
 

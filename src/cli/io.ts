@@ -22,16 +22,27 @@ export interface OutputFlags {
   json?: boolean;
   quiet?: boolean;
   verbose?: boolean;
-  color?: boolean;
+  /** `--color[=always|never|auto]` (true: `--color` alone, always) or `--no-color` (false). */
+  color?: boolean | 'always' | 'never' | 'auto';
 }
 
 /**
- * Colours for text written to `stream`: only when that stream is a terminal, and not with
- * --no-color or a non-empty NO_COLOR (no-color.org: an empty value means unset).
+ * Whether `stream` is a terminal that takes cursor movement: a bar, a view redrawn in place.
+ * `TERM=dumb` (Emacs shells, some CI consoles) is a terminal that does not.
+ */
+export function liveTerminal(io: Io, stream: 'stdout' | 'stderr'): boolean {
+  return (stream === 'stdout' ? io.stdoutTty : io.tty) && io.env.TERM !== 'dumb';
+}
+
+/**
+ * Colours for text written to `stream`. `--color=always` (or `--color`) colours whatever the
+ * stream is (for `less -R`, `watch --color`); `--color=never` and `--no-color` never. Otherwise
+ * (`auto`): only on a terminal that is not `TERM=dumb`, and not with a non-empty NO_COLOR
+ * (no-color.org: an empty value means unset).
  */
 export function colors(io: Io, flags: OutputFlags, stream: 'stdout' | 'stderr' = 'stderr'): ChalkInstance {
-  const terminal = stream === 'stdout' ? io.stdoutTty : io.tty;
-  const off = flags.color === false || (io.env.NO_COLOR !== undefined && io.env.NO_COLOR !== '') || !terminal;
+  if (flags.color === true || flags.color === 'always') return new Chalk({ level: 1 });
+  const off = flags.color === false || flags.color === 'never' || (io.env.NO_COLOR !== undefined && io.env.NO_COLOR !== '') || !liveTerminal(io, stream);
   return new Chalk({ level: off ? 0 : 1 });
 }
 

@@ -9,8 +9,8 @@ import { buildProgram } from './program.js';
 
 /**
  * The one error boundary: every command returns its exit code, and every error is
- * mapped to one here. UsageError → 2, StoreError → 4, anything else is a bug (1).
- * Stack traces only with --verbose.
+ * mapped to one here (also what escapes it: see `reportBug`). UsageError → 2, StoreError → 4, anything else is a bug (70, never 1:
+ * a script must not read a crash of splitdance as "tasks failed"). Stack traces only with --verbose.
  */
 export async function main(argv: string[], given?: Io): Promise<number> {
   const io = given ?? processIo(hideStoreSecrets(argv));
@@ -33,12 +33,11 @@ function report(err: unknown, io: Io, verbose: boolean): number {
     return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
   }
   const e = err instanceof Error ? err : new Error(String(err));
-  const code = e.name === 'UsageError' ? EXIT.USAGE : e.name === 'StoreError' ? EXIT.STORE : EXIT.FAILED;
-  const label = code === EXIT.FAILED ? 'unexpected error' : 'error';
+  const code = e.name === 'UsageError' ? EXIT.USAGE : e.name === 'StoreError' ? EXIT.STORE : EXIT.INTERNAL;
+  if (code === EXIT.INTERNAL) return reportBug(e, io, verbose);
   // Messages quote names and errors from the store and the disk: escaped like every human line.
-  io.stderr.write(`splitdance: ${label}: ${printable(e.message, { lines: true })}\n`);
+  io.stderr.write(`splitdance: error: ${printable(e.message, { lines: true })}\n`);
   if (verbose && e.stack) io.stderr.write(`${e.stack}\n`);
-  else if (code === EXIT.FAILED) io.stderr.write('run again with --verbose for the stack trace\n');
   return code;
 }
 
@@ -47,4 +46,13 @@ function noteLostOutput(io: Io): void {
   const lost = lostStreams();
   const err = lost.get('stdout');
   if (err && !lost.has('stderr')) io.stderr.write(`splitdance: ${describeLoss('stdout', err)}; the rest of its output was discarded, the batch ran on\n`);
+}
+
+/** An error that is neither bad input nor the store: a bug in splitdance (exit 70), said as such. */
+export function reportBug(err: unknown, io: Pick<Io, 'stderr'>, verbose: boolean): number {
+  const e = err instanceof Error ? err : new Error(String(err));
+  io.stderr.write(`splitdance: unexpected error (a bug in splitdance, exit 70): ${printable(e.message, { lines: true })}\n`);
+  if (verbose && e.stack) io.stderr.write(`${e.stack}\n`);
+  else io.stderr.write('please report it with the output of the same command run again with --verbose (it adds the stack trace)\n');
+  return EXIT.INTERNAL;
 }

@@ -1,4 +1,4 @@
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { createRequire } from 'node:module';
 import { teach } from './help/teach.js';
 import { usageError } from './help/usage-errors.js';
@@ -30,7 +30,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       .option('--json', 'machine-readable output on stdout')
       .option('--quiet', 'print nothing on success')
       .option('--verbose', 'more detail, stack traces on errors')
-      .option('--no-color', 'no colours (also NO_COLOR)');
+      .option('--color [when]', 'colours: always (also when piped), never or auto (the default: on a terminal, not with TERM=dumb or NO_COLOR)', colorWhen)
+      .option('--no-color', 'no colours (as --color=never; also NO_COLOR)');
 
   poolOptions(common(program.command('run [source]')))
     .description('split <source> into tasks (idempotently) and run the batch to the end')
@@ -111,11 +112,13 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--batch <name>', 'batch (default: the most recent)')
     .action(async (key: string, opts) => setExit(await (await import('./commands/show.js')).showCommand(key, opts, io)));
 
-  common(program.command('logs <key>'))
-    .description('full captured output of the last attempt (or --attempt N)')
+  common(program.command('logs [key]'))
+    .description('full captured output of the last attempt (or --attempt N); without a key, of every task (--batch B) or every failed one (--failed)')
     .option('--batch <name>', 'batch (default: the most recent)')
     .option('--attempt <n>', 'attempt number')
-    .action(async (key: string, opts) => setExit(await (await import('./commands/logs.js')).logsCommand(key, opts, io)));
+    .option('--follow', 'of a running attempt: print its output as it comes until it ends')
+    .option('--failed', 'without a key: the last attempt of every FAILED task, each after its key')
+    .action(async (key: string | undefined, opts) => setExit(await (await import('./commands/logs.js')).logsCommand(key, opts, io)));
 
   common(program.command('retry-failed'))
     .description('give FAILED tasks a fresh retry budget (and run them with --run)')
@@ -125,11 +128,16 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--cluster <id>', 'only tasks in this failure cluster (ids are shown by `status`)')
     .option('--run', 'run the batch right away')
     .option('-j, --concurrency <n>', 'with --run: worker processes')
+    .option('--print', "with --run: print each attempt's stdout on stdout (stderr on stderr) when it ends")
+    .option('--tag', 'with --print: start each printed line with the task key and a tab')
+    .option('--keep-order', 'with --print: print in the order the attempts started')
     .action(async (opts) => setExit(await (await import('./commands/retry-failed.js')).retryFailedCommand(opts, io)));
 
   common(program.command('prune'))
-    .description('delete finished batches idle longer than --older-than, with their attempts and logs')
+    .description('delete finished batches idle longer than --older-than (or the one --batch names), with their attempts and logs')
     .option('--older-than <duration>', 'idle for at least this long (default 30d)')
+    .option('--batch <name>', 'only this finished batch, whatever its age')
+    .option('--dry-run', 'write nothing: list the batches, tasks, attempts and log bytes that would go')
     .action(async (opts) => setExit(await (await import('./commands/prune.js')).pruneCommand(opts, io)));
 
   common(program.command('report'))
@@ -169,6 +177,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   return program;
 }
 
+function colorWhen(value: string): string {
+  if (!['always', 'never', 'auto'].includes(value)) throw new InvalidArgumentError('expects always, never or auto (e.g. --color=always)');
+  return value;
+}
+
 /** The options of everything that runs a pool of workers on a batch: `run` and `worker`. */
 function poolOptions(cmd: Command): Command {
   return cmd
@@ -180,7 +193,10 @@ function poolOptions(cmd: Command): Command {
     .option('--max-tasks-per-worker <n>', 'replace a worker after this many tasks')
     .option('--max-worker-memory <size>', 'replace a worker whose RSS grows above this, e.g. 512MiB')
     .option('--lease <duration>', 'lease length; a dead remote coordinator is detected after it (default 30s)')
-    .option('--force', 'run tasks whose declared output is up to date anyway');
+    .option('--force', 'run tasks whose declared output is up to date anyway')
+    .option('--print', "print each attempt's stdout on stdout (stderr on stderr) when it ends, whole")
+    .option('--tag', 'with --print: start each printed line with the task key and a tab')
+    .option('--keep-order', 'with --print: print in the order the attempts started (task order for a new batch)');
 }
 
 /** Options the user actually gave, so a re-run replaces only those in the stored job. */

@@ -4,10 +4,12 @@ import type { BatchObserver, RunStart, RunSummary } from '../coordinator/run-bat
 import type { RawRunFlags } from '../job/run-options.js';
 import type { ClaimedTask, Counts, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
 import { formatMs } from '../job/units.js';
+import { errorSignature } from '../status/error-signature.js';
 import { longInterval, type LongTimer } from '../long-timer.js';
-import { printable } from './format.js';
-import { colors, line, type Io } from './io.js';
+import { plural, printable } from './format.js';
+import { colors, line, liveTerminal, type Io } from './io.js';
 import { givenDb, suggest } from './suggest.js';
+import { monotonicMs } from '../wall-steps.js';
 
 export type ReportMode = 'tty' | 'plain' | 'json' | 'quiet';
 
@@ -18,7 +20,7 @@ export type ReportMode = 'tty' | 'plain' | 'json' | 'quiet';
  */
 export class RunReporter implements BatchObserver {
   /** The rate counts from the run's start, not from when the workers were still starting. */
-  private started = Date.now();
+  private started = monotonicMs();
   private finishedHere = 0;
   /** Tasks this run recorded SUCCESS without running: their declared output was up to date. */
   private upToDateHere = 0;
@@ -27,6 +29,12 @@ export class RunReporter implements BatchObserver {
   private timer: LongTimer | undefined; // --progress-interval may be up to a year
   private barStopped = false;
   private readonly failures: string[] = [];
+  /** The error signatures (status's clusters) this run has shown a failure of. */
+  private readonly errorKinds = new Set<string>();
+  /** `--print --tag`: printed lines start with their task's key and a tab. */
+  tag = false;
+  /** This run replaced the batch's handler or output: FAILED tasks keep their old failure until retried, with the new one. */
+  definitionChanged = false;
 
   constructor(
     private readonly io: Io,
@@ -40,33 +48,33 @@ export class RunReporter implements BatchObserver {
 
   /** The reporter `run` and `worker` show a batch's run with: the mode and colours their flags ask for. */
   static forFlags(io: Io, flags: Pick<RawRunFlags, 'json' | 'quiet' | 'color' | 'db'>, intervalMs: number, counts: () => Promise<Counts>): RunReporter {
-    const mode: ReportMode = flags.json ? 'json' : flags.quiet ? 'quiet' : io.tty ? 'tty' : 'plain';
+    const mode: ReportMode = flags.json ? 'json' : flags.quiet ? 'quiet' : liveTerminal(io, 'stderr') ? 'tty' : 'plain';
     return new RunReporter(io, mode, colors(io, flags), counts, intervalMs, flags.db);
   }
 
   start(info: RunStart): void {
-    this.started = Date.now();
+    this.started = monotonicMs();
     if (this.mode === 'json') {
       this.event({ event: 'start', ...info });
     } else if (this.mode !== 'quiet') {
       // Notes, the batch name and the source path are data: escaped, like every line of data.
       for (const n of info.notes) this.human(printable(n));
       this.human(
-        `batch ${this.c.bold(printable(info.batch))}: ${info.total} tasks (${info.inserted} new) from ${printable(info.source)}, ${info.workers} workers, store ${printable(info.store)}`,
+        `batch ${this.c.bold(printable(info.batch))}: ${plural(info.total, 'task')} (${info.inserted} new) from ${printable(info.source)}, ${plural(info.workers, 'worker')}, store ${printable(info.store)}`,
       );
     }
     if (this.mode === 'tty') {
       this.bars = new cliProgress.MultiBar(
         {
           stream: this.io.stderr as NodeJS.WriteStream,
-          format: '{bar} {value}/{total} | {rate}/s | ETA {etaText} | running {running} | retrying {retrying} | failed {failed}',
+          format: '{bar} {value}/{total} | {rate}/s | ETA {etaText} | running {running} | queued {queued} | retrying {retrying} | failed {failed}',
           hideCursor: true,
           clearOnComplete: false,
           etaBuffer: 50,
         },
         cliProgress.Presets.shades_classic,
       );
-      this.bar = this.bars.create(info.total, 0, { rate: '0.0', etaText: '?', running: 0, retrying: 0, failed: 0 });
+      this.bar = this.bars.create(info.total, 0, { rate: '0.0', etaText: '?', running: 0, queued: 0, retrying: 0, failed: 0 });
     }
     const every = this.mode === 'tty' ? 250 : this.intervalMs;
     if (this.mode !== 'quiet') this.timer = longInterval(() => void this.progress(), every);
@@ -90,6 +98,18 @@ export class RunReporter implements BatchObserver {
         ...(s.upToDate ? { upToDate: true } : {}),
       });
       return;
+    }
+    const failed = s.outcome !== 'SUCCESS' && s.outcome !== 'INTERRUPTED';
+    // The first failure of each kind of error is shown as it happens, also while it is retried:
+    // a broken command is seen in seconds, not when its retries are spent. Once per kind, not per task.
+    const kind = failed ? errorSignature(s.error ?? s.outcome) : null;
+    const firstOfKind = kind !== null && !this.errorKinds.has(kind);
+    if (kind !== null) this.errorKinds.add(kind);
+    if (!terminal && firstOfKind && this.mode !== 'quiet') {
+      const next = s.retryAt ? `, retrying in ${formatMs(Math.max(0, s.retryAt - Date.now()))}` : ', retrying';
+      this.human(
+        `${this.c.yellow('error')} ${printable(task.key)} attempt ${task.attempt}${next}: ${printable(s.error ?? s.outcome)} (the first of this error; others like it are counted in \`status\`)`,
+      );
     }
     if (terminal && s.outcome !== 'SUCCESS') {
       const text = `${this.c.red(status)} ${printable(task.key)} after ${task.attempt} attempt${task.attempt === 1 ? '' : 's'}: ${printable(s.error ?? s.outcome)}`;
@@ -115,8 +135,7 @@ export class RunReporter implements BatchObserver {
     this.timer?.cancel();
     if (this.bar && !this.barStopped) {
       await this.progress();
-      this.bars?.stop();
-      this.barStopped = true;
+      this.stopBar();
     }
     const k = summary.counts;
     if (this.mode === 'json') {
@@ -127,12 +146,13 @@ export class RunReporter implements BatchObserver {
     if (this.mode === 'quiet') this.failures.forEach((f) => this.human(f));
     const parts = [`${k.succeeded} succeeded${this.upToDateHere ? ` (${this.upToDateHere} up to date, not run)` : ''}`, `${k.failed} failed`];
     if (k.cancelled) parts.push(`${k.cancelled} cancelled`);
-    if (k.pending + k.retrying + k.running) parts.push(`${k.pending + k.retrying + k.running} unfinished`);
+    if (k.pending + k.retrying + k.running + k.queued) parts.push(`${k.pending + k.retrying + k.running + k.queued} unfinished`);
     const head = summary.exitCode === 0 ? this.c.green('done') : this.c.yellow(summary.reason);
     this.human(`${head}: ${parts.join(', ')} of ${k.total} in ${formatMs(summary.elapsedMs)} (batch ${printable(summary.batch)})`);
     if (k.failed) {
       const target = { batch: summary.batch, db: givenDb(this.dbFlag, this.io) };
-      this.human(`see the failures: ${suggest(target, ['status'])}; retry them: ${suggest(target, ['retry-failed', '--run'])}`);
+      const retry = this.definitionChanged ? 'retry them with the new handler, now stored' : 'retry them';
+      this.human(`see the failures: ${suggest(target, ['status'])}; ${retry}: ${suggest(target, ['retry-failed', '--run'])}`);
     }
   }
 
@@ -146,11 +166,39 @@ export class RunReporter implements BatchObserver {
     if (this.mode === 'json') this.event({ event: 'error', message: err instanceof Error ? err.message : String(err) });
   }
 
+  /**
+   * `--print`: one attempt's output, each stream in one write, so no other attempt's line
+   * lands inside it; a last line without its newline gets one. With `--tag` every line
+   * starts with the task's key (escaped: it is data) and a tab. While the bar is drawn, what
+   * goes to the terminal goes above the bar.
+   */
+  printed(task: ClaimedTask, stdout: Buffer | null, stderr: Buffer | null): void {
+    const tag = this.tag ? `${printable(task.key)}\t` : null;
+    for (const [bytes, stream, terminal] of [
+      [stdout, this.io.stdout, this.io.stdoutTty],
+      [stderr, this.io.stderr, this.io.tty],
+    ] as const) {
+      if (bytes === null) continue;
+      const text = wholeLines(bytes, tag);
+      if (this.bars && !this.barStopped && terminal) {
+        this.bars.log(text.toString('utf8'));
+        this.bars.update();
+      } else stream.write(text);
+    }
+  }
+
   /** Stops the progress timer and the bar; nothing of the reporter keeps the process alive after. Safe to call again. */
   close(): void {
     this.timer?.cancel();
     this.timer = undefined;
-    if (!this.barStopped) this.bars?.stop();
+    this.stopBar();
+  }
+
+  /** The bar's last frame, then the terminal is the reporter's alone: later lines are written straight to it. */
+  private stopBar(): void {
+    if (this.barStopped || !this.bars) return;
+    this.bars.update(); // writes the lines still held in the bar's log buffer, which stop() would drop
+    this.bars.stop();
     this.barStopped = true;
   }
 
@@ -162,26 +210,47 @@ export class RunReporter implements BatchObserver {
       return; // progress is best effort; the run itself reports store errors
     }
     const done = k.succeeded + k.failed + k.cancelled;
-    const elapsed = (Date.now() - this.started) / 1000;
+    const elapsed = (monotonicMs() - this.started) / 1000;
     const rate = elapsed > 0 ? this.finishedHere / elapsed : 0;
     const left = k.total - done;
     const eta = rate > 0 ? formatMs((left / rate) * 1000) : '?';
     if (this.bar) {
       this.bar.setTotal(k.total);
-      this.bar.update(done, { rate: rate.toFixed(1), etaText: eta, running: k.running, retrying: k.retrying, failed: k.failed });
+      this.bar.update(done, { rate: rate.toFixed(1), etaText: eta, running: k.running, queued: k.queued, retrying: k.retrying, failed: k.failed });
       return;
     }
     this.human(
-      `${new Date().toISOString()} ${done}/${k.total} done · ${k.running} running · ${k.retrying} retrying · ${k.failed} failed · ${rate.toFixed(1)} tasks/s · ETA ${eta}`,
+      `${new Date().toISOString()} ${done}/${k.total} done · ${k.running} running · ${k.queued} queued · ${k.retrying} retrying · ${k.failed} failed · ${rate.toFixed(1)} tasks/s · ETA ${eta}`,
     );
   }
 
+  /**
+   * One line for a person. While the bar is drawn it goes above the bar, at once (the bar's
+   * library only writes its log buffer on its next redraw, and never after stop); once the bar
+   * is stopped, straight to stderr, so a terminal gets every line the plain mode prints.
+   */
   private human(text: string): void {
-    if (this.bars) this.bars.log(`${text}\n`);
-    else line(this.io.stderr, text);
+    if (this.bars && !this.barStopped) {
+      this.bars.log(`${text}\n`);
+      this.bars.update();
+    } else line(this.io.stderr, text);
   }
 
   private event(e: Record<string, unknown>): void {
     line(this.io.stdout, JSON.stringify({ ...e, at: new Date().toISOString() }));
   }
+}
+
+/** An attempt's output as printed: every line ended, each after `tag` when there is one. */
+function wholeLines(bytes: Buffer, tag: string | null): Buffer {
+  const ended = bytes[bytes.length - 1] === 0x0a ? bytes : Buffer.concat([bytes, Buffer.from('\n')]);
+  if (tag === null) return ended;
+  const prefix = Buffer.from(tag);
+  const parts: Buffer[] = [];
+  for (let start = 0; start < ended.length; ) {
+    const end = ended.indexOf(0x0a, start) + 1;
+    parts.push(prefix, ended.subarray(start, end));
+    start = end;
+  }
+  return Buffer.concat(parts);
 }

@@ -1,6 +1,6 @@
 import { longTimeout } from '../long-timer.js';
 import { attemptLogFile } from '../store/log-layout.js';
-import type { ClaimedTask } from '../store/task-store.js';
+import type { AttemptStart, ClaimedTask } from '../store/task-store.js';
 import { discardOutput } from '../output/commit-output.js';
 import type { OutputPaths } from '../output/output-path.js';
 import type { TaskMessage } from '../worker/protocol.js';
@@ -20,6 +20,8 @@ export interface Inflight {
   startedAt: number;
   /** It waited queued behind another attempt on its worker before it started. */
   waited: boolean;
+  /** Claimed as queued: the store shows its task queued until told it started. */
+  claimedQueued: boolean;
   /** Stopped by the coordinator: by --timeout, or by --heartbeat-timeout. */
   timedOut: TimedOut;
   /** --heartbeat-timeout's watch, once it started (also in `timers`). */
@@ -36,12 +38,18 @@ export interface AttemptsHost {
   batchName: string;
   /** This store's folder for this batch's logs. */
   logFolder: string;
+  /** `--print`: where an attempt's copies of its stdout and stderr go, or null. */
+  printPrefix: ((token: number) => string) | null;
+  /** An attempt is handed to its worker (claim order). */
+  started(task: ClaimedTask): void;
   /** The retry rules of a stage ('' for a batch without stages). */
   rules: (stage: string) => RetryRules;
   killGraceMs: number;
   outputs: DeclaredOutputs;
   /** An attempt settled (it ended, or was settled without running): it waits for the next commit. */
   settled(q: Queued): void;
+  /** An attempt claimed as queued started: the store is told with the next commit (within START_MARK_MS). */
+  startedQueued(s: AttemptStart): void;
   /** Asks the loop for a tick; `soon`: it may wait briefly for others to share its commit. */
   schedule(soon?: boolean): void;
 }
@@ -61,7 +69,7 @@ export class AttemptsInFlight {
     return this.entries.size;
   }
 
-  dispatch(worker: PoolWorker, claimed: ClaimedTask[], now: number): void {
+  dispatch(worker: PoolWorker, claimed: ClaimedTask[], now: number, queued: ReadonlySet<number> = new Set()): void {
     const { outputs, rules } = this.host;
     const msgs: TaskMessage[] = [];
     for (const task of claimed) {
@@ -77,7 +85,8 @@ export class AttemptsInFlight {
         this.host.settled({ task, settlement: outputs.upToDateSettlement(task, out.paths, now), terminal: true });
         continue;
       }
-      this.entries.set(task.token, { task, worker, head: false, startedAt: now, waited: false, timedOut: false, output: out?.paths ?? null, interrupted: false, timers: [] });
+      const claimedQueued = queued.has(task.token);
+      this.entries.set(task.token, { task, worker, head: false, startedAt: now, waited: false, claimedQueued, timedOut: false, output: out?.paths ?? null, interrupted: false, timers: [] });
       msgs.push({
         token: task.token,
         key: task.key,
@@ -89,7 +98,9 @@ export class AttemptsInFlight {
         inputs: task.inputs,
         logFile: attemptLogFile(this.host.logFolder, task.token),
         output: out?.paths ?? null,
+        print: this.host.printPrefix?.(task.token) ?? null,
       });
+      this.host.started(task);
     }
     // Settled here without running (up to date): committed by the next tick, which claims again.
     if (msgs.length < claimed.length) this.host.schedule();
@@ -154,11 +165,12 @@ export class AttemptsInFlight {
     entry.head = true;
     entry.waited = waited;
     entry.startedAt = Date.now();
+    if (entry.claimedQueued) this.host.startedQueued({ taskId: entry.task.id, token: entry.task.token, at: entry.startedAt });
     const { timeoutMs, heartbeatTimeoutMs } = this.host.rules(entry.task.stage);
     if (timeoutMs !== null) entry.timers.push(longTimeout(() => this.timeOut(entry, 'timeout'), timeoutMs));
     if (heartbeatTimeoutMs !== null) {
       const logFile = this.host.pool.reportsStarts(entry.task.stage) ? attemptLogFile(this.host.logFolder, entry.task.token) : null;
-      entry.silence = new SilenceWatch(heartbeatTimeoutMs, logFile, () => this.timeOut(entry, 'heartbeat'), entry.startedAt);
+      entry.silence = new SilenceWatch(heartbeatTimeoutMs, logFile, () => this.timeOut(entry, 'heartbeat'));
       entry.timers.push(entry.silence);
     }
   }

@@ -9,7 +9,7 @@ import { WorkerPool, type PoolOptions } from './pool.js';
 export const KILL_GRACE_MS = 2000;
 
 /** What of a run's invocation shapes its pool. */
-export type PoolLimits = Pick<Invocation, 'concurrency' | 'maxTasksPerWorker' | 'maxWorkerMemory' | 'loadTimeoutMs'>;
+export type PoolLimits = Pick<Invocation, 'concurrency' | 'maxTasksPerWorker' | 'maxWorkerMemory' | 'loadTimeoutMs'> & Partial<Pick<Invocation, 'print'>>;
 
 export function poolOptionsOf(limits: PoolLimits, handlers: Record<string, HandlerSpec>): PoolOptions {
   return {
@@ -33,6 +33,9 @@ export function poolOptionsOf(limits: PoolLimits, handlers: Record<string, Handl
 export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>): Promise<WorkerPool>;
 export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>, interrupted: Promise<unknown>): Promise<WorkerPool | null>;
 export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>, interrupted?: Promise<unknown>): Promise<WorkerPool | null> {
+  // The spawner helper gives a command one file for stdout and stderr; --print needs them
+  // apart, which Node's own spawn (pipes) gives. Set for this process and the workers it forks.
+  if (limits.print) process.env.SPLITDANCE_SPAWNER = 'node';
   const pool = new WorkerPool(poolOptionsOf(limits, handlers));
   const started = pool.start(1).then(() => true);
   if (!interrupted) {
@@ -48,7 +51,7 @@ export async function startPool(limits: PoolLimits, handlers: Record<string, Han
 /** Grows the pool to the batch's work, no further (`-j 50` on one task starts one); returns the counts it went by. */
 export async function growToWork(pool: WorkerPool, store: BatchProgress, batchId: number): Promise<Counts> {
   const c = await store.counts(batchId);
-  await pool.grow(c.pending + c.retrying + c.running);
+  await pool.grow(c.pending + c.retrying + c.running + c.queued);
   return c;
 }
 

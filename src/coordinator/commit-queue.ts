@@ -1,6 +1,8 @@
-import type { BatchRecord, ClaimedTask, Settlement, TaskStatus } from '../store/task-store.js';
+import type { AttemptStart, BatchRecord, ClaimedTask, Settlement, TaskStatus } from '../store/task-store.js';
 import type { RunObserver, StopReason } from './coordinator.js';
 import { isUnavailable, type RunStore } from './outage.js';
+import { formatMs } from '../job/units.js';
+import { WallSteps } from '../wall-steps.js';
 import { HOST } from './owner.js';
 import type { PoolWorker } from './pool.js';
 
@@ -20,19 +22,27 @@ export interface CommitQueueHost {
   observer: RunObserver;
   /** The slots to claim for now: none once the run stops (asked after failures are committed). */
   freeSlots(): PoolWorker[];
-  /** Hands tasks claimed for a slot to it (the attempts in flight). */
-  dispatch(worker: PoolWorker, tasks: ClaimedTask[], now: number): void;
+  /** Hands tasks claimed for a slot to it (the attempts in flight); `queued`: the tokens claimed as queued. */
+  dispatch(worker: PoolWorker, tasks: ClaimedTask[], now: number, queued: ReadonlySet<number>): void;
   stop(reason: StopReason): void;
 }
 
 /**
  * The settlements of ended attempts, committed in groups: with the next claim in one
  * transaction (exchange), or alone when the run ends (flush). Reports each committed attempt
- * and counts failures for --max-failures.
+ * and counts failures for --max-failures. Keeps the retries it scheduled on this process's
+ * wall clock, and moves them when that clock steps (followSteps).
  */
 export class CommitQueue {
   private queue: Queued[] = [];
+  /** Attempts claimed as queued that have started since: written with the next claim. */
+  private starts: AttemptStart[] = [];
   private failures = 0;
+  private readonly steps = new WallSteps();
+  /** A step seen and not yet applied (the store was busy or down). */
+  private step = 0;
+  /** Retries this run committed and has not claimed again, by task id: when each is due. */
+  private retries = new Map<number, number>();
 
   constructor(private readonly host: CommitQueueHost) {}
 
@@ -49,12 +59,18 @@ export class CommitQueue {
     this.queue.push(q);
   }
 
+  /** A queued attempt started: its task shows as running once the next tick commits this. */
+  started(s: AttemptStart): void {
+    this.starts.push(s);
+  }
+
   /** Runs a commit of `batch` (taken off the queue); on failure puts it back, in order, to be committed later. */
-  private async committing<T>(batch: Queued[], commit: () => Promise<T>): Promise<T> {
+  private async committing<T>(batch: Queued[], commit: () => Promise<T>, starts: AttemptStart[] = []): Promise<T> {
     try {
       return await commit();
     } catch (err) {
       this.queue = batch.concat(this.queue);
+      this.starts = starts.concat(this.starts);
       throw err;
     }
   }
@@ -69,30 +85,68 @@ export class CommitQueue {
     // failures on their own first. (Successes, the common case, share the claim's transaction.)
     if (this.queue.some((q) => q.settlement.outcome !== 'SUCCESS')) await this.flush();
     const free = this.host.freeSlots();
-    if (this.queue.length === 0 && free.length === 0) return null;
+    if (this.queue.length === 0 && free.length === 0 && this.starts.length === 0) return null;
+    // Read before looking for a step: a step after this read leaves `now` on the clock the retries are on.
+    let now = Date.now();
+    while (await this.followSteps()) now = Date.now();
     const batch = this.queue;
+    // A queued attempt that started and ended since the last commit is settled now: its start says nothing more.
+    const ending = new Set(batch.map((q) => q.settlement.token));
+    const starts = this.starts.filter((s) => !ending.has(s.token));
     this.queue = [];
-    const now = Date.now();
+    this.starts = [];
+    // A worker's place behind an attempt it holds already (or behind another place claimed now) is queued.
+    const places = new Map<PoolWorker, number>();
+    const slots = free.map((w) => {
+      const place = w.queue.length + (places.get(w) ?? 0);
+      places.set(w, (places.get(w) ?? 0) + 1);
+      return { workerId: w.id, pid: w.pid, queued: place > 0 };
+    });
     const request = {
       batchId: record.id,
       owner,
       host: HOST,
       now,
       leaseMs,
-      slots: free.map((w) => ({ workerId: w.id, pid: w.pid })),
+      slots,
+      started: starts,
       // The version whose handler the pool loaded: under a newer one the store claims nothing.
       jobVersion: record.jobVersion,
     };
-    const { applied, claimed } = await this.committing(batch, () => store.settleAndClaim(batch.map((q) => q.settlement), request));
+    const { applied, claimed } = await this.committing(batch, () => store.settleAndClaim(batch.map((q) => q.settlement), request), starts);
     const perWorker = new Map<PoolWorker, ClaimedTask[]>();
+    const queued = new Set<number>();
     claimed.forEach((task, i) => {
+      if (slots[i]!.queued) queued.add(task.token);
       const tasks = perWorker.get(free[i]!);
       if (tasks) tasks.push(task);
       else perWorker.set(free[i]!, [task]);
     });
-    for (const [worker, tasks] of perWorker) this.host.dispatch(worker, tasks, now);
+    for (const task of claimed) this.retries.delete(task.id);
+    for (const [worker, tasks] of perWorker) this.host.dispatch(worker, tasks, now, queued);
     await this.report(batch, new Set(applied));
     return free.length > 0 && claimed.length < free.length ? now : null;
+  }
+
+  /**
+   * A step of this machine's wall clock (say NTP stepping it back 10 minutes) would stretch every
+   * waiting backoff by the step, or (forward) end it early: the retries this run scheduled are
+   * moved by the step, before anything is claimed on the new clock. A retry someone else claimed
+   * or rescheduled meanwhile is left alone (the store checks each is still due when we said).
+   */
+  private async followSteps(): Promise<boolean> {
+    this.step += this.steps.take();
+    if (this.step === 0) return false;
+    const step = this.step;
+    if (this.retries.size > 0) {
+      const moved = await this.host.store.shiftRetries([...this.retries].map(([taskId, dueAt]) => ({ taskId, dueAt })), step);
+      this.retries = new Map(moved.map((r) => [r.taskId, r.dueAt]));
+      if (moved.length > 0) {
+        this.host.observer.note(`this machine's clock stepped ${step > 0 ? 'forward' : 'back'} ${formatMs(Math.abs(step))}; ${moved.length} waiting retr${moved.length === 1 ? 'y' : 'ies'} moved with it`);
+      }
+    }
+    this.step = 0;
+    return true;
   }
 
   /** Commits what finished (no claim): used when the run is ending. */
@@ -122,6 +176,8 @@ export class CommitQueue {
       let now = status.get(q.task.id) ?? (q.settlement.outcome === 'SUCCESS' ? 'SUCCESS' : q.terminal ? 'FAILED' : 'PENDING');
       if (now === 'RUNNING') now = 'PENDING'; // already claimed again, by another coordinator: it was a retry
       if (now === 'FAILED') this.countFailure();
+      const { retryAt } = q.settlement;
+      if (now === 'PENDING' && typeof retryAt === 'number') this.retries.set(q.task.id, retryAt);
       observer.attemptEnded(q.task, q.settlement, now);
     }
   }

@@ -1,3 +1,4 @@
+import { plural } from '../printable.js';
 import { longInterval, longTimeout, type LongTimer } from '../long-timer.js';
 import { prepareLogFolder } from '../store/log-layout.js';
 import type { BatchRecord, ClaimedTask, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
@@ -25,9 +26,13 @@ export interface CoordinatorOptions {
   pollMs: number;
   /** Declared outputs: paths, up-to-date checks, what dead attempts left (declared-outputs.ts). */
   outputs: DeclaredOutputs;
+  /** `--print`: where an attempt's copies of its stdout and stderr go (attempt-printer.ts), or null. */
+  printPrefix: ((token: number) => string) | null;
 }
 
 export interface RunObserver {
+  /** An attempt was handed to a worker (in claim order); not called for tasks settled without running. */
+  attemptStarted?(task: ClaimedTask): void;
   /** `status`: the task's status once the attempt was committed (CANCELLED if `cancel` stopped it). */
   attemptEnded(task: ClaimedTask, settlement: Settlement, status: TaskStatus): void;
   released(tasks: ReleasedTask[]): void;
@@ -46,6 +51,12 @@ export type StopReason =
 
 /** How long a success may wait for others to share its tick, while every slot holds its next attempt. */
 const COALESCE_MS = 2;
+/**
+ * How long the start of a queued attempt may wait for a tick to carry it to the store (its task
+ * shows `queued` until then). Fast attempts end well within it, so their starts ride along with
+ * the commits of results and cost no transaction of their own.
+ */
+const START_MARK_MS = 100;
 
 /**
  * The claim → dispatch → commit loop. It alone writes the store; workers only report.
@@ -62,6 +73,7 @@ export class Coordinator {
   private again = false;
   private wake: NodeJS.Timeout | undefined;
   private coalesce: NodeJS.Timeout | undefined;
+  private startMark: NodeJS.Timeout | undefined;
   /** Every delay here may come from a user's duration (up to a year): none is a plain setTimeout. */
   private timers: LongTimer[] = [];
   private finish!: (r: StopReason) => void;
@@ -89,10 +101,19 @@ export class Coordinator {
       pool,
       batchName: batch.name,
       logFolder,
+      printPrefix: options.printPrefix,
+      started: (task) => observer.attemptStarted?.(task),
       rules: options.rules,
       killGraceMs: options.killGraceMs,
       outputs: options.outputs,
       settled: (q) => this.commits.push(q),
+      startedQueued: (s) => {
+        this.commits.started(s);
+        this.startMark ??= setTimeout(() => {
+          this.startMark = undefined;
+          this.schedule();
+        }, START_MARK_MS);
+      },
       schedule: (soon) => this.schedule(soon),
     });
     this.commits = new CommitQueue({
@@ -103,7 +124,7 @@ export class Coordinator {
       maxFailures: options.maxFailures,
       observer,
       freeSlots: () => (this.stopping ? [] : pool.freeSlots()),
-      dispatch: (worker, tasks, now) => this.attempts.dispatch(worker, tasks, now),
+      dispatch: (worker, tasks, now, queued) => this.attempts.dispatch(worker, tasks, now, queued),
       stop: (reason) => this.stop(reason),
     });
     this.upkeep = new Upkeep({
@@ -160,6 +181,7 @@ export class Coordinator {
       this.timers.forEach((t) => t.cancel());
       clearTimeout(this.wake);
       clearTimeout(this.coalesce);
+      clearTimeout(this.startMark);
       this.outage.cancel();
       this.pool.quiesce();
       this.killAll(); // only after a fatal error is anything still in flight
@@ -270,7 +292,7 @@ export class Coordinator {
     const known = new Set(held.map((t) => t.id));
     const released = await releaseLostClaims(this.store, this.batch.id, this.owner, known);
     this.outage.recovered();
-    if (released) this.observer.note(`${released} task(s) claimed as the store went down were given back unstarted`);
+    if (released) this.observer.note(`${plural(released, 'task')} claimed as the store went down ${released === 1 ? 'was' : 'were'} given back unstarted`);
   }
 
   /** A claim at `now` left slots without a task: tick again when the next retry is due, or within a poll. */
@@ -286,7 +308,7 @@ export class Coordinator {
     if (this.attempts.size > 0 || this.commits.size > 0) return;
     if (this.stopping) return this.finish(this.stopping);
     const c = await this.store.counts(this.batch.id);
-    if (c.pending + c.retrying + c.running === 0) return this.finish({ kind: 'done' });
+    if (c.pending + c.retrying + c.running + c.queued === 0) return this.finish({ kind: 'done' });
     if (this.pool.size === 0) throw new Error('every worker died and none could be restarted; see the errors above');
     if (this.options.noWait && this.pool.hasIdleWorker()) {
       // Nothing claimable may only mean claims stopped for a newer definition (before a poll saw it).

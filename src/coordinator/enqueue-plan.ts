@@ -1,3 +1,4 @@
+import { plural } from '../printable.js';
 import { definitionOf } from '../job/job-definition.js';
 import type { RunPlan } from '../job/plan-run.js';
 import { budgetOf } from '../job/stages.js';
@@ -28,7 +29,7 @@ export async function enqueuePlan(store: AdminStore, plan: EnqueuePlan, specs: I
     const shown = unnamed.slice(0, 5).join(', ') + (unnamed.length > 5 ? `, … (${unnamed.length - 5} more)` : '');
     plan.notes.push(`skipped ${unnamed.length} file${unnamed.length === 1 ? '' : 's'} whose name is not valid UTF-8: ${shown}; rename them to run them`);
   }
-  if (enqueued.requeued) plan.notes.push(`re-queued ${enqueued.requeued} succeeded task(s) whose file changed (--rerun-changed)`);
-  if (enqueued.changed) plan.notes.push(`${enqueued.changed} succeeded task(s) have changed files since; --rerun-changed runs them again`);
+  if (enqueued.requeued) plan.notes.push(`re-queued ${plural(enqueued.requeued, 'succeeded task')} whose file changed (--rerun-changed)`);
+  if (enqueued.changed) plan.notes.push(`${plural(enqueued.changed, 'succeeded task')} ${enqueued.changed === 1 ? 'has a changed file' : 'have changed files'} since; --rerun-changed runs ${enqueued.changed === 1 ? 'it' : 'them'} again`);
   return { batch, inserted: enqueued.inserted };
 }

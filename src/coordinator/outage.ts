@@ -3,6 +3,7 @@ import { StoreError } from '../errors.js';
 import { formatMs } from '../job/units.js';
 import type { LeaseStore, QueryStore, Settlement } from '../store/task-store.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
+import { monotonicMs } from '../wall-steps.js';
 
 /**
  * How long a run waits out a store that is unreachable (a PostgreSQL restart or failover, a
@@ -22,7 +23,8 @@ export function isUnavailable(err: unknown): boolean {
 }
 
 /**
- * One run's view of a store outage: when it began, when to try again, and when to give up.
+ * One run's view of a store outage: when it began, when to try again, and when to give up
+ * (times on the monotonic clock: a wall-clock step neither ends nor stretches the wait).
  * While it lasts, attempts keep running and their outcomes wait in the coordinator's queue;
  * nothing is claimed. `note` says when it starts and ends (once each).
  */
@@ -44,13 +46,13 @@ export class Outage {
 
   /** Whether the next try is still ahead: nothing should call the store before `retry` runs. */
   get waiting(): boolean {
-    return Date.now() < this.retryAt;
+    return monotonicMs() < this.retryAt;
   }
 
   /** As `failed`, and runs `retry` once the wait is over. */
   retryLater(err: unknown, retry: () => void): void {
     const delay = this.failed(err);
-    this.retryAt = Date.now() + delay;
+    this.retryAt = monotonicMs() + delay;
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.retryAt = 0;
@@ -68,11 +70,12 @@ export class Outage {
    * The store failed with `err`: returns how long to wait before trying again, or throws
    * (`err` itself when it is not an outage; a StoreError naming the outage past the limit).
    */
-  failed(err: unknown, now = Date.now()): number {
+  failed(err: unknown, now = monotonicMs()): number {
     if (!isUnavailable(err)) throw err;
     this.lastError = (err as Error).message;
     if (this.since === null) {
-      this.since = now;
+      // A statement that went unanswered: the store was gone from when it was sent, not from when we gave up on it.
+      this.since = now - (err as StoreError).silentMs;
       const cause = this.lastError.replace(/; (run again|check --db) .*$/, '');
       this.note(`the store is unavailable (${cause}); running attempts go on, reconnecting for up to ${formatMs(this.limitMs)}`);
     }
@@ -84,7 +87,7 @@ export class Outage {
   }
 
   /** A store call succeeded: the outage (if any) is over. Returns whether one was. */
-  recovered(now = Date.now()): boolean {
+  recovered(now = monotonicMs()): boolean {
     if (this.since === null) return false;
     this.note(`the store is back after ${formatMs(now - this.since)}; going on`);
     this.since = null;

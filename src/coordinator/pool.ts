@@ -10,6 +10,7 @@ import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from
 import { Spawner } from '../worker/spawner.js';
 import { InProcessWorker } from './in-process-worker.js';
 import { averaged, runningLong, slotWindow, type SlotTiming } from './slot-window.js';
+import { monotonicMs } from '../wall-steps.js';
 
 const CHILD_MAIN = fileURLToPath(new URL('../worker/child-main.js', import.meta.url));
 const STDERR_KEEP = 2048;
@@ -158,7 +159,7 @@ export class WorkerPool {
   /** How many attempts the worker may hold: the running one and its queued ones. */
   private window(w: Slot): number {
     const { maxTasksPerWorker } = this.options;
-    return slotWindow(w, w.queue.length, maxTasksPerWorker ? maxTasksPerWorker - w.tasksRun : null, Date.now());
+    return slotWindow(w, w.queue.length, maxTasksPerWorker ? maxTasksPerWorker - w.tasksRun : null, monotonicMs());
   }
 
   /**
@@ -168,7 +169,7 @@ export class WorkerPool {
    */
   stuck(ms: number): PoolWorker[] {
     if (!this.hasIdleWorker()) return [];
-    const now = Date.now();
+    const now = monotonicMs();
     return [...this.workers].filter((w) => w.queue.length > 1 && runningLong(w, ms, now));
   }
 
@@ -185,7 +186,7 @@ export class WorkerPool {
   /** Queues attempts on the worker, in order, in one message. */
   dispatch(worker: PoolWorker, tasks: TaskMessage[]): void {
     const slot = worker as Slot;
-    if (slot.queue.length === 0) slot.headSince = Date.now();
+    if (slot.queue.length === 0) slot.headSince = monotonicMs();
     slot.queue.push(...tasks.map((t) => t.token));
     this.send(slot, { type: 'run', tasks });
   }
@@ -314,7 +315,7 @@ export class WorkerPool {
   private finishAttempt(slot: Slot, msg: DoneMessage, rss: number): void {
     if (slot.queue[0] !== msg.token) return;
     slot.queue.shift();
-    slot.headSince = Date.now();
+    slot.headSince = monotonicMs();
     slot.groups.delete(msg.token);
     slot.tasksRun++;
     slot.avgMs = averaged(slot, msg.durationMs);

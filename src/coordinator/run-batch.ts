@@ -12,10 +12,12 @@ import type { MetricsStore } from '../status/batch-metrics.js';
 import { ridingOut, type RunStore } from './outage.js';
 import type { WorkerPool } from './pool.js';
 import { recoverStale } from './recovery.js';
+import { AttemptPrinter, type PrintAttempt } from './attempt-printer.js';
 import { DeclaredOutputs } from './declared-outputs.js';
 import { rulesOf } from './retry-rules.js';
 import { outcomeOf } from './run-outcome.js';
 import { drainOnSignals, watchSignalsDuringStartup } from './signals.js';
+import { monotonicMs } from '../wall-steps.js';
 
 export interface RunStart {
   batch: string;
@@ -39,6 +41,8 @@ export interface RunSummary {
 export interface BatchObserver extends RunObserver {
   start(info: RunStart): void;
   finish(summary: RunSummary): Promise<void>;
+  /** `--print`: one attempt's output, each stream whole (null: nothing printed there). */
+  printed?: PrintAttempt;
   /** The run ends with an error, which the caller is about to throw. */
   failed(err: unknown): void;
   /** Nothing of the observer may keep the process alive after this. Called however the run ends. */
@@ -73,12 +77,14 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
   const before = await growToWork(pool, store, batch.id);
   const total = before.total;
   const maxFailures = inv.maxFailures === null ? null : resolveCountOrShare(inv.maxFailures, total);
-  const started = Date.now();
+  const started = monotonicMs();
   // Read before recovery marks anything LOST: from here on the run counts the attempts it ends.
   // Loaded only when asked for: prom-client alone costs ~35 ms of every run's start-up.
   const metrics =
     inv.metricsFile === null ? null : await (await import('./run-metrics.js')).RunMetrics.open(store, batch, inv.metricsFile, (m) => observer.note(m));
-  const seen = metrics ? metrics.tap(observer) : observer;
+  const printer = inv.print ? new AttemptPrinter(inv.print.keepOrder, (task, out, err) => observer.printed?.(task, out, err)) : null;
+  const tapped = metrics ? metrics.tap(observer) : observer;
+  const seen = printer ? printer.tap(tapped) : tapped;
   // The limits hold for the whole run, across the definitions it follows.
   const coordinatorFor = (b: BatchRecord, p: WorkerPool, settings: JobSettings, failedSoFar: number) =>
     new Coordinator(
@@ -92,10 +98,11 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
         killGraceMs: KILL_GRACE_MS,
         noWait: inv.noWait,
         maxFailures: maxFailures === null ? null : Math.max(1, maxFailures - failedSoFar),
-        maxRuntimeMs: inv.maxRuntimeMs === null ? null : Math.max(0, inv.maxRuntimeMs - (Date.now() - started)),
+        maxRuntimeMs: inv.maxRuntimeMs === null ? null : Math.max(0, inv.maxRuntimeMs - (monotonicMs() - started)),
         logDir: logRoot(run.dbPath, run.cwd),
         pollMs: 1000,
         outputs: new DeclaredOutputs(settings, b.name, inv.force),
+        printPrefix: printer ? (token) => printer.prefixOf(token) : null,
       },
       seen,
     );
@@ -141,12 +148,14 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
     const counts = await ridingOut(() => store.counts(batch.id), (m) => observer.note(m));
     const { exitCode, reason } = outcomeOf(stop, counts, run.resume);
     await metrics?.finish();
-    await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Date.now() - started });
+    printer?.finish();
+    await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Math.round(monotonicMs() - started) });
     return exitCode;
   } catch (err) {
     observer.failed(err);
     throw err;
   } finally {
+    printer?.finish();
     metrics?.stop();
     signals.dispose();
     observer.close();

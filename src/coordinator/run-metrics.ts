@@ -43,6 +43,7 @@ export class RunMetrics {
   /** The coordinator's observer, counting the attempts it reports on the way. */
   tap(observer: RunObserver): RunObserver {
     return {
+      attemptStarted: (task) => observer.attemptStarted?.(task),
       attemptEnded: (task, settlement, status) => {
         addAttempt(this.attempts, settlement.outcome, settlement.durationMs);
         observer.attemptEnded(task, settlement, status);

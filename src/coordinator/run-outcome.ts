@@ -15,7 +15,7 @@ export interface RunOutcome {
 export function outcomeOf(stop: StopReason, c: Counts, resume: string): RunOutcome {
   // A stop that only means "not finished yet" (a pause, --max-runtime, --no-wait) that raced the
   // end of the batch (the last attempts ended after it): the batch is done, and exits as done.
-  if ((stop.kind === 'paused' || stop.kind === 'max-runtime' || stop.kind === 'no-wait') && c.pending + c.retrying + c.running === 0) stop = { kind: 'done' };
+  if ((stop.kind === 'paused' || stop.kind === 'max-runtime' || stop.kind === 'no-wait') && c.pending + c.retrying + c.running + c.queued === 0) stop = { kind: 'done' };
   switch (stop.kind) {
     case 'signal':
       return signalOutcome(stop.signal);
@@ -29,7 +29,9 @@ export function outcomeOf(stop: StopReason, c: Counts, resume: string): RunOutco
       return { exitCode: EXIT.FAILED, reason: 'stopped: --max-failures reached' };
     case 'definition-changed': // only ever seen by runBatch, which follows the new definition
     case 'done':
-      return c.failed + c.cancelled > 0 ? { exitCode: EXIT.FAILED, reason: 'finished with failures' } : { exitCode: EXIT.OK, reason: 'done' };
+      // "failures" only when some failed: a batch that was only cancelled says so.
+      if (c.failed > 0) return { exitCode: EXIT.FAILED, reason: 'finished with failures' };
+      return c.cancelled > 0 ? { exitCode: EXIT.FAILED, reason: 'finished with cancelled tasks' } : { exitCode: EXIT.OK, reason: 'done' };
   }
 }
 

@@ -61,10 +61,10 @@ export function settle(task: ClaimedTask, ending: Ending, rules: RetryRules, now
   }
   const failure = (outcome: Outcome, error: string, permanent: boolean, io: Io = NO_IO) => {
     if (!permanent && rules.permanentErrors.length) permanent = matchesAny(rules.permanentErrors, error, io.outputTail);
-    const at = permanent ? null : now + backoffDelay(task.attempt, rules.policy);
+    const at = permanent ? null : now + backoffDelay(task.counted, rules.policy);
     const s = settlement(outcome, error, io);
     s.retryAt = at;
-    return { settlement: s, terminal: at === null || task.attempt >= task.maxAttempts };
+    return { settlement: s, terminal: at === null || task.counted >= task.maxAttempts };
   };
   const timedOut = (why: 'timeout' | 'heartbeat', io: Io) =>
     failure(

@@ -1,4 +1,5 @@
 import type { Coordinator } from './coordinator.js';
+import { plural } from '../printable.js';
 import { formatMs } from '../job/units.js';
 import { longTimeout, type LongTimer } from '../long-timer.js';
 
@@ -16,16 +17,16 @@ export function drainOnSignals(coordinator: Coordinator, graceMs: number, note: 
   let graceTimer: LongTimer | undefined; // --grace may be up to a year
   const onSignal = (signal: 'SIGINT' | 'SIGTERM', name: string = signal) => {
     if (graceTimer) {
-      note(`${name} again: killing ${coordinator.running} running attempt(s) now`);
+      note(`${name} again: killing ${plural(coordinator.running, 'running attempt')} now`);
       coordinator.killAll();
       return;
     }
     note(
-      `${name}: no new tasks; waiting up to ${formatMs(graceMs)} for ${coordinator.running} running attempt(s) (send it again to stop at once)`,
+      `${name}: no new tasks; waiting up to ${formatMs(graceMs)} for ${plural(coordinator.running, 'running attempt')} (send it again to stop at once)`,
     );
     coordinator.stop({ kind: 'signal', signal });
     graceTimer = longTimeout(() => {
-      if (coordinator.running) note(`grace period over: stopping ${coordinator.running} running attempt(s) (ctx.signal / SIGTERM, then SIGKILL)`);
+      if (coordinator.running) note(`grace period over: stopping ${plural(coordinator.running, 'running attempt')} (ctx.signal / SIGTERM, then SIGKILL)`);
       coordinator.interruptAll(SHUTDOWN_KILL_MS);
     }, graceMs);
   };

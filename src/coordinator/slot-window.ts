@@ -17,6 +17,7 @@ export interface SlotTiming {
   /** Running average of its attempts' durations (ms), null before the first. */
   avgMs: number | null;
   /** When its current attempt started (the head of its queue). */
+  /** When its running attempt began, on the monotonic clock (wall-steps.ts). */
   headSince: number;
 }
 

@@ -3,6 +3,7 @@ import type { BatchRecord, ClaimedTask, LeaseStore, ReleasedTask } from '../stor
 import type { RunObserver, StopReason } from './coordinator.js';
 import type { PoolWorker, WorkerPool } from './pool.js';
 import { recoverStale } from './recovery.js';
+import { monotonicMs } from '../wall-steps.js';
 
 export interface UpkeepHost {
   store: LeaseStore;
@@ -25,16 +26,19 @@ export interface UpkeepHost {
  * one, and noticing that the batch was paused, pruned or given a newer definition.
  */
 export class Upkeep {
-  private lastRecovery = 0;
+  private lastRecovery: number | null = null;
 
   constructor(private readonly host: UpkeepHost) {}
 
   /** At most once a poll: recovery, stuck queues, pause, a newer definition; a pruned batch throws. */
   async recoverIfDue(): Promise<void> {
     const { store, batch, owner, pool, observer, pollMs } = this.host;
+    // The cadence on the monotonic clock (a wall-clock step back must not stop recovery); the
+    // leases on the store's.
+    const at = monotonicMs();
+    if (this.lastRecovery !== null && at - this.lastRecovery < pollMs) return;
+    this.lastRecovery = at;
     const now = Date.now();
-    if (now - this.lastRecovery < pollMs) return;
-    this.lastRecovery = now;
     // Pruned (or deleted) while this run was frozen: stop before claiming anything more. Ids
     // never repeat, so nothing it commits meanwhile can land on another batch's rows; a batch
     // of the same name made since is another batch.

@@ -5,7 +5,7 @@ import { UsageError } from '../errors.js';
 import { checkOutputTemplate } from '../output/output-path.js';
 import { checkMetricsPath } from '../status/metrics-file.js';
 import { parseSample } from '../split/sample.js';
-import { atLeast, MAX_BACKOFF_FACTOR, MAX_CONCURRENCY, MAX_RETRIES, MIN_DURATION_MS, parseConcurrency, type RunInput, definedOnly } from './run-options.js';
+import { atLeast, MAX_BACKOFF_FACTOR, MAX_CONCURRENCY, MAX_RETRIES, MIN_DURATION_MS, parseConcurrency, printOf, type RunInput, definedOnly } from './run-options.js';
 import { orderStages, type StageDefinition } from './stages.js';
 import { formatMs, parseCountOrShare, parseDuration, parseSize } from './units.js';
 
@@ -131,6 +131,9 @@ export const JobFileSchema = z
       .optional(),
     lease: atLeastMs(MIN_DURATION_MS.lease).optional(),
     historyWarn: count(1).describe('warn when the store holds more attempts than this').optional(),
+    print: z.boolean().describe("each attempt's stdout on the run's stdout when it ends, whole (stderr on stderr), like --print").optional(),
+    tag: z.boolean().describe('with print: each printed line after its task key and a tab (--tag)').optional(),
+    keepOrder: z.boolean().describe('with print: in the order the attempts started, like GNU parallel -k (--keep-order)').optional(),
     stages: z.array(StageSchema).min(1).describe('a per-item pipeline: one task per stage and item').optional(),
   })
   .strict();
@@ -236,6 +239,7 @@ export function readJobFile(path: string, cwd = process.cwd()): RunInput {
       metricsFile: j.metricsFile === undefined ? undefined : metricsPath(abs(j.metricsFile), path),
       leaseMs: j.lease,
       historyWarn: j.historyWarn,
+      print: printOf(j.print, j.tag, j.keepOrder, false),
     }),
   };
 }

@@ -4,11 +4,12 @@ import { UsageError } from '../errors.js';
 import { checkBatchName, defaultBatchName, expandBatchName } from './batch-name.js';
 import { findJobFile } from './job-file-path.js';
 import { DEFAULT_SETTINGS, describeHandler, mergeSettings, settingsOf, type JobDefinition, type JobSettings } from './job-definition.js';
-import { inputFromFlags, invocationOf, layerInputs, type Invocation, type RawRunFlags, type RunInput } from './run-options.js';
+import { inputFromFlags, invocationOf, layerInputs, printOf, type Invocation, type RawRunFlags, type RunInput } from './run-options.js';
 import { sampled, type Sample } from '../split/sample.js';
 import { sourceKind, splitSource, type SourceKind } from '../split/split-source.js';
 import { expandStages, layoutOf } from './stages.js';
 import { checkTemplate } from '../worker/exec-template.js';
+import { templateWarnings } from './template-warnings.js';
 import { printable } from '../printable.js';
 import type { TaskSpec } from '../store/task-store.js';
 
@@ -68,6 +69,7 @@ export async function planRun(
   }
   const source = resolve(cwd, sourceGiven);
   const inv = invocationOf(input);
+  if (inv.print && cliFlags.json) printOf(true, false, false, true); // a job file's "print" meets --json: refused the same way
   const kind = sourceKind(source);
   const batchName = input.batch !== undefined ? expandBatchName(input.batch) : defaultBatchName(source);
   if (batchName.trim() === '') throw new UsageError('--batch needs a non-empty name');
@@ -85,6 +87,8 @@ export async function planRun(
     existing && changed.length
       ? [`batch ${batchName}: ${changed.join(', ')} changed for the unfinished tasks (handler now ${describeHandler(settings.handler, settings.stages)})`]
       : [];
+  if (settings.handler?.kind === 'exec') notes.push(...templateWarnings(settings.handler.template, kind, '--exec'));
+  for (const st of settings.stages) if (st.handler.kind === 'exec') notes.push(...templateWarnings(st.handler.template, kind, `stage ${JSON.stringify(st.name)}'s exec`));
   const sample = input.sample ?? null;
   const plan: RunPlan = {
     flags: cliFlags,

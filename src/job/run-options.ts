@@ -35,6 +35,9 @@ export interface RawRunFlags {
   permanentCodes?: string;
   output?: string;
   force?: boolean;
+  print?: boolean;
+  tag?: boolean;
+  keepOrder?: boolean;
   permanentErrors?: string[];
   heartbeatTimeout?: string;
   include?: string[];
@@ -55,7 +58,7 @@ export interface RawRunFlags {
   json?: boolean;
   quiet?: boolean;
   verbose?: boolean;
-  color?: boolean;
+  color?: boolean | 'always' | 'never' | 'auto';
 }
 
 /** Settings of this invocation only; not stored on the batch. */
@@ -77,6 +80,8 @@ export interface Invocation {
   historyWarn: number;
   /** Run tasks whose declared output is up to date anyway. */
   force: boolean;
+  /** `--print`: each attempt's stdout (and stderr) on the run's own, whole, when it ends; `tag`: each line after its key and a tab; `keepOrder`: in claim order (docs/output-and-logs.md). */
+  print: { tag: boolean; keepOrder: boolean } | null;
 }
 
 export const DEFAULT_INVOCATION: Invocation = {
@@ -93,6 +98,7 @@ export const DEFAULT_INVOCATION: Invocation = {
   leaseMs: 30_000,
   historyWarn: 1_000_000,
   force: false,
+  print: null,
 };
 
 /** What one source of options (the command line, or the job file) gives, typed; absent = not given. */
@@ -153,6 +159,7 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     leaseMs: given(f.lease, (v) => atLeast(positive(parseDuration(v, '--lease'), '--lease'), MIN_DURATION_MS.lease, '--lease')),
     historyWarn: given(f.historyWarn, (v) => parseCount(v, '--history-warn', { min: 1 })),
     force: f.force === true ? true : undefined,
+    print: printOf(f.print, f.tag, f.keepOrder, f.json),
   };
   if (f.batch !== undefined && f.batch.trim() === '') throw new UsageError('--batch needs a non-empty name');
   return {
@@ -162,6 +169,17 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     sample: given(f.sample, (v) => parseSample(v)),
     rerunChanged: f.rerunChanged === true ? true : undefined,
   };
+}
+
+/**
+ * `--print` with its modifiers. `--tag` and `--keep-order` say how to print, so alone they
+ * imply it. With `--json` the events own stdout: a command's output there would make it no
+ * longer NDJSON, so the pair is refused (the output stays in `logs` and the events' tails).
+ */
+export function printOf(print: boolean | undefined, tag: boolean | undefined, keepOrder: boolean | undefined, json: boolean | undefined): Invocation['print'] | undefined {
+  if (!print && !tag && !keepOrder) return undefined;
+  if (json) throw new UsageError('--print puts the commands\' output on stdout, where --json puts its events: give one of them (`splitdance logs --batch B` prints the output afterwards)');
+  return { tag: tag === true, keepOrder: keepOrder === true };
 }
 
 /** Layers `over` on `base`: a field `over` gives wins, whatever `base` said. */

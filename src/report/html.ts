@@ -22,7 +22,7 @@ h3{font-size:15px;margin:18px 0 6px} h3 code{font-size:14px} ul.keys{margin:6px 
 function stagesTable(s: ReportData['status']): string {
   if (s.stages.length === 0) return '';
   const rows = s.stages
-    .map((st) => `<tr><td><code>${esc(st.stage)}</code></td><td>${st.total}</td><td>${st.succeeded}</td><td>${st.failed}</td><td>${st.cancelled}</td><td>${st.pending + st.retrying + st.running}</td></tr>`)
+    .map((st) => `<tr><td><code>${esc(st.stage)}</code></td><td>${st.total}</td><td>${st.succeeded}</td><td>${st.failed}</td><td>${st.cancelled}</td><td>${st.pending + st.retrying + st.running + st.queued}</td></tr>`)
     .join('');
   return `<h2>Stages</h2><table><tr><th>stage</th><th>tasks</th><th>succeeded</th><th>failed</th><th>cancelled</th><th>unfinished</th></tr>${rows}</table>`;
 }
@@ -56,7 +56,7 @@ export function renderReport(d: ReportData, hints: ReportHints = {}): string {
 <body>
 <h1>Batch ${esc(s.batch)}</h1>
 <div class="muted">source ${esc(s.source)} · generated ${esc(new Date(d.generatedAt).toISOString())}${s.startedAt ? ` · started ${esc(s.startedAt)}` : ''}</div>
-<div class="cards">${card('tasks', s.total)}${card('succeeded', s.succeeded)}${s.upToDate ? card('up to date (not run)', s.upToDate) : ''}${card('failed', s.failed)}${s.cancelled ? card('cancelled', s.cancelled) : ''}${card('retrying', s.retrying)}${card('pending', s.pending)}${card('running', s.running)}${card('tasks/s', s.tasksPerSecond ? s.tasksPerSecond.toFixed(2) : '-')}${card(s.done ? 'finished' : 'ETA', s.done ? '✓' : s.etaSeconds !== null ? formatMs(s.etaSeconds * 1000) : '?')}</div>
+<div class="cards">${card('tasks', s.total)}${card('succeeded', s.succeeded)}${s.upToDate ? card('up to date (not run)', s.upToDate) : ''}${card('failed', s.failed)}${s.cancelled ? card('cancelled', s.cancelled) : ''}${card('retrying', s.retrying)}${card('pending', s.pending)}${card('running', s.running)}${s.queued ? card('queued', s.queued) : ''}${card('tasks/s', s.tasksPerSecond ? s.tasksPerSecond.toFixed(2) : '-')}${card(s.done ? 'finished' : 'ETA', s.done ? '✓' : s.etaSeconds !== null ? formatMs(s.etaSeconds * 1000) : '?')}</div>
 <h2>Timeline</h2><div class="legend">${legend}</div>${cut}<div class="scroll">${ganttSvg(d.attempts, d.generatedAt)}</div>
 <h2>Attempt durations</h2>${histogramSvg(d.attempts)}
 ${stagesTable(s)}

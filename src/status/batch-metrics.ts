@@ -32,7 +32,7 @@ export async function batchMetrics(store: MetricsStore, batch: BatchRecord, atte
     batch: batch.name,
     counts,
     upToDate: counts.succeeded > 0 ? await store.upToDateCount(batch.id) : 0,
-    done: counts.pending + counts.retrying + counts.running === 0,
+    done: counts.pending + counts.retrying + counts.running + counts.queued === 0,
     updatedAtMs: lastUpdateMs(batch, lastFinishedAt),
     attempts: attempts ?? (await store.attemptStats(batch.id, DURATION_BOUNDS_MS)),
   };

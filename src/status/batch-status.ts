@@ -1,7 +1,9 @@
 import { statSync } from 'node:fs';
-import type { BatchAttempt, BatchRecord, Counts, QueryStore, StageCounts } from '../store/task-store.js';
+import { EXIT } from '../exit-codes.js';
+import type { BatchAttempt, BatchRecord, Counts, ErrorCount, QueryStore, StageCounts } from '../store/task-store.js';
 import { RATE_WINDOW, etaSeconds, tasksPerSecond } from './busy-rate.js';
 import { clusterErrors, type ErrorCluster } from './error-signature.js';
+import { ownerHolds, type OwnerHold } from './owner-state.js';
 
 const iso = (ms: number | null | undefined): string | null => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
 
@@ -23,19 +25,23 @@ export interface BatchStatus extends Counts {
   upToDate: number;
   /** Succeeded tasks whose file changed (size or mtime) since; `run --rerun-changed` re-runs them. */
   changed: number;
-  topErrors: { error: string; count: number; example: string; cluster: string }[];
+  /** The failure clusters, most frequent first, at most 10: `cluster` is the id `retry-failed --cluster` takes. */
+  topErrors: { error: string; count: number; example: string; cluster: string; signature: string }[];
+  /** Every cluster (of the first 1000 distinct errors), for the human report; not printed by --json. */
   clusters: ErrorCluster[];
   storeBytes: number;
   /** Counts per stage, for a batch with stages (empty without). */
   stages: StageCounts[];
+  /** Who holds its RUNNING tasks: a dead owner's tasks are taken back by the next run; a stopped one keeps them. */
+  owners: OwnerHold[];
 }
 
 export async function batchStatus(store: QueryStore, batch: BatchRecord): Promise<BatchStatus> {
   const c = await store.counts(batch.id);
   const { firstStartedAt, lastFinishedAt } = await store.activity(batch.id);
-  const open = c.pending + c.retrying + c.running;
+  const open = c.pending + c.retrying + c.running + c.queued;
   const finished = c.succeeded + c.failed + c.cancelled;
-  const rate = finished > 0 ? rateOf(await store.recentAttempts(batch.id, RATE_WINDOW), finished, c.running) : null;
+  const rate = finished > 0 ? rateOf(await store.recentAttempts(batch.id, RATE_WINDOW), finished, c.running + c.queued) : null;
   const due = open > 0 ? await store.nextDueAt(batch.id) : null;
   const clusters = clusterErrors(await store.topErrors(batch.id, 1000));
   return {
@@ -50,11 +56,39 @@ export async function batchStatus(store: QueryStore, batch: BatchRecord): Promis
     nextRetryAt: due !== null && due > Date.now() && c.retrying > 0 ? iso(due) : null,
     upToDate: c.succeeded > 0 ? await store.upToDateCount(batch.id) : 0,
     changed: await store.changedCount(batch.id),
-    topErrors: clusters.slice(0, 10).map((cl) => ({ error: cl.error, count: cl.count, example: cl.example, cluster: cl.id })),
+    topErrors: clusters.slice(0, 10).map((cl) => ({ error: cl.error, count: cl.count, example: cl.example, cluster: cl.id, signature: cl.signature })),
     clusters,
     storeBytes: storeSize(store.location),
     stages: hasStages(batch) ? inPipelineOrder(batch, await store.stageCounts(batch.id)) : [],
+    owners: c.running + c.queued > 0 ? ownerHolds(await store.listTasks({ batchId: batch.id, status: 'RUNNING' })) : [],
   };
+}
+
+/**
+ * The errors of the tasks waiting to retry, clustered like the FAILED ones: a command that
+ * fails every attempt shows here long before its retries are spent. Reads at most `limit`
+ * retrying tasks.
+ */
+export async function retryingClusters(store: QueryStore, batch: BatchRecord, limit = 1000): Promise<ErrorCluster[]> {
+  const byError = new Map<string, ErrorCount>();
+  for (const t of await store.listTasks({ batchId: batch.id, status: 'PENDING', attemptedOnly: true, limit })) {
+    const error = t.lastError ?? '(no error recorded)';
+    const e = byError.get(error);
+    if (e) {
+      e.count++;
+      if (t.key < e.example) e.example = t.key;
+    } else byError.set(error, { error, count: 1, example: t.key });
+  }
+  return clusterErrors([...byError.values()]);
+}
+
+/**
+ * The exit code of `status` and `watch` (SPEC §6), so `splitdance status && next-step` works:
+ * 0 every task SUCCESS, 1 done with FAILED or CANCELLED tasks, 3 not done yet.
+ */
+export function verdict(s: { done: boolean; failed: number; cancelled: number }): number {
+  if (!s.done) return EXIT.INCOMPLETE;
+  return s.failed + s.cancelled > 0 ? EXIT.FAILED : EXIT.OK;
 }
 
 /** The batch's last update: its own row's, or its last finished attempt's if later (`updatedAt`, `metrics`). */

@@ -2,6 +2,7 @@ import { parseOwner } from '../coordinator/owner.js';
 import type { BatchAttempt, BatchRecord, Counts, Outcome, QueryStore, StageCounts } from '../store/task-store.js';
 import { hasStages, inPipelineOrder } from './batch-status.js';
 import { etaSeconds } from './busy-rate.js';
+import { ownerHolds, type OwnerHold } from './owner-state.js';
 
 /**
  * The facts `watch` shows on every tick, no formatting here. Each tick makes only bounded,
@@ -57,6 +58,8 @@ export interface LiveFacts extends Counts {
   /** The longest-running tasks first, at most `runningCap`; `moreRunning` counts the rest. */
   runningTasks: RunningTask[];
   moreRunning: number;
+  /** Coordinators on this machine holding RUNNING tasks while stopped or dead (the others are not listed). */
+  strandedOwners: OwnerHold[];
   /** The latest failed attempts, newest first, at most `failureCap`. */
   failures: RecentFailure[];
 }
@@ -88,9 +91,11 @@ export class LiveView {
   async tick(now: number = Date.now()): Promise<LiveFacts> {
     const c = await this.store.counts(this.batch.id);
     const finished = c.succeeded + c.failed + c.cancelled;
-    const open = c.pending + c.retrying + c.running;
+    const open = c.pending + c.retrying + c.running + c.queued;
     const stages = hasStages(this.batch) ? await this.store.stageCounts(this.batch.id) : [];
     const running = c.running > 0 ? await this.store.runningTasks(this.batch.id, this.caps.running) : [];
+    // The RUNNING rows only (bounded by the slots of the coordinators holding them).
+    const holds = c.running + c.queued > 0 ? ownerHolds(await this.store.listTasks({ batchId: this.batch.id, status: 'RUNNING' })) : [];
     if (c.failed + c.retrying + c.cancelled > 0) {
       // The first look goes further back, once, so failures from before the watch began show too.
       const recent = await this.store.recentAttempts(this.batch.id, this.first ? FIRST_LOOK_ATTEMPTS : RECENT_ATTEMPTS);
@@ -123,6 +128,7 @@ export class LiveView {
       etaSeconds: etaSeconds(open, rate),
       runningTasks: byAge.slice(0, this.caps.running),
       moreRunning: Math.max(0, c.running - Math.min(byAge.length, this.caps.running)),
+      strandedOwners: holds.filter((h) => h.state === 'dead' || h.state === 'stopped'),
       failures,
     };
   }

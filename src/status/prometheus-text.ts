@@ -35,7 +35,7 @@ function byStatus(c: Counts, status: TaskStatus): number {
     case 'PENDING':
       return c.pending + c.retrying;
     case 'RUNNING':
-      return c.running;
+      return c.running + c.queued; // the task status: queued attempts are RUNNING tasks
     case 'SUCCESS':
       return c.succeeded;
     case 'FAILED':

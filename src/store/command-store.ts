@@ -30,7 +30,7 @@ export interface QueryStore extends StoreInfo, BatchProgress {
   topErrors(batchId: number, limit: number): Promise<ErrorCount[]>;
   listTasks(filter: TaskFilter): Promise<TaskRow[]>;
   /**
-   * The batch's RUNNING tasks, longest running (earliest started) first, at most `limit`: read
+   * The batch's running tasks (RUNNING, not queued), longest running (earliest started) first, at most `limit`: read
    * through the index of RUNNING rows alone, so a live view can ask every second of a big batch.
    */
   runningTasks(batchId: number, limit: number): Promise<TaskRow[]>;
@@ -40,6 +40,11 @@ export interface QueryStore extends StoreInfo, BatchProgress {
   batchAttempts(batchId: number, limit: number): Promise<{ attempts: BatchAttempt[]; total: number }>;
   /** The same attempts without counting the batch's (a scan of the batch): for `status`'s rates. */
   recentAttempts(batchId: number, limit: number): Promise<BatchAttempt[]>;
+  /**
+   * The batches `pruneFinished(before, …, only)` would delete now: finished (nothing PENDING or
+   * RUNNING) and idle since before `before`; only the batch `only` when given. For `prune --dry-run`.
+   */
+  prunableBatches(before: number, only?: number): Promise<BatchRecord[]>;
   /** Attempt rows in the whole store: the history `prune` would trim. */
   historySize(): Promise<number>;
   /**
@@ -73,8 +78,9 @@ export interface AdminStore {
    * of finished tasks (consistent) that the next prune finishes, and a batch that came back to
    * life meanwhile keeps what is left. With `onChunk`, each chunk's log files are handed over as
    * soon as it is committed (and `logPaths` stays empty); without, they are all in `logPaths`.
+   * With `only` (a batch id), that batch alone is considered (`prune --batch NAME`).
    */
-  pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void): Promise<PruneResult>;
+  pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void, only?: number): Promise<PruneResult>;
   /**
    * Reset FAILED tasks matching the filter to PENDING with a fresh budget; returns how many.
    * Their dependents cancelled because they failed return to PENDING too.

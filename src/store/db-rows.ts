@@ -28,6 +28,8 @@ export interface TaskDbRow {
   payload: string;
   status: TaskStatus;
   attempts: number;
+  /** Attempts of the retry budgets before the last reset (retry-failed, --rerun-changed). */
+  earlier_attempts: number;
   max_attempts: number;
   next_run_at: number;
   lease_owner: string | null;
@@ -127,8 +129,11 @@ export function toAttemptRow(r: AttemptDbRow): AttemptRow {
 /** The columns a claim returns (both stores). */
 export type ClaimedDbRow = Pick<
   TaskDbRow,
-  'id' | 'batch_id' | 'task_key' | 'stage' | 'item_key' | 'needs' | 'seq' | 'payload' | 'attempts' | 'max_attempts'
+  'id' | 'batch_id' | 'task_key' | 'stage' | 'item_key' | 'needs' | 'seq' | 'payload' | 'attempts' | 'earlier_attempts' | 'max_attempts'
 >;
+
+/** A claimed attempt's number: every attempt the task ever had, earlier retry budgets included (SPEC §6). */
+export const attemptNumber = (r: Pick<ClaimedDbRow, 'attempts' | 'earlier_attempts'>): number => r.attempts + r.earlier_attempts;
 
 export function toClaimedTask(r: ClaimedDbRow, token: number, workerId: string, inputs: Record<string, unknown>): ClaimedTask {
   return {
@@ -137,7 +142,8 @@ export function toClaimedTask(r: ClaimedDbRow, token: number, workerId: string, 
     key: r.task_key,
     stage: r.stage,
     seq: r.seq,
-    attempt: r.attempts,
+    attempt: attemptNumber(r),
+    counted: r.attempts,
     maxAttempts: r.max_attempts,
     payload: JSON.parse(r.payload),
     workerId,
@@ -147,7 +153,7 @@ export function toClaimedTask(r: ClaimedDbRow, token: number, workerId: string, 
 
 /** One group of a `counts` statement: status, whether attempted (0/1 or boolean), count. */
 export interface CountDbRow {
-  status: TaskStatus;
+  status: TaskStatus | 'QUEUED';
   tried: boolean | number;
   n: number;
 }
@@ -159,9 +165,15 @@ export function toReleased(t: TaskDbRow, failed: boolean): ReleasedTask {
 }
 
 export function toCounts(rows: CountDbRow[]): Counts {
-  const c: Counts = { total: 0, pending: 0, retrying: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 };
+  const c: Counts = { total: 0, pending: 0, retrying: 0, running: 0, queued: 0, succeeded: 0, failed: 0, cancelled: 0 };
   for (const r of rows) {
     const n = Number(r.n);
+    // QUEUED is a subset of the RUNNING group (its queued rows), moved out of it: not counted twice.
+    if (r.status === 'QUEUED') {
+      c.queued += n;
+      c.running -= n;
+      continue;
+    }
     c.total += n;
     if (r.status === 'PENDING') c[r.tried ? 'retrying' : 'pending'] += n;
     else if (r.status === 'RUNNING') c.running += n;

@@ -6,6 +6,10 @@
  * - `SPLITDANCE_FAILPOINT=pages:N` caps the store at N pages (`PRAGMA max_page_count`),
  *   which makes SQLite report a full disk once the store would grow past it.
  *
+ * - `SPLITDANCE_FAILPOINT=freeze:N` SIGSTOPs this process inside its N-th lease heartbeat
+ *   transaction (PostgreSQL), between the statement and the COMMIT: a host frozen mid-transaction,
+ *   holding the row locks of every task it runs.
+ *
  * - `SPLITDANCE_FAILPOINT=bug:1` makes the CLI throw an internal error (a bug, not a usage
  *   or store error) inside its error boundary, to test how an unexpected error is reported.
  *
@@ -18,7 +22,7 @@ export function failpoint(name: string): void {
   if (!spec || spec[1] !== name) return;
   const n = (counts.get(name) ?? 0) + 1;
   counts.set(name, n);
-  if (n === Number(spec[2])) process.kill(process.pid, 'SIGKILL');
+  if (n === Number(spec[2])) process.kill(process.pid, name === 'freeze' ? 'SIGSTOP' : 'SIGKILL');
 }
 
 /** The number given for a value-style failpoint (`pages:N`), or null. */

@@ -41,4 +41,17 @@ export interface LeaseStore extends StoreInfo, BatchProgress {
    * (live processes on this host, stopped ones included); records LOST.
    */
   releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners?: string[]): Promise<ReleasedTask[]>;
+  /**
+   * This process's wall clock stepped by `stepMs`: moves the given waiting retries (each still
+   * PENDING and due at `dueAt`, as this process scheduled it) by the step, so each stays as far
+   * away as its backoff said. Returns the ones moved. A store whose times are on another clock
+   * (PostgreSQL: the server's) moves nothing.
+   */
+  shiftRetries(retries: RetryDue[], stepMs: number): Promise<RetryDue[]>;
+}
+
+/** A retry a coordinator scheduled: the task, and when it is due. */
+export interface RetryDue {
+  taskId: number;
+  dueAt: number;
 }

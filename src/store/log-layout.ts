@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, rmdirSync, unlinkSync } from 'node:fs';
+import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, rmdirSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { StoreError } from '../errors.js';
 
@@ -111,6 +111,30 @@ export function removeBatchLogs(folder: string, paths: readonly string[]): numbe
     // Not empty (files not proved ours stay), or not there.
   }
   return freed;
+}
+
+/**
+ * The bytes of the attempt logs in a batch's folder: what `removeBatchLogs` would free (for
+ * `prune --dry-run`). Only regular files named as attempt logs count; nothing is followed.
+ */
+export function batchLogBytes(folder: string): number {
+  let total = 0;
+  let names: string[];
+  try {
+    names = readdirSync(folder);
+  } catch {
+    return 0; // no folder: no logs
+  }
+  for (const name of names) {
+    if (!ATTEMPT_LOG.test(name)) continue;
+    try {
+      const st = lstatSync(join(folder, name));
+      if (st.isFile()) total += st.size;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
 }
 
 /**

@@ -8,7 +8,7 @@
 import type { LeaseStore } from './lease-store.js';
 import type { AdminStore, QueryStore } from './command-store.js';
 
-export type { BatchProgress, LeaseStore, StoreInfo } from './lease-store.js';
+export type { BatchProgress, LeaseStore, RetryDue, StoreInfo } from './lease-store.js';
 export type { AdminStore, CommandStore, QueryStore } from './command-store.js';
 
 export const TASK_STATUSES = ['PENDING', 'RUNNING', 'SUCCESS', 'FAILED', 'CANCELLED'] as const;
@@ -83,7 +83,10 @@ export interface ClaimedTask {
   key: string;
   stage: string;
   seq: number;
+  /** The attempt's number: every attempt the task ever had, earlier retry budgets included (`{attempt}`, `#N`). */
   attempt: number;
+  /** Its place in the current retry budget (1 for the first attempt after a `retry-failed`), against `maxAttempts`. */
+  counted: number;
   maxAttempts: number;
   payload: TaskPayload;
   workerId: string;
@@ -95,6 +98,15 @@ export interface ClaimedTask {
 export interface ClaimSlot {
   workerId: string;
   pid: number | null;
+  /** A place behind an attempt the worker holds already: the task claimed for it waits `queued` until it starts. */
+  queued?: boolean;
+}
+
+/** An attempt that waited queued on its slot and has started now (its task is running from `at`). */
+export interface AttemptStart {
+  taskId: number;
+  token: number;
+  at: number;
 }
 
 export interface ClaimRequest {
@@ -104,6 +116,8 @@ export interface ClaimRequest {
   now: number;
   leaseMs: number;
   slots: ClaimSlot[];
+  /** Attempts that were queued and have started since the last claim: their tasks are running now. */
+  started?: AttemptStart[];
   /**
    * The batch's job version the claimer's workers run: nothing is claimed once the batch's
    * stored version differs (checked in the claim's transaction, so an attempt never starts
@@ -141,11 +155,16 @@ export interface Settlement {
   startedAt?: number;
 }
 
+/**
+ * Disjoint counts that add up to `total`. `running` and `queued` are both RUNNING tasks
+ * (claimed, their attempt counted): `queued` ones wait behind another attempt on their slot.
+ */
 export interface Counts {
   total: number;
   pending: number;
   retrying: number;
   running: number;
+  queued: number;
   succeeded: number;
   failed: number;
   cancelled: number;

@@ -20,6 +20,8 @@ export interface LaunchRequest {
   vars: Record<string, string>;
   /** Where its output goes (created only if it prints anything). */
   logFile: string;
+  /** `--print`: also a copy of stdout and of stderr apart (print-copy.ts); only Node's spawn sees them apart. */
+  print?: string | null;
 }
 
 export type Launched =

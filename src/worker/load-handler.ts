@@ -1,10 +1,35 @@
 import { existsSync } from 'node:fs';
+import Module, { register } from 'node:module';
 import { extname, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { UsageError } from '../errors.js';
 import type { Handler } from './handler-types.js';
 
 const LOADABLE = new Set(['.js', '.mjs', '.cjs']);
+let selfResolving = false;
+
+/**
+ * Makes `'splitdance'` in a handler find this package wherever it is installed, once per
+ * process: `import` through a resolve hook (self-resolve.ts), `require` (a CommonJS handler,
+ * or TypeScript that tsx compiles to CommonJS) through the CommonJS resolver, each only
+ * where the handler's own lookup found nothing.
+ */
+function resolveSelf(): void {
+  if (selfResolving) return;
+  selfResolving = true;
+  register('./self-resolve.js', import.meta.url);
+  const self = fileURLToPath(new URL('../index.js', import.meta.url));
+  const cjs = Module as unknown as { _resolveFilename: (request: string, ...rest: unknown[]) => string };
+  const resolveFilename = cjs._resolveFilename;
+  cjs._resolveFilename = function (this: unknown, request: string, ...rest: unknown[]): string {
+    try {
+      return resolveFilename.call(this, request, ...rest);
+    } catch (err) {
+      if (request === 'splitdance' && (err as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND') return self;
+      throw err;
+    }
+  };
+}
 const TYPESCRIPT = new Set(['.ts', '.mts', '.cts']);
 
 /**
@@ -19,13 +44,13 @@ export async function loadHandler(path: string): Promise<Handler> {
     throw new UsageError(`handler module ${path} has the extension "${ext}"; give a .js, .mjs or .ts module`);
   }
   let mod: { default?: unknown };
+  resolveSelf();
   try {
     const url = pathToFileURL(abs).href;
     // TypeScript is compiled on the fly by tsx's loader API (Node 20 cannot strip types itself).
     mod = TYPESCRIPT.has(ext) ? await (await import('tsx/esm/api')).tsImport(url, import.meta.url) : await import(url);
   } catch (err) {
-    const e = err as Error;
-    throw new UsageError(`handler module ${path} failed to load: ${e.name}: ${e.message}`);
+    throw new UsageError(`handler module ${path} failed to load: ${loadError(err)}`);
   }
   // A CommonJS module's `module.exports = fn` arrives as `default`; `exports.default = fn` as default.default.
   let fn = mod.default;
@@ -36,4 +61,14 @@ export async function loadHandler(path: string): Promise<Handler> {
     throw new UsageError(`handler module ${path} has no default export function; add \`export default async (task, ctx) => { … }\``);
   }
   return fn as Handler;
+}
+
+/**
+ * A load error in one line (SPEC §9): its first line, without the query tsx's loader puts on
+ * the URLs it names (`?namespace=…`), which points at no file a person could open.
+ */
+export function loadError(err: unknown): string {
+  const e = err instanceof Error ? err : new Error(String(err));
+  const first = e.message.split('\n').find((l) => l.trim() !== '') ?? '';
+  return `${e.name}: ${first.replace(/\?namespace=[^\s'"]*/g, '').trim()}`;
 }

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { Launched, Launcher, LaunchRequest } from './launcher.js';
 import { OutputCapture } from './output-capture.js';
+import { PrintCopy } from './print-copy.js';
 
 /** Streams a straggler (a background grandchild holding the pipe) may keep open after exit. */
 const PIPE_LINGER_MS = 200;
@@ -51,12 +52,19 @@ export class NodeLauncher implements Launcher {
    * when that is the request's `last` try (a direct argv's fallback comes first).
    */
   private run(argv: string[], q: Queued, last: boolean): Promise<Launched> {
-    const { vars, logFile } = q.request;
+    const { vars, logFile, print } = q.request;
     const capture = new OutputCapture(logFile);
+    const copy = print ? new PrintCopy(print) : null;
     const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...vars } });
     if (child.pid !== undefined) q.onStarted(child.pid, Date.now());
-    child.stdout.on('data', (b: Buffer) => capture.write(b));
-    child.stderr.on('data', (b: Buffer) => capture.write(b));
+    child.stdout.on('data', (b: Buffer) => {
+      capture.write(b);
+      copy?.write('out', b);
+    });
+    child.stderr.on('data', (b: Buffer) => {
+      capture.write(b);
+      copy?.write('err', b);
+    });
     return new Promise<Launched>((resolve) => {
       let exit: { code: number | null; signal: NodeJS.Signals | null; at: number } | null = null;
       child.on('error', (err: NodeJS.ErrnoException) => {
@@ -75,6 +83,7 @@ export class NodeLauncher implements Launcher {
       child.on('close', () => {
         if (!exit) return; // never started: reported by 'error'
         const { outputTail, logPath, note } = capture.finish();
+        copy?.close();
         resolve({ kind: 'ran', code: exit.code, signal: exit.signal, outputTail, logPath, note, cause: null, endedAt: exit.at, lingers: null });
       });
     });

@@ -26,6 +26,8 @@ export interface TaskMessage {
    * renamed onto `path`. Null without one.
    */
   output: OutputPaths | null;
+  /** `--print`: where a copy of its stdout and stderr goes apart (`PREFIX.out`, `PREFIX.err`, print-copy.ts); absent without. */
+  print?: string | null;
 }
 
 export type ToWorker =

@@ -49,7 +49,7 @@ export function runExec(
   let group: GroupStop | null = null;
   let aborted = false;
   let started = 0;
-  const launched = launcher.launch({ argv, fallback, vars, logFile: task.logFile }, (pgid, at) => {
+  const launched = launcher.launch({ argv, fallback, vars, logFile: task.logFile, print: task.print }, (pgid, at) => {
     started = at;
     group = new GroupStop(pgid, killGraceMs);
     onStarted(pgid);

@@ -3,7 +3,9 @@ import { PermanentError, serializeError } from '../errors.js';
 import { formatBytes, RESULT_MAX_BYTES } from '../stored-text.js';
 import type { Handler, Task } from './handler-types.js';
 import { OutputCapture, tailWithNote } from './output-capture.js';
+import { PrintCopy } from './print-copy.js';
 import type { DoneMessage, TaskMessage } from './protocol.js';
+import { monotonicMs } from '../wall-steps.js';
 
 export interface RunningModule {
   abort(reason: string): void;
@@ -18,9 +20,12 @@ type Write = typeof process.stdout.write;
  */
 export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => void): RunningModule {
   const started = Date.now();
+  // The duration on the monotonic clock: a wall-clock step during the attempt must not make it negative.
+  const clock = monotonicMs();
   const capture = new OutputCapture(msg.logFile);
   const controller = new AbortController();
-  const restore = redirectOutput(capture);
+  const copy = msg.print ? new PrintCopy(msg.print) : null;
+  const restore = redirectOutput(capture, copy);
   const task: Task = {
     key: msg.key,
     batch: msg.batch,
@@ -59,9 +64,10 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
       error = serializeError(err);
     } finally {
       restore();
+      copy?.close();
     }
     const { outputTail, logPath, note } = capture.finish();
-    return { ok, result, error, exitCode: null, signal: null, outputTail: tailWithNote(outputTail, note), logPath, durationMs: Date.now() - started, startedAt: started };
+    return { ok, result, error, exitCode: null, signal: null, outputTail: tailWithNote(outputTail, note), logPath, durationMs: Math.round(monotonicMs() - clock), startedAt: started };
   })();
 
   return {
@@ -72,17 +78,20 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
   };
 }
 
-function redirectOutput(capture: OutputCapture): () => void {
+function redirectOutput(capture: OutputCapture, copy: PrintCopy | null): () => void {
   const out = process.stdout.write;
   const err = process.stderr.write;
-  const into = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
-    capture.write(typeof chunk === 'string' ? chunk : Buffer.from(chunk));
-    const cb = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
-    cb?.();
-    return true;
-  }) as Write;
-  process.stdout.write = into;
-  process.stderr.write = into;
+  const into = (stream: 'out' | 'err') =>
+    ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      const buf = typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk);
+      capture.write(buf);
+      copy?.write(stream, buf);
+      const cb = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
+      cb?.();
+      return true;
+    }) as Write;
+  process.stdout.write = into('out');
+  process.stderr.write = into('err');
   return () => {
     process.stdout.write = out;
     process.stderr.write = err;

@@ -64,3 +64,14 @@ export function runInPty(
 export const SGR = /\x1b\[[0-9;]*m/; // eslint-disable-line no-control-regex
 /** Any control character other than tab and newline. */
 export const CONTROL = /[\x00-\x08\x0b-\x1f\x7f]/; // eslint-disable-line no-control-regex
+
+/** What a person reads: the terminal's lines with colours, cursor codes and redrawn bar frames taken out. */
+export function screenLines(output: string): string[] {
+  // A move to column 1 (`ESC[1G`) starts the line over, like a carriage return.
+  // eslint-disable-next-line no-control-regex
+  const plain = output.replace(/\x1b\[1?G/g, '\r').replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');
+  return plain
+    .split('\n')
+    .map((l) => l.split('\r').filter((part) => part.trim() !== '').pop() ?? '')
+    .filter((l) => l.trim() !== '');
+}

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { LIBFAKETIME } from './faketime.js';
 
 /**
  * What some tests need beyond Node and the build, and how to get it. A test that needs one is
@@ -11,6 +12,7 @@ const HOW = {
   promtool: 'install promtool (Debian: apt-get install prometheus)',
   parallel: 'install GNU parallel (apt-get install parallel)',
   strace: 'install strace (apt-get install strace)',
+  faketime: 'install libfaketime (Debian: apt-get install faketime)',
   root: 'run the tests as root (they mount a tmpfs or a read-only bind mount)',
   cc: 'install a C compiler (Debian: apt-get install build-essential), then npm run build',
   zsh: 'install zsh (apt-get install zsh)',
@@ -44,6 +46,8 @@ function present(service: Service): boolean {
       return hasProgram('parallel');
     case 'strace':
       return hasProgram('strace', '-V');
+    case 'faketime':
+      return LIBFAKETIME !== null;
     case 'root':
       return process.getuid?.() === 0;
     case 'cc':

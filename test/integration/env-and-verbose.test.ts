@@ -44,7 +44,7 @@ describe('SPLITDANCE_DB', () => {
       expect(logs.stdout.trim(), what).toBe(`${word}-f002.log`);
       const batches = await runCli(['batches', '--json', ...extra], opts);
       expect(batches.code, what).toBe(0);
-      expect(JSON.parse(batches.stdout).map((b: { name: string }) => b.name), what).toEqual([batch]);
+      expect(JSON.parse(batches.stdout).map((b: { batch: string }) => b.batch), what).toEqual([batch]);
     }
     expect(existsSync(dbPathIn(p.dir))).toBe(false);
   });
@@ -86,12 +86,12 @@ describe.skipIf(!PG_URL)('SPLITDANCE_DB with a PostgreSQL URL', () => {
     expect(JSON.parse((await runCli(['tasks', '--json'], opts)).stdout)).toHaveLength(2);
     expect(JSON.parse((await runCli(['show', 'f000.log', '--json'], opts)).stdout).attempts[0].outputTail).toContain('pg-f000.log');
     expect((await runCli(['logs', 'f001.log'], opts)).stdout.trim()).toBe('pg-f001.log');
-    expect(JSON.parse((await runCli(['batches', '--json'], opts)).stdout).map((b: { name: string }) => b.name)).toEqual(['pg-batch']);
+    expect(JSON.parse((await runCli(['batches', '--json'], opts)).stdout).map((b: { batch: string }) => b.batch)).toEqual(['pg-batch']);
     // --db still wins: a SQLite file given on the command line is used instead.
     const local = await runCli(['run', 'src', '--db', 'local.db', '--batch', 'local', '--exec', 'true'], opts);
     expect(local.code).toBe(0);
     expect(query<{ name: string }>(join(p.dir, 'local.db'), 'SELECT name FROM batches')).toEqual([{ name: 'local' }]);
-    expect(JSON.parse((await runCli(['batches', '--json'], opts)).stdout).map((b: { name: string }) => b.name)).toEqual(['pg-batch']);
+    expect(JSON.parse((await runCli(['batches', '--json'], opts)).stdout).map((b: { batch: string }) => b.batch)).toEqual(['pg-batch']);
   });
 });
 
@@ -102,14 +102,16 @@ describe('--verbose', () => {
     // A bug, injected by the test-only failpoint: an error that is neither a usage nor a store error.
     const env = { SPLITDANCE_FAILPOINT: 'bug:1' };
     const plain = await runCli(['status'], { cwd: p.dir, env });
-    expect(plain.code).toBe(1);
+    // 70, not 1: a script reads 1 as "tasks failed" (SPEC §6).
+    expect(plain.code).toBe(70);
     expect(plain.stderr).toContain('unexpected error');
+    expect(plain.stderr).toContain('a bug in splitdance');
     expect(plain.stderr).toContain('internal error injected');
     expect(plain.stderr).toContain('--verbose');
     expect(plain.stderr).not.toMatch(STACK_LINE);
 
     const verbose = await runCli(['status', '--verbose'], { cwd: p.dir, env });
-    expect(verbose.code).toBe(1);
+    expect(verbose.code).toBe(70);
     expect(verbose.stderr).toContain('unexpected error');
     expect(verbose.stderr).toMatch(STACK_LINE);
   });

@@ -59,7 +59,7 @@ describe('batches and prune', () => {
     // A batch that is not finished: its retries wait an hour.
     expect((await runCli(['run', 'src', '--batch', 'live', '--exec', 'echo live; exit 1', '--backoff', '1h', '--no-wait'], { cwd: p.dir })).code).toBe(3);
     const batches = JSON.parse((await runCli(['batches', '--json'], { cwd: p.dir })).stdout);
-    expect(batches.map((b: { name: string; succeeded: number }) => [b.name, b.succeeded])).toEqual([
+    expect(batches.map((b: { batch: string; succeeded: number }) => [b.batch, b.succeeded])).toEqual([
       ['old-1', 3],
       ['old-2', 3],
       ['old-3', 3],
@@ -80,7 +80,7 @@ describe('batches and prune', () => {
     const out = JSON.parse(r.stdout);
     expect(out.batches.sort()).toEqual(['old-1', 'old-2', 'old-3']);
     expect(out).toMatchObject({ tasks: 9, attempts: 9 });
-    expect(out.logBytesFreed).toBeGreaterThan(0);
+    expect(out.logBytes).toBeGreaterThan(0);
     expect(query(dbPathIn(p.dir), 'SELECT name FROM batches')).toEqual([{ name: 'live' }]);
     expect(query<{ n: number }>(dbPathIn(p.dir), 'SELECT count(*) AS n FROM attempts')[0]!.n).toBe(3);
     expect(readdirSync(logs)).toEqual([batchFolderName('live')]);

@@ -45,7 +45,7 @@ describe('prune with hostile batch names', () => {
     const db = dbPathIn(p.dir);
     expect(readdirSync(folderOf(db, '..')).sort()).toEqual(['3.log', '4.log']);
     const r = await cli(['prune', '--older-than', '0s'], p.dir);
-    expect(r.stderr).toContain('pruned 1 batch(es) (..)');
+    expect(r.stderr).toContain('pruned 1 batch (..)');
     expect(existsSync(db)).toBe(true);
     expect(existsSync(folderOf(db, '..'))).toBe(false);
     expect(await logsOf(p.dir, 'f000.log', ['--batch', 'keep'])).toBe('kept f000.log\n');

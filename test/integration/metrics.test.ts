@@ -66,8 +66,9 @@ type StatusJson = Pick<BatchStatus, keyof Counts | 'upToDate' | 'done'> & { upda
 /** The metrics of `batch` say what `status --json` says of it. */
 async function expectMatchesStatus(all: Sample[], batch: string, cwd: string, db: string[]): Promise<StatusJson> {
   const r = await runCli(['status', '--json', '--batch', batch, ...db], { cwd });
-  expect(r.code, r.stderr).toBe(0);
   const s = JSON.parse(r.stdout) as StatusJson;
+  // status exits with the batch's verdict (SPEC §6).
+  expect(r.code, r.stderr).toBe(!s.done ? 3 : s.failed + s.cancelled > 0 ? 1 : 0);
   const tasks = (status: string) => value(all, 'splitdance_tasks', { batch, status });
   expect({
     PENDING: tasks('PENDING'),
@@ -194,7 +195,7 @@ describe.each(backends)('metrics (%s)', (_backend, dbArgs) => {
     await waitFor(() => existsSync(file), 20_000, 'the first metrics file');
     for (let done = 0; done < 2; ) {
       const st = await runCli(['status', '--json', '--batch', 'slow', ...db], { cwd: p.dir });
-      done = st.code === 0 ? (JSON.parse(st.stdout) as StatusJson).succeeded : 0;
+      done = st.code === 0 || st.code === 3 ? (JSON.parse(st.stdout) as StatusJson).succeeded : 0;
     }
     run.kill('SIGINT');
     const r = await run.result;

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -10,11 +10,16 @@ import { dbPathIn, query } from '../helpers/store.js';
 // eslint-disable-next-line no-control-regex
 const RAW = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
-/** Runs a command splitdance suggested, exactly as a user pasting it would: through /bin/sh. */
+/**
+ * Runs a command splitdance suggested, exactly as a user pasting it would: through /bin/sh.
+ * `status` exits 1 on a batch with failures (its verdict): that is its answer, not an error.
+ */
 function runSuggested(command: string, cwd: string): string {
   expect(command.startsWith('splitdance ')).toBe(true);
   const script = `splitdance() { "${process.execPath}" "${BIN}" "$@"; }\n${command}`;
-  return execFileSync('/bin/sh', ['-c', script], { cwd, env: { ...process.env, NO_COLOR: '1' }, encoding: 'utf8' });
+  const r = spawnSync('/bin/sh', ['-c', script], { cwd, env: { ...process.env, NO_COLOR: '1' }, encoding: 'utf8' });
+  expect(r.status === 0 || (r.status === 1 && command.startsWith('splitdance status')), `${command}: ${r.stderr}`).toBe(true);
+  return r.stdout;
 }
 
 describe('empty filters', () => {

@@ -15,7 +15,7 @@ describe('--dry-run', () => {
     const fresh = await runCli(['run', 'src', '--exec', 'true', '--dry-run', '--json'], { cwd: p.dir });
     expect(fresh.code, fresh.stderr).toBe(0);
     const plan = JSON.parse(fresh.stdout);
-    expect(plan).toMatchObject({ dryRun: true, tasks: 12, newTasks: 12, batchExists: false, firstKeys: ['f000.log', 'f001.log', 'f002.log', 'f003.log', 'f004.log'] });
+    expect(plan).toMatchObject({ dryRun: true, total: 12, inserted: 12, batchExists: false, firstKeys: ['f000.log', 'f001.log', 'f002.log', 'f003.log', 'f004.log'] });
     expect(() => readdirSync(join(p.dir, '.splitdance'))).toThrow();
 
     expect((await runCli(['run', 'src', '--exec', 'test {key} != f003.log', '--retries', '0'], { cwd: p.dir })).code).toBe(1);

@@ -50,7 +50,7 @@ describe('prune deletes a big batch in bounded chunks', () => {
     }
     const r = await prune.result;
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(new RegExp(`pruned 1 batch\\(es\\) .*: ${TASKS} tasks, [12] attempts`)); // the one that ran, and maybe one queued behind it
+    expect(r.stderr).toMatch(new RegExp(`pruned 1 batch .*: ${TASKS} tasks, [12] attempts`)); // the one that ran, and maybe one queued behind it
     expect(failures).toEqual([]);
     expect(writes).toBeGreaterThan(0);
     expect(count(db, 'tasks')).toBe(0);
@@ -74,7 +74,7 @@ describe('prune deletes a big batch in bounded chunks', () => {
     expect(JSON.parse(status.stdout)).toMatchObject({ total: left, done: true });
     const again = await runCli(['prune', '--older-than', '0s'], { cwd: dir });
     expect(again.code, again.stderr).toBe(0);
-    expect(again.stderr).toMatch(new RegExp(`pruned 1 batch\\(es\\) .*: ${left} tasks`));
+    expect(again.stderr).toMatch(new RegExp(`pruned 1 batch .*: ${left} tasks`));
     expect(count(db, 'tasks')).toBe(0);
     expect(count(db, 'attempts')).toBe(0);
     expect(count(db, 'batches')).toBe(0);

@@ -53,7 +53,8 @@ describe.skipIf(!isRoot)('inspection commands on a read-only store (needs root f
     const out = tempDir();
     for (const args of INSPECT(view, out)) {
       const r = await runCli(args, { cwd: view });
-      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
+      // status exits with the batch's verdict: its tasks FAILED (SPEC §6).
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(args[0] === 'status' ? 1 : 0);
     }
     expect((await runCli(['logs', 'f001.log'], { cwd: view })).stdout).toBe('out f001.log\n');
     expect(JSON.parse((await runCli(['status', '--json'], { cwd: view })).stdout)).toMatchObject({ total: 2, failed: 2 });

@@ -7,8 +7,9 @@ import { countBy, dbPathIn, query, sideEffects } from '../helpers/store.js';
 
 async function status(dir: string) {
   const r = await runCli(['status', '--json'], { cwd: dir });
-  expect(r.code).toBe(0);
-  return JSON.parse(r.stdout);
+  const s = JSON.parse(r.stdout);
+  expect(r.code).toBe(!s.done ? 3 : s.failed + s.cancelled > 0 ? 1 : 0); // the batch's verdict
+  return s;
 }
 
 describe('run on a directory', () => {

@@ -24,8 +24,10 @@ interface StatusJson {
 
 async function statusJson(cwd: string): Promise<StatusJson> {
   const r = await runCli(['status', '--json'], { cwd });
-  expect(r.code).toBe(0);
-  return JSON.parse(r.stdout) as StatusJson;
+  const s = JSON.parse(r.stdout) as StatusJson & { failed: number; cancelled: number };
+  // The batch's verdict (SPEC §6): 0 all SUCCESS, 1 done with failures, 3 not done yet.
+  expect(r.code).toBe(!s.done ? 3 : s.failed + s.cancelled > 0 ? 1 : 0);
+  return s;
 }
 
 

@@ -79,11 +79,11 @@ describe('inspection commands on a terminal and in a pipe', () => {
 
   it('status is coloured on a terminal, and not with --no-color or NO_COLOR=1', async () => {
     const tty = await runInPty(['status'], { cwd: dir });
-    expect(tty.code).toBe(0);
+    expect(tty.code).toBe(1); // the batch's verdict: one task FAILED
     expect(tty.output).toContain('59 succeeded');
     expect(tty.output).toMatch(SGR);
     for (const r of [await runInPty(['status', '--no-color'], { cwd: dir }), await runInPty(['status'], { cwd: dir, env: { NO_COLOR: '1' } })]) {
-      expect(r.code).toBe(0);
+      expect(r.code).toBe(1);
       expect(r.output).toContain('59 succeeded');
       expect(r.output).not.toMatch(SGR);
     }
@@ -93,7 +93,7 @@ describe('inspection commands on a terminal and in a pipe', () => {
     const piped = { cwd: dir, cleanEnv: true, env: envWithoutColorHints() };
     for (const args of [['status'], ['tasks'], ['show', 'f007.log'], ['logs', 'f007.log'], ['batches']]) {
       const r = await runCli(args, piped);
-      expect(r.code, args.join(' ')).toBe(0);
+      expect(r.code, args.join(' ')).toBe(args[0] === 'status' ? 1 : 0);
       expect(r.stdout.length, args.join(' ')).toBeGreaterThan(0);
       expect(r.stdout + r.stderr, args.join(' ')).not.toMatch(CONTROL);
     }
@@ -103,7 +103,7 @@ describe('inspection commands on a terminal and in a pipe', () => {
   // writes no SGR escapes into the file, though stderr is a terminal.
   it('status redirected to a file from a terminal writes no control characters to the file', async () => {
     const r = await runInPty(['status'], { cwd: dir, shellSuffix: '> status.txt' });
-    expect(r.code).toBe(0);
+    expect(r.code).toBe(1);
     const text = readFileSync(join(dir, 'status.txt'), 'utf8');
     expect(text).toContain('59 succeeded');
     expect(text).not.toMatch(CONTROL);

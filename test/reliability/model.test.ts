@@ -183,6 +183,8 @@ interface MTask {
   expires: number | null;
   /** Attempts with a token below this came before the last retryFailed reset. */
   resetBefore: number;
+  /** Attempts of the budgets before that reset: attempt numbers go on counting (SPEC §6). */
+  earlier: number;
   /** Fingerprint the task runs (or ran) on, and the one the source showed last. */
   ranFp: string;
   seenFp: string;
@@ -227,7 +229,7 @@ class Model {
   }
 
   counts(batch: number): Counts {
-    const c: Counts = { total: 0, pending: 0, retrying: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 };
+    const c: Counts = { total: 0, pending: 0, retrying: 0, running: 0, queued: 0, succeeded: 0, failed: 0, cancelled: 0 };
     for (const t of this.tasks) {
       if (t.batch !== batch) continue;
       c.total++;
@@ -285,6 +287,7 @@ class Model {
         owner: null,
         expires: null,
         resetBefore: 0,
+        earlier: 0,
         ranFp: fp(key),
         seenFp: fp(key),
       });
@@ -308,7 +311,7 @@ class Model {
       t.token = this.nextToken++;
       t.owner = owner.id;
       t.expires = this.clock + leaseMs;
-      out.push({ key: t.key, token: t.token, attempt: t.attempts, maxAttempts: t.maxAttempts, id: t.id });
+      out.push({ key: t.key, token: t.token, attempt: t.attempts + t.earlier, maxAttempts: t.maxAttempts, id: t.id });
     }
     return out;
   }
@@ -378,6 +381,7 @@ class Model {
     for (const t of this.tasks) {
       if (t.batch !== batch || t.status !== 'FAILED' || !matches(t.key)) continue;
       t.status = 'PENDING';
+      t.earlier += t.attempts;
       t.attempts = 0;
       t.nextRunAt = 0;
       t.resetBefore = this.nextToken;
@@ -602,7 +606,7 @@ async function runScenario({ cfg, cmds }: Scenario, mode: BudgetMode = 'safe'): 
           const d = decide(a.claimed, endingOf(end, a.token), rules, m.clock, a.startedAt);
           same(d.settlement.outcome, OUTCOME_OF[end], `settlement.ts outcome for ${end}`);
           if (end === 'fail' || end === 'crashed' || end === 'timeout') {
-            same(d.settlement.retryAt, expectedRetryAt(m.clock, a.claimed.attempt, cfg.policy), `settlement.ts retryAt for ${end} of attempt ${a.claimed.attempt}`);
+            same(d.settlement.retryAt, expectedRetryAt(m.clock, a.claimed.counted, cfg.policy), `settlement.ts retryAt for ${end} of attempt ${a.claimed.attempt}`);
           } else if (end === 'permanent') {
             same(d.settlement.retryAt, null, 'settlement.ts retryAt for a permanent failure');
           }
@@ -639,7 +643,7 @@ async function runScenario({ cfg, cmds }: Scenario, mode: BudgetMode = 'safe'): 
           const t = m.tasks[cmd.pick % Math.max(1, m.tasks.length)];
           if (!t) return;
           // A token never handed out.
-          claimed = { id: t.id, token: m.nextToken + 1000, key: t.key, stage: '', seq: 0, attempt: 1, maxAttempts: t.maxAttempts, payload: spec(t.key).payload, workerId: 'ghost', inputs: {} };
+          claimed = { id: t.id, token: m.nextToken + 1000, key: t.key, stage: '', seq: 0, attempt: 1, counted: 1, maxAttempts: t.maxAttempts, payload: spec(t.key).payload, workerId: 'ghost', inputs: {} };
         }
         const before = snapshot(claimed.token);
         const wasUnknown = m.attempt(claimed.token)?.outcome === 'LOST' && m.attempt(claimed.token)?.endedAt === null;

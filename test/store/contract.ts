@@ -7,6 +7,7 @@ import { listContract } from './contract/list.js';
 import { adminContract } from './contract/admin.js';
 import { stagesContract } from './contract/stages.js';
 import { attemptStatsContract } from './contract/attempt-stats.js';
+import { queuedContract } from './contract/queued.js';
 
 export { ending, keys, newBatch, spec, type MakeStore } from './contract/harness.js';
 
@@ -24,5 +25,6 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
     adminContract(h);
     stagesContract(h);
     attemptStatsContract(h);
+    queuedContract(h);
   });
 }

@@ -312,14 +312,14 @@ describe('SqliteStore grouped statements', () => {
     db.exec('ANALYZE'); // statistics that make a table look tiny: the plan must not start from it
     const params: Record<string, unknown> = {
       ...{ list: '[]', owner: 'o', host: 'h', now: 1, expires: 1, batchId: 1, self: 'o', dead: '[]', live: '[]', jobVersion: 1 },
-      ...{ n: 2, workers: '[]', first: 1, from: 1, to: 2, maxAttempts: 3, stage: null },
+      ...{ n: 2, workers: '[]', queued: '[]', first: 1, from: 1, to: 2, maxAttempts: 3, stage: null },
     };
     const planOf = (sql: string) => {
       const used = Object.fromEntries(Object.entries(params).filter(([k]) => sql.includes(`@${k}`)));
       const stmt = db.prepare(`EXPLAIN QUERY PLAN ${sql}`);
       return (sql.includes('?') ? stmt.all('[]') : stmt.all(used)).map((r) => (r as { detail: string }).detail);
     };
-    for (const name of ['claimTasks', 'settleTasks', 'settleAttempts', 'holders', 'cancelPending', 'revive', 'statuses'] as const) {
+    for (const name of ['claimTasks', 'settleTasks', 'settleAttempts', 'holders', 'cancelPending', 'revive', 'statuses', 'markRunning'] as const) {
       const plan = planOf(SQL[name]);
       expect(plan.filter((d) => /^(SCAN|SEARCH) (tasks|attempts|t)\b/.test(d)), `${name}: ${plan.join(' | ')}`).toEqual([
         expect.stringMatching(/^SEARCH (tasks|attempts|t) USING INTEGER PRIMARY KEY/),

@@ -16,6 +16,9 @@ describe('which PostgreSQL errors a run waits out', () => {
       pgErr('connect ECONNREFUSED 127.0.0.1:1', 'ECONNREFUSED'),
       pgErr('Connection terminated unexpectedly'),
       pgErr('server closed the connection', '08006'),
+      pgErr('terminating connection due to idle-in-transaction timeout', '25P03'),
+      pgErr('Query read timeout'),
+      pgErr('timeout exceeded when trying to connect'),
     ]) {
       expect(isUnavailable(e), e.message).toBe(true);
     }
@@ -39,6 +42,14 @@ describe('Outage', () => {
     expect(delays.at(-1)).toBeLessThanOrEqual(100); // never waits past the limit
     expect(notes).toEqual([expect.stringMatching(/^the store is unavailable \(cannot reach PostgreSQL at h:1: connect ECONNREFUSED\); .*up to 5s/)]);
     expect(() => o.failed(down, 6000)).toThrow(/stayed unavailable for 5s .*cannot reach PostgreSQL at h:1/);
+  });
+
+  it('a store found silent (a statement unanswered) counts as unavailable from when the statement was sent', () => {
+    const o = new Outage(() => {}, 5000);
+    const silent = new StoreError('lost the connection to PostgreSQL at h:1 (no answer for 2000 ms)', 'UNAVAILABLE', 2000);
+    expect(o.failed(silent, 10_000)).toBeGreaterThan(0);
+    expect(o.failed(down, 12_900)).toBeLessThanOrEqual(100);
+    expect(() => o.failed(down, 13_000)).toThrow(/stayed unavailable for 5s \(limit 5s\)/);
   });
 
   it('a recovery starts the clock again; any other error is thrown as it is', () => {

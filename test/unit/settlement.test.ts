@@ -25,6 +25,7 @@ function claimed(attempt: number, maxAttempts = 4): ClaimedTask {
     stage: 'main',
     seq: 1,
     attempt,
+    counted: attempt,
     maxAttempts,
     payload: { version: 1, path: '/src/a.log', rel: 'a.log' },
     workerId: 'w1',

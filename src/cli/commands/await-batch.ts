@@ -1,3 +1,4 @@
+import { StoreError } from '../../errors.js';
 import { expandBatchName } from '../../job/batch-name.js';
 import { openExistingStore } from '../../store/open-store.js';
 import { redactUrl } from '../../store/postgres/pg-url.js';
@@ -23,7 +24,12 @@ export async function awaitBatch<S extends string>(
   const expanded = expandBatchName(name);
   let said = false;
   for (;;) {
-    const store = await openExistingStore(db, { readonly });
+    const store = await openExistingStore(db, { readonly }).catch((err: unknown) => {
+      // A store the `run` it waits for is creating right now is at schema 0 until its first
+      // transaction commits: opened for writing, the open waits for that (as openForReading does).
+      if (readonly && err instanceof StoreError && err.code === 'OLD_SCHEMA') return openExistingStore(db);
+      throw err;
+    });
     try {
       if (store && (await store.findBatch(expanded))) return null;
     } finally {

@@ -3,6 +3,7 @@ import { wouldBeUpToDate } from '../../output/planned-outputs.js';
 import { formatMs } from '../../job/units.js';
 import { describeStore } from '../../store/open-store.js';
 import type { QueryStore } from '../../store/task-store.js';
+import { size } from '../format.js';
 import { line, type Io } from '../io.js';
 import type { RunPlan } from '../../job/plan-run.js';
 
@@ -33,8 +34,9 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
     batch: plan.batchName,
     batchExists: Boolean(plan.existing),
     store: storeName,
-    tasks: count,
-    newTasks: count - known,
+    // The names of run's `start` event (SPEC §7): the tasks of the batch, and those it would insert.
+    total: count,
+    inserted: count - known,
     /** Tasks whose declared output is newer than their input: recorded SUCCESS without running (not with --force). */
     upToDate,
     firstKeys: first,
@@ -49,21 +51,21 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
     heartbeatTimeoutMs: s.heartbeatTimeoutMs,
     permanentCodes: s.permanentCodes,
     permanentErrors: s.permanentErrors,
-    alreadySucceeded: counts?.succeeded ?? 0,
+    succeeded: counts?.succeeded ?? 0,
     failed: counts?.failed ?? 0,
-    wouldRetry: counts?.retrying ?? 0,
-    changedSinceSuccess: changed,
+    retrying: counts?.retrying ?? 0,
+    changed,
     wouldRerunChanged: plan.rerunChanged ? changed : 0,
   };
   if (plan.flags.json) {
-    line(io.stdout, JSON.stringify(result, null, 2));
+    line(io.stdout, JSON.stringify(result));
     return 0;
   }
   const out = [
     `dry run: nothing is written`,
-    `source   ${plan.source} (${plan.kind}${result.chunking ? `, ${s.lines ? `${s.lines} lines` : `${s.chunkSize} bytes`} per chunk` : ''})`,
+    `source   ${plan.source} (${plan.kind}${result.chunking ? `, ${s.lines ? `${s.lines} lines` : `${size(s.chunkSize)}`} per chunk` : ''})`,
     `batch    ${plan.batchName}${plan.existing ? ' (exists)' : ' (new)'} in store ${storeName}`,
-    `tasks    ${count}${plan.existing ? `, ${result.newTasks} new` : ''}${plan.sample ? ' (sampled)' : ''}; first: ${first.join(', ')}${count > first.length ? ', …' : ''}`,
+    `tasks    ${count}${plan.existing ? `, ${result.inserted} new` : ''}${plan.sample ? ' (sampled)' : ''}; first: ${first.join(', ')}${count > first.length ? ', …' : ''}`,
     ...(outputs ? [`outputs  ${upToDate} of ${count} task(s) up to date: they would be recorded SUCCESS without running (--force runs them)`] : []),
     `handler  ${describeHandler(s.handler, s.stages)} on ${plan.inv.concurrency} worker(s), ${s.retries} retries${s.timeoutMs ? `, timeout ${formatMs(s.timeoutMs)}` : ''}` +
       `${s.heartbeatTimeoutMs ? `, heartbeat timeout ${formatMs(s.heartbeatTimeoutMs)}` : ''}${s.permanentErrors.length ? `, ${s.permanentErrors.length} permanent-error pattern(s)` : ''}`,

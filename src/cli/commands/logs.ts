@@ -1,10 +1,10 @@
-import { createReadStream } from 'node:fs';
-import { Transform } from 'node:stream';
+import { closeSync, fstatSync, readSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { UsageError } from '../../errors.js';
 import { parseCount } from '../../job/units.js';
-import { attemptLogPlaces, openLogForReading } from '../../store/log-layout.js';
+import { attemptLogFile, attemptLogPlaces, batchLogFolder, openLogForReading } from '../../store/log-layout.js';
 import { logRoot, resolveDbPath } from '../../store/open-store.js';
+import type { AttemptRow, BatchRecord, CommandStore } from '../../store/task-store.js';
 import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { suggest } from '../suggest.js';
@@ -15,65 +15,158 @@ export interface LogsFlags extends OutputFlags {
   db?: string;
   batch?: string;
   attempt?: string;
+  follow?: boolean;
+  failed?: boolean;
 }
 
+/** How often `--follow` looks for new output and for the attempt's end. */
+const FOLLOW_POLL_MS = 200;
+const CHUNK = 64 * 1024;
+
 /**
- * `splitdance logs <key>`: the full captured output of the last attempt, or of `--attempt N`.
+ * `splitdance logs <key>`: the full captured output of the last attempt, or of `--attempt N`;
+ * of a running attempt, the output so far, and with `--follow` the rest as it comes until the
+ * attempt ends. Without a key, `--batch B` prints every task's last attempt and `--failed`
+ * every FAILED task's, each after a `==> KEY <==` header, in one process.
  * Piped or redirected, the bytes are exact; on a terminal, control characters are shown
  * escaped (lines and tabs kept), since the output of a task is data, not terminal commands.
  * The file read is the one this store's layout names for that attempt, never another
  * store's file that happens to have the same name.
  */
-export async function logsCommand(key: string, flags: LogsFlags, io: Io): Promise<number> {
+export async function logsCommand(key: string | undefined, flags: LogsFlags, io: Io): Promise<number> {
+  // The output is the task's bytes as they were: there is no JSON of it to give (show --json has the tail).
+  if (flags.json) throw new UsageError('logs has no --json: it prints the output as the task wrote it; `show --json KEY` gives each attempt with its output tail and log path');
   const n = flags.attempt === undefined ? null : parseCount(flags.attempt, '--attempt', { min: 1 });
+  if (key === undefined && flags.batch === undefined && !flags.failed) {
+    throw new UsageError('give a task KEY, or --batch B for every task of a batch, or --failed for the failed ones');
+  }
+  if (key === undefined && (n !== null || flags.follow)) throw new UsageError(`${n !== null ? '--attempt' : '--follow'} goes with a task KEY`);
+  if (key !== undefined && flags.failed) throw new UsageError('--failed prints every failed task: give it without a KEY');
+  const root = logRoot(resolveDbPath(flags.db, io.cwd, io.env), io.cwd);
   return withBatch(
     flags,
     io,
     async (store, batch, { target, defaulted }) => {
       if (defaulted && !flags.quiet) line(io.stderr, defaultedNote(batch.name));
-      const { attempts } = await findTask(store, batch, key, target);
+      const log = new LogReader(store, batch, root, io);
+      if (key === undefined) return log.many(flags.failed === true);
+      const { task, attempts } = await findTask(store, batch, key, target);
       const shown = printable(key);
       if (attempts.length === 0) throw new UsageError(`task "${shown}" has not been attempted yet`);
       const attempt = n === null ? attempts[attempts.length - 1]! : [...attempts].reverse().find((a) => a.attempt === n);
       if (!attempt) throw new UsageError(`task "${shown}" has no attempt ${n}; \`${suggest(target, ['show'], key)}\` lists its attempts`);
-      if (!attempt.logPath) {
+      if (attempt.endedAt === null) return log.running(task.id, attempt, shown, flags.follow === true);
+      const fd = log.open(attempt, shown);
+      if (fd === null) {
         line(io.stderr, `attempt ${attempt.attempt} of ${shown} printed nothing`);
         return 0;
       }
-      const root = logRoot(resolveDbPath(flags.db, io.cwd, io.env), io.cwd);
-      const places = attemptLogPlaces(root, store.identity, batch.name, attempt.id, attempt.logPath);
-      let fd: number | null = null;
-      for (const place of places) fd ??= openLogForReading(place);
-      if (fd === null && !places.includes(attempt.logPath)) {
-        // Recorded by a splitdance from before store identities: the file at that path may be another store's.
-        throw new UsageError(
-          `the log of attempt ${attempt.attempt} was recorded at ${printable(attempt.logPath)}, outside this store's log folder; it is not shown, as it may be another store's`,
-        );
-      }
-      if (fd === null) throw new UsageError(`the log ${printable(attempt.logPath)} is gone (pruned or deleted)`);
-      await new Promise<void>((resolve, reject) => {
-        const file = createReadStream('', { fd }); // closes the fd when done
-        file.on('error', reject);
-        const terminal = (io.stdout as NodeJS.WriteStream).isTTY === true;
-        const text = terminal ? file.pipe(escapeForTerminal()) : file;
-        text.on('end', () => resolve());
-        text.pipe(io.stdout, { end: false });
-      });
+      await log.copy(fd, 0);
+      closeSync(fd);
       return 0;
     },
     { readonly: true },
   );
 }
 
-/** Output bytes → text with control characters escaped; a character split across chunks is kept whole. */
-function escapeForTerminal(): Transform {
-  const decoder = new StringDecoder('utf8');
-  return new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      done(null, printable(decoder.write(chunk), { lines: true }));
-    },
-    flush(done) {
-      done(null, printable(decoder.end(), { lines: true }));
-    },
-  });
+class LogReader {
+  private readonly terminal: boolean;
+  private readonly decoder = new StringDecoder('utf8');
+  private endedWithNewline = true;
+
+  constructor(
+    private readonly store: CommandStore,
+    private readonly batch: BatchRecord,
+    private readonly root: string,
+    private readonly io: Io,
+  ) {
+    this.terminal = (io.stdout as NodeJS.WriteStream).isTTY === true;
+  }
+
+  /** An ended attempt's log; null when it printed nothing. Throws when the log is gone or is not this store's. */
+  open(attempt: AttemptRow, shown: string): number | null {
+    if (!attempt.logPath) return null;
+    const places = attemptLogPlaces(this.root, this.store.identity, this.batch.name, attempt.id, attempt.logPath);
+    let fd: number | null = null;
+    for (const place of places) fd ??= openLogForReading(place);
+    if (fd === null && !places.includes(attempt.logPath)) {
+      // Recorded by a splitdance from before store identities: the file at that path may be another store's.
+      throw new UsageError(
+        `the log of attempt ${attempt.attempt} was recorded at ${printable(attempt.logPath)}, outside this store's log folder; it is not shown, as it may be another store's`,
+      );
+    }
+    if (fd === null) throw new UsageError(`the log ${printable(attempt.logPath)} of ${shown} is gone (pruned or deleted)`);
+    return fd;
+  }
+
+  /**
+   * A running attempt: its log is where this layout puts it (the store records the path only
+   * when the attempt ends). What it printed so far, and with `follow` the rest until it ends.
+   */
+  async running(taskId: number, attempt: AttemptRow, shown: string, follow: boolean): Promise<number> {
+    const path = attemptLogFile(batchLogFolder(this.root, this.store.identity, this.batch.name), attempt.id);
+    let fd = openLogForReading(path);
+    let at = fd === null ? 0 : await this.copy(fd, 0);
+    if (!follow) {
+      if (fd === null) line(this.io.stderr, `attempt ${attempt.attempt} of ${shown} is running and has printed nothing yet (on ${printable(attempt.host)})`);
+      else closeSync(fd);
+      return 0;
+    }
+    for (;;) {
+      const now = (await this.store.attemptsOf(taskId)).find((a) => a.id === attempt.id);
+      fd ??= openLogForReading(path);
+      if (fd !== null) at = await this.copy(fd, at);
+      if (!now || now.endedAt !== null) break;
+      await new Promise((r) => setTimeout(r, FOLLOW_POLL_MS));
+    }
+    if (fd !== null) {
+      await this.copy(fd, at); // what it wrote between the last look and its end
+      closeSync(fd);
+    }
+    return 0;
+  }
+
+  /** `--batch B` / `--failed`: each task's last attempt after a header; tasks that printed nothing are counted on stderr. */
+  async many(failedOnly: boolean): Promise<number> {
+    const tasks = await this.store.listTasks({ batchId: this.batch.id, ...(failedOnly ? { status: 'FAILED' as const } : {}) });
+    let silent = 0;
+    for (const task of tasks) {
+      const attempts = await this.store.attemptsOf(task.id);
+      const last = attempts[attempts.length - 1];
+      const fd = last && last.endedAt !== null ? this.open(last, printable(task.key)) : null;
+      if (fd === null) {
+        silent++;
+        continue;
+      }
+      this.write(Buffer.from(`==> ${printable(task.key)} <==\n`));
+      const end = await this.copy(fd, 0);
+      closeSync(fd);
+      if (end > 0 && !this.endedWithNewline) this.write(Buffer.from('\n'));
+    }
+    const what = failedOnly ? 'failed task' : 'task';
+    if (tasks.length === 0) line(this.io.stderr, `no ${what}s in batch ${printable(this.batch.name)}`);
+    else if (silent) line(this.io.stderr, `${silent} ${what}${silent === 1 ? '' : 's'} printed nothing (or never ran)`);
+    return 0;
+  }
+
+  /** Copies the file from byte `from` to its current end onto stdout, as fast as stdout takes it; returns the new offset. */
+  async copy(fd: number, from: number): Promise<number> {
+    const size = fstatSync(fd).size;
+    const buf = Buffer.alloc(Math.min(CHUNK, Math.max(1, size - from)));
+    let at = from;
+    while (at < size) {
+      const got = readSync(fd, buf, 0, Math.min(buf.length, size - at), at);
+      if (got === 0) break;
+      if (!this.write(buf.subarray(0, got))) await new Promise((r) => this.io.stdout.once('drain', r));
+      at += got;
+    }
+    return at;
+  }
+
+  /** False when stdout wants a pause (its buffer is full). */
+  private write(bytes: Buffer): boolean {
+    if (bytes.length === 0) return true;
+    this.endedWithNewline = bytes[bytes.length - 1] === 0x0a;
+    return this.io.stdout.write(this.terminal ? printable(this.decoder.write(bytes), { lines: true }) : Buffer.from(bytes));
+  }
 }

@@ -1,4 +1,5 @@
 import picomatch from 'picomatch';
+import { UsageError } from '../../errors.js';
 import { requireFilter } from '../filters.js';
 import { parseConcurrency } from '../../job/run-options.js';
 import type { AdminStore, BatchRecord } from '../../store/task-store.js';
@@ -18,6 +19,9 @@ export interface RetryFailedFlags extends OutputFlags {
   cluster?: string;
   run?: boolean;
   concurrency?: string;
+  print?: boolean;
+  tag?: boolean;
+  keepOrder?: boolean;
 }
 
 /**
@@ -30,6 +34,7 @@ export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promi
   requireFilter(flags.error, '--error');
   requireFilter(flags.cluster, '--cluster');
   if (flags.concurrency !== undefined) parseConcurrency(flags.concurrency);
+  if (!flags.run && (flags.print || flags.tag || flags.keepOrder)) throw new UsageError('--print, --tag and --keep-order go with --run');
   if (!flags.run) {
     const { name, reset } = await withBatch(flags, io, async (store, batch) => ({ name: batch.name, reset: await resetFailed(store, batch, flags) }));
     if (flags.json) line(io.stdout, JSON.stringify({ batch: name, reset }));
@@ -44,8 +49,8 @@ export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promi
   } finally {
     await store.close();
   }
-  const { db, json, quiet, verbose, color, concurrency } = flags;
-  return runCommand(batch.source, { db, batch: batch.name, json, quiet, verbose, color, concurrency }, io, {
+  const { db, json, quiet, verbose, color, concurrency, print, tag, keepOrder } = flags;
+  return runCommand(batch.source, { db, batch: batch.name, json, quiet, verbose, color, concurrency, print, tag, keepOrder }, io, {
     storedOnly: true,
     beforeWrite: async (writable) => {
       const current = await writable.findBatch(batch.name);

@@ -4,6 +4,7 @@ import type { WorkerPool } from '../../coordinator/pool.js';
 import { runBatch } from '../../coordinator/run-batch.js';
 import { signalOutcome } from '../../coordinator/run-outcome.js';
 import { watchSignalsDuringStartup } from '../../coordinator/signals.js';
+import { StoreError } from '../../errors.js';
 import { planRun, type PlanOptions, type RunPlan } from '../../job/plan-run.js';
 import type { RawRunFlags } from '../../job/run-options.js';
 import { handlersOf } from '../../job/stages.js';
@@ -15,6 +16,7 @@ import { peekBatch } from '../../store/peek-batch.js';
 import type { TaskStore } from '../../store/task-store.js';
 import type { Io } from '../io.js';
 import { keepWorkingWithoutOutput } from '../lost-output.js';
+import { refuseFinishedChange } from '../finished-batch.js';
 import { RunReporter } from '../run-reporter.js';
 import { givenDb, suggest } from '../suggest.js';
 import { printPlan } from './dry-run.js';
@@ -48,6 +50,7 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
   }
   keepWorkingWithoutOutput(); // a closed or full stdout must not end a batch half-run
   const plan = await planRun(sourceArg, cliFlags, io.cwd, (name) => peekBatch(dbPath, name), dbPath, options);
+  if (plan.existing && plan.changed.length) await checkNotFinished(plan, dbPath);
   const startup = watchSignalsDuringStartup();
   let pool: WorkerPool | null;
   try {
@@ -84,12 +87,34 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
     startup.dispose(); // the coordinator's drain handlers take over
     const open = store;
     const reporter = RunReporter.forFlags(io, cliFlags, plan.inv.progressIntervalMs, () => open.counts(batch.id));
+    reporter.tag = plan.inv.print?.tag ?? false;
+    reporter.definitionChanged = plan.existing !== undefined && plan.changed.some((name) => DEFINITION.has(name));
     const resume = suggest({ batch: batch.name, db: givenDb(cliFlags.db, io) }, ['resume']);
     return await runBatch(store, batch, pool, { settings: plan.settings, inv: plan.inv, dbPath, cwd: io.cwd, notes: plan.notes, inserted, resume }, reporter);
   } finally {
     startup.dispose();
     await pool.shutdown();
     await store?.close();
+  }
+}
+
+/** The settings that decide what a task's attempt does (not how often or how long it is retried). */
+const DEFINITION = new Set(['handler', 'stages', 'output']);
+
+/** A changed definition for a batch that already finished is exit 2 before anything is written (finished-batch.ts). */
+async function checkNotFinished(plan: RunPlan, dbPath: string): Promise<void> {
+  let store: TaskStore | null;
+  try {
+    store = await openExistingStore(dbPath, { readonly: true });
+  } catch (err) {
+    if (err instanceof StoreError && /older schema/.test(err.message)) return; // upgraded by this run's open; nothing to compare yet
+    throw err;
+  }
+  if (!store) return;
+  try {
+    await refuseFinishedChange(plan, store);
+  } finally {
+    await store.close();
   }
 }
 

@@ -1,6 +1,6 @@
 import { UsageError } from '../../errors.js';
 import type { AttemptRow, BatchRecord, QueryStore, TaskRow } from '../../store/task-store.js';
-import { cell, duration, iso, printable } from '../format.js';
+import { cell, duration, iso, plural, printable } from '../format.js';
 import { colors, line, type Io, type OutputFlags } from '../io.js';
 import { suggest, type Target } from '../suggest.js';
 import { withBatch } from '../with-store.js';
@@ -19,14 +19,14 @@ export async function showCommand(key: string, flags: ShowFlags, io: Io): Promis
     async (store, batch, { target }) => {
       const { task, attempts } = await findTask(store, batch, key, target);
       if (flags.json) {
-        line(io.stdout, JSON.stringify(showJson(task, attempts), null, 2));
+        line(io.stdout, JSON.stringify(showJson(task, attempts)));
         return 0;
       }
       const c = colors(io, flags, 'stdout');
       // Every piece of data is printable(): keys, paths, errors and output come from files and handlers.
       const p = (text: string | null | undefined) => printable(text);
       const out = [
-        `${c.bold(cell(task.key, 1000))} in batch ${p(batch.name)}: ${task.status}, ${task.attempts} attempt(s) counted of ${task.maxAttempts}`,
+        `${c.bold(cell(task.key, 1000))} in batch ${p(batch.name)}: ${task.status}, ${plural(task.attempts, 'attempt')} counted of ${task.maxAttempts}`,
         `path ${p(task.payload.path)}${task.payload.start !== undefined ? ` bytes [${task.payload.start}, ${task.payload.end})` : ''}`,
       ];
       if (task.stage) out.push(`stage ${p(task.stage)} of item ${p(task.item)}${task.needs.length ? `; needs ${task.needs.map(p).join(', ')}` : ''}`);
@@ -34,7 +34,7 @@ export async function showCommand(key: string, flags: ShowFlags, io: Io): Promis
       if (task.lastError) out.push(`last error: ${p(task.lastError)}`);
       if (task.result) out.push(`result: ${p(task.result)}`);
       if (task.status === 'PENDING' && task.nextRunAt > Date.now()) out.push(`next attempt due ${iso(task.nextRunAt)}`);
-      out.push(`created ${iso(task.createdAt)}; ${attempts.length} attempt(s) recorded:`);
+      out.push(`created ${iso(task.createdAt)}; ${plural(attempts.length, 'attempt')} recorded:`);
       attempts.forEach((a, i) => {
         const prev = attempts[i - 1];
         const waited = prev?.endedAt ? `  (after ${duration(a.startedAt - prev.endedAt)})` : '';

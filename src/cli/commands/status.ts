@@ -1,6 +1,6 @@
 import { UsageError } from '../../errors.js';
-import { batchStatus } from '../../status/batch-status.js';
-import { duration, printable } from '../format.js';
+import { batchStatus, retryingClusters, verdict } from '../../status/batch-status.js';
+import { duration, printable, size } from '../format.js';
 import { colors, line, type Io, type OutputFlags } from '../io.js';
 import { suggest } from '../suggest.js';
 import { withBatch } from '../with-store.js';
@@ -12,7 +12,7 @@ export interface StatusFlags extends OutputFlags {
   interval?: string;
 }
 
-/** `splitdance status`: where the batch stands, as one JSON object or a short human report. */
+/** `splitdance status`: where the batch stands, as one JSON object or a short human report; exits with its verdict. */
 export async function statusCommand(flags: StatusFlags, io: Io): Promise<number> {
   if (flags.watch) return (await import('./watch.js')).watchCommand(flags, io);
   if (flags.interval !== undefined) throw new UsageError('--interval goes with --watch');
@@ -22,24 +22,31 @@ export async function statusCommand(flags: StatusFlags, io: Io): Promise<number>
     async (store, batch, { target }) => {
       const s = await batchStatus(store, batch);
       if (flags.json) {
-        line(io.stdout, JSON.stringify(s, null, 2));
-        return 0;
+        // One line (SPEC §7); the clusters are in `topErrors` (the first 10, with their ids).
+        const { clusters: _clusters, ...json } = s;
+        line(io.stdout, JSON.stringify(json));
+        return verdict(s);
       }
       const c = colors(io, flags, 'stdout');
       const out: string[] = [];
       out.push(`batch ${c.bold(printable(s.batch))} (${printable(s.source)})`);
       out.push(
         `${s.succeeded + s.failed + s.cancelled}/${s.total} done: ${c.green(`${s.succeeded} succeeded`)}${s.upToDate ? ` (${s.upToDate} up to date, not run)` : ''}, ${s.failed ? c.red(`${s.failed} failed`) : '0 failed'}` +
-          `${s.cancelled ? `, ${s.cancelled} cancelled` : ''}; ${s.pending} pending, ${s.retrying} retrying, ${s.running} running`,
+          `${s.cancelled ? `, ${s.cancelled} cancelled` : ''}; ${s.pending} pending, ${s.retrying} retrying, ${s.running} running, ${s.queued} queued`,
       );
       const stageWidth = Math.max(0, ...s.stages.map((x) => printable(x.stage).length));
       for (const st of s.stages) {
         out.push(
           `  ${printable(st.stage).padEnd(stageWidth)}  ${st.succeeded + st.failed + st.cancelled}/${st.total} done: ` +
-            `${st.succeeded} succeeded, ${st.failed} failed, ${st.cancelled} cancelled; ${st.pending} pending, ${st.retrying} retrying, ${st.running} running`,
+            `${st.succeeded} succeeded, ${st.failed} failed, ${st.cancelled} cancelled; ${st.pending} pending, ${st.retrying} retrying, ${st.running} running, ${st.queued} queued`,
         );
       }
-      out.push(`store ${s.storeBytes} bytes on disk`);
+      for (const o of s.owners) {
+        const held = `${o.tasks} task${o.tasks === 1 ? '' : 's'} held by`;
+        if (o.state === 'dead') out.push(c.yellow(`${held} a dead coordinator (pid ${o.pid} on this machine): the next \`${suggest(target, ['run'], s.source)}\` or \`${suggest(target, ['worker'])}\` takes them back`));
+        else if (o.state === 'stopped') out.push(c.yellow(`${held} a stopped coordinator (pid ${o.pid} on this machine, SIGSTOP or Ctrl-Z): \`kill -CONT ${o.pid}\` lets it go on; they are not taken while it exists`));
+      }
+      out.push(`store ${size(s.storeBytes)} on disk`);
       if (s.tasksPerSecond) {
         out.push(`rate ${s.tasksPerSecond.toFixed(2)} tasks/s${s.etaSeconds ? `, ETA ${duration(s.etaSeconds * 1000)}` : ''}`);
       }
@@ -50,10 +57,15 @@ export async function statusCommand(flags: StatusFlags, io: Io): Promise<number>
         for (const cl of s.clusters.slice(0, 10)) out.push(`  [${cl.id}] ${cl.count} × ${printable(cl.error)}   e.g. ${printable(cl.example)}`);
         out.push(`  (retry one group by its [id], e.g.: ${suggest(target, ['retry-failed', '--cluster', s.clusters[0]!.id])})`);
       }
+      const retrying = s.retrying ? await retryingClusters(store, batch) : [];
+      if (retrying.length) {
+        out.push('retrying, by error:');
+        for (const cl of retrying.slice(0, 10)) out.push(`  ${cl.count} × ${printable(cl.error)}   e.g. ${printable(cl.example)}`);
+      }
       const retry = `\`${suggest(target, ['retry-failed', '--run'])}\` retries them`;
       out.push(s.done ? (s.failed ? `finished with failures: ${retry}` : 'finished') : `not finished: \`${suggest(target, ['run'], s.source)}\` resumes it`);
       io.stdout.write(`${out.join('\n')}\n`);
-      return 0;
+      return verdict(s);
     },
     { readonly: true },
   );

@@ -41,7 +41,7 @@ export async function tasksCommand(flags: TasksFlags, io: Io): Promise<number> {
         limit,
       });
       if (flags.json) {
-        line(io.stdout, JSON.stringify(rows.map(taskJson), null, 2));
+        line(io.stdout, JSON.stringify(rows.map(taskJson)));
         return 0;
       }
       // With stages, a STAGE column after the key (whose first segment it is).

@@ -1,9 +1,10 @@
 import { UsageError } from '../../errors.js';
 import { EXIT } from '../../exit-codes.js';
 import { parseDuration } from '../../job/units.js';
+import { verdict } from '../../status/batch-status.js';
 import { LiveView, type LiveFacts } from '../../status/live-view.js';
 import { resolveDbPath } from '../../store/open-store.js';
-import { colors, line, type Io, type OutputFlags } from '../io.js';
+import { colors, line, liveTerminal, type Io, type OutputFlags } from '../io.js';
 import { withBatch } from '../with-store.js';
 import { fit, frameLines, plainLine } from '../watch-frame.js';
 import { awaitBatch } from './await-batch.js';
@@ -50,13 +51,13 @@ export async function watchCommand(flags: WatchFlags, io: Io): Promise<number> {
 }
 
 async function follow(view: LiveView, intervalMs: number, flags: WatchFlags, io: Io, stopper: Stopper): Promise<number> {
-  const screen = io.stdoutTty ? new Screen(io, flags) : null;
+  const screen = liveTerminal(io, 'stdout') ? new Screen(io, flags) : null;
   try {
     for (;;) {
       const facts = await view.tick();
       if (screen) screen.draw(facts, stopper.keys);
       else line(io.stdout, plainLine(facts));
-      if (facts.done) return facts.failed + facts.cancelled > 0 ? EXIT.FAILED : EXIT.OK;
+      if (facts.done) return verdict(facts);
       if (stopper.stop) return stopper.exitCode();
       await stopper.sleep(intervalMs);
       if (stopper.stop) return stopper.exitCode();

@@ -9,7 +9,7 @@ import { EXIT } from '../../exit-codes.js';
 import { describeHandler, settingsOf, type JobDefinition } from '../../job/job-definition.js';
 import { inputFromFlags, invocationOf, type Invocation } from '../../job/run-options.js';
 import { handlersOf } from '../../job/stages.js';
-import { openStore, resolveDbPath } from '../../store/open-store.js';
+import { describeStore, openExistingStore, openStore, resolveDbPath } from '../../store/open-store.js';
 import type { BatchRecord, QueryStore, TaskStore } from '../../store/task-store.js';
 import { printable } from '../format.js';
 import { line, type Io } from '../io.js';
@@ -57,8 +57,16 @@ async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io
   let worst: number = EXIT.OK;
   // Between batches too, a server restarting is waited out as a run waits it out (outage.ts).
   const note = (m: string) => flags.quiet || line(io.stderr, m);
+  let saidWaiting = false;
   for (;;) {
-    const store = await ridingOut(() => openStore(dbPath, { create: false }), note);
+    // --follow keeps polling for new batches, so also for a store that does not exist yet.
+    const store = flags.follow ? await ridingOut(() => openExistingStore(dbPath), note) : await ridingOut(() => openStore(dbPath, { create: false }), note);
+    if (!store) {
+      if (!saidWaiting && !flags.quiet) line(io.stderr, `waiting for the store ${printable(describeStore(dbPath))} to be created (polling every ${FOLLOW_POLL_MS / 1000} s; Ctrl-C stops)`);
+      saidWaiting = true;
+      if (await pause(seen)) return exitFor(seen()!);
+      continue;
+    }
     let worked = false;
     try {
       for (const batch of await ridingOut(() => candidates(store, flags.batch), note)) {
@@ -76,9 +84,14 @@ async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io
       if (!worked && !flags.quiet) line(io.stderr, 'no batch in the store has work left');
       return worst;
     }
-    for (let waited = 0; waited < FOLLOW_POLL_MS && !seen(); waited += 100) await new Promise((r) => setTimeout(r, 100));
-    if (seen()) return exitFor(seen()!);
+    if (await pause(seen)) return exitFor(seen()!);
   }
+}
+
+/** Waits one poll of --follow; true when a signal came meanwhile. */
+async function pause(seen: () => 'SIGINT' | 'SIGTERM' | null): Promise<boolean> {
+  for (let waited = 0; waited < FOLLOW_POLL_MS && !seen(); waited += 100) await new Promise((r) => setTimeout(r, 100));
+  return seen() !== null;
 }
 
 async function candidates(store: QueryStore, name: string | undefined): Promise<BatchRecord[]> {
@@ -98,7 +111,7 @@ async function workOn(
   signalled: Promise<void>,
 ): Promise<number | null> {
   const c = await ridingOut(() => store.counts(batch.id), (m) => flags.quiet || line(io.stderr, m));
-  if (c.pending + c.retrying + c.running === 0) return null;
+  if (c.pending + c.retrying + c.running + c.queued === 0) return null;
   const settings = settingsOf(batch.job as unknown as JobDefinition);
   const handlers = handlersOf(settings);
   if (Object.keys(handlers).length === 0) {
@@ -120,6 +133,7 @@ async function workOn(
     // what is about to run as this user (docs/trust-model.md).
     if (!flags.quiet) line(io.stderr, `batch ${printable(batch.name)}: running its stored definition ${printable(describeHandler(settings.handler, settings.stages))}`);
     const reporter = RunReporter.forFlags(io, flags, inv.progressIntervalMs, () => store.counts(batch.id));
+    reporter.tag = inv.print?.tag ?? false;
     const resume = suggest({ batch: batch.name, db: givenDb(flags.db, io) }, ['resume']);
     return await runBatch(store, batch, pool, { settings, inv, dbPath, cwd: io.cwd, notes: [], inserted: 0, resume }, reporter);
   } finally {

@@ -57,6 +57,7 @@ export async function migrate(db: PgDb, { create, readonly }: { create: boolean;
   if (readonly) {
     throw new StoreError(`the store in schema ${schema} at ${location} has an older schema (${state.version}); run without --dry-run once to upgrade it`, 'OLD_SCHEMA');
   }
+  // A schema upgrade of a big table may rightly take minutes: the long statement bound.
   await db.transaction(async (sql) => {
     await sql.run('SELECT pg_advisory_xact_lock($1::bigint)', [lockKey('migrate', schema)]);
     // Re-read under the lock: another opener may have created or migrated the schema meanwhile.
@@ -76,7 +77,7 @@ export async function migrate(db: PgDb, { create, readonly }: { create: boolean;
         [m.version, m.name],
       );
     }
-  });
+  }, { long: true });
 }
 
 function refuseForeign(state: SchemaState, schema: string, location: string): void {

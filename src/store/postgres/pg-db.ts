@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { failpoint } from '../failpoint.js';
-import { LOCK_TIMEOUT_MS, isBroken, isRetryable, pgStoreError } from './pg-errors.js';
+import { IDLE_IN_TRANSACTION_MS, LOCK_TIMEOUT_MS, LONG_QUERY_TIMEOUT_MS, QUERY_TIMEOUT_MS, isBroken, isRetryable, pgStoreError } from './pg-errors.js';
 import type { PgTarget } from './pg-url.js';
 
 /** A named statement: prepared once per pooled connection, on first use. */
@@ -26,10 +26,15 @@ const types = {
     oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
-const config = (st: Statement | string, values: unknown[] | undefined) =>
-  typeof st === 'string' ? { text: st, values } : { name: st.name, text: st.text, values };
+/** `long`: the statements may rightly run for long (see LONG_QUERY_TIMEOUT_MS). */
+export interface Patience {
+  long?: boolean;
+}
 
-function over(client: pg.Pool | pg.PoolClient): Sql {
+function over(client: pg.PoolClient, { long = false }: Patience): Sql {
+  const query_timeout = long ? LONG_QUERY_TIMEOUT_MS : QUERY_TIMEOUT_MS;
+  const config = (st: Statement | string, values: unknown[] | undefined) =>
+    typeof st === 'string' ? { text: st, values, query_timeout } : { name: st.name, text: st.text, values, query_timeout };
   return {
     async rows<T>(st: Statement | string, values?: unknown[]) {
       return (await client.query(config(st, values))).rows as T[];
@@ -47,7 +52,6 @@ function over(client: pg.Pool | pg.PoolClient): Sql {
  */
 export class PgDb {
   private readonly pool: pg.Pool;
-  private readonly direct: Sql;
   private closed = false;
 
   constructor(
@@ -60,28 +64,32 @@ export class PgDb {
       connectionString: target.connectionString,
       types,
       max: 4,
-      connectionTimeoutMillis: 10_000,
+      // A server that accepts the connection but never answers the login is silent like a
+      // half-open connection: bounded the same way.
+      connectionTimeoutMillis: Math.min(10_000, QUERY_TIMEOUT_MS),
       idleTimeoutMillis: 10_000,
+      // Probes after 10 s of silence on an idle connection (the OS default is 2 h), so a
+      // partition is noticed on connections waiting in the pool too.
       keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
       lock_timeout: LOCK_TIMEOUT_MS,
+      idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
       application_name: 'splitdance',
     });
     // An idle connection the server dropped: the pool discards it and opens another on demand.
     this.pool.on('error', () => {});
-    this.direct = over(this.pool);
   }
 
-  /** A single statement outside any transaction. */
-  async read<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
-    try {
-      return await fn(this.direct);
-    } catch (err) {
-      throw pgStoreError(err, this.target);
-    }
+  /** Statements outside any transaction, on one pooled client. */
+  async read<T>(fn: (sql: Sql) => Promise<T>, patience: Patience = {}): Promise<T> {
+    return this.session((sql) => fn(sql), patience);
   }
 
-  /** Holds one client for a session (temp tables live on one connection). */
-  async session<T>(fn: (sql: Sql, tx: <R>(body: (sql: Sql) => Promise<R>) => Promise<R>) => Promise<T>): Promise<T> {
+  /**
+   * Holds one client for a session (temp tables live on one connection). A client whose
+   * connection broke, or whose statement went unanswered, is destroyed, never reused.
+   */
+  async session<T>(fn: (sql: Sql, tx: <R>(body: (sql: Sql) => Promise<R>) => Promise<R>) => Promise<T>, patience: Patience = {}): Promise<T> {
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();
@@ -94,7 +102,7 @@ export class PgDb {
     const onError = (err: Error) => (broken ??= err);
     client.on('error', onError);
     try {
-      return await fn(over(client), (body) => this.inTransaction(client, body));
+      return await fn(over(client, patience), (body) => this.inTransaction(client, body, patience));
     } catch (err) {
       if (isBroken(err)) broken ??= err as Error;
       throw pgStoreError(broken ?? err, this.target);
@@ -105,21 +113,21 @@ export class PgDb {
   }
 
   /** BEGIN … COMMIT on one client; rerun whole after a deadlock or serialization failure. */
-  async transaction<T>(body: (sql: Sql) => Promise<T>): Promise<T> {
-    return this.session((_, tx) => tx(body));
+  async transaction<T>(body: (sql: Sql) => Promise<T>, patience: Patience = {}): Promise<T> {
+    return this.session((_, tx) => tx(body), patience);
   }
 
-  private async inTransaction<T>(client: pg.PoolClient, body: (sql: Sql) => Promise<T>): Promise<T> {
-    const sql = over(client);
+  private async inTransaction<T>(client: pg.PoolClient, body: (sql: Sql) => Promise<T>, patience: Patience): Promise<T> {
+    const sql = over(client, patience);
     for (let tries = 1; ; tries++) {
-      await client.query('BEGIN');
+      await sql.run('BEGIN');
       try {
         const result = await body(sql);
-        await client.query('COMMIT');
+        await sql.run('COMMIT');
         failpoint('write');
         return result;
       } catch (err) {
-        if (!isBroken(err)) await client.query('ROLLBACK');
+        if (!isBroken(err)) await sql.run('ROLLBACK');
         if (!isRetryable(err) || tries >= MAX_TRIES) throw err;
       }
       // Let the other transaction of the deadlock finish first; jitter so both do not collide again.

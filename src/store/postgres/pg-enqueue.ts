@@ -28,6 +28,7 @@ export async function enqueue(
   rerunChanged: boolean,
   now: () => number,
 ): Promise<EnqueueResult> {
+  // The one INSERT of a million staged tasks may rightly take minutes: the long statement bound.
   return db.session(async (sql, transaction) => {
     await sql.run('DROP TABLE IF EXISTS pg_temp.staging');
     await sql.run(
@@ -44,7 +45,7 @@ export async function enqueue(
       // Best effort: a broken connection is discarded with its temp table; the first error is the one to report.
       await sql.run('DROP TABLE IF EXISTS pg_temp.staging').catch(() => undefined);
     }
-  });
+  }, { long: true });
 }
 
 async function stage(sql: Sql, specs: Iterable<TaskSpec>): Promise<void> {

@@ -5,6 +5,33 @@ import { busyTimeoutMs } from '../busy-timeout.js';
 /** Milliseconds a statement waits for another session's row or table lock before exit 4 (`lock_timeout`). */
 export const LOCK_TIMEOUT_MS = busyTimeoutMs();
 
+/**
+ * Milliseconds a session of this store may sit idle inside a transaction before the server ends
+ * it (`idle_in_transaction_session_timeout`). A healthy transaction never pauses between its
+ * statements for more than a moment; one that does belongs to a process that was frozen or cut
+ * off mid-transaction, and its row locks would stop every other host. Shorter than the lock
+ * timeout, so another session waiting for those locks gets them before it would give up; a
+ * healthy but starved session that trips it only sees a dropped connection, which a run rides out.
+ */
+export const IDLE_IN_TRANSACTION_MS = Math.max(1000, Math.round(LOCK_TIMEOUT_MS * 0.6));
+
+/**
+ * Milliseconds a statement may go unanswered before its connection counts as lost (the
+ * driver's `query_timeout`; SPLITDANCE_QUERY_TIMEOUT_MS overrides it, tests use a short one).
+ * A partition that drops packets without closing anything (a half-open connection) is only
+ * ever noticed this way: TCP keepalives are not sent while a statement waits for its answer,
+ * and retransmissions take the kernel a quarter of an hour to give up. Past it the connection
+ * is destroyed and the store is UNAVAILABLE, an outage a run rides out up to its limit.
+ */
+const givenQueryTimeout = Number(process.env.SPLITDANCE_QUERY_TIMEOUT_MS);
+export const QUERY_TIMEOUT_MS = Number.isFinite(givenQueryTimeout) && givenQueryTimeout > 0 ? givenQueryTimeout : 30_000;
+
+/**
+ * The bound for the few statements that may rightly run for long: a schema upgrade of a big
+ * table, the one INSERT of a million-task enqueue.
+ */
+export const LONG_QUERY_TIMEOUT_MS = Math.max(QUERY_TIMEOUT_MS, 30 * 60_000);
+
 /** Socket-level failures: the server was never reached, or the connection broke. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE', 'ENOENT']);
 
@@ -17,8 +44,8 @@ export function isRetryable(err: unknown): boolean {
 /** A failure after which the connection must not go back to the pool. */
 export function isBroken(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown };
-  if (typeof e.code === 'string') return NETWORK_CODES.has(e.code) || e.code.startsWith('08') || e.code.startsWith('57P');
-  return typeof e.message === 'string' && /Connection terminated|connection timeout|timeout expired|not queryable/i.test(e.message);
+  if (typeof e.code === 'string') return NETWORK_CODES.has(e.code) || e.code.startsWith('08') || e.code.startsWith('57P') || e.code === '25P03';
+  return typeof e.message === 'string' && /Connection terminated|connection timeout|timeout expired|timeout exceeded|Query read timeout|not queryable/i.test(e.message);
 }
 
 /**
@@ -35,10 +62,16 @@ export function pgStoreError(err: unknown, t: PgTarget): Error {
   const at = `PostgreSQL at ${t.server}`;
   // These three kinds are what a restart, a failover or a network cut look like: UNAVAILABLE,
   // which a run waits out for a while (coordinator/outage.ts) and every other command reports.
-  if (NETWORK_CODES.has(code) || /connection timeout|timeout expired|\bSSL\b/i.test(message)) {
+  if (NETWORK_CODES.has(code) || /connection timeout|timeout expired|timeout exceeded when trying to connect|\bSSL\b/i.test(message)) {
     return new StoreError(`cannot reach ${at}: ${message}; check --db and that the server is running`, 'UNAVAILABLE');
   }
-  if (/Connection terminated|not queryable/i.test(message) || code.startsWith('08')) {
+  // The driver's query_timeout: the server (or the network to it) went silent mid-statement.
+  if (/Query read timeout/i.test(message)) {
+    return new StoreError(`lost the connection to ${at} (no answer for ${QUERY_TIMEOUT_MS} ms); run again once the server is reachable`, 'UNAVAILABLE', QUERY_TIMEOUT_MS);
+  }
+  // 25P03: the server ended this session for sitting idle in a transaction (this process was
+  // frozen or starved mid-transaction); nothing of that transaction was committed.
+  if (/Connection terminated|not queryable/i.test(message) || code.startsWith('08') || code === '25P03') {
     return new StoreError(`lost the connection to ${at} (${message}); run again once the server is reachable`, 'UNAVAILABLE');
   }
   switch (code) {

@@ -11,7 +11,11 @@ import type { Statements } from './statements.js';
  * Two statements per claim whatever the slot count: the batch's job version, then the claim
  * itself (see claimTasks); a stage task that needs others' results reads them too.
  */
-export async function claim(sql: Sql, st: Statements, req: ClaimRequest): Promise<ClaimedTask[]> {
+export async function claim(sql: Sql, st: Statements, req: ClaimRequest & { leaseFrom: number | null }): Promise<ClaimedTask[]> {
+  if (req.started?.length) {
+    const s = req.started;
+    await sql.run(st.markRunning, [s.map((x) => x.taskId), s.map((x) => x.token), s.map((x) => x.at)]);
+  }
   if (req.slots.length === 0) return [];
   // Under the batch's current job version only (see claimVersion): a claimer whose workers
   // loaded an older definition's handler starts nothing.
@@ -25,11 +29,13 @@ export async function claim(sql: Sql, st: Statements, req: ClaimRequest): Promis
     req.batchId,
     req.now,
     req.owner,
-    req.now + req.leaseMs,
+    req.leaseMs,
     req.slots.map((s) => s.workerId),
     req.host,
     req.slots.map((s) => s.pid),
     version.job_version,
+    req.leaseFrom,
+    req.slots.map((s) => s.queued ?? false),
   ]);
   const claimed = [];
   for (const t of rows) claimed.push(toClaimedTask(t, Number(t.lease_token), t.worker_id!, await inputsOf(sql, st, t)));
@@ -86,18 +92,23 @@ export async function settle(sql: Sql, st: Statements, settlements: Settlement[]
   return settlements.filter((s) => byToken.has(s.token)).map((s) => s.token);
 }
 
-/** Returns stale RUNNING tasks (expired lease or dead owner, never `self`'s nor a live local owner's) to PENDING, or FAILED when out of attempts. */
+/**
+ * Returns stale RUNNING tasks (expired lease or dead owner, never `self`'s nor a live local
+ * owner's) to PENDING, or FAILED when out of attempts. `leaseNow`: what a lease is expired at
+ * (null: the server's clock); `now` stamps what changes.
+ */
 export async function releaseStale(
   sql: Sql,
   st: Statements,
   batchId: number | null,
+  leaseNow: number | null,
   now: number,
   deadOwners: string[],
   self: string,
   liveOwners: string[],
 ): Promise<ReleasedTask[]> {
   const released: ReleasedTask[] = [];
-  for (const t of await sql.rows<TaskDbRow>(st.staleTasks, [batchId, now, deadOwners, self, liveOwners])) {
+  for (const t of await sql.rows<TaskDbRow>(st.staleTasks, [batchId, leaseNow, deadOwners, self, liveOwners])) {
     const error = lostError(t.lease_owner, deadOwners);
     const [after] = await sql.rows<{ status: string }>(st.releaseLost, [t.id, now, error]);
     await sql.run(st.loseAttempt, [t.lease_token, error]);

@@ -12,6 +12,7 @@ import type {
   NewBatch,
   PruneResult,
   ReleasedTask,
+  RetryDue,
   Settlement,
   StageCounts,
   TaskFilter,
@@ -20,6 +21,7 @@ import type {
   TaskStatus,
   TaskStore,
 } from '../task-store.js';
+import { failpoint } from '../failpoint.js';
 import { migrate, readIdentity } from './migrate.js';
 import { ServerClock } from './pg-clock.js';
 import { PgDb, type Sql } from './pg-db.js';
@@ -132,21 +134,32 @@ export class PostgresStore implements TaskStore {
   }
 
   async claim(req: ClaimRequest): Promise<ClaimedTask[]> {
-    if (req.slots.length === 0) return [];
+    if (req.slots.length === 0 && !req.started?.length) return [];
     return this.db.transaction((sql) => claim(sql, this.st, this.clock.claim(req)));
   }
 
   /** A coordinator's tick in one transaction: commit what finished, then claim for the free slots. */
   async settleAndClaim(settlements: Settlement[], req: ClaimRequest): Promise<{ applied: number[]; claimed: ClaimedTask[] }> {
-    if (settlements.length === 0 && req.slots.length === 0) return { applied: [], claimed: [] };
+    if (settlements.length === 0 && req.slots.length === 0 && !req.started?.length) return { applied: [], claimed: [] };
     const onServer = this.clock.settlements(settlements);
     return this.db.transaction(async (sql) => ({ applied: await settle(sql, this.st, onServer), claimed: await claim(sql, this.st, this.clock.claim(req)) }));
   }
 
   async heartbeat(owner: string, leaseExpiresAt: number): Promise<number[]> {
     // One statement, but in `transaction` so a deadlock with a settle is retried, not reported.
-    const rows = await this.db.transaction((sql) => sql.rows<{ token: number | string }>(this.st.heartbeat, [owner, this.clock.toServer(leaseExpiresAt)]));
+    const rows = await this.db.transaction(async (sql) => {
+      // On the server's clock, the lease's length as the caller meant it; the caller's own time only in the contract tests.
+      const from = this.clock.leaseBase(leaseExpiresAt);
+      const held = await sql.rows<{ token: number | string }>(this.st.heartbeat, [owner, from, from === null ? leaseExpiresAt - Date.now() : 0]);
+      failpoint('freeze');
+      return held;
+    });
     return rows.map((r) => Number(r.token));
+  }
+
+  /** Nothing to move: retries are stored on the server's clock, and the ServerClock follows this process's steps. */
+  async shiftRetries(): Promise<RetryDue[]> {
+    return [];
   }
 
   async settle(settlements: Settlement[]): Promise<number[]> {
@@ -166,7 +179,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners: string[] = []): Promise<ReleasedTask[]> {
-    return this.db.transaction((sql) => releaseStale(sql, this.st, batchId, this.clock.toServer(now), deadOwners, self, liveOwners));
+    return this.db.transaction((sql) => releaseStale(sql, this.st, batchId, this.clock.leaseBase(now), this.clock.toServer(now), deadOwners, self, liveOwners));
   }
 
   async counts(batchId: number): Promise<Counts> {
@@ -210,10 +223,15 @@ export class PostgresStore implements TaskStore {
     return { attempts, total: Number(n) };
   }
 
-  async pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void): Promise<PruneResult> {
+  async pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void, only?: number): Promise<PruneResult> {
     const cutoff = this.clock.toServer(before);
-    const batches = await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.finishedBatches, [cutoff, null]));
+    const batches = await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.finishedBatches, [cutoff, only ?? null]));
     return pruneInChunks(batches, (b, first) => this.db.transaction((sql) => this.pruneChunk(sql, b, cutoff, first)), onChunk);
+  }
+
+  async prunableBatches(before: number, only?: number): Promise<BatchRecord[]> {
+    const cutoff = this.clock.toServer(before);
+    return (await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.finishedBatches, [cutoff, only ?? null]))).map((b) => toBatch(b));
   }
 
   /** One short transaction of a prune: a chunk of attempts, else of tasks, else the batch row. */

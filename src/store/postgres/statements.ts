@@ -1,3 +1,4 @@
+import { SERVER_NOW } from './pg-clock.js';
 import type { Statement } from './pg-db.js';
 import { lastFinishedOf, settleStatements } from './settle-statements.js';
 
@@ -88,12 +89,14 @@ function sql(s: string) {
     /** $1 batchId — --rerun-changed: back to PENDING with a fresh budget, to run on the new file. */
     requeueChanged: `
       UPDATE ${s}.tasks
-      SET status = 'PENDING', attempts = 0, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
+      SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
           fingerprint = seen_fingerprint
       WHERE batch_id = $1 AND status = 'SUCCESS' AND seen_fingerprint IS DISTINCT FROM fingerprint`,
 
     /**
-     * $1 batchId $2 now $3 owner $4 expires $5 workerIds text[] $6 host $7 pids int[] $8 jobVersion —
+     * $1 batchId $2 now $3 owner $4 leaseMs $5 workerIds text[] $6 host $7 pids int[] $8 jobVersion
+     * $9 leaseFrom (NULL: the server's clock, as always outside the contract tests)
+     * $10 queued boolean[] (true for a slot's place behind the attempt it runs) —
      * a whole claim in one statement: locks up to one due PENDING task per worker, skipping rows
      * another coordinator is claiming (SKIP LOCKED: no waiting, no double hand-out), counts the
      * attempt (a claim is an attempt) and opens its attempt row, whose id, drawn first in slot
@@ -110,13 +113,13 @@ function sql(s: string) {
         ORDER BY n),
       claimed AS (
         UPDATE ${s}.tasks AS t
-        SET status = 'RUNNING', attempts = t.attempts + 1, lease_owner = $3, lease_expires_at = $4,
-            worker_id = ($5::text[])[due.n::int], started_at = $2, lease_token = due.token
+        SET status = 'RUNNING', attempts = t.attempts + 1, lease_owner = $3, lease_expires_at = coalesce($9::bigint, ${SERVER_NOW}) + $4::bigint,
+            worker_id = ($5::text[])[due.n::int], started_at = $2, lease_token = due.token, queued = ($10::boolean[])[due.n::int]
         FROM due WHERE t.id = due.id
-        RETURNING t.id, t.batch_id, t.task_key, t.stage, t.item_key, t.needs, t.seq, t.attempts, t.max_attempts, t.payload, t.worker_id, t.lease_token, due.n),
+        RETURNING t.id, t.batch_id, t.task_key, t.stage, t.item_key, t.needs, t.seq, t.attempts, t.earlier_attempts, t.max_attempts, t.payload, t.worker_id, t.lease_token, due.n),
       opened AS (
         INSERT INTO ${s}.attempts (id, task_id, attempt, worker_id, host, pid, owner, started_at, job_version)
-        SELECT lease_token, id, attempts, worker_id, $6, ($7::int[])[n::int], $3, $2, $8 FROM claimed ORDER BY n)
+        SELECT lease_token, id, attempts + earlier_attempts, worker_id, $6, ($7::int[])[n::int], $3, $2, $8 FROM claimed ORDER BY n)
       SELECT * FROM claimed ORDER BY n`,
     /** $1 batchId $2 item $3 stages (JSON array) — the stored results of an item's needed stages. */
     inputs: `
@@ -143,14 +146,24 @@ function sql(s: string) {
     revive: `
       UPDATE ${s}.tasks SET status = 'PENDING', finished_at = NULL, last_error = NULL, next_run_at = 0
       WHERE id = ANY($1::bigint[]) AND status = 'CANCELLED'`,
+    /**
+     * $1 taskIds bigint[] $2 tokens bigint[] $3 ats bigint[] — queued attempts that started: their
+     * tasks run from `at` (fenced: a task taken over or settled meanwhile is left alone). Rows
+     * locked in id order, like every multi-row writer, against deadlocks.
+     */
+    markRunning: `
+      WITH j AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS j(id, token, at)),
+      locked AS (SELECT t.id FROM ${s}.tasks AS t JOIN j ON t.id = j.id ORDER BY t.id FOR UPDATE OF t)
+      UPDATE ${s}.tasks AS t SET queued = false, started_at = j.at
+      FROM j WHERE t.id = j.id AND t.id IN (SELECT id FROM locked) AND t.status = 'RUNNING' AND t.lease_token = j.token`,
     /** $1 batchId $2 now — set once, so only a batch's very first claims contend for its row. */
     markStarted: `UPDATE ${s}.batches SET first_started_at = $2 WHERE id = $1 AND first_started_at IS NULL`,
     /**
-     * $1 owner $2 expires — rows locked in id order, like every multi-row writer, against
-     * deadlocks; returns the tokens the owner still holds.
+     * $1 owner $2 from (NULL: the server's clock) $3 leaseMs — rows locked in id order, like
+     * every multi-row writer, against deadlocks; returns the tokens the owner still holds.
      */
     heartbeat: `
-      UPDATE ${s}.tasks SET lease_expires_at = $2
+      UPDATE ${s}.tasks SET lease_expires_at = coalesce($2::bigint, ${SERVER_NOW}) + $3::bigint
       WHERE id IN (SELECT id FROM ${s}.tasks WHERE lease_owner = $1 AND status = 'RUNNING' ORDER BY id FOR UPDATE)
       RETURNING lease_token AS token`,
 
@@ -159,16 +172,17 @@ function sql(s: string) {
       SELECT DISTINCT lease_owner AS owner FROM ${s}.tasks
       WHERE status = 'RUNNING' AND lease_owner IS NOT NULL AND ($1::bigint IS NULL OR batch_id = $1)`,
     /**
-     * $1 batchId (NULL = every batch) $2 now $3 dead owners text[] $4 self $5 live local owners
-     * text[] — locked (waiting for a settle in flight, then re-checked), so two recovering
-     * coordinators never both release one.
+     * $1 batchId (NULL = every batch) $2 now (NULL: the server's clock) $3 dead owners text[] $4 self $5 live local owners
+     * text[] — locked, so two recovering coordinators never both release one. A row another
+     * session holds (a settle in flight, or a host frozen mid-transaction) is skipped, never
+     * waited for: the next recovery, a poll later, looks again.
      */
     staleTasks: `
       SELECT * FROM ${s}.tasks
       WHERE status = 'RUNNING' AND ($1::bigint IS NULL OR batch_id = $1) AND lease_owner IS DISTINCT FROM $4
         AND (lease_owner = ANY($5::text[])) IS NOT TRUE
-        AND (lease_expires_at < $2 OR lease_owner = ANY($3::text[]))
-      ORDER BY id FOR UPDATE`,
+        AND (lease_expires_at < coalesce($2::bigint, ${SERVER_NOW}) OR lease_owner = ANY($3::text[]))
+      ORDER BY id FOR UPDATE SKIP LOCKED`,
     /** $1 id $2 now $3 error — the lost attempt stays counted, so a task that kills its machine cannot loop forever. */
     releaseLost: `
       UPDATE ${s}.tasks
@@ -208,13 +222,19 @@ function reportStatements(s: string) {
     /** $1 batchId — covered by tasks_by_state (index-only once the batch is a minority of the table). */
     counts: `
       SELECT status, attempts > 0 AS tried, count(*) AS n FROM ${s}.tasks
-      WHERE batch_id = $1 GROUP BY status, tried`,
+      WHERE batch_id = $1 GROUP BY status, tried
+      UNION ALL
+      SELECT 'QUEUED', false, count(*) FROM ${s}.tasks WHERE batch_id = $1 AND status = 'RUNNING' AND queued`,
     /** $1 batchId */
     nextDue: `SELECT min(next_run_at) AS due FROM ${s}.tasks AS c WHERE batch_id = $1 AND status = 'PENDING' AND ${needsMet}`,
     /** $1 batchId — per stage, for batches with stages (tasks_by_stage). */
     stageCounts: `
       SELECT stage, status, attempts > 0 AS tried, count(*) AS n FROM ${s}.tasks
-      WHERE batch_id = $1 AND item_key IS NOT NULL GROUP BY stage, status, tried ORDER BY stage`,
+      WHERE batch_id = $1 AND item_key IS NOT NULL GROUP BY stage, status, tried
+      UNION ALL
+      SELECT stage, 'QUEUED', false, count(*) FROM ${s}.tasks
+      WHERE batch_id = $1 AND status = 'RUNNING' AND queued GROUP BY stage
+      ORDER BY stage`,
     /** $1 batchId $2 limit */
     failedErrors: `
       SELECT coalesce(last_error, '(no error recorded)') AS error, count(*) AS count, min(task_key) AS example
@@ -230,7 +250,7 @@ function reportStatements(s: string) {
       ORDER BY id`,
     /** $1 batchId $2 limit — RUNNING tasks, earliest started first (only RUNNING index entries are read). */
     runningTasks: `
-      SELECT * FROM ${s}.tasks WHERE status = 'RUNNING' AND batch_id = $1 ORDER BY started_at, id LIMIT $2`,
+      SELECT * FROM ${s}.tasks WHERE status = 'RUNNING' AND batch_id = $1 AND NOT queued ORDER BY started_at, id LIMIT $2`,
     /** Same parameters as listTasks; finished tasks, longest last attempt first (NULLs last, as in SQLite). */
     slowestTasks: `
       SELECT * FROM ${s}.tasks
@@ -239,7 +259,7 @@ function reportStatements(s: string) {
       ORDER BY finished_at - started_at DESC NULLS LAST, id`,
     /** $1 ids bigint[] — a fresh retry budget; the attempts history is kept. */
     resetFailed: `
-      UPDATE ${s}.tasks SET status = 'PENDING', attempts = 0, next_run_at = 0, finished_at = NULL, last_error = NULL
+      UPDATE ${s}.tasks SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, finished_at = NULL, last_error = NULL
       WHERE id = ANY($1::bigint[]) AND status = 'FAILED'
       RETURNING item_key`,
     /** $1 batchId $2 key $3 stage (the key's first segment: a stage task's key starts with its stage) */

@@ -20,7 +20,7 @@ export const NEEDS_MET = `(c.needs IS NULL OR json_array_length(c.needs) = (
     AND d.stage IN (SELECT value FROM json_each(c.needs))))`;
 
 /** What a claim hands back: what a worker needs, no more (RETURNING * costs as much as the update). */
-const CLAIMED = 'id, batch_id, task_key, stage, item_key, needs, seq, payload, attempts, max_attempts, worker_id, lease_token';
+const CLAIMED = 'id, batch_id, task_key, stage, item_key, needs, seq, payload, attempts, earlier_attempts, max_attempts, worker_id, lease_token';
 
 export const LEASE_SQL = {
   /**
@@ -32,7 +32,8 @@ export const LEASE_SQL = {
     SELECT job_version, max(coalesce((SELECT max(id) FROM attempts), 0), (SELECT attempts FROM id_high_water)) + 1 AS first
     FROM batches WHERE id = ?`,
   /**
-   * @batchId @now @n @owner @expires @workers (JSON array, one id per slot) @first — claims
+   * @batchId @now @n @owner @expires @workers (JSON array, one id per slot) @queued (JSON
+   * array, 1 for a slot's place behind the attempt it runs) @first — claims
    * the first @n due PENDING tasks in index order whose needs all succeeded, and counts the
    * attempt in the same statement (a claim is an attempt). The i-th of them (from 0) goes to
    * slot i with token @first + i, the id its attempt row will get (the claim transaction is
@@ -47,7 +48,7 @@ export const LEASE_SQL = {
         ORDER BY next_run_at, attempts, id LIMIT @n + 0))
     UPDATE tasks
     SET status = 'RUNNING', attempts = attempts + 1, lease_owner = @owner, lease_expires_at = @expires,
-        worker_id = @workers ->> due.i, started_at = @now, lease_token = @first + due.i
+        worker_id = @workers ->> due.i, started_at = @now, lease_token = @first + due.i, queued = @queued ->> due.i
     FROM due
     WHERE tasks.id = due.id
     RETURNING ${CLAIMED}`,
@@ -56,6 +57,14 @@ export const LEASE_SQL = {
     INSERT INTO attempts (id, task_id, attempt, worker_id, host, pid, owner, started_at, job_version)
     SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, @host, value ->> 4, @owner, @now, @jobVersion
     FROM jsonb_each(@list)`,
+  /**
+   * @list (JSON [[taskId, token, at], …]) — queued attempts that started: their tasks run from
+   * `at` (fenced: a task taken over or settled meanwhile is left alone).
+   */
+  markRunning: `
+    WITH j AS MATERIALIZED (SELECT value ->> 0 AS id, value ->> 1 AS token, value ->> 2 AS at FROM jsonb_each(@list))
+    UPDATE tasks SET queued = 0, started_at = j.at
+    FROM j WHERE tasks.id = j.id AND tasks.status = 'RUNNING' AND tasks.lease_token = j.token`,
   /** @batchId @now */
   markStarted: 'UPDATE batches SET first_started_at = @now WHERE id = @batchId AND first_started_at IS NULL',
   /**

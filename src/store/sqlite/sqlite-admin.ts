@@ -68,8 +68,13 @@ export function cancel(c: SqliteConn, filter: TaskFilter): CancelResult {
   });
 }
 
-export async function pruneFinished(c: SqliteConn, before: number, onChunk?: (batch: string, logPaths: string[]) => void): Promise<PruneResult> {
-  const batches = c.read(() => c.st.finishedBatches.all({ before }) as BatchDbRow[]);
+export async function pruneFinished(
+  c: SqliteConn,
+  before: number,
+  onChunk?: (batch: string, logPaths: string[]) => void,
+  only?: number,
+): Promise<PruneResult> {
+  const batches = c.read(() => c.st.finishedBatches.all({ before, only: only ?? null }) as BatchDbRow[]);
   // A writer waiting for the lock polls (SQLite's busy handler sleeps between tries): without
   // a gap, the next chunk takes the lock again first and starves it into its busy timeout.
   // The gap is twice the chunk's time, so the lock is free two thirds of the time.

@@ -47,7 +47,7 @@ const ENQUEUE_SQL = {
   /** @batchId — --rerun-changed: back to PENDING with a fresh budget, to run on the new file. */
   requeueChanged: `
     UPDATE tasks
-    SET status = 'PENDING', attempts = 0, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
+    SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
         fingerprint = seen_fingerprint
     WHERE batch_id = @batchId AND status = 'SUCCESS' AND seen_fingerprint IS NOT fingerprint`,
 } as const;

@@ -1,5 +1,5 @@
 import type { ClaimRequest, ClaimedTask, ReleasedTask, Settlement, TaskStatus } from '../task-store.js';
-import { toClaimedTask, toReleased, type ClaimedDbRow, type TaskDbRow } from '../db-rows.js';
+import { attemptNumber, toClaimedTask, toReleased, type ClaimedDbRow, type TaskDbRow } from '../db-rows.js';
 import { lostError } from '../shared/lost.js';
 import type { SqliteConn } from './sqlite-conn.js';
 import { lateReportNote } from '../late-report.js';
@@ -25,6 +25,7 @@ const GROUP_RESULT_MAX = 256 * 1024;
  * reads the inputs when stage tasks were claimed).
  */
 export function claim(st: Statements, req: ClaimRequest): ClaimedTask[] {
+  if (req.started?.length) st.markRunning.run({ list: JSON.stringify(req.started.map((s) => [s.taskId, s.token, s.at])) });
   if (req.slots.length === 0) return [];
   const head = st.claimHead.get(req.batchId) as { job_version: number; first: number } | undefined;
   // The claimer's workers loaded another definition's handler: it must not start anything.
@@ -36,11 +37,12 @@ export function claim(st: Statements, req: ClaimRequest): ClaimedTask[] {
     owner: req.owner,
     expires: req.now + req.leaseMs,
     workers: JSON.stringify(req.slots.map((s) => s.workerId)),
+    queued: JSON.stringify(req.slots.map((s) => (s.queued ? 1 : 0))),
     first: head.first,
   }) as (ClaimedDbRow & { worker_id: string; lease_token: number })[];
   if (rows.length === 0) return [];
   rows.sort((a, b) => a.lease_token - b.lease_token); // slot order
-  const list = rows.map((t) => [t.lease_token, t.id, t.attempts, t.worker_id, req.slots[t.lease_token - head.first]!.pid]);
+  const list = rows.map((t) => [t.lease_token, t.id, attemptNumber(t), t.worker_id, req.slots[t.lease_token - head.first]!.pid]);
   st.openAttempts.run({ list: JSON.stringify(list), host: req.host, owner: req.owner, now: req.now, jobVersion: head.job_version });
   st.markStarted.run({ batchId: req.batchId, now: req.now });
   const inputs = inputsOf(st, req.batchId, rows);

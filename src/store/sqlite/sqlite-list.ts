@@ -142,3 +142,8 @@ export function attemptStats(c: SqliteConn, batchId: number, boundsMs: readonly 
 }
 
 const statsStatements = new WeakMap<SqliteConn, Map<string, Database.Statement>>();
+
+/** The batches a prune would delete now (see AdminStore.pruneFinished). */
+export function prunableBatches(c: SqliteConn, before: number, only?: number): BatchRecord[] {
+  return c.read(() => (c.st.finishedBatches.all({ before, only: only ?? null }) as BatchDbRow[]).map(toBatch));
+}

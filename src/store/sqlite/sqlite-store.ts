@@ -40,7 +40,7 @@ export class SqliteStore implements T.TaskStore {
   }
 
   async claim(req: T.ClaimRequest): Promise<T.ClaimedTask[]> {
-    if (req.slots.length === 0) return [];
+    if (req.slots.length === 0 && !req.started?.length) return [];
     return this.c.write(() => claim(this.c.st, req));
   }
 
@@ -49,7 +49,7 @@ export class SqliteStore implements T.TaskStore {
    * the free slots. Halves the commits per task compared with settle + claim.
    */
   async settleAndClaim(settlements: T.Settlement[], req: T.ClaimRequest): Promise<{ applied: number[]; claimed: T.ClaimedTask[] }> {
-    if (settlements.length === 0 && req.slots.length === 0) return { applied: [], claimed: [] };
+    if (settlements.length === 0 && req.slots.length === 0 && !req.started?.length) return { applied: [], claimed: [] };
     return this.c.write(() => ({ applied: settle(this.c.st, settlements), claimed: claim(this.c.st, req) }));
   }
 
@@ -60,6 +60,13 @@ export class SqliteStore implements T.TaskStore {
 
   async heartbeat(owner: string, leaseExpiresAt: number): Promise<number[]> {
     return heartbeat(this.c, owner, leaseExpiresAt);
+  }
+
+  async shiftRetries(retries: T.RetryDue[], stepMs: number): Promise<T.RetryDue[]> {
+    if (retries.length === 0 || stepMs === 0) return [];
+    return this.c.write(() =>
+      retries.filter((r) => this.c.st.shiftRetry.run({ id: r.taskId, due: r.dueAt, step: stepMs }).changes === 1).map((r) => ({ taskId: r.taskId, dueAt: r.dueAt + stepMs })),
+    );
   }
 
   async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners: string[] = []): Promise<T.ReleasedTask[]> {
@@ -162,8 +169,12 @@ export class SqliteStore implements T.TaskStore {
     return admin.cancel(this.c, filter);
   }
 
-  async pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void): Promise<T.PruneResult> {
-    return admin.pruneFinished(this.c, before, onChunk);
+  async pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void, only?: number): Promise<T.PruneResult> {
+    return admin.pruneFinished(this.c, before, onChunk, only);
+  }
+
+  async prunableBatches(before: number, only?: number): Promise<T.BatchRecord[]> {
+    return list.prunableBatches(this.c, before, only);
   }
 
   async close(): Promise<void> {

@@ -60,6 +60,8 @@ export const SQL = {
     WHERE id = @id AND status IN ('PENDING', 'RUNNING')
     RETURNING status`,
   /** @owner @expires — returns the tokens the owner still holds. */
+  /** @id @due @step — a waiting retry still due when its scheduler thought, moved by a step of its clock. */
+  shiftRetry: "UPDATE tasks SET next_run_at = next_run_at + @step WHERE id = @id AND status = 'PENDING' AND next_run_at = @due",
   heartbeat: "UPDATE tasks INDEXED BY tasks_running SET lease_expires_at = @expires WHERE lease_owner = @owner AND status = 'RUNNING' RETURNING lease_token AS token",
 
 
@@ -103,14 +105,20 @@ export const SQL = {
     SELECT status, count(*) - CASE status WHEN 'PENDING' THEN (SELECT n FROM retrying) ELSE 0 END AS n, 0 AS tried
     FROM tasks INDEXED BY tasks_by_state WHERE batch_id = @batchId GROUP BY status
     UNION ALL
-    SELECT 'PENDING', n, 1 FROM retrying`,
+    SELECT 'PENDING', n, 1 FROM retrying
+    UNION ALL
+    SELECT 'QUEUED', count(*), 0 FROM tasks INDEXED BY tasks_queued WHERE batch_id = @batchId AND status = 'RUNNING' AND queued = 1`,
   /** ?batchId */
   /** ?batchId — only tasks whose needs are met: one waiting for a running need is not "due". */
   nextDue: `SELECT min(next_run_at) AS due FROM tasks AS c WHERE batch_id = ? AND status = 'PENDING' AND ${NEEDS_MET}`,
   /** @batchId — per stage, for batches with stages (served by tasks_by_stage alone). */
   stageCounts: `
     SELECT stage, status, attempts > 0 AS tried, count(*) AS n FROM tasks INDEXED BY tasks_by_stage
-    WHERE batch_id = @batchId AND item_key IS NOT NULL GROUP BY stage, status, tried ORDER BY stage`,
+    WHERE batch_id = @batchId AND item_key IS NOT NULL GROUP BY stage, status, tried
+    UNION ALL
+    SELECT stage, 'QUEUED', 0, count(*) FROM tasks INDEXED BY tasks_queued
+    WHERE batch_id = @batchId AND status = 'RUNNING' AND queued = 1 GROUP BY stage
+    ORDER BY stage`,
   /** @batchId @limit */
   failedErrors: `
     SELECT coalesce(last_error, '(no error recorded)') AS error, count(*) AS count, min(task_key) AS example FROM tasks
@@ -132,7 +140,7 @@ export const SQL = {
    */
   runningTasks: `
     SELECT * FROM tasks INDEXED BY tasks_running
-    WHERE status = 'RUNNING' AND batch_id = @batchId ORDER BY started_at, id LIMIT @limit + 0`,
+    WHERE status = 'RUNNING' AND batch_id = @batchId AND queued = 0 ORDER BY started_at, id LIMIT @limit + 0`,
   /** Same parameters as listTasks; finished tasks, longest last attempt first. */
   slowestTasks: `
     SELECT * FROM tasks
@@ -153,7 +161,7 @@ export const SQL = {
   /** @before — batches with nothing PENDING or RUNNING whose last activity is older than @before. */
   finishedBatches: `
     SELECT b.* FROM batches b
-    WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.batch_id = b.id AND t.status IN ('PENDING', 'RUNNING'))
+    WHERE (@only IS NULL OR b.id = @only) AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.batch_id = b.id AND t.status IN ('PENDING', 'RUNNING'))
       AND max(b.updated_at, coalesce((SELECT max(finished_at) FROM tasks t WHERE t.batch_id = b.id), 0)) < @before`,
   /** Before `prune` deletes: the largest ids so far stay taken (see migration 007). */
   raiseHighWater: `
@@ -188,7 +196,7 @@ export const SQL = {
   attemptsOf: 'SELECT * FROM attempts WHERE task_id = ? ORDER BY id',
   /** ?id — a fresh retry budget; the attempts history is kept. */
   resetFailed: `
-    UPDATE tasks SET status = 'PENDING', attempts = 0, next_run_at = 0, finished_at = NULL, last_error = NULL
+    UPDATE tasks SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, finished_at = NULL, last_error = NULL
     WHERE id = ? AND status = 'FAILED'
     RETURNING item_key`,
 } as const;

@@ -31,12 +31,12 @@ export function adminContract(h: Harness): void {
       expect(await countsAddUp(id)).toMatchObject({ pending: 1, retrying: 1, failed: 2, succeeded: 1 });
       expect((await h.store.attemptsOf(ts[0]!.id)).map((a) => a.outcome)).toEqual(['FAILED']);
 
-      // A reset task is claimable at once and gets its whole budget again.
+      // A reset task is claimable at once and gets its whole budget again; its attempt number goes on counting (SPEC §6).
       const again = await claimOne(id, now + 2);
-      expect(again).toMatchObject({ key: 'k000', attempt: 1 });
+      expect(again).toMatchObject({ key: 'k000', attempt: 2, counted: 1 });
       await h.store.settle([ending(again, 'FAILED', now + 3, { retryAt: now + 3 })]);
       expect(await task(id, 'k000')).toMatchObject({ status: 'PENDING', attempts: 1 });
-      expect((await h.store.attemptsOf(ts[0]!.id)).map((a) => a.attempt)).toEqual([1, 1]);
+      expect((await h.store.attemptsOf(ts[0]!.id)).map((a) => a.attempt)).toEqual([1, 2]);
 
       expect(await h.store.retryFailed({ batchId: id })).toBe(2);
       expect(await h.store.retryFailed({ batchId: id })).toBe(0);
@@ -123,6 +123,25 @@ export function adminContract(h: Harness): void {
       expect(await h.store.pruneFinished(before)).toEqual({ batches: [], tasks: 0, attempts: 0, logPaths: [] });
       // Once its last finish is old enough, the recent batch goes too.
       expect((await h.store.pruneFinished(now + 3_600_001)).batches).toEqual(['recent']);
+    });
+
+    it('prunableBatches names what pruneFinished would delete; with `only`, that batch alone, whatever its age', async () => {
+      const now = Date.now();
+      const a = await setup(1, { name: 'a' });
+      await h.store.settle([ending(await claimOne(a, now), 'SUCCESS', now + 1)]);
+      const b = await setup(1, { name: 'b' });
+      await h.store.settle([ending(await claimOne(b, now), 'SUCCESS', now + 1)]);
+      const open = await setup(1, { name: 'open' });
+      const later = Date.now() + 60_000;
+      expect((await h.store.prunableBatches(later)).map((x) => x.name)).toEqual(['a', 'b']);
+      expect(await h.store.prunableBatches(now - 60_000)).toEqual([]);
+      expect((await h.store.prunableBatches(Number.MAX_SAFE_INTEGER, b)).map((x) => x.name)).toEqual(['b']);
+      expect(await h.store.prunableBatches(Number.MAX_SAFE_INTEGER, open)).toEqual([]);
+      expect(await h.store.historySize()).toBe(2); // nothing deleted by looking
+      const result = await h.store.pruneFinished(Number.MAX_SAFE_INTEGER, undefined, b);
+      expect(result).toMatchObject({ batches: ['b'], tasks: 1, attempts: 1 });
+      expect((await h.store.listBatches()).map((x) => x.name)).toEqual(['a', 'open']);
+      expect((await h.store.pruneFinished(Number.MAX_SAFE_INTEGER, undefined, open)).batches).toEqual([]);
     });
 
     it('pruneFinished deletes a batch bigger than one chunk whole, handing each chunk\'s log paths over as it goes', async () => {

@@ -32,7 +32,7 @@ export function enqueueContract(h: Harness): void {
         expect(t).toMatchObject({ fingerprint: spec(key).fingerprint, leaseOwner: null, result: null, lastError: null });
         expect(t.finishedAt).toBeNull();
       }
-      expect(await countsAddUp(r.batch.id)).toEqual({ total: 3, pending: 3, retrying: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 });
+      expect(await countsAddUp(r.batch.id)).toEqual({ total: 3, pending: 3, retrying: 0, running: 0, queued: 0, succeeded: 0, failed: 0, cancelled: 0 });
     });
 
     it('inserts nothing when the same specs are enqueued again', async () => {
@@ -161,9 +161,10 @@ export function enqueueContract(h: Harness): void {
       expect(await task(id, 'k001')).toMatchObject({ status: 'SUCCESS', result: '"b"' });
       expect(await h.store.changedCount(id)).toBe(0);
       expect(await countsAddUp(id)).toMatchObject({ pending: 2, succeeded: 1 });
-      expect((await claim(id, now + 10, { slots: 3 })).map((t) => [t.key, t.attempt])).toEqual([
-        ['k000', 1],
-        ['k002', 1],
+      // k000 ran once before it was re-queued: its attempt number goes on counting, its budget starts over.
+      expect((await claim(id, now + 10, { slots: 3 })).map((t) => [t.key, t.attempt, t.counted])).toEqual([
+        ['k000', 2, 1],
+        ['k002', 1, 1],
       ]);
     });
 

@@ -92,7 +92,7 @@ export function useStore(makeStore: MakeStore): Harness {
     task: (batchId, key) => getTask(store, batchId, key),
     countsAddUp: async (batchId) => {
       const c = await store.counts(batchId);
-      expect(c.pending + c.retrying + c.running + c.succeeded + c.failed + c.cancelled).toBe(c.total);
+      expect(c.pending + c.retrying + c.running + c.queued + c.succeeded + c.failed + c.cancelled).toBe(c.total);
       return c;
     },
   };

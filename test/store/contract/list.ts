@@ -26,7 +26,7 @@ export function listContract(h: Harness): void {
 
     it('counts are disjoint and add up to the total', async () => {
       const { id } = await mixed();
-      expect(await countsAddUp(id)).toEqual({ total: 6, pending: 2, retrying: 1, running: 1, succeeded: 1, failed: 1, cancelled: 0 });
+      expect(await countsAddUp(id)).toEqual({ total: 6, pending: 2, retrying: 1, running: 1, queued: 0, succeeded: 1, failed: 1, cancelled: 0 });
     });
 
     it('nextDueAt is the earliest due time of a PENDING task, or null', async () => {

@@ -1,0 +1,46 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { runCli, startCli, waitFor } from '../helpers/cli.js';
+import { PG_URL, pgSchemas } from '../helpers/pg.js';
+import { projectWithFiles } from '../helpers/project.js';
+
+// SPEC §5: `worker --follow` keeps polling for new batches — also when the store does not exist
+// yet (SQLite file or PostgreSQL schema): it waits for it, as `worker --batch B` waits for B.
+
+const freshPg = pgSchemas('wfollow');
+
+async function followsAStoreCreatedLater(db: string): Promise<void> {
+  const p = projectWithFiles(3);
+  const worker = startCli(['worker', '--follow', '--db', db, '-j', '1'], { cwd: p.dir, timeoutMs: 120_000 });
+  onTestFinished(() => void worker.kill('SIGKILL'));
+  let stderr = '';
+  worker.stderr!.on('data', (b) => (stderr += b));
+  await waitFor(() => stderr.includes('waiting for the store') || worker.exitCode !== null, 30_000, 'the worker to say it waits');
+  expect(worker.exitCode, stderr).toBe(null);
+  expect(stderr).toMatch(/waiting for the store .* to be created/);
+
+  // The store appears with a batch whose tasks failed; once they are reset, the waiting worker runs them.
+  const exec = 'test -e ok && echo {key} >> by-worker.txt';
+  expect((await runCli(['run', 'src', '--db', db, '--exec', exec, '--retries', '0', '-j', '1'], { cwd: p.dir })).code).toBe(1);
+  writeFileSync(join(p.dir, 'ok'), '');
+  expect((await runCli(['retry-failed', '--db', db], { cwd: p.dir })).code).toBe(0);
+  const succeeded = async () => JSON.parse((await runCli(['status', '--json', '--db', db], { cwd: p.dir })).stdout).succeeded as number;
+  const until = Date.now() + 60_000;
+  while ((await succeeded()) < 3 && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
+  expect(await succeeded(), stderr).toBe(3);
+  expect(worker.exitCode).toBe(null); // --follow: still polling for more
+  worker.kill('SIGTERM');
+  expect((await worker.result).code).toBe(143);
+}
+
+describe('worker --follow on a store that does not exist yet', () => {
+  it('SQLite: waits for the file, then works on its batches', async () => {
+    const p = projectWithFiles(0);
+    await followsAStoreCreatedLater(join(p.dir, 'later', 'store.db'));
+  });
+
+  it.skipIf(!PG_URL)('PostgreSQL: waits for the schema, then works on its batches', async () => {
+    await followsAStoreCreatedLater(freshPg().db);
+  });
+});
