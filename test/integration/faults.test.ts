@@ -196,8 +196,10 @@ describe('signals', () => {
     expect(r.code).toBe(143);
     expect(r.stderr).toMatch(/SIGHUP: no new tasks; waiting up to 5s/);
     const rows = query<{ status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks');
-    expect(rows.filter((t) => t.status === 'SUCCESS').length).toBe(2);
+    // The running ones finished in the grace (a pair may have started as the signal came).
+    expect(rows.filter((t) => t.status === 'SUCCESS').length).toBeGreaterThanOrEqual(2);
     expect(rows.filter((t) => t.status === 'RUNNING')).toEqual([]);
+    expect(rows.filter((t) => t.status === 'PENDING').length).toBeGreaterThan(0);
     expect(rows.filter((t) => t.status === 'PENDING').every((t) => t.attempts === 0)).toBe(true);
     expect(query(dbPathIn(p.dir), "SELECT 1 FROM attempts WHERE outcome = 'LOST'")).toEqual([]);
   });
