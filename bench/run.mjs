@@ -13,6 +13,7 @@ import { handlerTasks } from './handler-row.mjs';
 import { scale, sharedStore, sharedStoreScale, split } from './store-rows.mjs';
 import { machineLine, table } from './table.mjs';
 import { watchedRun } from './watch-row.mjs';
+import { fleet } from './fleet-row.mjs';
 import { verdicts } from './verdict.mjs';
 
 const rows = [];
@@ -39,6 +40,8 @@ if (want('split')) record(split());
 if (want('watch')) record(await watchedRun());
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(sharedStore(process.env.SPLITDANCE_PG_URL));
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(await sharedStoreScale(process.env.SPLITDANCE_PG_URL));
+
+if (want('fleet')) record(await fleet());
 
 const text = table({ rows, machine, runs: RUNS, size: SIZE });
 if (!ONLY) {

@@ -21,7 +21,7 @@ if (!SIZES) {
 export const RUNS = SIZES.runs;
 
 /** BENCH_ONLY=shell,gzip runs only those benchmarks and writes no results file. */
-const NAMES = ['shell', 'handler', 'gzip', 'latency', 'scale', 'split', 'pg', 'watch'];
+const NAMES = ['shell', 'handler', 'gzip', 'latency', 'scale', 'split', 'pg', 'watch', 'fleet'];
 export const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null;
 const unknown = [...(ONLY ?? [])].filter((n) => !NAMES.includes(n));
 if (unknown.length) {

@@ -187,11 +187,18 @@ export class AttemptsInFlight {
     entry.timers.forEach((t) => t.cancel());
     this.entries.delete(entry.task.token);
     const { settlement, terminal } = settle(entry.task, ending, this.host.rules(entry.task.stage), now, entry.startedAt, entry.waited);
+    let output: OutputPaths | null = null;
     if (entry.output) {
-      // The worker committed or removed it; a worker that died (or was killed) could not.
-      if (ending.kind !== 'reported') discardOutput(entry.output);
-      else if (settlement.outcome === 'SUCCESS') settlement.result = resultWithOut(settlement.result, entry.output.path);
+      // A worker removes what a failure left; one that died (or was killed) could not, and a
+      // report settled as anything but a success leaves its file too. A success's file waits at
+      // its temporary path, recorded with the commit, renamed once it won.
+      if (ending.kind !== 'reported' || settlement.outcome !== 'SUCCESS') discardOutput(entry.output);
+      else {
+        settlement.result = resultWithOut(settlement.result, entry.output.path);
+        settlement.outputTemp = entry.output.temp;
+        output = entry.output;
+      }
     }
-    this.host.settled({ task: entry.task, settlement, terminal });
+    this.host.settled({ task: entry.task, settlement, terminal, output });
   }
 }

@@ -5,12 +5,17 @@ import { formatMs } from '../job/units.js';
 import { WallSteps } from '../wall-steps.js';
 import { HOST } from './owner.js';
 import type { PoolWorker } from './pool.js';
+import { discardOutput } from '../output/commit-output.js';
+import type { OutputPaths } from '../output/output-path.js';
+import { OutputPlacement } from './output-placement.js';
 
 /** An attempt's settlement, waiting for the next commit. */
 export interface Queued {
   task: ClaimedTask;
   settlement: Settlement;
   terminal: boolean;
+  /** A success's declared output, still at its temporary path: renamed only once this commit wins. */
+  output?: OutputPaths | null;
 }
 
 export interface CommitQueueHost {
@@ -25,6 +30,8 @@ export interface CommitQueueHost {
   /** Hands tasks claimed for a slot to it (the attempts in flight); `queued`: the tokens claimed as queued. */
   dispatch(worker: PoolWorker, tasks: ClaimedTask[], now: number, queued: ReadonlySet<number>): void;
   stop(reason: StopReason): void;
+  /** Committed successes' outputs, put in place once their commits won. */
+  placement: OutputPlacement;
 }
 
 /**
@@ -85,7 +92,10 @@ export class CommitQueue {
     // failures on their own first. (Successes, the common case, share the claim's transaction.)
     if (this.queue.some((q) => q.settlement.outcome !== 'SUCCESS')) await this.flush();
     const free = this.host.freeSlots();
-    if (this.queue.length === 0 && free.length === 0 && this.starts.length === 0) return null;
+    if (this.queue.length === 0 && free.length === 0 && this.starts.length === 0) {
+      await this.confirmPlaced();
+      return null;
+    }
     // Read before looking for a step: a step after this read leaves `now` on the clock the retries are on.
     let now = Date.now();
     while (await this.followSteps()) now = Date.now();
@@ -113,7 +123,14 @@ export class CommitQueue {
       // The version whose handler the pool loaded: under a newer one the store claims nothing.
       jobVersion: record.jobVersion,
     };
-    const { applied, claimed } = await this.committing(batch, () => store.settleAndClaim(batch.map((q) => q.settlement), request), starts);
+    // Outputs put in place since the last tick are confirmed in the same transaction: no commit of their own.
+    const placed = this.host.placement.take();
+    const { applied, claimed } = await this.committing(batch, () => store.settleAndClaim(batch.map((q) => q.settlement), request, placed), starts).catch(
+      (err: unknown) => {
+        this.host.placement.restore(placed);
+        throw err;
+      },
+    );
     const perWorker = new Map<PoolWorker, ClaimedTask[]>();
     const queued = new Set<number>();
     claimed.forEach((task, i) => {
@@ -126,6 +143,18 @@ export class CommitQueue {
     for (const [worker, tasks] of perWorker) this.host.dispatch(worker, tasks, now, queued);
     await this.report(batch, new Set(applied));
     return free.length > 0 && claimed.length < free.length ? now : null;
+  }
+
+  /** Confirms the outputs put in place since the last commit, on their own (nothing else to commit). */
+  async confirmPlaced(): Promise<void> {
+    const placed = this.host.placement.take();
+    if (placed.length === 0) return;
+    try {
+      await this.host.store.outputsPlaced(placed);
+    } catch (err) {
+      this.host.placement.restore(placed);
+      throw err;
+    }
   }
 
   /**
@@ -160,6 +189,7 @@ export class CommitQueue {
   private async report(batch: Queued[], applied: Set<number>): Promise<void> {
     if (batch.length === 0) return;
     const { store, observer } = this.host;
+    await this.placeOutputs(batch, applied);
     // Whether a failure ended its task is the store's call: the budget may have changed since the claim.
     // (An interrupted attempt of a task `cancel` stopped ends it CANCELLED.)
     const failedIds = batch.filter((q) => q.settlement.outcome !== 'SUCCESS').map((q) => q.task.id);
@@ -179,6 +209,24 @@ export class CommitQueue {
       const { retryAt } = q.settlement;
       if (now === 'PENDING' && typeof retryAt === 'number') this.retries.set(q.task.id, retryAt);
       observer.attemptEnded(q.task, q.settlement, now);
+    }
+  }
+
+  /**
+   * Declared outputs after their commit: a winner's is renamed into place; a fenced-off
+   * attempt's is removed, never renamed — unless the store records it as the success (the
+   * reply of a commit that landed was lost, and the retry found its own success).
+   */
+  private async placeOutputs(batch: Queued[], applied: Set<number>): Promise<void> {
+    const { placement } = this.host;
+    const fenced = batch.filter((q) => q.output && !applied.has(q.settlement.token));
+    const pending = fenced.length ? await this.host.store.pendingOutputs(this.host.batch.id).catch(() => null) : [];
+    for (const q of batch) {
+      if (!q.output) continue;
+      if (applied.has(q.settlement.token)) placement.place(q.task.id, q.output);
+      else if (pending === null) continue; // the store cannot tell now: the file stays, recovery decides
+      else if (OutputPlacement.recorded(pending, q.output.temp)) placement.place(q.task.id, q.output);
+      else discardOutput(q.output);
     }
   }
 

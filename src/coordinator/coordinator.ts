@@ -9,6 +9,7 @@ import { Outage, releaseLostClaims, type RunStore } from './outage.js';
 import { ownerId } from './owner.js';
 import type { WorkerPool } from './pool.js';
 import type { RetryRules } from './settlement.js';
+import { OutputPlacement } from './output-placement.js';
 import { Upkeep } from './upkeep.js';
 
 export interface CoordinatorOptions {
@@ -86,6 +87,8 @@ export class Coordinator {
   private readonly upkeep: Upkeep;
   /** A store that is down (a server restart): attempts go on, ticks wait for its retry. */
   private readonly outage: Outage;
+  /** Committed successes' declared outputs being renamed into place, and their confirmations. */
+  private readonly placement: OutputPlacement;
 
   constructor(
     private readonly store: RunStore,
@@ -97,6 +100,7 @@ export class Coordinator {
     // Here, before anything starts: a log folder that cannot be made safe (a symlink in the
     // way, a folder that is not ours) stops the run with nothing claimed (StoreError).
     const logFolder = prepareLogFolder(options.logDir, store.identity, batch.name);
+    this.placement = new OutputPlacement((m) => observer.note(m), () => this.schedule());
     this.attempts = new AttemptsInFlight({
       pool,
       batchName: batch.name,
@@ -126,6 +130,7 @@ export class Coordinator {
       freeSlots: () => (this.stopping ? [] : pool.freeSlots()),
       dispatch: (worker, tasks, now, queued) => this.attempts.dispatch(worker, tasks, now, queued),
       stop: (reason) => this.stop(reason),
+      placement: this.placement,
     });
     this.upkeep = new Upkeep({
       store,
@@ -138,6 +143,8 @@ export class Coordinator {
       inflight: this.attempts.inflight,
       stop: (reason) => this.stop(reason),
       lost: (released) => this.lostElsewhere(released),
+      // A batch without declared outputs has none to finish.
+      unplaced: options.outputs.declared ? (pending) => this.placement.redo(pending) : null,
     });
     this.outage = new Outage((m) => observer.note(m));
   }
@@ -186,6 +193,8 @@ export class Coordinator {
       this.pool.quiesce();
       this.killAll(); // only after a fatal error is anything still in flight
       await this.commits.flush().catch(() => undefined);
+      await this.placement.settled();
+      await this.commits.confirmPlaced().catch(() => undefined); // unconfirmed, the next recovery finds them in place
       await this.pool.shutdown();
     }
   }
@@ -305,7 +314,7 @@ export class Coordinator {
   }
 
   private async checkEnd(): Promise<void> {
-    if (this.attempts.size > 0 || this.commits.size > 0) return;
+    if (this.attempts.size > 0 || this.commits.size > 0 || this.placement.size > 0) return;
     if (this.stopping) return this.finish(this.stopping);
     const c = await this.store.counts(this.batch.id);
     if (c.pending + c.retrying + c.running + c.queued === 0) return this.finish({ kind: 'done' });

@@ -1,8 +1,10 @@
 import type { JobSettings } from '../job/job-definition.js';
 import { outputFor } from '../job/stages.js';
+import { readdirSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { discardOutput } from '../output/commit-output.js';
 import { isUpToDate, neededOutputs } from '../output/freshness.js';
-import { outputPathsOf, type OutputPaths, type OutputSpec } from '../output/output-path.js';
+import { outputPath, outputPathsOf, tempPrefixOf, type OutputPaths, type OutputSpec } from '../output/output-path.js';
 import type { ClaimedTask, ReleasedTask, Settlement } from '../store/task-store.js';
 
 /** A claimed task's declared output: its paths, or why it has none it could write (a hostile value). */
@@ -21,6 +23,8 @@ export class DeclaredOutputs {
     private readonly batch: string,
     /** `--force`: never skip a task as up to date. */
     private readonly force: boolean,
+    /** The store's identity: part of every temporary name, so two stores never share one. */
+    private readonly store: string,
   ) {
     for (const stage of settings.stages.length ? settings.stages.map((s) => s.name) : ['']) this.specs.set(stage, outputFor(settings, stage));
   }
@@ -29,7 +33,7 @@ export class DeclaredOutputs {
     const spec = this.specs.get(task.stage) ?? null;
     if (spec === null) return null;
     try {
-      return { paths: outputPathsOf(spec, { ...task, batch: this.batch }, task.token) };
+      return { paths: outputPathsOf(spec, { ...task, batch: this.batch }, this.store, task.token) };
     } catch (err) {
       return { error: (err as Error).message };
     }
@@ -59,16 +63,32 @@ export class DeclaredOutputs {
     };
   }
 
-  /** Temporary files of attempts recovery found lost (their owner died): no one else will remove them. */
+  /** Whether any stage of the batch declares an output. */
+  get declared(): boolean {
+    return [...this.specs.values()].some((s) => s !== null);
+  }
+
+  /**
+   * Temporary files of attempts recovery found lost (their owner died): no one else will remove
+   * them. Their names end in random digits, so they are found by the store's and the attempt's prefix.
+   */
   discardLost(released: ReleasedTask[]): void {
     for (const t of released) {
       const spec = this.specs.get(t.stage) ?? null;
       if (spec === null || t.token === null) continue;
+      let prefix: string;
       try {
-        discardOutput(outputPathsOf(spec, { ...t, batch: this.batch, attempt: 0, inputs: {} }, t.token));
+        prefix = tempPrefixOf(outputPath(spec, { ...t, batch: this.batch, attempt: 0, inputs: t.inputs ?? {} }), this.store, t.token);
       } catch {
-        // a path only a stage result could render: that attempt never had a temporary file
+        continue; // a path its stage results could not render: that attempt never had a temporary file
       }
+      let names: string[];
+      try {
+        names = readdirSync(dirname(prefix));
+      } catch {
+        continue; // no folder: nothing was written
+      }
+      for (const name of names) if (name.startsWith(basename(prefix)) && name.endsWith('.tmp')) discardOutput({ temp: join(dirname(prefix), name) });
     }
   }
 }

@@ -3,17 +3,23 @@ import { definitionOf } from '../job/job-definition.js';
 import type { RunPlan } from '../job/plan-run.js';
 import { budgetOf } from '../job/stages.js';
 import type { AdminStore, BatchRecord, TaskSpec } from '../store/task-store.js';
+import { UNNAMED } from '../split/walk-directory.js';
 import { sameHandlers } from './batch-pool.js';
 
 export type EnqueuePlan = Pick<RunPlan, 'batchName' | 'source' | 'settings' | 'existing' | 'changed' | 'rerunChanged' | 'notes'>;
 
 /**
  * Writes the plan's batch and tasks (idempotently) and decides which definition version this
- * run's workers serve, which were started with `plan.settings` loaded. `unnamed` fills, as
- * `specs` is read, with the files that cannot be tasks. Adds the notes the enqueue gives to
+ * run's workers serve, which were started with `plan.settings` loaded. `skipped` fills, as
+ * `specs` is read, with the files that cannot be tasks, and why. Adds the notes the enqueue gives to
  * `plan.notes`.
  */
-export async function enqueuePlan(store: AdminStore, plan: EnqueuePlan, specs: Iterable<TaskSpec>, unnamed: readonly string[]): Promise<{ batch: BatchRecord; inserted: number }> {
+export async function enqueuePlan(
+  store: AdminStore,
+  plan: EnqueuePlan,
+  specs: Iterable<TaskSpec>,
+  skipped: readonly { path: string; reason: string }[],
+): Promise<{ batch: BatchRecord; inserted: number }> {
   const job = definitionOf(plan.source, plan.settings) as unknown as Record<string, unknown>;
   const maxAttempts = plan.settings.retries + 1;
   const enqueued = await store.enqueue({ name: plan.batchName, source: plan.source, job, maxAttempts }, specs, {
@@ -25,9 +31,17 @@ export async function enqueuePlan(store: AdminStore, plan: EnqueuePlan, specs: I
   // Another run changed the handler since the plan read the batch: this run's workers loaded
   // the old one, so it claims nothing (no version is 0) and follows the stored one at once.
   else if (!sameHandlers(batch.job, job)) batch = { ...batch, jobVersion: 0 };
-  if (unnamed.length) {
-    const shown = unnamed.slice(0, 5).join(', ') + (unnamed.length > 5 ? `, … (${unnamed.length - 5} more)` : '');
-    plan.notes.push(`skipped ${unnamed.length} file${unnamed.length === 1 ? '' : 's'} whose name is not valid UTF-8: ${shown}; rename them to run them`);
+  const byReason = new Map<string, { path: string }[]>();
+  for (const s of skipped) {
+    const files = byReason.get(s.reason);
+    if (files) files.push(s);
+    else byReason.set(s.reason, [s]);
+  }
+  for (const [reason, files] of byReason) {
+    const shown = files.slice(0, 5).map((f) => f.path).join(', ') + (files.length > 5 ? `, … (${files.length - 5} more)` : '');
+    const n = `${files.length} file${files.length === 1 ? '' : 's'}`;
+    if (reason === UNNAMED) plan.notes.push(`skipped ${n} whose name is not valid UTF-8: ${shown}; rename them to run them`);
+    else plan.notes.push(`skipped ${n} (${reason}): ${shown}`);
   }
   if (enqueued.requeued) plan.notes.push(`re-queued ${plural(enqueued.requeued, 'succeeded task')} whose file changed (--rerun-changed)`);
   if (enqueued.changed) plan.notes.push(`${plural(enqueued.changed, 'succeeded task')} ${enqueued.changed === 1 ? 'has a changed file' : 'have changed files'} since; --rerun-changed runs ${enqueued.changed === 1 ? 'it' : 'them'} again`);

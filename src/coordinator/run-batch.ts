@@ -101,7 +101,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
         maxRuntimeMs: inv.maxRuntimeMs === null ? null : Math.max(0, inv.maxRuntimeMs - (monotonicMs() - started)),
         logDir: logRoot(run.dbPath, run.cwd),
         pollMs: 1000,
-        outputs: new DeclaredOutputs(settings, b.name, inv.force),
+        outputs: new DeclaredOutputs(settings, b.name, inv.force, store.identity),
         printPrefix: printer ? (token) => printer.prefixOf(token) : null,
       },
       seen,

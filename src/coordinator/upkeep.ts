@@ -1,5 +1,5 @@
 import { StoreError } from '../errors.js';
-import type { BatchRecord, ClaimedTask, LeaseStore, ReleasedTask } from '../store/task-store.js';
+import type { BatchRecord, ClaimedTask, LeaseStore, PendingOutput, ReleasedTask } from '../store/task-store.js';
 import type { RunObserver, StopReason } from './coordinator.js';
 import type { PoolWorker, WorkerPool } from './pool.js';
 import { recoverStale } from './recovery.js';
@@ -18,6 +18,8 @@ export interface UpkeepHost {
   stop(reason: StopReason): void;
   /** Attempts of dead owners that recovery recorded LOST. */
   lost(released: ReleasedTask[]): void;
+  /** Committed successes whose output's rename was never confirmed (null: the batch declares no output). */
+  unplaced: ((pending: PendingOutput[]) => void) | null;
 }
 
 /**
@@ -53,6 +55,8 @@ export class Upkeep {
       this.host.lost(released);
       observer.released(released);
     }
+    // A crash (here or on another host) between a success's commit and its output's rename.
+    if (this.host.unplaced) this.host.unplaced(await store.pendingOutputs(batch.id));
     // Attempts queued behind one that turned out slow go back, so idle workers can run them.
     for (const w of pool.stuck(pollMs)) pool.drop(w);
     // `splitdance pause` from anywhere: stop claiming within a poll, let running attempts finish.

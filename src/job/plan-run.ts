@@ -11,7 +11,10 @@ import { expandStages, layoutOf } from './stages.js';
 import { checkTemplate } from '../worker/exec-template.js';
 import { templateWarnings } from './template-warnings.js';
 import { printable } from '../printable.js';
+import { storePathAt, storePaths } from '../replaceable-path.js';
+import { isPostgresUrl, logRoot } from '../store/open-store.js';
 import type { TaskSpec } from '../store/task-store.js';
+import type { OutputProblem } from '../output/planned-outputs.js';
 
 /** What planning needs to know of a batch already in the store: only its stored definition. */
 export interface StoredBatch {
@@ -116,19 +119,36 @@ export async function planRun(
       return expandStages(sample ? sampled(make, sample) : make(), settings);
     },
   };
+  const store = storePaths(isPostgresUrl(db) ? null : db, logRoot(db, cwd));
+  if (inv.metricsFile !== null) {
+    const at = storePathAt(inv.metricsFile, store);
+    if (at !== null) throw new UsageError(`--metrics-file ${printable(inv.metricsFile)} is the store's ${printable(at)}; writing it would destroy the store: give a path outside it`);
+  }
   if (settings.output || settings.stages.some((s) => s.output)) {
-    // Two tasks on one output file: each would overwrite the other, or be found up to date on it.
-    const { findOutputCollision } = await import('../output/planned-outputs.js');
-    const clash = findOutputCollision(settings, () => plan.split(), batchName);
-    if (clash) {
-      const field = settings.output ? `--output ${JSON.stringify(settings.output.template)}` : `the "output" of stage ${JSON.stringify(clash.first.split('/')[0])}`;
-      throw new UsageError(
-        `${field} gives two tasks one output file: ${printable(clash.first)} and ${printable(clash.second)} both write ${printable(clash.path)}; ` +
-          'use a placeholder that tells them apart ({rel} or {key})',
-      );
-    }
+    const { findOutputProblem } = await import('../output/planned-outputs.js');
+    const problem = findOutputProblem(settings, () => plan.split(), batchName, store);
+    if (problem) throw new UsageError(outputProblemMessage(problem, settings));
   }
   return plan;
+}
+
+/** One line for a planned output that cannot be written: what, where, and the way out. */
+function outputProblemMessage(problem: OutputProblem, settings: JobSettings): string {
+  const stage = 'key' in problem ? problem.key : problem.first;
+  const field = settings.output ? `--output ${JSON.stringify(settings.output.template)}` : `the "output" of stage ${JSON.stringify(stage.split('/')[0])}`;
+  const path = printable(problem.path);
+  switch (problem.kind) {
+    case 'collision':
+      return `${field} gives two tasks one output file: ${printable(problem.first)} and ${printable(problem.second)} both write ${path}; use a placeholder that tells them apart ({rel} or {key})`;
+    case 'input':
+      return problem.owner === problem.key
+        ? `${field} is the input file itself for ${printable(problem.key)} (${path}); write the output elsewhere`
+        : `${field} would overwrite the input of ${printable(problem.owner)}: ${printable(problem.key)} writes ${path}; write the outputs elsewhere`;
+    case 'store':
+      return `${field} would write ${path}, the store's ${printable(problem.storePath)} (for ${printable(problem.key)}); writing there would destroy the store: write the outputs elsewhere`;
+    case 'blocked':
+      return `${field}: ${path} (for ${printable(problem.key)}) is ${problem.what}, not a regular file; splitdance replaces only regular files: remove it or write the outputs elsewhere`;
+  }
 }
 
 /**

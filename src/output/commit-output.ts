@@ -1,45 +1,77 @@
 import { constants, mkdirSync, rmSync } from 'node:fs';
 import { lstat, open, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { notReplaceable } from '../replaceable-path.js';
 import type { DoneMessage } from '../worker/protocol.js';
 import type { OutputPaths } from './output-path.js';
 
 /**
- * The worker's side of a declared output: the attempt writes its temporary path; a success
- * is made durable and renamed onto the output path (atomic: the path holds the old file or
- * the new one, never part of one); anything else removes it. A crash between leaves only
- * the temporary file, which the coordinator (or the next run's recovery) removes.
+ * A declared output from the attempt's temporary file to its output path. The worker checks
+ * and syncs the file the attempt wrote (`finishOutput`); the coordinator commits the success,
+ * recording the temporary file, and only then renames it onto the output path (`placeOutput`:
+ * atomic, idempotent, redone by recovery after a crash between commit and rename). A fenced-off
+ * attempt's commit does not win, so it never renames: its file is removed (`discardOutput`).
+ * Anything but a success removes the file at once.
  */
 
-/** Makes the output's folder before the attempt starts; returns why it could not, or null. */
-export function prepareOutput(out: OutputPaths): string | null {
+/**
+ * Makes the output's folder before the attempt starts (0700, whatever the umask: a folder
+ * splitdance makes is its own) and checks what is at the output path; returns why the attempt
+ * cannot run (as the error it fails with: a folder or a device there fails the task for good),
+ * or null.
+ */
+export function prepareOutput(out: OutputPaths): { name: string; message: string; retryable: boolean } | null {
   try {
-    mkdirSync(dirname(out.path), { recursive: true });
-    return null;
+    mkdirSync(dirname(out.path), { recursive: true, mode: 0o700 });
   } catch (err) {
-    return `the declared output's folder ${dirname(out.path)} could not be made: ${(err as Error).message}`;
+    return { name: 'Error', message: `the declared output's folder ${dirname(out.path)} could not be made: ${(err as Error).message}`, retryable: true };
   }
+  const blocked = outputBlocked(out.path);
+  return blocked === null ? null : { name: 'PermanentError', message: blocked, retryable: false };
+}
+
+/** Why the file at an output path may not be replaced (anything but a regular file), or null. */
+function outputBlocked(path: string): string | null {
+  const kind = notReplaceable(path);
+  return kind && `declared output ${path} is ${kind}, not a regular file; splitdance replaces only regular files: remove it or choose another --output`;
 }
 
 /**
- * After a successful command: the temporary file is synced and renamed onto the output path,
- * then its folder is synced, so a power loss after the commit cannot undo it. Returns the
- * error that fails the attempt instead, or null. Asynchronous: the syncs wait on the disk in
- * libuv's threads, never in the event loop that starts the next commands and commits.
+ * After a successful command: the temporary file must be a regular file (never a symlink: it
+ * is opened with O_NOFOLLOW) and is synced, so a success committed next has its whole content
+ * on disk. Returns the error that fails the attempt instead, and whether a retry could help,
+ * or null. Asynchronous: the sync waits on the disk in libuv's threads, never in the event loop.
  */
-export async function commitOutput(out: OutputPaths, how: string): Promise<string | null> {
-  let isFile: boolean;
+export async function checkOutput(out: OutputPaths, how: string): Promise<{ message: string; retryable: boolean } | null> {
+  let st;
   try {
-    isFile = (await lstat(out.temp)).isFile();
+    st = await lstat(out.temp);
   } catch {
-    return `declared output not written: ${out.path} (${how})`;
+    return { message: `declared output not written: ${out.path} (${how})`, retryable: true };
   }
+  if (!st.isFile()) return { message: `declared output ${out.path} was not written as a regular file (${how})`, retryable: true };
+  const blocked = outputBlocked(out.path);
+  if (blocked) return { message: blocked, retryable: false };
   try {
-    if (isFile) await syncPath(out.temp, constants.O_RDONLY);
+    await syncPath(out.temp, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (err) {
+    return { message: `declared output ${out.path} could not be synced: ${(err as Error).message}`, retryable: true };
+  }
+  return null;
+}
+
+/**
+ * Puts a committed success's output in place: the rename, then its folder's sync, so a power
+ * loss after it cannot undo it. Idempotent: a temporary file already gone with a file at the
+ * output path was renamed before (by this run, or by recovery elsewhere). Returns why it could
+ * not (`missing`: neither file is there), or null.
+ */
+export async function placeOutput(out: OutputPaths): Promise<{ error: string; missing: boolean } | null> {
+  try {
     await rename(out.temp, out.path);
   } catch (err) {
-    discardOutput(out);
-    return `declared output could not be moved onto ${out.path}: ${(err as Error).message}`;
+    const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
+    if (!missing || !(await exists(out.path))) return { error: `declared output could not be moved onto ${out.path}: ${(err as Error).message}`, missing };
   }
   try {
     await syncFolder(dirname(out.path));
@@ -47,6 +79,15 @@ export async function commitOutput(out: OutputPaths, how: string): Promise<strin
     // the rename happened; a folder that cannot be synced (some network file systems) only loses durability
   }
   return null;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Per folder: the sync running now, and the one queued after it (shared by every rename made meanwhile). */
@@ -77,8 +118,8 @@ function startFolderSync(dir: string): Promise<void> {
   return running;
 }
 
-/** Removes what a failed, stopped or dead attempt left at its temporary path (never the output). */
-export function discardOutput(out: OutputPaths): void {
+/** Removes what a failed, stopped, dead or fenced-off attempt left at its temporary path (never the output). */
+export function discardOutput(out: Pick<OutputPaths, 'temp'>): void {
   try {
     rmSync(out.temp, { recursive: true, force: true });
   } catch {
@@ -98,12 +139,18 @@ async function syncPath(path: string, flags: number): Promise<void> {
 /** How an attempt ended, as far as its output is concerned. */
 type Ended = Pick<DoneMessage, 'ok' | 'result' | 'error'>;
 
-/** The attempt's outcome once its output is dealt with: a success whose output cannot be committed fails. */
+/**
+ * The attempt's outcome once its output is checked: a success whose output is missing or not
+ * a regular file fails (its file removed); anything but a success removes it. A success keeps
+ * its temporary file for the coordinator to rename once the commit won.
+ */
 export async function finishOutput<T extends Ended>(out: OutputPaths, outcome: T, how: string): Promise<T> {
   if (!outcome.ok) {
     discardOutput(out);
     return outcome;
   }
-  const error = await commitOutput(out, how);
-  return error === null ? outcome : { ...outcome, ok: false, result: null, error: { name: 'Error', message: error, retryable: true } };
+  const error = await checkOutput(out, how);
+  if (error === null) return outcome;
+  discardOutput(out);
+  return { ...outcome, ok: false, result: null, error: { name: error.retryable ? 'Error' : 'PermanentError', message: error.message, retryable: error.retryable } };
 }

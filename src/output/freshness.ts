@@ -1,19 +1,29 @@
-import { statSync } from 'node:fs';
+import { lstatSync, statSync } from 'node:fs';
 
 /**
- * Whether a task's output is up to date (SPEC §4): it exists and was modified after every
+ * Whether a task's output is up to date (SPEC §4): it is a regular file modified after every
  * input — the task's file and, for a stage, the outputs of the stages it needs, as `make`
  * does. Nanosecond times, so an input touched within the same millisecond still counts; an
  * input that is gone makes the task run (and fail, saying why).
  */
 export function isUpToDate(output: string, inputs: string[]): boolean {
-  const out = mtimeNs(output);
+  const out = outputMtimeNs(output);
   if (out === null) return false;
   for (const input of inputs) {
     const m = mtimeNs(input);
     if (m === null || m >= out) return false;
   }
   return true;
+}
+
+/** The output's time, if it is a regular file: a folder, a symlink or a device there is no output. */
+function outputMtimeNs(path: string): bigint | null {
+  try {
+    const st = lstatSync(path, { bigint: true });
+    return st.isFile() ? st.mtimeNs : null;
+  } catch {
+    return null;
+  }
 }
 
 function mtimeNs(path: string): bigint | null {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { basename, dirname, join, resolve } from 'node:path';
 import { PermanentError, UsageError } from '../errors.js';
 import { placeholderValue, type PlaceholderTask } from '../worker/exec-template.js';
@@ -45,6 +46,13 @@ export function checkOutputTemplate(template: string, needs: string[], field = '
  * folder the template names — that attempt fails for good instead.
  */
 export function outputPath(spec: OutputSpec, task: PlaceholderTask): string {
+  const path = renderOutputPath(spec, task);
+  if (path === task.payload.path) throw new PermanentError(`declared output ${spec.template} is the input file itself (${path}); write the output elsewhere`);
+  return path;
+}
+
+/** The output path, checked as outputPath does except against the task's own input (the planning pass reports that itself). */
+export function renderOutputPath(spec: OutputSpec, task: PlaceholderTask): string {
   const t = spec.template;
   let rendered = '';
   for (let i = 0; i < t.length; ) {
@@ -61,21 +69,36 @@ export function outputPath(spec: OutputSpec, task: PlaceholderTask): string {
     i += ph.text.length;
   }
   const path = resolve(spec.base, rendered);
-  if (rendered === '' || basename(path) === '' || path === '/') throw new PermanentError(`declared output ${t} renders to "${rendered}", which is not a file path`);
-  if (path === task.payload.path) throw new PermanentError(`declared output ${t} is the input file itself (${path}); write the output elsewhere`);
+  const last = rendered.split('/').at(-1);
+  if (rendered === '' || last === '' || last === '.' || basename(path) === '' || path === '/') throw new PermanentError(`declared output ${t} renders to "${rendered}", which is not a file path`);
   return path;
 }
 
+/** Bytes of the output's name kept in its temporary name: the rest (≈ 70 bytes) must fit NAME_MAX (255). */
+const NAME_BYTES = 160;
+
 /**
- * The attempt's temporary path, beside the output (so the rename is atomic, on one file
- * system) and hidden (a later split of that folder skips it). The attempt id makes it the
- * attempt's own, so a stale owner's leftover is never mistaken for the current attempt's.
+ * The start of an attempt's temporary names: beside the output (so the rename is atomic, on
+ * one file system), hidden (a later split of that folder skips it), and naming the store
+ * (its identity) and the attempt (its id), so two stores writing one folder, or a stale
+ * owner's leftover, never share a name with the current attempt.
  */
-export function tempPathOf(path: string, token: number): string {
-  return join(dirname(path), `.${basename(path)}.splitdance-${token}.tmp`);
+export function tempPrefixOf(path: string, store: string, token: number): string {
+  let name = basename(path);
+  if (Buffer.byteLength(name) > NAME_BYTES) name = Buffer.from(name).subarray(0, NAME_BYTES).toString().replace(/\uFFFD+$/, '');
+  return join(dirname(path), `.${name}.splitdance-${store.slice(0, 12)}-${token}-`);
 }
 
-export function outputPathsOf(spec: OutputSpec, task: PlaceholderTask, token: number): OutputPaths {
+/**
+ * The attempt's temporary path: its prefix and 96 random bits, so no one can plant a file or
+ * a symlink at it beforehand (the command or handler creates it; the worker refuses anything
+ * but a regular file it finds there).
+ */
+export function tempPathOf(path: string, store: string, token: number): string {
+  return `${tempPrefixOf(path, store, token)}${randomBytes(12).toString('hex')}.tmp`;
+}
+
+export function outputPathsOf(spec: OutputSpec, task: PlaceholderTask, store: string, token: number): OutputPaths {
   const path = outputPath(spec, task);
-  return { path, temp: tempPathOf(path, token) };
+  return { path, temp: tempPathOf(path, store, token) };
 }

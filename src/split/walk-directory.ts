@@ -23,9 +23,6 @@ export interface WalkOptions {
  * name; links to directories, out of the source, dangling or looping are skipped.
  * Hidden entries are skipped unless an include pattern names them explicitly.
  */
-/** The reason given to `onSkip` for a file or folder removed while the walk was under way. */
-export const VANISHED = 'it was removed while the source was being split';
-
 export function* walkDirectory(root: string, options: WalkOptions): Generator<TaskSpec> {
   const rootReal = realpathSync(root);
   const includes = globMatcher(options.include, { dot: false });
@@ -47,7 +44,7 @@ export function* walkDirectory(root: string, options: WalkOptions): Generator<Ta
 
   function* walk(relDir: string, inHiddenDir: boolean): Generator<TaskSpec> {
     const dir = relDir ? join(root, relDir) : root;
-    for (const entry of listSorted(dir, options.onSkip, relDir !== '')) {
+    for (const entry of listSorted(dir, options.onSkip)) {
       const rel = relDir ? `${relDir}/${entry.name}` : entry.name;
       const abs = join(root, rel);
       if (skip.has(join(rootReal, rel))) continue;
@@ -57,10 +54,10 @@ export function* walkDirectory(root: string, options: WalkOptions): Generator<Ta
         yield* walk(rel, inHiddenDir || hidden);
       } else if (entry.isFile()) {
         if (!accept(rel, inHiddenDir, hidden)) continue;
-        // Listed, then gone before its stat: removed while the source was being split.
         const stats = statSync(abs, { throwIfNoEntry: false });
-        if (stats) yield spec(abs, rel, stats);
-        else options.onSkip?.(abs, VANISHED);
+        // Listed, then gone before it could be looked at (another process cleaning up): not a task.
+        if (stats === undefined) options.onSkip?.(abs, 'removed during the split');
+        else yield spec(abs, rel, stats);
       } else if (entry.isSymbolicLink()) {
         const target = linkedFileInside(abs, rootReal);
         if (target && !skip.has(target.real) && accept(rel, inHiddenDir, hidden)) yield spec(abs, rel, target.stats);
@@ -76,14 +73,14 @@ export function* walkDirectory(root: string, options: WalkOptions): Generator<Ta
  * say) cannot be passed to a handler or a shell argument intact, so they are reported
  * through `onSkip` rather than turned into a task for a file that does not exist.
  */
-function listSorted(dir: string, onSkip?: (path: string, reason: string) => void, sub = false): Dirent[] {
+function listSorted(dir: string, onSkip?: (path: string, reason: string) => void): Dirent[] {
   let raw: Dirent<Buffer>[];
   try {
     raw = readdirSync(dir, { withFileTypes: true, encoding: 'buffer' }) as unknown as Dirent<Buffer>[];
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    if (sub && (e.code === 'ENOENT' || e.code === 'ENOTDIR')) {
-      onSkip?.(dir, VANISHED); // a folder listed a moment ago, removed or replaced since
+    if (e.code === 'ENOENT') {
+      onSkip?.(dir, 'removed during the split');
       return [];
     }
     throw new UsageError(`cannot read the directory ${dir} (${e.code}); fix its permissions or --exclude it`);
@@ -93,7 +90,7 @@ function listSorted(dir: string, onSkip?: (path: string, reason: string) => void
     const bytes = entry.name as unknown as Buffer;
     const name = bytes.toString('utf8');
     if (!Buffer.from(name, 'utf8').equals(bytes)) {
-      onSkip?.(join(dir, escapeBytes(bytes)), 'its name is not valid UTF-8');
+      onSkip?.(join(dir, escapeBytes(bytes)), UNNAMED);
       continue;
     }
     const order = entry.isDirectory() ? Buffer.concat([bytes, SLASH]) : bytes;
@@ -103,6 +100,9 @@ function listSorted(dir: string, onSkip?: (path: string, reason: string) => void
 }
 
 const SLASH = Buffer.from('/');
+
+/** Why a file with a name that is not UTF-8 is skipped (the run's note says how to fix it). */
+export const UNNAMED = 'its name is not valid UTF-8';
 
 /** The real path of `path`, or of its folder plus its name when it does not exist (yet). */
 function realPathOf(path: string): string {

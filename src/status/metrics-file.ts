@@ -1,8 +1,8 @@
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { UsageError } from '../errors.js';
 import { printable } from '../printable.js';
+import { notReplaceable, replaceFile } from '../replaceable-path.js';
 
 /**
  * The file `run --metrics-file` keeps for node_exporter's textfile collector. It is replaced
@@ -12,12 +12,16 @@ import { printable } from '../printable.js';
 
 /**
  * Checked when the options are parsed, so a path the run could never write is exit 2 before
- * anything is written: not a folder, and the nearest existing folder on its way writable
- * (the missing ones are created at the first write).
+ * anything is written: a regular file or nothing (never a folder, a device such as /dev/null,
+ * a FIFO or a symlink: the rename would replace it), and the nearest existing folder on its way
+ * writable (the missing ones are created at the first write). The store's own files are refused
+ * where the store is known (planRun).
  */
 export function checkMetricsPath(path: string, what: string): string {
   const fail = (why: string) => new UsageError(`${what} ${printable(path)}: ${why}`);
-  if (existsSync(path) && statSync(path).isDirectory()) throw fail('is a folder; give a file such as /var/lib/node_exporter/textfile/splitdance.prom');
+  const blocked = notReplaceable(path);
+  if (blocked === 'a folder') throw fail('is a folder; give a file such as /var/lib/node_exporter/textfile/splitdance.prom');
+  if (blocked) throw fail(`is ${blocked}, not a regular file; splitdance replaces only regular files (to keep no metrics, leave out ${what})`);
   let dir = dirname(path);
   while (!existsSync(dir) && dirname(dir) !== dir) dir = dirname(dir);
   if (!statSync(dir).isDirectory()) throw fail(`${printable(dir)} is not a folder`);
@@ -29,16 +33,7 @@ export function checkMetricsPath(path: string, what: string): string {
   return path;
 }
 
-/** Replaces `path` with `text` atomically, creating its folders. */
-export async function writeAtomically(path: string, text: string): Promise<void> {
-  const dir = dirname(path);
-  await mkdir(dir, { recursive: true });
-  const temp = join(dir, `.${basename(path)}.${process.pid}.tmp`);
-  try {
-    await writeFile(temp, text);
-    await rename(temp, path);
-  } catch (err) {
-    await rm(temp, { force: true }).catch(() => undefined);
-    throw err;
-  }
+/** Replaces `path` with `text` atomically, creating its folders (replaceFile: exclusive, never through a symlink). */
+export function writeAtomically(path: string, text: string): Promise<void> {
+  return replaceFile(path, text, { what: 'the metrics file', makeFolders: true });
 }

@@ -1,4 +1,4 @@
-import type { BatchRecord, ClaimRequest, ClaimedTask, Counts, ReleasedTask, Settlement, TaskStatus } from './task-store.js';
+import type { BatchRecord, ClaimRequest, ClaimedTask, Counts, PendingOutput, ReleasedTask, Settlement, TaskStatus } from './task-store.js';
 
 /** What names a store, for messages and the log folder. */
 export interface StoreInfo {
@@ -27,8 +27,11 @@ export interface LeaseStore extends StoreInfo, BatchProgress {
    * which of its attempts lost their task (taken over while it was frozen).
    */
   heartbeat(owner: string, leaseExpiresAt: number): Promise<number[]>;
-  /** settle, then claim, in one transaction: what a coordinator does on every tick. */
-  settleAndClaim(settlements: Settlement[], request: ClaimRequest): Promise<{ applied: number[]; claimed: ClaimedTask[] }>;
+  /**
+   * settle, then claim, in one transaction: what a coordinator does on every tick. `placed`:
+   * declared outputs now in place (as outputsPlaced), confirmed first, so the claim sees them.
+   */
+  settleAndClaim(settlements: Settlement[], request: ClaimRequest, placed?: { taskId: number; temp: string }[]): Promise<{ applied: number[]; claimed: ClaimedTask[] }>;
   /** Commit attempt outcomes in one transaction; returns the tokens that still held their task, in the order given. */
   settle(settlements: Settlement[]): Promise<number[]>;
   /** Current status of the given tasks (the store, not a claim-time copy, decides whether a failure ended a task). */
@@ -41,6 +44,10 @@ export interface LeaseStore extends StoreInfo, BatchProgress {
    * (live processes on this host, stopped ones included); records LOST.
    */
   releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners?: string[]): Promise<ReleasedTask[]>;
+  /** The batch's committed successes whose declared output's rename is not known to be done. */
+  pendingOutputs(batchId: number): Promise<PendingOutput[]>;
+  /** Their outputs are in place: forgets each temporary file (only while it is still the one recorded). */
+  outputsPlaced(placed: { taskId: number; temp: string }[]): Promise<void>;
   /**
    * This process's wall clock stepped by `stepMs`: moves the given waiting retries (each still
    * PENDING and due at `dueAt`, as this process scheduled it) by the step, so each stays as far

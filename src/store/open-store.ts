@@ -32,7 +32,7 @@ export function resolveDbPath(flag: string | undefined, cwd: string, env: NodeJS
  * null when there is none yet, so `run` can load the handler before creating anything.
  */
 export async function openExistingStore(db: string, options: { readonly?: boolean } = {}): Promise<TaskStore | null> {
-  if (!isPostgresUrl(db)) return existsSync(db) ? openStore(db, { create: false, ...options }) : null;
+  if (!isPostgresUrl(db) && !existsSync(db)) return null;
   try {
     return await openStore(db, { create: false, ...options });
   } catch (err) {

@@ -149,6 +149,12 @@ export interface Settlement {
   /** SUCCESS only: its declared output was up to date, so nothing ran (SPEC §4). */
   upToDate?: boolean;
   /**
+   * SUCCESS only: the attempt's declared output, still at its temporary path. Recorded with
+   * the success, renamed onto the output only once the commit won (never by a fenced-off
+   * attempt), and redone by recovery after a crash between the two.
+   */
+  outputTemp?: string | null;
+  /**
    * When the attempt started running, if later than its claim (it waited queued on its
    * worker); the attempt row's start moves there, so timelines show when it really ran.
    */
@@ -252,6 +258,17 @@ export interface ReleasedTask {
   stage: string;
   seq: number;
   payload: TaskPayload;
+  /** The stored results of the stages it needs (what an `{inputs…}` output path renders from); absent without stages. */
+  inputs?: Record<string, unknown>;
+}
+
+/** A committed success whose declared output may not be in place yet (its rename was not confirmed). */
+export interface PendingOutput {
+  taskId: number;
+  /** The committed attempt's temporary file. */
+  temp: string;
+  /** The output path (the stored result's `out`), or null when the result names none. */
+  out: string | null;
 }
 
 /** What `cancel` did: PENDING tasks ended, RUNNING ones asked to stop, dependents ended with them. */

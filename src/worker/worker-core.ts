@@ -116,7 +116,7 @@ export class WorkerCore {
   private startExec(template: string, task: TaskMessage): void {
     const why = task.output && prepareOutput(task.output);
     const running = why
-      ? notRun({ name: 'Error', message: why, retryable: true })
+      ? notRun(why)
       : runExec(template, task, this.killGraceMs, taskVars(task), this.host.launcher(), (pgid) =>
           this.host.send({ type: 'spawned', token: task.token, pgid }),
         );
@@ -131,7 +131,7 @@ export class WorkerCore {
     // Made on the first ctx.heartbeat(): an attempt that never calls it costs nothing.
     let heartbeat: HeartbeatThrottle | undefined;
     const beat = () => (heartbeat ??= new HeartbeatThrottle(() => this.host.send({ type: 'heartbeat', token: task.token }))).beat();
-    const running = why ? notRun({ name: 'Error', message: why, retryable: true }) : runModule(fn, task, beat);
+    const running = why ? notRun(why) : runModule(fn, task, beat);
     const active: Active = {
       token: task.token,
       kind: 'module',

@@ -161,14 +161,15 @@ describe.each(STORES)('declared outputs on $store', ({ db: dbFor }) => {
   });
 });
 
-const hasStrace = !missing('strace', 'the fsync → rename → fsync order test');
+const hasStrace = !missing('strace', 'the fsync → commit → rename → fsync order test');
 
 describe.skipIf(!hasStrace)('declared outputs: the order that makes a success durable', () => {
-  it('the temporary file is synced, renamed onto the output, its folder synced, and only then is the success committed', async () => {
+  it('the temporary file is synced, the success committed naming it, and only then renamed onto the output and its folder synced', async () => {
     const p = project(1);
     const trace = join(p.dir, 'trace.txt');
-    // strace in front of the CLI: -y names each descriptor's file, so the calls can be ordered by path.
-    const args = ['-f', '-y', '-qq', '-e', 'trace=fsync,fdatasync,rename,renameat,renameat2,pwrite64', '-o', trace];
+    // strace in front of the CLI: -y names each descriptor's file, so the calls can be ordered by
+    // path; -s shows the pages written to the WAL, so the commit recording the temporary file is found.
+    const args = ['-f', '-y', '-qq', '-s', '65536', '-e', 'trace=fsync,fdatasync,rename,renameat,renameat2,pwrite64', '-o', trace];
     const run = ['run', 'src', '--exec', 'gzip -c {} > {out}', '--output', 'out/{rel}.gz', '-j', '1'];
     const r = await new Promise<{ code: number | null }>((done) => {
       spawn('strace', [...args, process.execPath, BIN, ...run], { cwd: p.dir, stdio: 'ignore' }).on('close', (code) => done({ code }));
@@ -177,19 +178,20 @@ describe.skipIf(!hasStrace)('declared outputs: the order that makes a success du
     const lines = readFileSync(trace, 'utf8').split('\n');
     const output = join(p.out, `${p.keys[0]}.gz`);
     const folder = join(output, '..');
-    const temp = join(folder, `.${basename(output)}.splitdance-`);
+    const prefix = join(folder, `.${basename(output)}.splitdance-`);
     const at = (test: (l: string) => boolean, what: string) => {
       const i = lines.findIndex(test);
       expect(i, what).toBeGreaterThanOrEqual(0);
       return i;
     };
-    const synced = at((l) => /fsync\(\d+</.test(l) && l.includes(temp), 'fsync of the temporary file');
-    const renamed = at((l) => /rename/.test(l) && l.includes(temp) && l.includes(`"${output}"`), 'rename onto the output');
-    const dirSynced = at((l) => /fsync\(\d+</.test(l) && l.includes(`<${folder}>`), 'fsync of the output folder');
-    const committed = lines.map((l) => /pwrite64\(\d+<[^>]*splitdance\.db-wal>/.test(l)).lastIndexOf(true);
-    expect(synced).toBeLessThan(renamed);
-    expect(renamed).toBeLessThan(dirSynced);
-    expect(dirSynced).toBeLessThan(committed);
+    const renamed = at((l) => /rename/.test(l) && l.includes(prefix) && l.includes(`"${output}"`), 'rename onto the output');
+    const temp = lines[renamed]!.slice(lines[renamed]!.indexOf(prefix)).split('"')[0]!;
+    const synced = at((l) => /fsync\(\d+</.test(l) && l.includes(`<${temp}>`), 'fsync of the temporary file');
+    const committed = at((l) => /pwrite64\(\d+<[^>]*splitdance\.db-wal>/.test(l) && l.includes(basename(temp)), 'the commit recording the temporary file');
+    const dirSynced = lines.findIndex((l, i) => i > renamed && /fsync\(\d+</.test(l) && l.includes(`<${folder}>`));
+    expect(synced).toBeLessThan(committed);
+    expect(committed).toBeLessThan(renamed);
+    expect(dirSynced, 'fsync of the output folder after the rename').toBeGreaterThan(renamed);
   });
 });
 
@@ -237,8 +239,9 @@ describe('declared outputs: bad input is refused before anything is written', ()
   it('the input file itself is never an output', async () => {
     const p = project(1);
     const r = await runCli(['run', 'src', '--exec', 'cat {} > {out}', '--output', '{}', '--retries', '0'], { cwd: p.dir });
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2); // found by the planning pass, before anything is written
     expect(r.stderr).toContain('is the input file itself');
+    expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
     expect(execFileSync('cat', [join(p.src, p.keys[0]!)], { encoding: 'utf8' })).toContain('line 0');
   });
 });

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { resultWithOut } from '../../src/coordinator/declared-outputs.js';
 import { isUpToDate } from '../../src/output/freshness.js';
-import { checkOutputTemplate, outputPath, tempPathOf } from '../../src/output/output-path.js';
+import { checkOutputTemplate, outputPath, tempPathOf, tempPrefixOf } from '../../src/output/output-path.js';
 import { tempDir } from '../helpers/cli.js';
 
 const task = (over: Record<string, unknown> = {}) => ({
@@ -49,9 +49,15 @@ describe('declared output paths', () => {
     expect(() => checkOutputTemplate('{inputs.a.out}.x', ['a'])).not.toThrow();
   });
 
-  it("an attempt's temporary path is hidden, beside the output, and its own", () => {
-    expect(tempPathOf('/w/out/a.gz', 42)).toBe('/w/out/.a.gz.splitdance-42.tmp');
-    expect(tempPathOf('/w/out/a.gz', 43)).not.toBe(tempPathOf('/w/out/a.gz', 42));
+  it("an attempt's temporary path is hidden, beside the output, names its store and attempt, and cannot be guessed", () => {
+    const store = 'a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6';
+    expect(tempPathOf('/w/out/a.gz', store, 42)).toMatch(/^\/w\/out\/\.a\.gz\.splitdance-a1b2c3d4e5f6-42-[0-9a-f]{24}\.tmp$/);
+    expect(tempPathOf('/w/out/a.gz', store, 42)).not.toBe(tempPathOf('/w/out/a.gz', store, 42));
+    expect(tempPathOf('/w/out/a.gz', 'ffff' + store.slice(4), 42).startsWith(tempPrefixOf('/w/out/a.gz', store, 42))).toBe(false);
+    // A long name is cut (on a character boundary) so the temporary name still fits NAME_MAX.
+    const long = tempPathOf(`/w/out/${'é'.repeat(127)}`, store, 42);
+    expect(Buffer.byteLength(long.slice('/w/out/'.length))).toBeLessThanOrEqual(255);
+    expect(long).not.toContain('\uFFFD');
   });
 });
 

@@ -9,7 +9,6 @@ import { planRun, type PlanOptions, type RunPlan } from '../../job/plan-run.js';
 import type { RawRunFlags } from '../../job/run-options.js';
 import { handlersOf } from '../../job/stages.js';
 import { nonEmpty } from '../../split/split-source.js';
-import { VANISHED } from '../../split/walk-directory.js';
 import { printable } from '../format.js';
 import { openExistingStore, openStore, resolveDbPath } from '../../store/open-store.js';
 import { peekBatch } from '../../store/peek-batch.js';
@@ -66,18 +65,13 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
   let store: TaskStore | null = null;
   try {
     if (startup.seen()) return interruptedBeforeStart(startup.seen()!, io);
-    const unnamed: string[] = [];
-    const vanished: string[] = [];
-    const split = plan.split((path, reason) => (reason === VANISHED ? vanished : unnamed).push(path));
+    const skipped: { path: string; reason: string }[] = [];
+    const split = plan.split((path, reason) => skipped.push({ path, reason }));
     // An empty new source is exit 2 before the store exists.
     const specs = plan.existing ? split : nonEmpty(split, plan.source, plan.kind);
     store = await openStore(dbPath, { create: true });
     await options.beforeWrite?.(store);
-    const { batch, inserted } = await enqueuePlan(store, plan, specs, unnamed);
-    if (vanished.length) {
-      const shown = vanished.slice(0, 5).map((v) => printable(v)).join(', ') + (vanished.length > 5 ? `, … (${vanished.length - 5} more)` : '');
-      plan.notes.push(`skipped ${vanished.length} file(s) or folder(s) removed while the source was being split: ${shown}`);
-    }
+    const { batch, inserted } = await enqueuePlan(store, plan, specs, skipped);
     const history = await store.historySize();
     if (history > plan.inv.historyWarn) {
       plan.notes.push(`the store holds ${history} attempts of history; \`${suggest({ db: givenDb(cliFlags.db, io) }, ['prune', '--older-than', '30d'])}\` removes finished batches`);

@@ -64,6 +64,7 @@ export async function settle(sql: Sql, st: Statements, settlements: Settlement[]
     ss.map((s) => s.outputTail),
     ss.map((s) => s.logPath),
     ss.map((s) => s.upToDate === true),
+    ss.map((s) => (s.outcome === 'SUCCESS' ? (s.outputTemp ?? null) : null)),
   ]);
   const byToken = new Map(held.map((h) => [Number(h.token), h]));
   const applied = ss.filter((s) => byToken.has(s.token)); // the others were fenced off: another attempt holds the task now
@@ -112,7 +113,8 @@ export async function releaseStale(
     const error = lostError(t.lease_owner, deadOwners);
     const [after] = await sql.rows<{ status: string }>(st.releaseLost, [t.id, now, error]);
     await sql.run(st.loseAttempt, [t.lease_token, error]);
-    released.push(toReleased(t, after!.status !== 'PENDING'));
+    // A stage's inputs: what renders an `{inputs…}` output path, to find the attempt's temporary file.
+    released.push({ ...toReleased(t, after!.status !== 'PENDING'), inputs: await inputsOf(sql, st, t) });
     if (after!.status !== 'PENDING') await cascade(sql, st, t.batch_id, [t.item_key], now);
   }
   return released;

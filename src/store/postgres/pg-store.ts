@@ -10,6 +10,7 @@ import type {
   EnqueueResult,
   ErrorCount,
   NewBatch,
+  PendingOutput,
   PruneResult,
   ReleasedTask,
   RetryDue,
@@ -35,6 +36,7 @@ import { cascade, revive } from './pg-stages.js';
 import { budgets } from '../budget.js';
 import { checkBounds, foldAttemptStats, type AttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
 import { CancelTally } from '../shared/cancel-tally.js';
+import { pendingOutputOf } from '../shared/pending-outputs.js';
 import { PRUNE_CHUNK, pruneInChunks, type PruneStep } from '../prune-in-chunks.js';
 import { prepareStatements, type Statements } from './statements.js';
 
@@ -139,10 +141,13 @@ export class PostgresStore implements TaskStore {
   }
 
   /** A coordinator's tick in one transaction: commit what finished, then claim for the free slots. */
-  async settleAndClaim(settlements: Settlement[], req: ClaimRequest): Promise<{ applied: number[]; claimed: ClaimedTask[] }> {
-    if (settlements.length === 0 && req.slots.length === 0 && !req.started?.length) return { applied: [], claimed: [] };
+  async settleAndClaim(settlements: Settlement[], req: ClaimRequest, placed: { taskId: number; temp: string }[] = []): Promise<{ applied: number[]; claimed: ClaimedTask[] }> {
+    if (settlements.length === 0 && req.slots.length === 0 && !req.started?.length && placed.length === 0) return { applied: [], claimed: [] };
     const onServer = this.clock.settlements(settlements);
-    return this.db.transaction(async (sql) => ({ applied: await settle(sql, this.st, onServer), claimed: await claim(sql, this.st, this.clock.claim(req)) }));
+    return this.db.transaction(async (sql) => {
+      if (placed.length) await sql.run(this.st.outputsPlaced, [placed.map((p) => p.taskId), placed.map((p) => p.temp)]);
+      return { applied: await settle(sql, this.st, onServer), claimed: await claim(sql, this.st, this.clock.claim(req)) };
+    });
   }
 
   async heartbeat(owner: string, leaseExpiresAt: number): Promise<number[]> {
@@ -172,6 +177,16 @@ export class PostgresStore implements TaskStore {
     if (taskIds.length === 0) return new Map();
     const rows = await this.db.read((sql) => sql.rows<{ id: number; status: TaskStatus }>(this.st.statuses, [taskIds]));
     return new Map(rows.map((r) => [r.id, r.status]));
+  }
+
+  async pendingOutputs(batchId: number): Promise<PendingOutput[]> {
+    const rows = await this.db.read((sql) => sql.rows<{ id: string; output_temp: string; result: string | null }>(this.st.pendingOutputs, [batchId]));
+    return rows.map(pendingOutputOf);
+  }
+
+  async outputsPlaced(placed: { taskId: number; temp: string }[]): Promise<void> {
+    if (placed.length === 0) return;
+    await this.db.transaction((sql) => sql.run(this.st.outputsPlaced, [placed.map((p) => p.taskId), placed.map((p) => p.temp)]));
   }
 
   async runningOwners(batchId: number | null): Promise<string[]> {

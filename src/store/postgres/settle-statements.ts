@@ -6,15 +6,16 @@
 export function settleStatements(s: string) {
   /** The reports of one tick, one row each: the parameters of settleTasks. */
   const reports = `unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
-        $9::int[], $10::text[], $11::bigint[], $12::text[], $13::text[], $14::boolean[])
-        AS r(id, token, outcome, ended_at, error, result, retry_at, started_at, exit_code, signal, duration_ms, output_tail, log_path, up_to_date)`;
+        $9::int[], $10::text[], $11::bigint[], $12::text[], $13::text[], $14::boolean[], $15::text[])
+        AS r(id, token, outcome, ended_at, error, result, retry_at, started_at, exit_code, signal, duration_ms, output_tail, log_path, up_to_date, output_temp)`;
   const failed = `r.outcome NOT IN ('SUCCESS', 'INTERRUPTED')`;
   const retries = `${failed} AND NOT t.cancel_requested AND r.retry_at IS NOT NULL AND t.attempts < t.max_attempts`;
   return {
     /**
      * $1 taskIds $2 tokens $3 outcomes $4 endedAts $5 errors $6 results $7 retryAts $8 startedAts
      * (NULL: the claim's; an attempt that waited queued on its slot started later) $9 exitCodes
-     * $10 signals $11 durations $12 outputTails $13 logPaths $14 upToDates (SUCCESS: nothing ran) — a tick in one statement: the
+     * $10 signals $11 durations $12 outputTails $13 logPaths $14 upToDates (SUCCESS: nothing ran) $15 outputTemps (SUCCESS: the declared
+     * output's temporary file, renamed once this commit won) — a tick in one statement: the
      * tasks, their attempt rows, and each batch's latest finish (not INTERRUPTED) in this
      * session's own lane (migration 006: no row every coordinator of a batch updates).
      * Fenced: a task changes only while its token still holds it. Task rows are locked in id
@@ -30,6 +31,7 @@ export function settleStatements(s: string) {
                         WHEN r.outcome = 'INTERRUPTED' OR (${retries}) THEN 'PENDING' ELSE 'FAILED' END,
           result = CASE WHEN r.outcome = 'SUCCESS' THEN r.result ELSE t.result END,
           up_to_date = CASE WHEN r.outcome = 'SUCCESS' THEN r.up_to_date ELSE t.up_to_date END,
+          output_temp = CASE WHEN r.outcome = 'SUCCESS' THEN r.output_temp ELSE t.output_temp END,
           finished_at = CASE WHEN r.outcome = 'INTERRUPTED' AND NOT t.cancel_requested THEN t.finished_at
                              WHEN ${retries} THEN NULL ELSE r.ended_at END,
           next_run_at = CASE WHEN ${failed} THEN coalesce(r.retry_at, t.next_run_at) ELSE t.next_run_at END,

@@ -61,6 +61,12 @@ function sql(s: string) {
       RETURNING item_key`,
     /** $1 ids bigint[] */
     statuses: `SELECT id, status FROM ${s}.tasks WHERE id = ANY($1::bigint[])`,
+    /** $1 batchId — committed successes whose declared output's rename is not confirmed (migration 010). */
+    pendingOutputs: `SELECT id, output_temp, result FROM ${s}.tasks WHERE batch_id = $1 AND output_temp IS NOT NULL AND status = 'SUCCESS'`,
+    /** $1 taskIds $2 temps — their outputs are in place (only while that temp is still the recorded one). */
+    outputsPlaced: `
+      UPDATE ${s}.tasks AS t SET output_temp = NULL
+      FROM unnest($1::bigint[], $2::text[]) AS p(id, temp) WHERE t.id = p.id AND t.output_temp = p.temp`,
     /** $1 batchId */
     maxSeq: `SELECT coalesce(max(seq), 0) AS base FROM ${s}.tasks WHERE batch_id = $1`,
     /** $1 batchId $2 base $3 maxAttempts $4 now — copies pg_temp.staging; keys already in the batch are skipped. */
@@ -205,13 +211,14 @@ function sql(s: string) {
 }
 
 /**
- * A PENDING task (alias `c`) whose needs all succeeded for its item; a task without needs
- * passes at once. Part of the claim itself, so no race can start a stage early.
+ * A PENDING task (alias `c`) whose needs all succeeded for its item, each with its declared
+ * output in place (output_temp cleared); a task without needs passes at once. Part of the
+ * claim itself, so no race can start a stage early.
  */
 function needsMetIn(s: string): string {
   return `(c.needs IS NULL OR jsonb_array_length(c.needs::jsonb) = (
     SELECT count(*) FROM ${s}.tasks AS d
-    WHERE d.batch_id = c.batch_id AND d.item_key = c.item_key AND d.status = 'SUCCESS'
+    WHERE d.batch_id = c.batch_id AND d.item_key = c.item_key AND d.status = 'SUCCESS' AND d.output_temp IS NULL
       AND d.stage IN (SELECT jsonb_array_elements_text(c.needs::jsonb))))`;
 }
 

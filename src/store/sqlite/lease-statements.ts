@@ -11,12 +11,13 @@
  */
 
 /**
- * A PENDING task (alias `c`) whose needs all succeeded for its item; a task without needs
- * passes at once. Part of the claim itself, so no race can start a stage early.
+ * A PENDING task (alias `c`) whose needs all succeeded for its item, each with its declared
+ * output in place (output_temp cleared); a task without needs passes at once. Part of the
+ * claim itself, so no race can start a stage early.
  */
 export const NEEDS_MET = `(c.needs IS NULL OR json_array_length(c.needs) = (
   SELECT count(*) FROM tasks AS d INDEXED BY tasks_by_item
-  WHERE d.batch_id = c.batch_id AND d.item_key = c.item_key AND d.status = 'SUCCESS'
+  WHERE d.batch_id = c.batch_id AND d.item_key = c.item_key AND d.status = 'SUCCESS' AND d.output_temp IS NULL
     AND d.stage IN (SELECT value FROM json_each(c.needs))))`;
 
 /** What a claim hands back: what a worker needs, no more (RETURNING * costs as much as the update). */
@@ -81,7 +82,7 @@ export const LEASE_SQL = {
     WITH j AS MATERIALIZED (SELECT value AS id FROM json_each(?))
     SELECT tasks.lease_token AS token FROM j JOIN tasks ON tasks.id = j.id WHERE tasks.status = 'RUNNING'`,
   /**
-   * @list (JSON [[taskId, token, outcome, endedAt, error, retryAt, result, keepResult, startedAt], …]) —
+   * @list (JSON [[taskId, token, outcome, endedAt, error, retryAt, result, keepResult, startedAt, upToDate, outputTemp], …]) —
    * every outcome in one statement, each fenced: a task changes only while the token still
    * holds it. SUCCESS ends the task; INTERRUPTED returns it uncharged; any other outcome
    * retries it when retryAt is set and attempts remain, else fails it. A task `cancel` asked
@@ -93,7 +94,8 @@ export const LEASE_SQL = {
   settleTasks: `
     WITH j AS MATERIALIZED (
       SELECT value ->> 0 AS id, value ->> 1 AS token, value ->> 2 AS outcome, value ->> 3 AS ended, value ->> 4 AS error,
-             value ->> 5 AS retry, value ->> 6 AS result, value ->> 7 AS keep, value ->> 8 AS started, value ->> 9 AS fresh
+             value ->> 5 AS retry, value ->> 6 AS result, value ->> 7 AS keep, value ->> 8 AS started, value ->> 9 AS fresh,
+             value ->> 10 AS temp
       FROM jsonb_each(@list))
     UPDATE tasks
     SET status = CASE
@@ -114,6 +116,7 @@ export const LEASE_SQL = {
           ELSE j.error END,
         result = CASE WHEN j.outcome = 'SUCCESS' AND NOT j.keep THEN j.result ELSE tasks.result END,
         up_to_date = CASE WHEN j.outcome = 'SUCCESS' THEN j.fresh ELSE up_to_date END,
+        output_temp = CASE WHEN j.outcome = 'SUCCESS' THEN j.temp ELSE output_temp END,
         attempts = attempts - (j.outcome = 'INTERRUPTED'),
         cancel_requested = CASE WHEN j.outcome = 'SUCCESS' THEN 0 ELSE cancel_requested END,
         started_at = CASE WHEN j.outcome = 'INTERRUPTED' THEN started_at ELSE coalesce(j.started, started_at) END,
@@ -121,6 +124,12 @@ export const LEASE_SQL = {
     FROM j
     WHERE tasks.id = j.id AND tasks.status = 'RUNNING' AND tasks.lease_token = j.token
     RETURNING id, batch_id, status, item_key`,
+  /** ?batchId — committed successes whose declared output's rename is not confirmed (migration 012). */
+  pendingOutputs: "SELECT id, output_temp, result FROM tasks WHERE batch_id = ? AND output_temp IS NOT NULL AND status = 'SUCCESS'",
+  /** @list (JSON [[taskId, temp], …]) — their outputs are in place (only while that temp is still the recorded one). */
+  outputsPlaced: `
+    WITH j AS MATERIALIZED (SELECT value ->> 0 AS id, value ->> 1 AS temp FROM jsonb_each(@list))
+    UPDATE tasks SET output_temp = NULL FROM j WHERE tasks.id = j.id AND tasks.output_temp = j.temp`,
   /** @taskId @token @result — a result too large for a group's list, written first on its own (fenced). */
   putResult: "UPDATE tasks SET result = @result WHERE id = @taskId AND status = 'RUNNING' AND lease_token = @token",
   /**

@@ -29,6 +29,10 @@ export function openSqlite(path: string, { create, readonly = false }: { create:
     throw new StoreError(`no store at ${path}: run \`splitdance run <source>\` first, or point --db at an existing store`, 'NO_STORE');
   }
   if (exists) checkStoreFile(path);
+  if (readonly && exists && statSync(path).size === 0) {
+    // An empty file holds no store yet; a command that only reads must not make it one.
+    throw new StoreError(`no store at ${path}: the file is empty; run \`splitdance run <source>\` first, or point --db at an existing store`, 'NO_STORE');
+  }
   if (!readonly) keepStoreToItsOwner(path); // before a new store is created in a folder others may write
   if (!exists) createStoreFile(path);
   let db: Db;
@@ -128,8 +132,9 @@ export function checkStoreFile(path: string): void {
   const st = statSync(path);
   if (st.isDirectory()) throw new StoreError(`store path ${path} is a directory; give --db a file path such as ${path}/splitdance.db`);
   if (!st.isFile()) {
-    const kind = st.isFIFO() ? 'a FIFO' : st.isCharacterDevice() ? 'a character device' : st.isBlockDevice() ? 'a block device' : st.isSocket() ? 'a socket' : 'not a regular file';
-    throw new StoreError(`store path ${path} is ${kind}, not a file; give --db the path of a store file (or of one to create)`);
+    // SQLite would open a device (/dev/null) and put its journal beside it, even to read.
+    const kind = st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : 'a device';
+    throw new StoreError(`store path ${path} is ${kind}, not a store file; give --db the path of a store file (a new one is created)`);
   }
 }
 

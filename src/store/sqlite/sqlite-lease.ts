@@ -91,7 +91,7 @@ export function settle(st: Statements, settlements: Settlement[]): number[] {
       if (firsts.get(s.token) !== s) return [];
       const big = s.outcome === 'SUCCESS' && (s.result?.length ?? 0) > GROUP_RESULT_MAX;
       if (big) st.putResult.run({ taskId: s.taskId, token: s.token, result: s.result });
-      return [[s.taskId, s.token, s.outcome, s.endedAt, s.error, s.retryAt ?? null, big ? null : (s.result ?? null), big ? 1 : 0, s.startedAt ?? null, s.upToDate ? 1 : 0]];
+      return [[s.taskId, s.token, s.outcome, s.endedAt, s.error, s.retryAt ?? null, big ? null : (s.result ?? null), big ? 1 : 0, s.startedAt ?? null, s.upToDate ? 1 : 0, s.outcome === 'SUCCESS' ? (s.outputTemp ?? null) : null]];
     });
     const changed = new Map((st.settleTasks.all({ list: JSON.stringify(tasks) }) as Settled[]).map((r) => [r.id, r]));
     const attempts = group.map((s) => {
@@ -131,7 +131,8 @@ export function releaseStale(c: SqliteConn, batchId: number | null, now: number,
       const error = lostError(t.lease_owner, deadOwners);
       const after = st.releaseLost.get({ id: t.id, now, error }) as { status: TaskStatus };
       st.loseAttempt.run({ token: t.lease_token, error });
-      released.push(toReleased(t, after.status !== 'PENDING'));
+      // A stage's inputs: what renders an `{inputs…}` output path, to find the attempt's temporary file.
+      released.push({ ...toReleased(t, after.status !== 'PENDING'), inputs: inputsOf(st, t.batch_id, [t]).get(t.id) ?? {} });
       if (after.status !== 'PENDING') ended.push(t);
     }
     for (const t of ended) cascade(st, t.batch_id, [t.item_key], now);

@@ -7,6 +7,7 @@ import { enqueue } from './sqlite-enqueue.js';
 import { claim, heartbeat, releaseStale, settle } from './sqlite-lease.js';
 import * as list from './sqlite-list.js';
 import * as admin from './sqlite-admin.js';
+import { pendingOutputOf } from '../shared/pending-outputs.js';
 
 /**
  * The SQLite TaskStore: a thin facade over the per-verb modules (sqlite-lease, sqlite-enqueue,
@@ -48,9 +49,12 @@ export class SqliteStore implements T.TaskStore {
    * One transaction for a coordinator's tick: commit the finished attempts, then claim for
    * the free slots. Halves the commits per task compared with settle + claim.
    */
-  async settleAndClaim(settlements: T.Settlement[], req: T.ClaimRequest): Promise<{ applied: number[]; claimed: T.ClaimedTask[] }> {
-    if (settlements.length === 0 && req.slots.length === 0 && !req.started?.length) return { applied: [], claimed: [] };
-    return this.c.write(() => ({ applied: settle(this.c.st, settlements), claimed: claim(this.c.st, req) }));
+  async settleAndClaim(settlements: T.Settlement[], req: T.ClaimRequest, placed: { taskId: number; temp: string }[] = []): Promise<{ applied: number[]; claimed: T.ClaimedTask[] }> {
+    if (settlements.length === 0 && req.slots.length === 0 && !req.started?.length && placed.length === 0) return { applied: [], claimed: [] };
+    return this.c.write(() => {
+      if (placed.length) this.c.st.outputsPlaced.run({ list: placedList(placed) });
+      return { applied: settle(this.c.st, settlements), claimed: claim(this.c.st, req) };
+    });
   }
 
   async settle(settlements: T.Settlement[]): Promise<number[]> {
@@ -71,6 +75,16 @@ export class SqliteStore implements T.TaskStore {
 
   async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners: string[] = []): Promise<T.ReleasedTask[]> {
     return releaseStale(this.c, batchId, now, deadOwners, self, liveOwners);
+  }
+
+  async pendingOutputs(batchId: number): Promise<T.PendingOutput[]> {
+    const rows = this.c.read(() => this.c.st.pendingOutputs.all(batchId) as { id: number; output_temp: string; result: string | null }[]);
+    return rows.map(pendingOutputOf);
+  }
+
+  async outputsPlaced(placed: { taskId: number; temp: string }[]): Promise<void> {
+    if (placed.length === 0) return;
+    this.c.write(() => this.c.st.outputsPlaced.run({ list: placedList(placed) }));
   }
 
   async statuses(taskIds: number[]): Promise<Map<number, T.TaskStatus>> {
@@ -181,3 +195,5 @@ export class SqliteStore implements T.TaskStore {
     this.c.db.close();
   }
 }
+
+const placedList = (placed: { taskId: number; temp: string }[]) => JSON.stringify(placed.map((p) => [p.taskId, p.temp]));

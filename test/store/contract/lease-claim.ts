@@ -132,7 +132,7 @@ export function claimContract(h: Harness): void {
       expect(await h.store.releaseStale(id, now + 500, [], 'owner-B')).toEqual([]);
       const released = await h.store.releaseStale(id, now + 1500, [], 'owner-B');
       // With what renders its declared output's temporary path: the lost attempt, stage, seq and payload.
-      expect(released).toEqual([{ key: t.key, owner: 'owner-A', failed: false, token: t.token, stage: t.stage, seq: t.seq, payload: t.payload }]);
+      expect(released).toEqual([{ key: t.key, owner: 'owner-A', failed: false, token: t.token, stage: t.stage, seq: t.seq, payload: t.payload, inputs: {} }]);
       expect(await task(id, t.key)).toMatchObject({ status: 'PENDING', attempts: 1, leaseOwner: null });
       const [a] = await h.store.attemptsOf(t.id);
       expect(a).toMatchObject({ outcome: 'LOST', endedAt: null, durationMs: null });
@@ -168,7 +168,7 @@ export function claimContract(h: Harness): void {
       const id = await setup(1, { maxAttempts: 1 });
       const now = Date.now();
       const t = await claimOne(id, now, { owner: 'owner-A', leaseMs: 10 });
-      expect(await h.store.releaseStale(id, now + 100, [], 'owner-B')).toEqual([{ key: t.key, owner: 'owner-A', failed: true, token: t.token, stage: t.stage, seq: t.seq, payload: t.payload }]);
+      expect(await h.store.releaseStale(id, now + 100, [], 'owner-B')).toEqual([{ key: t.key, owner: 'owner-A', failed: true, token: t.token, stage: t.stage, seq: t.seq, payload: t.payload, inputs: {} }]);
       const row = await task(id, t.key);
       expect(row).toMatchObject({ status: 'FAILED', attempts: 1 });
       expect(row.finishedAt).not.toBeNull();

@@ -44,6 +44,21 @@ export function stagesContract(h: Harness): void {
       ]);
     });
 
+    it('a need whose declared output is not in place yet holds its dependents; pendingOutputs lists it until outputsPlaced', async () => {
+      const id = await pipeline(['a']);
+      const now = Date.now();
+      const [t] = await claim(id, now, { slots: 1 });
+      const temp = '/o/.a.ts.splitdance-x-1-ab.tmp';
+      await h.store.settle([{ ...ending(t!, 'SUCCESS', now + 1, { result: JSON.stringify({ out: '/o/a.ts' }) }), outputTemp: temp }]);
+      expect(await h.store.pendingOutputs(id)).toEqual([{ taskId: t!.id, temp, out: '/o/a.ts' }]);
+      expect(await claim(id, now + 2, { slots: 4 })).toEqual([]); // committed, but its output is not in place
+      await h.store.outputsPlaced([{ taskId: t!.id, temp: 'another attempt' }]); // not the recorded one: nothing changes
+      expect(await h.store.pendingOutputs(id)).toHaveLength(1);
+      const next = await h.store.settleAndClaim([], { batchId: id, owner: 'o', host: 'h', now: now + 3, leaseMs: 1000, slots: [{ workerId: 'w1', pid: null }, { workerId: 'w2', pid: null }] }, [{ taskId: t!.id, temp }]);
+      expect(next.claimed.map((c) => c.key).sort()).toEqual(['pkg/a', 'thumb/a']); // confirmed in the claim's own transaction
+      expect(await h.store.pendingOutputs(id)).toEqual([]);
+    });
+
     it("a need that fails terminally cancels its item's dependents (transitively) with the reason; a retry does not", async () => {
       const id = await pipeline(['a', 'b']);
       const now = Date.now();
@@ -69,7 +84,7 @@ export function stagesContract(h: Harness): void {
       const now = Date.now();
       const t = await claimOne(id, now, { owner: 'dead-owner' });
       const released = await h.store.releaseStale(id, now + 1, ['dead-owner'], 'me');
-      expect(released).toEqual([{ key: t.key, owner: 'dead-owner', failed: true, token: t.token, stage: 'transcode', seq: t.seq, payload: t.payload }]);
+      expect(released).toEqual([{ key: t.key, owner: 'dead-owner', failed: true, token: t.token, stage: 'transcode', seq: t.seq, payload: t.payload, inputs: {} }]);
       expect(await task(id, 'pkg/a')).toMatchObject({ status: 'CANCELLED', lastError: 'needs transcode: FAILED' });
     });
 

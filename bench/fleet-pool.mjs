@@ -1,0 +1,81 @@
+// The worker side of a simulated host: slots that run every attempt in-process, doing nothing
+// (or sleeping), so a host costs almost no client CPU and the store's verbs are what is
+// measured. It offers the coordinator what src/coordinator/pool.ts's WorkerPool does (the
+// coordinator is the real one); the forked workers and their IPC are left out on purpose.
+
+/** How many attempts a slot holds: the running one and the next (as the pool's window does once warm). */
+const WINDOW = 2;
+
+export class SimPool {
+  constructor(slots, sleepMs, id) {
+    this.sleepMs = sleepMs;
+    this.ran = 0;
+    this.closing = false;
+    this.events = null;
+    this.workers = Array.from({ length: slots }, (_, i) => ({ id: `${id}.w${i + 1}`, pid: null, queue: [], tasksRun: 0, ready: true, retiring: false }));
+  }
+
+  attach(events) {
+    this.events = events;
+  }
+  quiesce() {
+    this.closing = true;
+  }
+  async grow() {}
+  freeSlots() {
+    const free = [];
+    for (let round = 0; round < WINDOW; round++) for (const w of this.workers) if (w.queue.length <= round) free.push(w);
+    return free;
+  }
+  reportsStarts() {
+    return false;
+  }
+  needsWork() {
+    return this.workers.some((w) => w.queue.length < 2);
+  }
+  hasIdleWorker() {
+    return this.workers.some((w) => w.queue.length === 0);
+  }
+  stuck() {
+    return [];
+  }
+  drop(w) {
+    const queued = w.queue.splice(1);
+    if (queued.length) setImmediate(() => this.events.dropped(w, queued, 'taken back unstarted'));
+  }
+  dropQueued() {
+    for (const w of this.workers) if (w.queue.length > 1) this.drop(w);
+  }
+  dispatch(w, tasks) {
+    const idle = w.queue.length === 0;
+    w.queue.push(...tasks.map((t) => t.token));
+    if (idle) this.startHead(w);
+  }
+  abort() {}
+  interrupt(w) {
+    this.drop(w);
+  }
+  kill() {}
+  async shutdown() {}
+  get size() {
+    return this.workers.length;
+  }
+
+  /** Runs the slot's head attempt: it ends after `sleepMs` (next loop turn for 0), reported as a success. */
+  startHead(w) {
+    const token = w.queue[0];
+    if (token === undefined) return;
+    const startedAt = Date.now();
+    const end = () => {
+      if (w.queue[0] !== token) return;
+      w.queue.shift();
+      w.tasksRun++;
+      this.ran++;
+      const durationMs = Date.now() - startedAt;
+      this.events.done(w, { token, ok: true, result: 'null', error: null, exitCode: 0, signal: null, outputTail: null, logPath: null, durationMs, startedAt });
+      this.startHead(w);
+    };
+    if (this.sleepMs > 0) setTimeout(end, this.sleepMs);
+    else setImmediate(end);
+  }
+}

@@ -1,0 +1,239 @@
+// Fleet: N simulated hosts on one PostgreSQL (see docs/postgres-fleet.md). Each host is a worker
+// thread with its own host identity and store connection, running the real coordinator loop and
+// store verbs over in-process no-op slots (bench/fleet-pool.mjs), spread over a few Node
+// processes. Per N: tasks/s, server and client CPU per task, claim round trips, lock waits
+// sampled, the statements that cost the server most, and an exactly-once check of the history.
+import { spawn, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
+import pg from 'pg';
+import { SIZE, want } from './settings.mjs';
+import { BIN, ROOT, benchmark, fail, work } from './measure.mjs';
+import { atLeast, atMost } from './verdict.mjs';
+import { cpuUs, fleetServer, serverCpuUs } from './fleet-server.mjs';
+
+const NOOP = join(ROOT, 'fixtures/handlers/ok.mjs');
+const DEFAULT_HOSTS = { full: [1, 4, 16, 64, 128], quick: [1, 4, 16, 64], smoke: [1, 2] };
+const DEFAULT_TASKS = { full: 2000, quick: 1000, smoke: 60 };
+
+/**
+ * FLEET_HOSTS (a list: 1,4,16), FLEET_TASKS (per N), FLEET_SLOTS (per host), FLEET_PROCS (Node
+ * processes the hosts are dealt over), FLEET_SLEEP_MS (each task's sleep), FLEET_LEASE_MS.
+ * Refused (exit 2) before anything runs when one is not a whole number.
+ */
+function fleetSettings() {
+  const hosts = process.env.FLEET_HOSTS ? process.env.FLEET_HOSTS.split(',') : DEFAULT_HOSTS[SIZE];
+  if (hosts.some((n) => !/^\d+$/.test(String(n)) || Number(n) < 1)) refuse('FLEET_HOSTS', 'a comma-separated list of whole numbers ≥ 1');
+  const whole = (name, fallback, min) => {
+    const v = process.env[name] ?? String(fallback);
+    if (!/^\d+$/.test(v) || Number(v) < min) refuse(name, `a whole number ≥ ${min}`);
+    return Number(v);
+  };
+  return {
+    hosts: hosts.map(Number),
+    tasks: whole('FLEET_TASKS', DEFAULT_TASKS[SIZE], 1),
+    slots: whole('FLEET_SLOTS', 2, 1),
+    procs: whole('FLEET_PROCS', 2, 1),
+    sleepMs: whole('FLEET_SLEEP_MS', 0, 0),
+    leaseMs: whole('FLEET_LEASE_MS', 30_000, 1),
+  };
+}
+
+function refuse(name, what) {
+  console.error(`${name} must be ${what}, not "${process.env[name]}"`);
+  process.exit(2);
+}
+
+const SETTINGS = want('fleet') ? fleetSettings() : null;
+
+const pct = (xs, p) => (xs.length ? xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] : NaN);
+
+export async function fleet() {
+  benchmark('fleet');
+  const cfg = SETTINGS;
+  // The store's pool holds up to 4 connections a host; room for the sampler and a few more.
+  const server = fleetServer(4 * Math.max(...cfg.hosts) + 20);
+  if (!server) fail('needs PostgreSQL: root with the server binaries (a private cluster), or SPLITDANCE_PG_URL');
+  try {
+    const runs = [];
+    for (const n of cfg.hosts) runs.push(await oneFleet(server, cfg, n));
+    console.log(`\n${detail(runs, cfg, server)}`);
+    writeFileSync(join(work, 'fleet.md'), detail(runs, cfg, server));
+    const at = (n) => runs.find((r) => r.hosts === n);
+    const big = at(64) ?? runs[runs.length - 1];
+    const one = at(1) ?? runs[0];
+    const broken = runs.filter((r) => r.violations.length);
+    return {
+      benchmark: 'fleet',
+      workload: `${cfg.tasks} no-op tasks per N, N hosts × ${cfg.slots} slots (${server.shared ? 'shared server' : 'private cluster'})`,
+      entries: runs.map((r) => ({ name: `${r.hosts} host${r.hosts > 1 ? 's' : ''}`, rate: r.rate, note: `server ${r.serverUs.toFixed(0)} µs/task, client ${r.clientUs.toFixed(0)} µs/task` })),
+      goals: [
+        atMost(`server CPU ≤ 100 µs per task at ${big.hosts} hosts`, big.serverUs, 100, `${big.serverUs.toFixed(0)} µs`),
+        atLeast(`${big.hosts} hosts ≥ 3× one host's rate`, big.rate, 3 * one.rate, `${(big.rate / one.rate).toFixed(2)}×`),
+        atMost('every task ran exactly once at every N', broken.length, 0, broken.length ? broken.map((r) => `${r.hosts}: ${r.violations.join(', ')}`).join('; ') : 'yes'),
+      ],
+    };
+  } finally {
+    server.stop();
+  }
+}
+
+async function oneFleet(server, cfg, n) {
+  const schema = `fleet_${process.pid}_${n}`;
+  const db = `${server.url}${server.url.includes('?') ? '&' : '?'}schema=${schema}`;
+  const file = join(work, 'fleet.txt');
+  writeFileSync(file, 'x\n'.repeat(cfg.tasks));
+  // Enqueued by the CLI (exit 3 at the 1 ms limit, maybe with a few tasks done): the fleet runs the rest.
+  const enq = spawnSync(process.execPath, [BIN, 'run', file, '--db', db, '--batch', 'B', '--lines', '1', '--handler', NOOP, '-j', '1', '--max-runtime', '1ms', '--quiet'], { cwd: work, encoding: 'utf8' });
+  if (enq.status !== 3 && enq.status !== 0) fail(`enqueuing exited ${enq.status}: ${enq.stderr.trim()}`);
+  const sql = new pg.Client({ connectionString: server.url });
+  await sql.connect();
+  try {
+    const q = async (text) => (await sql.query(text)).rows;
+    const [{ pending }] = await q(`SELECT count(*)::int AS pending FROM ${schema}.tasks WHERE status = 'PENDING'`);
+    const procs = startProcs(cfg, db, n);
+    await Promise.all(procs.map((p) => p.line()));
+    const statements = !server.shared && (await q(`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`).then(() => true, () => false));
+    if (statements) await q('SELECT pg_stat_statements_reset()');
+    const pm = server.postmaster();
+    const cpu = () => ({ server: pm ? serverCpuUs(pm) : NaN, client: procs.reduce((s, p) => s + cpuUs(p.child.pid), 0) });
+    const before = cpu();
+    const t0 = process.hrtime.bigint();
+    for (const p of procs) p.send('go');
+    const sampling = sampleLocks(sql);
+    const reports = (await Promise.all(procs.map((p) => p.line()))).flatMap((l) => JSON.parse(l));
+    const wall = Number(process.hrtime.bigint() - t0) / 1e9;
+    const after = cpu();
+    const locks = await sampling.stop();
+    const top = statements ? await topStatements(q, pending) : [];
+    const violations = await exactlyOnce(q, schema, cfg.tasks);
+    const stops = reports.filter((r) => r.stop !== 'done');
+    if (stops.length) violations.push(`${stops.length} hosts stopped by ${stops[0].stop}`);
+    for (const p of procs) p.send('close');
+    await Promise.all(procs.map((p) => p.exited));
+    await q(`DROP SCHEMA ${schema} CASCADE`);
+    const claims = reports.flatMap((r) => r.claims).sort((a, b) => a - b);
+    const run = {
+      hosts: n,
+      tasks: pending,
+      rate: pending / wall,
+      serverUs: (after.server - before.server) / pending,
+      clientUs: (after.client - before.client) / pending,
+      claimsPerTask: claims.length / pending,
+      p50: pct(claims, 50) / 1e3,
+      p99: pct(claims, 99) / 1e3,
+      locks,
+      top,
+      violations,
+    };
+    // Said at once, so that a later N that fails leaves this one's figures behind.
+    console.log(findings(run).join('\n'));
+    console.log(`fleet ${n} hosts: ${run.rate.toFixed(0)} tasks/s, server ${run.serverUs.toFixed(0)} µs/task, client ${run.clientUs.toFixed(0)} µs/task, claim p50 ${run.p50.toFixed(1)} ms p99 ${run.p99.toFixed(1)} ms, lock waiters max ${locks.max}${violations.length ? `, VIOLATIONS ${violations.join(', ')}` : ''}`);
+    return run;
+  } finally {
+    await sql.end();
+  }
+}
+
+/** The hosts `h1`…`hN`, dealt over at most FLEET_PROCS processes. */
+function startProcs(cfg, db, n) {
+  const groups = Array.from({ length: Math.min(n, cfg.procs) }, () => []);
+  for (let i = 0; i < n; i++) groups[i % groups.length].push(`fleet-h${i + 1}`);
+  return groups.map((hosts) => {
+    const config = { dist: join(ROOT, 'dist'), db, batch: 'B', slots: cfg.slots, sleepMs: cfg.sleepMs, leaseMs: cfg.leaseMs, logDir: join(work, 'fleet-logs'), hosts };
+    const child = spawn(process.execPath, [join(ROOT, 'bench/fleet-proc.mjs'), JSON.stringify(config)], { cwd: work, stdio: ['pipe', 'pipe', 'inherit'] });
+    const waiting = [];
+    const got = [];
+    createInterface({ input: child.stdout }).on('line', (l) => (waiting.length ? waiting.shift()(l) : got.push(l)));
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    exited.then((code) => code !== 0 && fail(`a fleet process exited ${code}`));
+    return {
+      child,
+      exited,
+      line: () => (got.length ? Promise.resolve(got.shift()) : new Promise((resolve) => waiting.push(resolve))),
+      send: (msg) => child.stdin.write(`${msg}\n`),
+    };
+  });
+}
+
+/** Every 50 ms: how many of the server's sessions wait on a lock, and on what (the hot row, if any). */
+function sampleLocks(sql) {
+  const seen = { samples: 0, waiting: 0, max: 0, kinds: {} };
+  let busy = false;
+  const timer = setInterval(async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      const { rows } = await sql.query(`SELECT wait_event AS kind, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) AS query FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()`);
+      seen.samples++;
+      seen.waiting += rows.length;
+      seen.max = Math.max(seen.max, rows.length);
+      for (const r of rows) seen.kinds[`${r.kind}: ${r.query}`] = (seen.kinds[`${r.kind}: ${r.query}`] ?? 0) + 1;
+    } finally {
+      busy = false;
+    }
+  }, 50);
+  return {
+    async stop() {
+      clearInterval(timer);
+      while (busy) await new Promise((r) => setTimeout(r, 5));
+      const kinds = Object.entries(seen.kinds).sort((a, b) => b[1] - a[1]).slice(0, 3);
+      return { samples: seen.samples, mean: seen.samples ? seen.waiting / seen.samples : 0, max: seen.max, kinds };
+    },
+  };
+}
+
+/** The statements that cost the server most execution time, per task. */
+async function topStatements(q, tasks) {
+  const rows = await q(
+    `SELECT calls::float8 AS calls, total_exec_time AS ms, regexp_replace(query, '\\s+', ' ', 'g') AS query FROM pg_stat_statements
+      WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT ILIKE '%pg_stat%' ORDER BY total_exec_time DESC LIMIT 6`,
+  );
+  return rows.map((r) => ({ perTask: r.calls / tasks, usPerTask: (r.ms * 1e3) / tasks, query: r.query.slice(0, 90) }));
+}
+
+// A LOST attempt's end is unknown (ended_at stays NULL until a late report): it is counted among
+// the attempts not SUCCESS, not as overlapping the attempt that took its task over.
+const UNKNOWN_END = (a) => `(${a}.outcome = 'LOST' AND ${a}.ended_at IS NULL)`;
+
+/** Every task SUCCESS with exactly one successful attempt, and no two attempts of a task overlapping in time. */
+async function exactlyOnce(q, schema, total) {
+  const [c] = await q(`SELECT
+      (SELECT count(*)::int FROM ${schema}.tasks) AS tasks,
+      (SELECT count(*)::int FROM ${schema}.tasks WHERE status <> 'SUCCESS') AS unfinished,
+      (SELECT count(*)::int FROM ${schema}.tasks t WHERE (SELECT count(*) FROM ${schema}.attempts a WHERE a.task_id = t.id AND a.outcome = 'SUCCESS') <> 1) AS not_once,
+      (SELECT count(*)::int FROM ${schema}.attempts WHERE outcome IS DISTINCT FROM 'SUCCESS') AS others,
+      (SELECT count(*)::int FROM ${schema}.attempts a JOIN ${schema}.attempts b ON a.task_id = b.task_id AND a.id < b.id
+        AND a.started_at < coalesce(b.ended_at, 9223372036854775807) AND b.started_at < coalesce(a.ended_at, 9223372036854775807)
+        AND NOT ${UNKNOWN_END('a')} AND NOT ${UNKNOWN_END('b')}) AS overlapping`);
+  const v = [];
+  if (c.tasks !== total) v.push(`${c.tasks} tasks, not ${total}`);
+  if (c.unfinished) v.push(`${c.unfinished} not SUCCESS`);
+  if (c.not_once) v.push(`${c.not_once} without exactly one successful attempt`);
+  // Nothing crashes and nothing fails here: any other attempt is a lease lost (LOST) or worse.
+  if (c.others) v.push(`${c.others} attempts not SUCCESS`);
+  if (c.overlapping) v.push(`${c.overlapping} overlapping attempt pairs`);
+  return v;
+}
+
+function detail(runs, cfg, server) {
+  const f = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '—');
+  const lines = [
+    `Fleet: ${cfg.tasks} no-op tasks per N, ${cfg.slots} slots a host, hosts over ${cfg.procs} Node processes; server: ${server.shared ?? server.settings}.`,
+    '',
+    '| hosts | tasks/s | server CPU µs/task | client CPU µs/task | claims/task | claim p50 / p99 ms | lock waiters mean / max | exactly once |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...runs.map((r) => `| ${r.hosts} | ${f(r.rate)} | ${f(r.serverUs)} | ${f(r.clientUs)} | ${f(r.claimsPerTask, 2)} | ${f(r.p50, 1)} / ${f(r.p99, 1)} | ${f(r.locks.mean, 2)} / ${r.locks.max} | ${r.violations.length ? r.violations.join(', ') : 'yes'} |`),
+  ];
+  for (const r of runs) lines.push(...findings(r));
+  return lines.join('\n') + '\n';
+}
+
+/** What one N showed beyond its row: the lock waits seen most, the statements that cost most. */
+function findings(r) {
+  const lines = [];
+  if (r.locks.kinds.length) lines.push('', `${r.hosts} hosts, most seen lock waits: ${r.locks.kinds.map(([k, c]) => `${c}× ${k}`).join('; ')}`);
+  if (r.top.length) lines.push('', `${r.hosts} hosts, statements by server time (calls/task, µs/task):`, ...r.top.map((t) => `- ${t.perTask.toFixed(2)}, ${t.usPerTask.toFixed(0)} µs: \`${t.query}\``));
+  return lines;
+}

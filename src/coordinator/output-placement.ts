@@ -1,0 +1,75 @@
+import { placeOutput } from '../output/commit-output.js';
+import type { OutputPaths } from '../output/output-path.js';
+import type { PendingOutput } from '../store/task-store.js';
+
+/**
+ * Committed successes' declared outputs on their way into place (SPEC §4): each rename starts
+ * once its commit won, runs off the loop, and is confirmed to the store in the next tick
+ * (`take`), which lets the stages that need it start. Until confirmed the store keeps the
+ * temporary file's path, so a crash in between leaves recovery (`redo`) something to finish.
+ */
+export class OutputPlacement {
+  private readonly running = new Map<string, Promise<void>>();
+  private placed: { taskId: number; temp: string }[] = [];
+  /** Temporary files whose rename failed and was said so. */
+  private readonly noted = new Set<string>();
+
+  constructor(
+    private readonly note: (message: string) => void,
+    /** A rename ended: the loop has a confirmation to commit (and maybe a stage to start). */
+    private readonly wake: () => void,
+  ) {}
+
+  /** Renames running, and confirmations not yet committed: the run is not over while any is left. */
+  get size(): number {
+    return this.running.size + this.placed.length;
+  }
+
+  /** Starts putting a committed success's output in place. */
+  place(taskId: number, paths: OutputPaths, quietIfMissing = false): void {
+    if (this.running.has(paths.temp)) return;
+    const done = placeOutput(paths).then((failed) => {
+      this.running.delete(paths.temp);
+      // Left recorded: the next recovery tries again (and the stages that need it wait).
+      if (failed) {
+        // Said once per file: recovery tries again every poll.
+        if (!(failed.missing && quietIfMissing) && !this.noted.has(paths.temp)) {
+          this.noted.add(paths.temp);
+          this.note(`${failed.error}; its success stays committed, and the next recovery of the batch moves it`);
+        }
+      } else this.placed.push({ taskId, temp: paths.temp });
+      this.wake();
+    });
+    this.running.set(paths.temp, done);
+  }
+
+  /**
+   * Recovery: committed successes whose rename was never confirmed (a crash after the commit,
+   * here or on another host). A temporary file still there is renamed; one gone with a file at
+   * the output path was renamed already; neither (a folder this host cannot see) stays recorded.
+   */
+  redo(pending: PendingOutput[]): void {
+    for (const p of pending) if (p.out !== null) this.place(p.taskId, { path: p.out, temp: p.temp }, true);
+  }
+
+  /** Whether this temporary file is recorded as a committed success's (a fenced-off report may still be the winner's: a lost reply). */
+  static recorded(pending: PendingOutput[], temp: string): boolean {
+    return pending.some((p) => p.temp === temp);
+  }
+
+  /** The placements to confirm in the store; given back with `restore` if that fails. */
+  take(): { taskId: number; temp: string }[] {
+    const out = this.placed;
+    this.placed = [];
+    return out;
+  }
+
+  restore(placed: { taskId: number; temp: string }[]): void {
+    this.placed = placed.concat(this.placed);
+  }
+
+  /** Every rename started has ended (the run is ending). */
+  async settled(): Promise<void> {
+    while (this.running.size) await Promise.all(this.running.values());
+  }
+}

@@ -1,0 +1,42 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ROOT } from '../helpers/cli.js';
+import { PG_URL } from '../helpers/pg.js';
+import { missing } from '../helpers/services.js';
+
+// The fleet simulator at its smallest (1 and 2 hosts, a few dozen tasks): its figures mean
+// nothing here, only that it runs the real coordinator and store on PostgreSQL, checks the
+// history and lands in the table. GNU parallel is the harness's own prerequisite.
+const PARALLEL = !!process.env.CI || !missing('parallel', 'the benchmark harness runs');
+const RUNNABLE = !!PG_URL && PARALLEL;
+
+function bench(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [join(ROOT, 'bench/run.mjs')], { cwd: ROOT, env: { ...process.env, ...env }, timeout: 170_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr });
+    });
+  });
+}
+
+describe('BENCH_ONLY=fleet npm run bench (BENCH_SIZE=smoke)', () => {
+  it.runIf(RUNNABLE)('runs 1 and 2 simulated hosts, reports server and client CPU per task, and finds every task ran exactly once', { timeout: 180_000 }, async () => {
+    const r = await bench({ BENCH_ONLY: 'fleet', BENCH_SIZE: 'smoke', FLEET_HOSTS: '1,2', FLEET_TASKS: '40' });
+    expect(r.code, r.stderr).toBe(0);
+    const row = r.stdout.split('\n').find((l) => l.startsWith('| fleet |'));
+    expect(row, r.stdout).toBeDefined();
+    const cells = row!.slice(2, -2).split(' | ');
+    expect(cells[2]).toMatch(/^1 host: \d+\/s \(server (\d+|NaN) µs\/task, client \d+ µs\/task\)<br>2 hosts: \d+\/s \(server (\d+|NaN) µs\/task, client \d+ µs\/task\)$/);
+    expect(cells[6]).toContain('met (every task ran exactly once at every N: yes)');
+    // The per-N detail: one line per N with the claim round trips and the lock waits sampled.
+    const detail = r.stdout.split('\n').filter((l) => /^\| [12] \| \d+ \|/.test(l));
+    expect(detail).toHaveLength(2);
+    for (const l of detail) expect(l).toMatch(/\| [\d.]+ \/ [\d.]+ \| [\d.]+ \/ \d+ \| yes \|$/);
+  });
+
+  it.runIf(PARALLEL)('refuses a host count that is not a whole number ≥ 1 (exit 2, one line naming the setting)', async () => {
+    const r = await bench({ BENCH_ONLY: 'fleet', BENCH_SIZE: 'smoke', FLEET_HOSTS: '1,x' });
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim()).toMatch(/^FLEET_HOSTS must be a comma-separated list of whole numbers ≥ 1, not "1,x"$/);
+  });
+});

@@ -1,0 +1,305 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BIN, handler, runCli, sleep, startCli, waitFor } from '../helpers/cli.js';
+import { processesWithEnv } from '../helpers/procs.js';
+import { missing } from '../helpers/services.js';
+import { projectWithFiles } from '../helpers/project.js';
+import { dbPathIn, query } from '../helpers/store.js';
+
+// SPEC §9, "Files splitdance writes": a path it replaces (--output, --metrics-file, report
+// --html) is missing or a regular file, never a device, FIFO, folder or symlink, never the
+// store's own files or a task's input; its temporary files are created exclusively.
+
+const isRoot = !missing('root', 'the device and full-disk cases (mknod, a tmpfs)');
+const mounts: string[] = [];
+afterAll(() => {
+  for (const m of mounts) execFileSync('umount', ['-l', m]);
+});
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // gone already
+  }
+}
+
+/** A private copy of /dev/null (`mknod c 1 3`, root only) — never the system's own. */
+function devNull(dir: string): string {
+  const path = join(dir, 'devnull');
+  execFileSync('mknod', [path, 'c', '1', '3']);
+  return path;
+}
+
+/** Every kind of thing a path can hold that is not a regular file, made in `dir`. */
+function notFiles(dir: string): { name: string; path: string; kept: () => boolean }[] {
+  const victim = join(dir, 'victim.txt');
+  writeFileSync(victim, 'precious\n');
+  const link = join(dir, 'link');
+  symlinkSync(victim, link);
+  const fifo = join(dir, 'fifo');
+  execFileSync('mkfifo', [fifo]);
+  const folder = join(dir, 'folder');
+  mkdirSync(folder);
+  const things = [
+    { name: 'a symlink', path: link, kept: () => lstatSync(link).isSymbolicLink() && readFileSync(victim, 'utf8') === 'precious\n' },
+    { name: 'a FIFO', path: fifo, kept: () => lstatSync(fifo).isFIFO() },
+    { name: 'a folder', path: folder, kept: () => lstatSync(folder).isDirectory() && readdirSync(folder).length === 0 },
+  ];
+  if (isRoot) {
+    const dev = devNull(dir);
+    things.push({ name: 'a device', path: dev, kept: () => lstatSync(dev).isCharacterDevice() });
+  }
+  return things;
+}
+
+describe('a path splitdance replaces must be missing or a regular file', () => {
+  it('a device (a private /dev/null), FIFO, folder or symlink at --metrics-file or --output: exit 2, nothing written, the thing intact', async () => {
+    const p = projectWithFiles(1);
+    for (const thing of notFiles(p.dir)) {
+      for (const args of [
+        ['--exec', 'cat {}', '--metrics-file', thing.path],
+        ['--exec', 'cat {} > {out}', '--output', thing.path],
+      ]) {
+        const r = await runCli(['run', 'src', ...args], { cwd: p.dir });
+        expect(r.code, `${thing.name} ${args.join(' ')}: ${r.stderr}`).toBe(2);
+        expect(r.stderr).toContain(`is ${thing.name}`);
+        expect(r.stderr.trim().split('\n')).toHaveLength(1);
+        expect(thing.kept(), thing.name).toBe(true);
+        expect(existsSync(join(p.dir, '.splitdance')), 'no store created').toBe(false);
+      }
+    }
+  });
+
+  it('report --html at a device, FIFO, folder or symlink, or its default name planted as a symlink: exit 2, the thing and its target intact', async () => {
+    const p = projectWithFiles(1);
+    const ran = await runCli(['run', 'src', '--exec', 'true', '--batch', 'b'], { cwd: p.dir });
+    expect(ran.code, ran.stderr).toBe(0);
+    for (const thing of notFiles(p.dir)) {
+      const r = await runCli(['report', '--html', thing.path], { cwd: p.dir });
+      expect(r.code, `${thing.name}: ${r.stderr}`).toBe(2);
+      expect(thing.kept(), thing.name).toBe(true);
+    }
+    // The store's own file is never a report.
+    const store = dbPathIn(p.dir);
+    const before = readFileSync(store);
+    const onStore = await runCli(['report', '--html', store], { cwd: p.dir });
+    expect(onStore.code, onStore.stderr).toBe(2);
+    expect(onStore.stderr).toContain("the store's");
+    expect(readFileSync(store).equals(before)).toBe(true);
+    // The default name, planted beforehand as a symlink to a file of the user's.
+    const made = await runCli(['report', '--json'], { cwd: p.dir });
+    const name = JSON.parse(made.stdout).file as string;
+    rmSync(name);
+    const victim = join(p.dir, 'notes.txt');
+    writeFileSync(victim, 'mine\n');
+    symlinkSync(victim, name);
+    const r = await runCli(['report'], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain('is a symlink');
+    expect(readFileSync(victim, 'utf8')).toBe('mine\n');
+    // A regular file is replaced, keeping its mode; a new one is 0600.
+    const fresh = await runCli(['report', '--html', 'r.html'], { cwd: p.dir });
+    expect(fresh.code, fresh.stderr).toBe(0);
+    expect(statSync(join(p.dir, 'r.html')).mode & 0o777).toBe(0o600);
+  });
+
+  it.skipIf(!isRoot)('report on a full disk: exit 2 naming the file and the fix, not "unexpected error"', async () => {
+    const p = projectWithFiles(1);
+    expect((await runCli(['run', 'src', '--exec', 'true'], { cwd: p.dir })).code).toBe(0);
+    const full = join(p.dir, 'full');
+    mkdirSync(full);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', full]);
+    mounts.push(full);
+    try {
+      execFileSync('dd', ['if=/dev/zero', `of=${join(full, 'fill')}`, 'bs=4k'], { stdio: 'ignore' });
+    } catch {
+      // dd ends with ENOSPC: the disk is full
+    }
+    const r = await runCli(['report', '--html', join(full, 'r.html')], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain('no space left');
+    expect(r.stderr).not.toContain('unexpected error');
+    expect(readdirSync(full)).toEqual(['fill']); // no temporary file left
+  });
+});
+
+describe('the store path', () => {
+  it('commands that only read never write: an empty file stays empty; a device (a private /dev/null) or FIFO at --db is refused with no journal beside it', async () => {
+    const p = projectWithFiles(1);
+    const empty = join(p.dir, 'empty.db');
+    writeFileSync(empty, '');
+    const odd = [join(p.dir, 'fifo.db')];
+    execFileSync('mkfifo', [odd[0]!]);
+    if (isRoot) odd.push(devNull(p.dir));
+    for (const cmd of [['status'], ['tasks'], ['batches'], ['report', '--html', join(p.dir, 'r.html')], ['run', 'src', '--exec', 'true', '--dry-run']]) {
+      const r = await runCli([...cmd, '--db', empty], { cwd: p.dir });
+      if (cmd[0] !== 'run') expect(r.code, `${cmd[0]}: ${r.stderr}`).toBe(4);
+      expect(statSync(empty).size, cmd[0]).toBe(0);
+      for (const db of odd) {
+        const o = await runCli([...cmd, '--db', db], { cwd: p.dir });
+        expect(o.code, `${cmd[0]} --db ${db}: ${o.stderr}`).toBe(4);
+        expect(o.stderr).toMatch(/is a (device|FIFO), not a store file/);
+      }
+    }
+    expect(readdirSync(p.dir).filter((f) => /-(journal|wal|shm)$/.test(f))).toEqual([]);
+    expect(existsSync(join(p.dir, 'r.html'))).toBe(false);
+  });
+});
+
+describe("the store's files and the tasks' inputs are never outputs", () => {
+  it("--metrics-file or --output naming the live store's files or its logs folder: exit 2, every batch kept", async () => {
+    const p = projectWithFiles(2);
+    const first = await runCli(['run', 'src', '--exec', 'true', '--batch', 'kept'], { cwd: p.dir });
+    expect(first.code, first.stderr).toBe(0);
+    const db = dbPathIn(p.dir);
+    for (const path of [db, `${db}-wal`, `${db}-shm`, `${db}-journal`, join(p.dir, '.splitdance', 'logs', 'm.prom')]) {
+      const metrics = await runCli(['run', 'src', '--exec', 'true', '--batch', 'new', '--metrics-file', path], { cwd: p.dir });
+      expect(metrics.code, metrics.stderr).toBe(2);
+      expect(metrics.stderr).toContain("the store's");
+    }
+    for (const template of ['.splitdance/splitdance.db', '.splitdance/logs/{name}', '.splitdance/{name}']) {
+      const out = await runCli(['run', 'src', '--exec', 'cat {} > {out}', '--batch', 'new', '--output', template], { cwd: p.dir });
+      expect(out.code, `${template}: ${out.stderr}`).toBe(2);
+      expect(out.stderr).toContain("the store's");
+    }
+    expect(query(db, 'SELECT name FROM batches')).toEqual([{ name: 'kept' }]);
+  });
+
+  it("a constant --output over two tasks is a collision; one naming another task's input is refused: exit 2, the input intact", async () => {
+    const p = projectWithFiles(2);
+    const constant = await runCli(['run', 'src', '--exec', 'cat {} > {out}', '--output', 'out/all.txt'], { cwd: p.dir });
+    expect(constant.code, constant.stderr).toBe(2);
+    expect(constant.stderr).toContain('gives two tasks one output file');
+    const input = join(p.src, p.keys[1]!);
+    const other = await runCli(['run', 'src', '--exec', 'cat {} > {out}', '--output', `src/${p.keys[1]}`], { cwd: p.dir });
+    expect(other.code, other.stderr).toBe(2);
+    expect(other.stderr).toContain(`would overwrite the input of ${p.keys[1]}`);
+    expect(readFileSync(input, 'utf8')).toBe('line 1\n');
+    expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
+  });
+});
+
+describe("declared outputs' temporary files", () => {
+  it('cannot be planted: a symlink or a file at any name an attempt could be expected to use is never written through nor committed', async () => {
+    const p = projectWithFiles(2);
+    const out = join(p.dir, 'out');
+    mkdirSync(out);
+    const victim = join(p.dir, 'victim.txt');
+    writeFileSync(victim, 'precious\n');
+    // The names of attempts 1–20 as they used to be (`.NAME.splitdance-<attempt id>.tmp`): f000's
+    // are symlinks to a file of the user's, f001's are regular files ready to pass for an output.
+    for (let id = 1; id <= 20; id++) {
+      symlinkSync(victim, join(out, `.${p.keys[0]}.splitdance-${id}.tmp`));
+      writeFileSync(join(out, `.${p.keys[1]}.splitdance-${id}.tmp`), 'planted\n');
+    }
+    const exec = `case {} in *${p.keys[1]}) true;; *) cat {} > {out};; esac`; // f001 writes nothing
+    const r = await runCli(['run', 'src', '--exec', exec, '--output', 'out/{rel}', '--retries', '0'], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(1);
+    expect(readFileSync(victim, 'utf8')).toBe('precious\n');
+    expect(lstatSync(join(out, p.keys[0]!)).isFile()).toBe(true);
+    expect(readFileSync(join(out, p.keys[0]!), 'utf8')).toBe('line 0\n');
+    const tasks = JSON.parse((await runCli(['tasks', '--json'], { cwd: p.dir })).stdout) as { key: string; status: string; lastError: string }[];
+    expect(tasks.find((t) => t.key === p.keys[1])).toMatchObject({ status: 'FAILED', lastError: expect.stringContaining('declared output not written') });
+    expect(existsSync(join(out, p.keys[1]!))).toBe(false);
+  });
+
+  it('two stores writing one output folder never share a temporary file: each output is one batch\'s whole file', async () => {
+    const p = projectWithFiles(3);
+    // Each attempt appends two lines with a pause between, so a shared temporary file would mix them.
+    const exec = 'echo "$SPLITDANCE_BATCH 1" >> {out}; sleep 0.3; echo "$SPLITDANCE_BATCH 2" >> {out}';
+    const run = (name: string) => runCli(['run', 'src', '--exec', exec, '--output', 'out/{rel}', '--db', join(p.dir, `${name}.db`), '--batch', name, '--force'], { cwd: p.dir });
+    const [a, b] = await Promise.all([run('alpha'), run('beta')]);
+    expect(a.code, a.stderr).toBe(0);
+    expect(b.code, b.stderr).toBe(0);
+    for (const k of p.keys) expect(['alpha 1\nalpha 2\n', 'beta 1\nbeta 2\n']).toContain(readFileSync(join(p.dir, 'out', k), 'utf8'));
+    expect(readdirSync(join(p.dir, 'out')).sort()).toEqual(p.keys);
+  });
+
+  it('of an {inputs…} output template are removed by the next run after a kill of the whole tree', async () => {
+    const p = projectWithFiles(1);
+    const job = {
+      source: 'src',
+      stages: [
+        { name: 'a', handler: handler('write-out'), output: 'out/a/{rel}' },
+        { name: 'b', needs: ['a'], exec: 'echo part > {out}; [ -n "$FAST" ] || sleep 30; echo rest >> {out}', output: 'out/b/{inputs.a.name}.txt' },
+      ],
+    };
+    writeFileSync(join(p.dir, 'job.json'), JSON.stringify(job));
+    const marker = `${p.dir}#tree`;
+    const env = { RESULT_NAME: 'named', SIM_MACHINE: marker };
+    const first = startCli(['run', '--job', 'job.json', '--quiet'], { cwd: p.dir, env });
+    const b = join(p.dir, 'out', 'b');
+    await waitFor(() => existsSync(b) && readdirSync(b).some((f) => f.endsWith('.tmp')), 20_000, "stage b's temporary file");
+    for (let round = 0; round < 50 && processesWithEnv(marker).length; round++) {
+      for (const pid of processesWithEnv(marker)) signal(pid, 'SIGKILL');
+      await sleep(20);
+    }
+    await first.result;
+    const again = await runCli(['run', '--job', 'job.json', '--quiet'], { cwd: p.dir, env: { ...env, FAST: '1' } });
+    expect(again.code, again.stderr).toBe(0);
+    expect(readdirSync(b)).toEqual(['named.txt']);
+    expect(readFileSync(join(b, 'named.txt'), 'utf8')).toBe('part\nrest\n');
+  });
+
+  it('output folders are created 0700, also under umask 000; the output file follows the umask', async () => {
+    const p = projectWithFiles(1);
+    const code = await new Promise<number | null>((done) => {
+      const cmd = `umask 000; exec "${process.execPath}" "${BIN}" run src --exec 'cat {} > {out}' --output 'out/deep/{rel}' --quiet`;
+      spawn('sh', ['-c', cmd], { cwd: p.dir, stdio: 'ignore' }).on('close', done);
+    });
+    expect(code).toBe(0);
+    expect(statSync(join(p.dir, 'out')).mode & 0o777).toBe(0o700);
+    expect(statSync(join(p.dir, 'out', 'deep')).mode & 0o777).toBe(0o700);
+    expect(statSync(join(p.dir, 'out', 'deep', p.keys[0]!)).mode & 0o777).toBe(0o666);
+  });
+});
+
+describe('an output path only a stage result names', () => {
+  it.each([
+    ['"."', '.', /not a file path/],
+    ['""', '', /not a file path/],
+    ['the name of a folder there', 'taken', /is a folder, not a regular file/],
+  ])('rendering to %s fails its task for good: never SUCCESS, never up to date', async (_what, name, message) => {
+    const p = projectWithFiles(1);
+    mkdirSync(join(p.dir, 'out', 'b', 'taken'), { recursive: true });
+    const job = {
+      source: 'src',
+      stages: [
+        { name: 'a', handler: handler('write-out'), output: 'out/a/{rel}' },
+        { name: 'b', needs: ['a'], exec: 'cat {} > {out}', output: 'out/b/{inputs.a.name}' },
+      ],
+    };
+    writeFileSync(join(p.dir, 'job.json'), JSON.stringify(job));
+    const r = await runCli(['run', '--job', 'job.json'], { cwd: p.dir, env: { RESULT_NAME: name } });
+    expect(r.code, r.stderr).toBe(1);
+    const b = JSON.parse((await runCli(['show', `b/${p.keys[0]}`, '--json'], { cwd: p.dir })).stdout);
+    expect(b).toMatchObject({ status: 'FAILED', attemptsCount: 1 });
+    expect(b.lastError).toMatch(message);
+    expect(readdirSync(join(p.dir, 'out', 'b', 'taken'))).toEqual([]);
+  });
+});
+
+const hasStrace = !missing('strace', 'the exclusive-create test of the metrics file');
+
+describe.skipIf(!hasStrace)('temporary files are created exclusively', () => {
+  it('the metrics file: its temporary file is opened O_EXCL (never through a planted symlink) with a name no one can guess', async () => {
+    const p = projectWithFiles(1);
+    const trace = join(p.dir, 'trace.txt');
+    const run = ['run', 'src', '--exec', 'true', '--metrics-file', 'm/x.prom'];
+    const code = await new Promise<number | null>((done) => {
+      spawn('strace', ['-f', '-qq', '-e', 'trace=open,openat', '-o', trace, process.execPath, BIN, ...run], { cwd: p.dir, stdio: 'ignore' }).on('close', done);
+    });
+    expect(code).toBe(0);
+    const opens = readFileSync(trace, 'utf8').split('\n').filter((l) => l.includes('/.x.prom.'));
+    expect(opens.length).toBeGreaterThan(0);
+    for (const l of opens) {
+      expect(l).toContain('O_EXCL');
+      expect(l).toMatch(/\.x\.prom\.[0-9a-f]{24}\.tmp"/);
+    }
+    expect(statSync(join(p.dir, 'm')).mode & 0o777).toBe(0o700);
+    expect(statSync(join(p.dir, 'm', 'x.prom')).mode & 0o777).toBe(0o600);
+  });
+});
