@@ -9,7 +9,6 @@ import { planRun, type PlanOptions, type RunPlan } from '../../job/plan-run.js';
 import type { RawRunFlags } from '../../job/run-options.js';
 import { handlersOf } from '../../job/stages.js';
 import { nonEmpty } from '../../split/split-source.js';
-import { printable } from '../format.js';
 import { openExistingStore, openStore, resolveDbPath } from '../../store/open-store.js';
 import { peekBatch } from '../../store/peek-batch.js';
 import type { TaskStore } from '../../store/task-store.js';
