@@ -78,10 +78,10 @@ export function splitdance(args, cwd = work, expectCode = 0) {
   return measure([process.execPath, BIN, ...args], { cwd, expectCode });
 }
 
-/** `status --json` of the store in `cwd` (or `--db`). */
+/** `status --json` of the store in `cwd` (or `--db`); its exit is the batch's verdict (0 done, 1 failures, 3 not done). */
 export function status(cwd = work, dbArgs = []) {
   const r = spawnSync(process.execPath, [BIN, 'status', '--json', ...dbArgs], { cwd, encoding: 'utf8' });
-  if (r.status !== 0) fail(`splitdance status exited ${r.status ?? r.signal}: ${r.stderr.trim()}`);
+  if (![0, 1, 3].includes(r.status)) fail(`splitdance status exited ${r.status ?? r.signal}: ${r.stderr.trim()}`);
   return JSON.parse(r.stdout);
 }
 

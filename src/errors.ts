@@ -30,6 +30,15 @@ export class StoreError extends Error {
   }
 }
 
+/**
+ * The machine will not give a run what it needs to start: no process or file descriptor to be
+ * had (EMFILE under `ulimit -n`, EAGAIN under a cgroup's `pids.max`): exit 4, like a store
+ * that cannot be used, since waiting or another run on the same machine meets the same wall.
+ */
+export class ResourceError extends Error {
+  override name = 'ResourceError';
+}
+
 /** Thrown by a handler: fail the task at once, without retries. */
 export class PermanentError extends Error {
   override name = 'PermanentError';

@@ -9,7 +9,7 @@ import { buildProgram } from './program.js';
 
 /**
  * The one error boundary: every command returns its exit code, and every error is
- * mapped to one here (also what escapes it: see `reportBug`). UsageError → 2, StoreError → 4, anything else is a bug (70, never 1:
+ * mapped to one here (also what escapes it: see `reportBug`). UsageError → 2, StoreError and ResourceError → 4, anything else is a bug (70, never 1:
  * a script must not read a crash of splitdance as "tasks failed"). Stack traces only with --verbose.
  */
 export async function main(argv: string[], given?: Io): Promise<number> {
@@ -33,7 +33,7 @@ function report(err: unknown, io: Io, verbose: boolean): number {
     return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
   }
   const e = err instanceof Error ? err : new Error(String(err));
-  const code = e.name === 'UsageError' ? EXIT.USAGE : e.name === 'StoreError' ? EXIT.STORE : EXIT.INTERNAL;
+  const code = e.name === 'UsageError' ? EXIT.USAGE : e.name === 'StoreError' || e.name === 'ResourceError' ? EXIT.STORE : EXIT.INTERNAL;
   if (code === EXIT.INTERNAL) return reportBug(e, io, verbose);
   // Messages quote names and errors from the store and the disk: escaped like every human line.
   io.stderr.write(`splitdance: error: ${printable(e.message, { lines: true })}\n`);

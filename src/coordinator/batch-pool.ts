@@ -48,10 +48,15 @@ export async function startPool(limits: PoolLimits, handlers: Record<string, Han
   return null;
 }
 
-/** Grows the pool to the batch's work, no further (`-j 50` on one task starts one); returns the counts it went by. */
-export async function growToWork(pool: WorkerPool, store: BatchProgress, batchId: number): Promise<Counts> {
+/**
+ * Grows the pool to the batch's work, no further (`-j 50` on one task starts one); returns the
+ * counts it went by. A pool the machine will not let grow that far runs with what it has, and
+ * `note` is told so.
+ */
+export async function growToWork(pool: WorkerPool, store: BatchProgress, batchId: number, note: (m: string) => void): Promise<Counts> {
   const c = await store.counts(batchId);
-  await pool.grow(c.pending + c.retrying + c.running + c.queued);
+  const short = await pool.grow(c.pending + c.retrying + c.running + c.queued);
+  if (short) note(short);
   return c;
 }
 

@@ -177,6 +177,7 @@ export class Coordinator {
       idle: () => this.schedule(),
       // Leases are extended for every running attempt on a timer; a heartbeat is a sign of life.
       heartbeat: (token) => attempts.heartbeat(token),
+      shrunk: (why) => this.observer.note(why),
     });
     const { leaseMs, maxRuntimeMs } = this.options;
     this.timers.push(longInterval(() => void this.upkeep.heartbeat().catch((err: unknown) => this.storeFailed(err)), Math.max(50, leaseMs / 3)));
@@ -318,7 +319,7 @@ export class Coordinator {
     if (this.stopping) return this.finish(this.stopping);
     const c = await this.store.counts(this.batch.id);
     if (c.pending + c.retrying + c.running + c.queued === 0) return this.finish({ kind: 'done' });
-    if (this.pool.size === 0) throw new Error('every worker died and none could be restarted; see the errors above');
+    if (this.pool.size === 0) throw this.pool.emptyBecause ?? new Error('every worker died and none could be restarted; see the errors above');
     if (this.options.noWait && this.pool.hasIdleWorker()) {
       // Nothing claimable may only mean claims stopped for a newer definition (before a poll saw it).
       return this.finish(await this.upkeep.definitionChanged() ? { kind: 'definition-changed' } : { kind: 'no-wait' });

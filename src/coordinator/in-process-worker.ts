@@ -35,8 +35,12 @@ export class InProcessWorker extends EventEmitter {
       peakRss: () => 0, // the helper is tiny; --max-worker-memory is for handler workers
     });
     spawner.onExit((code, signal) => {
-      // The worker has died: nothing it had queued may start (the pool hands those on).
       this.connected = false;
+      // A helper that never started is a worker that could not be started, as a failed fork
+      // is: an 'error' and no 'exit'.
+      const failed = spawner.startError;
+      if (failed) return setImmediate(() => this.emit('error', failed));
+      // The worker has died: nothing it had queued may start (the pool hands those on).
       this.core.killRunning();
       this.exitCode = code;
       this.signalCode = signal;

@@ -2,13 +2,14 @@ import { fork } from 'node:child_process';
 import type { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { UsageError, errorLine } from '../errors.js';
+import { UsageError, errorLine, type ResourceError } from '../errors.js';
 import { formatMs } from '../job/units.js';
 import { printable } from '../printable.js';
-import { killGroup } from '../worker/kill-group.js';
+import { killGroup, processStopped } from '../worker/kill-group.js';
 import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from '../worker/protocol.js';
 import { Spawner } from '../worker/spawner.js';
 import { InProcessWorker } from './in-process-worker.js';
+import { BOOT_MS, LIMIT_SAID, neverBooted, refused } from './start-failure.js';
 import { averaged, runningLong, slotWindow, type SlotTiming } from './slot-window.js';
 import { monotonicMs } from '../wall-steps.js';
 
@@ -41,6 +42,8 @@ export interface PoolEvents {
   /** A worker became ready and idle. */
   idle(): void;
   heartbeat(token: number): void;
+  /** A replacement worker could not be started (`why`): the pool runs on with one fewer. */
+  shrunk(why: string): void;
 }
 
 export interface PoolOptions {
@@ -72,6 +75,10 @@ interface Slot extends PoolWorker, SlotTiming {
   stderr: string;
   /** Its started exec attempts' process groups, by token, until each is done. */
   groups: Map<number, number>;
+  /** Its process runs its own code (see `booted` in protocol.ts); an in-process worker always does. */
+  booted: boolean;
+  /** Since when its process has been seen stopped (SIGSTOP) while holding attempts; null if it was not. */
+  stoppedSince: number | null;
 }
 
 /**
@@ -85,8 +92,10 @@ export class WorkerPool {
   private closing = false;
   private running = false;
   private loadFailures = 0;
+  /** Why the last worker that could not be started at all (no process to be had) failed. */
+  private startFailure: ResourceError | null = null;
 
-  private events: PoolEvents = { done() {}, dropped() {}, exited() {}, started() {}, idle() {}, heartbeat() {} };
+  private events: PoolEvents = { done() {}, dropped() {}, exited() {}, started() {}, idle() {}, heartbeat() {}, shrunk() {} };
 
   private readonly execOnly: boolean;
 
@@ -123,11 +132,22 @@ export class WorkerPool {
   /**
    * Adds workers up to `target` (never above the pool's size): no more workers than there
    * are tasks to run (`-j 50` for one task starts one). A worker that fails to load now is
-   * left out, like a failed replacement.
+   * left out, like a failed replacement. Returns what to tell the user when the machine would
+   * not give it the processes or descriptors for all of them: the run goes on with those it has.
    */
-  async grow(target: number): Promise<void> {
-    const missing = Math.min(target, this.options.size) - this.workers.size;
-    if (missing > 0) await Promise.allSettled(Array.from({ length: missing }, () => this.spawn()));
+  async grow(target: number): Promise<string | null> {
+    const wanted = Math.min(target, this.options.size);
+    const missing = wanted - this.workers.size;
+    if (missing <= 0) return null;
+    const results = await Promise.allSettled(Array.from({ length: missing }, () => this.spawn()));
+    const refused = results.find((r): r is PromiseRejectedResult => r.status === 'rejected' && (r.reason as Error).name === 'ResourceError');
+    if (!refused) return null;
+    return `started ${this.workers.size} of ${wanted} workers and runs with those: ${(refused.reason as Error).message}`;
+  }
+
+  /** Why no worker could be started, when that is why the pool is empty. */
+  get emptyBecause(): ResourceError | null {
+    return this.workers.size === 0 ? this.startFailure : null;
   }
 
   /** One entry per attempt the pool can take now: a worker appears once per free place in its window. */
@@ -171,6 +191,23 @@ export class WorkerPool {
     if (!this.hasIdleWorker()) return [];
     const now = monotonicMs();
     return [...this.workers].filter((w) => w.queue.length > 1 && runningLong(w, ms, now));
+  }
+
+  /**
+   * Workers whose process (a forked worker, an `--exec` slot's helper) has been stopped
+   * (SIGSTOP) for `ms` or more while holding attempts. Such a worker answers nothing: not the
+   * `drop` that would free its queued attempts, and not the end of its running one, whose lease
+   * this run renews — the run would wait for it for ever. Nor can its queued attempts be handed
+   * elsewhere while it lives: woken, it would start them. Looked at once a poll.
+   */
+  stopped(ms: number, now = Date.now()): PoolWorker[] {
+    const found: PoolWorker[] = [];
+    for (const w of this.workers) {
+      const stopped = w.queue.length > 0 && w.pid !== null && processStopped(w.pid);
+      w.stoppedSince = stopped ? (w.stoppedSince ?? now) : null;
+      if (w.stoppedSince !== null && now - w.stoppedSince >= ms) found.push(w);
+    }
+    return found;
   }
 
   /** Asks the worker to give back its queued attempts (reported through `dropped`). */
@@ -232,10 +269,16 @@ export class WorkerPool {
   private spawn(): Promise<void> {
     // `--exec` batches run inside the coordinator through spawner helpers when they are
     // built; module handlers (and exec without the helper) in forked worker processes.
-    const spawner = this.execOnly ? Spawner.start() : null;
-    const proc: WorkerProcess = spawner
-      ? new InProcessWorker(spawner)
-      : fork(CHILD_MAIN, [], { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
+    let proc: WorkerProcess;
+    try {
+      const spawner = this.execOnly ? Spawner.start() : null;
+      proc = spawner
+        ? new InProcessWorker(spawner)
+        : fork(CHILD_MAIN, [], { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
+    } catch (err) {
+      // Some refusals (ENOMEM) are thrown at once instead of reported by 'error'.
+      return Promise.reject(this.cannotStart(err as NodeJS.ErrnoException));
+    }
     const slot: Slot = {
       id: `${this.options.idPrefix}w${this.next++}`,
       pid: proc.pid ?? null,
@@ -243,6 +286,8 @@ export class WorkerPool {
       avgMs: null,
       headSince: 0,
       groups: new Map(),
+      booted: proc instanceof InProcessWorker,
+      stoppedSince: null,
       tasksRun: 0,
       ready: false,
       retiring: false,
@@ -250,17 +295,37 @@ export class WorkerPool {
       stderr: '',
     };
     this.workers.add(slot);
-    proc.stderr?.on('data', (b: Buffer) => (slot.stderr = (slot.stderr + b.toString()).slice(-STDERR_KEEP)));
+    // What a worker that dies before its first line says of a limit (Node's own `pthread_create:
+    // Resource temporarily unavailable`), kept apart: the abort's stack trace follows it.
+    let limitSaid: string | null = null;
+    proc.stderr?.on('data', (b: Buffer) => {
+      const text = b.toString();
+      if (!slot.booted) limitSaid ??= text.split('\n').find((l) => LIMIT_SAID.test(l))?.trim() ?? null;
+      slot.stderr = (slot.stderr + text).slice(-STDERR_KEEP);
+    });
     return new Promise((resolve, reject) => {
       // An import that never settles (a top-level await on nothing) would hang the start forever.
       const loading = setTimeout(() => {
         reject(new UsageError(this.loadTimedOut()));
         this.kill(slot);
       }, this.options.loadTimeoutMs);
-      proc.once('message', () => clearTimeout(loading)); // 'ready' or 'load-failed' comes first
-      proc.once('exit', () => clearTimeout(loading));
       proc.on('message', (msg: FromWorker) => {
-        if (msg.type === 'ready') {
+        if (msg.type === 'ready' || msg.type === 'load-failed') clearTimeout(loading);
+      });
+      proc.once('exit', () => clearTimeout(loading));
+      let bootTimedOut = false;
+      const bootTimer = slot.booted
+        ? undefined
+        : setTimeout(() => {
+            bootTimedOut = true;
+            if (slot.pid) killGroup(slot.pid, 'SIGKILL');
+          }, BOOT_MS);
+      bootTimer?.unref();
+      proc.on('message', (msg: FromWorker) => {
+        if (msg.type === 'booted') {
+          slot.booted = true;
+          clearTimeout(bootTimer);
+        } else if (msg.type === 'ready') {
           slot.ready = true;
           this.loadFailures = 0;
           resolve();
@@ -283,12 +348,27 @@ export class WorkerPool {
           if (slot.retiring && slot.queue.length === 0 && slot.proc.connected) slot.proc.disconnect();
         }
       });
-      proc.on('error', () => undefined); // reported through 'exit'
+      proc.on('error', (err: NodeJS.ErrnoException) => {
+        // A worker that could not be started at all: no 'spawn' and no 'exit' follow. Any
+        // other error (a send on a closed channel) is reported through 'exit'.
+        if (!err.syscall?.startsWith('spawn')) return;
+        clearTimeout(bootTimer);
+        this.workers.delete(slot);
+        reject(this.cannotStart(err));
+      });
       proc.on('exit', (code, signal) => {
+        clearTimeout(bootTimer);
         this.workers.delete(slot);
         const why = signal ? `worker killed by ${signal}` : `worker exited with code ${code}`;
         const detail = slot.stderr.trim().split('\n').pop();
-        if (!slot.ready) {
+        // Never came up, and hung, named a limit or aborted (Node aborts, often without a word,
+        // when it cannot create a thread): the machine's limit, not the handler. One killed from
+        // outside before it booted is a worker that died like any other.
+        const atLimit = !slot.booted && (bootTimedOut || limitSaid !== null || signal === 'SIGABRT');
+        if (atLimit) {
+          this.startFailure = neverBooted(bootTimedOut, why, limitSaid);
+          reject(this.startFailure);
+        } else if (!slot.ready) {
           this.loadFailures++;
           reject(new UsageError(`the worker could not start the handler (${why})${detail ? `: ${detail}` : ''}`));
         }
@@ -304,7 +384,8 @@ export class WorkerPool {
         if (slot.pid) killGroup(slot.pid, 'SIGKILL');
         // Replace the dead once the pool is running; a handler that keeps failing to load
         // (MAX_LOAD_FAILURES in a row) is given up on, and the coordinator ends the run.
-        if (this.running && !this.closing && this.loadFailures < MAX_LOAD_FAILURES) void this.replace();
+        // One that never came up is not replaced: the machine is at a limit (see cannotStart).
+        if (this.running && !this.closing && !atLimit && this.loadFailures < MAX_LOAD_FAILURES) void this.replace();
         this.events.exited(slot, running, detail ? `${why}: ${detail}` : why, queued, signal);
       });
       const watchMemory = this.options.maxWorkerMemory !== null;
@@ -334,10 +415,18 @@ export class WorkerPool {
   private async replace(): Promise<void> {
     try {
       await this.spawn();
-    } catch {
+    } catch (err) {
       // A handler that loaded once and now fails to load: the next replacement is tried
-      // when this one exits, and the coordinator ends when no worker is left.
+      // when this one exits, and the coordinator ends when no worker is left. One that could
+      // not be started at all is not retried: the pool runs on with one fewer, and says so.
+      if ((err as Error).name === 'ResourceError') this.events.shrunk(`a worker that died could not be replaced: ${(err as Error).message}`);
     }
+  }
+
+  /** The error for a worker the machine would not start, naming the limit and the way out. */
+  private cannotStart(err: NodeJS.ErrnoException): ResourceError {
+    this.startFailure = refused(err);
+    return this.startFailure;
   }
 
   get size(): number {

@@ -74,7 +74,8 @@ export interface BatchRun {
  */
 export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecord, pool: WorkerPool, run: BatchRun, observer: BatchObserver): Promise<number> {
   const { inv } = run;
-  const before = await growToWork(pool, store, batch.id);
+  const notes = [...run.notes];
+  const before = await growToWork(pool, store, batch.id, (m) => notes.push(m));
   const total = before.total;
   const maxFailures = inv.maxFailures === null ? null : resolveCountOrShare(inv.maxFailures, total);
   const started = monotonicMs();
@@ -110,7 +111,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
   // Tasks a dead coordinator on this host left RUNNING are taken back now, not after their lease.
   const released = await recoverStale(store, batch.id, coordinator.owner);
   coordinator.lostElsewhere(released);
-  observer.start({ batch: batch.name, source: batch.source, store: describeStore(run.dbPath), total, inserted: run.inserted, workers: pool.size, notes: run.notes });
+  observer.start({ batch: batch.name, source: batch.source, store: describeStore(run.dbPath), total, inserted: run.inserted, workers: pool.size, notes });
   // The pools started here to follow a newer definition (the caller shuts down its own).
   const followers: WorkerPool[] = [];
   // A signal while following a definition change (the coordinator was already stopping, or
@@ -190,7 +191,7 @@ async function follow(
       `batch ${printable(batch.name)}: another run changed the handler to ${printable(handler)}, which does not load here: ${printable((err as Error).message)}; this run stops, the unfinished tasks stay PENDING`,
     );
   }
-  await growToWork(pool, store, batch.id);
+  await growToWork(pool, store, batch.id, note);
   const what = sameHandlers(old.job, batch.job) ? 'job definition changed' : `handler changed to ${printable(handler)}`;
   note(`batch ${printable(batch.name)}: ${what} by another run; following it`);
   return { batch, settings, pool };

@@ -22,6 +22,8 @@ export interface UpkeepHost {
   unplaced: ((pending: PendingOutput[]) => void) | null;
 }
 
+const formatSeconds = (ms: number) => `${Math.round(ms / 100) / 10}s`;
+
 /**
  * What keeps a run's hold on its batch valid, beside the claim loop: renewing the leases of
  * its attempts, taking back what dead owners left, giving back attempts queued behind a slow
@@ -59,6 +61,12 @@ export class Upkeep {
     if (this.host.unplaced) this.host.unplaced(await store.pendingOutputs(batch.id));
     // Attempts queued behind one that turned out slow go back, so idle workers can run them.
     for (const w of pool.stuck(pollMs)) pool.drop(w);
+    // A worker stopped past a lease is taken for dead: killed, its running attempt ends as a
+    // crash and its queued ones go back unstarted, to run on the other workers.
+    for (const w of pool.stopped(this.host.leaseMs, now)) {
+      observer.note(`worker ${w.id} (pid ${w.pid}) has been stopped (SIGSTOP) for over ${formatSeconds(this.host.leaseMs)} holding ${w.queue.length} attempt(s); it is killed so they can run elsewhere`);
+      pool.kill(w);
+    }
     // `splitdance pause` from anywhere: stop claiming within a poll, let running attempts finish.
     if (current.paused) this.host.stop({ kind: 'paused' });
     // Another run changed the definition: claims already stopped (the store refuses this version);

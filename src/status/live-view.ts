@@ -138,8 +138,6 @@ function failureOf(a: BatchAttempt): RecentFailure {
   return { key: a.key, attempt: a.attempt, outcome: a.outcome!, error: a.error, at: a.endedAt ?? a.startedAt, workerId: a.workerId, host: a.host };
 }
 
-/** `host/boot:pid:start` → host. */
 function hostOf(owner: string | null): string {
-  const host = owner ? parseOwner(owner)?.host : undefined;
-  return host ? host.replace(/\/[^/]*$/, '') : '';
+  return (owner ? parseOwner(owner)?.host : undefined) ?? '';
 }

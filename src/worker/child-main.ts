@@ -78,6 +78,7 @@ function hasChildren(): boolean {
   }
 }
 
+process.send?.({ type: 'booted' } satisfies FromWorker);
 process.on('message', (msg: ToWorker) => {
   if (msg.type === 'load') killGraceMs = msg.killGraceMs;
   core.handle(msg);

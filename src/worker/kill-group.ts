@@ -23,6 +23,16 @@ export function groupAlive(pgid: number): boolean {
   return groupMembers(pgid, null)?.length !== 0;
 }
 
+/** Whether the process is stopped by a signal (SIGSTOP, SIGTSTP; state `T` in /proc); false if gone or unknown. */
+export function processStopped(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return stat[stat.lastIndexOf(')') + 2] === 'T';
+  } catch {
+    return false;
+  }
+}
+
 /** The live processes of a group other than `except`, read from /proc; null without /proc. */
 export function groupMembers(pgid: number, except: number | null): number[] | null {
   let entries: string[];

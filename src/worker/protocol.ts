@@ -64,6 +64,12 @@ export interface DoneMessage {
 }
 
 export type FromWorker =
+  /**
+   * The worker process runs its own code: sent first, before any handler loads. A process that
+   * never gets this far (its runtime found no thread or descriptor to start with) could not be
+   * started, which is the machine's limit, not the handler's fault.
+   */
+  | { type: 'booted' }
   | { type: 'ready' }
   | { type: 'load-failed'; error: SerializedError }
   /**

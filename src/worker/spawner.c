@@ -27,7 +27,8 @@
  *   "<id> D"                  given back unstarted (after a D request)
  * A log the command left empty is removed again, so silent tasks leave no files. When
  * stdin closes (the worker is gone), the running command is killed with its group, nothing
- * queued starts, and the spawner exits: it never leaves orphans behind. That includes the
+ * queued starts, and the spawner exits: it never leaves orphans behind (also when it was
+ * stopped with SIGSTOP as its worker died: the kernel then wakes it with SIGCONT). That includes the
  * groups of commands that have ended but left processes running (`cmd &`): the worker stops
  * those itself, and if it dies first, they are killed here. It runs in its own process group,
  * so a kill aimed at the worker's group leaves it alive to do that. It is a child
@@ -116,6 +117,12 @@ static void quit(int code) {
   if (running) kill(-running->pid, SIGKILL);
   prune_lingering();
   for (size_t i = 0; i < nlingering; i++) kill(-lingering[i], SIGKILL);
+  if (running) {
+    /* Reaped before this helper goes: once it is gone, so is its command (bounded, since a
+     * process in an uninterruptible sleep can take long to die). */
+    alarm(2);
+    while (waitpid(running->pid, NULL, 0) < 0 && errno == EINTR) {}
+  }
   _exit(code);
 }
 
@@ -391,6 +398,12 @@ int main(int argc, char **argv) {
   if (pipe2(sigchld_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
 #ifdef PR_SET_CHILD_SUBREAPER
   prctl(PR_SET_CHILD_SUBREAPER, 1);
+#endif
+#ifdef PR_SET_PDEATHSIG
+  /* A helper stopped with SIGSTOP cannot see its stdin close, and its command would run on
+   * beside the next attempt of a rerun that found its coordinator dead. The kernel sends this
+   * the moment its worker dies: it wakes, reads the end of its input and kills its commands. */
+  prctl(PR_SET_PDEATHSIG, SIGCONT);
 #endif
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);

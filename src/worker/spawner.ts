@@ -49,6 +49,7 @@ export class Spawner {
   private readonly spawnListeners: (() => void)[] = [];
   private running = false;
   private outbox = '';
+  private failedStart: NodeJS.ErrnoException | null = null;
 
   private static usable: boolean | undefined;
 
@@ -70,7 +71,8 @@ export class Spawner {
     // the helper must not (it exits by itself when stdin closes).
     const child = spawn(BINARY, [], { stdio: ['pipe', 'pipe', 'inherit'], detached: true });
     child.unref();
-    (child.stdout as unknown as { unref(): void }).unref();
+    // Without a descriptor for its pipes (EMFILE) Node gives the child none, and says so by 'error'.
+    (child.stdout as unknown as { unref(): void } | null)?.unref();
     return new Spawner(child);
   }
 
@@ -80,6 +82,11 @@ export class Spawner {
 
   get dead(): boolean {
     return this.exited;
+  }
+
+  /** Why the helper could not be started at all (EMFILE, EAGAIN…), once its start failed. */
+  get startError(): NodeJS.ErrnoException | null {
+    return this.failedStart;
   }
 
   /** Called once the helper process is running. */
@@ -95,18 +102,21 @@ export class Spawner {
 
   /** Closes its stdin: it kills what still runs and exits. */
   close(): void {
-    this.child.stdin.end();
+    this.child.stdin?.end();
   }
 
   private constructor(private readonly child: ChildProcessByStdio<Writable, Readable, null>) {
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (text: string) => this.read(text));
-    child.stdin.on('error', () => {}); // a dead helper: handled by 'close'
+    child.stdout?.setEncoding('utf8');
+    child.stdout?.on('data', (text: string) => this.read(text));
+    child.stdin?.on('error', () => {}); // a dead helper: handled by 'close'
     child.once('spawn', () => {
       this.running = true;
       this.spawnListeners.forEach((l) => l());
     });
-    child.on('error', () => this.died(null, null));
+    child.on('error', (err) => {
+      if (!this.running) this.failedStart = err;
+      this.died(null, null);
+    });
     // 'close', not 'exit': replies still in the pipe when it exits are read first.
     child.on('close', (code, signal) => this.died(code, signal));
   }
@@ -152,7 +162,7 @@ export class Spawner {
   private flushOutbox(): void {
     const text = this.outbox;
     this.outbox = '';
-    if (!this.exited) this.child.stdin.write(text);
+    if (!this.exited) this.child.stdin?.write(text);
   }
 
   private read(text: string): void {

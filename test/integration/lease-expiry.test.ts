@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -12,10 +12,10 @@ import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 // SPEC §5 recovery: a RUNNING task whose owner is on another host is taken back once its lease
 // expired, never before; one whose owner is a dead process on this host is taken back at once;
 // one whose owner on this host is alive is not taken, whatever its lease says. Owners are
-// forged in the row format of src/coordinator/owner.ts: `host/boot:pid:start`.
+// forged in the row format of src/coordinator/owner.ts: `host/boot/pidns:pid:start`.
 
-/** This machine as owner.ts names it: host name and the first 8 characters of the boot id. */
-const MACHINE = `${hostname()}/${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim().slice(0, 8)}`;
+/** This machine as owner.ts names it: host name, the first 8 characters of the boot id, the PID namespace's inode. */
+const MACHINE = `${hostname()}/${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim().slice(0, 8)}/${/\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))![1]}`;
 const startTicks = (pid: number) => {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]!;

@@ -122,6 +122,8 @@ async function workOn(
   try {
     pool = await startPool(inv, handlers, signalled); // `runBatch` grows it to the batch's work
   } catch (err) {
+    // No worker process could be started at all: the machine's limit, for every batch alike.
+    if ((err as Error).name === 'ResourceError') throw err;
     // One batch with a broken handler must not stop a worker serving the others.
     line(io.stderr, `batch ${printable(batch.name)}: its handler does not load, skipped: ${printable((err as Error).message)}`);
     return EXIT.USAGE;

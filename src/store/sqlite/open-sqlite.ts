@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { StoreError } from '../../errors.js';
 import { failpointValue } from '../failpoint.js';
@@ -83,6 +83,9 @@ function readableOrSnapshot(db: Db, path: string): Db {
     if ((err as { code?: string }).code !== 'SQLITE_CANTOPEN') throw err;
     db.close();
   }
+  // A -wal or -shm file this user may not read fails the same way, in a folder it may write.
+  const unreadable = sidecarRefused(path, constants.R_OK);
+  if (unreadable) throw unreadable;
   const wal = `${path}-wal`;
   const walSize = () => (existsSync(wal) ? statSync(wal).size : 0);
   for (let tries = 0; tries < 3; tries++) {
@@ -100,6 +103,27 @@ function readableOrSnapshot(db: Db, path: string): Db {
     return new Database(image, { readonly: true });
   }
   throw new StoreError(`the store ${path} kept changing while it was being read; run the command again`);
+}
+
+/**
+ * The store's -wal or -shm file that this user may not use as `mode` asks (R_OK, W_OK), as a
+ * StoreError naming it; null when both are usable or absent. SQLite reports either as "unable
+ * to open database file", which would blame the store or its folder.
+ */
+function sidecarRefused(path: string, mode: number): StoreError | null {
+  for (const file of [`${path}-wal`, `${path}-shm`]) {
+    try {
+      accessSync(file, mode);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') continue;
+      const what = mode & constants.W_OK ? 'read and written' : 'read';
+      return new StoreError(
+        `the store ${path} cannot be opened: its ${file} cannot be ${what} by this user (${code}); give it the store file's owner and permissions, or run as that user`,
+      );
+    }
+  }
+  return null;
 }
 
 /**
@@ -234,7 +258,10 @@ export function storeError(err: unknown, path: string): Error {
     case 'SQLITE_CANTOPEN':
     case 'SQLITE_PERM':
     case 'SQLITE_AUTH':
-      return new StoreError(`the store ${path} cannot be written (${e.message}); fix its permissions or use --db`);
+      return (
+        sidecarRefused(path, constants.R_OK | constants.W_OK) ??
+        new StoreError(`the store ${path} cannot be written (${e.message}); fix its permissions or use --db`)
+      );
     case 'SQLITE_FULL':
       // Enqueueing a large source stages its rows in a temporary file (see sqlite-enqueue.ts).
       return new StoreError(

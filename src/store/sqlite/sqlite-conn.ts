@@ -1,7 +1,22 @@
 import type Database from 'better-sqlite3';
+import { statSync } from 'node:fs';
+import { StoreError } from '../../errors.js';
 import { failpoint } from '../failpoint.js';
 import { readIdentity, storeError } from './open-sqlite.js';
 import { prepareStatements, type Statements } from './statements.js';
+
+/** How often a connection looks whether its path still names its file (see checkPlace). */
+const PLACE_CHECK_MS = 500;
+
+/** The device and inode at `path`, or null when nothing is there (or it is not a file path, like `:memory:`). */
+function fileAt(path: string): { dev: number; ino: number } | null {
+  try {
+    const st = statSync(path);
+    return { dev: st.dev, ino: st.ino };
+  } catch {
+    return null;
+  }
+}
 
 /**
  * One open SQLite store: its connection, prepared statements, and the two ways every verb
@@ -16,6 +31,9 @@ export class SqliteConn {
   private readonly transaction: Database.Transaction<(fn: () => unknown) => unknown>;
   /** Where this connection keeps temporary data now (see write). */
   private temp: 'FILE' | 'MEMORY' = 'FILE';
+  /** The file the path named when it was opened (device and inode), and when that was last looked at. */
+  private readonly file: { dev: number; ino: number } | null;
+  private lookedAt = Date.now();
 
   constructor(
     readonly location: string,
@@ -25,6 +43,27 @@ export class SqliteConn {
     this.identity = readIdentity(db);
     this.st = prepareStatements(db);
     this.transaction = db.transaction((fn: () => unknown) => fn());
+    this.file = fileAt(location);
+  }
+
+  /**
+   * The open connection goes on reading and writing its file wherever it went: moved aside
+   * or deleted, the file is no longer the store at the path, and what this process writes is
+   * lost to every other (a new run there would start afresh, and run every task again). So the
+   * path is looked at again (at most every PLACE_CHECK_MS: a stat per transaction would show in
+   * the per-task cost), and a path that no longer names the file ends the process's use of it.
+   */
+  private checkPlace(): void {
+    if (this.file === null) return;
+    const now = Date.now();
+    if (now - this.lookedAt < PLACE_CHECK_MS) return;
+    this.lookedAt = now;
+    const there = fileAt(this.location);
+    if (there && there.dev === this.file.dev && there.ino === this.file.ino) return;
+    const what = there ? 'another file is at its path now' : 'nothing is at its path now';
+    throw new StoreError(
+      `the store ${this.location} was moved, deleted or replaced while in use (${what}); this process stops using it, since what it wrote there would be lost: put the file back, or run again to use what is at the path`,
+    );
   }
 
   /**
@@ -38,6 +77,7 @@ export class SqliteConn {
    * costs ≈ 2 µs: the connection never opens a temporary database, which would pin it.)
    */
   write<T>(fn: () => T): T {
+    this.checkPlace();
     try {
       this.tempStore('MEMORY');
       const result = this.transaction.immediate(fn) as T;
@@ -51,6 +91,7 @@ export class SqliteConn {
   }
 
   read<T>(fn: () => T): T {
+    this.checkPlace();
     try {
       return fn();
     } catch (err) {

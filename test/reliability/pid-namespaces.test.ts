@@ -1,0 +1,85 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { BIN, handler, sleep, waitFor, type CliResult } from '../helpers/cli.js';
+import { projectWithFiles } from '../helpers/project.js';
+import { dbPathIn, logEntries, query } from '../helpers/store.js';
+import { missing } from '../helpers/services.js';
+import { checkInvariants } from './invariants.js';
+
+// RELIABILITY R29: two runs on one store from two PID namespaces of one machine (two
+// containers with host networking sharing a volume): same hostname, same boot id, pids that
+// mean nothing across the boundary. Each must see the other as a remote owner — lease
+// expiry only — never as a dead local one, and no key may run twice at once.
+
+const root = !missing('root', 'the PID namespace tests (unshare --pid)');
+
+/** The built CLI as pid 1 of a fresh PID namespace with its own /proc (`child` is `unshare`). */
+function runInNamespace(args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<CliResult> & { child: ChildProcess } {
+  const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, BIN, ...args], {
+    cwd,
+    env: { ...process.env, NO_COLOR: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (b) => (stdout += b));
+  child.stderr.on('data', (b) => (stderr += b));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  const result = new Promise<CliResult>((done) =>
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      done({ code, signal, stdout, stderr });
+    }),
+  );
+  return Object.assign(result, { child });
+}
+
+/** The pids (in our namespace) of a process's children. */
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+describe('runs in two PID namespaces of one machine (R29)', () => {
+  it.skipIf(!root)('neither takes the other’s tasks while its lease is renewed, and no key runs twice at once', async () => {
+    const p = projectWithFiles(8);
+    const env = { SIDE_EFFECT_LOG: p.log, SLEEP_MS: '1200', CANARY_DIR: p.dir };
+    // A short lease, renewed by heartbeat: each run's recovery looks at the other's tasks many times.
+    const args = ['run', 'src', '--handler', handler('record'), '-j', '2', '--lease', '2s', '--retries', '2', '--quiet'];
+    const first = runInNamespace(args, p.dir, env);
+    await waitFor(() => logEntries(p.log).some((e) => e.type === 'start'), 20_000, 'the first run to start an attempt');
+    await sleep(200);
+    const second = runInNamespace(args, p.dir, env);
+    const [a, b] = await Promise.all([first, second]);
+    expect(a.code, a.stderr).toBe(0);
+    expect(b.code, b.stderr).toBe(0);
+
+    const db = dbPathIn(p.dir);
+    expect(query(db, "SELECT count(*) AS n FROM attempts WHERE outcome <> 'SUCCESS'")).toEqual([{ n: 0 }]);
+    expect(query(db, 'SELECT count(*) AS n FROM tasks WHERE attempts <> 1')).toEqual([{ n: 0 }]);
+    expect(checkInvariants({ dbPath: db, keys: p.keys, retries: 2, logPath: p.log, concurrency: 4 })).toEqual([]);
+  }, 90_000);
+
+  it.skipIf(!root)('a run whose namespace died (its pid 1 killed, the container gone) is reclaimed by the other once its lease expires', async () => {
+    const p = projectWithFiles(4);
+    const env = { SIDE_EFFECT_LOG: p.log, CANARY_DIR: p.dir };
+    const args = ['run', 'src', '--handler', handler('record'), '-j', '2', '--lease', '2s', '--retries', '2', '--quiet'];
+    const first = runInNamespace(args, p.dir, { ...env, SLEEP_MS: '60000' });
+    await waitFor(() => logEntries(p.log).filter((e) => e.type === 'start').length === 2, 20_000, 'two attempts to start');
+    // Its pid 1 dies: the kernel kills every process of the namespace with it.
+    for (const pid of childrenOf(first.child.pid!)) process.kill(pid, 'SIGKILL');
+    await first;
+
+    const second = await runInNamespace(args, p.dir, { ...env, SLEEP_MS: '10' });
+    expect(second.code, second.stderr).toBe(0);
+    const db = dbPathIn(p.dir);
+    // Its two running attempts, and any it held queued behind them, come back LOST.
+    expect(query<{ n: number }>(db, "SELECT count(*) AS n FROM attempts WHERE outcome = 'LOST'")[0]!.n).toBeGreaterThanOrEqual(2);
+    expect(query(db, "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")).toEqual([{ n: 4 }]);
+    expect(checkInvariants({ dbPath: db, keys: p.keys, retries: 2, logPath: p.log, kills: 1, concurrency: 2 })).toEqual([]);
+  }, 90_000);
+});
