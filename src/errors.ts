@@ -1,3 +1,5 @@
+import { cutError, cutText, ERROR_MAX_BYTES } from './stored-text.js';
+
 /**
  * The few error classes of splitdance, each tied to one decision. Errors cross
  * process boundaries as data, so they are classified by `name`, never by
@@ -56,14 +58,15 @@ export function serializeError(err: unknown): SerializedError {
   if (err instanceof Error) {
     const e = err as Error & { code?: unknown; retryable?: unknown };
     return {
-      name: e.name || 'Error',
-      message: e.message,
+      name: cutText(String(e.name || 'Error'), 256),
+      // Cut here, in the worker, so a 10 MB message does not cross IPC whole on every attempt.
+      message: cutError(String(e.message)),
       code: typeof e.code === 'string' ? e.code : undefined,
       retryable: e.retryable !== false && e.name !== 'PermanentError',
-      stack: e.stack,
+      stack: e.stack === undefined ? undefined : cutText(e.stack, 4 * ERROR_MAX_BYTES),
     };
   }
-  return { name: 'Error', message: describeThrown(err), retryable: true };
+  return { name: 'Error', message: cutError(describeThrown(err)), retryable: true };
 }
 
 function describeThrown(value: unknown): string {
@@ -79,5 +82,5 @@ function describeThrown(value: unknown): string {
 export function errorLine(err: SerializedError): string {
   const prefix = err.code && !err.message.startsWith(err.code) ? `${err.code}: ` : '';
   const name = err.name === 'Error' ? '' : `${err.name}: `;
-  return `${name}${prefix}${err.message}`;
+  return cutError(`${name}${prefix}${err.message}`);
 }

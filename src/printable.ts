@@ -9,12 +9,18 @@
  * (U+009B is a one-character CSI on many terminals), bidi embeddings, overrides and isolates
  * (U+202A–U+202E, U+2066–U+2069, U+200E/U+200F, U+061C: they reorder the rest of the line
  * so a name ending in `U+202E gol.sh` reads as ending in `hs.log`) and the Unicode line separators U+2028/U+2029.
+ * Also the invisible format characters, which make distinct keys print identically: the soft
+ * hyphen U+00AD, U+180E, zero-width space and non-joiner U+200B/U+200C, the word joiner and
+ * invisible operators U+2060–U+2064, U+206A–U+206F, the BOM U+FEFF, U+FFF9–U+FFFB, the tag
+ * characters U+E0000–U+E007F, and a zero-width joiner U+200D except inside an emoji sequence
+ * (between two pictographs, as in 👩‍💻).
  */
-// eslint-disable-next-line no-control-regex
-const UNSAFE = /[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const UNSAFE =
+  // eslint-disable-next-line no-control-regex, no-misleading-character-class
+  /[\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b\u200c\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\u{e0000}-\u{e007f}]|\u200d(?:(?<!\p{Extended_Pictographic}[\ufe0f\u{1f3fb}-\u{1f3ff}]?\u200d)|(?!\p{Extended_Pictographic}))/gu;
 
 /** Whether the text holds a character a terminal would act on (see UNSAFE). */
-export const hasUnsafe = (text: string): boolean => new RegExp(UNSAFE.source).test(text);
+export const hasUnsafe = (text: string): boolean => new RegExp(UNSAFE.source, 'u').test(text);
 
 /**
  * Data (keys, paths, errors, output, batch names) made safe to print for a person: every
@@ -28,8 +34,9 @@ export function printable(text: string | null | undefined, { lines = false }: { 
     if (ch === '\n') return lines ? ch : '\\n';
     if (ch === '\t') return lines ? ch : '\\t';
     if (ch === '\r') return '\\r';
-    const code = ch.charCodeAt(0);
-    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+    const code = ch.codePointAt(0)!;
+    if (code <= 0xff) return `\\x${code.toString(16).padStart(2, '0')}`;
+    return code <= 0xffff ? `\\u${code.toString(16).padStart(4, '0')}` : `\\u{${code.toString(16)}}`;
   });
 }
 

@@ -1,4 +1,5 @@
 import { Chalk, type ChalkInstance } from 'chalk';
+import { guardProcessStreams } from './lost-output.js';
 
 /** Where a command writes, so commands run the same from the CLI and from tests. */
 export interface Io {
@@ -12,15 +13,9 @@ export interface Io {
   stdoutTty: boolean;
 }
 
-export function processIo(): Io {
-  // A reader that goes away (`splitdance tasks | head`) is not an error worth a stack trace.
-  for (const stream of [process.stdout, process.stderr]) {
-    stream.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-      throw err;
-    });
-  }
-  return { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd(), env: process.env, tty: Boolean(process.stderr.isTTY), stdoutTty: Boolean(process.stdout.isTTY) };
+export function processIo(env: NodeJS.ProcessEnv = process.env): Io {
+  guardProcessStreams(); // a closed or full stdout/stderr: lost-output.ts
+  return { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd(), env, tty: Boolean(process.stderr.isTTY), stdoutTty: Boolean(process.stdout.isTTY) };
 }
 
 export interface OutputFlags {

@@ -3,6 +3,8 @@ import { failpointBug } from '../store/failpoint.js';
 import { EXIT } from '../exit-codes.js';
 import { printable } from './format.js';
 import { processIo, type Io } from './io.js';
+import { hideStoreSecrets } from './process-secrets.js';
+import { describeLoss, lostStreams } from './lost-output.js';
 import { buildProgram } from './program.js';
 
 /**
@@ -10,13 +12,15 @@ import { buildProgram } from './program.js';
  * mapped to one here (also what escapes it: see `reportBug`). UsageError → 2, StoreError and ResourceError → 4, anything else is a bug (70, never 1:
  * a script must not read a crash of splitdance as "tasks failed"). Stack traces only with --verbose.
  */
-export async function main(argv: string[], io: Io = processIo()): Promise<number> {
+export async function main(argv: string[], given?: Io): Promise<number> {
+  const io = given ?? processIo(hideStoreSecrets(argv));
   const verbose = argv.includes('--verbose');
   let code: number = EXIT.OK;
   const program = buildProgram(io, (c) => (code = c));
   try {
     failpointBug('bug');
     await program.parseAsync(argv);
+    noteLostOutput(io);
     return code;
   } catch (err) {
     return report(err, io, verbose);
@@ -35,6 +39,13 @@ function report(err: unknown, io: Io, verbose: boolean): number {
   io.stderr.write(`splitdance: error: ${printable(e.message, { lines: true })}\n`);
   if (verbose && e.stack) io.stderr.write(`${e.stack}\n`);
   return code;
+}
+
+/** A batch command that lost its stdout ran to its end anyway; say so where a person can still read. */
+function noteLostOutput(io: Io): void {
+  const lost = lostStreams();
+  const err = lost.get('stdout');
+  if (err && !lost.has('stderr')) io.stderr.write(`splitdance: ${describeLoss('stdout', err)}; the rest of its output was discarded, the batch ran on\n`);
 }
 
 /** An error that is neither bad input nor the store: a bug in splitdance (exit 70), said as such. */

@@ -194,6 +194,7 @@ function poolOptions(cmd: Command): Command {
     .option('--no-wait', 'exit (3) once nothing is claimable now instead of sleeping through retry delays')
     .option('--max-runtime <duration>', 'stop claiming after this long, finish running attempts, exit 3')
     .option('--grace <duration>', 'on SIGINT/SIGTERM, time running attempts get to finish (default 10s)')
+    .option('--load-timeout <duration>', 'a worker whose handler module has not loaded after this long is a usage error, exit 2 (default 60s)')
     .option('--max-tasks-per-worker <n>', 'replace a worker after this many tasks')
     .option('--max-worker-memory <size>', 'replace a worker whose RSS grows above this, e.g. 512MiB')
     .option('--lease <duration>', 'lease length; a dead remote coordinator is detected after it (default 30s)')

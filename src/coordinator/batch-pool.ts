@@ -9,7 +9,7 @@ import { WorkerPool, type PoolOptions } from './pool.js';
 export const KILL_GRACE_MS = 2000;
 
 /** What of a run's invocation shapes its pool. */
-export type PoolLimits = Pick<Invocation, 'concurrency' | 'maxTasksPerWorker' | 'maxWorkerMemory'> & Partial<Pick<Invocation, 'print'>>;
+export type PoolLimits = Pick<Invocation, 'concurrency' | 'maxTasksPerWorker' | 'maxWorkerMemory' | 'loadTimeoutMs'> & Partial<Pick<Invocation, 'print'>>;
 
 export function poolOptionsOf(limits: PoolLimits, handlers: Record<string, HandlerSpec>): PoolOptions {
   return {
@@ -18,22 +18,34 @@ export function poolOptionsOf(limits: PoolLimits, handlers: Record<string, Handl
     killGraceMs: KILL_GRACE_MS,
     maxTasksPerWorker: limits.maxTasksPerWorker,
     maxWorkerMemory: limits.maxWorkerMemory,
+    loadTimeoutMs: limits.loadTimeoutMs,
     idPrefix: `${process.pid}.`,
   };
 }
 
 /**
- * A pool with one worker that has loaded the handlers: a handler that does not load throws
- * here (a UsageError, the pool already shut down), before the caller writes anything.
- * The run grows it once it knows how much work there is (growToWork).
+ * A pool with one worker that has loaded the handlers: a handler that does not load (or not
+ * within --load-timeout) throws here (a UsageError, the pool already shut down), before the
+ * caller writes anything. A signal (`interrupted` settles) while it loads shuts it down and
+ * gives null, so SIGINT/SIGTERM end a start-up stuck in an import. The run grows it once it
+ * knows how much work there is (growToWork).
  */
-export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>): Promise<WorkerPool> {
+export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>): Promise<WorkerPool>;
+export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>, interrupted: Promise<unknown>): Promise<WorkerPool | null>;
+export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>, interrupted?: Promise<unknown>): Promise<WorkerPool | null> {
   // The spawner helper gives a command one file for stdout and stderr; --print needs them
   // apart, which Node's own spawn (pipes) gives. Set for this process and the workers it forks.
   if (limits.print) process.env.SPLITDANCE_SPAWNER = 'node';
   const pool = new WorkerPool(poolOptionsOf(limits, handlers));
-  await pool.start(1);
-  return pool;
+  const started = pool.start(1).then(() => true);
+  if (!interrupted) {
+    await started;
+    return pool;
+  }
+  started.catch(() => undefined); // settled below, or left behind by the signal
+  if (await Promise.race([started, interrupted.then(() => false)])) return pool;
+  await pool.shutdown();
+  return null;
 }
 
 /**

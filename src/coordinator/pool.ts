@@ -3,6 +3,8 @@ import type { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { UsageError, errorLine, type ResourceError } from '../errors.js';
+import { formatMs } from '../job/units.js';
+import { printable } from '../printable.js';
 import { killGroup, processStopped } from '../worker/kill-group.js';
 import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from '../worker/protocol.js';
 import { Spawner } from '../worker/spawner.js';
@@ -51,6 +53,8 @@ export interface PoolOptions {
   killGraceMs: number;
   maxTasksPerWorker: number | null;
   maxWorkerMemory: number | null;
+  /** A worker whose handler module has not loaded after this long is killed: a usage error naming the module. */
+  loadTimeoutMs: number;
   idPrefix: string;
 }
 
@@ -252,6 +256,12 @@ export class WorkerPool {
     clearTimeout(timer);
   }
 
+  private loadTimedOut(): string {
+    const modules = Object.values(this.options.handlers).flatMap((h) => (h.kind === 'module' ? [h.path] : []));
+    const named = modules.length ? `handler module ${modules.map((m) => printable(m)).join(', ')}` : 'the handler';
+    return `${named} did not finish loading within ${formatMs(this.options.loadTimeoutMs)} (an import or top-level await that never settles?); fix it, or give --load-timeout more time`;
+  }
+
   private send(slot: Slot, msg: ToWorker): void {
     if (slot.proc.connected) slot.proc.send(msg);
   }
@@ -294,6 +304,15 @@ export class WorkerPool {
       slot.stderr = (slot.stderr + text).slice(-STDERR_KEEP);
     });
     return new Promise((resolve, reject) => {
+      // An import that never settles (a top-level await on nothing) would hang the start forever.
+      const loading = setTimeout(() => {
+        reject(new UsageError(this.loadTimedOut()));
+        this.kill(slot);
+      }, this.options.loadTimeoutMs);
+      proc.on('message', (msg: FromWorker) => {
+        if (msg.type === 'ready' || msg.type === 'load-failed') clearTimeout(loading);
+      });
+      proc.once('exit', () => clearTimeout(loading));
       let bootTimedOut = false;
       const bootTimer = slot.booted
         ? undefined

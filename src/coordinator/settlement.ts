@@ -1,8 +1,10 @@
 import ms from 'ms';
 import { errorLine } from '../errors.js';
+import { cutError } from '../stored-text.js';
 import type { ClaimedTask, Outcome, Settlement } from '../store/task-store.js';
 import type { DoneMessage } from '../worker/protocol.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
+import { GuardedMatcher } from './guarded-match.js';
 
 export interface RetryRules {
   policy: BackoffPolicy;
@@ -51,7 +53,7 @@ export function settle(task: ClaimedTask, ending: Ending, rules: RetryRules, now
     signal: io.signal,
     outputTail: io.outputTail,
     logPath: io.logPath,
-    error,
+    error: error === null ? null : cutError(error), // whoever built it, the store keeps a bounded text
   });
   if (ending.kind === 'interrupted') {
     const error = `INTERRUPTED: ${ending.why ?? 'stopped by a signal'}; not counted`;
@@ -89,8 +91,13 @@ export function settle(task: ClaimedTask, ending: Ending, rules: RetryRules, now
   return failure('FAILED', error, permanent, m);
 }
 
+/** One guarded matcher (its own thread) per rule set: the patterns are the user's (guarded-match.ts). */
+const matchers = new WeakMap<RegExp[], GuardedMatcher>();
+
 function matchesAny(patterns: RegExp[], error: string, tail: string | null): boolean {
-  return patterns.some((p) => p.test(error) || (tail !== null && p.test(tail)));
+  let matcher = matchers.get(patterns);
+  if (!matcher) matchers.set(patterns, (matcher = new GuardedMatcher(patterns)));
+  return matcher.matchesAny([error, tail]);
 }
 
 type Io = Pick<Settlement, 'exitCode' | 'signal' | 'outputTail' | 'logPath'>;

@@ -9,18 +9,20 @@ const SHUTDOWN_KILL_MS = 1000;
 /**
  * SIGINT/SIGTERM: stop claiming and let running attempts finish for the grace period,
  * then kill them (their tasks go back to PENDING, uncharged). A second signal kills at
- * once. Returns a function that removes the handlers.
+ * once. SIGHUP (a closed terminal, an ssh session dropped) is a shutdown like SIGTERM: by
+ * default it would kill the run without the drain, and the next run would charge its
+ * attempts as LOST. Returns a function that removes the handlers.
  */
 export function drainOnSignals(coordinator: Coordinator, graceMs: number, note: (m: string) => void): () => void {
   let graceTimer: LongTimer | undefined; // --grace may be up to a year
-  const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
+  const onSignal = (signal: 'SIGINT' | 'SIGTERM', name: string = signal) => {
     if (graceTimer) {
-      note(`${signal} again: killing ${plural(coordinator.running, 'running attempt')} now`);
+      note(`${name} again: killing ${plural(coordinator.running, 'running attempt')} now`);
       coordinator.killAll();
       return;
     }
     note(
-      `${signal}: no new tasks; waiting up to ${formatMs(graceMs)} for ${plural(coordinator.running, 'running attempt')} (send it again to stop at once)`,
+      `${name}: no new tasks; waiting up to ${formatMs(graceMs)} for ${plural(coordinator.running, 'running attempt')} (send it again to stop at once)`,
     );
     coordinator.stop({ kind: 'signal', signal });
     graceTimer = longTimeout(() => {
@@ -30,12 +32,15 @@ export function drainOnSignals(coordinator: Coordinator, graceMs: number, note: 
   };
   const onInt = () => onSignal('SIGINT');
   const onTerm = () => onSignal('SIGTERM');
+  const onHup = () => onSignal('SIGTERM', 'SIGHUP');
   process.on('SIGINT', onInt);
   process.on('SIGTERM', onTerm);
+  process.on('SIGHUP', onHup);
   return () => {
     graceTimer?.cancel();
     process.off('SIGINT', onInt);
     process.off('SIGTERM', onTerm);
+    process.off('SIGHUP', onHup);
   };
 }
 
@@ -44,17 +49,29 @@ export function drainOnSignals(coordinator: Coordinator, graceMs: number, note: 
  * marks the run as interrupted; `run` checks between its steps and exits 130/143 with
  * nothing half-done. Returns the signal seen so far and a function removing the handlers.
  */
-export function watchSignalsDuringStartup(): { seen(): 'SIGINT' | 'SIGTERM' | null; dispose(): void } {
+export function watchSignalsDuringStartup(): { seen(): 'SIGINT' | 'SIGTERM' | null; signalled: Promise<void>; dispose(): void } {
   let seen: 'SIGINT' | 'SIGTERM' | null = null;
-  const onInt = () => (seen ??= 'SIGINT');
-  const onTerm = () => (seen ??= 'SIGTERM');
+  let wake = () => {};
+  const signalled = new Promise<void>((resolve) => (wake = resolve));
+  const onInt = () => {
+    seen ??= 'SIGINT';
+    wake();
+  };
+  const onTerm = () => {
+    seen ??= 'SIGTERM';
+    wake();
+  };
   process.on('SIGINT', onInt);
   process.on('SIGTERM', onTerm);
+  process.on('SIGHUP', onTerm); // a shutdown like SIGTERM
   return {
     seen: () => seen,
+    /** Settles at the first signal: a step that can wait long (workers loading a handler) races it. */
+    signalled,
     dispose() {
       process.off('SIGINT', onInt);
       process.off('SIGTERM', onTerm);
+      process.off('SIGHUP', onTerm);
     },
   };
 }

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import { basename } from 'node:path';
+import { UsageError } from '../errors.js';
+import { printable } from '../printable.js';
 
 /** The default batch name: the source's base name and a hash of its absolute path, so a re-run resumes it. */
 export function defaultBatchName(absSource: string): string {
@@ -21,4 +23,15 @@ export function expandBatchName(name: string, now = new Date()): string {
   const pad = (n: number) => String(n).padStart(2, '0');
   const date = `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())}`;
   return name.replace(/\{date\}/g, date);
+}
+
+/**
+ * A batch name is text: a NUL cannot reach a command line or a C string intact (every task of
+ * such a batch failed with a misleading message), and a lone UTF-16 surrogate is not valid
+ * Unicode, so the stores keep something else (the batch was created, then "no longer in the
+ * store"). Both are refused before anything is written.
+ */
+export function checkBatchName(name: string): void {
+  const why = name.includes('\0') ? 'a NUL character' : /\p{Surrogate}/u.test(name) ? 'a lone UTF-16 surrogate (not valid Unicode)' : null;
+  if (why) throw new UsageError(`the batch name "${printable(name)}" holds ${why}; give --batch (or the job file's "batch") a name of ordinary text`);
 }

@@ -97,5 +97,10 @@ export function mergeSettings(base: JobSettings, given: Partial<JobSettings>): {
 export function describeHandler(h: HandlerSpec | null, stages: StageDefinition[] = []): string {
   if (stages.length) return stages.map((s) => `${s.name}: ${describeHandler(s.handler)}`).join('; ');
   if (!h) return '(none)';
-  return h.kind === 'exec' ? `--exec ${JSON.stringify(h.template)}${h.pipe ? ' --pipe' : ''}` : `--handler ${h.path}`;
+  return withoutCredentials(h.kind === 'exec' ? `--exec ${JSON.stringify(h.template)}${h.pipe ? ' --pipe' : ''}` : `--handler ${h.path}`);
+}
+
+/** `scheme://user:secret@host` in a handler shown for a person: the secret masked, as a --db URL's is. */
+function withoutCredentials(text: string): string {
+  return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@'"]*:)[^\s@/'"]+@/gi, '$1***@');
 }

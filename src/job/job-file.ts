@@ -5,9 +5,9 @@ import { UsageError } from '../errors.js';
 import { checkOutputTemplate } from '../output/output-path.js';
 import { checkMetricsPath } from '../status/metrics-file.js';
 import { parseSample } from '../split/sample.js';
-import { MAX_CONCURRENCY, MAX_RETRIES, itemsMode, parseConcurrency, printOf, type RunInput, definedOnly } from './run-options.js';
+import { atLeast, MAX_BACKOFF_FACTOR, MAX_CONCURRENCY, MAX_RETRIES, MIN_DURATION_MS, itemsMode, parseConcurrency, printOf, type RunInput, definedOnly } from './run-options.js';
 import { orderStages, type StageDefinition } from './stages.js';
-import { parseCountOrShare, parseDuration, parseSize } from './units.js';
+import { formatMs, parseCountOrShare, parseDuration, parseSize } from './units.js';
 
 /**
  * A field parsed once, by the same function as its flag: the schema's output is the typed
@@ -34,6 +34,12 @@ const longerThanZero = z
     if (ms <= 0) throw new UsageError(`expects a duration longer than 0; got "${v}"`);
     return ms;
   }));
+/** A duration of at least `min` ms (MIN_DURATION_MS: what the design can honour). */
+const atLeastMs = (min: number) =>
+  z
+    .string()
+    .describe(`a duration such as 500ms, 5s, 2m or 1h, at least ${formatMs(min)}`)
+    .transform(parsedBy((v, o) => atLeast(parseDuration(v, o), min, 'it')));
 const size = z.union([z.number().int().positive().max(Number.MAX_SAFE_INTEGER), z.string().transform(parsedBy(parseSize))]);
 const countOrShare = z.union([z.number().int().positive().max(Number.MAX_SAFE_INTEGER), z.string()]).transform((v, ctx) =>
   parsedBy(parseCountOrShare)(String(v), ctx as z.core.$RefinementCtx<string>),
@@ -56,10 +62,10 @@ const count = (min: number, max = Number.MAX_SAFE_INTEGER) => z.number().int().m
 const policy = {
   retries: count(0, MAX_RETRIES).optional(),
   backoff: duration.optional(),
-  backoffFactor: z.number().min(1).optional(),
+  backoffFactor: z.number().min(1).max(MAX_BACKOFF_FACTOR).optional(),
   maxBackoff: duration.optional(),
   jitter: z.number().min(0).max(1).optional(),
-  timeout: longerThanZero.optional(),
+  timeout: atLeastMs(MIN_DURATION_MS.timeout).optional(),
   permanentCodes: z.array(z.number().int().min(1).max(255)).optional(),
   permanentErrors: z.array(regexSource).describe('an attempt whose error or output tail matches one fails the task at once').optional(),
   heartbeatTimeout: longerThanZero.describe('kill an attempt silent this long (no ctx.heartbeat(), no exec output) as TIMEOUT').optional(),
@@ -130,16 +136,17 @@ export const JobFileSchema = z
     maxFailures: countOrShare.optional(),
     maxRuntime: longerThanZero.optional(),
     grace: duration.optional(),
+    loadTimeout: longerThanZero.optional(),
     noWait: z.boolean().optional(),
     maxTasksPerWorker: count(1).optional(),
     maxWorkerMemory: size.optional(),
-    progressInterval: longerThanZero.optional(),
+    progressInterval: atLeastMs(MIN_DURATION_MS.progressInterval).optional(),
     metricsFile: z
       .string()
       .min(1)
       .describe("keep the batch's Prometheus metrics in this file (node_exporter's textfile collector), relative to the job file's folder")
       .optional(),
-    lease: longerThanZero.optional(),
+    lease: atLeastMs(MIN_DURATION_MS.lease).optional(),
     historyWarn: count(1).describe('warn when the store holds more attempts than this').optional(),
     print: z.boolean().describe("each attempt's stdout on the run's stdout when it ends, whole (stderr on stderr), like --print").optional(),
     tag: z.boolean().describe('with print: each printed line after its task key and a tab (--tag)').optional(),
@@ -156,6 +163,26 @@ export function jobFileJsonSchema(): unknown {
 }
 
 /** Reads and validates a job file into a typed RunInput (paths made absolute against the file's folder; declared outputs against `cwd`, where `run` starts). */
+/** No field of a job file nests deeper (stages' fields are at depth 3); the checks below recurse. */
+const MAX_DEPTH = 64;
+
+/**
+ * Refuses a value nested deeper than MAX_DEPTH, naming its field, before the schema walks it:
+ * validation recurses, and 5,000 levels ended in "Maximum call stack size exceeded". Walked
+ * with an explicit stack, so any depth JSON.parse accepts is measured safely.
+ */
+function checkDepth(data: unknown, path: string): void {
+  const stack: { value: unknown; at: string[] }[] = [{ value: data, at: [] }];
+  while (stack.length) {
+    const { value, at } = stack.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    if (at.length >= MAX_DEPTH) {
+      throw new UsageError(`job file ${path}: field "${at.slice(0, 3).join('.')}${at.length > 3 ? '.…' : ''}" is nested more than ${MAX_DEPTH} levels deep; no field of a job file nests like that`);
+    }
+    for (const [k, v] of Object.entries(value)) stack.push({ value: v, at: [...at, k] });
+  }
+}
+
 export function readJobFile(path: string, cwd = process.cwd()): RunInput {
   let data: unknown;
   try {
@@ -163,6 +190,7 @@ export function readJobFile(path: string, cwd = process.cwd()): RunInput {
   } catch (err) {
     throw new UsageError(`job file ${path} is not valid JSON: ${(err as Error).message}`);
   }
+  checkDepth(data, path);
   const parsed = JobFileSchema.safeParse(data, { reportInput: true });
   if (!parsed.success) throw new UsageError(`job file ${path}: ${describeIssues(parsed.error.issues)}`);
   const j = parsed.data;
@@ -225,6 +253,7 @@ export function readJobFile(path: string, cwd = process.cwd()): RunInput {
       maxFailures: j.maxFailures,
       maxRuntimeMs: j.maxRuntime,
       graceMs: j.grace,
+      loadTimeoutMs: j.loadTimeout,
       maxTasksPerWorker: j.maxTasksPerWorker,
       maxWorkerMemory: j.maxWorkerMemory,
       progressIntervalMs: j.progressInterval,

@@ -1,6 +1,7 @@
+import { realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
-import { defaultBatchName, expandBatchName, stdinBatchName } from './batch-name.js';
+import { checkBatchName, defaultBatchName, expandBatchName, stdinBatchName } from './batch-name.js';
 import { findJobFile } from './job-file-path.js';
 import { DEFAULT_SETTINGS, describeHandler, mergeSettings, settingsOf, type JobDefinition, type JobSettings } from './job-definition.js';
 import { inputFromFlags, invocationOf, layerInputs, printOf, type Invocation, type RawRunFlags, type RunInput } from './run-options.js';
@@ -20,6 +21,8 @@ import type { OutputProblem } from '../output/planned-outputs.js';
 /** What planning needs to know of a batch already in the store: only its stored definition. */
 export interface StoredBatch {
   job: unknown;
+  /** The source it was split from (absolute): another one is never merged into it. */
+  source: string;
 }
 
 /** Everything `run` decided before touching anything: what to split, how, into which batch. */
@@ -81,7 +84,9 @@ export async function planRun(
   const batchName =
     input.batch !== undefined ? expandBatchName(input.batch) : stdin ? stdinBatchName(cwd, describeHandler(input.settings.handler ?? null, input.settings.stages ?? [])) : defaultBatchName(source);
   if (batchName.trim() === '') throw new UsageError('--batch needs a non-empty name');
+  checkBatchName(batchName);
   const existing = await findBatch(batchName);
+  if (existing) checkSameSource(existing.source, source, batchName);
   const stored = existing ? settingsOf(existing.job as JobDefinition) : DEFAULT_SETTINGS;
   const asItems = stdin || (sourceArg === undefined && input.items === true) || stored.items !== null;
   if (asItems && !input.settings.items && !stored.items) input.settings.items = { format: 'lines', keyField: null, colsep: null };
@@ -171,6 +176,28 @@ function outputProblemMessage(problem: OutputProblem, settings: JobSettings): st
       return `${field} would write ${path}, the store's ${printable(problem.storePath)} (for ${printable(problem.key)}); writing there would destroy the store: write the outputs elsewhere`;
     case 'blocked':
       return `${field}: ${path} (for ${printable(problem.key)}) is ${problem.what}, not a regular file; splitdance replaces only regular files: remove it or write the outputs elsewhere`;
+  }
+}
+
+/**
+ * A batch belongs to one source: a second folder merged into it would have its files with
+ * existing keys never run, and the fingerprint check would then report changes that are not.
+ * The same folder reached another way (a symlink, `./x` vs `x/`) is the same source.
+ */
+function checkSameSource(stored: string, given: string, batch: string): void {
+  const real = realOrNull(stored);
+  if (stored === given || (real !== null && real === realOrNull(given))) return;
+  throw new UsageError(
+    `batch ${printable(batch)} was split from ${printable(stored)}, not ${printable(given)}: ` +
+      `run it with its own source, or give ${printable(given)} a batch of its own (--batch NEW)`,
+  );
+}
+
+function realOrNull(path: string): string | null {
+  try {
+    return realpathSync(path);
+  } catch {
+    return null;
   }
 }
 

@@ -7,7 +7,7 @@ import { checkTemplate } from '../worker/exec-template.js';
 import { checkMetricsPath } from '../status/metrics-file.js';
 import type { JobSettings } from './job-definition.js';
 import type { ItemsMode } from '../split/items.js';
-import { parseCount, parseCountOrShare, parseDuration, parseFraction, parseNumber, parseSize, resolveCountOrShare, type CountOrShare } from './units.js';
+import { formatMs, parseCount, parseCountOrShare, parseDuration, parseFraction, parseNumber, parseSize, resolveCountOrShare, type CountOrShare } from './units.js';
 
 /**
  * The options pipeline of `run` (and `worker`): flags and the job file are each parsed once,
@@ -54,6 +54,7 @@ export interface RawRunFlags {
   maxFailures?: string;
   maxRuntime?: string;
   grace?: string;
+  loadTimeout?: string;
   maxTasksPerWorker?: string;
   maxWorkerMemory?: string;
   progressInterval?: string;
@@ -73,6 +74,8 @@ export interface Invocation {
   maxFailures: CountOrShare | null;
   maxRuntimeMs: number | null;
   graceMs: number;
+  /** A handler module whose import has not settled after this long fails the start (exit 2). */
+  loadTimeoutMs: number;
   maxTasksPerWorker: number | null;
   maxWorkerMemory: number | null;
   progressIntervalMs: number;
@@ -93,6 +96,7 @@ export const DEFAULT_INVOCATION: Invocation = {
   maxFailures: null,
   maxRuntimeMs: null,
   graceMs: 10_000,
+  loadTimeoutMs: 60_000,
   maxTasksPerWorker: null,
   maxWorkerMemory: null,
   progressIntervalMs: 10_000,
@@ -118,6 +122,8 @@ export interface RunInput {
 
 /** Upper bounds: beyond them a value is a typo, and some would overflow a store column. */
 export const MAX_RETRIES = 1_000_000;
+/** Each retry waits at most this many times longer than the one before: 100 reaches --max-backoff 1h from 5s by the third retry. */
+export const MAX_BACKOFF_FACTOR = 100;
 export const MAX_CONCURRENCY = 1024;
 
 /** Parses and validates every `run`/`worker` flag that was given; throws a UsageError naming the flag. */
@@ -135,10 +141,10 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     handler: f.exec !== undefined ? { kind: 'exec', template: f.exec, ...(f.pipe ? { pipe: true } : {}) } : f.handler !== undefined ? { kind: 'module', path: resolve(cwd, f.handler) } : undefined,
     retries: given(f.retries, (v) => parseCount(v, '--retries', { max: MAX_RETRIES })),
     backoffMs: given(f.backoff, (v) => parseDuration(v, '--backoff')),
-    backoffFactor: given(f.backoffFactor, (v) => parseNumber(v, '--backoff-factor', { min: 1 })),
+    backoffFactor: given(f.backoffFactor, (v) => parseNumber(v, '--backoff-factor', { min: 1, max: MAX_BACKOFF_FACTOR })),
     maxBackoffMs: given(f.maxBackoff, (v) => parseDuration(v, '--max-backoff')),
     jitter: given(f.jitter, (v) => parseFraction(v, '--jitter')),
-    timeoutMs: given(f.timeout, (v) => positive(parseDuration(v, '--timeout'), '--timeout')),
+    timeoutMs: given(f.timeout, (v) => atLeast(positive(parseDuration(v, '--timeout'), '--timeout'), MIN_DURATION_MS.timeout, '--timeout')),
     permanentCodes: given(f.permanentCodes, parseCodes),
     output: f.output === undefined ? undefined : { template: f.output, base: cwd },
     permanentErrors: f.permanentErrors?.length ? f.permanentErrors.map((r) => checkRegex(r, '--permanent-errors')) : undefined,
@@ -155,11 +161,12 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     maxFailures: given(f.maxFailures, (v) => parseCountOrShare(v, '--max-failures')),
     maxRuntimeMs: given(f.maxRuntime, (v) => positive(parseDuration(v, '--max-runtime'), '--max-runtime')),
     graceMs: given(f.grace, (v) => parseDuration(v, '--grace')),
+    loadTimeoutMs: given(f.loadTimeout, (v) => positive(parseDuration(v, '--load-timeout'), '--load-timeout')),
     maxTasksPerWorker: given(f.maxTasksPerWorker, (v) => parseCount(v, '--max-tasks-per-worker', { min: 1 })),
     maxWorkerMemory: given(f.maxWorkerMemory, (v) => parseSize(v, '--max-worker-memory')),
-    progressIntervalMs: given(f.progressInterval, (v) => positive(parseDuration(v, '--progress-interval'), '--progress-interval')),
+    progressIntervalMs: given(f.progressInterval, (v) => atLeast(positive(parseDuration(v, '--progress-interval'), '--progress-interval'), MIN_DURATION_MS.progressInterval, '--progress-interval')),
     metricsFile: given(f.metricsFile, (v) => checkMetricsPath(resolve(cwd, v), '--metrics-file')),
-    leaseMs: given(f.lease, (v) => positive(parseDuration(v, '--lease'), '--lease')),
+    leaseMs: given(f.lease, (v) => atLeast(positive(parseDuration(v, '--lease'), '--lease'), MIN_DURATION_MS.lease, '--lease')),
     historyWarn: given(f.historyWarn, (v) => parseCount(v, '--history-warn', { min: 1 })),
     force: f.force === true ? true : undefined,
     print: printOf(f.print, f.tag, f.keepOrder, f.json),
@@ -256,6 +263,19 @@ export function checkRegex(source: string, option: string): string {
     throw new UsageError(`${option} ${JSON.stringify(source)}: ${(err as Error).message}`);
   }
   return source;
+}
+
+/**
+ * The shortest durations the design honours. A lease is renewed every third of its length and
+ * a result waits up to 100 ms for its commit, so a lease under 1 s expires under a live owner
+ * (`--lease 30ms` on two hosts ran attempts twice at once); a progress line or a timeout check
+ * more often than every 100 ms is a busy loop, not a setting.
+ */
+export const MIN_DURATION_MS = { lease: 1000, progressInterval: 100, timeout: 100 } as const;
+
+export function atLeast(n: number, min: number, option: string): number {
+  if (n < min) throw new UsageError(`${option} must be at least ${formatMs(min)} (shorter cannot be honoured); got ${formatMs(n)}`);
+  return n;
 }
 
 function positive(n: number, option: string): number {

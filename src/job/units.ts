@@ -74,10 +74,11 @@ export function parseFraction(value: string, option: string): number {
   return n;
 }
 
-export function parseNumber(value: string, option: string, { min = 0 } = {}): number {
+export function parseNumber(value: string, option: string, { min = 0, max = Number.MAX_VALUE } = {}): number {
   const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n < min) {
-    throw new UsageError(`${option} expects a number of at least ${min}; got "${value}"`);
+  if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max) {
+    const range = max === Number.MAX_VALUE ? `of at least ${min}` : `from ${min} to ${max}`;
+    throw new UsageError(`${option} expects a number ${range}; got "${value}"`);
   }
   return n;
 }

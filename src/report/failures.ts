@@ -1,5 +1,6 @@
 import { formatMs } from '../job/units.js';
 import type { AttemptRow } from '../store/task-store.js';
+import { cutError } from '../stored-text.js';
 import { esc } from './escape.js';
 import type { ClusterDetail, ReportData, TaskDetail } from './report-data.js';
 
@@ -8,6 +9,9 @@ import type { ClusterDetail, ReportData, TaskDetail } from './report-data.js';
  * each listed key to that task's section with its attempts, errors and output tails. Anchors
  * are built from the cluster's hex id and the task's numeric id, never from a key.
  */
+
+/** An error as the store keeps it now (an older version stored them whole: a 10 MB one stays 4 KiB here). */
+const escError = (e: string | null | undefined) => esc(e == null ? e : cutError(e));
 
 export const clusterAnchor = (id: string) => `cluster-${id.replace(/[^0-9a-z]/gi, '')}`;
 export const taskAnchor = (id: number) => `task-${Math.trunc(id)}`;
@@ -23,7 +27,7 @@ function clustersTable(clusters: ClusterDetail[], retry?: (id: string) => string
   const rows = clusters
     .map(
       (c) =>
-        `<tr><td><a class="cluster-link" href="#${clusterAnchor(c.id)}"><code>${esc(c.id)}</code></a></td><td>${c.count}</td><td>${esc(c.error)}${
+        `<tr><td><a class="cluster-link" href="#${clusterAnchor(c.id)}"><code>${esc(c.id)}</code></a></td><td>${c.count}</td><td>${escError(c.error)}${
           retry ? `<div class="muted">retry: <code>${esc(retry(c.id))}</code></div>` : ''
         }${keyLinks(c)}${c.tail ? `<details><summary>output tail</summary><pre>${esc(c.tail)}</pre></details>` : ''}</td></tr>`,
     )
@@ -38,16 +42,16 @@ function clusterList(c: ClusterDetail, byId: Map<number, TaskDetail>, staged: bo
     .filter((d): d is TaskDetail => d !== undefined)
     .map(
       (d) =>
-        `<tr><td><a class="task-link" href="#${taskAnchor(d.task.id)}"><code>${esc(d.task.key)}</code></a></td>${staged ? `<td>${esc(d.task.stage)}</td>` : ''}<td>${d.task.attempts}</td><td>${esc(d.task.lastError)}</td></tr>`,
+        `<tr><td><a class="task-link" href="#${taskAnchor(d.task.id)}"><code>${esc(d.task.key)}</code></a></td>${staged ? `<td>${esc(d.task.stage)}</td>` : ''}<td>${d.task.attempts}</td><td>${escError(d.task.lastError)}</td></tr>`,
     )
     .join('');
-  return `<section class="cluster" id="${clusterAnchor(c.id)}"><h3>Cluster <code>${esc(c.id)}</code>: ${c.count} task(s)</h3><p>${esc(c.error)}</p><table><tr><th>key</th>${staged ? '<th>stage</th>' : ''}<th>attempts</th><th>last error</th></tr>${rows}</table></section>`;
+  return `<section class="cluster" id="${clusterAnchor(c.id)}"><h3>Cluster <code>${esc(c.id)}</code>: ${c.count} task(s)</h3><p>${escError(c.error)}</p><table><tr><th>key</th>${staged ? '<th>stage</th>' : ''}<th>attempts</th><th>last error</th></tr>${rows}</table></section>`;
 }
 
 function attemptRow(a: AttemptRow): string {
   const took = a.durationMs !== null ? formatMs(a.durationMs) : a.endedAt === null ? (a.outcome === null ? 'running' : 'end unknown') : formatMs(a.endedAt - a.startedAt);
   const exit = a.signal ?? (a.exitCode !== null ? String(a.exitCode) : '-');
-  return `<tr><td>#${a.attempt}</td><td>${esc(a.outcome ?? 'RUNNING')}</td><td>${esc(new Date(a.startedAt).toISOString())}</td><td>${esc(took)}</td><td>${esc(a.workerId)}</td><td>${esc(a.host)}</td><td>${esc(exit)}</td><td>${esc(a.error)}</td></tr>`;
+  return `<tr><td>#${a.attempt}</td><td>${esc(a.outcome ?? 'RUNNING')}</td><td>${esc(new Date(a.startedAt).toISOString())}</td><td>${esc(took)}</td><td>${esc(a.workerId)}</td><td>${esc(a.host)}</td><td>${esc(exit)}</td><td>${escError(a.error)}</td></tr>`;
 }
 
 /** One task's section: where it stands, every attempt, and each attempt's output tail. */
@@ -60,7 +64,7 @@ function taskSection(d: TaskDetail, clusterOf: Map<number, string>, staged: bool
     .join('');
   return `<section class="task" id="${taskAnchor(t.id)}"><h3><code>${esc(t.key)}</code></h3><p>${esc(t.status)}${staged ? ` · stage ${esc(t.stage)}` : ''} · ${t.attempts} attempt(s)${
     cluster ? ` · cluster <a href="#${clusterAnchor(cluster)}"><code>${esc(cluster)}</code></a>` : ''
-  }</p><p class="error">error: <code>${esc(t.lastError ?? '-')}</code></p><table><tr><th>attempt</th><th>outcome</th><th>started</th><th>took</th><th>worker</th><th>host</th><th>exit</th><th>error</th></tr>${d.attempts
+  }</p><p class="error">error: <code>${escError(t.lastError ?? '-')}</code></p><table><tr><th>attempt</th><th>outcome</th><th>started</th><th>took</th><th>worker</th><th>host</th><th>exit</th><th>error</th></tr>${d.attempts
     .map(attemptRow)
     .join('')}</table>${tails}</section>`;
 }

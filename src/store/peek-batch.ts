@@ -2,16 +2,17 @@ import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { StoreError } from '../errors.js';
 import { isPostgresUrl, openExistingStore } from './open-store.js';
-import { BUSY_TIMEOUT_MS, checkIdentity, storeError } from './sqlite/open-sqlite.js';
+import { BUSY_TIMEOUT_MS, checkIdentity, checkStoreFile, storeError } from './sqlite/open-sqlite.js';
 
 /**
  * A batch's stored definition, read without a single write to the store — no migration of
  * an older schema, no WAL switch — so `run` can validate every input (and load the handler)
  * before it changes anything. Undefined when there is no store or no such batch.
  */
-export async function peekBatch(db: string, name: string): Promise<{ job: unknown } | undefined> {
+export async function peekBatch(db: string, name: string): Promise<{ job: unknown; source: string } | undefined> {
   if (isPostgresUrl(db)) return peekPostgres(db, name);
   if (!existsSync(db)) return undefined;
+  checkStoreFile(db);
   let conn: Database.Database;
   try {
     conn = new Database(db, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
@@ -21,9 +22,9 @@ export async function peekBatch(db: string, name: string): Promise<{ job: unknow
   try {
     checkIdentity(conn, db);
     if ((conn.pragma('user_version', { simple: true }) as number) === 0) return undefined; // created, never written
-    // Every schema version has batches(name, job).
-    const row = conn.prepare('SELECT job FROM batches WHERE name = ?').get(name) as { job: string } | undefined;
-    return row && { job: JSON.parse(row.job) };
+    // Every schema version has batches(name, source, job).
+    const row = conn.prepare('SELECT job, source FROM batches WHERE name = ?').get(name) as { job: string; source: string } | undefined;
+    return row && { job: JSON.parse(row.job), source: row.source };
   } catch (err) {
     throw storeError(err, db);
   } finally {
@@ -31,7 +32,7 @@ export async function peekBatch(db: string, name: string): Promise<{ job: unknow
   }
 }
 
-async function peekPostgres(db: string, name: string): Promise<{ job: unknown } | undefined> {
+async function peekPostgres(db: string, name: string): Promise<{ job: unknown; source: string } | undefined> {
   let store;
   try {
     store = await openExistingStore(db, { readonly: true });
@@ -44,7 +45,7 @@ async function peekPostgres(db: string, name: string): Promise<{ job: unknown } 
   if (!store) return undefined;
   try {
     const batch = await store.findBatch(name);
-    return batch && { job: batch.job };
+    return batch && { job: batch.job, source: batch.source };
   } finally {
     await store.close();
   }

@@ -1,5 +1,6 @@
 import { format } from 'node:util';
-import { serializeError } from '../errors.js';
+import { PermanentError, serializeError } from '../errors.js';
+import { formatBytes, RESULT_MAX_BYTES } from '../stored-text.js';
 import type { Handler, Task } from './handler-types.js';
 import { taskBytes } from './task-bytes.js';
 import { OutputCapture, tailWithNote } from './output-capture.js';
@@ -56,6 +57,12 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
     try {
       const value = await handler(task, ctx);
       result = value === undefined ? null : JSON.stringify(value) ?? null;
+      if (result !== null && result.length > RESULT_MAX_BYTES / 3 && Buffer.byteLength(result) > RESULT_MAX_BYTES) {
+        // Checked here, so the coordinator never holds it: a 300 MB result made a 2.8 GB coordinator.
+        const size = Buffer.byteLength(result);
+        result = null;
+        throw new PermanentError(`the result is ${formatBytes(size)} of JSON, above the limit of ${formatBytes(RESULT_MAX_BYTES)}: write big data to a file and return its path`);
+      }
       ok = true;
     } catch (err) {
       error = serializeError(err);

@@ -10,8 +10,9 @@ import { CommandWords } from './shell-script-word.js';
  * quoting starts fresh) a value is inserted as `'value'`; inside `'…'` or `"…"` the string is
  * closed, `'value'` inserted and the string reopened, so the word stays one word and nothing
  * in the value is expanded. Where no quoting can keep a value exact — backquotes (backslashes
- * are reprocessed), `${…}`, `$((…))`, a here-document, the script of `sh -c` (a second
- * shell would run it) — the template is refused. Comments are copied untouched: a value with
+ * are reprocessed), `${…}`, `$((…))`, a here-document, the script of `sh -c`, the arguments
+ * of `eval` or `trap`, ssh's remote command (a second shell would run them: shell-script-word.ts)
+ * — the template is refused. Comments are copied untouched: a value with
  * a newline would end the comment and run.
  *
  * The lexer must find every place sh would see a quote, `$(`, or comment; when in doubt it
@@ -25,6 +26,8 @@ const WHY: Record<string, string> = {
   param: `inside \${…}, where the shell would expand the value; ${FIX}`,
   arith: `inside $((…)) or ((…)), where the shell would evaluate the value; ${FIX}`,
   script: `inside the script of a shell's -c, which that shell would run with the value in it; ${FIX}`,
+  evaluated: `in an argument of eval, trap, let, alias or watch, which is run again as shell code with the value in it; ${FIX}`,
+  remote: `in the command ssh hands to the remote shell, which would run it with the value in it; quote it for that shell yourself, or pass it on stdin`,
   heredoc: `inside a here-document, where the shell would expand the value and its lines could end the document; ${FIX}`,
 };
 
@@ -100,7 +103,7 @@ class Lexer {
       const c = t[this.i]!;
       const wordStart = WORD_END.has(t[this.i - 1]);
       words.see(t, this.i);
-      refusing = outer ?? (words.isShellScript() ? 'script' : null);
+      refusing = outer ?? words.reevaluation(t, this.i);
       const m = this.placeholder();
       if (m) {
         if (refusing) this.refuse(m[0], refusing);

@@ -61,6 +61,20 @@ const alive = (pid: number) => {
 
 describe.each(STORES)('failure rules (%s)', (_name, storeOf) => {
   describe('--permanent-errors', () => {
+    it('a backtracking pattern cannot stall the run: stopped at its budget, counted as not matching, retries go on', async () => {
+      const store = storeOf();
+      const p = projectWithFiles(3);
+      // (a+)+$ against 60 a's then "b": 2^60 steps of backtracking, hours on the coordinator's loop.
+      const r = await runCli(
+        ['run', 'src', ...store.args, '--exec', `printf '%060d' 0 | tr 0 a; echo b; exit 1`, '--permanent-errors', '(a+)+$', '--retries', '1', '--backoff', '10ms', '-j', '2'],
+        { cwd: p.dir, timeoutMs: 90_000 },
+      );
+      expect(r.signal).toBeNull();
+      expect(r.code).toBe(1);
+      // Not final at the first failure: the pattern never answered, so each task had its retry.
+      for (const key of p.keys) expect((await attempts(p.dir, store, key)).map((a) => a.outcome)).toEqual(['FAILED', 'FAILED']);
+    });
+
     it('an attempt whose output matches fails its task after one attempt; another failure is retried', async () => {
       const store = storeOf();
       const p = projectWithFiles(2);

@@ -185,6 +185,25 @@ describe('signals', () => {
     for (const a of interrupted) expect(a).toEqual({ error: 'INTERRUPTED: taken back unstarted as the run stopped; not counted', attempts: 0 });
   });
 
+  it('SIGHUP (a closed terminal) is a shutdown like SIGTERM: running attempts finish, the rest is not charged, exit 143', async () => {
+    const p = projectWithFiles(10);
+    const marker = `sleep 0.7${process.pid}`; // unique: other suites' sleeps do not count
+    const child = startCli(['run', 'src', '--exec', marker, '-j', '2', '--grace', '5s'], { cwd: p.dir });
+    await waitFor(() => sleeps(marker) === 2, 20_000, 'two running attempts');
+    child.kill('SIGHUP');
+    const r = await child.result;
+    expect(r.signal).toBeNull(); // not killed by it
+    expect(r.code).toBe(143);
+    expect(r.stderr).toMatch(/SIGHUP: no new tasks; waiting up to 5s/);
+    const rows = query<{ status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks');
+    // The running ones finished in the grace (a pair may have started as the signal came).
+    expect(rows.filter((t) => t.status === 'SUCCESS').length).toBeGreaterThanOrEqual(2);
+    expect(rows.filter((t) => t.status === 'RUNNING')).toEqual([]);
+    expect(rows.filter((t) => t.status === 'PENDING').length).toBeGreaterThan(0);
+    expect(rows.filter((t) => t.status === 'PENDING').every((t) => t.attempts === 0)).toBe(true);
+    expect(query(dbPathIn(p.dir), "SELECT 1 FROM attempts WHERE outcome = 'LOST'")).toEqual([]);
+  });
+
   it('a second SIGINT kills at once instead of waiting for the grace', async () => {
     const p = projectWithFiles(4);
     const child = startCli(['run', 'src', '--exec', 'sleep 30', '-j', '2', '--grace', '60s'], { cwd: p.dir });

@@ -22,6 +22,22 @@ describe('job file', () => {
     expect(() => query(dbPathIn(p.dir), 'SELECT 1')).toThrow(); // nothing was created
   });
 
+  it('a value nested 5,000 levels deep: exit 2 naming the field, not a stack overflow', async () => {
+    const p = projectWithFiles(2);
+    const deep = (n: number, open: string, close: string, inner: string) => open.repeat(n) + inner + close.repeat(n);
+    for (const [field, value] of [
+      ['include', deep(5000, '[', ']', '')],
+      ['stages', deep(5000, '{"a":', '}', '1')],
+      ['permanentErrors', deep(100_000, '[', ']', '"x"')],
+    ] as const) {
+      writeFileSync(join(p.dir, 'job.json'), `{"exec": "true", "${field}": ${value}}`);
+      const r = await runCli(['run', 'src', '--job', 'job.json'], { cwd: p.dir });
+      expect(r.code, field).toBe(2);
+      expect(r.stderr).toMatch(new RegExp(`^splitdance: error: job file .*job\\.json: field "${field}\\.[^"]*" is nested more than 64 levels deep`, 'm'));
+      expect(r.stderr).not.toMatch(/call stack|unexpected/);
+    }
+  });
+
   it('a valid file produces the same batch as the equivalent flags, and flags win over it', async () => {
     const options = { retries: 1, backoff: '50ms', backoffFactor: 2, jitter: 0, timeout: '10s', permanentCodes: [64], include: ['*.log'] };
     const a = projectWithFiles(3);

@@ -62,3 +62,34 @@ describe('--exec quoting follows where the placeholder stands (SPEC §4)', () =>
     }
   });
 });
+
+describe('a word a second shell reads again as code', () => {
+  it('sh -c --, eval, trap, su -c, ssh and wrapped shells: exit 2 before anything runs; a file named x;touch PWNED creates nothing', async () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, 'src'));
+    writeFileSync(join(dir, 'src', 'x;touch PWNED'), 'a');
+    for (const [template, message] of [
+      ['sh -c -- "cat {}"', /\{\} stands inside the script of a shell's -c/],
+      ['bash -c -- "cat {}"', /\{\} stands inside the script of a shell's -c/],
+      ['eval cat {}', /\{\} stands in an argument of eval, trap/],
+      ['command eval "cat {}"', /\{\} stands in an argument of eval, trap/],
+      ['trap "cat {}" EXIT', /\{\} stands in an argument of eval, trap/],
+      ['env -i sh -c "cat {}"', /script of a shell's -c/],
+      ['xargs sh -c "cat {}" < /dev/null', /script of a shell's -c/],
+      ['find . -maxdepth 0 -exec sh -c "cat {}" \\;', /script of a shell's -c/],
+      ['nice -n 1 timeout 5 nohup bash -O extglob -c "cat {}"', /script of a shell's -c/],
+      ['su -c "cat {}"', /script of a shell's -c/],
+      ['ssh localhost cat {}', /the command ssh hands to the remote shell/],
+    ] as const) {
+      const r = await runCli(['run', 'src', '--exec', template], { cwd: dir });
+      expect(r.code, template).toBe(2);
+      expect(r.stderr).toMatch(message);
+      expect(existsSync(join(dir, '.splitdance')), template).toBe(false);
+    }
+    expect(allFiles(dir).filter((f) => f.includes('PWNED') && !f.includes(';'))).toEqual([]);
+    // The fix the message gives runs the file exactly.
+    const ok = await runCli(['run', 'src', '--exec', `sh -c -- 'cat -- "$1"' _ {}`], { cwd: dir });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(allFiles(dir).filter((f) => f.includes('PWNED') && !f.includes(';'))).toEqual([]);
+  });
+});

@@ -47,6 +47,19 @@ describe('retries and backoff', () => {
     expect(s.topErrors[0].count).toBe(2);
   });
 
+  it('--backoff 0s with more retries than factor^(k-1) can count: every attempt runs, none waits a NaN delay', async () => {
+    const p = projectWithFiles(1);
+    // 100^(k-1) overflows to Infinity by retry 156; 0 × Infinity was a NaN retry time, and the task ended early.
+    const r = await runCli(['run', 'src', '--exec', 'false', '--retries', '200', '--backoff', '0s', '--backoff-factor', '100'], { cwd: p.dir, timeoutMs: 120_000 });
+    expect(r.code, r.stderr).toBe(1);
+    expect(query(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks')).toEqual([{ status: 'FAILED', attempts: 201 }]);
+    expect(query(dbPathIn(p.dir), "SELECT count(*) AS n FROM attempts WHERE outcome = 'FAILED'")).toEqual([{ n: 201 }]);
+
+    const over = await runCli(['run', 'src', '--batch', 'b', '--exec', 'false', '--backoff-factor', '101'], { cwd: p.dir });
+    expect(over.code).toBe(2);
+    expect(over.stderr).toMatch(/--backoff-factor expects a number from 1 to 100; got "101"/);
+  });
+
   it('PermanentError and --permanent-codes fail at once, without retries', async () => {
     const p = projectWithFiles(1);
     const r = await runCli(['run', 'src', '--handler', handler('permanent'), '--backoff', '50ms'], { cwd: p.dir });

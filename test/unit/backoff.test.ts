@@ -25,6 +25,8 @@ describe('backoffDelay', () => {
     ['factor 1 is constant', 7, { ...noJitter, factor: 1 }, 0.5, 5_000],
     ['factor 2', 4, { ...noJitter, backoffMs: 500, factor: 2 }, 0.5, 4_000],
     ['zero backoff', 3, { ...noJitter, backoffMs: 0 }, 0.5, 0],
+    ['zero backoff after factor^(k-1) overflows: 0, never NaN', 1000, { ...defaults, backoffMs: 0 }, 1, 0],
+    ['factor^(k-1) overflowing is the cap', 1000, noJitter, 0.5, H],
     ['jitter 0.1, random 0 → −10%', 1, defaults, 0, 4_500],
     ['jitter 0.1, random 1 → +10%', 1, defaults, 1, 5_500],
     ['jitter 0.1, random 0, retry 2', 2, defaults, 0, 22_500],

@@ -399,6 +399,16 @@ describe('checkTemplate: where a value cannot be passed exactly, or quotes do no
     ['bash -lc "gzip {name}"', /\{name\} stands inside the script of a shell's -c/],
     ['sh -c {}', /\{\} stands inside the script of a shell's -c/],
     [`env A=1 /bin/dash -e -c 'x'"{}"`, /\{\} stands inside the script of a shell's -c/],
+    ['sh -c -- "cat {}"', /\{\} stands inside the script of a shell's -c/],
+    ['sh -e -o errexit -c "cat {}"', /\{\} stands inside the script of a shell's -c/],
+    ['sudo -u bob "$SHELL" -c "cat {}"', /\{\} stands inside the script of a shell's -c/],
+    ['script -qc "cat {}" /dev/null', /\{\} stands inside the script of a shell's -c/],
+    ['runuser -u bob --command="cat {}"', /\{\} stands inside the script of a shell's -c/],
+    ['builtin eval "cat {}"', /\{\} stands in an argument of eval, trap, let, alias or watch/],
+    ['trap -- "rm {}" EXIT; sleep 1', /\{\} stands in an argument of eval, trap/],
+    ['let n={#}+1', /\{#\} stands in an argument of eval, trap, let/],
+    ['watch -n 1 cat {}', /\{\} stands in an argument of eval, trap, let, alias or watch/],
+    ['ssh -p 22 -o BatchMode=yes host "cat {}"', /\{\} stands in the command ssh hands to the remote shell/],
     ['(( {#} > 1 )) && echo big', /\{#\} stands inside \$\(\(…\)\) or \(\(…\)\)/],
     ['cat <<EOF\n{}\nEOF', /\{\} stands inside a here-document/],
     ['cat <<-{}\n\tx\n', /\{\} stands inside a here-document/],
@@ -455,6 +465,14 @@ describe('checkTemplate: where a value cannot be passed exactly, or quotes do no
       "cat <<EOF > {}.txt\nhello $HOME\nEOF\nwc -c {}.txt",
       'cat <<< {}',
       'echo {foo} {{}} \\{}',
+      // The value as an argument of the inner shell, or of options before the script: exact.
+      `sh -c -- 'cat "$1"' _ {}`,
+      `bash -O extglob -c 'cat "$1"' -- {}`,
+      'bash script.sh -c {}',
+      'sh {}',
+      'ssh {} uptime',
+      'ssh -i {} host true',
+      'cat {} | sh -c "wc -l"',
     ]) {
       expect(refusal(template), template).toBeNull();
     }

@@ -13,6 +13,7 @@ import { openExistingStore, openStore, resolveDbPath } from '../../store/open-st
 import { peekBatch } from '../../store/peek-batch.js';
 import type { TaskStore } from '../../store/task-store.js';
 import type { Io } from '../io.js';
+import { keepWorkingWithoutOutput } from '../lost-output.js';
 import { refuseFinishedChange } from '../finished-batch.js';
 import { RunReporter } from '../run-reporter.js';
 import { givenDb, suggest } from '../suggest.js';
@@ -45,15 +46,20 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
       await store?.close();
     }
   }
+  keepWorkingWithoutOutput(); // a closed or full stdout must not end a batch half-run
   const plan = await planRun(sourceArg, cliFlags, io.cwd, (name) => peekBatch(dbPath, name), dbPath, options);
   if (plan.existing && plan.changed.length) await checkNotFinished(plan, dbPath);
   const startup = watchSignalsDuringStartup();
-  let pool: WorkerPool;
+  let pool: WorkerPool | null;
   try {
-    pool = await startPool(plan.inv, handlersOf(plan.settings)); // a broken handler fails here, before the store is touched
+    pool = await startPool(plan.inv, handlersOf(plan.settings), startup.signalled); // a broken handler fails here, before the store is touched
   } catch (err) {
     startup.dispose();
     throw err;
+  }
+  if (!pool) {
+    startup.dispose();
+    return interruptedBeforeStart(startup.seen()!, io);
   }
   let store: TaskStore | null = null;
   try {

@@ -6,13 +6,14 @@ import { runBatch } from '../../coordinator/run-batch.js';
 import { signalOutcome } from '../../coordinator/run-outcome.js';
 import { watchSignalsDuringStartup } from '../../coordinator/signals.js';
 import { EXIT } from '../../exit-codes.js';
-import { settingsOf, type JobDefinition } from '../../job/job-definition.js';
+import { describeHandler, settingsOf, type JobDefinition } from '../../job/job-definition.js';
 import { inputFromFlags, invocationOf, type Invocation } from '../../job/run-options.js';
 import { handlersOf } from '../../job/stages.js';
 import { describeStore, openExistingStore, openStore, resolveDbPath } from '../../store/open-store.js';
 import type { BatchRecord, QueryStore, TaskStore } from '../../store/task-store.js';
 import { printable } from '../format.js';
 import { line, type Io } from '../io.js';
+import { keepWorkingWithoutOutput } from '../lost-output.js';
 import { resolveBatch } from '../resolve-batch.js';
 import { RunReporter } from '../run-reporter.js';
 import { givenDb, suggest } from '../suggest.js';
@@ -34,12 +35,13 @@ const FOLLOW_POLL_MS = 2000;
  */
 export async function workerCommand(flags: WorkerFlags, io: Io): Promise<number> {
   const inv = invocationOf(inputFromFlags(flags, io.cwd)); // every flag validated before the store is opened
+  keepWorkingWithoutOutput(); // a closed or full stdout must not end the work half-done
   const dbPath = resolveDbPath(flags.db, io.cwd, io.env);
   // A signal between batches (or while workers start) must end the command with 130/143,
   // not kill it mid-step; while a batch runs, its coordinator drains as `run` does.
   const signals = watchSignalsDuringStartup();
   try {
-    return await serve(flags, inv, dbPath, io, signals.seen);
+    return await serve(flags, inv, dbPath, io, signals.seen, signals.signalled);
   } finally {
     signals.dispose();
   }
@@ -47,7 +49,7 @@ export async function workerCommand(flags: WorkerFlags, io: Io): Promise<number>
 
 const exitFor = (signal: 'SIGINT' | 'SIGTERM') => signalOutcome(signal).exitCode;
 
-async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io, seen: () => 'SIGINT' | 'SIGTERM' | null): Promise<number> {
+async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io, seen: () => 'SIGINT' | 'SIGTERM' | null, signalled: Promise<void>): Promise<number> {
   if (flags.batch !== undefined) {
     const signal = await awaitBatch(dbPath, flags.batch, flags.quiet ?? false, io, seen);
     if (signal) return exitFor(signal);
@@ -69,7 +71,7 @@ async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io
     try {
       for (const batch of await ridingOut(() => candidates(store, flags.batch), note)) {
         if (seen()) return exitFor(seen()!);
-        const code = await workOn(store, batch, flags, inv, dbPath, io, seen);
+        const code = await workOn(store, batch, flags, inv, dbPath, io, seen, signalled);
         if (code === null) continue;
         worked = true;
         if (code === EXIT.SIGINT || code === EXIT.SIGTERM) return code;
@@ -106,6 +108,7 @@ async function workOn(
   dbPath: string,
   io: Io,
   seen: () => 'SIGINT' | 'SIGTERM' | null,
+  signalled: Promise<void>,
 ): Promise<number | null> {
   const c = await ridingOut(() => store.counts(batch.id), (m) => flags.quiet || line(io.stderr, m));
   if (c.pending + c.retrying + c.running + c.queued === 0) return null;
@@ -115,9 +118,9 @@ async function workOn(
     line(io.stderr, `batch ${printable(batch.name)} has no stored handler; run it once with --exec or --handler`);
     return null;
   }
-  let pool: WorkerPool;
+  let pool: WorkerPool | null;
   try {
-    pool = await startPool(inv, handlers); // `runBatch` grows it to the batch's work
+    pool = await startPool(inv, handlers, signalled); // `runBatch` grows it to the batch's work
   } catch (err) {
     // No worker process could be started at all: the machine's limit, for every batch alike.
     if ((err as Error).name === 'ResourceError') throw err;
@@ -125,8 +128,12 @@ async function workOn(
     line(io.stderr, `batch ${printable(batch.name)}: its handler does not load, skipped: ${printable((err as Error).message)}`);
     return EXIT.USAGE;
   }
+  if (!pool) return exitFor(seen()!); // signalled while the workers loaded the handler
   try {
     if (seen()) return exitFor(seen()!); // signalled while the workers started
+    // The definition is code from the store, which anyone who can write the store chose: say
+    // what is about to run as this user (docs/trust-model.md).
+    if (!flags.quiet) line(io.stderr, `batch ${printable(batch.name)}: running its stored definition ${printable(describeHandler(settings.handler, settings.stages))}`);
     const reporter = RunReporter.forFlags(io, flags, inv.progressIntervalMs, () => store.counts(batch.id));
     reporter.tag = inv.print?.tag ?? false;
     const resume = suggest({ batch: batch.name, db: givenDb(flags.db, io) }, ['resume']);
@@ -135,3 +142,4 @@ async function workOn(
     await pool.shutdown();
   }
 }
+

@@ -14,7 +14,7 @@ export const GROUPS: [heading: string, options: string[]][] = [
   ['Handler and workers:', ['--exec', '--handler', '--pipe', '--concurrency', '--max-tasks-per-worker', '--max-worker-memory', '--follow']],
   [
     'Retries and time:',
-    ['--retries', '--backoff', '--backoff-factor', '--max-backoff', '--jitter', '--timeout', '--heartbeat-timeout', '--permanent-codes', '--permanent-errors', '--max-failures', '--max-runtime', '--no-wait', '--grace', '--lease'],
+    ['--retries', '--backoff', '--backoff-factor', '--max-backoff', '--jitter', '--timeout', '--heartbeat-timeout', '--permanent-codes', '--permanent-errors', '--max-failures', '--max-runtime', '--no-wait', '--grace', '--load-timeout', '--lease'],
   ],
   [
     'Output:',

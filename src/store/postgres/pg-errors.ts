@@ -1,8 +1,9 @@
-import { StoreError } from '../../errors.js';
+import { StoreError, UsageError } from '../../errors.js';
 import type { PgTarget } from './pg-url.js';
+import { busyTimeoutMs } from '../busy-timeout.js';
 
 /** Milliseconds a statement waits for another session's row or table lock before exit 4 (`lock_timeout`). */
-export const LOCK_TIMEOUT_MS = Number(process.env.SPLITDANCE_BUSY_TIMEOUT_MS ?? 5000);
+export const LOCK_TIMEOUT_MS = busyTimeoutMs();
 
 /**
  * Milliseconds a session of this store may sit idle inside a transaction before the server ends
@@ -53,7 +54,7 @@ export function isBroken(err: unknown): boolean {
  * returned as it is, its message and stack scrubbed of the password.
  */
 export function pgStoreError(err: unknown, t: PgTarget): Error {
-  if (err instanceof StoreError) return err;
+  if (err instanceof StoreError || err instanceof UsageError) return err;
   const e = err as { code?: unknown; message?: unknown };
   const code = typeof e.code === 'string' ? e.code : '';
   // The driver's own text may echo the connection string or the password: never pass it on raw.
@@ -94,7 +95,18 @@ export function pgStoreError(err: unknown, t: PgTarget): Error {
     case '42703':
       return new StoreError(`the store ${t.location} (schema ${t.schema}) is missing part of its tables (${message}); was it changed outside splitdance?`);
     case '25006':
-      return new StoreError(`the store ${t.location} was opened read-only (--dry-run) and cannot be written`);
+      // splitdance's own read-only opens never write; this is the server refusing a write.
+      return new StoreError(
+        `${at} accepts no writes to the store ${t.location} (${message}): a read-only standby, or default_transaction_read_only on; point --db at the primary`,
+      );
+    case '57014':
+      return new StoreError(
+        `${at} cancelled a statement on the store ${t.location} (${message}): a statement_timeout set for this user or database, or an administrator; unset it for this role (ALTER ROLE ${t.user} SET statement_timeout = 0) and run again`,
+      );
+    case '42704':
+      return new UsageError(`${at} does not know a setting or object that --db names (${message}); fix the options in the --db URL`);
+    case '42939':
+      return new UsageError(`schema "${t.schema}" is a name ${at} reserves (${message}); choose another one with ?schema=NAME`);
     case '53100':
       return new StoreError(`the disk of ${at} is full; free space and run again (nothing was half-written)`);
     case '53300':

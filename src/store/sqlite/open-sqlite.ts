@@ -4,13 +4,15 @@ import { dirname } from 'node:path';
 import { StoreError } from '../../errors.js';
 import { failpointValue } from '../failpoint.js';
 import { loadMigrations, newestVersion } from '../shared/migrations.js';
+import { keepStoreToItsOwner } from './store-modes.js';
+import { busyTimeoutMs } from '../busy-timeout.js';
 
 type Db = Database.Database;
 
 const MIGRATIONS_DIR = new URL('../../../src/store/sqlite/migrations/', import.meta.url);
 
 /** Milliseconds a writer waits for another's lock before the command fails with exit 4. */
-export const BUSY_TIMEOUT_MS = Number(process.env.SPLITDANCE_BUSY_TIMEOUT_MS ?? 5000);
+export const BUSY_TIMEOUT_MS = busyTimeoutMs();
 
 /** Read once: the migrations this build knows, and so the newest schema it understands. */
 const MIGRATIONS = loadMigrations(MIGRATIONS_DIR);
@@ -26,19 +28,12 @@ export function openSqlite(path: string, { create, readonly = false }: { create:
   if (!exists && !create) {
     throw new StoreError(`no store at ${path}: run \`splitdance run <source>\` first, or point --db at an existing store`, 'NO_STORE');
   }
-  const st = exists ? statSync(path) : null;
-  if (st?.isDirectory()) {
-    throw new StoreError(`store path ${path} is a directory; give --db a file path such as ${path}/splitdance.db`);
-  }
-  if (st && !st.isFile()) {
-    // SQLite would open a device (/dev/null) and put its journal beside it, even to read.
-    const kind = st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : 'a device';
-    throw new StoreError(`store path ${path} is ${kind}, not a store file; give --db the path of a store file (a new one is created)`);
-  }
-  if (readonly && st?.size === 0) {
+  if (exists) checkStoreFile(path);
+  if (readonly && exists && statSync(path).size === 0) {
     // An empty file holds no store yet; a command that only reads must not make it one.
     throw new StoreError(`no store at ${path}: the file is empty; run \`splitdance run <source>\` first, or point --db at an existing store`, 'NO_STORE');
   }
+  if (!readonly) keepStoreToItsOwner(path); // before a new store is created in a folder others may write
   if (!exists) createStoreFile(path);
   let db: Db;
   try {
@@ -51,6 +46,9 @@ export function openSqlite(path: string, { create, readonly = false }: { create:
     checkIdentity(db, path);
     if (readonly) {
       const version = db.pragma('user_version', { simple: true }) as number;
+      // An empty file (or one created and never written) is no store: a reading command must
+      // not turn it into one, as the upgrade of an older schema below would.
+      if (version === 0) throw new StoreError(`${path} holds no splitdance store yet (an empty database); run \`splitdance run <source>\` with it first, or point --db at an existing store`, 'NO_STORE');
       if (version < SCHEMA_VERSION) {
         throw new StoreError(`the store ${path} has an older schema (${version}); run without --dry-run once to upgrade it`, 'OLD_SCHEMA');
       }
@@ -148,6 +146,21 @@ function useWal(db: Db): void {
   }
 }
 const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * A store is a regular file (or a symlink to one). A FIFO would block every command forever,
+ * and SQLite would write a `-journal` beside a device such as /dev/null: refused before
+ * SQLite opens anything.
+ */
+export function checkStoreFile(path: string): void {
+  const st = statSync(path);
+  if (st.isDirectory()) throw new StoreError(`store path ${path} is a directory; give --db a file path such as ${path}/splitdance.db`);
+  if (!st.isFile()) {
+    // SQLite would open a device (/dev/null) and put its journal beside it, even to read.
+    const kind = st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : 'a device';
+    throw new StoreError(`store path ${path} is ${kind}, not a store file; give --db the path of a store file (a new one is created)`);
+  }
+}
 
 function createStoreFile(path: string): void {
   try {

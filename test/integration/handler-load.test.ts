@@ -1,0 +1,40 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { handler, runCli, startCli, waitFor } from '../helpers/cli.js';
+import { processesWithEnv } from '../helpers/procs.js';
+import { projectWithFiles } from '../helpers/project.js';
+
+describe('a handler module whose import never settles', () => {
+  it('--load-timeout: exit 2 naming the module, nothing written, no worker left', async () => {
+    const p = projectWithFiles(2);
+    const env = { SD_TEST_MARK: p.dir };
+    const r = await runCli(['run', 'src', '--handler', handler('never-loads'), '--load-timeout', '1s'], { cwd: p.dir, env });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^splitdance: error: handler module .*never-loads\.mjs did not finish loading within 1s .*--load-timeout/m);
+    expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
+    await waitFor(() => processesWithEnv(p.dir).length === 0, 5000, 'the worker to be gone');
+
+    const bad = await runCli(['run', 'src', '--handler', handler('ok'), '--load-timeout', '0s'], { cwd: p.dir });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--load-timeout/);
+  });
+
+  for (const [signal, code] of [
+    ['SIGTERM', 143],
+    ['SIGINT', 130],
+  ] as const) {
+    it(`${signal} while the workers load it ends start-up with ${code}, nothing written, no worker left`, async () => {
+      const p = projectWithFiles(2);
+      const run = startCli(['run', 'src', '--handler', handler('never-loads')], { cwd: p.dir, env: { SD_TEST_MARK: p.dir } });
+      // The coordinator and its first worker, which is stuck in the import.
+      await waitFor(() => processesWithEnv(p.dir).length >= 2, 20_000, 'the worker to start loading');
+      run.kill(signal);
+      const r = await run.result;
+      expect(r.code, r.stderr).toBe(code);
+      expect(r.stderr).toMatch(new RegExp(`${signal} before any task started; nothing ran`));
+      expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
+      await waitFor(() => processesWithEnv(p.dir).length === 0, 5000, 'the worker to be gone');
+    });
+  }
+});
