@@ -46,7 +46,7 @@ vi.mock('../../src/coordinator/owner.js', async (importOriginal) => {
     ...real,
     isDeadOwner: (owner: string) => {
       const parsed = real.parseOwner(owner);
-      return parsed !== null && parsed.host === ctl.callerHost && ctl.dead.has(owner);
+      return parsed !== null && parsed.machine === ctl.callerHost && ctl.dead.has(owner);
     },
   };
 });
