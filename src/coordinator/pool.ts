@@ -16,6 +16,15 @@ import { monotonicMs } from '../wall-steps.js';
 const CHILD_MAIN = fileURLToPath(new URL('../worker/child-main.js', import.meta.url));
 const STDERR_KEEP = 2048;
 const MAX_LOAD_FAILURES = 5;
+/**
+ * Workers killed from outside (SIGKILL, SIGTERM, SIGINT, SIGHUP: a user, the OOM killer) before
+ * their handler was ready say nothing about the handler: a pool whose workers are killed as they
+ * start (a fault test kills one every ~100 ms while a load takes longer under load) keeps
+ * replacing them. Still bounded, so a handler whose import always gets its worker OOM-killed
+ * ends the run.
+ */
+const MAX_LOAD_KILLS = 25;
+const OUTSIDE_KILLS = new Set(['SIGKILL', 'SIGTERM', 'SIGINT', 'SIGHUP']);
 
 export interface PoolWorker {
   readonly id: string;
@@ -92,6 +101,7 @@ export class WorkerPool {
   private closing = false;
   private running = false;
   private loadFailures = 0;
+  private loadKills = 0;
   /** Why the last worker that could not be started at all (no process to be had) failed. */
   private startFailure: ResourceError | null = null;
 
@@ -328,6 +338,7 @@ export class WorkerPool {
         } else if (msg.type === 'ready') {
           slot.ready = true;
           this.loadFailures = 0;
+          this.loadKills = 0;
           resolve();
           this.events.idle();
         } else if (msg.type === 'load-failed') {
@@ -369,7 +380,8 @@ export class WorkerPool {
           this.startFailure = neverBooted(bootTimedOut, why, limitSaid);
           reject(this.startFailure);
         } else if (!slot.ready) {
-          this.loadFailures++;
+          if (signal && OUTSIDE_KILLS.has(signal)) this.loadKills++;
+          else this.loadFailures++;
           reject(new UsageError(`the worker could not start the handler (${why})${detail ? `: ${detail}` : ''}`));
         }
         // The head has started, and so has every exec attempt that said so; the rest never did.
@@ -383,9 +395,10 @@ export class WorkerPool {
         // must not outlive it (its attempt may run again elsewhere at once).
         if (slot.pid) killGroup(slot.pid, 'SIGKILL');
         // Replace the dead once the pool is running; a handler that keeps failing to load
-        // (MAX_LOAD_FAILURES in a row) is given up on, and the coordinator ends the run.
+        // (MAX_LOAD_FAILURES in a row, or MAX_LOAD_KILLS kills before it was ready) is given
+        // up on, and the coordinator ends the run.
         // One that never came up is not replaced: the machine is at a limit (see cannotStart).
-        if (this.running && !this.closing && !atLimit && this.loadFailures < MAX_LOAD_FAILURES) void this.replace();
+        if (this.running && !this.closing && !atLimit && this.loadFailures < MAX_LOAD_FAILURES && this.loadKills < MAX_LOAD_KILLS) void this.replace();
         this.events.exited(slot, running, detail ? `${why}: ${detail}` : why, queued, signal);
       });
       const watchMemory = this.options.maxWorkerMemory !== null;

@@ -55,6 +55,37 @@ describe('R3: workers SIGKILLed mid-task', () => {
   });
 });
 
+describe('R3: workers SIGKILLed while they load the handler', () => {
+  it('a worker killed from outside before its handler was ready is replaced, not taken for a handler that cannot load', async () => {
+    const p = projectWithFiles(30);
+    const child = startCli(['run', 'src', '--handler', handler('slow-load'), '-j', '1', '--retries', '5', '--backoff', '10ms', '--quiet'], {
+      cwd: p.dir,
+      env: { LOAD_DELAY_MS: '600' },
+    });
+    // Wait for the first success, so the pool is running (a replacement, not the start-up load).
+    const succeeded = () => {
+      try {
+        return query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")[0]!.n > 0;
+      } catch {
+        return false; // the store is not there yet
+      }
+    };
+    await waitFor(succeeded, 30_000, 'a first success');
+    // Kill the working worker, then each replacement as soon as it exists: it is still inside its
+    // 600 ms load. Seven in a row is more than the load failures a handler that cannot load is allowed.
+    let previous = childrenOf(child.pid!)[0];
+    for (let k = 0; k < 8 && previous !== undefined; k++) {
+      process.kill(previous, 'SIGKILL');
+      await waitFor(() => childrenOf(child.pid!).some((c) => c !== previous), 20_000, 'a replacement worker');
+      previous = childrenOf(child.pid!).find((c) => c !== previous);
+    }
+    const r = await child.result;
+    expect(r.code, r.stderr).toBe(0);
+    const rows = query<{ status: string; n: number }>(dbPathIn(p.dir), 'SELECT status, count(*) AS n FROM tasks GROUP BY status');
+    expect(rows).toEqual([{ status: 'SUCCESS', n: 30 }]);
+  });
+});
+
 describe('R7: a poison pill', () => {
   it('kills its worker on every attempt, ends FAILED after 1 + retries attempts; the others are unaffected', async () => {
     const p = projectWithFiles(40);
