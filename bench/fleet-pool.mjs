@@ -39,6 +39,14 @@ export class SimPool {
   stuck() {
     return [];
   }
+  /** In-process slots are never stopped by a signal. */
+  stopped() {
+    return [];
+  }
+  /** Never empty because of a start failure: these slots need no process. */
+  get emptyBecause() {
+    return null;
+  }
   drop(w) {
     const queued = w.queue.splice(1);
     if (queued.length) setImmediate(() => this.events.dropped(w, queued, 'taken back unstarted'));

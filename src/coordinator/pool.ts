@@ -364,6 +364,7 @@ export class WorkerPool {
         // other error (a send on a closed channel) is reported through 'exit'.
         if (!err.syscall?.startsWith('spawn')) return;
         clearTimeout(bootTimer);
+        clearTimeout(loading); // no 'exit' will clear it: a pending load timer would hold the process
         this.workers.delete(slot);
         reject(this.cannotStart(err));
       });
