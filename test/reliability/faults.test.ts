@@ -73,7 +73,7 @@ describe('R3: workers SIGKILLed while they load the handler', () => {
     await waitFor(succeeded, 30_000, 'a first success');
     // Kill the working worker, then each replacement as soon as it exists: it is still inside its
     // 600 ms load. Seven in a row is more than the load failures a handler that cannot load is allowed.
-    let previous = childrenOf(child.pid!)[0];
+    let previous: number | undefined = childrenOf(child.pid!)[0];
     for (let k = 0; k < 8 && previous !== undefined; k++) {
       process.kill(previous, 'SIGKILL');
       await waitFor(() => childrenOf(child.pid!).some((c) => c !== previous), 20_000, 'a replacement worker');
