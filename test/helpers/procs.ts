@@ -32,3 +32,22 @@ export function processesWithEnv(marker: string): number[] {
   }
   return found;
 }
+
+/** The direct children of a process (a run's workers or spawner helpers), as its /proc task lists them. */
+export function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** A process's state letter from /proc (`S`, `T` stopped, `Z` zombie …), or 'gone'. */
+export function processState(pid: number): string {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat[stat.lastIndexOf(')') + 2]!;
+  } catch {
+    return 'gone';
+  }
+}

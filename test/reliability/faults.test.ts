@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, truncateSyn
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { handler, runCli, sleep, startCli, tempDir, waitFor } from '../helpers/cli.js';
-import { processesWithEnv } from '../helpers/procs.js';
+import { childrenOf, processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, logEntries, query, sideEffects } from '../helpers/store.js';
 import { checkInvariants } from './invariants.js';
@@ -16,14 +16,6 @@ function withCanaries(p: { dir: string; log: string }, extra: Record<string, str
   return { SIDE_EFFECT_LOG: p.log, CANARY_DIR: canaries, ...extra };
 }
 
-/** Direct children of a process (its workers). */
-function childrenOf(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
 
 describe('R3: workers SIGKILLed mid-task', () => {
   it('loses nothing; each killed attempt is recorded CRASHED and retried', async () => {

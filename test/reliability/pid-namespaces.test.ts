@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { BIN, handler, sleep, waitFor, type CliResult } from '../helpers/cli.js';
+import { childrenOf } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, logEntries, query } from '../helpers/store.js';
 import { missing } from '../helpers/services.js';
@@ -35,14 +35,6 @@ function runInNamespace(args: string[], cwd: string, env: NodeJS.ProcessEnv): Pr
   return Object.assign(result, { child });
 }
 
-/** The pids (in our namespace) of a process's children. */
-function childrenOf(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
 
 describe('runs in two PID namespaces of one machine (R29)', () => {
   it.skipIf(!root)('neither takes the other’s tasks while its lease is renewed, and no key runs twice at once', async () => {

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ROOT, handler, runCli, startCli, waitFor } from '../helpers/cli.js';
-import { processesWithEnv } from '../helpers/procs.js';
+import { processState, processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, logEntries } from '../helpers/store.js';
 import { missing } from '../helpers/services.js';
@@ -17,14 +17,7 @@ const helperBuilt = !missing('cc', 'the stopped spawner helper test') && existsS
 // of fixtures/handlers/record.mjs prove the key never ran twice at once.
 
 const helperOf = (mark: string) => processesWithEnv(mark).find((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'spawner');
-const alive = (pid: number) => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
-  } catch {
-    return false;
-  }
-};
+const alive = (pid: number) => !['gone', 'Z'].includes(processState(pid));
 
 const left: number[] = [];
 afterEach(() => {

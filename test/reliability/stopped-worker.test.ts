@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ROOT, handler, startCli, waitFor } from '../helpers/cli.js';
-import { processesWithEnv } from '../helpers/procs.js';
+import { processState, processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, logEntries, query } from '../helpers/store.js';
 import { missing } from '../helpers/services.js';
@@ -27,14 +27,7 @@ afterEach(() => {
   }
 });
 
-const state = (pid: number) => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat[stat.lastIndexOf(')') + 2];
-  } catch {
-    return 'gone';
-  }
-};
+const state = processState;
 
 describe('a stopped module worker (R37)', () => {
   it('its running and queued attempts go to the other workers: the run ends, each key ran once at a time', async () => {
