@@ -1,6 +1,6 @@
 // The worker side of a simulated host: slots that run every attempt in-process, doing nothing
 // (or sleeping), so a host costs almost no client CPU and the store's verbs are what is
-// measured. It offers the coordinator what src/coordinator/pool.ts's WorkerPool does (the
+// measured. It offers the coordinator what src/pool/pool.ts's WorkerPool does (the
 // coordinator is the real one); the forked workers and their IPC are left out on purpose.
 
 /** How many attempts a slot holds: the running one and the next (as the pool's window does once warm). */

@@ -1,6 +1,6 @@
 import cliProgress from 'cli-progress';
 import type { ChalkInstance } from 'chalk';
-import type { BatchObserver, RunStart, RunSummary } from '../coordinator/run-batch.js';
+import type { BatchObserver, RunStart, RunSummary } from '../run/run-batch.js';
 import type { RawRunFlags } from '../job/run-options.js';
 import type { ClaimedTask, Counts, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
 import { formatMs } from '../job/units.js';

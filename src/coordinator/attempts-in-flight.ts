@@ -7,7 +7,7 @@ import type { TaskMessage } from '../worker/protocol.js';
 import { notRunOutcome } from '../worker/run-exec.js';
 import type { Queued } from './commit-queue.js';
 import { resultWithOut, type DeclaredOutputs } from './declared-outputs.js';
-import type { PoolWorker, WorkerPool } from './pool.js';
+import type { PoolWorker, WorkerPool } from '../pool/pool.js';
 import { settle, type Ending, type RetryRules, type TimedOut } from './settlement.js';
 import { SilenceWatch } from './silence-watch.js';
 

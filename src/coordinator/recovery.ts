@@ -1,5 +1,5 @@
 import type { LeaseStore, ReleasedTask } from '../store/task-store.js';
-import { isDeadOwner, isLiveLocalOwner } from './owner.js';
+import { isDeadOwner, isLiveLocalOwner } from '../lease-owner.js';
 
 /**
  * Releases RUNNING tasks whose lease expired (measured from claim or the last

@@ -1,7 +1,7 @@
 import { StoreError } from '../errors.js';
 import type { BatchRecord, ClaimedTask, LeaseStore, PendingOutput, ReleasedTask } from '../store/task-store.js';
 import type { RunObserver, StopReason } from './coordinator.js';
-import type { PoolWorker, WorkerPool } from './pool.js';
+import type { PoolWorker, WorkerPool } from '../pool/pool.js';
 import { recoverStale } from './recovery.js';
 import { monotonicMs } from '../wall-steps.js';
 

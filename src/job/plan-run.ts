@@ -8,15 +8,15 @@ import { inputFromFlags, invocationOf, layerInputs, printOf, type Invocation, ty
 import { sampled, type Sample } from '../split/sample.js';
 import { sourceKind, splitSource, type SourceKind } from '../split/split-source.js';
 import { expandStages, layoutOf } from './stages.js';
-import { checkTemplate } from '../worker/exec-template.js';
-import { ITEM_PLACEHOLDER } from '../worker/placeholder.js';
+import { checkTemplate } from '../template/exec-template.js';
+import { ITEM_PLACEHOLDER } from '../template/placeholder.js';
 import { templateWarnings } from './template-warnings.js';
 import { printable } from '../printable.js';
 import { compareFile, firstState } from '../split/file-growth.js';
 import { storePathAt, storePaths } from '../replaceable-path.js';
 import { isPostgresUrl, logRoot } from '../store/open-store.js';
 import type { TaskSpec } from '../store/task-store.js';
-import type { OutputProblem } from '../output/planned-outputs.js';
+import type { OutputProblem } from './planned-outputs.js';
 
 /** What planning needs to know of a batch already in the store: only its stored definition. */
 export interface StoredBatch {
@@ -153,7 +153,7 @@ export async function planRun(
     if (at !== null) throw new UsageError(`--metrics-file ${printable(inv.metricsFile)} is the store's ${printable(at)}; writing it would destroy the store: give a path outside it`);
   }
   if (settings.output || settings.stages.some((s) => s.output)) {
-    const { findOutputProblem } = await import('../output/planned-outputs.js');
+    const { findOutputProblem } = await import('./planned-outputs.js');
     const problem = findOutputProblem(settings, () => plan.split(), batchName, store);
     if (problem) throw new UsageError(outputProblemMessage(problem, settings));
   }

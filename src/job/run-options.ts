@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { parseSample, type Sample } from '../split/sample.js';
 import { checkOutputTemplate } from '../output/output-path.js';
-import { checkTemplate } from '../worker/exec-template.js';
+import { checkTemplate } from '../template/exec-template.js';
 import { checkMetricsPath } from '../status/metrics-file.js';
 import type { JobSettings } from './job-definition.js';
 import type { ItemsMode } from '../split/items.js';

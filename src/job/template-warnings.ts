@@ -1,4 +1,4 @@
-import { placeholderAt } from '../worker/placeholder.js';
+import { placeholderAt } from '../template/placeholder.js';
 import type { SourceKind } from '../split/split-source.js';
 
 /** Placeholders that name the task's file (or a part of its path). */

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join, resolve } from 'node:path';
 import { PermanentError, UsageError } from '../errors.js';
-import { placeholderValue, type PlaceholderTask } from '../worker/exec-template.js';
-import { placeholderAt } from '../worker/placeholder.js';
+import { placeholderValue, type PlaceholderTask } from '../template/exec-template.js';
+import { placeholderAt } from '../template/placeholder.js';
 
 /**
  * A declared output (`--output TEMPLATE`, SPEC §4): where a task's result file goes. The

@@ -1,4 +1,4 @@
-import { parseOwner } from '../coordinator/owner.js';
+import { parseOwner } from '../lease-owner.js';
 import type { BatchAttempt, BatchRecord, Counts, Outcome, QueryStore, StageCounts } from '../store/task-store.js';
 import { hasStages, inPipelineOrder } from './batch-status.js';
 import { etaSeconds } from './busy-rate.js';

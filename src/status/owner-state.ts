@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { isDeadOwner, isLiveLocalOwner, parseOwner } from '../coordinator/owner.js';
+import { isDeadOwner, isLiveLocalOwner, parseOwner } from '../lease-owner.js';
 import type { TaskRow } from '../store/task-store.js';
 
 /**

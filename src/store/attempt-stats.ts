@@ -56,7 +56,7 @@ export function foldAttemptStats(rows: AttemptStatsRow[], boundsMs: readonly num
   return stats;
 }
 
-/** Adds one ended attempt to `stats` (a run keeps its own counters this way; see coordinator/run-metrics.ts). */
+/** Adds one ended attempt to `stats` (a run keeps its own counters this way; see run/run-metrics.ts). */
 export function addAttempt(stats: AttemptStats, outcome: Outcome, durationMs: number | null): void {
   stats.outcomes[outcome]++;
   if (durationMs === null) return;

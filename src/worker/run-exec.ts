@@ -1,6 +1,6 @@
 import { constants } from 'node:os';
 import { serializeError } from '../errors.js';
-import { renderExec } from './exec-command.js';
+import { renderExec } from '../template/exec-command.js';
 import { GroupStop } from './group-stop.js';
 import type { Launched, Launcher } from './launcher.js';
 import { tailWithNote } from './output-capture.js';

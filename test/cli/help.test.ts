@@ -4,7 +4,7 @@ import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { groupOptions, OTHER } from '../../src/cli/help/option-groups.js';
 import { buildProgram } from '../../src/cli/program.js';
-import { placeholderAt } from '../../src/worker/placeholder.js';
+import { placeholderAt } from '../../src/template/placeholder.js';
 import { ROOT, runCli, tempDir } from '../helpers/cli.js';
 
 /**

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { slotWindow } from '../../src/coordinator/slot-window.js';
+import { slotWindow } from '../../src/pool/slot-window.js';
 import { handler, runCli, sleep, startCli, waitFor } from '../helpers/cli.js';
 import { liveProcesses, processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';

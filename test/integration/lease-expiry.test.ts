@@ -12,7 +12,7 @@ import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 // SPEC §5 recovery: a RUNNING task whose owner is on another host is taken back once its lease
 // expired, never before; one whose owner is a dead process on this host is taken back at once;
 // one whose owner on this host is alive is not taken, whatever its lease says. Owners are
-// forged in the row format of src/coordinator/owner.ts: `host/boot/pidns:pid:start`.
+// forged in the row format of src/lease-owner.ts: `host/boot/pidns:pid:start`.
 
 /** This machine as owner.ts names it: host name, the first 8 characters of the boot id, the PID namespace's inode. */
 const MACHINE = `${hostname()}/${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim().slice(0, 8)}/${/\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))![1]}`;

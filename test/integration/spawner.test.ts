@@ -4,7 +4,7 @@ import { constants } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT, runCli, sleep, startCli, tempDir, waitFor } from '../helpers/cli.js';
-import { InProcessWorker } from '../../src/coordinator/in-process-worker.js';
+import { InProcessWorker } from '../../src/pool/in-process-worker.js';
 import type { FromWorker, TaskMessage } from '../../src/worker/protocol.js';
 import { SPAWNER_PROTOCOL, Spawner, speaksProtocol } from '../../src/worker/spawner.js';
 import { liveProcesses, processesWithEnv } from '../helpers/procs.js';

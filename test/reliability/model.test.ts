@@ -40,8 +40,8 @@ import type { ClaimedTask, Counts, Outcome, ReleasedTask, TaskSpec, TaskStatus }
 
 const ctl = vi.hoisted(() => ({ dead: new Set<string>(), callerHost: '' }));
 
-vi.mock('../../src/coordinator/owner.js', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../../src/coordinator/owner.js')>();
+vi.mock('../../src/lease-owner.js', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/lease-owner.js')>();
   return {
     ...real,
     isDeadOwner: (owner: string) => {

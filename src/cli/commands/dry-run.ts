@@ -1,5 +1,5 @@
 import { describeHandler } from '../../job/job-definition.js';
-import { wouldBeUpToDate } from '../../output/planned-outputs.js';
+import { wouldBeUpToDate } from '../../job/planned-outputs.js';
 import { formatMs } from '../../job/units.js';
 import { describeStore } from '../../store/open-store.js';
 import type { QueryStore } from '../../store/task-store.js';

@@ -1,9 +1,9 @@
-import { startPool } from '../../coordinator/batch-pool.js';
-import { enqueuePlan } from '../../coordinator/enqueue-plan.js';
-import type { WorkerPool } from '../../coordinator/pool.js';
-import { runBatch } from '../../coordinator/run-batch.js';
-import { signalOutcome } from '../../coordinator/run-outcome.js';
-import { watchSignalsDuringStartup } from '../../coordinator/signals.js';
+import { startPool } from '../../run/batch-pool.js';
+import { enqueuePlan } from '../../run/enqueue-plan.js';
+import type { WorkerPool } from '../../pool/pool.js';
+import { runBatch } from '../../run/run-batch.js';
+import { signalOutcome } from '../../run/run-outcome.js';
+import { watchSignalsDuringStartup } from '../../run/signals.js';
 import { StoreError } from '../../errors.js';
 import { planRun, type PlanOptions, type RunPlan } from '../../job/plan-run.js';
 import type { RawRunFlags } from '../../job/run-options.js';

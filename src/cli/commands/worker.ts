@@ -1,10 +1,10 @@
 import { awaitBatch } from './await-batch.js';
-import { startPool } from '../../coordinator/batch-pool.js';
+import { startPool } from '../../run/batch-pool.js';
 import { ridingOut } from '../../coordinator/outage.js';
-import type { WorkerPool } from '../../coordinator/pool.js';
-import { runBatch } from '../../coordinator/run-batch.js';
-import { signalOutcome } from '../../coordinator/run-outcome.js';
-import { watchSignalsDuringStartup } from '../../coordinator/signals.js';
+import type { WorkerPool } from '../../pool/pool.js';
+import { runBatch } from '../../run/run-batch.js';
+import { signalOutcome } from '../../run/run-outcome.js';
+import { watchSignalsDuringStartup } from '../../run/signals.js';
 import { EXIT } from '../../exit-codes.js';
 import { describeHandler, settingsOf, type JobDefinition } from '../../job/job-definition.js';
 import { inputFromFlags, invocationOf, type Invocation } from '../../job/run-options.js';

@@ -1,7 +1,7 @@
 /**
  * The placeholders of `--exec` and `--output`, as `run --help` lists them: the spellings
  * (GNU parallel's beside ours) and what each stands for, for /data/logs/2025/01/app.log with
- * the key 2025/01/app.log. The engine's own list is worker/placeholder.ts; a unit test keeps
+ * the key 2025/01/app.log. The engine's own list is template/placeholder.ts; a unit test keeps
  * the two and the README's table the same.
  */
 export const PLACEHOLDER_HELP: [spellings: string[], meaning: string][] = [

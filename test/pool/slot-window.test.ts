@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { averaged, runningLong, slotWindow } from '../../src/coordinator/slot-window.js';
+import { averaged, runningLong, slotWindow } from '../../src/pool/slot-window.js';
 
 // SPEC §5 queued attempts: every slot holds its next attempt (a window of at least 2), more
 // for short attempts (about 4 ms of queued work, at most 64 in all), none behind a slow one.

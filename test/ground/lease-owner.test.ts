@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readlinkSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { isDeadOwner, isLiveLocalOwner, ownerId, parseOwner } from '../../src/coordinator/owner.js';
+import { isDeadOwner, isLiveLocalOwner, ownerId, parseOwner } from '../../src/lease-owner.js';
 
 // RELIABILITY R29: a lease owner records its PID namespace; only an owner provably in ours
 // is judged by its pid. Real processes, real /proc.

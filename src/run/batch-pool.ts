@@ -3,7 +3,7 @@ import type { Invocation } from '../job/run-options.js';
 import { handlersOf } from '../job/stages.js';
 import type { BatchProgress, Counts } from '../store/task-store.js';
 import type { HandlerSpec } from '../worker/protocol.js';
-import { WorkerPool, type PoolOptions } from './pool.js';
+import { WorkerPool, type PoolOptions } from '../pool/pool.js';
 
 /** How long a stopped attempt gets between SIGTERM and SIGKILL, in the pool and the coordinator. */
 export const KILL_GRACE_MS = 2000;

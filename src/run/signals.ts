@@ -1,4 +1,4 @@
-import type { Coordinator } from './coordinator.js';
+import type { Coordinator } from '../coordinator/coordinator.js';
 import { plural } from '../printable.js';
 import { formatMs } from '../job/units.js';
 import { longTimeout, type LongTimer } from '../long-timer.js';

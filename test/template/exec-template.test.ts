@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { renderExec } from '../../src/worker/exec-command.js';
-import { checkTemplate, shellQuote } from '../../src/worker/exec-template.js';
+import { renderExec } from '../../src/template/exec-command.js';
+import { checkTemplate, shellQuote } from '../../src/template/exec-template.js';
 import type { TaskMessage } from '../../src/worker/protocol.js';
 
 let work: string;
@@ -217,7 +217,7 @@ describe('renderExec: placeholders (SPEC §4)', () => {
 });
 
 // The brief asked for "a template with no placeholder gets the path appended" (GNU parallel);
-// src/worker/exec-template.ts was changed (12:44) to run such a template as written, with the
+// src/template/exec-template.ts was changed (12:44) to run such a template as written, with the
 // path in $SPLITDANCE_PATH instead. SPEC §4 says neither; these tests pin the current source.
 describe('renderExec: no placeholder', () => {
   it('runs the template exactly as written (nothing appended)', () => {

@@ -2,7 +2,7 @@ import { basename, dirname, extname } from 'node:path';
 import { PermanentError, UsageError } from '../errors.js';
 import { ITEM_PLACEHOLDER, type Placeholder } from './placeholder.js';
 import { fieldsOf, itemText, recordField } from './item-values.js';
-import type { TaskMessage } from './protocol.js';
+import type { TaskMessage } from '../worker/protocol.js';
 import { shellQuote } from './quoted-line.js';
 import { quoteByContext } from './template-quoting.js';
 

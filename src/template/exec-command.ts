@@ -1,7 +1,7 @@
 import { PermanentError } from '../errors.js';
 import { placeholderValue } from './exec-template.js';
 import type { Placeholder } from './placeholder.js';
-import type { TaskMessage } from './protocol.js';
+import type { TaskMessage } from '../worker/protocol.js';
 import { joinQuoted, type QuotedLine } from './quoted-line.js';
 import { simpleCommandWords } from './simple-command.js';
 import { quoteByContext } from './template-quoting.js';

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { renderExec } from '../../src/worker/exec-command.js';
-import { shellQuote } from '../../src/worker/exec-template.js';
+import { renderExec } from '../../src/template/exec-command.js';
+import { shellQuote } from '../../src/template/exec-template.js';
 import type { TaskMessage } from '../../src/worker/protocol.js';
 
 let work: string;

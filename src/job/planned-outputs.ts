@@ -1,9 +1,9 @@
-import type { JobSettings } from '../job/job-definition.js';
-import { outputFor, stageKey } from '../job/stages.js';
+import type { JobSettings } from './job-definition.js';
+import { outputFor, stageKey } from './stages.js';
 import type { TaskSpec } from '../store/task-store.js';
-import { inputsOf, isUpToDate } from './freshness.js';
+import { inputsOf, isUpToDate } from '../output/freshness.js';
 import { notReplaceable, storePathAt, type StorePaths } from '../replaceable-path.js';
-import { outputPath, renderOutputPath, type OutputSpec } from './output-path.js';
+import { outputPath, renderOutputPath, type OutputSpec } from '../output/output-path.js';
 
 /**
  * `run --dry-run`'s view of declared outputs: whether a split task would be found up to date
