@@ -1,16 +1,21 @@
+/** The tick: check the batch, commit what ended, claim for free slots, hand out, sleep or end. */
 import { plural } from '../printable.js';
 import { longInterval, longTimeout, type LongTimer } from '../long-timer.js';
 import { prepareLogFolder } from '../store/log-layout.js';
-import type { BatchRecord, ClaimedTask, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
-import { AttemptsInFlight } from './attempts-in-flight.js';
-import { CommitQueue } from './commit-queue.js';
-import type { DeclaredOutputs } from './declared-outputs.js';
-import { Outage, releaseLostClaims, type RunStore } from './outage.js';
+import type { AttemptStart, BatchRecord, ClaimedTask, ReleasedTask, TaskStatus } from '../store/task-store.js';
+import type { PoolWorker, WorkerPool } from '../pool/pool.js';
 import { ownerId } from '../lease-owner.js';
-import type { WorkerPool } from '../pool/pool.js';
-import type { RetryRules } from './settlement.js';
+import { AttemptsInFlight } from './attempts-in-flight.js';
+import { commitAndClaim, type Claimed } from './claim.js';
+import { CommitQueue, type Queued } from './commit-queue.js';
+import type { DeclaredOutputs } from './declared-outputs.js';
+import { isUnavailable, Outage, releaseLostClaims } from './outage.js';
 import { OutputPlacement } from './output-placement.js';
+import type { RunObserver, RunStore, StopReason } from './run-types.js';
+import type { Ending, RetryRules } from './settlement.js';
 import { Upkeep } from './upkeep.js';
+
+export type { RunObserver, RunStore, StopReason } from './run-types.js';
 
 export interface CoordinatorOptions {
   /** The retry rules of a stage ('' for a batch without stages). */
@@ -31,25 +36,6 @@ export interface CoordinatorOptions {
   printPrefix: ((token: number) => string) | null;
 }
 
-export interface RunObserver {
-  /** An attempt was handed to a worker (in claim order); not called for tasks settled without running. */
-  attemptStarted?(task: ClaimedTask): void;
-  /** `status`: the task's status once the attempt was committed (CANCELLED if `cancel` stopped it). */
-  attemptEnded(task: ClaimedTask, settlement: Settlement, status: TaskStatus): void;
-  released(tasks: ReleasedTask[]): void;
-  note(message: string): void;
-}
-
-export type StopReason =
-  | { kind: 'done' }
-  | { kind: 'signal'; signal: 'SIGINT' | 'SIGTERM' }
-  | { kind: 'max-failures' }
-  | { kind: 'max-runtime' }
-  | { kind: 'no-wait' }
-  | { kind: 'paused' }
-  /** Another run stored a newer job definition (updateJob): running attempts finished; follow it. */
-  | { kind: 'definition-changed' };
-
 /** How long a success may wait for others to share its tick, while every slot holds its next attempt. */
 const COALESCE_MS = 2;
 /**
@@ -62,7 +48,9 @@ const START_MARK_MS = 100;
 /**
  * The claim → dispatch → commit loop. It alone writes the store; workers only report.
  * Outcomes arriving together are committed in one transaction with the next claim
- * (a tick runs on setImmediate, so no result waits more than one loop turn).
+ * (a tick runs on setImmediate, so no result waits more than one loop turn). Its parts
+ * (attempts in flight, the commit queue, the claim, upkeep, output placement) return what
+ * they decided; each step of the tick below is named where it happens.
  */
 export class Coordinator {
   readonly owner = ownerId();
@@ -79,10 +67,12 @@ export class Coordinator {
   private timers: LongTimer[] = [];
   private finish!: (r: StopReason) => void;
   private fail!: (err: unknown) => void;
+  /** Failures this coordinator committed that ended their task (--max-failures). */
+  private failures = 0;
   /** Claimed and handed to workers, until each ends. */
   private readonly attempts: AttemptsInFlight;
   /** Ended attempts' settlements, committed with the next claim. */
-  private readonly commits: CommitQueue;
+  private readonly commits = new CommitQueue();
   /** Leases, dead owners, pause and definition changes: what keeps this run's hold on its batch valid. */
   private readonly upkeep: Upkeep;
   /** A store that is down (a server restart): attempts go on, ticks wait for its retry. */
@@ -100,53 +90,18 @@ export class Coordinator {
     // Here, before anything starts: a log folder that cannot be made safe (a symlink in the
     // way, a folder that is not ours) stops the run with nothing claimed (StoreError).
     const logFolder = prepareLogFolder(options.logDir, store.identity, batch.name);
-    this.placement = new OutputPlacement((m) => observer.note(m), () => this.schedule());
-    this.attempts = new AttemptsInFlight({
-      pool,
+    const note = (m: string) => observer.note(m);
+    this.placement = new OutputPlacement(note, () => this.schedule());
+    this.attempts = new AttemptsInFlight(pool, {
       batchName: batch.name,
       logFolder,
       printPrefix: options.printPrefix,
-      started: (task) => observer.attemptStarted?.(task),
       rules: options.rules,
       killGraceMs: options.killGraceMs,
       outputs: options.outputs,
-      settled: (q) => this.commits.push(q),
-      startedQueued: (s) => {
-        this.commits.started(s);
-        this.startMark ??= setTimeout(() => {
-          this.startMark = undefined;
-          this.schedule();
-        }, START_MARK_MS);
-      },
-      schedule: (soon) => this.schedule(soon),
     });
-    this.commits = new CommitQueue({
-      store,
-      batch,
-      owner: this.owner,
-      leaseMs: options.leaseMs,
-      maxFailures: options.maxFailures,
-      observer,
-      freeSlots: () => (this.stopping ? [] : pool.freeSlots()),
-      dispatch: (worker, tasks, now, queued) => this.attempts.dispatch(worker, tasks, now, queued),
-      stop: (reason) => this.stop(reason),
-      placement: this.placement,
-    });
-    this.upkeep = new Upkeep({
-      store,
-      batch,
-      owner: this.owner,
-      pool,
-      observer,
-      pollMs: options.pollMs,
-      leaseMs: options.leaseMs,
-      inflight: this.attempts.inflight,
-      stop: (reason) => this.stop(reason),
-      lost: (released) => this.lostElsewhere(released),
-      // A batch without declared outputs has none to finish.
-      unplaced: options.outputs.declared ? (pending) => this.placement.redo(pending) : null,
-    });
-    this.outage = new Outage((m) => observer.note(m));
+    this.upkeep = new Upkeep(store, batch, this.owner, pool, { pollMs: options.pollMs, leaseMs: options.leaseMs }, note);
+    this.outage = new Outage(note);
   }
 
   async run(): Promise<StopReason> {
@@ -163,24 +118,24 @@ export class Coordinator {
     const attempts = this.attempts;
     this.pool.attach({
       done: (worker, msg) => {
-        attempts.ended(msg.token, { kind: 'reported', msg, timedOut: false });
-        attempts.startHead(worker, true);
+        this.ended(msg.token, { kind: 'reported', msg, timedOut: false });
+        this.startedQueued(attempts.startHead(worker, true));
       },
       dropped: (_worker, tokens, why) =>
-        tokens.forEach((t) => attempts.ended(t, { kind: 'interrupted', why: this.stopping ? `taken back unstarted as the run stopped` : why })),
+        tokens.forEach((t) => this.ended(t, { kind: 'interrupted', why: this.stopping ? `taken back unstarted as the run stopped` : why })),
       exited: (_worker, running, why, queued, signal) => {
-        for (const t of queued) attempts.ended(t, { kind: 'interrupted', why: `its worker died (${why}) before it started` });
-        for (const t of running) attempts.ended(t, { kind: 'died', why, timedOut: false, signal });
+        for (const t of queued) this.ended(t, { kind: 'interrupted', why: `its worker died (${why}) before it started` });
+        for (const t of running) this.ended(t, { kind: 'died', why, timedOut: false, signal });
         this.schedule();
       },
-      started: (_worker, token) => attempts.started(token),
+      started: (_worker, token) => this.startedQueued(attempts.started(token)),
       idle: () => this.schedule(),
       // Leases are extended for every running attempt on a timer; a heartbeat is a sign of life.
       heartbeat: (token) => attempts.heartbeat(token),
       shrunk: (why) => this.observer.note(why),
     });
     const { leaseMs, maxRuntimeMs } = this.options;
-    this.timers.push(longInterval(() => void this.upkeep.heartbeat().catch((err: unknown) => this.storeFailed(err)), Math.max(50, leaseMs / 3)));
+    this.timers.push(longInterval(() => void this.upkeep.heartbeat(attempts.inflight).catch((err: unknown) => this.storeFailed(err)), Math.max(50, leaseMs / 3)));
     if (maxRuntimeMs !== null) this.timers.push(longTimeout(() => this.stop({ kind: 'max-runtime' }), maxRuntimeMs));
     this.schedule();
     try {
@@ -193,9 +148,9 @@ export class Coordinator {
       this.outage.cancel();
       this.pool.quiesce();
       this.killAll(); // only after a fatal error is anything still in flight
-      await this.commits.flush().catch(() => undefined);
+      await this.commitEnded().catch(() => undefined);
       await this.placement.settled();
-      await this.commits.confirmPlaced().catch(() => undefined); // unconfirmed, the next recovery finds them in place
+      await this.confirmPlaced().catch(() => undefined); // unconfirmed, the next recovery finds them in place
       await this.pool.shutdown();
     }
   }
@@ -221,7 +176,7 @@ export class Coordinator {
 
   /** Kill every running attempt now and return its task to PENDING, uncharged. */
   killAll(): void {
-    this.attempts.killAll();
+    this.commits.push(...this.attempts.killAll());
     this.schedule();
   }
 
@@ -267,8 +222,11 @@ export class Coordinator {
         if (this.finished) return;
         this.again = false;
         if (this.outage.active) await this.reconnected();
-        if (!this.stopping) await this.upkeep.recoverIfDue();
-        const unfilledAt = await this.commits.exchange();
+        if (!this.stopping) await this.checkBatch();
+        // A failure may end its task and trip --max-failures, which must stop the claim: failures
+        // are committed on their own first. (Successes, the common case, share the claim's transaction.)
+        if (this.commits.hasFailures) await this.commitEnded();
+        const unfilledAt = await this.claimForFreeSlots();
         if (unfilledAt !== null) await this.sleepUntilDue(unfilledAt);
         await this.checkEnd();
       } while (this.again);
@@ -276,6 +234,148 @@ export class Coordinator {
       this.storeFailed(err);
     } finally {
       this.ticking = false;
+    }
+  }
+
+  /** Check the batch, at most once a poll: dead owners' tasks back, unfinished renames redone, pause and newer definitions. */
+  private async checkBatch(): Promise<void> {
+    const found = await this.upkeep.checkBatch();
+    if (!found) return;
+    if (found.released.length) {
+      this.lostElsewhere(found.released);
+      this.observer.released(found.released);
+    }
+    // A crash (here or on another host) between a success's commit and its output's rename.
+    if (this.options.outputs.declared) this.placement.redo(await this.store.pendingOutputs(this.batch.id));
+    if (found.stop) this.stop(found.stop);
+  }
+
+  /** Commit what ended, alone (no claim): failures, and what is left when the run ends. */
+  private async commitEnded(): Promise<void> {
+    const ended = this.commits.takeEnded();
+    if (ended.length === 0) return;
+    let applied: number[];
+    try {
+      applied = await this.store.settle(ended.map((q) => q.settlement));
+    } catch (err) {
+      this.commits.restore(ended);
+      throw err;
+    }
+    await this.reportCommitted(ended, new Set(applied));
+  }
+
+  /**
+   * Commit what ended and claim for the free slots, in one transaction; hand out what was
+   * claimed. Returns the claim's time when it left slots without a task (the loop then sleeps
+   * until one is due), else null.
+   */
+  private async claimForFreeSlots(): Promise<number | null> {
+    const free = this.stopping ? [] : this.pool.freeSlots();
+    if (this.commits.empty && free.length === 0) {
+      await this.confirmPlaced();
+      return null;
+    }
+    // Read before looking for a step: a step after this read leaves `now` on the clock the retries are on.
+    let now = Date.now();
+    while (await this.followClockSteps()) now = Date.now();
+    const { ended, starts } = this.commits.take();
+    // Outputs put in place since the last tick are confirmed in the same transaction: no commit of their own.
+    const placed = this.placement.take();
+    let claimed: Claimed;
+    try {
+      claimed = await commitAndClaim({ store: this.store, batch: this.batch, owner: this.owner, leaseMs: this.options.leaseMs, now, free, ended, starts, placed });
+    } catch (err) {
+      this.commits.restore(ended, starts);
+      this.placement.restore(placed);
+      throw err;
+    }
+    for (const tasks of claimed.handOut.values()) this.commits.claimed(tasks);
+    for (const [worker, tasks] of claimed.handOut) this.handOut(worker, tasks, now, claimed.queued);
+    await this.reportCommitted(ended, claimed.applied);
+    return claimed.unfilled ? now : null;
+  }
+
+  /** Hand claimed tasks to their worker; those that must not run are settled for the next commit. */
+  private handOut(worker: PoolWorker, tasks: ClaimedTask[], now: number, queued: ReadonlySet<number>): void {
+    const prepared = this.attempts.prepare(worker, tasks, now, queued);
+    this.commits.push(...prepared.settled);
+    for (const task of prepared.started) this.observer.attemptStarted?.(task);
+    // Settled here without running (up to date): committed by the next tick, which claims again.
+    if (prepared.settled.length) this.schedule();
+    this.startedQueued(this.attempts.send(worker, prepared.messages));
+  }
+
+  /**
+   * After a commit: put winners' outputs in place, say how each attempt's task stands, count
+   * the failures that ended a task (--max-failures), and keep the retries it scheduled.
+   */
+  private async reportCommitted(ended: Queued[], applied: ReadonlySet<number>): Promise<void> {
+    if (ended.length === 0) return;
+    const pending = OutputPlacement.fencedOff(ended, applied) ? await this.store.pendingOutputs(this.batch.id).catch(() => null) : [];
+    this.placement.afterCommit(ended, applied, pending);
+    // Whether a failure ended its task is the store's call: the budget may have changed since the claim.
+    // (An interrupted attempt of a task `cancel` stopped ends it CANCELLED.)
+    const failedIds = ended.filter((q) => q.settlement.outcome !== 'SUCCESS').map((q) => q.task.id);
+    // Committed already: a store gone meanwhile only costs the exact status (guessed below).
+    const status = await this.store.statuses(failedIds).catch((err: unknown) => {
+      if (isUnavailable(err)) return new Map<number, TaskStatus>();
+      throw err;
+    });
+    for (const q of ended) {
+      if (!applied.has(q.settlement.token)) {
+        this.observer.note(`attempt ${q.task.attempt} of ${q.task.key} was fenced off (its lease was taken over); its result was discarded`);
+        continue;
+      }
+      let now = status.get(q.task.id) ?? (q.settlement.outcome === 'SUCCESS' ? 'SUCCESS' : q.terminal ? 'FAILED' : 'PENDING');
+      if (now === 'RUNNING') now = 'PENDING'; // already claimed again, by another coordinator: it was a retry
+      if (now === 'FAILED') this.countFailure();
+      this.commits.retrying(q, now);
+      this.observer.attemptEnded(q.task, q.settlement, now);
+    }
+  }
+
+  private countFailure(): void {
+    this.failures++;
+    const { maxFailures } = this.options;
+    if (maxFailures !== null && this.failures >= maxFailures) this.stop({ kind: 'max-failures' });
+  }
+
+  /** An attempt ended: its settlement waits for the next commit. A success may wait a moment for others to share it. */
+  private ended(token: number, ending: Ending): void {
+    const q = this.attempts.ended(token, ending);
+    if (!q) return;
+    this.commits.push(q);
+    // Anything but a success may stop the run (--max-failures) or retry, and is committed at once.
+    this.schedule(ending.kind === 'reported' && ending.msg.ok);
+  }
+
+  /** An attempt claimed as queued started: the store is told with the next commit, within START_MARK_MS. */
+  private startedQueued(start: AttemptStart | null): void {
+    if (!start) return;
+    this.commits.started(start);
+    this.startMark ??= setTimeout(() => {
+      this.startMark = undefined;
+      this.schedule();
+    }, START_MARK_MS);
+  }
+
+  /** Whether this machine's wall clock stepped (its waiting retries were moved with it). */
+  private async followClockSteps(): Promise<boolean> {
+    const said = await this.commits.followSteps(this.store);
+    if (said === null) return false;
+    if (said) this.observer.note(said);
+    return true;
+  }
+
+  /** Confirms the outputs put in place since the last commit, on their own (nothing else to commit). */
+  private async confirmPlaced(): Promise<void> {
+    const placed = this.placement.take();
+    if (placed.length === 0) return;
+    try {
+      await this.store.outputsPlaced(placed);
+    } catch (err) {
+      this.placement.restore(placed);
+      throw err;
     }
   }
 
@@ -297,7 +397,7 @@ export class Coordinator {
    * could not), and give back what a claim whose reply was lost left RUNNING.
    */
   private async reconnected(): Promise<void> {
-    await this.upkeep.heartbeat();
+    await this.upkeep.heartbeat(this.attempts.inflight);
     const held = [...this.attempts.inflight.values()].map((e) => e.task).concat(this.commits.tasks());
     const known = new Set(held.map((t) => t.id));
     const released = await releaseLostClaims(this.store, this.batch.id, this.owner, known);
@@ -314,6 +414,7 @@ export class Coordinator {
     if (!this.finished) this.wake = setTimeout(() => this.schedule(), Math.max(delay, 5));
   }
 
+  /** Sleep or end: the run is over when nothing is in flight or waiting and the batch has no work left (or it stops). */
   private async checkEnd(): Promise<void> {
     if (this.attempts.size > 0 || this.commits.size > 0 || this.placement.size > 0) return;
     if (this.stopping) return this.finish(this.stopping);

@@ -5,7 +5,7 @@ import { basename, dirname, join } from 'node:path';
 import { discardOutput } from '../output/commit-output.js';
 import { inputsOf, isUpToDate } from '../output/freshness.js';
 import { outputPath, outputPathsOf, tempPrefixOf, type OutputPaths, type OutputSpec } from '../output/output-path.js';
-import type { ClaimedTask, ReleasedTask, Settlement } from '../store/task-store.js';
+import type { ClaimedTask, ReleasedTask } from '../store/task-store.js';
 
 /** A claimed task's declared output: its paths, or why it has none it could write (a hostile value). */
 export type TaskOutput = { paths: OutputPaths } | { error: string } | null;
@@ -42,25 +42,6 @@ export class DeclaredOutputs {
   /** Whether the task need not run: its output is newer than its file and the outputs of the stages it needs. */
   upToDate(task: ClaimedTask, paths: OutputPaths): boolean {
     return !this.force && isUpToDate(paths.path, inputsOf(task.payload, task.inputs));
-  }
-
-  /** What is committed for a task found up to date: a success that ran nothing. */
-  upToDateSettlement(task: ClaimedTask, paths: OutputPaths, now: number): Settlement {
-    return {
-      token: task.token,
-      taskId: task.id,
-      outcome: 'SUCCESS',
-      startedAt: now,
-      endedAt: now,
-      durationMs: 0,
-      exitCode: null,
-      signal: null,
-      error: null,
-      outputTail: null,
-      logPath: null,
-      result: JSON.stringify({ out: paths.path }),
-      upToDate: true,
-    };
   }
 
   /** Whether any stage of the batch declares an output. */

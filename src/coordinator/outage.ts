@@ -1,8 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreError } from '../errors.js';
 import { formatMs } from '../job/units.js';
-import type { LeaseStore, QueryStore, Settlement } from '../store/task-store.js';
+import type { Settlement } from '../store/task-store.js';
+import type { RunStore } from './run-types.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
+import { lostClaimSettlement } from './settlement.js';
 import { monotonicMs } from '../wall-steps.js';
 
 /**
@@ -110,9 +112,6 @@ export async function ridingOut<T>(read: () => Promise<T>, note: (message: strin
   }
 }
 
-/** What a run's coordinator needs of its store: the lease verbs, and the two reads that find claims an outage lost. */
-export type RunStore = LeaseStore & Pick<QueryStore, 'listTasks' | 'attemptsOf'>;
-
 /**
  * A claim whose commit the server made but whose reply the outage lost leaves tasks RUNNING
  * under this owner that no worker runs; the heartbeat would renew them for ever. Gives each
@@ -125,18 +124,7 @@ export async function releaseLostClaims(store: RunStore, batchId: number, owner:
   for (const t of orphans) {
     const open = (await store.attemptsOf(t.id)).filter((a) => a.endedAt === null).at(-1);
     if (!open) continue;
-    settlements.push({
-      token: open.id,
-      taskId: t.id,
-      outcome: 'INTERRUPTED',
-      endedAt: now,
-      durationMs: 0,
-      exitCode: null,
-      signal: null,
-      error: 'INTERRUPTED: claimed in a commit whose reply a store outage lost; never started; not counted',
-      outputTail: null,
-      logPath: null,
-    });
+    settlements.push(lostClaimSettlement(t.id, open.id, now));
   }
   return settlements.length ? (await store.settle(settlements)).length : 0;
 }

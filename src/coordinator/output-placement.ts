@@ -1,6 +1,8 @@
-import { placeOutput } from '../output/commit-output.js';
+/** Committed successes' declared outputs on their way into place, and fenced-off attempts' outputs removed. */
+import { discardOutput, placeOutput } from '../output/commit-output.js';
 import type { OutputPaths } from '../output/output-path.js';
 import type { PendingOutput } from '../store/task-store.js';
+import type { Queued } from './commit-queue.js';
 
 /**
  * Committed successes' declared outputs on their way into place (SPEC §4): each rename starts
@@ -52,9 +54,25 @@ export class OutputPlacement {
     for (const p of pending) if (p.out !== null) this.place(p.taskId, { path: p.out, temp: p.temp }, true);
   }
 
-  /** Whether this temporary file is recorded as a committed success's (a fenced-off report may still be the winner's: a lost reply). */
-  static recorded(pending: PendingOutput[], temp: string): boolean {
-    return pending.some((p) => p.temp === temp);
+  /** Whether a commit fenced off an attempt with a declared output: `afterCommit` then needs the store's record of pending outputs. */
+  static fencedOff(ended: Queued[], applied: ReadonlySet<number>): boolean {
+    return ended.some((q) => q.output && !applied.has(q.settlement.token));
+  }
+
+  /**
+   * Declared outputs after their commit: a winner's is renamed into place; a fenced-off
+   * attempt's is removed, never renamed — unless the store records it as the success (the
+   * reply of a commit that landed was lost, and the retry found its own success). `pending`:
+   * the store's record, null when it could not tell (the file stays; recovery decides).
+   */
+  afterCommit(ended: Queued[], applied: ReadonlySet<number>, pending: PendingOutput[] | null): void {
+    for (const q of ended) {
+      if (!q.output) continue;
+      if (applied.has(q.settlement.token)) this.place(q.task.id, q.output);
+      else if (pending === null) continue;
+      else if (pending.some((p) => p.temp === q.output!.temp)) this.place(q.task.id, q.output);
+      else discardOutput(q.output);
+    }
   }
 
   /** The placements to confirm in the store; given back with `restore` if that fails. */

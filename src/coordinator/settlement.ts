@@ -1,5 +1,6 @@
+/** Every Settlement is built here: what an attempt's end (or a task settled without running) does to its task. */
 import ms from 'ms';
-import { errorLine } from '../errors.js';
+import { errorLine, type SerializedError } from '../errors.js';
 import { cutError } from '../stored-text.js';
 import type { ClaimedTask, Outcome, Settlement } from '../store/task-store.js';
 import type { DoneMessage } from '../worker/protocol.js';
@@ -24,7 +25,9 @@ export type Ending =
   /** Its worker (or an --exec batch's spawner helper, its body) died; `signal`, if one killed it. */
   | { kind: 'died'; why: string; timedOut: TimedOut; signal?: string | null }
   /** Stopped by a shutdown, or never started because its worker died first: not counted. */
-  | { kind: 'interrupted'; why?: string };
+  | { kind: 'interrupted'; why?: string }
+  /** Never handed to a worker: nothing may run it (an output path a stage result cannot hold). */
+  | { kind: 'not-run'; error: SerializedError };
 
 /**
  * Turns an attempt's ending into the settlement to commit and says whether it ends the
@@ -33,7 +36,7 @@ export type Ending =
  * worker that reports when it started and how long it ran is believed over both: it may
  * have run the attempt while this process was busy or frozen, and its row should say so.
  */
-export function settle(task: ClaimedTask, ending: Ending, rules: RetryRules, now: number, startedAt: number, waited = false): {
+export function decideSettlement(task: ClaimedTask, ending: Ending, rules: RetryRules, now: number, startedAt: number, waited = false): {
   settlement: Settlement;
   terminal: boolean;
 } {
@@ -73,6 +76,7 @@ export function settle(task: ClaimedTask, ending: Ending, rules: RetryRules, now
       false,
       io,
     );
+  if (ending.kind === 'not-run') return failure('FAILED', errorLine(ending.error), ending.error.retryable === false);
   if (ending.kind === 'died') {
     // The row's signal column says what killed the worker (not only the error text), so a
     // SIGKILL (OOM killer, kill -9) can be found by a query.
@@ -102,3 +106,41 @@ function matchesAny(patterns: RegExp[], error: string, tail: string | null): boo
 
 type Io = Pick<Settlement, 'exitCode' | 'signal' | 'outputTail' | 'logPath'>;
 const NO_IO: Io = { exitCode: null, signal: null, outputTail: null, logPath: null };
+
+/** A task whose declared output is newer than its inputs (SPEC §4): a success that ran nothing. */
+export function upToDateSettlement(task: ClaimedTask, out: string, now: number): Settlement {
+  return {
+    token: task.token,
+    taskId: task.id,
+    outcome: 'SUCCESS',
+    startedAt: now,
+    endedAt: now,
+    durationMs: 0,
+    exitCode: null,
+    signal: null,
+    error: null,
+    outputTail: null,
+    logPath: null,
+    result: JSON.stringify({ out }),
+    upToDate: true,
+  };
+}
+
+/**
+ * An attempt claimed in a commit whose reply a store outage lost: no worker ever ran it, so
+ * it goes back uncharged (outage.ts finds them when the store is back).
+ */
+export function lostClaimSettlement(taskId: number, attemptId: number, now: number): Settlement {
+  return {
+    token: attemptId,
+    taskId,
+    outcome: 'INTERRUPTED',
+    endedAt: now,
+    durationMs: 0,
+    exitCode: null,
+    signal: null,
+    error: 'INTERRUPTED: claimed in a commit whose reply a store outage lost; never started; not counted',
+    outputTail: null,
+    logPath: null,
+  };
+}

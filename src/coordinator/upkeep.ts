@@ -1,25 +1,17 @@
+/** What keeps a run's hold on its batch valid beside the claim: leases, dead owners, stuck workers, pause and definition changes. */
 import { StoreError } from '../errors.js';
-import type { BatchRecord, ClaimedTask, LeaseStore, PendingOutput, ReleasedTask } from '../store/task-store.js';
-import type { RunObserver, StopReason } from './coordinator.js';
+import type { BatchRecord, ClaimedTask, LeaseStore, ReleasedTask } from '../store/task-store.js';
+import type { StopReason } from './run-types.js';
 import type { PoolWorker, WorkerPool } from '../pool/pool.js';
 import { recoverStale } from './recovery.js';
 import { monotonicMs } from '../wall-steps.js';
 
-export interface UpkeepHost {
-  store: LeaseStore;
-  batch: BatchRecord;
-  owner: string;
-  pool: WorkerPool;
-  observer: RunObserver;
-  pollMs: number;
-  leaseMs: number;
-  /** The run's attempts in flight, by token (the coordinator's own map). */
-  inflight: ReadonlyMap<number, { task: ClaimedTask; worker: PoolWorker }>;
-  stop(reason: StopReason): void;
+/** What a look at the batch found. */
+export interface BatchCheck {
   /** Attempts of dead owners that recovery recorded LOST. */
-  lost(released: ReleasedTask[]): void;
-  /** Committed successes whose output's rename was never confirmed (null: the batch declares no output). */
-  unplaced: ((pending: PendingOutput[]) => void) | null;
+  released: ReleasedTask[];
+  /** Paused, or given a newer definition: the run stops claiming. */
+  stop: StopReason | null;
 }
 
 const formatSeconds = (ms: number) => `${Math.round(ms / 100) / 10}s`;
@@ -27,20 +19,29 @@ const formatSeconds = (ms: number) => `${Math.round(ms / 100) / 10}s`;
 /**
  * What keeps a run's hold on its batch valid, beside the claim loop: renewing the leases of
  * its attempts, taking back what dead owners left, giving back attempts queued behind a slow
- * one, and noticing that the batch was paused, pruned or given a newer definition.
+ * one, and noticing that the batch was paused, pruned or given a newer definition. It acts on
+ * the pool (stuck and stopped workers) and returns everything else for the coordinator to do.
  */
 export class Upkeep {
   private lastRecovery: number | null = null;
 
-  constructor(private readonly host: UpkeepHost) {}
+  constructor(
+    private readonly store: LeaseStore,
+    private readonly batch: BatchRecord,
+    private readonly owner: string,
+    private readonly pool: WorkerPool,
+    private readonly timing: { pollMs: number; leaseMs: number },
+    private readonly note: (message: string) => void,
+  ) {}
 
-  /** At most once a poll: recovery, stuck queues, pause, a newer definition; a pruned batch throws. */
-  async recoverIfDue(): Promise<void> {
-    const { store, batch, owner, pool, observer, pollMs } = this.host;
+  /** At most once a poll (null when not due): recovery, stuck and stopped workers, pause, a newer definition; a pruned batch throws. */
+  async checkBatch(): Promise<BatchCheck | null> {
+    const { store, batch, owner, pool } = this;
+    const { pollMs, leaseMs } = this.timing;
     // The cadence on the monotonic clock (a wall-clock step back must not stop recovery); the
     // leases on the store's.
     const at = monotonicMs();
-    if (this.lastRecovery !== null && at - this.lastRecovery < pollMs) return;
+    if (this.lastRecovery !== null && at - this.lastRecovery < pollMs) return null;
     this.lastRecovery = at;
     const now = Date.now();
     // Pruned (or deleted) while this run was frozen: stop before claiming anything more. Ids
@@ -53,41 +54,36 @@ export class Upkeep {
       );
     }
     const released = await recoverStale(store, batch.id, owner, now);
-    if (released.length) {
-      this.host.lost(released);
-      observer.released(released);
-    }
-    // A crash (here or on another host) between a success's commit and its output's rename.
-    if (this.host.unplaced) this.host.unplaced(await store.pendingOutputs(batch.id));
     // Attempts queued behind one that turned out slow go back, so idle workers can run them.
     for (const w of pool.stuck(pollMs)) pool.drop(w);
     // A worker stopped past a lease is taken for dead: killed, its running attempt ends as a
     // crash and its queued ones go back unstarted, to run on the other workers.
-    for (const w of pool.stopped(this.host.leaseMs, now)) {
-      observer.note(`worker ${w.id} (pid ${w.pid}) has been stopped (SIGSTOP) for over ${formatSeconds(this.host.leaseMs)} holding ${w.queue.length} attempt(s); it is killed so they can run elsewhere`);
+    for (const w of pool.stopped(leaseMs, now)) {
+      this.note(`worker ${w.id} (pid ${w.pid}) has been stopped (SIGSTOP) for over ${formatSeconds(leaseMs)} holding ${w.queue.length} attempt(s); it is killed so they can run elsewhere`);
       pool.kill(w);
     }
     // `splitdance pause` from anywhere: stop claiming within a poll, let running attempts finish.
-    if (current.paused) this.host.stop({ kind: 'paused' });
     // Another run changed the definition: claims already stopped (the store refuses this version);
     // let running attempts finish, and the caller follows the new one.
-    else if (current.jobVersion !== batch.jobVersion) this.host.stop({ kind: 'definition-changed' });
+    const stop: StopReason | null = current.paused ? { kind: 'paused' } : current.jobVersion !== batch.jobVersion ? { kind: 'definition-changed' } : null;
+    return { released, stop };
   }
 
   /** Whether the batch's stored definition is newer than the one this run's workers loaded. */
   async definitionChanged(): Promise<boolean> {
-    const { store, batch } = this.host;
-    const current = await store.findBatch(batch.name);
-    return current?.id === batch.id && current.jobVersion !== batch.jobVersion;
+    const current = await this.store.findBatch(this.batch.name);
+    return current?.id === this.batch.id && current.jobVersion !== this.batch.jobVersion;
   }
 
   /** Renews the leases of the attempts in flight; kills those whose task another owner took. */
-  async heartbeat(): Promise<void> {
-    const { store, owner, leaseMs, inflight } = this.host;
+  async heartbeat(inflight: ReadonlyMap<number, { task: ClaimedTask; worker: PoolWorker }>): Promise<void> {
     if (inflight.size === 0) return;
     const claimed = [...inflight.keys()]; // each committed before this heartbeat starts
-    const held = new Set(await store.heartbeat(owner, Date.now() + leaseMs));
-    this.killTakenOver(claimed.filter((token) => !held.has(token)));
+    const held = new Set(await this.store.heartbeat(this.owner, Date.now() + this.timing.leaseMs));
+    this.killTakenOver(
+      inflight,
+      claimed.filter((token) => !held.has(token)),
+    );
   }
 
   /**
@@ -96,12 +92,12 @@ export class Upkeep {
    * task may already run elsewhere, so their commands are killed now rather than left to
    * run beside the new attempt. Each then settles as a crash, which the store fences off.
    */
-  private killTakenOver(tokens: number[]): void {
+  private killTakenOver(inflight: ReadonlyMap<number, { task: ClaimedTask; worker: PoolWorker }>, tokens: number[]): void {
     for (const token of tokens) {
-      const entry = this.host.inflight.get(token);
+      const entry = inflight.get(token);
       if (!entry) continue; // ended meanwhile: its settlement is fenced off as usual
-      this.host.observer.note(`attempt ${entry.task.attempt} of ${entry.task.key} lost its lease to another owner; its command is killed`);
-      this.host.pool.kill(entry.worker);
+      this.note(`attempt ${entry.task.attempt} of ${entry.task.key} lost its lease to another owner; its command is killed`);
+      this.pool.kill(entry.worker);
     }
   }
 }

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmdirSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ClaimedTask, Settlement, TaskStatus } from '../store/task-store.js';
-import type { RunObserver } from '../coordinator/coordinator.js';
+import type { RunObserver } from '../coordinator/run-types.js';
 
 /** What `--print` hands the reporter for one attempt: its stdout and stderr, each whole (null: it printed nothing there). */
 export type PrintAttempt = (task: ClaimedTask, stdout: Buffer | null, stderr: Buffer | null) => void;

@@ -5,7 +5,7 @@ import { writeAtomically } from '../status/metrics-file.js';
 import { prometheusText } from '../status/prometheus-text.js';
 import { longInterval, type LongTimer } from '../long-timer.js';
 import { printable } from '../printable.js';
-import type { RunObserver } from '../coordinator/coordinator.js';
+import type { RunObserver } from '../coordinator/run-types.js';
 
 /**
  * `run --metrics-file`: the batch's metrics, rewritten at the start, every progress interval

@@ -1,6 +1,6 @@
 import { EXIT } from '../exit-codes.js';
 import type { Counts } from '../store/task-store.js';
-import type { StopReason } from '../coordinator/coordinator.js';
+import type { StopReason } from '../coordinator/run-types.js';
 
 /** How a run ended: its exit code (SPEC §6) and the reason shown at the end. */
 export interface RunOutcome {

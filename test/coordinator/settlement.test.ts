@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BackoffPolicy } from '../../src/coordinator/backoff.js';
-import { settle, type Ending, type RetryRules, type TimedOut } from '../../src/coordinator/settlement.js';
+import { decideSettlement, type Ending, type RetryRules, type TimedOut } from '../../src/coordinator/settlement.js';
 import { PermanentError, serializeError, type SerializedError } from '../../src/errors.js';
 import type { ClaimedTask } from '../../src/store/task-store.js';
 import type { DoneMessage } from '../../src/worker/protocol.js';
@@ -52,9 +52,9 @@ function done(over: Partial<DoneMessage> = {}): DoneMessage {
 const reported = (msg: DoneMessage, timedOut: TimedOut = false): Ending => ({ kind: 'reported', msg, timedOut });
 const err = (over: Partial<SerializedError> = {}): SerializedError => ({ name: 'Error', message: 'boom', retryable: true, ...over });
 
-describe('settle', () => {
+describe('decideSettlement', () => {
   it('SUCCESS: terminal, result and output kept, no error', () => {
-    const { settlement, terminal } = settle(
+    const { settlement, terminal } = decideSettlement(
       claimed(1),
       reported(done({ ok: true, result: '{"n":3}', exitCode: 0 })),
       rules(),
@@ -78,7 +78,7 @@ describe('settle', () => {
   });
 
   it('SUCCESS on the last attempt is still SUCCESS', () => {
-    const { settlement, terminal } = settle(claimed(4, 4), reported(done({ ok: true, exitCode: 0 })), rules(), NOW, STARTED);
+    const { settlement, terminal } = decideSettlement(claimed(4, 4), reported(done({ ok: true, exitCode: 0 })), rules(), NOW, STARTED);
     expect(settlement.outcome).toBe('SUCCESS');
     expect(terminal).toBe(true);
   });
@@ -95,7 +95,7 @@ describe('settle', () => {
     ];
     for (const [attempt, max, delay, terminal] of table) {
       it(`attempt ${attempt}/${max}: FAILED, ${terminal ? 'terminal' : `retryAt now + ${delay}`}`, () => {
-        const r = settle(claimed(attempt, max), reported(done({ error: err() })), rules(), NOW, STARTED);
+        const r = decideSettlement(claimed(attempt, max), reported(done({ error: err() })), rules(), NOW, STARTED);
         expect(r.settlement.outcome).toBe('FAILED');
         expect(r.settlement.error).toBe('boom');
         expect(r.terminal).toBe(terminal);
@@ -105,21 +105,21 @@ describe('settle', () => {
     }
 
     it('retryAt is capped by maxBackoff', () => {
-      const r = settle(claimed(3, 9), reported(done()), rules({ policy: { ...policy, maxBackoffMs: 60_000 } }), NOW, STARTED);
+      const r = decideSettlement(claimed(3, 9), reported(done()), rules({ policy: { ...policy, maxBackoffMs: 60_000 } }), NOW, STARTED);
       expect(r.settlement.retryAt).toBe(NOW + 60_000);
       expect(r.terminal).toBe(false);
     });
 
     it('retryAt stays within the jitter band', () => {
       for (let i = 0; i < 50; i++) {
-        const r = settle(claimed(1), reported(done()), rules({ policy: { ...policy, jitter: 0.1 } }), NOW, STARTED);
+        const r = decideSettlement(claimed(1), reported(done()), rules({ policy: { ...policy, jitter: 0.1 } }), NOW, STARTED);
         expect(r.settlement.retryAt).toBeGreaterThanOrEqual(NOW + 4_500);
         expect(r.settlement.retryAt).toBeLessThanOrEqual(NOW + 5_500);
       }
     });
 
     it('an exec failure without an error object is described as "failed"', () => {
-      const r = settle(claimed(1), reported(done({ exitCode: 3, error: null })), rules(), NOW, STARTED);
+      const r = decideSettlement(claimed(1), reported(done({ exitCode: 3, error: null })), rules(), NOW, STARTED);
       expect(r.settlement.outcome).toBe('FAILED');
       expect(r.settlement.error).toBe('failed');
       expect(r.settlement.exitCode).toBe(3);
@@ -127,7 +127,7 @@ describe('settle', () => {
     });
 
     it('the error line carries the name and code', () => {
-      const r = settle(
+      const r = decideSettlement(
         claimed(1),
         reported(done({ error: err({ name: 'TypeError', message: 'x is not a function' }) })),
         rules(),
@@ -135,12 +135,12 @@ describe('settle', () => {
         STARTED,
       );
       expect(r.settlement.error).toBe('TypeError: x is not a function');
-      const r2 = settle(claimed(1), reported(done({ error: err({ code: 'ENOENT', message: 'no such file' }) })), rules(), NOW, STARTED);
+      const r2 = decideSettlement(claimed(1), reported(done({ error: err({ code: 'ENOENT', message: 'no such file' }) })), rules(), NOW, STARTED);
       expect(r2.settlement.error).toBe('ENOENT: no such file');
     });
 
     it('a signal-killed exec (exitCode null) is retryable even with permanent codes set', () => {
-      const r = settle(claimed(1), reported(done({ exitCode: null, signal: 'SIGKILL' })), rules({ permanentCodes: [0, 1, 137] }), NOW, STARTED);
+      const r = decideSettlement(claimed(1), reported(done({ exitCode: null, signal: 'SIGKILL' })), rules({ permanentCodes: [0, 1, 137] }), NOW, STARTED);
       expect(r.settlement.outcome).toBe('FAILED');
       expect(r.settlement.signal).toBe('SIGKILL');
       expect(r.settlement.retryAt).toBe(NOW + 5_000);
@@ -152,7 +152,7 @@ describe('settle', () => {
     it('a thrown PermanentError → retryAt null and terminal on the first attempt', () => {
       const e = serializeError(new PermanentError('bad record'));
       expect(e.retryable).toBe(false);
-      const r = settle(claimed(1, 4), reported(done({ error: e })), rules(), NOW, STARTED);
+      const r = decideSettlement(claimed(1, 4), reported(done({ error: e })), rules(), NOW, STARTED);
       expect(r.settlement.outcome).toBe('FAILED');
       expect(r.settlement.retryAt).toBeNull();
       expect(r.settlement.error).toBe('PermanentError: bad record');
@@ -160,13 +160,13 @@ describe('settle', () => {
     });
 
     it('any error with retryable:false → retryAt null and terminal', () => {
-      const r = settle(claimed(2, 10), reported(done({ error: err({ name: 'ValidationError', message: 'nope', retryable: false }) })), rules(), NOW, STARTED);
+      const r = decideSettlement(claimed(2, 10), reported(done({ error: err({ name: 'ValidationError', message: 'nope', retryable: false }) })), rules(), NOW, STARTED);
       expect(r.settlement.retryAt).toBeNull();
       expect(r.terminal).toBe(true);
     });
 
     it('an exit code in permanentCodes → retryAt null and terminal', () => {
-      const r = settle(claimed(1, 4), reported(done({ exitCode: 42 })), rules({ permanentCodes: [3, 42] }), NOW, STARTED);
+      const r = decideSettlement(claimed(1, 4), reported(done({ exitCode: 42 })), rules({ permanentCodes: [3, 42] }), NOW, STARTED);
       expect(r.settlement.outcome).toBe('FAILED');
       expect(r.settlement.exitCode).toBe(42);
       expect(r.settlement.retryAt).toBeNull();
@@ -174,7 +174,7 @@ describe('settle', () => {
     });
 
     it('an exit code not in permanentCodes stays retryable', () => {
-      const r = settle(claimed(1, 4), reported(done({ exitCode: 2 })), rules({ permanentCodes: [3, 42] }), NOW, STARTED);
+      const r = decideSettlement(claimed(1, 4), reported(done({ exitCode: 2 })), rules({ permanentCodes: [3, 42] }), NOW, STARTED);
       expect(r.settlement.retryAt).toBe(NOW + 5_000);
       expect(r.terminal).toBe(false);
     });
@@ -182,7 +182,7 @@ describe('settle', () => {
 
   describe('timeout', () => {
     it('a timed-out report → TIMEOUT, retried like a failure', () => {
-      const r = settle(claimed(1, 4), reported(done({ exitCode: null, signal: 'SIGTERM' }), 'timeout'), rules(), NOW, STARTED);
+      const r = decideSettlement(claimed(1, 4), reported(done({ exitCode: null, signal: 'SIGTERM' }), 'timeout'), rules(), NOW, STARTED);
       expect(r.settlement.outcome).toBe('TIMEOUT');
       expect(r.settlement.error).toMatch(/^TIMEOUT/);
       expect(r.settlement.error).toContain('30000');
@@ -193,13 +193,13 @@ describe('settle', () => {
     });
 
     it('a timed-out report on the last attempt is terminal', () => {
-      const r = settle(claimed(4, 4), reported(done({ error: err() }), 'timeout'), rules(), NOW, STARTED);
+      const r = decideSettlement(claimed(4, 4), reported(done({ error: err() }), 'timeout'), rules(), NOW, STARTED);
       expect(r.settlement.outcome).toBe('TIMEOUT');
       expect(r.terminal).toBe(true);
     });
 
     it('a timeout is retried even if its exit code is a permanent one', () => {
-      const r = settle(claimed(1, 4), reported(done({ exitCode: 42 }), 'timeout'), rules({ permanentCodes: [42] }), NOW, STARTED);
+      const r = decideSettlement(claimed(1, 4), reported(done({ exitCode: 42 }), 'timeout'), rules({ permanentCodes: [42] }), NOW, STARTED);
       expect(r.settlement.outcome).toBe('TIMEOUT');
       expect(r.settlement.retryAt).toBe(NOW + 5_000);
       expect(r.terminal).toBe(false);
@@ -208,17 +208,17 @@ describe('settle', () => {
 
   describe('heartbeat timeout', () => {
     it("a report stopped for silence → TIMEOUT 'no heartbeat for …', retried; --timeout's message unchanged", () => {
-      const r = settle(claimed(1, 4), reported(done({ exitCode: null, signal: 'SIGTERM' }), 'heartbeat'), rules({ heartbeatTimeoutMs: 30_000 }), NOW, STARTED);
+      const r = decideSettlement(claimed(1, 4), reported(done({ exitCode: null, signal: 'SIGTERM' }), 'heartbeat'), rules({ heartbeatTimeoutMs: 30_000 }), NOW, STARTED);
       expect(r.settlement.outcome).toBe('TIMEOUT');
       expect(r.settlement.error).toBe('TIMEOUT: no heartbeat for 30s; killed');
       expect(r.settlement.retryAt).toBe(NOW + 5_000);
       expect(r.terminal).toBe(false);
-      const t = settle(claimed(1, 4), reported(done(), 'timeout'), rules({ heartbeatTimeoutMs: 30_000 }), NOW, STARTED);
+      const t = decideSettlement(claimed(1, 4), reported(done(), 'timeout'), rules({ heartbeatTimeoutMs: 30_000 }), NOW, STARTED);
       expect(t.settlement.error).toBe('TIMEOUT: ran longer than 30000 ms and was killed');
     });
 
     it('a worker killed for silence → TIMEOUT with the heartbeat message', () => {
-      const r = settle(claimed(1, 4), { kind: 'died', why: 'killed', timedOut: 'heartbeat', signal: 'SIGKILL' }, rules({ heartbeatTimeoutMs: 1_500 }), NOW, STARTED);
+      const r = decideSettlement(claimed(1, 4), { kind: 'died', why: 'killed', timedOut: 'heartbeat', signal: 'SIGKILL' }, rules({ heartbeatTimeoutMs: 1_500 }), NOW, STARTED);
       expect(r.settlement.outcome).toBe('TIMEOUT');
       expect(r.settlement.error).toBe('TIMEOUT: no heartbeat for 2s; killed');
       expect(r.settlement.signal).toBe('SIGKILL');
@@ -229,47 +229,47 @@ describe('settle', () => {
     const pe = (...sources: string[]) => rules({ permanentErrors: sources.map((s) => new RegExp(s)) });
 
     it('a FAILED attempt whose error matches → final on its first attempt', () => {
-      const r = settle(claimed(1, 4), reported(done({ error: err({ message: 'Invalid header in row 3' }), outputTail: null })), pe('Invalid header'), NOW, STARTED);
+      const r = decideSettlement(claimed(1, 4), reported(done({ error: err({ message: 'Invalid header in row 3' }), outputTail: null })), pe('Invalid header'), NOW, STARTED);
       expect(r.settlement.outcome).toBe('FAILED');
       expect(r.settlement.retryAt).toBeNull();
       expect(r.terminal).toBe(true);
     });
 
     it('a FAILED attempt whose output tail matches (and error does not) → final', () => {
-      const r = settle(claimed(1, 4), reported(done({ error: err({ message: 'exit code 1' }), outputTail: 'reading\nERR-42 bad input\ndone\n' })), pe('ERR-\\d+ bad', 'x{3}'), NOW, STARTED);
+      const r = decideSettlement(claimed(1, 4), reported(done({ error: err({ message: 'exit code 1' }), outputTail: 'reading\nERR-42 bad input\ndone\n' })), pe('ERR-\\d+ bad', 'x{3}'), NOW, STARTED);
       expect(r.settlement.retryAt).toBeNull();
       expect(r.terminal).toBe(true);
     });
 
     it('no match → retried as usual', () => {
-      const r = settle(claimed(1, 4), reported(done({ error: err({ message: 'connection reset' }), outputTail: 'some output' })), pe('Invalid header'), NOW, STARTED);
+      const r = decideSettlement(claimed(1, 4), reported(done({ error: err({ message: 'connection reset' }), outputTail: 'some output' })), pe('Invalid header'), NOW, STARTED);
       expect(r.settlement.retryAt).toBe(NOW + 5_000);
       expect(r.terminal).toBe(false);
     });
 
     it('a TIMEOUT whose output tail matches → final; a CRASHED whose reason matches → final', () => {
-      const t = settle(claimed(1, 4), reported(done({ outputTail: 'disk quota exceeded' }), 'timeout'), pe('quota'), NOW, STARTED);
+      const t = decideSettlement(claimed(1, 4), reported(done({ outputTail: 'disk quota exceeded' }), 'timeout'), pe('quota'), NOW, STARTED);
       expect(t.settlement.outcome).toBe('TIMEOUT');
       expect(t.settlement.retryAt).toBeNull();
       expect(t.terminal).toBe(true);
-      const c = settle(claimed(1, 4), { kind: 'died', why: 'worker killed by SIGSEGV', timedOut: false }, pe('SIGSEGV'), NOW, STARTED);
+      const c = decideSettlement(claimed(1, 4), { kind: 'died', why: 'worker killed by SIGSEGV', timedOut: false }, pe('SIGSEGV'), NOW, STARTED);
       expect(c.settlement.outcome).toBe('CRASHED');
       expect(c.settlement.retryAt).toBeNull();
       expect(c.terminal).toBe(true);
     });
 
     it('never an INTERRUPTED or a SUCCESS attempt, whatever they printed', () => {
-      const i = settle(claimed(1, 4), { kind: 'interrupted', why: 'Invalid header' }, pe('Invalid header', 'INTERRUPTED'), NOW, STARTED);
+      const i = decideSettlement(claimed(1, 4), { kind: 'interrupted', why: 'Invalid header' }, pe('Invalid header', 'INTERRUPTED'), NOW, STARTED);
       expect(i.settlement.outcome).toBe('INTERRUPTED');
       expect(i.terminal).toBe(false);
-      const s = settle(claimed(1, 4), reported(done({ ok: true, exitCode: 0, outputTail: 'Invalid header' })), pe('Invalid header'), NOW, STARTED);
+      const s = decideSettlement(claimed(1, 4), reported(done({ ok: true, exitCode: 0, outputTail: 'Invalid header' })), pe('Invalid header'), NOW, STARTED);
       expect(s.settlement.outcome).toBe('SUCCESS');
     });
   });
 
   describe('worker death', () => {
     it('→ CRASHED with the reason, retried', () => {
-      const r = settle(claimed(2, 4), { kind: 'died', why: 'worker exited with signal SIGSEGV', timedOut: false }, rules(), NOW, STARTED);
+      const r = decideSettlement(claimed(2, 4), { kind: 'died', why: 'worker exited with signal SIGSEGV', timedOut: false }, rules(), NOW, STARTED);
       expect(r.settlement.outcome).toBe('CRASHED');
       expect(r.settlement.error).toBe('CRASHED: worker exited with signal SIGSEGV');
       expect(r.settlement.retryAt).toBe(NOW + 25_000);
@@ -278,13 +278,13 @@ describe('settle', () => {
     });
 
     it('→ CRASHED and terminal on the last attempt (a task that always kills its worker ends)', () => {
-      const r = settle(claimed(4, 4), { kind: 'died', why: 'exit 1', timedOut: false }, rules(), NOW, STARTED);
+      const r = decideSettlement(claimed(4, 4), { kind: 'died', why: 'exit 1', timedOut: false }, rules(), NOW, STARTED);
       expect(r.settlement.outcome).toBe('CRASHED');
       expect(r.terminal).toBe(true);
     });
 
     it('→ TIMEOUT when the worker died because it timed out', () => {
-      const r = settle(claimed(1, 4), { kind: 'died', why: 'killed', timedOut: 'timeout' }, rules(), NOW, STARTED);
+      const r = decideSettlement(claimed(1, 4), { kind: 'died', why: 'killed', timedOut: 'timeout' }, rules(), NOW, STARTED);
       expect(r.settlement.outcome).toBe('TIMEOUT');
       expect(r.settlement.retryAt).toBe(NOW + 5_000);
       expect(r.terminal).toBe(false);
@@ -298,7 +298,7 @@ describe('settle', () => {
       [9, 4],
     ] as const) {
       it(`→ INTERRUPTED and not terminal (attempt ${attempt}/${max})`, () => {
-        const r = settle(claimed(attempt, max), { kind: 'interrupted' }, rules(), NOW, STARTED);
+        const r = decideSettlement(claimed(attempt, max), { kind: 'interrupted' }, rules(), NOW, STARTED);
         expect(r.settlement.outcome).toBe('INTERRUPTED');
         expect(r.terminal).toBe(false);
         expect(r.settlement.retryAt ?? null).toBeNull();
@@ -310,17 +310,17 @@ describe('settle', () => {
 
 describe('when the attempt ran', () => {
   it("believes the worker's own start and duration: it may have run while the coordinator was busy or frozen", () => {
-    const { settlement } = settle(claimed(1), reported(done({ ok: true, error: null, exitCode: 0, startedAt: NOW - 5_000, durationMs: 1_000 })), rules(), NOW, STARTED);
+    const { settlement } = decideSettlement(claimed(1), reported(done({ ok: true, error: null, exitCode: 0, startedAt: NOW - 5_000, durationMs: 1_000 })), rules(), NOW, STARTED);
     expect(settlement).toMatchObject({ startedAt: NOW - 5_000, endedAt: NOW - 4_000, durationMs: 1_000 });
   });
 
   it('never ends it after the coordinator learned of it, nor before it started', () => {
-    const late = settle(claimed(1), reported(done({ startedAt: NOW - 100, durationMs: 5_000 })), rules(), NOW, STARTED).settlement;
+    const late = decideSettlement(claimed(1), reported(done({ startedAt: NOW - 100, durationMs: 5_000 })), rules(), NOW, STARTED).settlement;
     expect(late).toMatchObject({ startedAt: NOW - 100, endedAt: NOW, durationMs: 100 });
   });
 
   it('without the worker\'s times: from when it started after waiting queued, else from its claim (no start recorded)', () => {
-    expect(settle(claimed(1), reported(done()), rules(), NOW, STARTED, true).settlement).toMatchObject({ startedAt: STARTED, endedAt: NOW, durationMs: NOW - STARTED });
-    expect(settle(claimed(1), reported(done()), rules(), NOW, STARTED).settlement.startedAt).toBeUndefined();
+    expect(decideSettlement(claimed(1), reported(done()), rules(), NOW, STARTED, true).settlement).toMatchObject({ startedAt: STARTED, endedAt: NOW, durationMs: NOW - STARTED });
+    expect(decideSettlement(claimed(1), reported(done()), rules(), NOW, STARTED).settlement.startedAt).toBeUndefined();
   });
 });

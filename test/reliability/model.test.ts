@@ -30,7 +30,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, it, vi } from 'vitest';
 import type { BackoffPolicy } from '../../src/coordinator/backoff.js';
 import { recoverStale } from '../../src/coordinator/recovery.js';
-import { settle as decide, type Ending, type RetryRules } from '../../src/coordinator/settlement.js';
+import { decideSettlement as decide, type Ending, type RetryRules } from '../../src/coordinator/settlement.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { ClaimedTask, Counts, Outcome, ReleasedTask, TaskSpec, TaskStatus } from '../../src/store/task-store.js';
 

@@ -1,0 +1,24 @@
+/** What a run shares with its coordinator: how it stopped, who watches it, and what it needs of the store. */
+import type { ClaimedTask, LeaseStore, QueryStore, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
+
+export interface RunObserver {
+  /** An attempt was handed to a worker (in claim order); not called for tasks settled without running. */
+  attemptStarted?(task: ClaimedTask): void;
+  /** `status`: the task's status once the attempt was committed (CANCELLED if `cancel` stopped it). */
+  attemptEnded(task: ClaimedTask, settlement: Settlement, status: TaskStatus): void;
+  released(tasks: ReleasedTask[]): void;
+  note(message: string): void;
+}
+
+export type StopReason =
+  | { kind: 'done' }
+  | { kind: 'signal'; signal: 'SIGINT' | 'SIGTERM' }
+  | { kind: 'max-failures' }
+  | { kind: 'max-runtime' }
+  | { kind: 'no-wait' }
+  | { kind: 'paused' }
+  /** Another run stored a newer job definition (updateJob): running attempts finished; follow it. */
+  | { kind: 'definition-changed' };
+
+/** What a run's coordinator needs of its store: the lease verbs, and the two reads that find claims an outage lost. */
+export type RunStore = LeaseStore & Pick<QueryStore, 'listTasks' | 'attemptsOf'>;
