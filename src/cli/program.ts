@@ -87,7 +87,10 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--batch <name>', 'batch (default: the most recent)')
     .option('--watch', 'follow the batch live (as `watch`)')
     .option('--interval <duration>', 'with --watch: how often to look again (default 1s)')
-    .action(async (opts) => setExit(await (await import('./commands/status.js')).statusCommand(opts, io)));
+    // `status --watch` is `watch`: routed here, so that no command imports another.
+    .action(async (opts) =>
+      setExit(await (opts.watch ? (await import('./commands/watch.js')).watchCommand(opts, io) : (await import('./commands/status.js')).statusCommand(opts, io))),
+    );
 
   program
     .command('metrics')

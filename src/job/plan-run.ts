@@ -51,6 +51,8 @@ export interface RunPlan {
 export interface PlanOptions {
   /** Run the batch's stored definition only: no job file is read (`retry-failed --run`). */
   storedOnly?: boolean;
+  /** The flags, already parsed (`retry-failed --run` checks them before it opens the store): not parsed again. */
+  input?: RunInput;
 }
 
 /**
@@ -66,7 +68,7 @@ export async function planRun(
   db: string,
   options: PlanOptions = {},
 ): Promise<RunPlan> {
-  const fromFlags = inputFromFlags(cliFlags, cwd);
+  const fromFlags = options.input ?? inputFromFlags(cliFlags, cwd);
   const jobPath = options.storedOnly ? null : findJobFile(cliFlags.job, cwd);
   const fromFile: RunInput | null = jobPath ? (await import('./job-file.js')).readJobFile(jobPath, cwd) : null;
   const input = fromFile ? layerInputs(fromFile, fromFlags) : fromFlags; // flags win over the file

@@ -9,7 +9,7 @@ import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { suggest } from '../suggest.js';
 import { defaultedNote, withBatch } from '../with-store.js';
-import { findTask } from './show.js';
+import { findTask } from '../task-json.js';
 
 export interface LogsFlags extends OutputFlags {
   db?: string;

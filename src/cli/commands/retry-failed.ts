@@ -1,14 +1,20 @@
 import picomatch from 'picomatch';
 import { UsageError } from '../../errors.js';
 import { requireFilter } from '../filters.js';
-import { parseConcurrency } from '../../job/run-options.js';
-import type { AdminStore, BatchRecord } from '../../store/task-store.js';
+import { inputFromFlags, parseConcurrency, type RawRunFlags } from '../../job/run-options.js';
+import { planRun } from '../../job/plan-run.js';
+import { watchSignalsDuringStartup } from '../../run/signals.js';
+import { startRun } from '../../run/start-run.js';
+import { peekBatch } from '../../store/peek-batch.js';
+import { driveRun, interruptedBeforeStart } from '../drive-run.js';
+import { keepWorkingWithoutOutput } from '../lost-output.js';
+import { givenDb, suggest } from '../suggest.js';
+import type { AdminStore, BatchRecord, TaskStore } from '../../store/task-store.js';
 import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { resolveBatch } from '../resolve-batch.js';
 import { withBatch } from '../with-store.js';
 import { clusterId, errorSignature } from '../../status/error-signature.js';
-import { runCommand } from './run.js';
 import { openStore, resolveDbPath } from '../../store/open-store.js';
 
 export interface RetryFailedFlags extends OutputFlags {
@@ -33,7 +39,8 @@ export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promi
   requireFilter(flags.key, '--key');
   requireFilter(flags.error, '--error');
   requireFilter(flags.cluster, '--cluster');
-  if (flags.concurrency !== undefined) parseConcurrency(flags.concurrency);
+  // Without --run, -j has nothing to size; it is still checked, as a typo should not pass silently.
+  if (!flags.run && flags.concurrency !== undefined) parseConcurrency(flags.concurrency);
   if (!flags.run && (flags.print || flags.tag || flags.keepOrder)) throw new UsageError('--print, --tag and --keep-order go with --run');
   if (!flags.run) {
     const { name, reset } = await withBatch(flags, io, async (store, batch) => ({ name: batch.name, reset: await resetFailed(store, batch, flags) }));
@@ -41,6 +48,11 @@ export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promi
     else if (!flags.quiet) line(io.stderr, `batch ${printable(name)}: ${reset} failed task${reset === 1 ? '' : 's'} reset to PENDING`);
     return 0;
   }
+  // Flags → plan → start → report → drive, as `run` does, with the batch's stored definition
+  // (never a job file that happens to be in the current folder); -j is parsed once, by the plan.
+  const { db, json, quiet, verbose, color, concurrency, print, tag, keepOrder } = flags;
+  const runFlags: RawRunFlags = { db, json, quiet, verbose, color, concurrency, print, tag, keepOrder };
+  const input = inputFromFlags(runFlags, io.cwd); // every flag checked before a store is opened
   const dbPath = resolveDbPath(flags.db, io.cwd, io.env);
   const store = await openStore(dbPath, { create: false });
   let batch: BatchRecord;
@@ -49,15 +61,27 @@ export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promi
   } finally {
     await store.close();
   }
-  const { db, json, quiet, verbose, color, concurrency, print, tag, keepOrder } = flags;
-  return runCommand(batch.source, { db, batch: batch.name, json, quiet, verbose, color, concurrency, print, tag, keepOrder }, io, {
-    storedOnly: true,
-    beforeWrite: async (writable) => {
-      const current = await writable.findBatch(batch.name);
-      const reset = current ? await resetFailed(writable, current, flags) : 0;
-      if (!quiet && !json) line(io.stderr, `batch ${printable(batch.name)}: ${reset} failed task${reset === 1 ? '' : 's'} reset to PENDING`);
-    },
-  });
+  keepWorkingWithoutOutput(); // a closed or full stdout must not end a batch half-run
+  runFlags.batch = batch.name;
+  const plan = await planRun(batch.source, runFlags, io.cwd, (name) => peekBatch(dbPath, name), dbPath, { storedOnly: true, input: { ...input, batch: batch.name } });
+  const beforeWrite = async (writable: TaskStore) => {
+    const current = await writable.findBatch(batch.name);
+    const reset = current ? await resetFailed(writable, current, flags) : 0;
+    if (!quiet && !json) line(io.stderr, `batch ${printable(batch.name)}: ${reset} failed task${reset === 1 ? '' : 's'} reset to PENDING`);
+  };
+  const signals = watchSignalsDuringStartup();
+  let start;
+  try {
+    start = await startRun(
+      { kind: 'planned', plan, beforeWrite, historyNote: (n) => `the store holds ${n} attempts of history; \`${suggest({ db: givenDb(db, io) }, ['prune', '--older-than', '30d'])}\` removes finished batches` },
+      { dbPath, cwd: io.cwd, resume: (name) => suggest({ batch: name, db: givenDb(db, io) }, ['resume']) },
+      signals,
+    );
+  } finally {
+    signals.dispose(); // the coordinator's drain handlers take over
+  }
+  if ('signal' in start) return interruptedBeforeStart(start.signal, io);
+  return driveRun(start.started, runFlags, io);
 }
 
 function resetFailed(store: AdminStore, batch: BatchRecord, flags: RetryFailedFlags): Promise<number> {

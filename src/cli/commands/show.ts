@@ -1,10 +1,9 @@
-import { UsageError } from '../../errors.js';
-import type { AttemptRow, BatchRecord, QueryStore, TaskRow } from '../../store/task-store.js';
+import type { AttemptRow, TaskRow } from '../../store/task-store.js';
 import { cell, duration, iso, plural, printable } from '../format.js';
 import { colors, line, type Io, type OutputFlags } from '../io.js';
-import { suggest, type Target } from '../suggest.js';
+import { suggest } from '../suggest.js';
 import { withBatch } from '../with-store.js';
-import { taskJson } from './tasks.js';
+import { findTask, taskJson } from '../task-json.js';
 
 export interface ShowFlags extends OutputFlags {
   db?: string;
@@ -68,17 +67,6 @@ function endUnknown(a: AttemptRow): string {
 function colorOutcome(c: ReturnType<typeof colors>, outcome: string | null): string {
   if (outcome === null) return c.cyan('RUNNING');
   return outcome === 'SUCCESS' ? c.green(outcome) : outcome === 'INTERRUPTED' ? c.yellow(outcome) : c.red(outcome);
-}
-
-export async function findTask(
-  store: QueryStore,
-  batch: BatchRecord,
-  key: string,
-  target: Target,
-): Promise<{ task: TaskRow; attempts: AttemptRow[] }> {
-  const task = await store.getTask(batch.id, key);
-  if (!task) throw new UsageError(`no task "${printable(key)}" in batch ${printable(batch.name)}; \`${suggest(target, ['tasks'])}\` lists the keys`);
-  return { task, attempts: await store.attemptsOf(task.id) };
 }
 
 function showJson(task: TaskRow, attempts: AttemptRow[]) {

@@ -14,7 +14,7 @@ export interface StatusFlags extends OutputFlags {
 
 /** `splitdance status`: where the batch stands, as one JSON object or a short human report; exits with its verdict. */
 export async function statusCommand(flags: StatusFlags, io: Io): Promise<number> {
-  if (flags.watch) return (await import('./watch.js')).watchCommand(flags, io);
+  // `status --watch` is routed to `watch` (program.ts).
   if (flags.interval !== undefined) throw new UsageError('--interval goes with --watch');
   return withBatch(
     flags,

@@ -1,12 +1,13 @@
 import picomatch from 'picomatch';
 import { UsageError } from '../../errors.js';
 import { parseCount } from '../../job/units.js';
-import { TASK_STATUSES, type TaskRow, type TaskStatus } from '../../store/task-store.js';
+import { TASK_STATUSES, type TaskStatus } from '../../store/task-store.js';
 import { requireFilter } from '../filters.js';
-import { cell, iso, table } from '../format.js';
+import { cell, table } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { defaultedNote, withBatch } from '../with-store.js';
 import { hasStages } from '../../status/batch-status.js';
+import { taskJson } from '../task-json.js';
 
 export interface TasksFlags extends OutputFlags {
   db?: string;
@@ -66,24 +67,6 @@ export async function tasksCommand(flags: TasksFlags, io: Io): Promise<number> {
     },
     { readonly: true },
   );
-}
-
-export function taskJson(t: TaskRow) {
-  return {
-    key: t.key,
-    stage: t.stage || null,
-    item: t.item,
-    status: t.status,
-    attempts: t.attempts,
-    maxAttempts: t.maxAttempts,
-    lastError: t.lastError,
-    durationMs: t.finishedAt !== null && t.startedAt !== null ? t.finishedAt - t.startedAt : null,
-    nextRunAt: t.status === 'PENDING' && t.nextRunAt > 0 ? iso(t.nextRunAt) : null,
-    startedAt: iso(t.startedAt),
-    finishedAt: iso(t.finishedAt),
-    workerId: t.workerId,
-    upToDate: t.upToDate,
-  };
 }
 
 function parseStatus(value: string | undefined): { status: TaskStatus; retrying?: boolean } | undefined {

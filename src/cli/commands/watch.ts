@@ -7,7 +7,7 @@ import { resolveDbPath } from '../../store/open-store.js';
 import { colors, line, liveTerminal, type Io, type OutputFlags } from '../io.js';
 import { withBatch } from '../with-store.js';
 import { fit, frameLines, plainLine } from '../watch-frame.js';
-import { awaitBatch } from './await-batch.js';
+import { awaitBatch } from '../await-batch.js';
 
 export interface WatchFlags extends OutputFlags {
   db?: string;

@@ -1,13 +1,11 @@
-import { awaitBatch } from './await-batch.js';
-import { startPool } from '../../run/batch-pool.js';
+import { awaitBatch } from '../await-batch.js';
 import { ridingOut } from '../../coordinator/outage.js';
-import type { WorkerPool } from '../../pool/pool.js';
-import { runBatch } from '../../run/run-batch.js';
 import { signalOutcome } from '../../run/run-outcome.js';
 import { watchSignalsDuringStartup } from '../../run/signals.js';
+import { startRun } from '../../run/start-run.js';
 import { EXIT } from '../../exit-codes.js';
 import { describeHandler, settingsOf, type JobDefinition } from '../../job/job-definition.js';
-import { inputFromFlags, invocationOf, type Invocation } from '../../job/run-options.js';
+import { inputFromFlags, invocationOf, type Invocation, type RawRunFlags } from '../../job/run-options.js';
 import { handlersOf } from '../../job/stages.js';
 import { describeStore, openExistingStore, openStore, resolveDbPath } from '../../store/open-store.js';
 import type { BatchRecord, QueryStore, TaskStore } from '../../store/task-store.js';
@@ -15,11 +13,10 @@ import { printable } from '../format.js';
 import { line, type Io } from '../io.js';
 import { keepWorkingWithoutOutput } from '../lost-output.js';
 import { resolveBatch } from '../resolve-batch.js';
-import { RunReporter } from '../run-reporter.js';
+import { driveRun } from '../drive-run.js';
 import { givenDb, suggest } from '../suggest.js';
-import type { RunFlags } from './run.js';
 
-export interface WorkerFlags extends RunFlags {
+export interface WorkerFlags extends RawRunFlags {
   follow?: boolean;
 }
 
@@ -118,9 +115,11 @@ async function workOn(
     line(io.stderr, `batch ${printable(batch.name)} has no stored handler; run it once with --exec or --handler`);
     return null;
   }
-  let pool: WorkerPool | null;
+  const signals = { seen, signalled };
+  const place = { dbPath, cwd: io.cwd, resume: (name: string) => suggest({ batch: name, db: givenDb(flags.db, io) }, ['resume']) };
+  let start;
   try {
-    pool = await startPool(inv, handlers, signalled); // `runBatch` grows it to the batch's work
+    start = await startRun({ kind: 'stored', store, batch, settings, inv }, place, signals); // `runBatch` grows the pool to the batch's work
   } catch (err) {
     // No worker process could be started at all: the machine's limit, for every batch alike.
     if ((err as Error).name === 'ResourceError') throw err;
@@ -128,18 +127,10 @@ async function workOn(
     line(io.stderr, `batch ${printable(batch.name)}: its handler does not load, skipped: ${printable((err as Error).message)}`);
     return EXIT.USAGE;
   }
-  if (!pool) return exitFor(seen()!); // signalled while the workers loaded the handler
-  try {
-    if (seen()) return exitFor(seen()!); // signalled while the workers started
-    // The definition is code from the store, which anyone who can write the store chose: say
-    // what is about to run as this user (docs/trust-model.md).
-    if (!flags.quiet) line(io.stderr, `batch ${printable(batch.name)}: running its stored definition ${printable(describeHandler(settings.handler, settings.stages))}`);
-    const reporter = RunReporter.forFlags(io, flags, inv.progressIntervalMs, () => store.counts(batch.id));
-    reporter.tag = inv.print?.tag ?? false;
-    const resume = suggest({ batch: batch.name, db: givenDb(flags.db, io) }, ['resume']);
-    return await runBatch(store, batch, pool, { settings, inv, dbPath, cwd: io.cwd, notes: [], inserted: 0, resume }, reporter);
-  } finally {
-    await pool.shutdown();
-  }
+  if ('signal' in start) return exitFor(start.signal); // signalled while the workers loaded the handler
+  // The definition is code from the store, which anyone who can write the store chose: say
+  // what is about to run as this user (docs/trust-model.md).
+  if (!flags.quiet) line(io.stderr, `batch ${printable(batch.name)}: running its stored definition ${printable(describeHandler(settings.handler, settings.stages))}`);
+  return driveRun(start.started, flags, io);
 }
 

@@ -1,12 +1,12 @@
-import { describeHandler } from '../../job/job-definition.js';
-import { wouldBeUpToDate } from '../../job/planned-outputs.js';
-import { formatMs } from '../../job/units.js';
-import { describeStore } from '../../store/open-store.js';
-import type { QueryStore } from '../../store/task-store.js';
-import { size } from '../format.js';
-import { line, type Io } from '../io.js';
-import { printable } from '../../printable.js';
-import type { RunPlan } from '../../job/plan-run.js';
+import { describeHandler } from '../job/job-definition.js';
+import { wouldBeUpToDate } from '../job/planned-outputs.js';
+import { formatMs } from '../job/units.js';
+import { describeStore } from '../store/open-store.js';
+import type { QueryStore } from '../store/task-store.js';
+import { size } from './format.js';
+import { line, type Io } from './io.js';
+import { printable } from '../printable.js';
+import type { RunPlan } from '../job/plan-run.js';
 
 const FIRST_KEYS = 5;
 

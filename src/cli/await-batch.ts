@@ -1,9 +1,9 @@
-import { StoreError } from '../../errors.js';
-import { expandBatchName } from '../../job/batch-name.js';
-import { openExistingStore } from '../../store/open-store.js';
-import { redactUrl } from '../../store/postgres/pg-url.js';
-import { printable } from '../format.js';
-import { line, type Io } from '../io.js';
+import { StoreError } from '../errors.js';
+import { expandBatchName } from '../job/batch-name.js';
+import { openExistingStore } from '../store/open-store.js';
+import { redactUrl } from '../store/postgres/pg-url.js';
+import { printable } from './format.js';
+import { line, type Io } from './io.js';
 
 /** How often a worker looks again for the batch it was told to join. */
 const POLL_MS = 500;

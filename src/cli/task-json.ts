@@ -1,0 +1,34 @@
+/** A task as the commands show it: found by its key (or a usage error naming the way on), and its JSON fields. */
+import { UsageError } from '../errors.js';
+import type { AttemptRow, BatchRecord, QueryStore, TaskRow } from '../store/task-store.js';
+import { iso, printable } from './format.js';
+import { suggest, type Target } from './suggest.js';
+
+export async function findTask(
+  store: QueryStore,
+  batch: BatchRecord,
+  key: string,
+  target: Target,
+): Promise<{ task: TaskRow; attempts: AttemptRow[] }> {
+  const task = await store.getTask(batch.id, key);
+  if (!task) throw new UsageError(`no task "${printable(key)}" in batch ${printable(batch.name)}; \`${suggest(target, ['tasks'])}\` lists the keys`);
+  return { task, attempts: await store.attemptsOf(task.id) };
+}
+
+export function taskJson(t: TaskRow) {
+  return {
+    key: t.key,
+    stage: t.stage || null,
+    item: t.item,
+    status: t.status,
+    attempts: t.attempts,
+    maxAttempts: t.maxAttempts,
+    lastError: t.lastError,
+    durationMs: t.finishedAt !== null && t.startedAt !== null ? t.finishedAt - t.startedAt : null,
+    nextRunAt: t.status === 'PENDING' && t.nextRunAt > 0 ? iso(t.nextRunAt) : null,
+    startedAt: iso(t.startedAt),
+    finishedAt: iso(t.finishedAt),
+    workerId: t.workerId,
+    upToDate: t.upToDate,
+  };
+}
