@@ -1,6 +1,5 @@
 import type { OutputSpec } from '../output/output-path.js';
 import type { HandlerSpec } from '../worker/protocol.js';
-import type { StageDefinition } from './stages.js';
 import type { ItemsMode } from '../split/items.js';
 import type { FileState } from '../split/file-growth.js';
 
@@ -29,6 +28,29 @@ export interface JobDefinition {
   heartbeatTimeoutMs: number | null;
   /** A per-item pipeline; empty without stages (then `handler` runs every task). */
   stages: StageDefinition[];
+}
+
+/**
+ * Stages: a per-item pipeline, part of the definition (stages.ts orders and expands them).
+ * Every split item gets one task per stage, keyed `stage/itemkey`; a stage task is claimable
+ * once the stages it `needs` succeeded for the same item. Unset policy fields fall back to
+ * the job's.
+ */
+export interface StageDefinition {
+  name: string;
+  needs: string[];
+  handler: HandlerSpec;
+  retries?: number;
+  backoffMs?: number;
+  backoffFactor?: number;
+  maxBackoffMs?: number;
+  jitter?: number;
+  timeoutMs?: number;
+  permanentCodes?: number[];
+  /** The stage's declared output (its tasks write `{out}`); none unless given. */
+  output?: OutputSpec;
+  permanentErrors?: string[];
+  heartbeatTimeoutMs?: number;
 }
 
 export type JobSettings = Omit<JobDefinition, 'version' | 'source' | 'split'> &

@@ -2,29 +2,7 @@ import { UsageError } from '../errors.js';
 import type { TaskSpec } from '../store/task-store.js';
 import type { OutputSpec } from '../output/output-path.js';
 import type { HandlerSpec } from '../worker/protocol.js';
-import type { JobSettings } from './job-definition.js';
-
-/**
- * Stages: a per-item pipeline. Every split item gets one task per stage, keyed
- * `stage/itemkey`; a stage task is claimable once the stages it `needs` succeeded for the
- * same item. Unset policy fields fall back to the job's.
- */
-export interface StageDefinition {
-  name: string;
-  needs: string[];
-  handler: HandlerSpec;
-  retries?: number;
-  backoffMs?: number;
-  backoffFactor?: number;
-  maxBackoffMs?: number;
-  jitter?: number;
-  timeoutMs?: number;
-  permanentCodes?: number[];
-  /** The stage's declared output (its tasks write `{out}`); none unless given. */
-  output?: OutputSpec;
-  permanentErrors?: string[];
-  heartbeatTimeoutMs?: number;
-}
+import type { JobSettings, StageDefinition } from './job-definition.js';
 
 /** What a stage retries and times out with: its own fields over the job's. */
 export type StagePolicy = Pick<JobSettings, 'retries' | 'backoffMs' | 'backoffFactor' | 'maxBackoffMs' | 'jitter' | 'timeoutMs' | 'permanentCodes' | 'permanentErrors' | 'heartbeatTimeoutMs'>;
