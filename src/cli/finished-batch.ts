@@ -1,5 +1,5 @@
 import { UsageError } from '../errors.js';
-import { describeHandler, settingsOf, type JobDefinition } from '../job/job-definition.js';
+import { describeHandler, settingsOf, storedDefinition } from '../job/job-definition.js';
 import type { RunPlan } from '../job/plan-run.js';
 import { plural, printable } from '../printable.js';
 import type { QueryStore } from '../store/task-store.js';
@@ -31,7 +31,7 @@ export async function refuseFinishedChange(plan: RunPlan, store: QueryStore): Pr
   }
   if (plan.rerunChanged && changedFiles > 0) return;
 
-  const stored = settingsOf(batch.job as unknown as JobDefinition);
+  const stored = settingsOf(storedDefinition(batch));
   const given = plan.settings;
   const what = plan.changed.map((name) => {
     if (name === 'handler' || name === 'stages') return `handler (${describeHandler(stored.handler, stored.stages)} → ${describeHandler(given.handler, given.stages)})`;

@@ -1,14 +1,15 @@
 import type { OutputSpec } from '../output/output-path.js';
 import type { HandlerSpec } from '../worker/protocol.js';
-import type { StageDefinition } from './stages.js';
 import type { ItemsMode } from '../split/items.js';
 import type { FileState } from '../split/file-growth.js';
 
 /**
  * The effective definition of a batch, stored on it as JSON so a bare re-run (or a
- * `worker`) uses the same handler and policy. `version` lets its shape evolve.
+ * `worker`) uses the same handler and policy. `version` lets its shape evolve. A type alias,
+ * not an interface: an alias is assignable to the store's JSON object (`BatchRecord['job']`),
+ * so a definition is written as it is, with its fields still checked, and without a cast.
  */
-export interface JobDefinition {
+export type JobDefinition = {
   version: 1;
   source: string;
   /** `items`: the source is a list (SPEC §3), read this way; absent or null: a directory or a file. */
@@ -29,6 +30,41 @@ export interface JobDefinition {
   heartbeatTimeoutMs: number | null;
   /** A per-item pipeline; empty without stages (then `handler` runs every task). */
   stages: StageDefinition[];
+};
+
+/**
+ * The definition stored on a batch, typed: the one read of the store's JSON as a definition.
+ * Not validated: the store is trusted (SPEC §9, "a handler definition in the store is code":
+ * whoever can write it can already run any command), and what is there was written by
+ * definitionOf, of this version or an older one whose missing fields settingsOf fills in. A
+ * check here would refuse such older batches and guard nothing; the job file's zod schema is
+ * the place where untrusted text is validated, before anything is stored.
+ */
+export function storedDefinition(batch: { job: unknown }): JobDefinition {
+  return batch.job as JobDefinition;
+}
+
+/**
+ * Stages: a per-item pipeline, part of the definition (stages.ts orders and expands them).
+ * Every split item gets one task per stage, keyed `stage/itemkey`; a stage task is claimable
+ * once the stages it `needs` succeeded for the same item. Unset policy fields fall back to
+ * the job's.
+ */
+export interface StageDefinition {
+  name: string;
+  needs: string[];
+  handler: HandlerSpec;
+  retries?: number;
+  backoffMs?: number;
+  backoffFactor?: number;
+  maxBackoffMs?: number;
+  jitter?: number;
+  timeoutMs?: number;
+  permanentCodes?: number[];
+  /** The stage's declared output (its tasks write `{out}`); none unless given. */
+  output?: OutputSpec;
+  permanentErrors?: string[];
+  heartbeatTimeoutMs?: number;
 }
 
 export type JobSettings = Omit<JobDefinition, 'version' | 'source' | 'split'> &

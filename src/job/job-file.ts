@@ -6,7 +6,8 @@ import { checkOutputTemplate } from '../output/output-path.js';
 import { checkMetricsPath } from '../status/metrics-file.js';
 import { parseSample } from '../split/sample.js';
 import { atLeast, MAX_BACKOFF_FACTOR, MAX_CONCURRENCY, MAX_RETRIES, MIN_DURATION_MS, itemsMode, parseConcurrency, printOf, type RunInput, definedOnly } from './run-options.js';
-import { orderStages, type StageDefinition } from './stages.js';
+import type { StageDefinition } from './job-definition.js';
+import { orderStages } from './stages.js';
 import { formatMs, parseCountOrShare, parseDuration, parseSize } from './units.js';
 
 /**

@@ -3,7 +3,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { checkBatchName, defaultBatchName, expandBatchName, stdinBatchName } from './batch-name.js';
 import { findJobFile } from './job-file-path.js';
-import { DEFAULT_SETTINGS, describeHandler, mergeSettings, settingsOf, type JobDefinition, type JobSettings } from './job-definition.js';
+import { DEFAULT_SETTINGS, describeHandler, mergeSettings, settingsOf, storedDefinition, type JobSettings } from './job-definition.js';
 import { inputFromFlags, invocationOf, layerInputs, printOf, type Invocation, type RawRunFlags, type RunInput } from './run-options.js';
 import { sampled, type Sample } from '../split/sample.js';
 import { sourceKind, splitSource, type SourceKind } from '../split/split-source.js';
@@ -89,7 +89,7 @@ export async function planRun(
   checkBatchName(batchName);
   const existing = await findBatch(batchName);
   if (existing) checkSameSource(existing.source, source, batchName);
-  const stored = existing ? settingsOf(existing.job as JobDefinition) : DEFAULT_SETTINGS;
+  const stored = existing ? settingsOf(storedDefinition(existing)) : DEFAULT_SETTINGS;
   const asItems = stdin || (sourceArg === undefined && input.items === true) || stored.items !== null;
   if (asItems && !input.settings.items && !stored.items) input.settings.items = { format: 'lines', keyField: null, colsep: null };
   if (!asItems && input.settings.items) {

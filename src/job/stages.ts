@@ -2,29 +2,7 @@ import { UsageError } from '../errors.js';
 import type { TaskSpec } from '../store/task-store.js';
 import type { OutputSpec } from '../output/output-path.js';
 import type { HandlerSpec } from '../worker/protocol.js';
-import type { JobSettings } from './job-definition.js';
-
-/**
- * Stages: a per-item pipeline. Every split item gets one task per stage, keyed
- * `stage/itemkey`; a stage task is claimable once the stages it `needs` succeeded for the
- * same item. Unset policy fields fall back to the job's.
- */
-export interface StageDefinition {
-  name: string;
-  needs: string[];
-  handler: HandlerSpec;
-  retries?: number;
-  backoffMs?: number;
-  backoffFactor?: number;
-  maxBackoffMs?: number;
-  jitter?: number;
-  timeoutMs?: number;
-  permanentCodes?: number[];
-  /** The stage's declared output (its tasks write `{out}`); none unless given. */
-  output?: OutputSpec;
-  permanentErrors?: string[];
-  heartbeatTimeoutMs?: number;
-}
+import { settingsOf, type JobDefinition, type JobSettings, type StageDefinition } from './job-definition.js';
 
 /** What a stage retries and times out with: its own fields over the job's. */
 export type StagePolicy = Pick<JobSettings, 'retries' | 'backoffMs' | 'backoffFactor' | 'maxBackoffMs' | 'jitter' | 'timeoutMs' | 'permanentCodes' | 'permanentErrors' | 'heartbeatTimeoutMs'>;
@@ -55,6 +33,15 @@ export function outputFor(settings: JobSettings, stage: string): OutputSpec | nu
 export function handlersOf(settings: JobSettings): Record<string, HandlerSpec> {
   if (settings.stages.length === 0) return settings.handler ? { '': settings.handler } : {};
   return Object.fromEntries(settings.stages.map((s) => [s.name, s.handler]));
+}
+
+/**
+ * Whether workers that loaded the handlers of definition `a` serve `b` as well: the same
+ * handler for every stage. Compared as JSON text: handler specs are plain data, built with
+ * their fields in one order (run-options.ts, job-file.ts) and stored as text, which keeps it.
+ */
+export function sameHandlers(a: JobDefinition, b: JobDefinition): boolean {
+  return JSON.stringify(handlersOf(settingsOf(a))) === JSON.stringify(handlersOf(settingsOf(b)));
 }
 
 /** The attempt budget (1 + retries): one number, or one per stage. */

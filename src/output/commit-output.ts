@@ -1,8 +1,8 @@
 import { constants, mkdirSync, rmSync } from 'node:fs';
 import { lstat, open, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import type { SerializedError } from '../errors.js';
 import { notReplaceable } from '../replaceable-path.js';
-import type { DoneMessage } from '../worker/protocol.js';
 import type { OutputPaths } from './output-path.js';
 
 /**
@@ -136,8 +136,12 @@ async function syncPath(path: string, flags: number): Promise<void> {
   }
 }
 
-/** How an attempt ended, as far as its output is concerned. */
-type Ended = Pick<DoneMessage, 'ok' | 'result' | 'error'>;
+/**
+ * How an attempt ended, as far as its output is concerned: the fields of the worker's report
+ * this reads and rewrites, spelled here because output/ sits below worker/ (the report is a
+ * superset and passes as it is).
+ */
+type Ended = { ok: boolean; result: string | null; error: SerializedError | null };
 
 /**
  * The attempt's outcome once its output is checked: a success whose output is missing or not

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join, resolve } from 'node:path';
 import { PermanentError, UsageError } from '../errors.js';
-import { placeholderValue, type PlaceholderTask } from '../template/exec-template.js';
+import { placeholderValue } from '../template/exec-template.js';
 import { placeholderAt } from '../template/placeholder.js';
+import type { TemplateTask } from '../template/template-task.js';
 
 /**
  * A declared output (`--output TEMPLATE`, SPEC §4): where a task's result file goes. The
@@ -45,14 +46,14 @@ export function checkOutputTemplate(template: string, needs: string[], field = '
  * segment or a NUL (a stage result can hold anything) cannot steer the path out of the
  * folder the template names — that attempt fails for good instead.
  */
-export function outputPath(spec: OutputSpec, task: PlaceholderTask): string {
+export function outputPath(spec: OutputSpec, task: TemplateTask): string {
   const path = renderOutputPath(spec, task);
   if (path === task.payload.path) throw new PermanentError(`declared output ${spec.template} is the input file itself (${path}); write the output elsewhere`);
   return path;
 }
 
 /** The output path, checked as outputPath does except against the task's own input (the planning pass reports that itself). */
-export function renderOutputPath(spec: OutputSpec, task: PlaceholderTask): string {
+export function renderOutputPath(spec: OutputSpec, task: TemplateTask): string {
   const t = spec.template;
   let rendered = '';
   for (let i = 0; i < t.length; ) {
@@ -100,7 +101,7 @@ export function tempPathOf(path: string, store: string, token: number): string {
   return `${tempPrefixOf(path, store, token)}${randomBytes(12).toString('hex')}.tmp`;
 }
 
-export function outputPathsOf(spec: OutputSpec, task: PlaceholderTask, store: string, token: number): OutputPaths {
+export function outputPathsOf(spec: OutputSpec, task: TemplateTask, store: string, token: number): OutputPaths {
   const path = outputPath(spec, task);
   return { path, temp: tempPathOf(path, store, token) };
 }

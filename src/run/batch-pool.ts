@@ -1,6 +1,4 @@
-import { settingsOf, type JobDefinition } from '../job/job-definition.js';
 import type { Invocation } from '../job/run-options.js';
-import { handlersOf } from '../job/stages.js';
 import type { BatchProgress, Counts } from '../store/task-store.js';
 import type { HandlerSpec } from '../worker/protocol.js';
 import { WorkerPool, type PoolOptions } from '../pool/pool.js';
@@ -58,14 +56,4 @@ export async function growToWork(pool: WorkerPool, store: BatchProgress, batchId
   const short = await pool.grow(c.pending + c.retrying + c.running + c.queued);
   if (short) note(short);
   return c;
-}
-
-/** The handler of each stage of a stored job definition ('' for a batch without stages). */
-export function handlersOfJob(job: Record<string, unknown>): Record<string, HandlerSpec> {
-  return handlersOf(settingsOf(job as unknown as JobDefinition));
-}
-
-/** Whether workers that loaded the handlers of job `a` serve job `b` as well. */
-export function sameHandlers(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
-  return JSON.stringify(handlersOfJob(a)) === JSON.stringify(handlersOfJob(b));
 }

@@ -1,10 +1,9 @@
 import { plural } from '../printable.js';
-import { definitionOf } from '../job/job-definition.js';
+import { definitionOf, storedDefinition } from '../job/job-definition.js';
 import type { RunPlan } from '../job/plan-run.js';
-import { budgetOf } from '../job/stages.js';
+import { budgetOf, sameHandlers } from '../job/stages.js';
 import type { AdminStore, BatchProgress, BatchRecord, TaskSpec } from '../store/task-store.js';
 import { UNNAMED } from '../split/walk-directory.js';
-import { sameHandlers } from './batch-pool.js';
 
 export type EnqueuePlan = Pick<RunPlan, 'batchName' | 'source' | 'kind' | 'settings' | 'existing' | 'changed' | 'rerunChanged' | 'fileGrew' | 'notes'>;
 
@@ -20,7 +19,7 @@ export async function enqueuePlan(
   specs: Iterable<TaskSpec>,
   skipped: readonly { path: string; reason: string }[],
 ): Promise<{ batch: BatchRecord; inserted: number }> {
-  const job = definitionOf(plan.source, plan.settings) as unknown as Record<string, unknown>;
+  const job = definitionOf(plan.source, plan.settings);
   const maxAttempts = plan.settings.retries + 1;
   // A grown file's new segment is stored before its chunks: a crash between leaves a size whose
   // chunks the next run inserts (the same ones, from the same bytes), never chunks whose segment
@@ -37,7 +36,7 @@ export async function enqueuePlan(
   if (plan.existing && plan.changed.length && !grown) batch = { ...batch, job, jobVersion: await store.updateJob(batch.id, job, budgetOf(plan.settings)) };
   // Another run changed the handler since the plan read the batch: this run's workers loaded
   // the old one, so it claims nothing (no version is 0) and follows the stored one at once.
-  else if (!sameHandlers(batch.job, job)) batch = { ...batch, jobVersion: 0 };
+  else if (!sameHandlers(storedDefinition(batch), job)) batch = { ...batch, jobVersion: 0 };
   const byReason = new Map<string, { path: string }[]>();
   for (const s of skipped) {
     const files = byReason.get(s.reason);

@@ -1,12 +1,12 @@
 import { StoreError, UsageError } from '../errors.js';
-import { describeHandler, settingsOf, type JobDefinition, type JobSettings } from '../job/job-definition.js';
+import { describeHandler, settingsOf, storedDefinition, type JobSettings } from '../job/job-definition.js';
 import type { Invocation } from '../job/run-options.js';
-import { handlersOf } from '../job/stages.js';
+import { handlersOf, sameHandlers } from '../job/stages.js';
 import { resolveCountOrShare } from '../job/units.js';
 import { printable } from '../printable.js';
 import { describeStore, logRoot } from '../store/open-store.js';
 import type { BatchRecord, Counts, LeaseStore } from '../store/task-store.js';
-import { growToWork, KILL_GRACE_MS, sameHandlers, startPool } from './batch-pool.js';
+import { growToWork, KILL_GRACE_MS, startPool } from './batch-pool.js';
 import { Coordinator } from '../coordinator/coordinator.js';
 import type { RunObserver, RunStore, StopReason } from '../coordinator/run-types.js';
 import type { MetricsStore } from '../status/batch-metrics.js';
@@ -180,7 +180,7 @@ async function follow(
   if (batch?.id !== old.id) {
     throw new StoreError(`batch "${old.name}" is no longer in the store (pruned?); this run stops without claiming anything more`);
   }
-  const settings = settingsOf(batch.job as unknown as JobDefinition);
+  const settings = settingsOf(storedDefinition(batch));
   const handler = describeHandler(settings.handler, settings.stages);
   const handlers = handlersOf(settings);
   if (Object.keys(handlers).length === 0) throw new UsageError(`batch ${printable(batch.name)}: another run stored a definition with no handler; this run stops`);
@@ -193,7 +193,7 @@ async function follow(
     );
   }
   await growToWork(pool, store, batch.id, note);
-  const what = sameHandlers(old.job, batch.job) ? 'job definition changed' : `handler changed to ${printable(handler)}`;
+  const what = sameHandlers(storedDefinition(old), storedDefinition(batch)) ? 'job definition changed' : `handler changed to ${printable(handler)}`;
   note(`batch ${printable(batch.name)}: ${what} by another run; following it`);
   return { batch, settings, pool };
 }

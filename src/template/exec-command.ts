@@ -1,9 +1,9 @@
 import { PermanentError } from '../errors.js';
 import { placeholderValue } from './exec-template.js';
 import type { Placeholder } from './placeholder.js';
-import type { TaskMessage } from '../worker/protocol.js';
 import { joinQuoted, type QuotedLine } from './quoted-line.js';
 import { simpleCommandWords } from './simple-command.js';
+import type { TemplateTask } from './template-task.js';
 import { quoteByContext } from './template-quoting.js';
 
 /** What runs for one `--exec` attempt. */
@@ -41,7 +41,7 @@ const cache = new Map<string, Compiled>();
  * A template checkTemplate would refuse (a batch stored by an older version) is a
  * PermanentError: no attempt of it can ever run exactly.
  */
-export function renderExec(template: string, task: TaskMessage): ExecCommand {
+export function renderExec(template: string, task: TemplateTask): ExecCommand {
   const c = cache.get(template) ?? compile(template);
   const values = c.slots.map((slot) => placeholderValue(slot, task));
   const line = joinQuoted(c.line, c.lineSlots.map((k) => values[k]!));

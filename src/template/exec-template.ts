@@ -2,12 +2,9 @@ import { basename, dirname, extname } from 'node:path';
 import { PermanentError, UsageError } from '../errors.js';
 import { ITEM_PLACEHOLDER, type Placeholder } from './placeholder.js';
 import { fieldsOf, itemText, recordField } from './item-values.js';
-import type { TaskMessage } from '../worker/protocol.js';
 import { shellQuote } from './quoted-line.js';
+import type { TemplateTask } from './template-task.js';
 import { quoteByContext } from './template-quoting.js';
-
-/** What placeholders read: a task as its worker gets it (declared-output paths only there). */
-export type PlaceholderTask = Pick<TaskMessage, 'key' | 'batch' | 'stage' | 'seq' | 'attempt' | 'payload' | 'inputs'> & Partial<Pick<TaskMessage, 'output'>>;
 
 const INPUT = /\{inputs\.([A-Za-z0-9_-][A-Za-z0-9_.-]*)\}/g;
 
@@ -46,7 +43,7 @@ export function checkTemplate(template: string, needs: string[] = [], hasOutput 
  * GNU parallel, a template without placeholders runs as written (`--exec 'sleep 5'` means
  * just that); the task's path is also in $SPLITDANCE_PATH.
  */
-export function placeholderValue({ name, input, field }: Placeholder, task: PlaceholderTask): string {
+export function placeholderValue({ name, input, field }: Placeholder, task: TemplateTask): string {
   if (input !== undefined) return inputValue(task.inputs, input);
   if (field !== undefined) return recordField(task.payload, field);
   const { path, rel, start, end } = task.payload;

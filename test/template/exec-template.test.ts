@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { renderExec } from '../../src/template/exec-command.js';
 import { checkTemplate, shellQuote } from '../../src/template/exec-template.js';
-import type { TaskMessage } from '../../src/worker/protocol.js';
+import type { TemplateTask } from '../../src/template/template-task.js';
 
 let work: string;
 beforeEach(() => {
@@ -16,16 +16,14 @@ afterEach(() => {
   rmSync(work, { recursive: true, force: true });
 });
 
-function task(over: Omit<Partial<TaskMessage>, 'payload'> & { payload?: Partial<TaskMessage['payload']> } = {}): TaskMessage {
+function task(over: Omit<Partial<TemplateTask>, 'payload'> & { payload?: Partial<TemplateTask['payload']> } = {}): TemplateTask {
   const { payload, ...rest } = over;
   return {
-    token: 17,
     key: '2025/01/app.log',
     batch: 'nightly',
     stage: 'main',
     seq: 42,
     attempt: 2,
-    logFile: '/nonexistent/log',
     output: null,
     inputs: {},
     ...rest,
@@ -34,13 +32,13 @@ function task(over: Omit<Partial<TaskMessage>, 'payload'> & { payload?: Partial<
 }
 
 /** The task's command as one shell line (the line sh runs, or a direct argv's fallback): what the template renders to. */
-function renderTemplate(template: string, t: TaskMessage): string {
+function renderTemplate(template: string, t: TemplateTask): string {
   const { argv, fallback } = renderExec(template, t);
   return fallback ?? argv[2]!;
 }
 
 /** The argv run without a shell, or null when the command runs under /bin/sh -c. */
-function directArgv(template: string, t: TaskMessage): string[] | null {
+function directArgv(template: string, t: TemplateTask): string[] | null {
   const { argv, fallback } = renderExec(template, t);
   return fallback === null ? null : argv;
 }
@@ -56,7 +54,7 @@ function sh(command: string, cwd = work): string {
 }
 
 /** Renders `printf '%s\0' <template>` for the task, runs it and returns the arguments it received. */
-function run(template: string, t: TaskMessage): string[] {
+function run(template: string, t: TemplateTask): string[] {
   const rendered = renderTemplate(`printf '%s\\0' ${template}`, t);
   const out = sh(rendered);
   return out.split('\0').slice(0, -1);

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { renderExec } from '../../src/template/exec-command.js';
 import { shellQuote } from '../../src/template/exec-template.js';
-import type { TaskMessage } from '../../src/worker/protocol.js';
+import type { TemplateTask } from '../../src/template/template-task.js';
 
 let work: string;
 beforeEach(() => {
@@ -16,8 +16,8 @@ afterEach(() => {
   rmSync(work, { recursive: true, force: true });
 });
 
-function task(key: string, rel = 'r', batch = 'b', path = '/data/a.log'): TaskMessage {
-  return { token: 1, key, batch, stage: 'main', seq: 42, attempt: 1, logFile: '/nonexistent/log', output: null, inputs: {}, payload: { version: 1, path, rel } };
+function task(key: string, rel = 'r', batch = 'b', path = '/data/a.log'): TemplateTask {
+  return { key, batch, stage: 'main', seq: 42, attempt: 1, output: null, inputs: {}, payload: { version: 1, path, rel } };
 }
 
 /** The arguments /bin/sh (dash) passes to the printer for `line`, run in the scratch dir. */

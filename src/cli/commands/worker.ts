@@ -4,7 +4,7 @@ import { signalOutcome } from '../../run/run-outcome.js';
 import { watchSignalsDuringStartup } from '../../run/signals.js';
 import { startRun } from '../../run/start-run.js';
 import { EXIT } from '../../exit-codes.js';
-import { describeHandler, settingsOf, type JobDefinition } from '../../job/job-definition.js';
+import { describeHandler, settingsOf, storedDefinition } from '../../job/job-definition.js';
 import { inputFromFlags, invocationOf, type Invocation, type RawRunFlags } from '../../job/run-options.js';
 import { handlersOf } from '../../job/stages.js';
 import { describeStore, openExistingStore, openStore, resolveDbPath } from '../../store/open-store.js';
@@ -109,7 +109,7 @@ async function workOn(
 ): Promise<number | null> {
   const c = await ridingOut(() => store.counts(batch.id), (m) => flags.quiet || line(io.stderr, m));
   if (c.pending + c.retrying + c.running + c.queued === 0) return null;
-  const settings = settingsOf(batch.job as unknown as JobDefinition);
+  const settings = settingsOf(storedDefinition(batch));
   const handlers = handlersOf(settings);
   if (Object.keys(handlers).length === 0) {
     line(io.stderr, `batch ${printable(batch.name)} has no stored handler; run it once with --exec or --handler`);
