@@ -7,7 +7,8 @@ import type { OutputPaths } from '../output/output-path.js';
 import type { TaskMessage } from '../worker/protocol.js';
 import type { Queued } from './commit-queue.js';
 import { resultWithOut, type DeclaredOutputs } from './declared-outputs.js';
-import type { PoolWorker, WorkerPool } from '../pool/pool.js';
+import type { PoolWorker } from '../pool/pool.js';
+import type { RunPool } from './run-types.js';
 import { decideSettlement, upToDateSettlement, type Ending, type RetryRules, type TimedOut } from './settlement.js';
 import { SilenceWatch } from './silence-watch.js';
 
@@ -66,7 +67,7 @@ export class AttemptsInFlight {
   readonly inflight: ReadonlyMap<number, Inflight> = this.entries;
 
   constructor(
-    private readonly pool: WorkerPool,
+    private readonly pool: RunPool,
     private readonly settings: AttemptSettings,
   ) {}
 

@@ -3,7 +3,7 @@ import { plural } from '../printable.js';
 import { longInterval, longTimeout, type LongTimer } from '../long-timer.js';
 import { prepareLogFolder } from '../store/log-layout.js';
 import type { AttemptStart, BatchRecord, ClaimedTask, ReleasedTask, TaskStatus } from '../store/task-store.js';
-import type { PoolWorker, WorkerPool } from '../pool/pool.js';
+import type { PoolWorker } from '../pool/pool.js';
 import { ownerId } from '../lease-owner.js';
 import { AttemptsInFlight } from './attempts-in-flight.js';
 import { commitAndClaim, type Claimed } from './claim.js';
@@ -11,7 +11,7 @@ import { CommitQueue, type Queued } from './commit-queue.js';
 import type { DeclaredOutputs } from './declared-outputs.js';
 import { isUnavailable, Outage, releaseLostClaims } from './outage.js';
 import { OutputPlacement } from './output-placement.js';
-import type { RunObserver, RunStore, StopReason } from './run-types.js';
+import type { RunObserver, RunPool, RunStore, StopReason } from './run-types.js';
 import type { Ending, RetryRules } from './settlement.js';
 import { Upkeep } from './upkeep.js';
 
@@ -83,7 +83,7 @@ export class Coordinator {
   constructor(
     private readonly store: RunStore,
     private readonly batch: BatchRecord,
-    private readonly pool: WorkerPool,
+    private readonly pool: RunPool,
     private readonly options: CoordinatorOptions,
     private readonly observer: RunObserver,
   ) {

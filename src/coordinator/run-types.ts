@@ -1,4 +1,5 @@
-/** What a run shares with its coordinator: how it stopped, who watches it, and what it needs of the store. */
+/** What a run shares with its coordinator: how it stopped, who watches it, and what it needs of the store and the pool. */
+import type { WorkerPool } from '../pool/pool.js';
 import type { ClaimedTask, LeaseStore, QueryStore, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
 
 export interface RunObserver {
@@ -22,3 +23,25 @@ export type StopReason =
 
 /** What a run's coordinator needs of its store: the lease verbs, and the two reads that find claims an outage lost. */
 export type RunStore = LeaseStore & Pick<QueryStore, 'listTasks' | 'attemptsOf'>;
+
+/** What a coordinator needs of its pool of workers (pool/pool.ts): slots to fill, attempts to hand out and stop, lifecycles. */
+export type RunPool = Pick<
+  WorkerPool,
+  | 'attach'
+  | 'quiesce'
+  | 'dropQueued'
+  | 'freeSlots'
+  | 'needsWork'
+  | 'hasIdleWorker'
+  | 'reportsStarts'
+  | 'dispatch'
+  | 'abort'
+  | 'interrupt'
+  | 'kill'
+  | 'stuck'
+  | 'stopped'
+  | 'drop'
+  | 'shutdown'
+  | 'size'
+  | 'emptyBecause'
+>;

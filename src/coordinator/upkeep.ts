@@ -1,8 +1,8 @@
 /** What keeps a run's hold on its batch valid beside the claim: leases, dead owners, stuck workers, pause and definition changes. */
 import { StoreError } from '../errors.js';
 import type { BatchRecord, ClaimedTask, LeaseStore, ReleasedTask } from '../store/task-store.js';
-import type { StopReason } from './run-types.js';
-import type { PoolWorker, WorkerPool } from '../pool/pool.js';
+import type { RunPool, StopReason } from './run-types.js';
+import type { PoolWorker } from '../pool/pool.js';
 import { recoverStale } from './recovery.js';
 import { monotonicMs } from '../wall-steps.js';
 
@@ -29,7 +29,7 @@ export class Upkeep {
     private readonly store: LeaseStore,
     private readonly batch: BatchRecord,
     private readonly owner: string,
-    private readonly pool: WorkerPool,
+    private readonly pool: RunPool,
     private readonly timing: { pollMs: number; leaseMs: number },
     private readonly note: (message: string) => void,
   ) {}
