@@ -10,7 +10,7 @@ import type { RawRunFlags } from '../../job/run-options.js';
 import { handlersOf } from '../../job/stages.js';
 import { nonEmpty } from '../../split/split-source.js';
 import { openExistingStore, openStore, resolveDbPath } from '../../store/open-store.js';
-import { peekBatch } from '../../store/peek-batch.js';
+import { peekBatch } from '../../store/sqlite/sqlite-peek.js';
 import type { TaskStore } from '../../store/task-store.js';
 import type { Io } from '../io.js';
 import { keepWorkingWithoutOutput } from '../lost-output.js';

@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { StoreError } from '../errors.js';
-import { isPostgresUrl, openExistingStore } from './open-store.js';
-import { BUSY_TIMEOUT_MS, checkIdentity, checkStoreFile, storeError } from './sqlite/open-sqlite.js';
+import { StoreError } from '../../errors.js';
+import { isPostgresUrl, openExistingStore } from '../open-store.js';
+import { BUSY_TIMEOUT_MS, checkIdentity, checkStoreFile, storeError } from './open-sqlite.js';
 
 /**
  * A batch's stored definition, read without a single write to the store — no migration of
