@@ -57,6 +57,12 @@ export interface BatchRecord {
   jobVersion: number;
 }
 
+/** A batch's stored definition as a peek reads it, before anything is validated or written (peekBatch). */
+export interface PeekedBatch {
+  job: unknown;
+  source: string;
+}
+
 export interface NewBatch {
   name: string;
   source: string;

@@ -1,52 +1,39 @@
-import { existsSync } from 'node:fs';
+/** A batch's stored definition read from a SQLite store without a single write, whatever its schema version. */
 import Database from 'better-sqlite3';
-import { StoreError } from '../../errors.js';
-import { isPostgresUrl, openExistingStore } from '../open-store.js';
+import type { PeekedBatch } from '../records.js';
 import { BUSY_TIMEOUT_MS, checkIdentity, checkStoreFile, storeError } from './open-sqlite.js';
 
 /**
- * A batch's stored definition, read without a single write to the store — no migration of
- * an older schema, no WAL switch — so `run` can validate every input (and load the handler)
- * before it changes anything. Undefined when there is no store or no such batch.
+ * The statements a peek runs. Nothing is migrated first, so each must hold on every schema
+ * version this build can meet (never prepared with the store's own, in statements.ts).
  */
-export async function peekBatch(db: string, name: string): Promise<{ job: unknown; source: string } | undefined> {
-  if (isPostgresUrl(db)) return peekPostgres(db, name);
-  if (!existsSync(db)) return undefined;
-  checkStoreFile(db);
+const PEEK_SQL = {
+  /** ?name — every schema version has batches(name, source, job). */
+  batchDefinition: 'SELECT job, source FROM batches WHERE name = ?',
+} as const;
+
+/**
+ * Opens its own read-only connection — no migration of an older schema, no WAL switch — so
+ * `run` can validate every input (and load the handler) before it changes anything; the
+ * store's own open would upgrade the schema. Undefined for a store created and never written,
+ * or without that batch. The caller has checked that `path` exists.
+ */
+export function peekSqlite(path: string, name: string): PeekedBatch | undefined {
+  checkStoreFile(path);
   let conn: Database.Database;
   try {
-    conn = new Database(db, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
+    conn = new Database(path, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
   } catch (err) {
-    throw storeError(err, db);
+    throw storeError(err, path);
   }
   try {
-    checkIdentity(conn, db);
+    checkIdentity(conn, path);
     if ((conn.pragma('user_version', { simple: true }) as number) === 0) return undefined; // created, never written
-    // Every schema version has batches(name, source, job).
-    const row = conn.prepare('SELECT job, source FROM batches WHERE name = ?').get(name) as { job: string; source: string } | undefined;
+    const row = conn.prepare(PEEK_SQL.batchDefinition).get(name) as { job: string; source: string } | undefined;
     return row && { job: JSON.parse(row.job), source: row.source };
   } catch (err) {
-    throw storeError(err, db);
+    throw storeError(err, path);
   } finally {
     conn.close();
-  }
-}
-
-async function peekPostgres(db: string, name: string): Promise<{ job: unknown; source: string } | undefined> {
-  let store;
-  try {
-    store = await openExistingStore(db, { readonly: true });
-  } catch (err) {
-    // An older schema cannot be read read-only; PostgreSQL's upgrade is one transaction
-    // under an advisory lock, and is then done by this open (a documented exception).
-    if (!(err instanceof StoreError && /older schema/.test(err.message))) throw err;
-    store = await openExistingStore(db);
-  }
-  if (!store) return undefined;
-  try {
-    const batch = await store.findBatch(name);
-    return batch && { job: batch.job, source: batch.source };
-  } finally {
-    await store.close();
   }
 }
