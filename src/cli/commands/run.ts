@@ -4,12 +4,11 @@ import type { WorkerPool } from '../../pool/pool.js';
 import { runBatch } from '../../run/run-batch.js';
 import { signalOutcome } from '../../run/run-outcome.js';
 import { watchSignalsDuringStartup } from '../../run/signals.js';
-import { StoreError } from '../../errors.js';
 import { planRun, type PlanOptions, type RunPlan } from '../../job/plan-run.js';
 import type { RawRunFlags } from '../../job/run-options.js';
 import { handlersOf } from '../../job/stages.js';
 import { nonEmpty } from '../../split/split-source.js';
-import { openExistingStore, openStore, peekBatch, resolveDbPath } from '../../store/open-store.js';
+import { isOldSchema, openExistingStore, openStore, peekBatch, resolveDbPath } from '../../store/open-store.js';
 import type { TaskStore } from '../../store/task-store.js';
 import type { Io } from '../io.js';
 import { keepWorkingWithoutOutput } from '../lost-output.js';
@@ -99,7 +98,7 @@ async function checkNotFinished(plan: RunPlan, dbPath: string): Promise<void> {
   try {
     store = await openExistingStore(dbPath, { readonly: true });
   } catch (err) {
-    if (err instanceof StoreError && /older schema/.test(err.message)) return; // upgraded by this run's open; nothing to compare yet
+    if (isOldSchema(err)) return; // upgraded by this run's open; nothing to compare yet
     throw err;
   }
   if (!store) return;
