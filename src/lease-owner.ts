@@ -1,5 +1,6 @@
 import { readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { TEST_HOOKS } from './test-hooks.js';
 
 /**
  * A lease owner names a coordinator process: `host/boot/pidns:pid:start`. `boot` is this
@@ -12,9 +13,8 @@ import { hostname } from 'node:os';
  * (other hosts, other namespaces, and owners written before the namespace was recorded,
  * `host/boot:pid:start`) are reclaimed when their lease expires.
  */
-// SPLITDANCE_HOST_ID is for tests only: it gives a process another machine's identity, so
-// one machine can simulate several hosts sharing a PostgreSQL store.
-const OVERRIDE = process.env.SPLITDANCE_HOST_ID;
+// A simulated host's identity (SPLITDANCE_HOST_ID), given by the test suite: see test-hooks.ts.
+const OVERRIDE = TEST_HOOKS.hostId;
 export const HOST = OVERRIDE ?? hostname();
 const NAMESPACE = pidNamespace();
 const MACHINE = `${OVERRIDE ? `${OVERRIDE}/sim` : `${HOST}/${bootId()}`}/${NAMESPACE ?? 'nons'}`;

@@ -1,6 +1,5 @@
-import { StoreError } from '../errors.js';
 import { expandBatchName } from '../job/batch-name.js';
-import { openExistingStore } from '../store/open-store.js';
+import { isOldSchema, openExistingStore } from '../store/open-store.js';
 import { redactUrl } from '../store/postgres/pg-url.js';
 import { printable } from './format.js';
 import { line, type Io } from './io.js';
@@ -27,7 +26,7 @@ export async function awaitBatch<S extends string>(
     const store = await openExistingStore(db, { readonly }).catch((err: unknown) => {
       // A store the `run` it waits for is creating right now is at schema 0 until its first
       // transaction commits: opened for writing, the open waits for that (as openForReading does).
-      if (readonly && err instanceof StoreError && err.code === 'OLD_SCHEMA') return openExistingStore(db);
+      if (readonly && isOldSchema(err)) return openExistingStore(db);
       throw err;
     });
     try {

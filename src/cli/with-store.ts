@@ -1,6 +1,5 @@
-import { StoreError } from '../errors.js';
-import { openStore, resolveDbPath } from '../store/open-store.js';
-import type { BatchRecord, CommandStore, TaskStore } from '../store/task-store.js';
+import { openForReading, openStore, resolveDbPath } from '../store/open-store.js';
+import type { BatchRecord, CommandStore } from '../store/task-store.js';
 import { printable } from './format.js';
 import type { Io } from './io.js';
 import { resolveBatch } from './resolve-batch.js';
@@ -41,15 +40,3 @@ export function defaultedNote(name: string): string {
   return `batch ${printable(name)} (the most recent; --batch NAME picks another)`;
 }
 
-/**
- * Opens a store for reading only. A store with an older schema is opened for writing once
- * instead, so the upgrade that any command would do still happens where it can.
- */
-export async function openForReading(db: string): Promise<TaskStore> {
-  try {
-    return await openStore(db, { create: false, readonly: true });
-  } catch (err) {
-    if (err instanceof StoreError && err.code === 'OLD_SCHEMA') return openStore(db, { create: false });
-    throw err;
-  }
-}

@@ -6,13 +6,14 @@ import type { RunStore } from './run-types.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
 import { lostClaimSettlement } from './settlement.js';
 import { monotonicMs } from '../wall-steps.js';
+import { TEST_HOOKS } from '../test-hooks.js';
 
 /**
  * How long a run waits out a store that is unreachable (a PostgreSQL restart or failover, a
  * network cut) before it gives up with exit 4. Fixed, so every run and worker of a shared
  * store waits the same; SPLITDANCE_RECONNECT_MS overrides it (tests use a short one).
  */
-const given = process.env.SPLITDANCE_RECONNECT_MS;
+const given = TEST_HOOKS.reconnectMs;
 // A limit that does not parse must not become no limit at all (NaN never compares as reached).
 export const OUTAGE_LIMIT_MS = given && Number.isFinite(Number(given)) && Number(given) >= 0 ? Number(given) : 60_000;
 

@@ -1,21 +1,7 @@
-import { OUTCOMES, type Outcome } from './task-store.js';
+/** What a batch's ended attempts add up to (`AttemptStats`): both stores' grouped rows folded the same way, and a run's own count. */
+import { OUTCOMES, type AttemptStats, type Outcome } from './records.js';
 
-/**
- * What the ended attempts of a batch add up to, for `metrics`: counts per outcome and a
- * duration histogram. Both stores compute it in SQL (one pass over the batch's attempts)
- * and fold the grouped rows here, the same way.
- */
-export interface AttemptStats {
-  /** Ended attempts per outcome; every outcome is present (0 when none). Running ones are not counted. */
-  outcomes: Record<Outcome, number>;
-  /** The bounds asked for (ms). */
-  boundsMs: number[];
-  /** Cumulative: `buckets[i]` ended attempts with a recorded duration ≤ `boundsMs[i]`. */
-  buckets: number[];
-  /** Ended attempts with a recorded duration (a LOST attempt has none until a late report), and their sum. */
-  count: number;
-  sumMs: number;
-}
+export type { AttemptStats };
 
 /** One grouped row: `bucket` is how many bounds lie below the duration (NULL without one). */
 export interface AttemptStatsRow {

@@ -1,4 +1,4 @@
-import type { AttemptRow, BatchRecord, ClaimedTask, Counts, Outcome, ReleasedTask, StageCounts, TaskRow, TaskStatus } from './task-store.js';
+import type { AttemptRow, BatchRecord, ClaimedTask, Counts, Outcome, ReleasedTask, StageCounts, TaskRow, TaskStatus } from './records.js';
 import type { Sibling } from './stage-graph.js';
 import { parseNeeds } from './shared/json-columns.js';
 

@@ -1,5 +1,7 @@
+import { TEST_HOOKS } from '../test-hooks.js';
+
 /**
- * Test-only fault injection, read from one env var in this one place:
+ * Test-only fault injection, from one env var (read in test-hooks.ts with the suite's other hooks):
  *
  * - `SPLITDANCE_FAILPOINT=write:N` SIGKILLs this process right after its N-th committed
  *   store write, the way SQLite's crash tests walk N over every write of a run.
@@ -15,7 +17,7 @@
  *
  * Unset, each call costs one comparison.
  */
-const spec = /^(\w+):(\d+)$/.exec(process.env.SPLITDANCE_FAILPOINT ?? '');
+const spec = /^(\w+):(\d+)$/.exec(TEST_HOOKS.failpoint ?? '');
 const counts = new Map<string, number>();
 
 export function failpoint(name: string): void {

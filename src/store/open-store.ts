@@ -1,8 +1,22 @@
+/**
+ * Where a store is, and the one way to open it for each purpose:
+ *
+ * - create: `openStore(db, { create: true })` — `run`, which makes the store if it is missing.
+ * - write: `openStore(db, { create: false })` — the commands that change an existing store.
+ * - read: `openForReading(db)` — the commands that only look (status, tasks, batches, …).
+ * - peek: `peekBatch(db, name)` — a batch's stored definition, read without a single write.
+ *
+ * `openExistingStore` is the create-less open for a store that may not exist yet: null
+ * instead of an error (`run --dry-run`, `worker --follow`, a worker waiting for its batch).
+ * Every writing open upgrades an older schema; a read-only open refuses it (`isOldSchema`).
+ */
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { StoreError, UsageError } from '../errors.js';
 // pg-url.ts needs no driver: recognising and redacting a URL never loads node-postgres.
 import { isPostgresUrl, looksLikeUrl, redactUrl } from './postgres/pg-url.js';
+import type { PeekedBatch } from './records.js';
+import { peekSqlite } from './sqlite/sqlite-peek.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 import type { TaskStore } from './task-store.js';
 
@@ -27,20 +41,6 @@ export function resolveDbPath(flag: string | undefined, cwd: string, env: NodeJS
   return isAbsolute(given) ? given : resolve(cwd, given);
 }
 
-/**
- * Opens the store if it exists (a SQLite file, or a PostgreSQL schema that holds one);
- * null when there is none yet, so `run` can load the handler before creating anything.
- */
-export async function openExistingStore(db: string, options: { readonly?: boolean } = {}): Promise<TaskStore | null> {
-  if (!isPostgresUrl(db) && !existsSync(db)) return null;
-  try {
-    return await openStore(db, { create: false, ...options });
-  } catch (err) {
-    if (err instanceof StoreError && err.code === 'NO_STORE') return null;
-    throw err;
-  }
-}
-
 /** Where attempt logs go: beside a SQLite store; under the working directory for a shared server. */
 export function logRoot(db: string, cwd: string): string {
   return isPostgresUrl(db) ? join(cwd, '.splitdance', 'logs') : join(dirname(db), 'logs');
@@ -52,10 +52,81 @@ export function describeStore(db: string): string {
 }
 
 /**
- * Opens a store. `readonly` (SQLite) opens without a single write (no WAL switch, no
- * migration, no checkpoint): for --dry-run.
+ * A read-only open found a schema older than this build: both backends say so with this
+ * code, and a writable open would upgrade it.
  */
-export async function openStore(db: string, options: { create: boolean; readonly?: boolean }): Promise<TaskStore> {
+export function isOldSchema(err: unknown): boolean {
+  return err instanceof StoreError && err.code === 'OLD_SCHEMA';
+}
+
+/** Opens the store for writing (create, write); an older schema is upgraded by this open. */
+export async function openStore(db: string, { create }: { create: boolean }): Promise<TaskStore> {
+  return open(db, { create });
+}
+
+/**
+ * Opens the store if it exists (a SQLite file, or a PostgreSQL schema that holds one);
+ * null when there is none yet, so `run` can load the handler before creating anything.
+ * `readonly` (SQLite) opens without a single write (no WAL switch, no migration, no
+ * checkpoint): for --dry-run, which refuses an older schema rather than upgrade it.
+ */
+export async function openExistingStore(db: string, options: { readonly?: boolean } = {}): Promise<TaskStore | null> {
+  if (!isPostgresUrl(db) && !existsSync(db)) return null;
+  try {
+    return await open(db, { create: false, ...options });
+  } catch (err) {
+    if (err instanceof StoreError && err.code === 'NO_STORE') return null;
+    throw err;
+  }
+}
+
+/**
+ * Opens a store for reading only, so a command that only looks works on a store it cannot
+ * write (a read-only mount, a backup, another user's store). A store with an older schema is
+ * opened for writing once instead, so the upgrade that any command would do still happens
+ * where it can.
+ */
+export async function openForReading(db: string): Promise<TaskStore> {
+  try {
+    return await open(db, { create: false, readonly: true });
+  } catch (err) {
+    if (isOldSchema(err)) return open(db, { create: false });
+    throw err;
+  }
+}
+
+/**
+ * A batch's stored definition, read without a single write to the store — no migration of
+ * an older schema, no WAL switch — so `run` can validate every input (and load the handler)
+ * before it changes anything. Undefined when there is no store or no such batch.
+ */
+export async function peekBatch(db: string, name: string): Promise<PeekedBatch | undefined> {
+  if (isPostgresUrl(db)) return peekPostgres(db, name);
+  if (!existsSync(db)) return undefined;
+  return peekSqlite(db, name);
+}
+
+async function peekPostgres(db: string, name: string): Promise<PeekedBatch | undefined> {
+  let store;
+  try {
+    store = await openExistingStore(db, { readonly: true });
+  } catch (err) {
+    // An older schema cannot be read read-only; PostgreSQL's upgrade is one transaction
+    // under an advisory lock, and is then done by this open (a documented exception).
+    if (!isOldSchema(err)) throw err;
+    store = await openExistingStore(db);
+  }
+  if (!store) return undefined;
+  try {
+    const batch = await store.findBatch(name);
+    return batch && { job: batch.job, source: batch.source };
+  } finally {
+    await store.close();
+  }
+}
+
+/** The one place a backend is chosen: by the location's form. */
+async function open(db: string, options: { create: boolean; readonly?: boolean }): Promise<TaskStore> {
   if (isPostgresUrl(db)) {
     const { PostgresStore } = await import('./postgres/pg-store.js').catch((err: Error) => {
       throw new StoreError(`the PostgreSQL backend could not be loaded: ${err.message}`);

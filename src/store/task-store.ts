@@ -1,310 +1,179 @@
 /**
- * The store the coordinator and commands use, and the types its verbs speak. It never
- * exposes a driver type, so SQLite and PostgreSQL can sit behind it. All times are
- * milliseconds since the epoch. The verbs are grouped by who needs them: the lease verbs of
- * a coordinator (lease-store.ts), the queries and admin verbs of the commands
- * (command-store.ts); `TaskStore` is all of them, what `openStore` returns.
+ * The store the coordinator and commands use, as verbs grouped by who needs them: the lease
+ * verbs of a coordinator, the queries and admin verbs of the commands; `TaskStore` is all of
+ * them, what the open functions (open-store.ts) return. It never exposes a driver type, so
+ * SQLite and PostgreSQL can sit behind it. The records the verbs speak live in records.ts,
+ * re-exported here so a caller imports the store's vocabulary from one place.
  */
-import type { LeaseStore } from './lease-store.js';
-import type { AdminStore, QueryStore } from './command-store.js';
+import type {
+  AttemptRow,
+  AttemptStats,
+  BatchAttempt,
+  BatchRecord,
+  Budget,
+  CancelResult,
+  ClaimRequest,
+  ClaimedTask,
+  Counts,
+  EnqueueOptions,
+  EnqueueResult,
+  ErrorCount,
+  NewBatch,
+  PendingOutput,
+  PruneResult,
+  ReleasedTask,
+  Settlement,
+  StageCounts,
+  TaskFilter,
+  TaskRow,
+  TaskSpec,
+  TaskStatus,
+} from './records.js';
 
-export type { BatchProgress, LeaseStore, RetryDue, StoreInfo } from './lease-store.js';
-export type { AdminStore, CommandStore, QueryStore } from './command-store.js';
+export * from './records.js';
 
-export const TASK_STATUSES = ['PENDING', 'RUNNING', 'SUCCESS', 'FAILED', 'CANCELLED'] as const;
-export type TaskStatus = (typeof TASK_STATUSES)[number];
-
-export const OUTCOMES = ['SUCCESS', 'FAILED', 'TIMEOUT', 'CRASHED', 'LOST', 'INTERRUPTED'] as const;
-export type Outcome = (typeof OUTCOMES)[number];
-
-/** The stored JSON a task carries; `version` lets later releases change its shape. */
-export interface TaskPayload {
-  version: 1;
-  /** Absolute path of the file this task reads. */
-  path: string;
-  /** Path relative to the source root (the file itself for a file source). */
-  rel: string;
-  start?: number;
-  end?: number;
-  /** An item of a list (items source): its text, as the line holds it without its line end. */
-  item?: string;
-  /** A JSON Lines item: the parsed record. */
-  record?: unknown;
-  /** An item that is not valid UTF-8: its exact bytes, base64 (`item` then holds a lossy text). */
-  bytes?: string;
-  /** `--colsep` of the list: the regex that splits `item` into `{1}`, `{2}`… (absent: whitespace). */
-  colsep?: string;
-}
-
-/** What the splitter produces for one task. */
-export interface TaskSpec {
-  key: string;
-  payload: TaskPayload;
-  /** `size:mtimeMs` of the file (for chunks, of the whole file they come from). */
-  fingerprint: string | null;
-  /** With stages: the stage, the split item's key, the stages it needs, its budget. */
-  stage?: string;
-  item?: string;
-  needs?: string[];
-  maxAttempts?: number;
-}
-
-export type { Budget } from './budget.js';
-
-export interface BatchRecord {
-  id: number;
-  name: string;
-  source: string;
-  /** The effective job definition (JSON), with a `version`. */
-  job: Record<string, unknown>;
-  createdAt: number;
-  updatedAt: number;
-  paused: boolean;
+/** What names a store, for messages and the log folder. */
+export interface StoreInfo {
+  readonly location: string;
   /**
-   * The version of `job`, bumped by every `updateJob`: a coordinator claims only under the
-   * version whose handler its workers loaded, and follows a newer one (another `run` changed it).
+   * The store's identity: 32 hex digits, random, written once when the store was created
+   * (or upgraded to a version that has one) and never changed. It names the store's log folder.
    */
-  jobVersion: number;
+  readonly identity: string;
 }
 
-export interface NewBatch {
-  name: string;
-  source: string;
-  job: Record<string, unknown>;
-  maxAttempts: number;
+/** The reads a coordinator's loop makes between ticks: its batch, what is left, when the next retry is due. */
+export interface BatchProgress {
+  findBatch(name: string): Promise<BatchRecord | undefined>;
+  counts(batchId: number): Promise<Counts>;
+  /** The earliest `next_run_at` of a PENDING task whose needs are met, or null. */
+  nextDueAt(batchId: number): Promise<number | null>;
 }
 
-export interface EnqueueOptions {
-  /** Re-queue succeeded tasks whose file changed (`--rerun-changed`). */
-  rerunChanged?: boolean;
-  /** Count the specs whose key came more than once (a list's repeated items): `repeated`. */
-  countRepeated?: boolean;
+/** The lease verbs: what a coordinator (of `run` or `worker`) needs to claim, run, settle and recover tasks. */
+export interface LeaseStore extends StoreInfo, BatchProgress {
+  /** Atomically claim up to one PENDING, due task whose needs succeeded per slot, counting the attempt. */
+  claim(request: ClaimRequest): Promise<ClaimedTask[]>;
+  /**
+   * Extend the leases of every task `owner` holds; returns their tokens, so an owner learns
+   * which of its attempts lost their task (taken over while it was frozen).
+   */
+  heartbeat(owner: string, leaseExpiresAt: number): Promise<number[]>;
+  /**
+   * settle, then claim, in one transaction: what a coordinator does on every tick. `placed`:
+   * declared outputs now in place (as outputsPlaced), confirmed first, so the claim sees them.
+   */
+  settleAndClaim(settlements: Settlement[], request: ClaimRequest, placed?: { taskId: number; temp: string }[]): Promise<{ applied: number[]; claimed: ClaimedTask[] }>;
+  /** Commit attempt outcomes in one transaction; returns the tokens that still held their task, in the order given. */
+  settle(settlements: Settlement[]): Promise<number[]>;
+  /** Current status of the given tasks (the store, not a claim-time copy, decides whether a failure ended a task). */
+  statuses(taskIds: number[]): Promise<Map<number, TaskStatus>>;
+  /** The owners holding RUNNING tasks in the batch (or all batches), for dead-owner checks. */
+  runningOwners(batchId: number | null): Promise<string[]>;
+  /**
+   * Return to PENDING (or FAILED when out of attempts) tasks whose lease expired or whose
+   * owner is dead, never those of `self` (a live coordinator's own) nor of `liveOwners`
+   * (live processes on this host, stopped ones included); records LOST.
+   */
+  releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners?: string[]): Promise<ReleasedTask[]>;
+  /** The batch's committed successes whose declared output's rename is not known to be done. */
+  pendingOutputs(batchId: number): Promise<PendingOutput[]>;
+  /** Their outputs are in place: forgets each temporary file (only while it is still the one recorded). */
+  outputsPlaced(placed: { taskId: number; temp: string }[]): Promise<void>;
+  /**
+   * This process's wall clock stepped by `stepMs`: moves the given waiting retries (each still
+   * PENDING and due at `dueAt`, as this process scheduled it) by the step, so each stays as far
+   * away as its backoff said. Returns the ones moved. A store whose times are on another clock
+   * (PostgreSQL: the server's) moves nothing.
+   */
+  shiftRetries(retries: RetryDue[], stepMs: number): Promise<RetryDue[]>;
 }
 
-export interface EnqueueResult {
-  batch: BatchRecord;
-  created: boolean;
-  inserted: number;
-  /** Succeeded tasks whose file changed since (fingerprint), still SUCCESS. */
-  changed: number;
-  /** Succeeded tasks whose file changed, re-queued by `rerunChanged`. */
-  requeued: number;
-  /** With `countRepeated`: specs that repeated a key given before them in this enqueue (each key is one task). */
-  repeated: number;
-}
-
-/** A claimed task, as handed to a worker. `token` is the attempt id and the fencing token. */
-export interface ClaimedTask {
-  id: number;
-  token: number;
-  key: string;
-  stage: string;
-  seq: number;
-  /** The attempt's number: every attempt the task ever had, earlier retry budgets included (`{attempt}`, `#N`). */
-  attempt: number;
-  /** Its place in the current retry budget (1 for the first attempt after a `retry-failed`), against `maxAttempts`. */
-  counted: number;
-  maxAttempts: number;
-  payload: TaskPayload;
-  workerId: string;
-  /** The stored results of the stages it needs (stages only), by stage. */
-  inputs: Record<string, unknown>;
-}
-
-/** One worker slot asking for a task in a claim. */
-export interface ClaimSlot {
-  workerId: string;
-  pid: number | null;
-  /** A place behind an attempt the worker holds already: the task claimed for it waits `queued` until it starts. */
-  queued?: boolean;
-}
-
-/** An attempt that waited queued on its slot and has started now (its task is running from `at`). */
-export interface AttemptStart {
+/** A retry a coordinator scheduled: the task, and when it is due. */
+export interface RetryDue {
   taskId: number;
-  token: number;
-  at: number;
+  dueAt: number;
 }
 
-export interface ClaimRequest {
-  batchId: number;
-  owner: string;
-  host: string;
-  now: number;
-  leaseMs: number;
-  slots: ClaimSlot[];
-  /** Attempts that were queued and have started since the last claim: their tasks are running now. */
-  started?: AttemptStart[];
+/** The reads of the commands that look (status, tasks, show, report, logs, batches). */
+export interface QueryStore extends StoreInfo, BatchProgress {
+  latestBatch(): Promise<BatchRecord | undefined>;
+  listBatches(): Promise<BatchRecord[]>;
+  /** Succeeded tasks that were up to date (declared output newer than input): nothing ran. */
+  upToDateCount(batchId: number): Promise<number>;
+  /** Succeeded tasks whose file has changed since they ran (as last observed). */
+  changedCount(batchId: number): Promise<number>;
+  /** Counts per stage of a batch with stages (none for a batch without). */
+  stageCounts(batchId: number): Promise<StageCounts[]>;
+  /** The last errors of FAILED tasks with their counts, most frequent first. */
+  topErrors(batchId: number, limit: number): Promise<ErrorCount[]>;
+  listTasks(filter: TaskFilter): Promise<TaskRow[]>;
   /**
-   * The batch's job version the claimer's workers run: nothing is claimed once the batch's
-   * stored version differs (checked in the claim's transaction, so an attempt never starts
-   * under a definition older than the stored one). Each attempt records the version. Omitted:
-   * claim under whatever version is stored.
+   * The batch's running tasks (RUNNING, not queued), longest running (earliest started) first, at most `limit`: read
+   * through the index of RUNNING rows alone, so a live view can ask every second of a big batch.
    */
-  jobVersion?: number;
-}
-
-/** How an attempt ended, as the coordinator commits it. */
-export interface Settlement {
-  token: number;
-  taskId: number;
-  outcome: Outcome;
-  endedAt: number;
-  durationMs: number;
-  exitCode: number | null;
-  signal: string | null;
-  error: string | null;
-  outputTail: string | null;
-  logPath: string | null;
-  /** SUCCESS only: the handler's JSON result (already serialised). */
-  result?: string | null;
+  runningTasks(batchId: number, limit: number): Promise<TaskRow[]>;
+  getTask(batchId: number, key: string): Promise<TaskRow | undefined>;
+  attemptsOf(taskId: number): Promise<AttemptRow[]>;
+  /** The batch's attempts, oldest first, at most `limit` (the most recent ones when cut). */
+  batchAttempts(batchId: number, limit: number): Promise<{ attempts: BatchAttempt[]; total: number }>;
+  /** The same attempts without counting the batch's (a scan of the batch): for `status`'s rates. */
+  recentAttempts(batchId: number, limit: number): Promise<BatchAttempt[]>;
   /**
-   * For failures: when to run again if retries remain, or null to fail the task
-   * now (permanent). Ignored for SUCCESS and INTERRUPTED.
+   * The batches `pruneFinished(before, …, only)` would delete now: finished (nothing PENDING or
+   * RUNNING) and idle since before `before`; only the batch `only` when given. For `prune --dry-run`.
    */
-  retryAt?: number | null;
-  /** SUCCESS only: its declared output was up to date, so nothing ran (SPEC §4). */
-  upToDate?: boolean;
+  prunableBatches(before: number, only?: number): Promise<BatchRecord[]>;
+  /** Attempt rows in the whole store: the history `prune` would trim. */
+  historySize(): Promise<number>;
   /**
-   * SUCCESS only: the attempt's declared output, still at its temporary path. Recorded with
-   * the success, renamed onto the output only once the commit won (never by a fenced-off
-   * attempt), and redone by recovery after a crash between the two.
+   * The batch's ended attempts per outcome and their durations bucketed by `boundsMs`
+   * (ascending whole ms), in one pass over its attempts: for `metrics`.
    */
-  outputTemp?: string | null;
+  attemptStats(batchId: number, boundsMs: readonly number[]): Promise<AttemptStats>;
+  /** First and last activity of the batch, for rates. */
+  activity(batchId: number): Promise<{ firstStartedAt: number | null; lastFinishedAt: number | null }>;
+}
+
+/** The writes of the commands that change a batch (run's enqueue, pause, cancel, retry-failed, prune). */
+export interface AdminStore {
   /**
-   * When the attempt started running, if later than its claim (it waited queued on its
-   * worker); the attempt row's start moves there, so timelines show when it really ran.
+   * Create the batch if needed and insert the tasks whose keys it lacks, atomically; note
+   * changed fingerprints, and with `rerunChanged` re-queue succeeded tasks whose file changed.
    */
-  startedAt?: number;
+  enqueue(batch: NewBatch, specs: Iterable<TaskSpec>, options?: EnqueueOptions): Promise<EnqueueResult>;
+  /**
+   * Replace the stored job definition and bump its version (returned); unfinished tasks get the
+   * new attempt budget (per stage, with stages). Claims under the old version stop at once.
+   */
+  updateJob(batchId: number, job: Record<string, unknown>, budget: Budget): Promise<number>;
+  /** Pause (nothing new is claimed; running attempts finish) or resume a batch. */
+  setPaused(batchId: number, paused: boolean): Promise<void>;
+  /**
+   * Delete finished batches (nothing PENDING or RUNNING) whose last activity is before `before`,
+   * in bounded chunks, each its own short transaction (so a concurrent run never waits long for
+   * the lock): the batch's attempts, then its tasks, then the batch row. Every chunk re-checks
+   * that the batch is still finished and idle, so a prune killed half-way leaves a smaller batch
+   * of finished tasks (consistent) that the next prune finishes, and a batch that came back to
+   * life meanwhile keeps what is left. With `onChunk`, each chunk's log files are handed over as
+   * soon as it is committed (and `logPaths` stays empty); without, they are all in `logPaths`.
+   * With `only` (a batch id), that batch alone is considered (`prune --batch NAME`).
+   */
+  pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void, only?: number): Promise<PruneResult>;
+  /**
+   * Reset FAILED tasks matching the filter to PENDING with a fresh budget; returns how many.
+   * Their dependents cancelled because they failed return to PENDING too.
+   */
+  retryFailed(filter: TaskFilter): Promise<number>;
+  /**
+   * `cancel`: PENDING tasks matching the filter end CANCELLED; RUNNING ones finish and end
+   * CANCELLED unless they succeed; stage tasks that need them are cancelled too.
+   */
+  cancel(filter: TaskFilter): Promise<CancelResult>;
 }
 
-/**
- * Disjoint counts that add up to `total`. `running` and `queued` are both RUNNING tasks
- * (claimed, their attempt counted): `queued` ones wait behind another attempt on their slot.
- */
-export interface Counts {
-  total: number;
-  pending: number;
-  retrying: number;
-  running: number;
-  queued: number;
-  succeeded: number;
-  failed: number;
-  cancelled: number;
-}
-
-export interface TaskRow {
-  id: number;
-  key: string;
-  stage: string;
-  status: TaskStatus;
-  attempts: number;
-  maxAttempts: number;
-  nextRunAt: number;
-  leaseOwner: string | null;
-  leaseExpiresAt: number | null;
-  workerId: string | null;
-  createdAt: number;
-  startedAt: number | null;
-  finishedAt: number | null;
-  lastError: string | null;
-  result: string | null;
-  payload: TaskPayload;
-  fingerprint: string | null;
-  /** The split item of a stage task (null without stages) and the stages it needs. */
-  item: string | null;
-  needs: string[];
-  /** SUCCESS without running: its declared output was up to date. */
-  upToDate: boolean;
-}
-
-export interface AttemptRow {
-  id: number;
-  attempt: number;
-  workerId: string;
-  host: string;
-  pid: number | null;
-  startedAt: number;
-  endedAt: number | null;
-  outcome: Outcome | null;
-  exitCode: number | null;
-  signal: string | null;
-  error: string | null;
-  durationMs: number | null;
-  outputTail: string | null;
-  logPath: string | null;
-  /** The batch's job version the attempt was claimed under (its handler); null before versions were recorded. */
-  jobVersion: number | null;
-}
-
-export interface TaskFilter {
-  batchId: number;
-  status?: TaskStatus;
-  /** Matches when the key matches this predicate (globs are compiled by the caller). */
-  keyMatches?: (key: string) => boolean;
-  errorContains?: string;
-  /** Only tasks attempted at least once (with status PENDING: "retrying"). */
-  attemptedOnly?: boolean;
-  /** Matches on the last error (e.g. its normalised signature). */
-  errorMatches?: (error: string | null) => boolean;
-  /** `slowest`: finished tasks, longest last attempt first. Default: creation order. */
-  order?: 'created' | 'slowest';
-  limit?: number;
-}
-
-/** An attempt with its task's key, for reports. */
-export interface BatchAttempt extends AttemptRow {
-  key: string;
-}
-
-export interface PruneResult {
-  batches: string[];
-  tasks: number;
-  attempts: number;
-  /** Log files of the removed attempts, for the caller to delete. */
-  logPaths: string[];
-}
-
-/** A RUNNING task whose lease was released by recovery. */
-export interface ReleasedTask {
-  key: string;
-  owner: string | null;
-  failed: boolean;
-  /** The lost attempt (its id), and what renders its declared output's paths. */
-  token: number | null;
-  stage: string;
-  seq: number;
-  payload: TaskPayload;
-  /** The stored results of the stages it needs (what an `{inputs…}` output path renders from); absent without stages. */
-  inputs?: Record<string, unknown>;
-}
-
-/** A committed success whose declared output may not be in place yet (its rename was not confirmed). */
-export interface PendingOutput {
-  taskId: number;
-  /** The committed attempt's temporary file. */
-  temp: string;
-  /** The output path (the stored result's `out`), or null when the result names none. */
-  out: string | null;
-}
-
-/** What `cancel` did: PENDING tasks ended, RUNNING ones asked to stop, dependents ended with them. */
-export interface CancelResult {
-  cancelled: number;
-  stopping: number;
-  dependents: number;
-}
-
-export interface StageCounts extends Counts {
-  stage: string;
-}
-
-export interface ErrorCount {
-  error: string;
-  count: number;
-  /** One task key with this error. */
-  example: string;
-}
+/** What a command that opens a batch gets: every query and admin verb, none of the lease verbs. */
+export type CommandStore = QueryStore & AdminStore;
 
 export interface TaskStore extends LeaseStore, QueryStore, AdminStore {
   close(): Promise<void>;

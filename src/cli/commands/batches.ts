@@ -1,7 +1,6 @@
-import { resolveDbPath } from '../../store/open-store.js';
+import { openForReading, resolveDbPath } from '../../store/open-store.js';
 import { cell, iso, table } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
-import { openForReading } from '../with-store.js';
 
 /** `splitdance batches`: every batch with its counts (reads only, so a read-only store works). */
 export async function batchesCommand(flags: OutputFlags & { db?: string }, io: Io): Promise<number> {

@@ -1,9 +1,8 @@
 import { UsageError } from '../../errors.js';
-import { resolveDbPath } from '../../store/open-store.js';
+import { openForReading, resolveDbPath } from '../../store/open-store.js';
 import type { CommandModel } from '../help/command-model.js';
 import { bashCompletion, fishCompletion, zshCompletion } from '../help/completion.js';
 import type { Io } from '../io.js';
-import { openForReading } from '../with-store.js';
 
 const SCRIPTS: Record<string, (commands: CommandModel[]) => string> = { bash: bashCompletion, zsh: zshCompletion, fish: fishCompletion };
 

@@ -1,10 +1,9 @@
 import { batchMetrics } from '../../status/batch-metrics.js';
 import { prometheusText } from '../../status/prometheus-text.js';
-import { resolveDbPath } from '../../store/open-store.js';
+import { openForReading, resolveDbPath } from '../../store/open-store.js';
 import type { Io } from '../io.js';
 import { resolveBatch } from '../resolve-batch.js';
 import { givenDb } from '../suggest.js';
-import { openForReading } from '../with-store.js';
 
 export interface MetricsFlags {
   db?: string;

@@ -1,13 +1,12 @@
 import { UsageError } from '../../errors.js';
 import { MAX_AGE, parseDuration } from '../../job/units.js';
 import { batchLogBytes, batchLogFolder, removeBatchLogs } from '../../store/log-layout.js';
-import { logRoot, openStore, resolveDbPath } from '../../store/open-store.js';
+import { logRoot, openForReading, openStore, resolveDbPath } from '../../store/open-store.js';
 import type { BatchRecord, TaskStore } from '../../store/task-store.js';
 import { printable, size } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { resolveBatch } from '../resolve-batch.js';
 import { suggest, givenDb } from '../suggest.js';
-import { openForReading } from '../with-store.js';
 
 export interface PruneFlags extends OutputFlags {
   db?: string;

@@ -5,7 +5,6 @@ import { inputFromFlags, parseConcurrency, type RawRunFlags } from '../../job/ru
 import { planRun } from '../../job/plan-run.js';
 import { watchSignalsDuringStartup } from '../../run/signals.js';
 import { startRun } from '../../run/start-run.js';
-import { peekBatch } from '../../store/peek-batch.js';
 import { driveRun, interruptedBeforeStart } from '../drive-run.js';
 import { keepWorkingWithoutOutput } from '../lost-output.js';
 import { givenDb, suggest } from '../suggest.js';
@@ -15,7 +14,7 @@ import { line, type Io, type OutputFlags } from '../io.js';
 import { resolveBatch } from '../resolve-batch.js';
 import { withBatch } from '../with-store.js';
 import { clusterId, errorSignature } from '../../status/error-signature.js';
-import { openStore, resolveDbPath } from '../../store/open-store.js';
+import { openStore, peekBatch, resolveDbPath } from '../../store/open-store.js';
 
 export interface RetryFailedFlags extends OutputFlags {
   db?: string;

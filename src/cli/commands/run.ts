@@ -1,10 +1,8 @@
-import { StoreError } from '../../errors.js';
 import { planRun, type PlanOptions, type RunPlan } from '../../job/plan-run.js';
 import type { RawRunFlags } from '../../job/run-options.js';
 import { watchSignalsDuringStartup } from '../../run/signals.js';
 import { startRun } from '../../run/start-run.js';
-import { openExistingStore, resolveDbPath } from '../../store/open-store.js';
-import { peekBatch } from '../../store/peek-batch.js';
+import { isOldSchema, openExistingStore, peekBatch, resolveDbPath } from '../../store/open-store.js';
 import type { TaskStore } from '../../store/task-store.js';
 import { driveRun, interruptedBeforeStart } from '../drive-run.js';
 import { printPlan } from '../dry-run.js';
@@ -64,7 +62,7 @@ async function checkNotFinished(plan: RunPlan, dbPath: string): Promise<void> {
   try {
     store = await openExistingStore(dbPath, { readonly: true });
   } catch (err) {
-    if (err instanceof StoreError && /older schema/.test(err.message)) return; // upgraded by this run's open; nothing to compare yet
+    if (isOldSchema(err)) return; // upgraded by this run's open; nothing to compare yet
     throw err;
   }
   if (!store) return;

@@ -1,5 +1,5 @@
 import { WallSteps } from '../../wall-steps.js';
-import type { ClaimRequest, Settlement } from '../task-store.js';
+import type { ClaimRequest, Settlement } from '../records.js';
 import type { PgDb } from './pg-db.js';
 
 /** The server's clock in SQL, in ms since the epoch: what every lease is measured on. */

@@ -1,4 +1,4 @@
-import type { EnqueueOptions, EnqueueResult, NewBatch, TaskSpec } from '../task-store.js';
+import type { EnqueueOptions, EnqueueResult, NewBatch, TaskSpec } from '../records.js';
 import type { PgDb, Sql } from './pg-db.js';
 import { lockKey } from './pg-locks.js';
 import { toBatch, type BatchDbRow } from '../db-rows.js';

@@ -1,6 +1,7 @@
 import { StoreError, UsageError } from '../../errors.js';
 import type { PgTarget } from './pg-url.js';
 import { busyTimeoutMs } from '../busy-timeout.js';
+import { TEST_HOOKS } from '../../test-hooks.js';
 
 /** Milliseconds a statement waits for another session's row or table lock before exit 4 (`lock_timeout`). */
 export const LOCK_TIMEOUT_MS = busyTimeoutMs();
@@ -23,7 +24,7 @@ export const IDLE_IN_TRANSACTION_MS = Math.max(1000, Math.round(LOCK_TIMEOUT_MS 
  * and retransmissions take the kernel a quarter of an hour to give up. Past it the connection
  * is destroyed and the store is UNAVAILABLE, an outage a run rides out up to its limit.
  */
-const givenQueryTimeout = Number(process.env.SPLITDANCE_QUERY_TIMEOUT_MS);
+const givenQueryTimeout = Number(TEST_HOOKS.queryTimeoutMs);
 export const QUERY_TIMEOUT_MS = Number.isFinite(givenQueryTimeout) && givenQueryTimeout > 0 ? givenQueryTimeout : 30_000;
 
 /**

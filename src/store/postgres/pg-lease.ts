@@ -1,4 +1,4 @@
-import type { ClaimRequest, ClaimedTask, ReleasedTask, Settlement } from '../task-store.js';
+import type { ClaimRequest, ClaimedTask, ReleasedTask, Settlement } from '../records.js';
 import type { Sql } from './pg-db.js';
 import { toClaimedTask, toReleased, type TaskDbRow } from '../db-rows.js';
 import { cascade, inputsOf } from './pg-stages.js';

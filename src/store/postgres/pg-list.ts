@@ -1,4 +1,4 @@
-import type { TaskFilter, TaskRow } from '../task-store.js';
+import type { TaskFilter, TaskRow } from '../records.js';
 import type { Sql } from './pg-db.js';
 import { toTaskRow, type TaskDbRow } from '../db-rows.js';
 import type { Statements } from './statements.js';

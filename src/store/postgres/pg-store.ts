@@ -1,5 +1,6 @@
 import type {
   AttemptRow,
+  AttemptStats,
   BatchAttempt,
   BatchRecord,
   Budget,
@@ -13,7 +14,6 @@ import type {
   PendingOutput,
   PruneResult,
   ReleasedTask,
-  RetryDue,
   Settlement,
   StageCounts,
   TaskFilter,
@@ -21,8 +21,8 @@ import type {
   TaskSpec,
   EnqueueOptions,
   TaskStatus,
-  TaskStore,
-} from '../task-store.js';
+} from '../records.js';
+import type { RetryDue, TaskStore } from '../task-store.js';
 import { failpoint } from '../failpoint.js';
 import { migrate, readIdentity } from './migrate.js';
 import { ServerClock } from './pg-clock.js';
@@ -35,7 +35,7 @@ import { parsePgUrl } from './pg-url.js';
 import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../db-rows.js';
 import { cascade, revive } from './pg-stages.js';
 import { budgets } from '../budget.js';
-import { checkBounds, foldAttemptStats, type AttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
+import { checkBounds, foldAttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
 import { CancelTally } from '../shared/cancel-tally.js';
 import { pendingOutputOf } from '../shared/pending-outputs.js';
 import { PRUNE_CHUNK, pruneInChunks, type PruneStep } from '../prune-in-chunks.js';

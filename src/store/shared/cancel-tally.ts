@@ -1,4 +1,4 @@
-import type { CancelResult, TaskRow } from '../task-store.js';
+import type { CancelResult, TaskRow } from '../records.js';
 
 /**
  * The loop of `cancel` both stores run over the matching tasks: each store updates one task

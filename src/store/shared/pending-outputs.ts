@@ -1,4 +1,4 @@
-import type { PendingOutput } from '../task-store.js';
+import type { PendingOutput } from '../records.js';
 
 /** A pending output's row as both stores read it: the output path is the stored result's `out`. */
 export function pendingOutputOf(row: { id: number | string; output_temp: string; result: string | null }): PendingOutput {

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Budget, CancelResult, PruneResult, TaskFilter, TaskStatus } from '../task-store.js';
+import type { Budget, CancelResult, PruneResult, TaskFilter, TaskStatus } from '../records.js';
 import type { BatchDbRow } from '../db-rows.js';
 import { budgets } from '../budget.js';
 import { PRUNE_CHUNK, pruneInChunks, type PruneStep } from '../prune-in-chunks.js';

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { EnqueueOptions, EnqueueResult, NewBatch, TaskSpec } from '../task-store.js';
+import type { EnqueueOptions, EnqueueResult, NewBatch, TaskSpec } from '../records.js';
 import { toBatch, type BatchDbRow } from '../db-rows.js';
 import { needsColumn } from '../shared/json-columns.js';
 import { failpoint } from '../failpoint.js';

@@ -1,4 +1,4 @@
-import type { ClaimRequest, ClaimedTask, ReleasedTask, Settlement, TaskStatus } from '../task-store.js';
+import type { ClaimRequest, ClaimedTask, ReleasedTask, Settlement, TaskStatus } from '../records.js';
 import { attemptNumber, toClaimedTask, toReleased, type ClaimedDbRow, type TaskDbRow } from '../db-rows.js';
 import { lostError } from '../shared/lost.js';
 import type { SqliteConn } from './sqlite-conn.js';

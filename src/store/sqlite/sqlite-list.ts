@@ -1,8 +1,8 @@
-import type { AttemptRow, BatchAttempt, BatchRecord, Counts, ErrorCount, StageCounts, TaskFilter, TaskRow, TaskStatus } from '../task-store.js';
+import type { AttemptRow, AttemptStats, BatchAttempt, BatchRecord, Counts, ErrorCount, StageCounts, TaskFilter, TaskRow, TaskStatus } from '../records.js';
 import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../db-rows.js';
 import type Database from 'better-sqlite3';
 import type { SqliteConn } from './sqlite-conn.js';
-import { checkBounds, foldAttemptStats, type AttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
+import { checkBounds, foldAttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
 
 /**
  * The read verbs of SQLite (what status, tasks, show, report and the coordinator's checks

@@ -1,6 +1,6 @@
-import type * as T from '../task-store.js';
+import type * as T from '../records.js';
+import type { RetryDue, TaskStore } from '../task-store.js';
 import { StoreError } from '../../errors.js';
-import type { AttemptStats } from '../attempt-stats.js';
 import { openSqlite, storeError } from './open-sqlite.js';
 import { SqliteConn } from './sqlite-conn.js';
 import { enqueue } from './sqlite-enqueue.js';
@@ -14,7 +14,7 @@ import { pendingOutputOf } from '../shared/pending-outputs.js';
  * sqlite-list, sqlite-admin, sqlite-stages), as postgres/ is. better-sqlite3 is synchronous;
  * the async interface exists for the PostgreSQL backend.
  */
-export class SqliteStore implements T.TaskStore {
+export class SqliteStore implements TaskStore {
   readonly identity: string;
 
   private constructor(private readonly c: SqliteConn) {
@@ -66,7 +66,7 @@ export class SqliteStore implements T.TaskStore {
     return heartbeat(this.c, owner, leaseExpiresAt);
   }
 
-  async shiftRetries(retries: T.RetryDue[], stepMs: number): Promise<T.RetryDue[]> {
+  async shiftRetries(retries: RetryDue[], stepMs: number): Promise<RetryDue[]> {
     if (retries.length === 0 || stepMs === 0) return [];
     return this.c.write(() =>
       retries.filter((r) => this.c.st.shiftRetry.run({ id: r.taskId, due: r.dueAt, step: stepMs }).changes === 1).map((r) => ({ taskId: r.taskId, dueAt: r.dueAt + stepMs })),
@@ -155,7 +155,7 @@ export class SqliteStore implements T.TaskStore {
     return { attempts: list.recentAttempts(this.c, batchId, limit), total: list.batchAttemptCount(this.c, batchId) };
   }
 
-  async attemptStats(batchId: number, boundsMs: readonly number[]): Promise<AttemptStats> {
+  async attemptStats(batchId: number, boundsMs: readonly number[]): Promise<T.AttemptStats> {
     return list.attemptStats(this.c, batchId, boundsMs);
   }
 
