@@ -10,7 +10,7 @@ import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from
 import { Spawner } from '../worker/spawner.js';
 import { InProcessWorker } from './in-process-worker.js';
 import { BOOT_MS, LIMIT_SAID, neverBooted, refused } from './start-failure.js';
-import { averaged, runningLong, slotWindow, type SlotTiming } from './slot-window.js';
+import * as slots from './slots.js';
 import { monotonicMs } from '../wall-steps.js';
 
 const CHILD_MAIN = fileURLToPath(new URL('../worker/child-main.js', import.meta.url));
@@ -78,7 +78,8 @@ interface WorkerProcess extends EventEmitter {
   disconnect(): void;
 }
 
-interface Slot extends PoolWorker, SlotTiming {
+/** A worker: its place in the schedule (slots.ts) and its process. */
+interface Slot extends PoolWorker, slots.SlotState {
   queue: number[];
   proc: WorkerProcess;
   stderr: string;
@@ -86,8 +87,6 @@ interface Slot extends PoolWorker, SlotTiming {
   groups: Map<number, number>;
   /** Its process runs its own code (see `booted` in protocol.ts); an in-process worker always does. */
   booted: boolean;
-  /** Since when its process has been seen stopped (SIGSTOP) while holding attempts; null if it was not. */
-  stoppedSince: number | null;
 }
 
 /**
@@ -162,12 +161,7 @@ export class WorkerPool {
 
   /** One entry per attempt the pool can take now: a worker appears once per free place in its window. */
   freeSlots(): PoolWorker[] {
-    // Round by round (each worker's first free place, then each one's second, …), so a
-    // claim that comes up short still spreads its tasks over the workers.
-    const room = [...this.workers].filter((w) => w.ready && !w.retiring).map((w) => ({ w, n: this.window(w) - w.queue.length }));
-    const free: PoolWorker[] = [];
-    for (let round = 0; room.some((r) => r.n > round); round++) for (const r of room) if (r.n > round) free.push(r.w);
-    return free;
+    return slots.freeSlots(this.workers, this.options.maxTasksPerWorker, monotonicMs());
   }
 
   /** Whether a stage's attempts say when they start (`spawned`): its exec commands do. */
@@ -177,47 +171,22 @@ export class WorkerPool {
 
   /** Whether some worker holds no next attempt (a queue of at most the running one). */
   needsWork(): boolean {
-    for (const w of this.workers) if (w.ready && !w.retiring && w.queue.length < 2) return true;
-    return false;
+    return slots.needsWork(this.workers);
   }
 
   /** Whether some worker has nothing to do. */
   hasIdleWorker(): boolean {
-    return [...this.workers].some((w) => w.ready && !w.retiring && w.queue.length === 0);
+    return slots.hasIdleWorker(this.workers);
   }
 
-  /** How many attempts the worker may hold: the running one and its queued ones. */
-  private window(w: Slot): number {
-    const { maxTasksPerWorker } = this.options;
-    return slotWindow(w, w.queue.length, maxTasksPerWorker ? maxTasksPerWorker - w.tasksRun : null, monotonicMs());
-  }
-
-  /**
-   * Workers whose running attempt has run for longer than `ms` (and than is usual for it)
-   * while others wait queued behind it, and another worker is idle: the caller takes those
-   * back (`drop`) so the idle worker can run them.
-   */
+  /** Workers holding queued attempts behind one that runs long while another is idle: the caller takes those back (`drop`). */
   stuck(ms: number): PoolWorker[] {
-    if (!this.hasIdleWorker()) return [];
-    const now = monotonicMs();
-    return [...this.workers].filter((w) => w.queue.length > 1 && runningLong(w, ms, now));
+    return slots.stuck(this.workers, ms, monotonicMs());
   }
 
-  /**
-   * Workers whose process (a forked worker, an `--exec` slot's helper) has been stopped
-   * (SIGSTOP) for `ms` or more while holding attempts. Such a worker answers nothing: not the
-   * `drop` that would free its queued attempts, and not the end of its running one, whose lease
-   * this run renews — the run would wait for it for ever. Nor can its queued attempts be handed
-   * elsewhere while it lives: woken, it would start them. Looked at once a poll.
-   */
+  /** Workers whose process (a forked worker, an `--exec` slot's helper) has been stopped (SIGSTOP) for `ms` or more while holding attempts: see slots.ts. Looked at once a poll. */
   stopped(ms: number, now = Date.now()): PoolWorker[] {
-    const found: PoolWorker[] = [];
-    for (const w of this.workers) {
-      const stopped = w.queue.length > 0 && w.pid !== null && processStopped(w.pid);
-      w.stoppedSince = stopped ? (w.stoppedSince ?? now) : null;
-      if (w.stoppedSince !== null && now - w.stoppedSince >= ms) found.push(w);
-    }
-    return found;
+    return slots.stopped(this.workers, ms, now, processStopped);
   }
 
   /** Asks the worker to give back its queued attempts (reported through `dropped`). */
@@ -232,10 +201,8 @@ export class WorkerPool {
 
   /** Queues attempts on the worker, in order, in one message. */
   dispatch(worker: PoolWorker, tasks: TaskMessage[]): void {
-    const slot = worker as Slot;
-    if (slot.queue.length === 0) slot.headSince = monotonicMs();
-    slot.queue.push(...tasks.map((t) => t.token));
-    this.send(slot, { type: 'run', tasks });
+    slots.queueAttempts(worker as Slot, tasks.map((t) => t.token), monotonicMs());
+    this.send(worker as Slot, { type: 'run', tasks });
   }
 
   /** Stops one running attempt of the worker (its timeout). */
@@ -352,8 +319,7 @@ export class WorkerPool {
         } else if (msg.type === 'done') {
           this.finishAttempt(slot, msg.result, msg.rss);
         } else if (msg.type === 'dropped') {
-          const dropped = msg.tokens.filter((t) => slot.queue.includes(t));
-          slot.queue = slot.queue.filter((t) => !dropped.includes(t));
+          const dropped = slots.takeBack(slot, msg.tokens);
           const why = slot.retiring ? 'its worker was being recycled (--max-worker-memory)' : 'taken back unstarted from a worker busy with a slow attempt';
           this.events.dropped(slot, dropped, why);
           if (slot.retiring && slot.queue.length === 0 && slot.proc.connected) slot.proc.disconnect();
@@ -385,11 +351,7 @@ export class WorkerPool {
           else this.loadFailures++;
           reject(new UsageError(`the worker could not start the handler (${why})${detail ? `: ${detail}` : ''}`));
         }
-        // The head has started, and so has every exec attempt that said so; the rest never did.
-        const started = (t: number, i: number) => i === 0 || slot.groups.has(t);
-        const running = slot.queue.filter(started);
-        const queued = slot.queue.filter((t, i) => !started(t, i));
-        slot.queue = [];
+        const { running, queued } = slots.emptyQueue(slot, slot.groups);
         for (const pgid of slot.groups.values()) killGroup(pgid, 'SIGKILL');
         slot.groups.clear();
         // A forked worker leads its own group, where its module handler's children are: they
@@ -408,12 +370,8 @@ export class WorkerPool {
   }
 
   private finishAttempt(slot: Slot, msg: DoneMessage, rss: number): void {
-    if (slot.queue[0] !== msg.token) return;
-    slot.queue.shift();
-    slot.headSince = monotonicMs();
+    if (!slots.endHead(slot, msg.token, msg.durationMs, monotonicMs())) return;
     slot.groups.delete(msg.token);
-    slot.tasksRun++;
-    slot.avgMs = averaged(slot, msg.durationMs);
     const { maxTasksPerWorker, maxWorkerMemory } = this.options;
     const tooBig = maxWorkerMemory !== null && rss > maxWorkerMemory;
     const worn = (maxTasksPerWorker && slot.tasksRun >= maxTasksPerWorker) || tooBig;
