@@ -1,59 +1,19 @@
-import { fork } from 'node:child_process';
-import type { EventEmitter } from 'node:events';
-import type { Readable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
+/** The worker processes' lifecycles (start, replace the dead, recycle the worn, shut down) behind the API the coordinator calls. */
 import { UsageError, errorLine, type ResourceError } from '../errors.js';
-import { formatMs } from '../job/units.js';
-import { printable } from '../printable.js';
-import { killGroup, processStopped } from '../worker/kill-group.js';
-import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from '../worker/protocol.js';
-import { Spawner } from '../worker/spawner.js';
-import { InProcessWorker } from './in-process-worker.js';
-import { BOOT_MS, LIMIT_SAID, neverBooted, refused } from './start-failure.js';
-import { averaged, runningLong, slotWindow, type SlotTiming } from './slot-window.js';
 import { monotonicMs } from '../wall-steps.js';
+import { killGroup, processStopped } from '../worker/kill-group.js';
+import type { FromWorker, HandlerSpec, TaskMessage } from '../worker/protocol.js';
+import { InProcessWorker } from './in-process-worker.js';
+import type { PoolEvents, PoolWorker } from './pool-events.js';
+import * as slots from './slots.js';
+import { notLoaded, refused } from './start-failure.js';
+import { BootWatch, LoadTally } from './start-watch.js';
+import { route, send, type Slot } from './worker-messages.js';
+import { startWorkerProcess, type WorkerProcess } from './worker-process.js';
 
-const CHILD_MAIN = fileURLToPath(new URL('../worker/child-main.js', import.meta.url));
+export type { PoolEvents, PoolWorker } from './pool-events.js';
+
 const STDERR_KEEP = 2048;
-const MAX_LOAD_FAILURES = 5;
-/**
- * Workers killed from outside (SIGKILL, SIGTERM, SIGINT, SIGHUP: a user, the OOM killer) before
- * their handler was ready say nothing about the handler: a pool whose workers are killed as they
- * start (a fault test kills one every ~100 ms while a load takes longer under load) keeps
- * replacing them. Still bounded, so a handler whose import always gets its worker OOM-killed
- * ends the run.
- */
-const MAX_LOAD_KILLS = 25;
-const OUTSIDE_KILLS = new Set(['SIGKILL', 'SIGTERM', 'SIGINT', 'SIGHUP']);
-
-export interface PoolWorker {
-  readonly id: string;
-  readonly pid: number | null;
-  /**
-   * The attempts handed to this worker and not yet ended, in order: the first runs, the rest
-   * wait (an exec attempt may start before the one ahead of it is reported: see `started`).
-   */
-  readonly queue: number[];
-  tasksRun: number;
-  ready: boolean;
-  /** Set when the worker should exit once idle (recycling). */
-  retiring: boolean;
-}
-
-export interface PoolEvents {
-  done(worker: PoolWorker, msg: DoneMessage): void;
-  /** Attempts queued on the worker were taken back, never started (`why`, unless a shutdown did it). */
-  dropped(worker: PoolWorker, tokens: number[], why: string): void;
-  /** The worker died (by `signal`, if one killed it): `running`, the attempts it had started; `queued`, those that never started. */
-  exited(worker: PoolWorker, running: number[], why: string, queued: number[], signal: NodeJS.Signals | null): void;
-  /** An attempt queued on the worker started (an exec attempt's command; a module attempt starts when the one before is done). */
-  started(worker: PoolWorker, token: number): void;
-  /** A worker became ready and idle. */
-  idle(): void;
-  heartbeat(token: number): void;
-  /** A replacement worker could not be started (`why`): the pool runs on with one fewer. */
-  shrunk(why: string): void;
-}
 
 export interface PoolOptions {
   size: number;
@@ -67,29 +27,6 @@ export interface PoolOptions {
   idPrefix: string;
 }
 
-/** A forked worker process, or an InProcessWorker that looks like one. */
-interface WorkerProcess extends EventEmitter {
-  readonly pid?: number | undefined;
-  readonly connected: boolean;
-  readonly exitCode: number | null;
-  readonly signalCode: NodeJS.Signals | null;
-  readonly stderr: Readable | null;
-  send(msg: ToWorker): boolean;
-  disconnect(): void;
-}
-
-interface Slot extends PoolWorker, SlotTiming {
-  queue: number[];
-  proc: WorkerProcess;
-  stderr: string;
-  /** Its started exec attempts' process groups, by token, until each is done. */
-  groups: Map<number, number>;
-  /** Its process runs its own code (see `booted` in protocol.ts); an in-process worker always does. */
-  booted: boolean;
-  /** Since when its process has been seen stopped (SIGSTOP) while holding attempts; null if it was not. */
-  stoppedSince: number | null;
-}
-
 /**
  * Owns the worker processes: fork, load the handler, replace the dead, recycle the
  * worn, shut down. Each worker leads its own process group (`detached`), so a terminal's
@@ -100,8 +37,7 @@ export class WorkerPool {
   private next = 1;
   private closing = false;
   private running = false;
-  private loadFailures = 0;
-  private loadKills = 0;
+  private readonly loads = new LoadTally();
   /** Why the last worker that could not be started at all (no process to be had) failed. */
   private startFailure: ResourceError | null = null;
 
@@ -162,12 +98,7 @@ export class WorkerPool {
 
   /** One entry per attempt the pool can take now: a worker appears once per free place in its window. */
   freeSlots(): PoolWorker[] {
-    // Round by round (each worker's first free place, then each one's second, …), so a
-    // claim that comes up short still spreads its tasks over the workers.
-    const room = [...this.workers].filter((w) => w.ready && !w.retiring).map((w) => ({ w, n: this.window(w) - w.queue.length }));
-    const free: PoolWorker[] = [];
-    for (let round = 0; room.some((r) => r.n > round); round++) for (const r of room) if (r.n > round) free.push(r.w);
-    return free;
+    return slots.freeSlots(this.workers, this.options.maxTasksPerWorker, monotonicMs());
   }
 
   /** Whether a stage's attempts say when they start (`spawned`): its exec commands do. */
@@ -177,52 +108,27 @@ export class WorkerPool {
 
   /** Whether some worker holds no next attempt (a queue of at most the running one). */
   needsWork(): boolean {
-    for (const w of this.workers) if (w.ready && !w.retiring && w.queue.length < 2) return true;
-    return false;
+    return slots.needsWork(this.workers);
   }
 
   /** Whether some worker has nothing to do. */
   hasIdleWorker(): boolean {
-    return [...this.workers].some((w) => w.ready && !w.retiring && w.queue.length === 0);
+    return slots.hasIdleWorker(this.workers);
   }
 
-  /** How many attempts the worker may hold: the running one and its queued ones. */
-  private window(w: Slot): number {
-    const { maxTasksPerWorker } = this.options;
-    return slotWindow(w, w.queue.length, maxTasksPerWorker ? maxTasksPerWorker - w.tasksRun : null, monotonicMs());
-  }
-
-  /**
-   * Workers whose running attempt has run for longer than `ms` (and than is usual for it)
-   * while others wait queued behind it, and another worker is idle: the caller takes those
-   * back (`drop`) so the idle worker can run them.
-   */
+  /** Workers holding queued attempts behind one that runs long while another is idle: the caller takes those back (`drop`). */
   stuck(ms: number): PoolWorker[] {
-    if (!this.hasIdleWorker()) return [];
-    const now = monotonicMs();
-    return [...this.workers].filter((w) => w.queue.length > 1 && runningLong(w, ms, now));
+    return slots.stuck(this.workers, ms, monotonicMs());
   }
 
-  /**
-   * Workers whose process (a forked worker, an `--exec` slot's helper) has been stopped
-   * (SIGSTOP) for `ms` or more while holding attempts. Such a worker answers nothing: not the
-   * `drop` that would free its queued attempts, and not the end of its running one, whose lease
-   * this run renews — the run would wait for it for ever. Nor can its queued attempts be handed
-   * elsewhere while it lives: woken, it would start them. Looked at once a poll.
-   */
+  /** Workers whose process (a forked worker, an `--exec` slot's helper) has been stopped (SIGSTOP) for `ms` or more while holding attempts: see slots.ts. Looked at once a poll. */
   stopped(ms: number, now = Date.now()): PoolWorker[] {
-    const found: PoolWorker[] = [];
-    for (const w of this.workers) {
-      const stopped = w.queue.length > 0 && w.pid !== null && processStopped(w.pid);
-      w.stoppedSince = stopped ? (w.stoppedSince ?? now) : null;
-      if (w.stoppedSince !== null && now - w.stoppedSince >= ms) found.push(w);
-    }
-    return found;
+    return slots.stopped(this.workers, ms, now, processStopped);
   }
 
   /** Asks the worker to give back its queued attempts (reported through `dropped`). */
   drop(worker: PoolWorker): void {
-    this.send(worker as Slot, { type: 'drop' });
+    send(worker as Slot, { type: 'drop' });
   }
 
   /** Asks every worker holding queued attempts to give them back (the run is stopping). */
@@ -232,20 +138,18 @@ export class WorkerPool {
 
   /** Queues attempts on the worker, in order, in one message. */
   dispatch(worker: PoolWorker, tasks: TaskMessage[]): void {
-    const slot = worker as Slot;
-    if (slot.queue.length === 0) slot.headSince = monotonicMs();
-    slot.queue.push(...tasks.map((t) => t.token));
-    this.send(slot, { type: 'run', tasks });
+    slots.queueAttempts(worker as Slot, tasks.map((t) => t.token), monotonicMs());
+    send(worker as Slot, { type: 'run', tasks });
   }
 
   /** Stops one running attempt of the worker (its timeout). */
   abort(worker: PoolWorker, token: number): void {
-    this.send(worker as Slot, { type: 'abort', token, reason: 'timeout' });
+    send(worker as Slot, { type: 'abort', token, reason: 'timeout' });
   }
 
   /** A shutdown: stops every attempt the worker started and takes back its queued ones (see `dropped`). */
   interrupt(worker: PoolWorker): void {
-    if (worker.queue.length) this.send(worker as Slot, { type: 'abort', token: null, reason: 'shutdown' });
+    if (worker.queue.length) send(worker as Slot, { type: 'abort', token: null, reason: 'shutdown' });
   }
 
   /** SIGKILLs the worker's process group and its exec attempts' groups. */
@@ -266,25 +170,14 @@ export class WorkerPool {
     clearTimeout(timer);
   }
 
-  private loadTimedOut(): string {
-    const modules = Object.values(this.options.handlers).flatMap((h) => (h.kind === 'module' ? [h.path] : []));
-    const named = modules.length ? `handler module ${modules.map((m) => printable(m)).join(', ')}` : 'the handler';
-    return `${named} did not finish loading within ${formatMs(this.options.loadTimeoutMs)} (an import or top-level await that never settles?); fix it, or give --load-timeout more time`;
-  }
-
-  private send(slot: Slot, msg: ToWorker): void {
-    if (slot.proc.connected) slot.proc.send(msg);
-  }
-
+  /**
+   * Starts one worker and loads the handler: resolves once it is ready; rejects with a
+   * UsageError when the handler cannot load, a ResourceError when the machine gives no process.
+   */
   private spawn(): Promise<void> {
-    // `--exec` batches run inside the coordinator through spawner helpers when they are
-    // built; module handlers (and exec without the helper) in forked worker processes.
     let proc: WorkerProcess;
     try {
-      const spawner = this.execOnly ? Spawner.start() : null;
-      proc = spawner
-        ? new InProcessWorker(spawner)
-        : fork(CHILD_MAIN, [], { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
+      proc = startWorkerProcess(this.execOnly);
     } catch (err) {
       // Some refusals (ENOMEM) are thrown at once instead of reported by 'error'.
       return Promise.reject(this.cannotStart(err as NodeJS.ErrnoException));
@@ -296,7 +189,6 @@ export class WorkerPool {
       avgMs: null,
       headSince: 0,
       groups: new Map(),
-      booted: proc instanceof InProcessWorker,
       stoppedSince: null,
       tasksRun: 0,
       ready: false,
@@ -305,125 +197,76 @@ export class WorkerPool {
       stderr: '',
     };
     this.workers.add(slot);
-    // What a worker that dies before its first line says of a limit (Node's own `pthread_create:
-    // Resource temporarily unavailable`), kept apart: the abort's stack trace follows it.
-    let limitSaid: string | null = null;
-    proc.stderr?.on('data', (b: Buffer) => {
-      const text = b.toString();
-      if (!slot.booted) limitSaid ??= text.split('\n').find((l) => LIMIT_SAID.test(l))?.trim() ?? null;
-      slot.stderr = (slot.stderr + text).slice(-STDERR_KEEP);
-    });
     return new Promise((resolve, reject) => {
-      // An import that never settles (a top-level await on nothing) would hang the start forever.
       const loading = setTimeout(() => {
-        reject(new UsageError(this.loadTimedOut()));
+        reject(notLoaded(this.options.handlers, this.options.loadTimeoutMs));
         this.kill(slot);
       }, this.options.loadTimeoutMs);
-      proc.on('message', (msg: FromWorker) => {
-        if (msg.type === 'ready' || msg.type === 'load-failed') clearTimeout(loading);
-      });
       proc.once('exit', () => clearTimeout(loading));
-      let bootTimedOut = false;
-      const bootTimer = slot.booted
-        ? undefined
-        : setTimeout(() => {
-            bootTimedOut = true;
-            if (slot.pid) killGroup(slot.pid, 'SIGKILL');
-          }, BOOT_MS);
-      bootTimer?.unref();
+      const boot = new BootWatch(slot.pid, proc instanceof InProcessWorker);
+      proc.stderr?.on('data', (b: Buffer) => {
+        const text = b.toString();
+        boot.heard(text);
+        slot.stderr = (slot.stderr + text).slice(-STDERR_KEEP);
+      });
       proc.on('message', (msg: FromWorker) => {
         if (msg.type === 'booted') {
-          slot.booted = true;
-          clearTimeout(bootTimer);
+          boot.up();
         } else if (msg.type === 'ready') {
+          clearTimeout(loading);
           slot.ready = true;
-          this.loadFailures = 0;
-          this.loadKills = 0;
+          this.loads.loaded();
           resolve();
           this.events.idle();
         } else if (msg.type === 'load-failed') {
+          clearTimeout(loading);
           reject(new UsageError(errorLine(msg.error).replace(/^UsageError: /, '')));
-        } else if (msg.type === 'spawned') {
-          if (!slot.queue.includes(msg.token)) return;
-          slot.groups.set(msg.token, msg.pgid);
-          this.events.started(slot, msg.token);
-        } else if (msg.type === 'heartbeat') {
-          this.events.heartbeat(msg.token);
-        } else if (msg.type === 'done') {
-          this.finishAttempt(slot, msg.result, msg.rss);
-        } else if (msg.type === 'dropped') {
-          const dropped = msg.tokens.filter((t) => slot.queue.includes(t));
-          slot.queue = slot.queue.filter((t) => !dropped.includes(t));
-          const why = slot.retiring ? 'its worker was being recycled (--max-worker-memory)' : 'taken back unstarted from a worker busy with a slow attempt';
-          this.events.dropped(slot, dropped, why);
-          if (slot.retiring && slot.queue.length === 0 && slot.proc.connected) slot.proc.disconnect();
+        } else {
+          route(slot, msg, this.events, this.options, this.closing);
         }
       });
       proc.on('error', (err: NodeJS.ErrnoException) => {
         // A worker that could not be started at all: no 'spawn' and no 'exit' follow. Any
         // other error (a send on a closed channel) is reported through 'exit'.
         if (!err.syscall?.startsWith('spawn')) return;
-        clearTimeout(bootTimer);
+        boot.end();
         clearTimeout(loading); // no 'exit' will clear it: a pending load timer would hold the process
         this.workers.delete(slot);
         reject(this.cannotStart(err));
       });
-      proc.on('exit', (code, signal) => {
-        clearTimeout(bootTimer);
-        this.workers.delete(slot);
-        const why = signal ? `worker killed by ${signal}` : `worker exited with code ${code}`;
-        const detail = slot.stderr.trim().split('\n').pop();
-        // Never came up, and hung, named a limit or aborted (Node aborts, often without a word,
-        // when it cannot create a thread): the machine's limit, not the handler. One killed from
-        // outside before it booted is a worker that died like any other.
-        const atLimit = !slot.booted && (bootTimedOut || limitSaid !== null || signal === 'SIGABRT');
-        if (atLimit) {
-          this.startFailure = neverBooted(bootTimedOut, why, limitSaid);
-          reject(this.startFailure);
-        } else if (!slot.ready) {
-          if (signal && OUTSIDE_KILLS.has(signal)) this.loadKills++;
-          else this.loadFailures++;
-          reject(new UsageError(`the worker could not start the handler (${why})${detail ? `: ${detail}` : ''}`));
-        }
-        // The head has started, and so has every exec attempt that said so; the rest never did.
-        const started = (t: number, i: number) => i === 0 || slot.groups.has(t);
-        const running = slot.queue.filter(started);
-        const queued = slot.queue.filter((t, i) => !started(t, i));
-        slot.queue = [];
-        for (const pgid of slot.groups.values()) killGroup(pgid, 'SIGKILL');
-        slot.groups.clear();
-        // A forked worker leads its own group, where its module handler's children are: they
-        // must not outlive it (its attempt may run again elsewhere at once).
-        if (slot.pid) killGroup(slot.pid, 'SIGKILL');
-        // Replace the dead once the pool is running; a handler that keeps failing to load
-        // (MAX_LOAD_FAILURES in a row, or MAX_LOAD_KILLS kills before it was ready) is given
-        // up on, and the coordinator ends the run.
-        // One that never came up is not replaced: the machine is at a limit (see cannotStart).
-        if (this.running && !this.closing && !atLimit && this.loadFailures < MAX_LOAD_FAILURES && this.loadKills < MAX_LOAD_KILLS) void this.replace();
-        this.events.exited(slot, running, detail ? `${why}: ${detail}` : why, queued, signal);
+      proc.on('exit', (code: number | null, signal: NodeJS.Signals | null) => {
+        boot.end();
+        this.exited(slot, code, signal, boot, reject);
       });
       const watchMemory = this.options.maxWorkerMemory !== null;
-      this.send(slot, { type: 'load', handlers: this.options.handlers, killGraceMs: this.options.killGraceMs, watchMemory });
+      send(slot, { type: 'load', handlers: this.options.handlers, killGraceMs: this.options.killGraceMs, watchMemory });
     });
   }
 
-  private finishAttempt(slot: Slot, msg: DoneMessage, rss: number): void {
-    if (slot.queue[0] !== msg.token) return;
-    slot.queue.shift();
-    slot.headSince = monotonicMs();
-    slot.groups.delete(msg.token);
-    slot.tasksRun++;
-    slot.avgMs = averaged(slot, msg.durationMs);
-    const { maxTasksPerWorker, maxWorkerMemory } = this.options;
-    const tooBig = maxWorkerMemory !== null && rss > maxWorkerMemory;
-    const worn = (maxTasksPerWorker && slot.tasksRun >= maxTasksPerWorker) || tooBig;
-    if (worn && !this.closing && !slot.retiring) {
-      slot.retiring = true; // no new attempts; it exits once its queue is empty
-      if (tooBig && slot.queue.length > 1) this.drop(slot); // and runs none of the queued ones
+  /** A worker died: a start that failed, the attempts it held handed back, a replacement. */
+  private exited(slot: Slot, code: number | null, signal: NodeJS.Signals | null, boot: BootWatch, reject: (err: Error) => void): void {
+    this.workers.delete(slot);
+    const why = signal ? `worker killed by ${signal}` : `worker exited with code ${code}`;
+    const detail = slot.stderr.trim().split('\n').pop();
+    const atLimit = boot.failure(why, signal);
+    if (atLimit) {
+      this.startFailure = atLimit;
+      reject(this.startFailure);
+    } else if (!slot.ready) {
+      this.loads.died(signal);
+      reject(new UsageError(`the worker could not start the handler (${why})${detail ? `: ${detail}` : ''}`));
     }
-    this.events.done(slot, msg);
-    // Exits by itself once disconnected; 'exit' spawns the replacement.
-    if (slot.retiring && slot.queue.length === 0 && slot.proc.connected) slot.proc.disconnect();
+    const { running, queued } = slots.emptyQueue(slot, slot.groups);
+    for (const pgid of slot.groups.values()) killGroup(pgid, 'SIGKILL');
+    slot.groups.clear();
+    // A forked worker leads its own group, where its module handler's children are: they
+    // must not outlive it (its attempt may run again elsewhere at once).
+    if (slot.pid) killGroup(slot.pid, 'SIGKILL');
+    // Replace the dead once the pool is running; a handler that keeps failing to load is
+    // given up on (LoadTally), and the coordinator ends the run.
+    // One that never came up is not replaced: the machine is at a limit (see cannotStart).
+    if (this.running && !this.closing && !atLimit && !this.loads.givenUp) void this.replace();
+    this.events.exited(slot, running, detail ? `${why}: ${detail}` : why, queued, signal);
   }
 
   private async replace(): Promise<void> {

@@ -1,9 +1,13 @@
 /**
  * Why a worker process could not be started: the machine refused it (EMFILE, EAGAIN, ENOMEM),
- * or its runtime never ran its first line. Either is the machine's limit, not the handler's
- * fault, and the message names the limit and the way out.
+ * or its runtime never ran its first line (start-watch.ts). Either is the machine's limit, not
+ * the handler's fault, and the message names the limit and the way out. Also the usage error of
+ * a handler that never finishes loading.
  */
-import { ResourceError } from '../errors.js';
+import { ResourceError, UsageError } from '../errors.js';
+import { formatMs } from '../job/units.js';
+import { printable } from '../printable.js';
+import type { HandlerSpec } from '../worker/protocol.js';
 
 /**
  * How long a forked worker gets to run its first line. Node boots in ~50 ms here, seconds on a
@@ -40,4 +44,13 @@ export function refused(err: NodeJS.ErrnoException): ResourceError {
 export function neverBooted(timedOut: boolean, why: string, said: string | null): ResourceError {
   const how = timedOut ? `it did not come up within ${BOOT_MS / 1000}s` : `it died as it started (${why})${said ? `: ${said}` : ''}`;
   return new ResourceError(`could not start a worker process: ${how}; ${LIMIT_HINT}`);
+}
+
+/** A handler that has not loaded within `loadTimeoutMs`: an import that never settles would hang the start for ever. */
+export function notLoaded(handlers: Record<string, HandlerSpec>, loadTimeoutMs: number): UsageError {
+  const modules = Object.values(handlers).flatMap((h) => (h.kind === 'module' ? [h.path] : []));
+  const named = modules.length ? `handler module ${modules.map((m) => printable(m)).join(', ')}` : 'the handler';
+  return new UsageError(
+    `${named} did not finish loading within ${formatMs(loadTimeoutMs)} (an import or top-level await that never settles?); fix it, or give --load-timeout more time`,
+  );
 }

@@ -1,0 +1,34 @@
+/** A worker's process: forked from child-main, or in-process with a spawner helper for `--exec` batches. */
+import { fork } from 'node:child_process';
+import type { EventEmitter } from 'node:events';
+import type { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import type { ToWorker } from '../worker/protocol.js';
+import { Spawner } from '../worker/spawner.js';
+import { InProcessWorker } from './in-process-worker.js';
+
+const CHILD_MAIN = fileURLToPath(new URL('../worker/child-main.js', import.meta.url));
+
+/** A forked worker process, or an InProcessWorker that looks like one. */
+export interface WorkerProcess extends EventEmitter {
+  readonly pid?: number | undefined;
+  readonly connected: boolean;
+  readonly exitCode: number | null;
+  readonly signalCode: NodeJS.Signals | null;
+  readonly stderr: Readable | null;
+  send(msg: ToWorker): boolean;
+  disconnect(): void;
+}
+
+/**
+ * Starts a worker's process: `--exec` batches (`execOnly`) run inside the coordinator through
+ * spawner helpers when they are built; module handlers (and exec without the helper) in forked
+ * worker processes, each leading its own process group (`detached`). Throws the errno of a
+ * refusal reported at once (ENOMEM); others come as an 'error' event with no 'exit'.
+ */
+export function startWorkerProcess(execOnly: boolean): WorkerProcess {
+  const spawner = execOnly ? Spawner.start() : null;
+  return spawner
+    ? new InProcessWorker(spawner)
+    : fork(CHILD_MAIN, [], { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
+}
