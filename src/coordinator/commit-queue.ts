@@ -4,6 +4,7 @@ import { formatMs } from '../job/units.js';
 import { WallSteps } from '../wall-steps.js';
 import type { OutputPaths } from '../output/output-path.js';
 import type { RunStore } from './run-types.js';
+import { isUnavailable } from './outage.js';
 
 /** An attempt's settlement, waiting for the next commit. */
 export interface Queued {
@@ -114,4 +115,25 @@ export class CommitQueue {
     this.step = 0;
     return said;
   }
+}
+
+/**
+ * How each committed attempt's task stands now: its status, or null for an attempt the commit
+ * fenced off (its lease was taken over). Whether a failure ended its task is the store's call:
+ * the budget may have changed since the claim (an interrupted attempt of a task `cancel`
+ * stopped ends it CANCELLED).
+ */
+export async function statusesAfterCommit(store: RunStore, ended: Queued[], applied: ReadonlySet<number>): Promise<{ q: Queued; status: TaskStatus | null }[]> {
+  const failedIds = ended.filter((q) => q.settlement.outcome !== 'SUCCESS').map((q) => q.task.id);
+  // Committed already: a store gone meanwhile only costs the exact status (guessed below).
+  const status = await store.statuses(failedIds).catch((err: unknown) => {
+    if (isUnavailable(err)) return new Map<number, TaskStatus>();
+    throw err;
+  });
+  return ended.map((q) => {
+    if (!applied.has(q.settlement.token)) return { q, status: null };
+    let now = status.get(q.task.id) ?? (q.settlement.outcome === 'SUCCESS' ? 'SUCCESS' : q.terminal ? 'FAILED' : 'PENDING');
+    if (now === 'RUNNING') now = 'PENDING'; // already claimed again, by another coordinator: it was a retry
+    return { q, status: now };
+  });
 }

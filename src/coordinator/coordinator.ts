@@ -2,48 +2,20 @@
 import { plural } from '../printable.js';
 import { longInterval, longTimeout, type LongTimer } from '../long-timer.js';
 import { prepareLogFolder } from '../store/log-layout.js';
-import type { AttemptStart, BatchRecord, ClaimedTask, ReleasedTask, TaskStatus } from '../store/task-store.js';
+import type { AttemptStart, BatchRecord, ClaimedTask, ReleasedTask } from '../store/task-store.js';
 import type { PoolWorker } from '../pool/pool.js';
 import { ownerId } from '../lease-owner.js';
 import { AttemptsInFlight } from './attempts-in-flight.js';
 import { commitAndClaim, type Claimed } from './claim.js';
-import { CommitQueue, type Queued } from './commit-queue.js';
-import type { DeclaredOutputs } from './declared-outputs.js';
-import { isUnavailable, Outage, releaseLostClaims } from './outage.js';
+import { CommitQueue, statusesAfterCommit, type Queued } from './commit-queue.js';
+import { Outage, releaseLostClaims } from './outage.js';
 import { OutputPlacement } from './output-placement.js';
-import type { RunObserver, RunPool, RunStore, StopReason } from './run-types.js';
-import type { Ending, RetryRules } from './settlement.js';
+import type { CoordinatorOptions, RunObserver, RunPool, RunStore, StopReason } from './run-types.js';
+import type { Ending } from './settlement.js';
+import { TickTimer } from './tick-timer.js';
 import { Upkeep } from './upkeep.js';
 
-export type { RunObserver, RunStore, StopReason } from './run-types.js';
-
-export interface CoordinatorOptions {
-  /** The retry rules of a stage ('' for a batch without stages). */
-  rules: (stage: string) => RetryRules;
-  leaseMs: number;
-  graceMs: number;
-  killGraceMs: number;
-  noWait: boolean;
-  maxFailures: number | null;
-  maxRuntimeMs: number | null;
-  /** The logs root of the store's location (`logRoot`); the batch's folder is derived under it (log-layout.ts). */
-  logDir: string;
-  /** How often an otherwise idle coordinator looks for due retries and dead owners. */
-  pollMs: number;
-  /** Declared outputs: paths, up-to-date checks, what dead attempts left (declared-outputs.ts). */
-  outputs: DeclaredOutputs;
-  /** `--print`: where an attempt's copies of its stdout and stderr go (attempt-printer.ts), or null. */
-  printPrefix: ((token: number) => string) | null;
-}
-
-/** How long a success may wait for others to share its tick, while every slot holds its next attempt. */
-const COALESCE_MS = 2;
-/**
- * How long the start of a queued attempt may wait for a tick to carry it to the store (its task
- * shows `queued` until then). Fast attempts end well within it, so their starts ride along with
- * the commits of results and cost no transaction of their own.
- */
-const START_MARK_MS = 100;
+export type { CoordinatorOptions, RunObserver, RunStore, StopReason } from './run-types.js';
 
 /**
  * The claim → dispatch → commit loop. It alone writes the store; workers only report.
@@ -57,12 +29,13 @@ export class Coordinator {
   private stopping: StopReason | null = null;
   /** Set once run() has its answer: nothing may be scheduled after that. */
   private finished = false;
-  private tickQueued = false;
   private ticking = false;
   private again = false;
-  private wake: NodeJS.Timeout | undefined;
-  private coalesce: NodeJS.Timeout | undefined;
-  private startMark: NodeJS.Timeout | undefined;
+  /** When the next tick runs (tick-timer.ts). */
+  private readonly ticks = new TickTimer(
+    () => this.schedule(),
+    () => void this.tick(),
+  );
   /** Every delay here may come from a user's duration (up to a year): none is a plain setTimeout. */
   private timers: LongTimer[] = [];
   private finish!: (r: StopReason) => void;
@@ -142,15 +115,13 @@ export class Coordinator {
       return await done;
     } finally {
       this.timers.forEach((t) => t.cancel());
-      clearTimeout(this.wake);
-      clearTimeout(this.coalesce);
-      clearTimeout(this.startMark);
+      this.ticks.cancel();
       this.outage.cancel();
       this.pool.quiesce();
       this.killAll(); // only after a fatal error is anything still in flight
       await this.commitEnded().catch(() => undefined);
       await this.placement.settled();
-      await this.confirmPlaced().catch(() => undefined); // unconfirmed, the next recovery finds them in place
+      await this.placement.confirm(this.store).catch(() => undefined); // unconfirmed, the next recovery finds them in place
       await this.pool.shutdown();
     }
   }
@@ -189,29 +160,14 @@ export class Coordinator {
     this.options.outputs.discardLost(released);
   }
 
-  /**
-   * Runs a tick on the next loop turn, or — when `soon` is allowed and every slot still holds
-   * its next attempt — within COALESCE_MS, so one transaction carries what several attempts
-   * reported meanwhile: no slot waits for it, and a commit and a claim cost per group.
-   */
+  /** Asks for a tick; `soon`: a success, which may wait a moment for others to share its commit (tick-timer.ts). */
   private schedule(soon = false): void {
     // During an outage only the retry timer ends the wait (outcomes meanwhile just queue up).
-    if (this.tickQueued || this.finished || this.outage.waiting) return;
-    if (soon && !this.stopping && !this.pool.needsWork()) {
-      this.coalesce ??= setTimeout(() => {
-        this.coalesce = undefined;
-        this.schedule();
-      }, COALESCE_MS);
-      return;
-    }
-    clearTimeout(this.coalesce);
-    this.coalesce = undefined;
-    this.tickQueued = true;
-    setImmediate(() => void this.tick());
+    if (this.finished || this.outage.waiting) return;
+    this.ticks.next(soon && !this.stopping && !this.pool.needsWork());
   }
 
   private async tick(): Promise<void> {
-    this.tickQueued = false;
     if (this.ticking) {
       this.again = true;
       return;
@@ -272,7 +228,7 @@ export class Coordinator {
   private async claimForFreeSlots(): Promise<number | null> {
     const free = this.stopping ? [] : this.pool.freeSlots();
     if (this.commits.empty && free.length === 0) {
-      await this.confirmPlaced();
+      await this.placement.confirm(this.store);
       return null;
     }
     // Read before looking for a step: a step after this read leaves `now` on the clock the retries are on.
@@ -311,26 +267,15 @@ export class Coordinator {
    */
   private async reportCommitted(ended: Queued[], applied: ReadonlySet<number>): Promise<void> {
     if (ended.length === 0) return;
-    const pending = OutputPlacement.fencedOff(ended, applied) ? await this.store.pendingOutputs(this.batch.id).catch(() => null) : [];
-    this.placement.afterCommit(ended, applied, pending);
-    // Whether a failure ended its task is the store's call: the budget may have changed since the claim.
-    // (An interrupted attempt of a task `cancel` stopped ends it CANCELLED.)
-    const failedIds = ended.filter((q) => q.settlement.outcome !== 'SUCCESS').map((q) => q.task.id);
-    // Committed already: a store gone meanwhile only costs the exact status (guessed below).
-    const status = await this.store.statuses(failedIds).catch((err: unknown) => {
-      if (isUnavailable(err)) return new Map<number, TaskStatus>();
-      throw err;
-    });
-    for (const q of ended) {
-      if (!applied.has(q.settlement.token)) {
+    await this.placement.afterCommit(this.store, this.batch.id, ended, applied);
+    for (const { q, status } of await statusesAfterCommit(this.store, ended, applied)) {
+      if (status === null) {
         this.observer.note(`attempt ${q.task.attempt} of ${q.task.key} was fenced off (its lease was taken over); its result was discarded`);
         continue;
       }
-      let now = status.get(q.task.id) ?? (q.settlement.outcome === 'SUCCESS' ? 'SUCCESS' : q.terminal ? 'FAILED' : 'PENDING');
-      if (now === 'RUNNING') now = 'PENDING'; // already claimed again, by another coordinator: it was a retry
-      if (now === 'FAILED') this.countFailure();
-      this.commits.retrying(q, now);
-      this.observer.attemptEnded(q.task, q.settlement, now);
+      if (status === 'FAILED') this.countFailure();
+      this.commits.retrying(q, status);
+      this.observer.attemptEnded(q.task, q.settlement, status);
     }
   }
 
@@ -349,14 +294,11 @@ export class Coordinator {
     this.schedule(ending.kind === 'reported' && ending.msg.ok);
   }
 
-  /** An attempt claimed as queued started: the store is told with the next commit, within START_MARK_MS. */
+  /** An attempt claimed as queued started: the store is told with the next commit (tick-timer.ts). */
   private startedQueued(start: AttemptStart | null): void {
     if (!start) return;
     this.commits.started(start);
-    this.startMark ??= setTimeout(() => {
-      this.startMark = undefined;
-      this.schedule();
-    }, START_MARK_MS);
+    this.ticks.carryStart();
   }
 
   /** Whether this machine's wall clock stepped (its waiting retries were moved with it). */
@@ -365,18 +307,6 @@ export class Coordinator {
     if (said === null) return false;
     if (said) this.observer.note(said);
     return true;
-  }
-
-  /** Confirms the outputs put in place since the last commit, on their own (nothing else to commit). */
-  private async confirmPlaced(): Promise<void> {
-    const placed = this.placement.take();
-    if (placed.length === 0) return;
-    try {
-      await this.store.outputsPlaced(placed);
-    } catch (err) {
-      this.placement.restore(placed);
-      throw err;
-    }
   }
 
   /**
@@ -409,9 +339,8 @@ export class Coordinator {
   private async sleepUntilDue(now: number): Promise<void> {
     const due = await this.store.nextDueAt(this.batch.id);
     const delay = due === null ? this.options.pollMs : Math.min(Math.max(due - now, 0), this.options.pollMs);
-    clearTimeout(this.wake);
     // A tick still running when the run ended must not leave a timer holding the process.
-    if (!this.finished) this.wake = setTimeout(() => this.schedule(), Math.max(delay, 5));
+    if (!this.finished) this.ticks.wakeIn(delay);
   }
 
   /** Sleep or end: the run is over when nothing is in flight or waiting and the batch has no work left (or it stops). */

@@ -3,6 +3,7 @@ import { discardOutput, placeOutput } from '../output/commit-output.js';
 import type { OutputPaths } from '../output/output-path.js';
 import type { PendingOutput } from '../store/task-store.js';
 import type { Queued } from './commit-queue.js';
+import type { RunStore } from './run-types.js';
 
 /**
  * Committed successes' declared outputs on their way into place (SPEC §4): each rename starts
@@ -54,24 +55,33 @@ export class OutputPlacement {
     for (const p of pending) if (p.out !== null) this.place(p.taskId, { path: p.out, temp: p.temp }, true);
   }
 
-  /** Whether a commit fenced off an attempt with a declared output: `afterCommit` then needs the store's record of pending outputs. */
-  static fencedOff(ended: Queued[], applied: ReadonlySet<number>): boolean {
-    return ended.some((q) => q.output && !applied.has(q.settlement.token));
-  }
-
   /**
    * Declared outputs after their commit: a winner's is renamed into place; a fenced-off
    * attempt's is removed, never renamed — unless the store records it as the success (the
-   * reply of a commit that landed was lost, and the retry found its own success). `pending`:
-   * the store's record, null when it could not tell (the file stays; recovery decides).
+   * reply of a commit that landed was lost, and the retry found its own success). When the
+   * store cannot tell (it went down), a fenced-off attempt's file stays and recovery decides.
    */
-  afterCommit(ended: Queued[], applied: ReadonlySet<number>, pending: PendingOutput[] | null): void {
+  async afterCommit(store: RunStore, batchId: number, ended: Queued[], applied: ReadonlySet<number>): Promise<void> {
+    const fenced = ended.some((q) => q.output && !applied.has(q.settlement.token));
+    const pending = fenced ? await store.pendingOutputs(batchId).catch(() => null) : [];
     for (const q of ended) {
       if (!q.output) continue;
       if (applied.has(q.settlement.token)) this.place(q.task.id, q.output);
       else if (pending === null) continue;
       else if (pending.some((p) => p.temp === q.output!.temp)) this.place(q.task.id, q.output);
       else discardOutput(q.output);
+    }
+  }
+
+  /** Confirms the outputs put in place since the last commit, on their own (nothing else to commit). */
+  async confirm(store: RunStore): Promise<void> {
+    const placed = this.take();
+    if (placed.length === 0) return;
+    try {
+      await store.outputsPlaced(placed);
+    } catch (err) {
+      this.restore(placed);
+      throw err;
     }
   }
 

@@ -1,5 +1,7 @@
 /** What a run shares with its coordinator: how it stopped, who watches it, and what it needs of the store and the pool. */
 import type { WorkerPool } from '../pool/pool.js';
+import type { DeclaredOutputs } from './declared-outputs.js';
+import type { RetryRules } from './settlement.js';
 import type { ClaimedTask, LeaseStore, QueryStore, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
 
 export interface RunObserver {
@@ -45,3 +47,23 @@ export type RunPool = Pick<
   | 'size'
   | 'emptyBecause'
 >;
+
+/** How a coordinator runs its batch: the retry rules, leases, limits and where things go. */
+export interface CoordinatorOptions {
+  /** The retry rules of a stage ('' for a batch without stages). */
+  rules: (stage: string) => RetryRules;
+  leaseMs: number;
+  graceMs: number;
+  killGraceMs: number;
+  noWait: boolean;
+  maxFailures: number | null;
+  maxRuntimeMs: number | null;
+  /** The logs root of the store's location (`logRoot`); the batch's folder is derived under it (log-layout.ts). */
+  logDir: string;
+  /** How often an otherwise idle coordinator looks for due retries and dead owners. */
+  pollMs: number;
+  /** Declared outputs: paths, up-to-date checks, what dead attempts left (declared-outputs.ts). */
+  outputs: DeclaredOutputs;
+  /** `--print`: where an attempt's copies of its stdout and stderr go (attempt-printer.ts), or null. */
+  printPrefix: ((token: number) => string) | null;
+}

@@ -16,7 +16,6 @@ import { StoreError, UsageError } from '../errors.js';
 // pg-url.ts needs no driver: recognising and redacting a URL never loads node-postgres.
 import { isPostgresUrl, looksLikeUrl, redactUrl } from './postgres/pg-url.js';
 import type { PeekedBatch } from './records.js';
-import { peekSqlite } from './sqlite/sqlite-peek.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 import type { TaskStore } from './task-store.js';
 
@@ -103,7 +102,8 @@ export async function openForReading(db: string): Promise<TaskStore> {
 export async function peekBatch(db: string, name: string): Promise<PeekedBatch | undefined> {
   if (isPostgresUrl(db)) return peekPostgres(db, name);
   if (!existsSync(db)) return undefined;
-  return peekSqlite(db, name);
+  // Only `run` peeks: the other commands do not load it.
+  return (await import('./sqlite/sqlite-peek.js')).peekSqlite(db, name);
 }
 
 async function peekPostgres(db: string, name: string): Promise<PeekedBatch | undefined> {
