@@ -33,7 +33,7 @@ export function longTimeout(fn: () => void, delayMs: number, options: LongTimerO
   return new Chain(fn, delayMs, false, options.chunkMs ?? MAX_TIMER_MS);
 }
 
-/** Runs `fn` every `periodMs`, each period counted from the previous run (never shorter). */
+/** Runs `fn` every `periodMs`, each period counted from the end of the previous run (never shorter, however it is measured). */
 export function longInterval(fn: () => void, periodMs: number, options: LongTimerOptions = {}): LongTimer {
   return new Chain(fn, periodMs, true, options.chunkMs ?? MAX_TIMER_MS);
 }
@@ -84,11 +84,16 @@ class Chain implements LongTimer {
   private step(): void {
     if (this.cancelled) return;
     if (performance.now() < this.deadline) return this.arm();
-    if (this.repeat) {
-      // Armed before the callback runs, so the callback may cancel it.
-      this.deadline = performance.now() + this.delayMs;
-      this.arm();
+    if (!this.repeat) return this.fn();
+    try {
+      this.fn();
+    } finally {
+      // Armed once the callback has returned (unless it cancelled): the next period starts after
+      // everything this run did, so no two runs are closer than the period, measured anywhere in them.
+      if (!this.cancelled) {
+        this.deadline = performance.now() + this.delayMs;
+        this.arm();
+      }
     }
-    this.fn();
   }
 }

@@ -4,22 +4,14 @@
  */
 import type { SerializedError } from '../errors.js';
 import type { OutputPaths } from '../output/output-path.js';
-import type { TaskPayload } from '../store/task-store.js';
+import type { TemplateTask } from '../template/template-task.js';
 
 /** `pipe`: the command gets its chunk's bytes (or its item) on stdin (`--pipe`). */
 export type HandlerSpec = { kind: 'exec'; template: string; pipe?: true } | { kind: 'module'; path: string };
 
-/** Everything a worker needs to run one attempt; also what `{…}` placeholders read. */
-export interface TaskMessage {
+/** Everything a worker needs to run one attempt: what `{…}` placeholders read (TemplateTask), and more. */
+export interface TaskMessage extends TemplateTask {
   token: number;
-  key: string;
-  batch: string;
-  stage: string;
-  seq: number;
-  attempt: number;
-  payload: TaskPayload;
-  /** The stored results of the stages it needs, by stage (empty without stages). */
-  inputs: Record<string, unknown>;
   /** Where the full output goes, created only if the attempt prints anything. */
   logFile: string;
   /**
