@@ -15,6 +15,7 @@ import { machineLine, table } from './table.mjs';
 import { watchedRun } from './watch-row.mjs';
 import { itemsFromStdin, millionItems } from './items-rows.mjs';
 import { fleet } from './fleet-row.mjs';
+import { startup } from './startup-row.mjs';
 import { verdicts } from './verdict.mjs';
 
 const rows = [];
@@ -33,6 +34,7 @@ if (want('shell')) {
   machine = machineRates();
   console.log(machineLine(machine));
 }
+if (want('startup')) record(startup());
 if (want('handler')) record(handlerTasks());
 if (want('gzip')) record(gzipTree());
 if (want('latency')) record(latency());

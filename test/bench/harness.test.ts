@@ -109,6 +109,16 @@ describe('npm run bench (BENCH_SIZE=smoke)', () => {
     expect(row![6]).toMatch(/^(?:met|not met) \(watched ≤ 1\.05× unwatched: [\d.]+×\)$/);
   }, 120_000);
 
+  it.runIf(RUNNABLE)('start-up: --version, status and a one-task run, each beside node -e 0 in the same run, with a verdict per goal', async () => {
+    const r = await bench({ BENCH_SIZE: 'smoke', BENCH_ONLY: 'startup' });
+    expect(r.code, r.stderr).toBe(0);
+    const rows = Object.fromEntries(tableRows(r.stdout).map((row) => [row[0], row]));
+    const row = rows['start-up']!;
+    expect(row[2]).toMatch(/^node -e 0: \d+\/s \(\d+ ms\)<br>splitdance --version: \d+\/s \(\d+ ms, [\d.]+× node\)<br>splitdance status: \d+\/s \(\d+ ms, [\d.]+× node\)<br>splitdance run \(one task, new store\): \d+\/s \(\d+ ms, [\d.]+× node\)$/);
+    expect(row[5]).toBe('--version ≤ 1.3× node, status ≤ 1.8× node, one-task run ≤ 2.5× node');
+    expect(row[6]!.split('<br>').map((v) => /^(?:met|not met) \((.+): [\d.]+×\)$/.exec(v)?.[1])).toEqual(row[5]!.split(', '));
+  }, 120_000);
+
   it.runIf(RUNNABLE)('items: a list from stdin vs xargs and parallel on the same list, and a million (here: a few) items enqueued with their peak RSS', async () => {
     const r = await bench({ BENCH_SIZE: 'smoke', BENCH_ONLY: 'items' });
     expect(r.code, r.stderr).toBe(0);
