@@ -1,4 +1,3 @@
-import { Chalk, type ChalkInstance } from 'chalk';
 import { guardProcessStreams } from './lost-output.js';
 
 /** Where a command writes, so commands run the same from the CLI and from tests. */
@@ -32,18 +31,6 @@ export interface OutputFlags {
  */
 export function liveTerminal(io: Io, stream: 'stdout' | 'stderr'): boolean {
   return (stream === 'stdout' ? io.stdoutTty : io.tty) && io.env.TERM !== 'dumb';
-}
-
-/**
- * Colours for text written to `stream`. `--color=always` (or `--color`) colours whatever the
- * stream is (for `less -R`, `watch --color`); `--color=never` and `--no-color` never. Otherwise
- * (`auto`): only on a terminal that is not `TERM=dumb`, and not with a non-empty NO_COLOR
- * (no-color.org: an empty value means unset).
- */
-export function colors(io: Io, flags: OutputFlags, stream: 'stdout' | 'stderr' = 'stderr'): ChalkInstance {
-  if (flags.color === true || flags.color === 'always') return new Chalk({ level: 1 });
-  const off = flags.color === false || flags.color === 'never' || (io.env.NO_COLOR !== undefined && io.env.NO_COLOR !== '') || !liveTerminal(io, stream);
-  return new Chalk({ level: off ? 0 : 1 });
 }
 
 export function line(stream: NodeJS.WritableStream, text: string): void {

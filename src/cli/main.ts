@@ -1,7 +1,7 @@
 import { CommanderError } from 'commander';
 import { failpointBug } from '../store/failpoint.js';
 import { EXIT } from '../exit-codes.js';
-import { printable } from './format.js';
+import { printable } from '../printable.js';
 import { processIo, type Io } from './io.js';
 import { hideStoreSecrets } from './process-secrets.js';
 import { describeLoss, lostStreams } from './lost-output.js';

@@ -7,7 +7,8 @@ import { formatMs } from '../job/units.js';
 import { errorSignature } from '../status/error-signature.js';
 import { longInterval, type LongTimer } from '../long-timer.js';
 import { plural, printable } from './format.js';
-import { colors, line, liveTerminal, type Io } from './io.js';
+import { line, liveTerminal, type Io } from './io.js';
+import { colors } from './colors.js';
 import { givenDb, suggest } from './suggest.js';
 import { monotonicMs } from '../wall-steps.js';
 

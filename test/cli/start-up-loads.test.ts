@@ -52,9 +52,9 @@ describe('start-up loads only what the command needs', () => {
     });
   }
 
-  it('--version loads no store and no command', () => {
+  it('--version loads commander and the CLI shell only: no store, no command, no colours or units', () => {
     const { packages, own } = loadedBy(['--version'], dir);
-    expect([...packages].filter((p) => [...NOT_FOR_READING.packages, 'better-sqlite3'].includes(p))).toEqual([]);
+    expect([...packages]).toEqual(['commander']);
     expect(own.filter((f) => f.startsWith('cli/commands/') || f.startsWith('store/sqlite/') || NOT_FOR_READING.folders.some((x) => f.startsWith(x)))).toEqual([]);
   });
 });

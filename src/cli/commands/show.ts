@@ -1,6 +1,7 @@
 import type { AttemptRow, TaskRow } from '../../store/task-store.js';
 import { cell, duration, iso, plural, printable } from '../format.js';
-import { colors, line, type Io, type OutputFlags } from '../io.js';
+import { line, type Io, type OutputFlags } from '../io.js';
+import { colors } from '../colors.js';
 import { suggest } from '../suggest.js';
 import { withBatch } from '../with-store.js';
 import { findTask, taskJson } from '../task-json.js';

@@ -1,7 +1,8 @@
 import { UsageError } from '../../errors.js';
 import { batchStatus, retryingClusters, verdict } from '../../status/batch-status.js';
 import { duration, printable, size } from '../format.js';
-import { colors, line, type Io, type OutputFlags } from '../io.js';
+import { line, type Io, type OutputFlags } from '../io.js';
+import { colors } from '../colors.js';
 import { suggest } from '../suggest.js';
 import { withBatch } from '../with-store.js';
 
