@@ -1,10 +1,44 @@
-/** Report and drive a started run: the reporter its flags ask for, then the batch to its end (run, worker, retry-failed --run). */
+/** Start, report and drive a run: the reporter its flags ask for, then the batch to its end (run, worker, retry-failed --run). */
+import type { RunPlan } from '../job/plan-run.js';
 import type { RawRunFlags } from '../job/run-options.js';
 import { runBatch } from '../run/run-batch.js';
 import { signalOutcome } from '../run/run-outcome.js';
-import type { StartedRun } from '../run/start-run.js';
+import { watchSignalsDuringStartup } from '../run/signals.js';
+import { startRun, type PlannedStart, type StartedRun } from '../run/start-run.js';
 import type { Io } from './io.js';
 import { RunReporter } from './run-reporter.js';
+import { givenDb, suggest } from './suggest.js';
+
+/**
+ * Starts a planned batch (start-run.ts: the workers load the handler before the store is
+ * written) and drives it to its end; a signal before any task started ends it with nothing run.
+ */
+export async function startAndDrive(
+  plan: RunPlan,
+  flags: RawRunFlags,
+  io: Io,
+  options: { beforeWrite?: PlannedStart['beforeWrite']; definitionChanged?: boolean } = {},
+): Promise<number> {
+  const db = givenDb(flags.db, io);
+  const signals = watchSignalsDuringStartup();
+  let start;
+  try {
+    start = await startRun(
+      {
+        kind: 'planned',
+        plan,
+        beforeWrite: options.beforeWrite,
+        historyNote: (n) => `the store holds ${n} attempts of history; \`${suggest({ db }, ['prune', '--older-than', '30d'])}\` removes finished batches`,
+      },
+      { dbPath: plan.dbPath, cwd: io.cwd, resume: (batch) => suggest({ batch, db }, ['resume']) },
+      signals,
+    );
+  } finally {
+    signals.dispose(); // the coordinator's drain handlers take over
+  }
+  if ('signal' in start) return interruptedBeforeStart(start.signal, io);
+  return driveRun(start.started, flags, io, { definitionChanged: options.definitionChanged });
+}
 
 /** Drives `started` to its end with a reporter for `flags`; returns the exit code. Its pool (and a store the start opened) are closed however it ends. */
 export async function driveRun(
@@ -25,7 +59,7 @@ export async function driveRun(
 }
 
 /** A signal came while the run started: nothing ran. */
-export function interruptedBeforeStart(signal: 'SIGINT' | 'SIGTERM', io: Io): number {
+function interruptedBeforeStart(signal: 'SIGINT' | 'SIGTERM', io: Io): number {
   io.stderr.write(`splitdance: ${signal} before any task started; nothing ran (run again to start)\n`);
   return signalOutcome(signal).exitCode;
 }

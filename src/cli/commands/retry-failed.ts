@@ -3,11 +3,8 @@ import { UsageError } from '../../errors.js';
 import { requireFilter } from '../filters.js';
 import { inputFromFlags, parseConcurrency, type RawRunFlags } from '../../job/run-options.js';
 import { planRun } from '../../job/plan-run.js';
-import { watchSignalsDuringStartup } from '../../run/signals.js';
-import { startRun } from '../../run/start-run.js';
-import { driveRun, interruptedBeforeStart } from '../drive-run.js';
+import { startAndDrive } from '../drive-run.js';
 import { keepWorkingWithoutOutput } from '../lost-output.js';
-import { givenDb, suggest } from '../suggest.js';
 import type { AdminStore, BatchRecord, TaskStore } from '../../store/task-store.js';
 import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
@@ -68,19 +65,7 @@ export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promi
     const reset = current ? await resetFailed(writable, current, flags) : 0;
     if (!quiet && !json) line(io.stderr, `batch ${printable(batch.name)}: ${reset} failed task${reset === 1 ? '' : 's'} reset to PENDING`);
   };
-  const signals = watchSignalsDuringStartup();
-  let start;
-  try {
-    start = await startRun(
-      { kind: 'planned', plan, beforeWrite, historyNote: (n) => `the store holds ${n} attempts of history; \`${suggest({ db: givenDb(db, io) }, ['prune', '--older-than', '30d'])}\` removes finished batches` },
-      { dbPath, cwd: io.cwd, resume: (name) => suggest({ batch: name, db: givenDb(db, io) }, ['resume']) },
-      signals,
-    );
-  } finally {
-    signals.dispose(); // the coordinator's drain handlers take over
-  }
-  if ('signal' in start) return interruptedBeforeStart(start.signal, io);
-  return driveRun(start.started, runFlags, io);
+  return startAndDrive(plan, runFlags, io, { beforeWrite });
 }
 
 function resetFailed(store: AdminStore, batch: BatchRecord, flags: RetryFailedFlags): Promise<number> {

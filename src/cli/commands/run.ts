@@ -1,15 +1,12 @@
 import { planRun, type PlanOptions, type RunPlan } from '../../job/plan-run.js';
 import type { RawRunFlags } from '../../job/run-options.js';
-import { watchSignalsDuringStartup } from '../../run/signals.js';
-import { startRun } from '../../run/start-run.js';
 import { isOldSchema, openExistingStore, peekBatch, resolveDbPath } from '../../store/open-store.js';
 import type { TaskStore } from '../../store/task-store.js';
-import { driveRun, interruptedBeforeStart } from '../drive-run.js';
+import { startAndDrive } from '../drive-run.js';
 import { printPlan } from '../dry-run.js';
 import type { Io } from '../io.js';
 import { keepWorkingWithoutOutput } from '../lost-output.js';
 import { refuseFinishedChange } from '../finished-batch.js';
-import { givenDb, suggest } from '../suggest.js';
 
 export type RunFlags = RawRunFlags;
 
@@ -33,28 +30,12 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
   keepWorkingWithoutOutput(); // a closed or full stdout must not end a batch half-run
   const plan = await planRun(sourceArg, cliFlags, io.cwd, (name) => peekBatch(dbPath, name), dbPath, options);
   if (plan.existing && plan.changed.length) await checkNotFinished(plan, dbPath);
-  const signals = watchSignalsDuringStartup();
-  let start;
-  try {
-    start = await startRun(
-      { kind: 'planned', plan, historyNote: (n) => historyNote(n, cliFlags, io) },
-      { dbPath, cwd: io.cwd, resume: (batch) => suggest({ batch, db: givenDb(cliFlags.db, io) }, ['resume']) },
-      signals,
-    );
-  } finally {
-    signals.dispose(); // the coordinator's drain handlers take over
-  }
-  if ('signal' in start) return interruptedBeforeStart(start.signal, io);
   const definitionChanged = plan.existing !== undefined && plan.changed.some((name) => DEFINITION.has(name));
-  return driveRun(start.started, cliFlags, io, { definitionChanged });
+  return startAndDrive(plan, cliFlags, io, { definitionChanged });
 }
 
 /** The settings that decide what a task's attempt does (not how often or how long it is retried). */
 const DEFINITION = new Set(['handler', 'stages', 'output']);
-
-function historyNote(attempts: number, flags: RunFlags, io: Io): string {
-  return `the store holds ${attempts} attempts of history; \`${suggest({ db: givenDb(flags.db, io) }, ['prune', '--older-than', '30d'])}\` removes finished batches`;
-}
 
 /** A changed definition for a batch that already finished is exit 2 before anything is written (finished-batch.ts). */
 async function checkNotFinished(plan: RunPlan, dbPath: string): Promise<void> {
