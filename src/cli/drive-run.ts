@@ -4,7 +4,7 @@ import type { RawRunFlags } from '../job/run-options.js';
 import { runBatch } from '../run/run-batch.js';
 import { signalOutcome } from '../run/run-outcome.js';
 import { watchSignalsDuringStartup } from '../run/signals.js';
-import { startRun, type PlannedStart, type StartedRun } from '../run/start-run.js';
+import { startRun, type PlannedStart, type RunPlace, type StartedRun } from '../run/start-run.js';
 import type { Io } from './io.js';
 import { RunReporter } from './run-reporter.js';
 import { givenDb, suggest } from './suggest.js';
@@ -30,7 +30,7 @@ export async function startAndDrive(
         beforeWrite: options.beforeWrite,
         historyNote: (n) => `the store holds ${n} attempts of history; \`${suggest({ db }, ['prune', '--older-than', '30d'])}\` removes finished batches`,
       },
-      { dbPath: plan.dbPath, cwd: io.cwd, resume: (batch) => suggest({ batch, db }, ['resume']) },
+      runPlace(plan.dbPath, flags, io),
       signals,
     );
   } finally {
@@ -56,6 +56,11 @@ export async function driveRun(
   } finally {
     await started.close();
   }
+}
+
+/** Where a run's store is, and how a person resumes its batch once paused (with the --db they gave). */
+export function runPlace(dbPath: string, flags: Pick<RawRunFlags, 'db'>, io: Io): RunPlace {
+  return { dbPath, cwd: io.cwd, resume: (batch) => suggest({ batch, db: givenDb(flags.db, io) }, ['resume']) };
 }
 
 /** A signal came while the run started: nothing ran. */

@@ -15,8 +15,6 @@ import type { Ending } from './settlement.js';
 import { TickTimer } from './tick-timer.js';
 import { Upkeep } from './upkeep.js';
 
-export type { CoordinatorOptions, RunObserver, RunStore, StopReason } from './run-types.js';
-
 /**
  * The claim → dispatch → commit loop. It alone writes the store; workers only report.
  * Outcomes arriving together are committed in one transaction with the next claim

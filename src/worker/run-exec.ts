@@ -115,7 +115,7 @@ function outcomeOf(ended: Exclude<Launched, { kind: 'dropped' }>, started: numbe
 }
 
 /** The outcome of an attempt that failed before anything ran. */
-export function notRunOutcome(error: NonNullable<DoneMessage['error']>): ExecOutcome {
+function notRunOutcome(error: NonNullable<DoneMessage['error']>): ExecOutcome {
   return { ok: false, result: null, error, exitCode: null, signal: null, outputTail: null, logPath: null, durationMs: 0, startedAt: 0 };
 }
 

@@ -13,8 +13,7 @@ import { printable } from '../format.js';
 import { line, type Io } from '../io.js';
 import { keepWorkingWithoutOutput } from '../lost-output.js';
 import { resolveBatch } from '../resolve-batch.js';
-import { driveRun } from '../drive-run.js';
-import { givenDb, suggest } from '../suggest.js';
+import { driveRun, runPlace } from '../drive-run.js';
 
 export interface WorkerFlags extends RawRunFlags {
   follow?: boolean;
@@ -116,10 +115,9 @@ async function workOn(
     return null;
   }
   const signals = { seen, signalled };
-  const place = { dbPath, cwd: io.cwd, resume: (name: string) => suggest({ batch: name, db: givenDb(flags.db, io) }, ['resume']) };
   let start;
   try {
-    start = await startRun({ kind: 'stored', store, batch, settings, inv }, place, signals); // `runBatch` grows the pool to the batch's work
+    start = await startRun({ kind: 'stored', store, batch, settings, inv }, runPlace(dbPath, flags, io), signals); // `runBatch` grows the pool to the batch's work
   } catch (err) {
     // No worker process could be started at all: the machine's limit, for every batch alike.
     if ((err as Error).name === 'ResourceError') throw err;
