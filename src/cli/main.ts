@@ -1,11 +1,16 @@
-import { CommanderError } from 'commander';
 import { failpointBug } from '../store/failpoint.js';
 import { EXIT } from '../exit-codes.js';
 import { printable } from '../printable.js';
 import { processIo, type Io } from './io.js';
 import { hideStoreSecrets } from './process-secrets.js';
+import { packageVersion } from './version.js';
 import { describeLoss, lostStreams } from './lost-output.js';
-import { buildProgram } from './program.js';
+
+/**
+ * `splitdance --version` (or `-V`) alone is answered before commander and the program's
+ * definitions load: half of its start-up was theirs (docs/benchmarks.md).
+ */
+const VERSION_ONLY = new Set(['--version', '-V']);
 
 /**
  * The one error boundary: every command returns its exit code, and every error is
@@ -16,10 +21,14 @@ export async function main(argv: string[], given?: Io): Promise<number> {
   const io = given ?? processIo(hideStoreSecrets(argv));
   const verbose = argv.includes('--verbose');
   let code: number = EXIT.OK;
-  const program = buildProgram(io, (c) => (code = c));
   try {
     failpointBug('bug');
-    await program.parseAsync(argv);
+    if (argv.length === 3 && VERSION_ONLY.has(argv[2]!)) {
+      io.stdout.write(`${packageVersion()}\n`);
+      return code;
+    }
+    const { buildProgram } = await import('./program.js');
+    await buildProgram(io, (c) => (code = c)).parseAsync(argv);
     noteLostOutput(io);
     return code;
   } catch (err) {
@@ -28,9 +37,11 @@ export async function main(argv: string[], given?: Io): Promise<number> {
 }
 
 function report(err: unknown, io: Io, verbose: boolean): number {
-  if (err instanceof CommanderError) {
+  // commander's errors (CommanderError and InvalidArgumentError), told apart without loading it.
+  const parsing = err as { code?: unknown; exitCode?: unknown } | null;
+  if (typeof parsing?.code === 'string' && parsing.code.startsWith('commander.')) {
     // commander has printed its own message already
-    return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
+    return parsing.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
   }
   const e = err instanceof Error ? err : new Error(String(err));
   const code = e.name === 'UsageError' ? EXIT.USAGE : e.name === 'StoreError' || e.name === 'ResourceError' ? EXIT.STORE : EXIT.INTERNAL;

@@ -1,10 +1,9 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { createRequire } from 'node:module';
 import { teach } from './help/teach.js';
 import { usageError } from './help/usage-errors.js';
 import type { Io } from './io.js';
+import { packageVersion } from './version.js';
 
-const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
 // No default ([]): help would show `(default: [])`, and an option not given stays absent.
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
@@ -15,7 +14,7 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   const program = new Command('splitdance')
     .description('Split a directory or a big file into tasks and run them reliably; rerun to resume after any crash.')
-    .version(pkg.version)
+    .version(packageVersion())
     .exitOverride()
     .configureOutput({
       writeOut: (s) => io.stdout.write(s),

@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
 import Module, { register } from 'node:module';
 import { extname, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { UsageError } from '../errors.js';
+import { inPackage } from '../package-root.js';
 import type { Handler } from './handler-types.js';
 
 const LOADABLE = new Set(['.js', '.mjs', '.cjs']);
@@ -17,8 +18,9 @@ let selfResolving = false;
 function resolveSelf(): void {
   if (selfResolving) return;
   selfResolving = true;
-  register('./self-resolve.js', import.meta.url);
-  const self = fileURLToPath(new URL('../index.js', import.meta.url));
+  // Both compiled files, whether this module runs from them or from the CLI's bundle.
+  register(pathToFileURL(inPackage('dist/worker/self-resolve.js')));
+  const self = inPackage('dist/index.js');
   const cjs = Module as unknown as { _resolveFilename: (request: string, ...rest: unknown[]) => string };
   const resolveFilename = cjs._resolveFilename;
   cjs._resolveFilename = function (this: unknown, request: string, ...rest: unknown[]): string {

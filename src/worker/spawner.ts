@@ -1,13 +1,13 @@
 import { spawn, spawnSync, type ChildProcessByStdio } from 'node:child_process';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
+import { inPackage } from '../package-root.js';
 
 /**
  * Built from src/worker/spawner.c by `npm run build` when a C compiler is present; the same
- * <root>/dist/native/spawner whether this module runs from dist/worker or src/worker.
+ * <root>/dist/native/spawner wherever this module runs from.
  */
-const BINARY = fileURLToPath(new URL('../../dist/native/spawner', import.meta.url));
+const BINARY = inPackage('dist/native/spawner');
 
 export type SpawnerEnd =
   /**

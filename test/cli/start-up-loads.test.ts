@@ -8,15 +8,28 @@ import { BIN, ROOT, runCli, tempDir } from '../helpers/cli.js';
 
 const TRACE = join(ROOT, 'test/helpers/trace-imports.mjs');
 
-/** The modules `splitdance ARGS` loaded in `cwd`: packages by name, and our own files under dist/. */
-function loadedBy(args: string[], cwd: string): { packages: Set<string>; own: string[] } {
+/** What each file of the CLI's bundle holds (scripts/bundle.mjs writes it): compiled modules, by path from the root. */
+const BUNDLE: { outputs: Record<string, { inputs: Record<string, unknown> }> } = JSON.parse(readFileSync(join(ROOT, 'dist/bundle-meta.json'), 'utf8'));
+
+/**
+ * The modules `splitdance ARGS` loaded in `cwd`: packages by name, and our own compiled
+ * modules by path under dist/ — those a bundle file it loaded holds, and any it loaded apart.
+ */
+function loadedBy(args: string[], cwd: string): { packages: Set<string>; own: string[]; bundleFiles: number; apart: string[] } {
   const out = join(cwd, `trace-${args.join('-').replace(/\W+/g, '_')}.txt`);
   rmSync(out, { force: true });
   execFileSync(process.execPath, ['--import', TRACE, BIN, ...args], { cwd, env: { ...process.env, SPLITDANCE_TRACE_IMPORTS: out }, stdio: 'ignore' });
-  const files = readFileSync(out, 'utf8').split('\n').filter(Boolean).map((url) => fileURLToPath(url));
+  const files = readFileSync(out, 'utf8').split('\n').filter(Boolean).map((url) => relative(ROOT, fileURLToPath(url)));
   const packages = new Set(files.flatMap((f) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(f)?.[1] ?? []));
-  const own = files.filter((f) => f.startsWith(join(ROOT, 'dist'))).map((f) => relative(join(ROOT, 'dist'), f));
-  return { packages, own };
+  const bundled = files.filter((f) => f.startsWith(join('dist', 'bundle') + '/'));
+  const held = bundled.flatMap((f) => {
+    const inputs = BUNDLE.outputs[f]?.inputs;
+    if (!inputs) throw new Error(`${f} is not in dist/bundle-meta.json: rebuild`);
+    return Object.keys(inputs);
+  });
+  const apart = [...new Set(files.filter((f) => f.startsWith('dist/') && !bundled.includes(f)))];
+  const own = [...new Set([...held, ...apart])].map((f) => relative('dist', f));
+  return { packages, own, bundleFiles: bundled.length, apart };
 }
 
 /** What no read-only command needs: the runner, the job file's schema, the report, PostgreSQL, Prometheus. */
@@ -43,6 +56,23 @@ describe('start-up loads only what the command needs', () => {
     expect(own).toContain(join('run', 'start-run.js'));
   });
 
+  it('a command runs from its bundle: its modules come from the bundle files, none is loaded apart', () => {
+    for (const args of [['status'], ['--version'], ['run', 'src', '--exec', 'true', '--quiet']]) {
+      const { own, bundleFiles, apart } = loadedBy(args, dir);
+      expect(bundleFiles, args.join(' ')).toBeGreaterThan(1); // the entry and its chunks
+      expect(apart, args.join(' ')).toEqual([]);
+      expect(own, args.join(' ')).toContain(join('cli', 'main.js'));
+    }
+  });
+
+  it("a module handler's worker processes start from the bundle's worker entry (the trace follows them: fork passes --import on)", () => {
+    writeFileSync(join(dir, 'noop.mjs'), 'export default async () => {};\n');
+    const { own, apart } = loadedBy(['run', 'src', '--handler', 'noop.mjs', '--batch', 'handler', '--quiet'], dir);
+    expect(own).toContain(join('worker', 'child-main.js'));
+    // Only the resolve hook that lets a handler import 'splitdance' is loaded apart (it runs on the loader's own thread).
+    expect(apart).toEqual([join('dist', 'worker', 'self-resolve.js')]);
+  });
+
   for (const args of [['status'], ['status', '--json'], ['tasks'], ['show', 'a.txt'], ['batches']]) {
     it(`${args.join(' ')} loads no runner, no job-file schema, no report, no PostgreSQL and no Prometheus`, () => {
       const { packages, own } = loadedBy(args, dir);
@@ -52,9 +82,23 @@ describe('start-up loads only what the command needs', () => {
     });
   }
 
-  it('--version loads commander and the CLI shell only: no store, no command, no colours or units', () => {
+  it('--version loads the CLI shell only: not commander, no program, no store, no command, no colours or units', () => {
     const { packages, own } = loadedBy(['--version'], dir);
+    expect([...packages]).toEqual([]);
+    expect(own).toContain(join('cli', 'main.js'));
+    expect(own.filter((f) => f.startsWith('cli/commands/') || f.startsWith('cli/help/') || f === join('cli', 'program.js') || f.startsWith('store/sqlite/') || NOT_FOR_READING.folders.some((x) => f.startsWith(x)))).toEqual([]);
+  });
+
+  it('--version and -V print the package version and exit 0, as commander did', async () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const r = await runCli([flag], { cwd: dir });
+      expect([r.code, r.stdout, r.stderr]).toEqual([0, `${version}\n`, '']);
+    }
+  });
+
+  it('--version with anything else is parsed as usual (commander loads)', () => {
+    const { packages } = loadedBy(['--version', '--quiet'], dir);
     expect([...packages]).toEqual(['commander']);
-    expect(own.filter((f) => f.startsWith('cli/commands/') || f.startsWith('store/sqlite/') || NOT_FOR_READING.folders.some((x) => f.startsWith(x)))).toEqual([]);
   });
 });

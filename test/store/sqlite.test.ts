@@ -301,6 +301,24 @@ describe('SqliteStore with two connections on one file', () => {
   });
 });
 
+describe('SqliteStore statements', () => {
+  it('each prepares against the newest schema (they are prepared lazily, so a broken one would show only when used)', async () => {
+    const path = join(freshDir(), 's.db');
+    await open(path).enqueue(newBatch(), keys(1).map(spec));
+    const db = new Database(path, { readonly: true });
+    const broken = Object.entries(SQL).flatMap(([name, sql]) => {
+      try {
+        db.prepare(sql);
+        return [];
+      } catch (err) {
+        return [`${name}: ${(err as Error).message}`];
+      }
+    });
+    db.close();
+    expect(broken).toEqual([]);
+  });
+});
+
 describe('SqliteStore grouped statements', () => {
   it('find every listed row by its id, even under statistics an ANALYZE took on a small store', async () => {
     const path = join(freshDir(), 's.db');

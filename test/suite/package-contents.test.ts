@@ -6,7 +6,8 @@ import { ROOT } from '../helpers/cli.js';
 
 /**
  * What `npm pack` ships, and nothing else: the built code and its types for every source
- * module (no source maps, which would point at sources the package does not have), the bin,
+ * module (no source maps, which would point at sources the package does not have), the
+ * CLI's and the worker's bundle (scripts/bundle.mjs; not its metafile), the bin,
  * the man page, the docs the README links, the migrations, the spawner's C source and its
  * install script, the schema, LICENSE and CHANGELOG.
  */
@@ -28,6 +29,7 @@ describe('npm pack', () => {
     const modules = under('src')
       .filter((f) => f.endsWith('.ts'))
       .map((f) => f.replace(/^src\//, 'dist/').replace(/\.ts$/, ''));
+    const bundle = JSON.parse(readFileSync(join(ROOT, 'dist/bundle-meta.json'), 'utf8')) as { outputs: Record<string, unknown> };
     const expected = [
       'CHANGELOG.md',
       'LICENSE',
@@ -41,6 +43,7 @@ describe('npm pack', () => {
       ...under('docs').filter((f) => f.endsWith('.md')),
       ...under('src/store').filter((f) => /\/migrations\/\d+_[\w-]+\.sql$/.test(f)),
       ...modules.flatMap((m) => [`${m}.js`, `${m}.d.ts`]),
+      ...Object.keys(bundle.outputs),
       ...files.filter((f) => f === 'dist/native/spawner'),
     ].sort();
     expect(files).toEqual(expected);

@@ -1,9 +1,10 @@
 import { StoreError } from '../../errors.js';
 import type { PgDb, Sql } from './pg-db.js';
 import { lockKey } from './pg-locks.js';
+import { inPackage } from '../../package-root.js';
 import { loadMigrations, newestVersion } from '../shared/migrations.js';
 
-const MIGRATIONS_DIR = new URL('../../../src/store/postgres/migrations/', import.meta.url);
+const MIGRATIONS_DIR = inPackage('src/store/postgres/migrations');
 
 /** Read once: the migrations this build knows, and so the newest schema it understands. */
 const MIGRATIONS = loadMigrations(MIGRATIONS_DIR);

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { readFileSync, readdirSync } from 'node:fs';
 
 /** One schema step: `NNN_name.sql` in a store's migrations folder. */
@@ -8,11 +9,11 @@ export interface Migration {
 }
 
 /** The migrations in `dir`, in version order (both stores read theirs once, at load). */
-export function loadMigrations(dir: URL): Migration[] {
+export function loadMigrations(dir: string): Migration[] {
   return readdirSync(dir)
     .filter((f) => /^\d+_.*\.sql$/.test(f))
     .sort()
-    .map((f) => ({ version: Number(f.slice(0, f.indexOf('_'))), name: f, sql: readFileSync(new URL(f, dir), 'utf8') }));
+    .map((f) => ({ version: Number(f.slice(0, f.indexOf('_'))), name: f, sql: readFileSync(join(dir, f), 'utf8') }));
 }
 
 /** The newest schema version a build understands. */

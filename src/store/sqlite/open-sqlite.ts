@@ -5,11 +5,12 @@ import { StoreError } from '../../errors.js';
 import { failpointValue } from '../failpoint.js';
 import { loadMigrations, newestVersion } from '../shared/migrations.js';
 import { keepStoreToItsOwner } from './store-modes.js';
+import { inPackage } from '../../package-root.js';
 import { busyTimeoutMs } from '../busy-timeout.js';
 
 type Db = Database.Database;
 
-const MIGRATIONS_DIR = new URL('../../../src/store/sqlite/migrations/', import.meta.url);
+const MIGRATIONS_DIR = inPackage('src/store/sqlite/migrations');
 
 /** Milliseconds a writer waits for another's lock before the command fails with exit 4. */
 export const BUSY_TIMEOUT_MS = busyTimeoutMs();
