@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcessByStdio } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { inPackage } from '../package-root.js';
@@ -204,8 +205,24 @@ function wallClock(monotonicMs: number): number {
   return Date.now() - Math.max(0, age);
 }
 
-/** Whether `binary` runs here and speaks this version's protocol. */
+/**
+ * Whether `binary` runs here and speaks this version's protocol: what the build or the install
+ * found when it ran `--check` (its stamp, `<binary>.checked`, still describing this very file),
+ * else what `--check` says now.
+ */
 export function speaksProtocol(binary: string): boolean {
+  if (stampSays(binary)) return true;
   const r = spawnSync(binary, ['--check'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
   return r.status === 0 && r.stdout.trim() === SPAWNER_PROTOCOL;
+}
+
+/** Whether the stamp scripts/build-spawner.mjs wrote names this protocol and the file now at `binary` (size, time, inode). */
+function stampSays(binary: string): boolean {
+  try {
+    const stamp = JSON.parse(readFileSync(`${binary}.checked`, 'utf8')) as Record<string, unknown>;
+    const st = statSync(binary);
+    return stamp.protocol === SPAWNER_PROTOCOL && stamp.size === st.size && stamp.mtimeMs === st.mtimeMs && stamp.ino === st.ino && stamp.dev === st.dev;
+  } catch {
+    return false;
+  }
 }

@@ -38,6 +38,9 @@ describe('the spawner helper at install', () => {
     chmodSync(p.binary, 0o755);
     install(p.root);
     expect(p.check()).toBe(SPAWNER_PROTOCOL);
+    // The install's check is stamped beside the rebuilt binary, so workers need not run it again.
+    const st = statSync(p.binary);
+    expect(JSON.parse(readFileSync(`${p.binary}.checked`, 'utf8'))).toMatchObject({ protocol: SPAWNER_PROTOCOL, size: st.size, ino: st.ino });
   });
 
   it('rebuilds a shipped binary that does not run here, and keeps one that does', () => {

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -253,6 +253,36 @@ describe.skipIf(!SPAWNER_BUILT)('the helper itself', () => {
     chmodSync(stale, 0o755);
     expect(speaksProtocol(stale)).toBe(false);
     expect(readFileSync(join(ROOT, 'src/worker/spawner.c'), 'utf8')).toContain(`#define PROTOCOL "${SPAWNER_PROTOCOL}"`);
+  });
+
+  it('trusts the check its build made (a stamp beside the binary) only while the stamp describes the file at the path', () => {
+    const dir = tempDir();
+    const binary = join(dir, 'spawner');
+    // A binary whose own --check would fail: only the stamp can make it usable, so a true proves nothing ran.
+    writeFileSync(binary, '#!/bin/sh\necho "splitdance-spawner protocol 1"\n');
+    chmodSync(binary, 0o755);
+    const stampFor = (protocol: string) => {
+      const { size, mtimeMs, ino, dev } = statSync(binary);
+      writeFileSync(`${binary}.checked`, JSON.stringify({ protocol, size, mtimeMs, ino, dev }));
+    };
+    stampFor(SPAWNER_PROTOCOL);
+    expect(speaksProtocol(binary)).toBe(true);
+    stampFor('splitdance-spawner protocol 1'); // a stamp of another protocol
+    expect(speaksProtocol(binary)).toBe(false);
+    stampFor(SPAWNER_PROTOCOL);
+    // Another file put at the path (a copy, a rebuild elsewhere): the stamp no longer describes it.
+    writeFileSync(`${binary}.new`, readFileSync(binary));
+    chmodSync(`${binary}.new`, 0o755);
+    renameSync(`${binary}.new`, binary);
+    expect(speaksProtocol(binary)).toBe(false);
+    writeFileSync(`${binary}.checked`, 'not json');
+    expect(speaksProtocol(binary)).toBe(false);
+  });
+
+  it("the build's stamp describes the built helper", () => {
+    const stamp = JSON.parse(readFileSync(join(ROOT, 'dist/native/spawner.checked'), 'utf8'));
+    const st = statSync(join(ROOT, 'dist/native/spawner'));
+    expect(stamp).toEqual({ protocol: SPAWNER_PROTOCOL, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, dev: st.dev });
   });
 
   it('kills the command it started when it cannot report it (its worker stopped reading)', async () => {
