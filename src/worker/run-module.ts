@@ -24,17 +24,7 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
   // The duration on the monotonic clock: a wall-clock step during the attempt must not make it negative.
   const clock = monotonicMs();
   const capture = new OutputCapture(msg.logFile);
-  // Made when the handler first reads ctx.signal: an AbortSignal costs about 5 µs, a tenth of
-  // a no-op task, and most handlers never look. One read after an abort finds it aborted.
-  let controller: AbortController | undefined;
-  let abortedBy: Error | undefined;
-  const signal = () => {
-    if (!controller) {
-      controller = new AbortController();
-      if (abortedBy) controller.abort(abortedBy);
-    }
-    return controller.signal;
-  };
+  const controller = new AbortController();
   const copy = msg.print ? new PrintCopy(msg.print) : null;
   const restore = redirectOutput(capture, copy);
   const task: Task = {
@@ -55,9 +45,7 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
   };
   const ctx = {
     attempt: msg.attempt,
-    get signal() {
-      return signal();
-    },
+    signal: controller.signal,
     log: (...args: unknown[]) => capture.write(`${format(...args)}\n`),
     heartbeat,
   };
@@ -88,8 +76,7 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
 
   return {
     abort(reason: string) {
-      abortedBy ??= new Error(`aborted: ${reason}`);
-      controller?.abort(abortedBy);
+      controller.abort(new Error(`aborted: ${reason}`));
     },
     done,
   };

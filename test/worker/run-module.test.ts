@@ -25,7 +25,7 @@ function gated(then: (ctx: Parameters<Handler>[1]) => unknown): { handler: Handl
   return { handler: async (_task, ctx) => (await gate, then(ctx)), go };
 }
 
-describe('runModule: ctx.signal (made when first read)', () => {
+describe('runModule: ctx.signal', () => {
   it('is already aborted, with the first reason, when a handler first reads it after the attempt was stopped', async () => {
     const { handler, go } = gated((ctx) => ({ aborted: ctx.signal.aborted, reason: (ctx.signal.reason as Error).message }));
     const running = runModule(handler, message('late'), () => {});
