@@ -2,7 +2,7 @@
 import { plural } from '../printable.js';
 import { longInterval, longTimeout, type LongTimer } from '../long-timer.js';
 import { prepareLogFolder } from '../store/log-layout.js';
-import type { AttemptStart, BatchRecord, ClaimedTask, ReleasedTask } from '../store/task-store.js';
+import type { AttemptStart, BatchRecord, ClaimedTask, LostAttempt } from '../store/task-store.js';
 import type { PoolWorker } from '../pool/pool.js';
 import { ownerId } from '../lease-owner.js';
 import { AttemptsInFlight } from './attempts-in-flight.js';
@@ -71,7 +71,7 @@ export class Coordinator {
       killGraceMs: options.killGraceMs,
       outputs: options.outputs,
     });
-    this.upkeep = new Upkeep(store, batch, this.owner, pool, { pollMs: options.pollMs, leaseMs: options.leaseMs }, note);
+    this.upkeep = new Upkeep(store, batch, this.owner, pool, { pollMs: options.pollMs, leaseMs: options.leaseMs }, note, (lost) => this.lostElsewhere(lost));
     this.outage = new Outage(note);
   }
 
@@ -153,9 +153,13 @@ export class Coordinator {
     return this.attempts.size;
   }
 
-  /** Attempts recovery took from a dead owner: what they left at their declared outputs' temporary paths goes. */
-  lostElsewhere(released: ReleasedTask[]): void {
-    this.options.outputs.discardLost(released);
+  /**
+   * Attempts recovery is taking from a dead owner: what they left at their declared outputs'
+   * temporary paths goes. Given to recovery, which calls it before it commits the release, so
+   * a crash right after the commit leaves nothing behind (recoverStale).
+   */
+  lostElsewhere(lost: LostAttempt[]): void {
+    this.options.outputs.discardLost(lost);
   }
 
   /** Asks for a tick; `soon`: a success, which may wait a moment for others to share its commit (tick-timer.ts). */
@@ -195,10 +199,7 @@ export class Coordinator {
   private async checkBatch(): Promise<void> {
     const found = await this.upkeep.checkBatch();
     if (!found) return;
-    if (found.released.length) {
-      this.lostElsewhere(found.released);
-      this.observer.released(found.released);
-    }
+    if (found.released.length) this.observer.released(found.released);
     // A crash (here or on another host) between a success's commit and its output's rename.
     if (this.options.outputs.declared) this.placement.redo(await this.store.pendingOutputs(this.batch.id));
     if (found.stop) this.stop(found.stop);

@@ -5,7 +5,7 @@ import { basename, dirname, join } from 'node:path';
 import { discardOutput } from '../output/commit-output.js';
 import { inputsOf, isUpToDate } from '../output/freshness.js';
 import { outputPath, outputPathsOf, tempPrefixOf, type OutputPaths, type OutputSpec } from '../output/output-path.js';
-import type { ClaimedTask, ReleasedTask } from '../store/task-store.js';
+import type { ClaimedTask, LostAttempt } from '../store/task-store.js';
 
 /** A claimed task's declared output: its paths, or why it has none it could write (a hostile value). */
 export type TaskOutput = { paths: OutputPaths } | { error: string } | null;
@@ -50,10 +50,10 @@ export class DeclaredOutputs {
   }
 
   /**
-   * Temporary files of attempts recovery found lost (their owner died): no one else will remove
+   * Temporary files of attempts recovery finds lost (their owner died): no one else will remove
    * them. Their names end in random digits, so they are found by the store's and the attempt's prefix.
    */
-  discardLost(released: ReleasedTask[]): void {
+  discardLost(released: LostAttempt[]): void {
     for (const t of released) {
       const spec = this.specs.get(t.stage) ?? null;
       if (spec === null || t.token === null) continue;

@@ -1,15 +1,22 @@
-import type { LeaseStore, ReleasedTask } from '../store/task-store.js';
+import type { LeaseStore, LostAttempt, ReleasedTask } from '../store/task-store.js';
 import { isDeadOwner, isLiveLocalOwner } from '../lease-owner.js';
 
 /**
  * Releases RUNNING tasks whose lease expired (measured from claim or the last
  * heartbeat) or whose owner is a provably dead process on this host. Their attempts
  * are recorded LOST and stay counted. An owner on this host whose process exists keeps
- * its tasks whatever its lease says: only a remote owner can merely look dead.
+ * its tasks whatever its lease says: only a remote owner can merely look dead. `beforeRelease`
+ * (their temporary files go) runs inside the release, before it is committed.
  */
-export async function recoverStale(store: LeaseStore, batchId: number | null, self: string, now = Date.now()): Promise<ReleasedTask[]> {
+export async function recoverStale(
+  store: LeaseStore,
+  batchId: number | null,
+  self: string,
+  now = Date.now(),
+  beforeRelease?: (lost: LostAttempt[]) => void,
+): Promise<ReleasedTask[]> {
   const owners = (await store.runningOwners(batchId)).filter((o) => o !== self);
   const dead = owners.filter((o) => isDeadOwner(o));
   const live = owners.filter((o) => isLiveLocalOwner(o));
-  return store.releaseStale(batchId, now, dead, self, live);
+  return store.releaseStale(batchId, now, dead, self, live, beforeRelease);
 }

@@ -1,6 +1,6 @@
 /** What keeps a run's hold on its batch valid beside the claim: leases, dead owners, stuck workers, pause and definition changes. */
 import { StoreError } from '../errors.js';
-import type { BatchRecord, ClaimedTask, LeaseStore, ReleasedTask } from '../store/task-store.js';
+import type { BatchRecord, ClaimedTask, LeaseStore, LostAttempt, ReleasedTask } from '../store/task-store.js';
 import type { RunPool, StopReason } from './run-types.js';
 import type { PoolWorker } from '../pool/pool.js';
 import { recoverStale } from './recovery.js';
@@ -32,6 +32,8 @@ export class Upkeep {
     private readonly pool: RunPool,
     private readonly timing: { pollMs: number; leaseMs: number },
     private readonly note: (message: string) => void,
+    /** Told the attempts recovery records LOST, inside the release (their temporary files go). */
+    private readonly beforeRelease: (lost: LostAttempt[]) => void,
   ) {}
 
   /** At most once a poll (null when not due): recovery, stuck and stopped workers, pause, a newer definition; a pruned batch throws. */
@@ -53,7 +55,7 @@ export class Upkeep {
         `batch "${batch.name}" is no longer in the store (pruned while this run was stopped?); this run stops without claiming or committing anything more`,
       );
     }
-    const released = await recoverStale(store, batch.id, owner, now);
+    const released = await recoverStale(store, batch.id, owner, now, this.beforeRelease);
     // Attempts queued behind one that turned out slow go back, so idle workers can run them.
     for (const w of pool.stuck(pollMs)) pool.drop(w);
     // A worker stopped past a lease is taken for dead: killed, its running attempt ends as a

@@ -110,8 +110,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
     );
   let coordinator = coordinatorFor(batch, pool, run.settings, 0);
   // Tasks a dead coordinator on this host left RUNNING are taken back now, not after their lease.
-  const released = await recoverStale(store, batch.id, coordinator.owner);
-  coordinator.lostElsewhere(released);
+  const released = await recoverStale(store, batch.id, coordinator.owner, Date.now(), (lost) => coordinator.lostElsewhere(lost));
   observer.start({ batch: batch.name, source: batch.source, store: describeStore(run.dbPath), total, inserted: run.inserted, workers: pool.size, notes });
   // The pools started here to follow a newer definition (the caller shuts down its own).
   const followers: WorkerPool[] = [];

@@ -1,4 +1,4 @@
-import type { AttemptRow, BatchRecord, ClaimedTask, Counts, Outcome, ReleasedTask, StageCounts, TaskRow, TaskStatus } from './records.js';
+import type { AttemptRow, BatchRecord, ClaimedTask, Counts, Outcome, LostAttempt, StageCounts, TaskRow, TaskStatus } from './records.js';
 import type { Sibling } from './stage-graph.js';
 import { parseNeeds } from './shared/json-columns.js';
 
@@ -160,8 +160,8 @@ export interface CountDbRow {
 
 /** Disjoint groups (status × tried) into the counts `status` shows. */
 /** A task recovery released, with what its lost attempt needs to be cleaned up after. */
-export function toReleased(t: TaskDbRow, failed: boolean): ReleasedTask {
-  return { key: t.task_key, owner: t.lease_owner, failed, token: t.lease_token, stage: t.stage, seq: t.seq, payload: JSON.parse(t.payload) };
+export function toLost(t: TaskDbRow, inputs: Record<string, unknown>): LostAttempt {
+  return { key: t.task_key, owner: t.lease_owner, token: t.lease_token, stage: t.stage, seq: t.seq, payload: JSON.parse(t.payload), inputs };
 }
 
 export function toCounts(rows: CountDbRow[]): Counts {

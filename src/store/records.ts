@@ -262,10 +262,10 @@ export interface PruneResult {
 }
 
 /** A RUNNING task whose lease was released by recovery. */
-export interface ReleasedTask {
+/** A RUNNING task recovery is taking back: its lost attempt, and what renders that attempt's declared output. */
+export interface LostAttempt {
   key: string;
   owner: string | null;
-  failed: boolean;
   /** The lost attempt (its id), and what renders its declared output's paths. */
   token: number | null;
   stage: string;
@@ -273,6 +273,11 @@ export interface ReleasedTask {
   payload: TaskPayload;
   /** The stored results of the stages it needs (what an `{inputs…}` output path renders from); absent without stages. */
   inputs?: Record<string, unknown>;
+}
+
+/** A task recovery took back, its lost attempt recorded: `failed` when that spent its last attempt. */
+export interface ReleasedTask extends LostAttempt {
+  failed: boolean;
 }
 
 /** A committed success whose declared output may not be in place yet (its rename was not confirmed). */

@@ -19,6 +19,7 @@ import type {
   EnqueueResult,
   ErrorCount,
   NewBatch,
+  LostAttempt,
   PendingOutput,
   PruneResult,
   ReleasedTask,
@@ -73,9 +74,12 @@ export interface LeaseStore extends StoreInfo, BatchProgress {
   /**
    * Return to PENDING (or FAILED when out of attempts) tasks whose lease expired or whose
    * owner is dead, never those of `self` (a live coordinator's own) nor of `liveOwners`
-   * (live processes on this host, stopped ones included); records LOST.
+   * (live processes on this host, stopped ones included); records LOST. `beforeRelease` is
+   * told the attempts it is about to record LOST inside the transaction, before they are: what
+   * it cleans up (their temporary files) is then gone whenever the release is committed, and a
+   * crash before the commit leaves them to the next recovery, which tells it again.
    */
-  releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners?: string[]): Promise<ReleasedTask[]>;
+  releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners?: string[], beforeRelease?: (lost: LostAttempt[]) => void): Promise<ReleasedTask[]>;
   /** The batch's committed successes whose declared output's rename is not known to be done. */
   pendingOutputs(batchId: number): Promise<PendingOutput[]>;
   /** Their outputs are in place: forgets each temporary file (only while it is still the one recorded). */

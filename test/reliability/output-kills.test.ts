@@ -102,3 +102,63 @@ describe.each([
     for (const [name, size] of p.sizes) expect(statSync(join(p.out, name)).size).toBe(size);
   });
 });
+
+describe('declared outputs: a crash right after recovery records a dead run\'s attempt LOST', () => {
+  const args = (exec: string) => ['run', 'src', '--exec', exec, '--output', 'out/{name}.out', '-j', '1', '--quiet'];
+  const SLOW = 'echo x > {out}; sleep 30';
+
+  /** A project whose one attempt died holding its temporary file: every process of that run SIGKILLed. */
+  async function deadAttempt(): Promise<{ dir: string; env: NodeJS.ProcessEnv }> {
+    const dir = tempDir('sd-outkill-release-');
+    mkdirSync(join(dir, 'src'));
+    writeFileSync(join(dir, 'src', 'a.txt'), 'a\n');
+    const env = { OUTPUT_KILLS: dir };
+    const child = startCli(args(SLOW), { cwd: dir, env });
+    await waitFor(() => temps(dir).length === 1, 10_000, 'the attempt to open its temporary file');
+    for (const pid of processesWithEnv(dir)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+    await child.result;
+    await waitFor(() => processesWithEnv(dir).length === 0, 2000, 'the run to be gone');
+    return { dir, env };
+  }
+
+  const temps = (dir: string) => {
+    try {
+      return readdirSync(join(dir, 'out')).filter((n) => n.endsWith('.tmp'));
+    } catch {
+      return [];
+    }
+  };
+
+  it('leaves no temporary file of that attempt: it goes before the release is committed', async () => {
+    // SPLITDANCE_FAILPOINT=write:K SIGKILLs the next run right after its K-th committed write:
+    // walk K until that write is the release (the attempt is then LOST in the store).
+    let tried = 0;
+    for (let k = 1; k <= 6; k++) {
+      const { dir, env } = await deadAttempt();
+      const crashed = await runCli(args(SLOW), { cwd: dir, env: { ...env, SPLITDANCE_FAILPOINT: `write:${k}` } });
+      expect(crashed.signal, crashed.stderr).toBe('SIGKILL');
+      const show = await runCli(['show', 'a.txt', '--json'], { cwd: dir });
+      const outcomes = (JSON.parse(show.stdout) as { attempts: { attempt: number; outcome: string | null }[] }).attempts.map((a) => a.outcome);
+      if (outcomes[0] !== 'LOST') {
+        // Not released yet: the dead attempt's file is still there, for the next recovery.
+        expect(temps(dir)).toHaveLength(1);
+        continue;
+      }
+      tried++;
+      // Released, and killed before anything after the commit could run: the file went with it.
+      expect(temps(dir).filter((n) => n.includes('-1-'))).toEqual([]);
+      for (const pid of processesWithEnv(dir)) process.kill(pid, 'SIGKILL'); // an attempt it may have started since
+      const final = await runCli(args('echo x > {out}'), { cwd: dir, env });
+      expect(final.code, final.stderr).toBe(0);
+      expect(readdirSync(join(dir, 'out'))).toEqual(['a.txt.out']);
+      break;
+    }
+    expect(tried, 'no K killed the run right after the release').toBe(1);
+  });
+});

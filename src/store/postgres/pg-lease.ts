@@ -1,6 +1,6 @@
-import type { ClaimRequest, ClaimedTask, ReleasedTask, Settlement } from '../records.js';
+import type { ClaimRequest, ClaimedTask, LostAttempt, ReleasedTask, Settlement } from '../records.js';
 import type { Sql } from './pg-db.js';
-import { toClaimedTask, toReleased, type TaskDbRow } from '../db-rows.js';
+import { toClaimedTask, toLost, type TaskDbRow } from '../db-rows.js';
 import { cascade, inputsOf } from './pg-stages.js';
 import { lateReportNote } from '../late-report.js';
 import { lostError } from '../shared/lost.js';
@@ -107,14 +107,19 @@ export async function releaseStale(
   deadOwners: string[],
   self: string,
   liveOwners: string[],
+  beforeRelease?: (lost: LostAttempt[]) => void,
 ): Promise<ReleasedTask[]> {
+  const stale = await sql.rows<TaskDbRow>(st.staleTasks, [batchId, leaseNow, deadOwners, self, liveOwners]);
+  // A stage's inputs: what renders an `{inputs…}` output path, to find the attempt's temporary file.
+  const lost: LostAttempt[] = [];
+  for (const t of stale) lost.push(toLost(t, await inputsOf(sql, st, t)));
+  beforeRelease?.(lost);
   const released: ReleasedTask[] = [];
-  for (const t of await sql.rows<TaskDbRow>(st.staleTasks, [batchId, leaseNow, deadOwners, self, liveOwners])) {
+  for (const [i, t] of stale.entries()) {
     const error = lostError(t.lease_owner, deadOwners);
     const [after] = await sql.rows<{ status: string }>(st.releaseLost, [t.id, now, error]);
     await sql.run(st.loseAttempt, [t.lease_token, error]);
-    // A stage's inputs: what renders an `{inputs…}` output path, to find the attempt's temporary file.
-    released.push({ ...toReleased(t, after!.status !== 'PENDING'), inputs: await inputsOf(sql, st, t) });
+    released.push({ ...lost[i]!, failed: after!.status !== 'PENDING' });
     if (after!.status !== 'PENDING') await cascade(sql, st, t.batch_id, [t.item_key], now);
   }
   return released;

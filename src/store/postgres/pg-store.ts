@@ -13,6 +13,7 @@ import type {
   NewBatch,
   PendingOutput,
   PruneResult,
+  LostAttempt,
   ReleasedTask,
   Settlement,
   StageCounts,
@@ -194,8 +195,8 @@ export class PostgresStore implements TaskStore {
     return (await this.db.read((sql) => sql.rows<{ owner: string }>(this.st.runningOwners, [batchId]))).map((r) => r.owner);
   }
 
-  async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners: string[] = []): Promise<ReleasedTask[]> {
-    return this.db.transaction((sql) => releaseStale(sql, this.st, batchId, this.clock.leaseBase(now), this.clock.toServer(now), deadOwners, self, liveOwners));
+  async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners: string[] = [], beforeRelease?: (lost: LostAttempt[]) => void): Promise<ReleasedTask[]> {
+    return this.db.transaction((sql) => releaseStale(sql, this.st, batchId, this.clock.leaseBase(now), this.clock.toServer(now), deadOwners, self, liveOwners, beforeRelease));
   }
 
   async counts(batchId: number): Promise<Counts> {

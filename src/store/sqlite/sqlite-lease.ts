@@ -1,5 +1,5 @@
-import type { ClaimRequest, ClaimedTask, ReleasedTask, Settlement, TaskStatus } from '../records.js';
-import { attemptNumber, toClaimedTask, toReleased, type ClaimedDbRow, type TaskDbRow } from '../db-rows.js';
+import type { ClaimRequest, ClaimedTask, LostAttempt, ReleasedTask, Settlement, TaskStatus } from '../records.js';
+import { attemptNumber, toClaimedTask, toLost, type ClaimedDbRow, type TaskDbRow } from '../db-rows.js';
 import { lostError } from '../shared/lost.js';
 import type { SqliteConn } from './sqlite-conn.js';
 import { lateReportNote } from '../late-report.js';
@@ -119,22 +119,33 @@ export function heartbeat(c: SqliteConn, owner: string, leaseExpiresAt: number):
 }
 
 /** Returns stale RUNNING tasks (expired lease or dead owner, never `self`'s nor a live local owner's) to PENDING, or FAILED when out of attempts. */
-export function releaseStale(c: SqliteConn, batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners: string[]): ReleasedTask[] {
+export function releaseStale(
+  c: SqliteConn,
+  batchId: number | null,
+  now: number,
+  deadOwners: string[],
+  self: string,
+  liveOwners: string[],
+  beforeRelease?: (lost: LostAttempt[]) => void,
+): ReleasedTask[] {
   const st = c.st;
   const params = { batchId, now, dead: JSON.stringify(deadOwners), self, live: JSON.stringify(liveOwners) };
   // Read first so the common case (nothing stale) takes no write lock.
   if ((c.read(() => st.staleTasks.all(params)) as TaskDbRow[]).length === 0) return [];
   return c.write(() => {
+    const stale = st.staleTasks.all(params) as TaskDbRow[];
+    // A stage's inputs: what renders an `{inputs…}` output path, to find the attempt's temporary file.
+    const lost = stale.map((t) => toLost(t, inputsOf(st, t.batch_id, [t]).get(t.id) ?? {}));
+    beforeRelease?.(lost);
     const released: ReleasedTask[] = [];
     const ended: TaskDbRow[] = [];
-    for (const t of st.staleTasks.all(params) as TaskDbRow[]) {
+    stale.forEach((t, i) => {
       const error = lostError(t.lease_owner, deadOwners);
       const after = st.releaseLost.get({ id: t.id, now, error }) as { status: TaskStatus };
       st.loseAttempt.run({ token: t.lease_token, error });
-      // A stage's inputs: what renders an `{inputs…}` output path, to find the attempt's temporary file.
-      released.push({ ...toReleased(t, after.status !== 'PENDING'), inputs: inputsOf(st, t.batch_id, [t]).get(t.id) ?? {} });
+      released.push({ ...lost[i]!, failed: after.status !== 'PENDING' });
       if (after.status !== 'PENDING') ended.push(t);
-    }
+    });
     for (const t of ended) cascade(st, t.batch_id, [t.item_key], now);
     return released;
   });

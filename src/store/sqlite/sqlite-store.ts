@@ -73,8 +73,8 @@ export class SqliteStore implements TaskStore {
     );
   }
 
-  async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners: string[] = []): Promise<T.ReleasedTask[]> {
-    return releaseStale(this.c, batchId, now, deadOwners, self, liveOwners);
+  async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners: string[] = [], beforeRelease?: (lost: T.LostAttempt[]) => void): Promise<T.ReleasedTask[]> {
+    return releaseStale(this.c, batchId, now, deadOwners, self, liveOwners, beforeRelease);
   }
 
   async pendingOutputs(batchId: number): Promise<T.PendingOutput[]> {

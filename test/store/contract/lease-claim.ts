@@ -142,6 +142,29 @@ export function claimContract(h: Harness): void {
       expect(all.find((x) => x.key === t.key)?.attempt).toBe(2);
     });
 
+    it('tells beforeRelease the attempts it is about to record LOST, inside the release: a hook that throws leaves them RUNNING', async () => {
+      const id = await setup(3);
+      const now = Date.now();
+      const dead = await claim(id, now, { owner: 'host:1:dead', slots: 2 });
+      const told: unknown[] = [];
+      await expect(
+        h.store.releaseStale(id, now + 1, ['host:1:dead'], 'host:3:self', [], (lost) => {
+          told.push(...lost);
+          throw new Error('crashed while cleaning up');
+        }),
+      ).rejects.toThrow(/crashed while cleaning up/);
+      const expected = dead.map((t) => ({ key: t.key, owner: 'host:1:dead', token: t.token, stage: t.stage, seq: t.seq, payload: t.payload, inputs: {} }));
+      expect(told).toEqual(expect.arrayContaining(expected));
+      expect(told).toHaveLength(2);
+      // Nothing was committed: the next recovery finds them and tells the hook again.
+      for (const t of dead) expect(await task(id, t.key)).toMatchObject({ status: 'RUNNING', leaseOwner: 'host:1:dead' });
+      const again: unknown[] = [];
+      const released = await h.store.releaseStale(id, now + 1, ['host:1:dead'], 'host:3:self', [], (lost) => again.push(...lost));
+      expect(again).toEqual(told);
+      expect(released.map((r) => r.key).sort()).toEqual(dead.map((t) => t.key).sort());
+      for (const t of dead) expect((await h.store.attemptsOf(t.id))[0]).toMatchObject({ outcome: 'LOST' });
+    });
+
     it('releases the tasks of a dead owner even when their lease is fresh', async () => {
       const id = await setup(3);
       const now = Date.now();
