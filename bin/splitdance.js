@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { main, reportBug } from '../dist/bundle/cli/main.js';
+import { main, reportBug } from '../dist/bundle/cli/main.mjs';
 
 // What escapes the error boundary (an error thrown from an event handler) is a bug too: exit 70.
 process.on('uncaughtException', (err) => {

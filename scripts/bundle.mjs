@@ -4,7 +4,17 @@
 // them and the commands' lazily loaded parts (code splitting keeps each command's imports
 // lazy). Node 20 resolves, reads and links each ES module apart, and a command loaded about
 // 140 of them: bundled, a one-task run starts about 40 ms sooner (docs/benchmarks.md).
-// Packages stay external (their own files, as installed). Part of `npm run build`, after tsc.
+//
+// What else is measured to shorten start-up (docs/benchmarks.md, "Start-up"):
+// - The files are `.mjs`: Node 20 looks up the package scope of every `.js` module it loads
+//   (a package.json walk per module, ≈ 3 ms of `status`); an `.mjs` is a module by its name.
+// - The pure-JS packages a command loads are bundled into its chunks instead of resolved,
+//   read and linked file by file (commander, chalk, bytes, ms, …). Kept as their own files:
+//   better-sqlite3 (a native addon), pg (with its optional native half), tsx (the loader a
+//   TypeScript job file registers) and prom-client (optional peers).
+// - commander requires child_process at load for a feature splitdance does not use
+//   (executable subcommands): its require is deferred to first use (lazyRequire below), so
+//   a command that starts no process does not load it.
 import { build } from 'esbuild';
 import { rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -24,11 +34,36 @@ const { metafile } = await build({
   format: 'esm',
   platform: 'node',
   target: 'node20',
-  packages: 'external',
+  external: ['better-sqlite3', 'pg', 'pg-native', 'tsx', 'tsx/*', 'prom-client'],
+  // The bundled CommonJS packages require Node's built-in modules: an ES module has no
+  // require of its own, so each file gets one.
+  banner: { js: "import { createRequire as __bundleRequire } from 'node:module';\nconst require = __bundleRequire(import.meta.url);" },
+  plugins: [lazyRequire(/[\\/]node_modules[\\/]commander[\\/]/, 'node:child_process')],
   chunkNames: 'chunks/[name]-[hash]',
+  outExtension: { '.js': '.mjs' },
   logLevel: 'warning',
   metafile: true,
 });
 // Which compiled modules each bundle file holds: the start-up test reads it to name what a
 // command loaded (test/cli/start-up-loads.test.ts). Not shipped.
 writeFileSync(join(dist, 'bundle-meta.json'), JSON.stringify(metafile));
+
+/**
+ * A `require(builtin)` from the packages whose path matches `importer` gets the module on
+ * first use of one of its properties, not at load: the same object, later.
+ */
+function lazyRequire(importer, builtin) {
+  return {
+    name: `lazy ${builtin}`,
+    setup(b) {
+      b.onResolve({ filter: new RegExp(`^${builtin}$`) }, (args) =>
+        args.kind === 'require-call' && importer.test(args.importer) ? { path: builtin, namespace: 'lazy-builtin' } : undefined,
+      );
+      b.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (args) => ({
+        loader: 'js',
+        contents: `let m;\nconst load = () => (m ??= require(${JSON.stringify(args.path)}));\nmodule.exports = new Proxy({}, { get: (_, k) => load()[k], has: (_, k) => k in load() });\n`,
+      }));
+    },
+  };
+}
+

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash } from '../crypto-on-use.js';
 import { basename } from 'node:path';
 import { UsageError } from '../errors.js';
 import { printable } from '../printable.js';

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes } from '../crypto-on-use.js';
 import { basename, dirname, join, resolve } from 'node:path';
 import { PermanentError, UsageError } from '../errors.js';
 import { placeholderValue } from '../template/exec-template.js';

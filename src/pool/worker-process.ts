@@ -13,7 +13,7 @@ import { InProcessWorker } from './in-process-worker.js';
  * of the compiled modules it is made from, which are used when there is no bundle.
  */
 let childMain: string | undefined;
-const workerEntry = () => (childMain ??= [inPackage('dist/bundle/worker/child-main.js'), inPackage('dist/worker/child-main.js')].find((f) => existsSync(f))!);
+const workerEntry = () => (childMain ??= [inPackage('dist/bundle/worker/child-main.mjs'), inPackage('dist/worker/child-main.js')].find((f) => existsSync(f))!);
 
 /** A forked worker process, or an InProcessWorker that looks like one. */
 export interface WorkerProcess extends EventEmitter {

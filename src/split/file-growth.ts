@@ -1,5 +1,6 @@
 /** Whether a chunked file is the one its batch split, or only grew at its end since (SPEC §3). */
-import { createHash, type Hash } from 'node:crypto';
+import type { Hash } from 'node:crypto';
+import { createHash } from '../crypto-on-use.js';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 
 /**

@@ -1,5 +1,5 @@
 /** An item's task key: the item itself, readable, and a prefix plus a hash when it is long or not text. */
-import { createHash } from 'node:crypto';
+import { createHash } from '../crypto-on-use.js';
 import { UsageError } from '../errors.js';
 
 /** Keys up to this many characters are the item as written; longer ones are shortened. */

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash } from '../crypto-on-use.js';
 import { UsageError } from '../errors.js';
 import type { TaskSpec } from '../store/task-store.js';
 

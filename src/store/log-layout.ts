@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash } from '../crypto-on-use.js';
 import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, rmdirSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { StoreError } from '../errors.js';

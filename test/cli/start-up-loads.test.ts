@@ -12,24 +12,32 @@ const TRACE = join(ROOT, 'test/helpers/trace-imports.mjs');
 const BUNDLE: { outputs: Record<string, { inputs: Record<string, unknown> }> } = JSON.parse(readFileSync(join(ROOT, 'dist/bundle-meta.json'), 'utf8'));
 
 /**
- * The modules `splitdance ARGS` loaded in `cwd`: packages by name, and our own compiled
- * modules by path under dist/ — those a bundle file it loaded holds, and any it loaded apart.
+ * The modules `splitdance ARGS` loaded in `cwd`: packages by name (bundled into a file it
+ * loaded, or loaded as their own files), our own compiled modules by path under dist/ (those
+ * a bundle file it loaded holds, and any it loaded apart), and Node's built-in modules.
  */
-function loadedBy(args: string[], cwd: string): { packages: Set<string>; own: string[]; bundleFiles: number; apart: string[] } {
+function loadedBy(
+  args: string[],
+  cwd: string,
+): { packages: Set<string>; packagesApart: Set<string>; own: string[]; builtins: Set<string>; bundleFiles: string[]; apart: string[] } {
   const out = join(cwd, `trace-${args.join('-').replace(/\W+/g, '_')}.txt`);
   rmSync(out, { force: true });
   execFileSync(process.execPath, ['--import', TRACE, BIN, ...args], { cwd, env: { ...process.env, SPLITDANCE_TRACE_IMPORTS: out }, stdio: 'ignore' });
-  const files = readFileSync(out, 'utf8').split('\n').filter(Boolean).map((url) => relative(ROOT, fileURLToPath(url)));
-  const packages = new Set(files.flatMap((f) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(f)?.[1] ?? []));
+  const lines = readFileSync(out, 'utf8').split('\n').filter(Boolean);
+  const builtins = new Set(lines.filter((l) => l.startsWith('node:')).map((l) => l.slice('node:'.length)));
+  const files = lines.filter((l) => l.startsWith('file:')).map((url) => relative(ROOT, fileURLToPath(url)));
   const bundled = files.filter((f) => f.startsWith(join('dist', 'bundle') + '/'));
   const held = bundled.flatMap((f) => {
     const inputs = BUNDLE.outputs[f]?.inputs;
     if (!inputs) throw new Error(`${f} is not in dist/bundle-meta.json: rebuild`);
     return Object.keys(inputs);
   });
+  const packageOf = (f: string) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(f)?.[1] ?? [];
+  const packages = new Set([...files, ...held].flatMap(packageOf));
+  const packagesApart = new Set(files.flatMap(packageOf));
   const apart = [...new Set(files.filter((f) => f.startsWith('dist/') && !bundled.includes(f)))];
-  const own = [...new Set([...held, ...apart])].map((f) => relative('dist', f));
-  return { packages, own, bundleFiles: bundled.length, apart };
+  const own = [...new Set([...held.filter((f) => f.startsWith('dist/')), ...apart])].map((f) => relative('dist', f));
+  return { packages, packagesApart, own, builtins, bundleFiles: bundled, apart };
 }
 
 /** What no read-only command needs: the runner, the job file's schema, the report, PostgreSQL, Prometheus. */
@@ -48,20 +56,28 @@ describe('start-up loads only what the command needs', () => {
     expect(r.code, r.stderr).toBe(0);
   });
 
-  it('sees what it traces: `run` loads the store, the runner and the coordinator', () => {
+  it('sees what it traces: `run` loads the store, the runner and the coordinator, and starts processes', () => {
     // Guards the tracer: a trace that saw nothing would pass every check below.
-    const { packages, own } = loadedBy(['run', 'src', '--exec', 'true', '--quiet'], dir);
+    const { packages, own, builtins } = loadedBy(['run', 'src', '--exec', 'true', '--quiet'], dir);
     expect(packages).toContain('better-sqlite3');
+    expect(packages).toContain('commander'); // bundled: seen through the bundle's metafile
     expect(own).toContain(join('coordinator', 'coordinator.js'));
     expect(own).toContain(join('run', 'start-run.js'));
+    expect(builtins).toContain('child_process');
+    expect(builtins).toContain('crypto'); // the batch's name hashes its source
   });
 
-  it('a command runs from its bundle: its modules come from the bundle files, none is loaded apart', () => {
+  it('a command runs from its bundle: its modules and its pure-JS packages come from the bundle files, .mjs each', () => {
     for (const args of [['status'], ['--version'], ['run', 'src', '--exec', 'true', '--quiet']]) {
-      const { own, bundleFiles, apart } = loadedBy(args, dir);
-      expect(bundleFiles, args.join(' ')).toBeGreaterThan(1); // the entry and its chunks
+      const { own, bundleFiles, apart, packagesApart } = loadedBy(args, dir);
+      expect(bundleFiles.length, args.join(' ')).toBeGreaterThan(1); // the entry and its chunks
       expect(apart, args.join(' ')).toEqual([]);
       expect(own, args.join(' ')).toContain(join('cli', 'main.js'));
+      // Only the native driver is loaded as a package's own files (scripts/bundle.mjs), its addon named
+      // directly (src/store/sqlite/addon.ts): not the `bindings` package that searches for it.
+      expect([...packagesApart].filter((p) => p !== 'better-sqlite3'), args.join(' ')).toEqual([]);
+      // A `.js` module makes Node 20 look up its package scope on every load; an `.mjs` does not.
+      expect(bundleFiles.filter((f) => !f.endsWith('.mjs')), args.join(' ')).toEqual([]);
     }
   });
 
@@ -79,6 +95,14 @@ describe('start-up loads only what the command needs', () => {
       expect([...packages].filter((p) => NOT_FOR_READING.packages.includes(p))).toEqual([]);
       expect(own.filter((f) => NOT_FOR_READING.folders.some((x) => f.startsWith(x)))).toEqual([]);
       expect(packages).toContain('better-sqlite3'); // it did read the store
+    });
+  }
+
+  for (const args of [['status'], ['status', '--json'], ['batches']]) {
+    it(`${args.join(' ')} loads neither child_process nor crypto: it starts no process and hashes nothing`, () => {
+      const { builtins } = loadedBy(args, dir);
+      expect(builtins.size).toBeGreaterThan(0); // the tracer saw built-ins
+      expect([...builtins].filter((b) => b === 'child_process' || b === 'crypto')).toEqual([]);
     });
   }
 

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash } from '../../crypto-on-use.js';
 
 /**
  * A 64-bit advisory lock key for `parts` (say the schema and a batch name), as a string

@@ -7,6 +7,7 @@ import { loadMigrations, newestVersion } from '../shared/migrations.js';
 import { keepStoreToItsOwner } from './store-modes.js';
 import { inPackage } from '../../package-root.js';
 import { busyTimeoutMs } from '../busy-timeout.js';
+import { sqliteAddon } from './addon.js';
 
 type Db = Database.Database;
 
@@ -38,7 +39,7 @@ export function openSqlite(path: string, { create, readonly = false }: { create:
   if (!exists) createStoreFile(path);
   let db: Db;
   try {
-    db = new Database(path, { timeout: BUSY_TIMEOUT_MS, readonly });
+    db = new Database(path, { timeout: BUSY_TIMEOUT_MS, readonly, nativeBinding: sqliteAddon() });
     if (readonly) db = readableOrSnapshot(db, path);
   } catch (err) {
     throw storeError(err, path);
@@ -101,7 +102,7 @@ function readableOrSnapshot(db: Db, path: string): Db {
     if (before.mtimeMs !== after.mtimeMs || before.size !== after.size || walSize() > 0) continue; // a writer elsewhere: read again
     // Header bytes 18–19 (file format versions) say WAL; an in-memory image has no log, so read it as a rollback-journal file.
     if (image.length >= 20) image[18] = image[19] = 1;
-    return new Database(image, { readonly: true });
+    return new Database(image, { readonly: true, nativeBinding: sqliteAddon() });
   }
   throw new StoreError(`the store ${path} kept changing while it was being read; run the command again`);
 }

@@ -2,6 +2,7 @@
 import Database from 'better-sqlite3';
 import type { PeekedBatch } from '../records.js';
 import { BUSY_TIMEOUT_MS, checkIdentity, checkStoreFile, storeError } from './open-sqlite.js';
+import { sqliteAddon } from './addon.js';
 
 /**
  * The statements a peek runs. Nothing is migrated first, so each must hold on every schema
@@ -22,7 +23,7 @@ export function peekSqlite(path: string, name: string): PeekedBatch | undefined 
   checkStoreFile(path);
   let conn: Database.Database;
   try {
-    conn = new Database(path, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
+    conn = new Database(path, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS, nativeBinding: sqliteAddon() });
   } catch (err) {
     throw storeError(err, path);
   }

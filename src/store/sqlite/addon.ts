@@ -1,0 +1,19 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+
+let found: string | null | undefined;
+
+/**
+ * better-sqlite3's compiled addon where its install builds it, to pass as `nativeBinding`:
+ * the driver's own search (the `bindings` package) reads a stack trace and tries a dozen
+ * paths at every start, about 1 ms of each command (docs/benchmarks.md, "Start-up").
+ * Undefined when the addon is elsewhere: the driver's search then finds it as before.
+ */
+export function sqliteAddon(): string | undefined {
+  if (found === undefined) {
+    const file = join(dirname(createRequire(import.meta.url).resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node');
+    found = existsSync(file) ? file : null;
+  }
+  return found ?? undefined;
+}
