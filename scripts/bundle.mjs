@@ -16,7 +16,7 @@
 //   (executable subcommands): its require is deferred to first use (lazyRequire below), so
 //   a command that starts no process does not load it.
 import { build } from 'esbuild';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -47,6 +47,29 @@ const { metafile } = await build({
 // Which compiled modules each bundle file holds: the start-up test reads it to name what a
 // command loaded (test/cli/start-up-loads.test.ts). Not shipped.
 writeFileSync(join(dist, 'bundle-meta.json'), JSON.stringify(metafile));
+
+// The bundled packages' own license texts travel with their code.
+writeFileSync(join(outdir, 'THIRD-PARTY-LICENSES.txt'), thirdPartyLicenses(metafile));
+
+/** Each package bundled into an output: its name, version and license file, one after another. */
+function thirdPartyLicenses(meta) {
+  const dirs = new Set();
+  for (const output of Object.values(meta.outputs)) {
+    for (const input of Object.keys(output.inputs)) {
+      const m = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input);
+      if (m) dirs.add(m[1]);
+    }
+  }
+  return [...dirs]
+    .sort()
+    .map((dir) => {
+      const pkg = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
+      const file = readdirSync(join(root, dir)).find((f) => /^licen[cs]e([-.][\w.-]+)?$/i.test(f));
+      if (!file) throw new Error(`${dir} has no license file to ship with its bundled code`);
+      return `${pkg.name} ${pkg.version} (${pkg.license})\n\n${readFileSync(join(root, dir, file), 'utf8').trim()}\n`;
+    })
+    .join('\n---\n\n');
+}
 
 /**
  * A `require(builtin)` from the packages whose path matches `importer` gets the module on

@@ -7,7 +7,8 @@ import { ROOT } from '../helpers/cli.js';
 /**
  * What `npm pack` ships, and nothing else: the built code and its types for every source
  * module (no source maps, which would point at sources the package does not have), the
- * CLI's and the worker's bundle (scripts/bundle.mjs; not its metafile), the bin,
+ * CLI's and the worker's bundle (scripts/bundle.mjs; not its metafile) with the license texts of the
+ * packages bundled into it, the bin,
  * the man page, the docs the README links, the migrations, the spawner's C source and its
  * install script, the schema, LICENSE and CHANGELOG.
  */
@@ -44,6 +45,7 @@ describe('npm pack', () => {
       ...under('src/store').filter((f) => /\/migrations\/\d+_[\w-]+\.sql$/.test(f)),
       ...modules.flatMap((m) => [`${m}.js`, `${m}.d.ts`]),
       ...Object.keys(bundle.outputs),
+      'dist/bundle/THIRD-PARTY-LICENSES.txt',
       ...files.filter((f) => f === 'dist/native/spawner'),
     ].sort();
     expect(files).toEqual(expected);
