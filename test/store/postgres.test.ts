@@ -9,6 +9,7 @@ import type { PostgresStore } from '../../src/store/postgres/pg-store.js';
 import type { ClaimedTask } from '../../src/store/task-store.js';
 import { PG_URL } from '../helpers/pg.js';
 import { describeTaskStore, ending, keys, newBatch, spec } from './contract.js';
+import { prepareStatements } from '../../src/store/postgres/statements.js';
 
 const { PostgresStore: Store } = await import('../../src/store/postgres/pg-store.js');
 
@@ -305,6 +306,60 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
       } finally {
         await foreign.end();
       }
+    });
+    it("never makes a settle wait for another session's settle of the same batch, whatever the two backends' pids", async () => {
+      // Each session raises its batch's latest finish in a row of its own. Folded to 64 lanes,
+      // as first written, two sessions whose pids were equal mod 64 shared one: a fleet's settles
+      // queued on it (docs/postgres-fleet.md). Here a foreign session settles with a pid equal
+      // mod 64 to each of the store's, holding its transaction open, while the store settles.
+      const schema = freshSchema();
+      const s = await open(schema);
+      const { batch } = await s.enqueue(newBatch(), keys(8).map(spec));
+      const now = Date.now();
+      const claimed = await s.claim({ batchId: batch.id, owner: 'o', host: 'h', now, leaseMs: 60_000, slots: Array.from({ length: 8 }, (_, i) => ({ workerId: `w${i}`, pid: i })) });
+      expect(claimed).toHaveLength(8);
+      // Reads at once use every session of the store's pool (4 at most), each leaving a statement
+      // on the schema as its last: so the server names the store's sessions.
+      await Promise.all(Array.from({ length: 6 }, () => s.counts(batch.id)));
+      const mine = await admin(async (c) =>
+        (await c.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND position($1 in query) > 0', [`"${schema}"`])).rows.map((r) => r.pid),
+      );
+      expect(mine.length).toBeGreaterThan(0);
+      expect(mine.length).toBeLessThan(claimed.length);
+      const settleText = prepareStatements(schema).settleTasks.text;
+      const foreign: pg.Client[] = [];
+      try {
+        for (const [i, pid] of mine.entries()) {
+          // Backends are new processes: their pids come round to every residue mod 64 quickly.
+          for (let tries = 0; ; tries++) {
+            if (tries > 2000) throw new Error(`no backend pid equal to ${pid} mod 64 after 2000 connections`);
+            const c = new pg.Client({ connectionString: PG_URL });
+            await c.connect();
+            const { rows } = await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+            if (rows[0]!.pid % 64 === pid % 64 && rows[0]!.pid !== pid) {
+              foreign.push(c);
+              break;
+            }
+            await c.end();
+          }
+          const t = claimed[i]!;
+          const c = foreign[i]!;
+          await c.query('BEGIN');
+          const one = (v: unknown) => [v];
+          await c.query(settleText, [
+            one(t.id), one(t.token), one('SUCCESS'), one(now + 1), one(null), one(null), one(null), one(null),
+            one(null), one(null), one(1), one(null), one(null), one(false), one(null),
+          ]);
+        }
+        // Every session of the store's pool has a foreign twin mid-settle; at the store's lock
+        // timeout (1 s here) a settle that waited would end in a StoreError.
+        const rest = claimed.slice(mine.length);
+        expect(await s.settle(rest.map((t) => ending(t, 'SUCCESS', now + 2)))).toEqual(rest.map((t) => t.token));
+        for (const c of foreign) await c.query('COMMIT');
+      } finally {
+        for (const c of foreign) await c.end();
+      }
+      expect(await s.counts(batch.id)).toMatchObject({ total: 8, succeeded: 8, running: 0 });
     });
   });
 

@@ -17,7 +17,9 @@ export function settleStatements(s: string) {
      * $10 signals $11 durations $12 outputTails $13 logPaths $14 upToDates (SUCCESS: nothing ran) $15 outputTemps (SUCCESS: the declared
      * output's temporary file, renamed once this commit won) — a tick in one statement: the
      * tasks, their attempt rows, and each batch's latest finish (not INTERRUPTED) in this
-     * session's own lane (migration 006: no row every coordinator of a batch updates).
+     * session's own lane (migration 006: no row every coordinator of a batch updates). The lane
+     * is the backend's pid itself: folded to 64 lanes, as first written, sessions of a fleet
+     * shared lanes, and at 64 simulated hosts settles queued on those rows (docs/postgres-fleet.md).
      * Fenced: a task changes only while its token still holds it. Task rows are locked in id
      * order first, as every multi-row writer does, so two writers never deadlock. SUCCESS ends
      * the task; a failure retries at retryAt while attempts remain (NULL: permanent);
@@ -55,7 +57,7 @@ export function settleStatements(s: string) {
         WHERE a.id = settled.token AND a.outcome IS NULL),
       finished AS (
         INSERT INTO ${s}.batch_finishes AS f (batch_id, lane, last_finished_at)
-        SELECT batch_id, pg_backend_pid() % 64, max(ended_at) FROM settled WHERE outcome <> 'INTERRUPTED'
+        SELECT batch_id, pg_backend_pid(), max(ended_at) FROM settled WHERE outcome <> 'INTERRUPTED'
         GROUP BY batch_id ORDER BY batch_id
         ON CONFLICT (batch_id, lane) DO UPDATE SET last_finished_at = excluded.last_finished_at
         WHERE f.last_finished_at < excluded.last_finished_at)
