@@ -112,6 +112,26 @@ export class PgDb {
     }
   }
 
+  /**
+   * One statement that commits on its own: no BEGIN and no COMMIT, so one round trip where a
+   * transaction takes three or more. `body` writes with that one statement (reads before it
+   * would see another snapshot). Rerun after a deadlock or serialization failure, like `transaction`.
+   */
+  async autocommit<T>(body: (sql: Sql) => Promise<T>, patience: Patience = {}): Promise<T> {
+    return this.session(async (sql) => {
+      for (let tries = 1; ; tries++) {
+        try {
+          const result = await body(sql);
+          failpoint('write');
+          return result;
+        } catch (err) {
+          if (isBroken(err) || !isRetryable(err) || tries >= MAX_TRIES) throw err;
+        }
+        await sleep(5 * tries + Math.random() * 20);
+      }
+    }, patience);
+  }
+
   /** BEGIN … COMMIT on one client; rerun whole after a deadlock or serialization failure. */
   async transaction<T>(body: (sql: Sql) => Promise<T>, patience: Patience = {}): Promise<T> {
     return this.session((_, tx) => tx(body), patience);

@@ -4,6 +4,7 @@ import { toClaimedTask, toLost, type TaskDbRow } from '../db-rows.js';
 import { cascade, inputsOf } from './pg-stages.js';
 import { lateReportNote } from '../late-report.js';
 import { lostError } from '../shared/lost.js';
+import { inputsByStage } from '../shared/json-columns.js';
 import type { Statements } from './statements.js';
 
 /**
@@ -25,18 +26,7 @@ export async function claim(sql: Sql, st: Statements, req: ClaimRequest & { leas
   // Written once: later claims only read the row, so it never becomes a hot row.
   if (version.first_started_at === null) await sql.run(st.markStarted, [req.batchId, req.now]);
   if (req.jobVersion !== undefined && version.job_version !== req.jobVersion) return [];
-  const rows = await sql.rows<TaskDbRow & { n: number; lease_token: number | string }>(st.claimTasks, [
-    req.batchId,
-    req.now,
-    req.owner,
-    req.leaseMs,
-    req.slots.map((s) => s.workerId),
-    req.host,
-    req.slots.map((s) => s.pid),
-    version.job_version,
-    req.leaseFrom,
-    req.slots.map((s) => s.queued ?? false),
-  ]);
+  const rows = await sql.rows<TaskDbRow & { n: number; lease_token: number | string }>(st.claimTasks, claimParams(req, version.job_version));
   const claimed = [];
   for (const t of rows) claimed.push(toClaimedTask(t, Number(t.lease_token), t.worker_id!, await inputsOf(sql, st, t)));
   return claimed;
@@ -49,23 +39,7 @@ export async function claim(sql: Sql, st: Statements, req: ClaimRequest & { leas
  */
 export async function settle(sql: Sql, st: Statements, settlements: Settlement[]): Promise<number[]> {
   const ss = [...settlements].sort((a, b) => a.taskId - b.taskId);
-  const held = await sql.rows<{ token: number | string; batch_id: number; status: string; item_key: string | null }>(st.settleTasks, [
-    ss.map((s) => s.taskId),
-    ss.map((s) => s.token),
-    ss.map((s) => s.outcome),
-    ss.map((s) => s.endedAt),
-    ss.map((s) => s.error),
-    ss.map((s) => (s.outcome === 'SUCCESS' ? (s.result ?? null) : null)),
-    ss.map((s) => (s.outcome === 'SUCCESS' || s.outcome === 'INTERRUPTED' ? null : (s.retryAt ?? null))),
-    ss.map((s) => s.startedAt ?? null),
-    ss.map((s) => s.exitCode),
-    ss.map((s) => s.signal),
-    ss.map((s) => s.durationMs),
-    ss.map((s) => s.outputTail),
-    ss.map((s) => s.logPath),
-    ss.map((s) => s.upToDate === true),
-    ss.map((s) => (s.outcome === 'SUCCESS' ? (s.outputTemp ?? null) : null)),
-  ]);
+  const held = await sql.rows<{ token: number | string; batch_id: number; status: string; item_key: string | null }>(st.settleTasks, reportParams(ss));
   const byToken = new Map(held.map((h) => [Number(h.token), h]));
   const applied = ss.filter((s) => byToken.has(s.token)); // the others were fenced off: another attempt holds the task now
   /** Per batch, the items with a stage task that failed or was cancelled: their dependents end too. */
@@ -123,4 +97,72 @@ export async function releaseStale(
     if (after!.status !== 'PENDING') await cascade(sql, st, t.batch_id, [t.item_key], now);
   }
   return released;
+}
+
+/** The claim's parameters $1–$10 (claimTasks; in tickStatement $8 is the version expected, NULL for any). */
+function claimParams(req: ClaimRequest & { leaseFrom: number | null }, jobVersion: number | null): unknown[] {
+  return [
+    req.batchId,
+    req.now,
+    req.owner,
+    req.leaseMs,
+    req.slots.map((s) => s.workerId),
+    req.host,
+    req.slots.map((s) => s.pid),
+    jobVersion,
+    req.leaseFrom,
+    req.slots.map((s) => s.queued ?? false),
+  ];
+}
+
+/** The settle's parameters $1–$15 (settleTasks), for reports in task id order. */
+function reportParams(ss: Settlement[]): unknown[] {
+  return [
+    ss.map((s) => s.taskId),
+    ss.map((s) => s.token),
+    ss.map((s) => s.outcome),
+    ss.map((s) => s.endedAt),
+    ss.map((s) => s.error),
+    ss.map((s) => (s.outcome === 'SUCCESS' ? (s.result ?? null) : null)),
+    ss.map((s) => (s.outcome === 'SUCCESS' || s.outcome === 'INTERRUPTED' ? null : (s.retryAt ?? null))),
+    ss.map((s) => s.startedAt ?? null),
+    ss.map((s) => s.exitCode),
+    ss.map((s) => s.signal),
+    ss.map((s) => s.durationMs),
+    ss.map((s) => s.outputTail),
+    ss.map((s) => s.logPath),
+    ss.map((s) => s.upToDate === true),
+    ss.map((s) => (s.outcome === 'SUCCESS' ? (s.outputTemp ?? null) : null)),
+  ];
+}
+
+/** Whether settleAndClaimAtOnce can carry a tick: successes only (no failure cascades to an item's stages), no outputs placed. */
+export function atOnce(settlements: Settlement[], placed: unknown[]): boolean {
+  return placed.length === 0 && settlements.every((s) => s.outcome === 'SUCCESS');
+}
+
+/**
+ * A tick of successes in one statement that commits on its own (tickStatement): the same
+ * settle, starts, batch mark and claim as settle and claim in one transaction, in one round
+ * trip instead of five or more.
+ */
+export async function settleAndClaimAtOnce(
+  sql: Sql,
+  st: Statements,
+  settlements: Settlement[],
+  req: ClaimRequest & { leaseFrom: number | null },
+): Promise<{ applied: number[]; claimed: ClaimedTask[] }> {
+  const ss = [...settlements].sort((a, b) => a.taskId - b.taskId);
+  const started = req.started ?? [];
+  const rows = await sql.rows<(TaskDbRow & { n: number; lease_token: number | string }) & { applied: (number | string)[]; inputs: { stage: string; result: string | null }[] | null }>(st.tick, [
+    ...reportParams(ss),
+    ss.map((s) => lateReportNote(s)),
+    started.map((x) => x.taskId),
+    started.map((x) => x.token),
+    started.map((x) => x.at),
+    ...claimParams(req, req.jobVersion ?? null),
+  ]);
+  const held = new Set(rows[0]!.applied.map(Number));
+  const claimed = rows.filter((t) => t.id !== null).map((t) => toClaimedTask(t, Number(t.lease_token), t.worker_id!, t.inputs === null ? {} : inputsByStage(t.inputs)));
+  return { applied: settlements.filter((s) => held.has(s.token)).map((s) => s.token), claimed };
 }

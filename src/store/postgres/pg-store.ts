@@ -29,7 +29,7 @@ import { migrate, readIdentity } from './migrate.js';
 import { ServerClock } from './pg-clock.js';
 import { PgDb, type Sql } from './pg-db.js';
 import { enqueue } from './pg-enqueue.js';
-import { claim, releaseStale, settle } from './pg-lease.js';
+import { atOnce, claim, releaseStale, settle, settleAndClaimAtOnce } from './pg-lease.js';
 import { selectTasks } from './pg-list.js';
 import { lockKey } from './pg-locks.js';
 import { parsePgUrl } from './pg-url.js';
@@ -146,6 +146,8 @@ export class PostgresStore implements TaskStore {
   async settleAndClaim(settlements: Settlement[], req: ClaimRequest, placed: { taskId: number; temp: string }[] = []): Promise<{ applied: number[]; claimed: ClaimedTask[] }> {
     if (settlements.length === 0 && req.slots.length === 0 && !req.started?.length && placed.length === 0) return { applied: [], claimed: [] };
     const onServer = this.clock.settlements(settlements);
+    // The common tick, successes and a claim: one statement, one round trip (tick-statement.ts).
+    if (atOnce(onServer, placed)) return this.db.autocommit((sql) => settleAndClaimAtOnce(sql, this.st, onServer, this.clock.claim(req)));
     return this.db.transaction(async (sql) => {
       if (placed.length) await sql.run(this.st.outputsPlaced, [placed.map((p) => p.taskId), placed.map((p) => p.temp)]);
       return { applied: await settle(sql, this.st, onServer), claimed: await claim(sql, this.st, this.clock.claim(req)) };

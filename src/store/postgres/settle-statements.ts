@@ -4,12 +4,6 @@
  * which holds the rest; `s` is the store's quoted schema.
  */
 export function settleStatements(s: string) {
-  /** The reports of one tick, one row each: the parameters of settleTasks. */
-  const reports = `unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
-        $9::int[], $10::text[], $11::bigint[], $12::text[], $13::text[], $14::boolean[], $15::text[])
-        AS r(id, token, outcome, ended_at, error, result, retry_at, started_at, exit_code, signal, duration_ms, output_tail, log_path, up_to_date, output_temp)`;
-  const failed = `r.outcome NOT IN ('SUCCESS', 'INTERRUPTED')`;
-  const retries = `${failed} AND NOT t.cancel_requested AND r.retry_at IS NOT NULL AND t.attempts < t.max_attempts`;
   return {
     /**
      * $1 taskIds $2 tokens $3 outcomes $4 endedAts $5 errors $6 results $7 retryAts $8 startedAts
@@ -26,8 +20,44 @@ export function settleStatements(s: string) {
      * INTERRUPTED is not charged; a task `cancel` asked to stop ends CANCELLED instead.
      */
     settleTasks: `
-      WITH r AS MATERIALIZED (SELECT * FROM ${reports}),
-      settled AS (
+      WITH r AS MATERIALIZED (SELECT * FROM ${reportsOf()}),
+      ${settledCtes(s, `(SELECT id FROM ${s}.tasks WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE)`)},
+      ${finishedCte(s)}
+      SELECT token, batch_id, status, item_key FROM settled`,
+    /**
+     * $1 tokens $2 endedAts $3 durations $4 exitCodes $5 signals $6 notes $7 tails $8 logPaths
+     * $9 startedAts — the late, fenced-off reports of attempts recorded LOST: each real end fills
+     * in the unknown one (the outcome stays LOST, the report is noted in the error). Once only.
+     */
+    lateEnds: `
+      UPDATE ${s}.attempts AS a
+      SET ended_at = e.ended_at, duration_ms = e.duration_ms, exit_code = e.exit_code, signal = e.signal,
+          error = a.error || e.note, output_tail = e.output_tail, log_path = e.log_path,
+          started_at = coalesce(e.started_at, a.started_at)
+      FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[])
+        AS e(id, ended_at, duration_ms, exit_code, signal, note, output_tail, log_path, started_at)
+      WHERE a.id = e.id AND a.outcome = 'LOST' AND a.ended_at IS NULL`,
+  };
+}
+
+/**
+ * The reports of one tick, one row each (alias `r`): settleTasks' parameters $1–$15, and with
+ * `note` a 16th, $16 text[] (tickStatement's late-report notes).
+ */
+export function reportsOf(note = false): string {
+  return `unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
+        $9::int[], $10::text[], $11::bigint[], $12::text[], $13::text[], $14::boolean[], $15::text[]${note ? ', $16::text[]' : ''})
+        AS r(id, token, outcome, ended_at, error, result, retry_at, started_at, exit_code, signal, duration_ms, output_tail, log_path, up_to_date, output_temp${note ? ', note' : ''})`;
+}
+
+/**
+ * The settle's CTEs over the reports `r`: `settled` (the tasks whose token still holds them,
+ * among the ids `locked` selects, locked in id order) and `ended` (their attempt rows).
+ */
+export function settledCtes(s: string, locked: string): string {
+  const failed = `r.outcome NOT IN ('SUCCESS', 'INTERRUPTED')`;
+  const retries = `${failed} AND NOT t.cancel_requested AND r.retry_at IS NOT NULL AND t.attempts < t.max_attempts`;
+  return `settled AS (
         UPDATE ${s}.tasks AS t SET
           status = CASE WHEN r.outcome = 'SUCCESS' THEN 'SUCCESS' WHEN t.cancel_requested THEN 'CANCELLED'
                         WHEN r.outcome = 'INTERRUPTED' OR (${retries}) THEN 'PENDING' ELSE 'FAILED' END,
@@ -46,36 +76,25 @@ export function settleStatements(s: string) {
           lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
         FROM r
         WHERE t.id = r.id AND t.status = 'RUNNING' AND t.lease_token = r.token
-          AND t.id IN (SELECT id FROM ${s}.tasks WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE)
-        RETURNING r.token, r.outcome, r.ended_at, t.batch_id, t.status, t.item_key),
+          AND t.id IN ${locked}
+        RETURNING r.token, r.outcome, r.ended_at, t.id, t.batch_id, t.status, t.item_key, t.output_temp, t.result),
       ended AS (
         UPDATE ${s}.attempts AS a
         SET ended_at = r.ended_at, outcome = r.outcome, exit_code = r.exit_code, signal = r.signal, error = r.error,
             duration_ms = r.duration_ms, output_tail = r.output_tail, log_path = r.log_path,
             started_at = coalesce(r.started_at, a.started_at)
         FROM settled JOIN r ON r.token = settled.token
-        WHERE a.id = settled.token AND a.outcome IS NULL),
-      finished AS (
+        WHERE a.id = settled.token AND a.outcome IS NULL)`;
+}
+
+/** Each batch's latest finish among the settled (not INTERRUPTED), in this session's lane (see settleTasks). */
+export function finishedCte(s: string): string {
+  return `finished AS (
         INSERT INTO ${s}.batch_finishes AS f (batch_id, lane, last_finished_at)
         SELECT batch_id, pg_backend_pid(), max(ended_at) FROM settled WHERE outcome <> 'INTERRUPTED'
         GROUP BY batch_id ORDER BY batch_id
         ON CONFLICT (batch_id, lane) DO UPDATE SET last_finished_at = excluded.last_finished_at
-        WHERE f.last_finished_at < excluded.last_finished_at)
-      SELECT token, batch_id, status, item_key FROM settled`,
-    /**
-     * $1 tokens $2 endedAts $3 durations $4 exitCodes $5 signals $6 notes $7 tails $8 logPaths
-     * $9 startedAts — the late, fenced-off reports of attempts recorded LOST: each real end fills
-     * in the unknown one (the outcome stays LOST, the report is noted in the error). Once only.
-     */
-    lateEnds: `
-      UPDATE ${s}.attempts AS a
-      SET ended_at = e.ended_at, duration_ms = e.duration_ms, exit_code = e.exit_code, signal = e.signal,
-          error = a.error || e.note, output_tail = e.output_tail, log_path = e.log_path,
-          started_at = coalesce(e.started_at, a.started_at)
-      FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[])
-        AS e(id, ended_at, duration_ms, exit_code, signal, note, output_tail, log_path, started_at)
-      WHERE a.id = e.id AND a.outcome = 'LOST' AND a.ended_at IS NULL`,
-  };
+        WHERE f.last_finished_at < excluded.last_finished_at)`;
 }
 
 /** A batch's latest finish (`b` its row): the batch row's (before migration 006) or the greatest lane's. */

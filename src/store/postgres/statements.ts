@@ -1,6 +1,7 @@
 import { SERVER_NOW } from './pg-clock.js';
 import type { Statement } from './pg-db.js';
 import { lastFinishedOf, settleStatements } from './settle-statements.js';
+import { claimCtes, needsMetIn, tickStatement } from './tick-statement.js';
 
 /**
  * Every SQL statement of the PostgreSQL store, named like their SQLite twins and prepared
@@ -109,24 +110,10 @@ function sql(s: string) {
      * order, is the task's fencing token. `n` is the task's rank, and so its worker's slot.
      */
     claimTasks: `
-      WITH due AS (
-        SELECT id, n, nextval(pg_get_serial_sequence('${s}.attempts', 'id')) AS token FROM (
-          SELECT id, row_number() OVER (ORDER BY next_run_at, attempts, id) AS n FROM (
-            SELECT id, next_run_at, attempts FROM ${s}.tasks AS c
-            WHERE batch_id = $1 AND status = 'PENDING' AND next_run_at <= $2 AND attempts < max_attempts AND ${needsMet}
-            ORDER BY next_run_at, attempts, id LIMIT cardinality($5::text[])
-            FOR UPDATE SKIP LOCKED) AS locked) AS ranked
-        ORDER BY n),
-      claimed AS (
-        UPDATE ${s}.tasks AS t
-        SET status = 'RUNNING', attempts = t.attempts + 1, lease_owner = $3, lease_expires_at = coalesce($9::bigint, ${SERVER_NOW}) + $4::bigint,
-            worker_id = ($5::text[])[due.n::int], started_at = $2, lease_token = due.token, queued = ($10::boolean[])[due.n::int]
-        FROM due WHERE t.id = due.id
-        RETURNING t.id, t.batch_id, t.task_key, t.stage, t.item_key, t.needs, t.seq, t.attempts, t.earlier_attempts, t.max_attempts, t.payload, t.worker_id, t.lease_token, due.n),
-      opened AS (
-        INSERT INTO ${s}.attempts (id, task_id, attempt, worker_id, host, pid, owner, started_at, job_version)
-        SELECT lease_token, id, attempts + earlier_attempts, worker_id, $6, ($7::int[])[n::int], $3, $2, $8 FROM claimed ORDER BY n)
+      WITH ${claimCtes(s, needsMet, (i) => `$${i}`, '$8')}
       SELECT * FROM claimed ORDER BY n`,
+    /** A tick of successes in one statement (tick-statement.ts). */
+    tick: tickStatement(s),
     /** $1 batchId $2 item $3 stages (JSON array) — the stored results of an item's needed stages. */
     inputs: `
       SELECT stage, result FROM ${s}.tasks
@@ -208,18 +195,6 @@ function sql(s: string) {
     ...settleStatements(s),
     ...reportStatements(s),
   };
-}
-
-/**
- * A PENDING task (alias `c`) whose needs all succeeded for its item, each with its declared
- * output in place (output_temp cleared); a task without needs passes at once. Part of the
- * claim itself, so no race can start a stage early.
- */
-function needsMetIn(s: string): string {
-  return `(c.needs IS NULL OR jsonb_array_length(c.needs::jsonb) = (
-    SELECT count(*) FROM ${s}.tasks AS d
-    WHERE d.batch_id = c.batch_id AND d.item_key = c.item_key AND d.status = 'SUCCESS' AND d.output_temp IS NULL
-      AND d.stage IN (SELECT jsonb_array_elements_text(c.needs::jsonb))))`;
 }
 
 /** The read side: counts, listings, history and prune. */

@@ -201,6 +201,60 @@ export function settleContract(h: Harness): void {
       expect((await h.store.attemptsOf(fresh.id)).map((a) => a.outcome)).toEqual(['LOST', 'SUCCESS']);
     });
 
+    it('settleAndClaim of successes alone (PostgreSQL: one statement) does all a tick does: late reports, starts, the batch mark, the version guard', async () => {
+      const id = await setup(6, { name: 'at-once' });
+      const now = Date.now();
+      const { jobVersion } = (await h.store.findBatch('at-once'))!;
+      expect(await h.store.activity(id)).toMatchObject({ firstStartedAt: null, lastFinishedAt: null });
+      // A lost attempt (owner-A's lease lapsed) whose success comes in late, fenced off.
+      const [stale] = await claim(id, now, { owner: 'owner-A', leaseMs: 1000 });
+      expect(await h.store.activity(id)).toMatchObject({ firstStartedAt: now });
+      await h.store.releaseStale(id, now + 2000, [], 'owner-B');
+      // owner-B: one running attempt and two queued behind it on the same worker.
+      const slot = (workerId: string, queued: boolean) => ({ workerId, pid: 7, queued });
+      const request = (at: number, slots: ReturnType<typeof slot>[], extra: object = {}) => ({ batchId: id, owner: 'owner-B', host: HOST, now: at, leaseMs: LEASE_MS, slots, ...extra });
+      const [p, q, r] = (await h.store.settleAndClaim([], request(now + 2000, [slot('w1', false), slot('w1', true), slot('w1', true)]))).claimed;
+      expect([p, q, r].map((t) => t!.key)).toEqual(['k001', 'k002', 'k003']);
+      expect(await countsAddUp(id)).toMatchObject({ running: 1, queued: 2 });
+
+      // One tick: the late success, p's success, q's start and success, r's start; a free slot.
+      const tick = await h.store.settleAndClaim(
+        [
+          ending(stale!, 'SUCCESS', now + 1500, { result: '"late"', durationMs: 1500 }),
+          ending(p!, 'SUCCESS', now + 2004, { result: '"p"' }),
+          ending(q!, 'SUCCESS', now + 2008, { result: '"q"', startedAt: now + 2005 }),
+        ],
+        request(now + 2010, [slot('w2', false)], {
+          jobVersion,
+          started: [
+            { taskId: q!.id, token: q!.token, at: now + 2005 },
+            { taskId: r!.id, token: r!.token, at: now + 2009 },
+          ],
+        }),
+      );
+      expect(tick.applied.sort()).toEqual([p!.token, q!.token].sort());
+      // Due first: the task the lapsed lease gave back (due since the takeover) is behind k004 (due since the start).
+      expect(tick.claimed.map((t) => [t.key, t.workerId, t.attempt])).toEqual([['k004', 'w2', 1]]);
+      const [lost] = await h.store.attemptsOf(stale!.id);
+      expect(lost).toMatchObject({ outcome: 'LOST', endedAt: now + 1500, durationMs: 1500 });
+      expect(lost!.error).toMatch(/; its owner reported later, fenced off: SUCCESS \(result discarded\)$/);
+      expect(await task(id, stale!.key)).toMatchObject({ status: 'PENDING', result: null });
+      expect(await task(id, p!.key)).toMatchObject({ status: 'SUCCESS', result: '"p"', finishedAt: now + 2004 });
+      expect(await task(id, q!.key)).toMatchObject({ status: 'SUCCESS', result: '"q"', startedAt: now + 2005 });
+      expect(await task(id, r!.key)).toMatchObject({ status: 'RUNNING', startedAt: now + 2009 });
+      expect((await h.store.attemptsOf(tick.claimed[0]!.id)).map((a) => [a.outcome, a.workerId])).toEqual([[null, 'w2']]);
+      expect(await countsAddUp(id)).toMatchObject({ succeeded: 2, running: 2, queued: 0, pending: 1, retrying: 1 });
+      expect((await h.store.activity(id)).lastFinishedAt).toBe(now + 2008);
+
+      // Under another job version: the successes commit, nothing is claimed.
+      const other = await h.store.settleAndClaim([ending(r!, 'SUCCESS', now + 2020)], request(now + 2020, [slot('w1', false)], { jobVersion: jobVersion + 1 }));
+      expect(other).toEqual({ applied: [r!.token], claimed: [] });
+      expect(await task(id, r!.key)).toMatchObject({ status: 'SUCCESS' });
+      const same = await h.store.settleAndClaim([], request(now + 2021, [slot('w1', false)], { jobVersion }));
+      expect(same.claimed.map((t) => t.key)).toEqual(['k005']);
+      expect(await countsAddUp(id)).toMatchObject({ succeeded: 3, running: 2, pending: 0, retrying: 1 });
+    });
+
     it('settleAndClaim commits the finished attempts, then claims for the free slots', async () => {
       const id = await setup(3, { maxAttempts: 3 });
       const now = Date.now();

@@ -42,6 +42,19 @@ export function stagesContract(h: Harness): void {
         ['thumb', 2, 0, 1, 1],
         ['transcode', 2, 1, 1, 0],
       ]);
+      // A need settled in a tick makes its dependents claimable in the same tick, with its
+      // result as their input (on PostgreSQL a tick of successes is one statement).
+      const tick = await h.store.settleAndClaim([ending(first[1]!, 'SUCCESS', now + 3, { result: JSON.stringify({ out: 'b.ts' }) })], {
+        batchId: id,
+        owner: 'owner-A',
+        host: 'h',
+        now: now + 4,
+        leaseMs: 1000,
+        slots: [{ workerId: 'w1', pid: null }, { workerId: 'w2', pid: null }, { workerId: 'w3', pid: null }],
+      });
+      expect(tick.applied).toEqual([first[1]!.token]);
+      expect(tick.claimed.map((t) => t.key).sort()).toEqual(['pkg/b', 'thumb/b']);
+      expect(tick.claimed.map((t) => t.inputs)).toEqual([{ transcode: { out: 'b.ts' } }, { transcode: { out: 'b.ts' } }]);
     });
 
     it('a need whose declared output is not in place yet holds its dependents; pendingOutputs lists it until outputsPlaced', async () => {

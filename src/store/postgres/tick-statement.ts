@@ -1,0 +1,92 @@
+import { SERVER_NOW } from './pg-clock.js';
+import { finishedCte, reportsOf, settledCtes } from './settle-statements.js';
+
+/**
+ * The claim's CTEs (`due`, `claimed`, `opened`), shared by the claim alone (claimTasks) and the
+ * whole tick (tickStatement). `p(i)` names the claim's i-th parameter: 1 batchId, 2 now, 3 owner,
+ * 4 leaseMs, 5 workerIds text[], 6 host, 7 pids int[], 9 leaseFrom (NULL: the server's clock),
+ * 10 queued boolean[]; `jobVersion` is the attempts' job version (a parameter or the batch
+ * row's), and `guard` a further condition on a due task ('' for none).
+ */
+export function claimCtes(s: string, needsMet: string, p: (i: number) => string, jobVersion: string, guard = ''): string {
+  return `
+      due AS (
+        SELECT id, n, nextval(pg_get_serial_sequence('${s}.attempts', 'id')) AS token FROM (
+          SELECT id, row_number() OVER (ORDER BY next_run_at, attempts, id) AS n FROM (
+            SELECT id, next_run_at, attempts FROM ${s}.tasks AS c
+            WHERE batch_id = ${p(1)} AND status = 'PENDING' AND next_run_at <= ${p(2)} AND attempts < max_attempts AND ${needsMet}${guard}
+            ORDER BY next_run_at, attempts, id LIMIT cardinality(${p(5)}::text[])
+            FOR UPDATE SKIP LOCKED) AS locked) AS ranked
+        ORDER BY n),
+      claimed AS (
+        UPDATE ${s}.tasks AS t
+        SET status = 'RUNNING', attempts = t.attempts + 1, lease_owner = ${p(3)}, lease_expires_at = coalesce(${p(9)}::bigint, ${SERVER_NOW}) + ${p(4)}::bigint,
+            worker_id = (${p(5)}::text[])[due.n::int], started_at = ${p(2)}, lease_token = due.token, queued = (${p(10)}::boolean[])[due.n::int]
+        FROM due WHERE t.id = due.id
+        RETURNING t.id, t.batch_id, t.task_key, t.stage, t.item_key, t.needs, t.seq, t.attempts, t.earlier_attempts, t.max_attempts, t.payload, t.worker_id, t.lease_token, due.n),
+      opened AS (
+        INSERT INTO ${s}.attempts (id, task_id, attempt, worker_id, host, pid, owner, started_at, job_version)
+        SELECT lease_token, id, attempts + earlier_attempts, worker_id, ${p(6)}, (${p(7)}::int[])[n::int], ${p(3)}, ${p(2)}, ${jobVersion} FROM claimed ORDER BY n)`;
+}
+
+/**
+ * A PENDING task (alias `c`) whose needs all succeeded for its item, each with its declared
+ * output in place (output_temp cleared); a task without needs passes at once. Part of the
+ * claim itself, so no race can start a stage early. `settledNow`: the ids of tasks the same
+ * statement settled so (its snapshot still shows them RUNNING).
+ */
+export function needsMetIn(s: string, settledNow?: string): string {
+  const met = `d.status = 'SUCCESS' AND d.output_temp IS NULL`;
+  return `(c.needs IS NULL OR jsonb_array_length(c.needs::jsonb) = (
+    SELECT count(*) FROM ${s}.tasks AS d
+    WHERE d.batch_id = c.batch_id AND d.item_key = c.item_key AND ${settledNow ? `((${met}) OR d.id IN ${settledNow})` : met}
+      AND d.stage IN (SELECT jsonb_array_elements_text(c.needs::jsonb))))`;
+}
+
+/** Offset of the claim's parameters in tickStatement: after the settle's 15, the late notes and the starts' 3. */
+const CLAIM_AT = 19;
+
+/**
+ * A whole tick of successes in one statement, committed on its own (no BEGIN, no COMMIT): the
+ * reports settled and their attempt rows closed, fenced-off reports of LOST attempts filled
+ * in, queued attempts that started marked, the batch marked started, and the claim for the
+ * free slots, under the batch's job version read FOR KEY SHARE (as claimVersion). Where a tick
+ * used five round trips or more, the server parses, plans and commits one.
+ *
+ * $1–$15 the settle's (settleTasks), $16 notes text[] (the late-report note of each report,
+ * used where its token no longer holds the task), $17–$19 the starts (markRunning's, minus
+ * the tasks settled here: their ends are what counts), $20–$29 the claim's (claimTasks' $1–$10,
+ * $27 being the expected job version: NULL for any). Task rows are locked in id order first,
+ * the settled and started ones together, as every multi-row writer does. Returns one row at
+ * least: `applied` (the tokens that still held their tasks) and, per claimed task, its row and
+ * `inputs` (the results of the stages it needs, as the `inputs` statement reads them, a need
+ * settled here with the result it was settled with).
+ */
+export function tickStatement(s: string): string {
+  const p = (i: number) => `$${CLAIM_AT + i}`;
+  // A need settled by this very statement counts as met, as it would for a claim after the settle.
+  const needsMet = needsMetIn(s, `(SELECT id FROM settled WHERE status = 'SUCCESS' AND output_temp IS NULL)`);
+  return `
+      WITH r AS MATERIALIZED (SELECT * FROM ${reportsOf(true)}),
+      j AS MATERIALIZED (SELECT * FROM unnest($17::bigint[], $18::bigint[], $19::bigint[]) AS j(id, token, at) WHERE j.id <> ALL($1::bigint[])),
+      locked AS MATERIALIZED (SELECT id FROM ${s}.tasks WHERE id = ANY($1::bigint[] || $17::bigint[]) ORDER BY id FOR UPDATE),
+      ${settledCtes(s, '(SELECT id FROM locked)')},
+      ${finishedCte(s)},
+      late AS (
+        UPDATE ${s}.attempts AS a
+        SET ended_at = r.ended_at, duration_ms = r.duration_ms, exit_code = r.exit_code, signal = r.signal,
+            error = a.error || r.note, output_tail = r.output_tail, log_path = r.log_path, started_at = coalesce(r.started_at, a.started_at)
+        FROM r WHERE a.id = r.token AND a.outcome = 'LOST' AND a.ended_at IS NULL AND r.token NOT IN (SELECT token FROM settled)),
+      started AS (
+        UPDATE ${s}.tasks AS t SET queued = false, started_at = j.at
+        FROM j WHERE t.id = j.id AND t.id IN (SELECT id FROM locked) AND t.status = 'RUNNING' AND t.lease_token = j.token),
+      v AS (SELECT job_version FROM ${s}.batches WHERE id = ${p(1)} FOR KEY SHARE),
+      mark AS (UPDATE ${s}.batches SET first_started_at = ${p(2)} WHERE id = ${p(1)} AND first_started_at IS NULL AND cardinality(${p(5)}::text[]) > 0),
+      ${claimCtes(s, needsMet, p, '(SELECT job_version FROM v)', ` AND EXISTS (SELECT 1 FROM v WHERE ${p(8)}::int IS NULL OR v.job_version = ${p(8)}::int)`)}
+      SELECT (SELECT coalesce(array_agg(token), '{}') FROM settled) AS applied, c.*,
+        CASE WHEN c.needs IS NOT NULL AND c.item_key IS NOT NULL THEN (
+          SELECT coalesce(json_agg(json_build_object('stage', d.stage, 'result', CASE WHEN fresh.id IS NULL THEN d.result ELSE fresh.result END)), '[]')
+          FROM ${s}.tasks AS d LEFT JOIN settled AS fresh ON fresh.id = d.id
+          WHERE d.batch_id = c.batch_id AND d.item_key = c.item_key AND d.stage IN (SELECT jsonb_array_elements_text(c.needs::jsonb))) END AS inputs
+      FROM (SELECT 1) AS one LEFT JOIN claimed AS c ON true ORDER BY c.n`;
+}
