@@ -12,8 +12,13 @@ let found: string | null | undefined;
  */
 export function sqliteAddon(): string | undefined {
   if (found === undefined) {
-    const file = join(dirname(createRequire(import.meta.url).resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node');
-    found = existsSync(file) ? file : null;
+    let file: string | null = null;
+    try {
+      file = join(dirname(createRequire(import.meta.url).resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node');
+    } catch {
+      // A driver whose package.json cannot be resolved (an `exports` map, say): its own search.
+    }
+    found = file !== null && existsSync(file) ? file : null;
   }
   return found ?? undefined;
 }
