@@ -158,12 +158,12 @@ export interface CountDbRow {
   n: number;
 }
 
-/** Disjoint groups (status × tried) into the counts `status` shows. */
-/** A task recovery released, with what its lost attempt needs to be cleaned up after. */
+/** A task recovery is taking back, with what its lost attempt needs to be cleaned up after. */
 export function toLost(t: TaskDbRow, inputs: Record<string, unknown>): LostAttempt {
   return { key: t.task_key, owner: t.lease_owner, token: t.lease_token, stage: t.stage, seq: t.seq, payload: JSON.parse(t.payload), inputs };
 }
 
+/** Disjoint groups (status × tried) into the counts `status` shows. */
 export function toCounts(rows: CountDbRow[]): Counts {
   const c: Counts = { total: 0, pending: 0, retrying: 0, running: 0, queued: 0, succeeded: 0, failed: 0, cancelled: 0 };
   for (const r of rows) {

@@ -261,7 +261,6 @@ export interface PruneResult {
   logPaths: string[];
 }
 
-/** A RUNNING task whose lease was released by recovery. */
 /** A RUNNING task recovery is taking back: its lost attempt, and what renders that attempt's declared output. */
 export interface LostAttempt {
   key: string;
