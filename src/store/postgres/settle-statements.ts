@@ -29,14 +29,11 @@ export function settleStatements(s: string) {
      * $9 startedAts — the late, fenced-off reports of attempts recorded LOST: each real end fills
      * in the unknown one (the outcome stays LOST, the report is noted in the error). Once only.
      */
-    lateEnds: `
-      UPDATE ${s}.attempts AS a
-      SET ended_at = e.ended_at, duration_ms = e.duration_ms, exit_code = e.exit_code, signal = e.signal,
-          error = a.error || e.note, output_tail = e.output_tail, log_path = e.log_path,
-          started_at = coalesce(e.started_at, a.started_at)
-      FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[])
-        AS e(id, ended_at, duration_ms, exit_code, signal, note, output_tail, log_path, started_at)
-      WHERE a.id = e.id AND a.outcome = 'LOST' AND a.ended_at IS NULL`,
+    lateEnds: fillLateEnds(
+      s,
+      `unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[])
+        AS e(id, ended_at, duration_ms, exit_code, signal, note, output_tail, log_path, started_at)`,
+    ),
   };
 }
 
@@ -85,6 +82,20 @@ export function settledCtes(s: string, locked: string): string {
             started_at = coalesce(r.started_at, a.started_at)
         FROM settled JOIN r ON r.token = settled.token
         WHERE a.id = settled.token AND a.outcome IS NULL)`;
+}
+
+/**
+ * Fills in the real ends of attempts recorded LOST from the late reports `from` (alias `e`:
+ * id, ended_at, duration_ms, exit_code, signal, note, output_tail, log_path, started_at),
+ * once only: the outcome stays LOST and the report is noted in the error (lateEnds, tickStatement).
+ */
+export function fillLateEnds(s: string, from: string): string {
+  return `UPDATE ${s}.attempts AS a
+      SET ended_at = e.ended_at, duration_ms = e.duration_ms, exit_code = e.exit_code, signal = e.signal,
+          error = a.error || e.note, output_tail = e.output_tail, log_path = e.log_path,
+          started_at = coalesce(e.started_at, a.started_at)
+      FROM ${from}
+      WHERE a.id = e.id AND a.outcome = 'LOST' AND a.ended_at IS NULL`;
 }
 
 /** Each batch's latest finish among the settled (not INTERRUPTED), in this session's lane (see settleTasks). */

@@ -1,7 +1,7 @@
 import { SERVER_NOW } from './pg-clock.js';
 import type { Statement } from './pg-db.js';
 import { lastFinishedOf, settleStatements } from './settle-statements.js';
-import { claimCtes, needsMetIn, tickStatement } from './tick-statement.js';
+import { claimCtes, needsMetIn, startsMarked, tickStatement } from './tick-statement.js';
 
 /**
  * Every SQL statement of the PostgreSQL store, named like their SQLite twins and prepared
@@ -147,8 +147,7 @@ function sql(s: string) {
     markRunning: `
       WITH j AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS j(id, token, at)),
       locked AS (SELECT t.id FROM ${s}.tasks AS t JOIN j ON t.id = j.id ORDER BY t.id FOR UPDATE OF t)
-      UPDATE ${s}.tasks AS t SET queued = false, started_at = j.at
-      FROM j WHERE t.id = j.id AND t.id IN (SELECT id FROM locked) AND t.status = 'RUNNING' AND t.lease_token = j.token`,
+      ${startsMarked(s)}`,
     /** $1 batchId $2 now — set once, so only a batch's very first claims contend for its row. */
     markStarted: `UPDATE ${s}.batches SET first_started_at = $2 WHERE id = $1 AND first_started_at IS NULL`,
     /**

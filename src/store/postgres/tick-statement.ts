@@ -1,5 +1,5 @@
 import { SERVER_NOW } from './pg-clock.js';
-import { finishedCte, reportsOf, settledCtes } from './settle-statements.js';
+import { fillLateEnds, finishedCte, reportsOf, settledCtes } from './settle-statements.js';
 
 /**
  * The claim's CTEs (`due`, `claimed`, `opened`), shared by the claim alone (claimTasks) and the
@@ -43,6 +43,15 @@ export function needsMetIn(s: string, settledNow?: string): string {
       AND d.stage IN (SELECT jsonb_array_elements_text(c.needs::jsonb))))`;
 }
 
+/**
+ * Marks queued attempts started, from `j` (id, token, at) among the task ids `locked` holds:
+ * fenced, so a task taken over or settled meanwhile is left alone (markRunning, tickStatement).
+ */
+export function startsMarked(s: string): string {
+  return `UPDATE ${s}.tasks AS t SET queued = false, started_at = j.at
+      FROM j WHERE t.id = j.id AND t.id IN (SELECT id FROM locked) AND t.status = 'RUNNING' AND t.lease_token = j.token`;
+}
+
 /** Offset of the claim's parameters in tickStatement: after the settle's 15, the late notes and the starts' 3. */
 const CLAIM_AT = 19;
 
@@ -72,14 +81,12 @@ export function tickStatement(s: string): string {
       locked AS MATERIALIZED (SELECT id FROM ${s}.tasks WHERE id = ANY($1::bigint[] || $17::bigint[]) ORDER BY id FOR UPDATE),
       ${settledCtes(s, '(SELECT id FROM locked)')},
       ${finishedCte(s)},
-      late AS (
-        UPDATE ${s}.attempts AS a
-        SET ended_at = r.ended_at, duration_ms = r.duration_ms, exit_code = r.exit_code, signal = r.signal,
-            error = a.error || r.note, output_tail = r.output_tail, log_path = r.log_path, started_at = coalesce(r.started_at, a.started_at)
-        FROM r WHERE a.id = r.token AND a.outcome = 'LOST' AND a.ended_at IS NULL AND r.token NOT IN (SELECT token FROM settled)),
-      started AS (
-        UPDATE ${s}.tasks AS t SET queued = false, started_at = j.at
-        FROM j WHERE t.id = j.id AND t.id IN (SELECT id FROM locked) AND t.status = 'RUNNING' AND t.lease_token = j.token),
+      late AS (${fillLateEnds(
+        s,
+        `(SELECT token AS id, ended_at, duration_ms, exit_code, signal, note, output_tail, log_path, started_at
+          FROM r WHERE token NOT IN (SELECT token FROM settled)) AS e`,
+      )}),
+      started AS (${startsMarked(s)}),
       v AS (SELECT job_version FROM ${s}.batches WHERE id = ${p(1)} FOR KEY SHARE),
       mark AS (UPDATE ${s}.batches SET first_started_at = ${p(2)} WHERE id = ${p(1)} AND first_started_at IS NULL AND cardinality(${p(5)}::text[]) > 0),
       ${claimCtes(s, needsMet, p, '(SELECT job_version FROM v)', ` AND EXISTS (SELECT 1 FROM v WHERE ${p(8)}::int IS NULL OR v.job_version = ${p(8)}::int)`)}
