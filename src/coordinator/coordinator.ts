@@ -8,6 +8,7 @@ import { ownerId } from '../lease-owner.js';
 import { AttemptsInFlight } from './attempts-in-flight.js';
 import { commitAndClaim, type Claimed } from './claim.js';
 import { CommitQueue, statusesAfterCommit, type Queued } from './commit-queue.js';
+import { IdlePoll } from './idle-poll.js';
 import { Outage, releaseLostClaims } from './outage.js';
 import { OutputPlacement } from './output-placement.js';
 import type { CoordinatorOptions, RunObserver, RunPool, RunStore, StopReason } from './run-types.js';
@@ -50,6 +51,8 @@ export class Coordinator {
   private readonly outage: Outage;
   /** Committed successes' declared outputs being renamed into place, and their confirmations. */
   private readonly placement: OutputPlacement;
+  /** How long to wait after a claim that left slots empty: backs off while nothing turns up. */
+  private readonly idle: IdlePoll;
 
   constructor(
     private readonly store: RunStore,
@@ -73,6 +76,7 @@ export class Coordinator {
     });
     this.upkeep = new Upkeep(store, batch, this.owner, pool, { pollMs: options.pollMs, leaseMs: options.leaseMs }, note, (lost) => this.lostElsewhere(lost));
     this.outage = new Outage(note);
+    this.idle = new IdlePoll(options.pollMs, options.leaseMs);
   }
 
   async run(): Promise<StopReason> {
@@ -199,7 +203,10 @@ export class Coordinator {
   private async checkBatch(): Promise<void> {
     const found = await this.upkeep.checkBatch();
     if (!found) return;
-    if (found.released.length) this.observer.released(found.released);
+    if (found.released.length) {
+      this.idle.found();
+      this.observer.released(found.released);
+    }
     // A crash (here or on another host) between a success's commit and its output's rename.
     if (this.options.outputs.declared) this.placement.redo(await this.store.pendingOutputs(this.batch.id));
     if (found.stop) this.stop(found.stop);
@@ -244,6 +251,7 @@ export class Coordinator {
       this.placement.restore(placed);
       throw err;
     }
+    if (claimed.handOut.size > 0) this.idle.found();
     for (const tasks of claimed.handOut.values()) this.commits.claimed(tasks);
     for (const [worker, tasks] of claimed.handOut) this.handOut(worker, tasks, now, claimed.queued);
     await this.reportCommitted(ended, claimed.applied);
@@ -334,10 +342,11 @@ export class Coordinator {
     if (released) this.observer.note(`${plural(released, 'task')} claimed as the store went down ${released === 1 ? 'was' : 'were'} given back unstarted`);
   }
 
-  /** A claim at `now` left slots without a task: tick again when the next retry is due, or within a poll. */
+  /** A claim at `now` left slots without a task: tick again when the next retry is due, or within a poll that backs off (idle-poll.ts). */
   private async sleepUntilDue(now: number): Promise<void> {
     const due = await this.store.nextDueAt(this.batch.id);
-    const delay = due === null ? this.options.pollMs : Math.min(Math.max(due - now, 0), this.options.pollMs);
+    const poll = this.idle.next(this.upkeep.liveHere);
+    const delay = due === null ? poll : Math.min(Math.max(due - now, 0), poll);
     // A tick still running when the run ended must not leave a timer holding the process.
     if (!this.finished) this.ticks.wakeIn(delay);
   }

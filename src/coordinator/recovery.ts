@@ -15,8 +15,19 @@ export async function recoverStale(
   now = Date.now(),
   beforeRelease?: (lost: LostAttempt[]) => void,
 ): Promise<ReleasedTask[]> {
+  return (await recoverSeeing(store, batchId, self, now, beforeRelease)).released;
+}
+
+/** recoverStale, and whether another live coordinator on this machine holds running tasks (its death is noticed at once). */
+export async function recoverSeeing(
+  store: LeaseStore,
+  batchId: number | null,
+  self: string,
+  now: number,
+  beforeRelease?: (lost: LostAttempt[]) => void,
+): Promise<{ released: ReleasedTask[]; liveHere: boolean }> {
   const owners = (await store.runningOwners(batchId)).filter((o) => o !== self);
   const dead = owners.filter((o) => isDeadOwner(o));
   const live = owners.filter((o) => isLiveLocalOwner(o));
-  return store.releaseStale(batchId, now, dead, self, live, beforeRelease);
+  return { released: await store.releaseStale(batchId, now, dead, self, live, beforeRelease), liveHere: live.length > 0 };
 }

@@ -3,7 +3,7 @@ import { StoreError } from '../errors.js';
 import type { BatchRecord, ClaimedTask, LeaseStore, LostAttempt, ReleasedTask } from '../store/task-store.js';
 import type { RunPool, StopReason } from './run-types.js';
 import type { PoolWorker } from '../pool/pool.js';
-import { recoverStale } from './recovery.js';
+import { recoverSeeing } from './recovery.js';
 import { monotonicMs } from '../wall-steps.js';
 
 /** What a look at the batch found. */
@@ -24,6 +24,8 @@ const formatSeconds = (ms: number) => `${Math.round(ms / 100) / 10}s`;
  */
 export class Upkeep {
   private lastRecovery: number | null = null;
+  /** Whether the last look saw another live coordinator on this machine holding tasks of the batch. */
+  liveHere = false;
 
   constructor(
     private readonly store: LeaseStore,
@@ -55,7 +57,8 @@ export class Upkeep {
         `batch "${batch.name}" is no longer in the store (pruned while this run was stopped?); this run stops without claiming or committing anything more`,
       );
     }
-    const released = await recoverStale(store, batch.id, owner, now, this.beforeRelease);
+    const { released, liveHere } = await recoverSeeing(store, batch.id, owner, now, this.beforeRelease);
+    this.liveHere = liveHere;
     // Attempts queued behind one that turned out slow go back, so idle workers can run them.
     for (const w of pool.stuck(pollMs)) pool.drop(w);
     // A worker stopped past a lease is taken for dead: killed, its running attempt ends as a

@@ -1,4 +1,5 @@
 /** The tick in-process: the real coordinator on a real SQLite store, with a pool of fake slots the test answers for. */
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Coordinator } from '../../src/coordinator/coordinator.js';
@@ -7,6 +8,7 @@ import type { RunObserver, RunPool, StopReason } from '../../src/coordinator/run
 import type { RetryRules } from '../../src/coordinator/settlement.js';
 import { DEFAULT_SETTINGS, definitionOf, settingsOf, storedDefinition } from '../../src/job/job-definition.js';
 import type { PoolEvents, PoolWorker } from '../../src/pool/pool.js';
+import { ownerId } from '../../src/lease-owner.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { BatchRecord, Outcome, TaskSpec, TaskStatus, TaskStore } from '../../src/store/task-store.js';
 import type { DoneMessage, TaskMessage } from '../../src/worker/protocol.js';
@@ -121,7 +123,7 @@ describe('the coordinator tick, in-process (fake slots, a real SQLite store)', (
     return (await store.findBatch('b'))!;
   }
 
-  function coordinator(batch: BatchRecord, pool: FakePool, over: { maxFailures?: number } = {}) {
+  function coordinator(batch: BatchRecord, pool: FakePool, over: { maxFailures?: number; leaseMs?: number; store?: TaskStore } = {}) {
     const ended: Ended[] = [];
     const observer: RunObserver = {
       attemptEnded: (task, settlement, status) => ended.push({ key: task.key, outcome: settlement.outcome, status }),
@@ -129,12 +131,12 @@ describe('the coordinator tick, in-process (fake slots, a real SQLite store)', (
       note: () => undefined,
     };
     const c = new Coordinator(
-      store,
+      over.store ?? store,
       batch,
       pool,
       {
         rules: () => rules,
-        leaseMs: 30_000,
+        leaseMs: over.leaseMs ?? 30_000,
         graceMs: 1_000,
         killGraceMs: 100,
         noWait: false,
@@ -212,5 +214,78 @@ describe('the coordinator tick, in-process (fake slots, a real SQLite store)', (
     expect(ended).toEqual([{ key: held!.task.key, outcome: 'SUCCESS', status: 'SUCCESS' }]);
     const counts = await store.counts(batch.id);
     expect([counts.succeeded, counts.pending, counts.running]).toEqual([1, 3, 0]);
+  });
+
+  /** The store, with the time of each claim the coordinator makes (a look for work). */
+  function lookingAt(target: TaskStore): { store: TaskStore; looks: number[] } {
+    const looks: number[] = [];
+    const proxy = new Proxy(target, {
+      get(t, prop) {
+        const value = Reflect.get(t, prop, t) as unknown;
+        if (typeof value !== 'function') return value;
+        if (prop === 'claim' || prop === 'settleAndClaim') return (...args: unknown[]) => (looks.push(performance.now()), (value as (...a: unknown[]) => unknown).apply(t, args));
+        return (value as (...a: unknown[]) => unknown).bind(t);
+      },
+    });
+    return { store: proxy, looks };
+  }
+
+  /** Claims every PENDING task of the batch for `owner`, its lease an hour long. */
+  async function holdAll(batch: BatchRecord, owner: string, n: number) {
+    const slots = Array.from({ length: n }, (_, i) => ({ workerId: `x${i}`, pid: null, queued: false }));
+    return store.claim({ batchId: batch.id, owner, host: owner.split('/')[0]!, now: Date.now(), leaseMs: 3_600_000, slots });
+  }
+
+  const gaps = (at: number[]) => at.slice(1).map((t, i) => t - at[i]!);
+
+  it('idle while another host holds the batch: its looks back off from the poll to a third of the lease, and new work is still claimed', async () => {
+    const batch = await batchOf(2, 1);
+    const held = await holdAll(batch, 'elsewhere/sim/1:1:1', 2); // a live host elsewhere: its lease runs an hour
+    expect(held).toHaveLength(2);
+    const { store: seen, looks } = lookingAt(store);
+    const pool = new FakePool(1, () => ({ ok: true }));
+    // pollMs 50, a lease of 1200 ms: waits of 50, 100, 200, then 400 ms each.
+    const { c } = coordinator(batch, pool, { leaseMs: 1200, store: seen });
+    const done = c.run();
+    await new Promise((r) => setTimeout(r, 1600));
+    // Timers never fire early: each wait is at least its design length (load only lengthens them).
+    const idle = gaps(looks);
+    expect(idle.length).toBeGreaterThanOrEqual(2);
+    const design = [50, 100, 200, 400];
+    idle.forEach((g, i) => expect(g).toBeGreaterThanOrEqual(design[Math.min(i, 3)]! - 2));
+    // A fixed 50 ms poll would have looked about 30 times in that while.
+    expect(looks.length).toBeLessThanOrEqual(7);
+    // Work that turns up is claimed at the next look, within the backed-off wait.
+    await store.enqueue({ name: 'b', source: dir, job: batch.job, maxAttempts: 1 }, [{ key: 'late', payload: { version: 1, path: join(dir, 'late'), rel: 'late' }, fingerprint: 'late:1' }]);
+    await expect.poll(() => pool.handedOut.map((t) => t.key), { timeout: 10_000 }).toEqual(['late']);
+    // The batch ends elsewhere: the idle coordinator notices at a later look and ends done.
+    const end = Date.now();
+    expect(await store.settle(held.map((t) => ({ token: t.token, taskId: t.id, outcome: 'SUCCESS', endedAt: end, durationMs: 1, exitCode: 0, signal: null, error: null, result: 'null', outputTail: null, logPath: null })))).toHaveLength(2);
+    expect(await done).toEqual<StopReason>({ kind: 'done' });
+  });
+
+  it("idle while another live coordinator on this machine holds the batch: it looks every poll (that one's death is noticed within a poll)", async () => {
+    const batch = await batchOf(1, 2); // the LOST attempt counts: one more is left
+    const other = spawn('sleep', ['60'], { stdio: 'ignore' });
+    try {
+      const held = await holdAll(batch, ownerId(other.pid!), 1);
+      expect(held).toHaveLength(1);
+      const { store: seen, looks } = lookingAt(store);
+      // A lease of 30 s: backing off, waits would grow to 10 s.
+      const pool = new FakePool(1, () => ({ ok: true }));
+      const { c } = coordinator(batch, pool, { store: seen });
+      const done = c.run();
+      await expect.poll(() => looks.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(8);
+      // Backing off, 8 looks would take over 6 s (50 + 100 + … + 3200 ms); at the poll, 350 ms.
+      expect(looks[7]! - looks[0]!).toBeLessThan(5000);
+      // It dies: its task is taken back within a poll, run here, and the batch ends.
+      other.kill('SIGKILL');
+      expect(await done).toEqual<StopReason>({ kind: 'done' });
+      expect(pool.handedOut.map((t) => t.key)).toEqual(['k0']);
+      expect((await store.getTask(batch.id, 'k0'))!.status).toBe('SUCCESS');
+      expect((await store.attemptsOf(held[0]!.id)).map((a) => a.outcome)).toEqual(['LOST', 'SUCCESS']);
+    } finally {
+      other.kill('SIGKILL');
+    }
   });
 });

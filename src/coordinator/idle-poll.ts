@@ -1,0 +1,41 @@
+/** How long a coordinator whose claim left slots empty waits before it looks again: a poll that backs off. */
+
+/** The longest an idle coordinator waits between looks (docs/postgres-fleet.md: what idle hosts cost). */
+export const IDLE_POLL_MAX_MS = 10_000;
+
+/**
+ * The wait after a claim that left slots empty, when no retry is due sooner. It starts at the
+ * poll interval and doubles with each look in a row that finds nothing, up to a third of the
+ * lease (so a remote host's lapsed lease is taken over within a third of a lease of lapsing,
+ * as a live holder renews it every third) and IDLE_POLL_MAX_MS. A look that finds work starts
+ * again at the poll interval. While another live coordinator on this machine holds tasks of the
+ * batch, it stays at the poll interval: if that process dies, its tasks are taken back within a
+ * poll (I8), and only a local owner can be proven dead at once.
+ */
+export class IdlePoll {
+  private misses = 0;
+  private readonly capMs: number;
+
+  constructor(
+    private readonly pollMs: number,
+    leaseMs: number,
+  ) {
+    this.capMs = Math.max(pollMs, Math.min(IDLE_POLL_MAX_MS, Math.floor(leaseMs / 3)));
+  }
+
+  /** A look found work (a claim, or tasks taken back from a dead owner): poll at the interval again. */
+  found(): void {
+    this.misses = 0;
+  }
+
+  /** The wait before the next look after one that found nothing; `watchful`: a live local owner holds tasks of the batch. */
+  next(watchful: boolean): number {
+    if (watchful) {
+      this.misses = 0;
+      return this.pollMs;
+    }
+    const wait = Math.min(this.pollMs * 2 ** this.misses, this.capMs);
+    if (wait < this.capMs) this.misses++;
+    return wait;
+  }
+}
