@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
-import { PG_URL, pgSchemas } from '../helpers/pg.js';
+import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 import { projectWithFiles } from '../helpers/project.js';
 
 // SPEC §5: `worker --follow` keeps polling for new batches — also when the store does not exist
@@ -42,5 +42,30 @@ describe('worker --follow on a store that does not exist yet', () => {
 
   it.skipIf(!PG_URL)('PostgreSQL: waits for the schema, then works on its batches', async () => {
     await followsAStoreCreatedLater(freshPg().db);
+  });
+});
+
+describe('worker --follow with nothing to do', () => {
+  it.skipIf(!PG_URL)('PostgreSQL: keeps its session open between polls instead of connecting for each (a backend start each time)', async () => {
+    const { db, schema } = freshPg();
+    const p = projectWithFiles(2);
+    expect((await runCli(['run', 'src', '--db', db, '--exec', 'true', '-j', '1'], { cwd: p.dir })).code).toBe(0);
+    const worker = startCli(['worker', '--follow', '--db', db, '-j', '1'], { cwd: p.dir, timeoutMs: 120_000 });
+    onTestFinished(() => void worker.kill('SIGKILL'));
+    // The worker's sessions: the last statement each ran names the schema (no other client uses it now).
+    const sessions = async () => (await pgQuery<{ pid: number; since: string }>(`SELECT pid, backend_start::text AS since FROM pg_stat_activity WHERE strpos(query, $1) > 0 AND pid <> pg_backend_pid()`, [schema])).map((r) => `${r.pid}@${r.since}`);
+    let first: string[] = [];
+    for (const until = Date.now() + 30_000; first.length === 0 && worker.exitCode === null && Date.now() < until; ) {
+      first = await sessions();
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(worker.exitCode).toBe(null);
+    expect(first.length).toBeGreaterThan(0);
+    // Polls 2 s and then 4 s apart: two more looks at the store in 7 s, on the same session.
+    await new Promise((r) => setTimeout(r, 7000));
+    expect(await sessions()).toEqual(expect.arrayContaining(first));
+    expect(worker.exitCode).toBe(null);
+    worker.kill('SIGTERM');
+    expect((await worker.result).code).toBe(143);
   });
 });

@@ -7,7 +7,7 @@ import { EXIT } from '../../exit-codes.js';
 import { describeHandler, settingsOf, storedDefinition } from '../../job/job-definition.js';
 import { inputFromFlags, invocationOf, type Invocation, type RawRunFlags } from '../../job/run-options.js';
 import { handlersOf } from '../../job/stages.js';
-import { describeStore, openExistingStore, openStore, resolveDbPath } from '../../store/open-store.js';
+import { describeStore, isPostgresUrl, openExistingStore, openStore, resolveDbPath } from '../../store/open-store.js';
 import type { BatchRecord, QueryStore, TaskStore } from '../../store/task-store.js';
 import { printable } from '../format.js';
 import { line, type Io } from '../io.js';
@@ -19,8 +19,13 @@ export interface WorkerFlags extends RawRunFlags {
   follow?: boolean;
 }
 
-/** How often `worker --follow` looks for new work when there is none. */
+/**
+ * How often `worker --follow` looks for new work when there is none: every 2 s at first,
+ * doubling while nothing turns up, up to every 10 s (what idle hosts cost a shared server:
+ * docs/postgres-fleet.md).
+ */
 const FOLLOW_POLL_MS = 2000;
+const FOLLOW_POLL_MAX_MS = 10_000;
 
 /**
  * `splitdance worker`: join the batches already in the store (no splitting) and work on
@@ -54,39 +59,54 @@ async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io
   // Between batches too, a server restarting is waited out as a run waits it out (outage.ts).
   const note = (m: string) => flags.quiet || line(io.stderr, m);
   let saidWaiting = false;
-  for (;;) {
-    // --follow keeps polling for new batches, so also for a store that does not exist yet.
-    const store = flags.follow ? await ridingOut(() => openExistingStore(dbPath), note) : await ridingOut(() => openStore(dbPath, { create: false }), note);
-    if (!store) {
-      if (!saidWaiting && !flags.quiet) line(io.stderr, `waiting for the store ${printable(describeStore(dbPath))} to be created (polling every ${FOLLOW_POLL_MS / 1000} s; Ctrl-C stops)`);
-      saidWaiting = true;
-      if (await pause(seen)) return exitFor(seen()!);
-      continue;
-    }
-    let worked = false;
-    try {
-      for (const batch of await ridingOut(() => candidates(store, flags.batch), note)) {
-        if (seen()) return exitFor(seen()!);
-        const code = await workOn(store, batch, flags, inv, dbPath, io, seen, signalled);
-        if (code === null) continue;
-        worked = true;
-        if (code === EXIT.SIGINT || code === EXIT.SIGTERM) return code;
-        worst = Math.max(worst, code);
+  let wait = FOLLOW_POLL_MS;
+  // A PostgreSQL store stays open between polls: a connection opened each time costs the server a
+  // backend's start. A SQLite file is opened anew each time, so a store deleted and made again is seen.
+  const keepOpen = flags.follow === true && isPostgresUrl(dbPath);
+  let store: TaskStore | null = null;
+  try {
+    for (;;) {
+      // --follow keeps polling for new batches, so also for a store that does not exist yet.
+      store ??= flags.follow ? await ridingOut(() => openExistingStore(dbPath), note) : await ridingOut(() => openStore(dbPath, { create: false }), note);
+      if (!store) {
+        if (!saidWaiting && !flags.quiet) line(io.stderr, `waiting for the store ${printable(describeStore(dbPath))} to be created (polling every ${FOLLOW_POLL_MS / 1000}–${FOLLOW_POLL_MAX_MS / 1000} s; Ctrl-C stops)`);
+        saidWaiting = true;
+        if (await pause(seen, wait)) return exitFor(seen()!);
+        wait = Math.min(wait * 2, FOLLOW_POLL_MAX_MS);
+        continue;
       }
-    } finally {
-      await store.close();
+      let worked = false;
+      try {
+        for (const batch of await ridingOut(() => candidates(store!, flags.batch), note)) {
+          if (seen()) return exitFor(seen()!);
+          const code = await workOn(store, batch, flags, inv, dbPath, io, seen, signalled);
+          if (code === null) continue;
+          worked = true;
+          if (code === EXIT.SIGINT || code === EXIT.SIGTERM) return code;
+          worst = Math.max(worst, code);
+        }
+      } finally {
+        if (!keepOpen) {
+          await store.close();
+          store = null;
+        }
+      }
+      if (!flags.follow) {
+        if (!worked && !flags.quiet) line(io.stderr, 'no batch in the store has work left');
+        return worst;
+      }
+      if (worked) wait = FOLLOW_POLL_MS;
+      if (await pause(seen, wait)) return exitFor(seen()!);
+      wait = Math.min(wait * 2, FOLLOW_POLL_MAX_MS);
     }
-    if (!flags.follow) {
-      if (!worked && !flags.quiet) line(io.stderr, 'no batch in the store has work left');
-      return worst;
-    }
-    if (await pause(seen)) return exitFor(seen()!);
+  } finally {
+    await store?.close();
   }
 }
 
-/** Waits one poll of --follow; true when a signal came meanwhile. */
-async function pause(seen: () => 'SIGINT' | 'SIGTERM' | null): Promise<boolean> {
-  for (let waited = 0; waited < FOLLOW_POLL_MS && !seen(); waited += 100) await new Promise((r) => setTimeout(r, 100));
+/** Waits one poll of --follow (`ms`); true when a signal came meanwhile. */
+async function pause(seen: () => 'SIGINT' | 'SIGTERM' | null, ms: number): Promise<boolean> {
+  for (let waited = 0; waited < ms && !seen(); waited += 100) await new Promise((r) => setTimeout(r, 100));
   return seen() !== null;
 }
 
