@@ -2,7 +2,7 @@
 import { plural } from '../printable.js';
 import { longInterval, longTimeout, type LongTimer } from '../long-timer.js';
 import { prepareLogFolder } from '../store/log-layout.js';
-import type { AttemptStart, BatchRecord, ClaimedTask, LostAttempt } from '../store/task-store.js';
+import type { AttemptStart, BatchRecord, ClaimedTask, Counts, LostAttempt } from '../store/task-store.js';
 import type { PoolWorker } from '../pool/pool.js';
 import { ownerId } from '../lease-owner.js';
 import { AttemptsInFlight } from './attempts-in-flight.js';
@@ -189,8 +189,8 @@ export class Coordinator {
         // are committed on their own first. (Successes, the common case, share the claim's transaction.)
         if (this.commits.hasFailures) await this.commitEnded();
         const unfilledAt = await this.claimForFreeSlots();
-        if (unfilledAt !== null) await this.sleepUntilDue(unfilledAt);
-        await this.checkEnd();
+        const counts = await this.checkEnd();
+        if (unfilledAt !== null && !this.finished) await this.sleepUntilDue(unfilledAt, counts);
       } while (this.again);
     } catch (err) {
       this.storeFailed(err);
@@ -342,25 +342,38 @@ export class Coordinator {
     if (released) this.observer.note(`${plural(released, 'task')} claimed as the store went down ${released === 1 ? 'was' : 'were'} given back unstarted`);
   }
 
-  /** A claim at `now` left slots without a task: tick again when the next retry is due, or within a poll that backs off (idle-poll.ts). */
-  private async sleepUntilDue(now: number): Promise<void> {
+  /**
+   * A claim at `now` left slots without a task: tick again when the next retry is due, or within
+   * a poll that backs off while the batch stands still (`counts`, when this tick read them: idle-poll.ts).
+   */
+  private async sleepUntilDue(now: number, counts: Counts | null): Promise<void> {
     const due = await this.store.nextDueAt(this.batch.id);
-    const poll = this.idle.next(this.upkeep.liveHere);
+    const poll = this.idle.next(this.upkeep.liveHere, counts && JSON.stringify(counts));
     const delay = due === null ? poll : Math.min(Math.max(due - now, 0), poll);
     // A tick still running when the run ended must not leave a timer holding the process.
     if (!this.finished) this.ticks.wakeIn(delay);
   }
 
-  /** Sleep or end: the run is over when nothing is in flight or waiting and the batch has no work left (or it stops). */
-  private async checkEnd(): Promise<void> {
-    if (this.attempts.size > 0 || this.commits.size > 0 || this.placement.size > 0) return;
-    if (this.stopping) return this.finish(this.stopping);
+  /**
+   * The run is over when nothing is in flight or waiting and the batch has no work left (or it
+   * stops). Returns the batch's counts when it read them (nothing of this run's in flight).
+   */
+  private async checkEnd(): Promise<Counts | null> {
+    if (this.attempts.size > 0 || this.commits.size > 0 || this.placement.size > 0) return null;
+    if (this.stopping) {
+      this.finish(this.stopping);
+      return null;
+    }
     const c = await this.store.counts(this.batch.id);
-    if (c.pending + c.retrying + c.running + c.queued === 0) return this.finish({ kind: 'done' });
+    if (c.pending + c.retrying + c.running + c.queued === 0) {
+      this.finish({ kind: 'done' });
+      return c;
+    }
     if (this.pool.size === 0) throw this.pool.emptyBecause ?? new Error('every worker died and none could be restarted; see the errors above');
     if (this.options.noWait && this.pool.hasIdleWorker()) {
       // Nothing claimable may only mean claims stopped for a newer definition (before a poll saw it).
-      return this.finish(await this.upkeep.definitionChanged() ? { kind: 'definition-changed' } : { kind: 'no-wait' });
+      this.finish((await this.upkeep.definitionChanged()) ? { kind: 'definition-changed' } : { kind: 'no-wait' });
     }
+    return c;
   }
 }

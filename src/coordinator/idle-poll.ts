@@ -5,16 +5,20 @@ export const IDLE_POLL_MAX_MS = 10_000;
 
 /**
  * The wait after a claim that left slots empty, when no retry is due sooner. It starts at the
- * poll interval and doubles with each look in a row that finds nothing, up to a third of the
- * lease (so a remote host's lapsed lease is taken over within a third of a lease of lapsing,
- * as a live holder renews it every third) and IDLE_POLL_MAX_MS. A look that finds work starts
- * again at the poll interval. While another live coordinator on this machine holds tasks of the
- * batch, it stays at the poll interval: if that process dies, its tasks are taken back within a
- * poll (I8), and only a local owner can be proven dead at once.
+ * poll interval and doubles with each look in a row that finds nothing and the batch standing
+ * still (its counts as they were), up to a third of the lease (so a remote host's lapsed lease
+ * is taken over within a third of a lease of lapsing, as a live holder renews it every third)
+ * and IDLE_POLL_MAX_MS. A look that finds work, or the batch moving (other hosts claiming and
+ * settling, so its end may be near), starts again at the poll interval. While another live
+ * coordinator on this machine holds tasks of the batch, it stays at the poll interval: if that
+ * process dies, its tasks are taken back within a poll (I8), and only a local owner can be
+ * proven dead at once.
  */
 export class IdlePoll {
   private misses = 0;
   private readonly capMs: number;
+  /** What the batch looked like at the last look (its counts), null when not known. */
+  private seen: string | null = null;
 
   constructor(
     private readonly pollMs: number,
@@ -28,8 +32,16 @@ export class IdlePoll {
     this.misses = 0;
   }
 
-  /** The wait before the next look after one that found nothing; `watchful`: a live local owner holds tasks of the batch. */
-  next(watchful: boolean): number {
+  /**
+   * The wait before the next look after one that found nothing. `watchful`: a live local owner
+   * holds tasks of the batch; `batch`: what the batch looks like now (its counts, any string
+   * that changes when they do), or null when this look did not read it.
+   */
+  next(watchful: boolean, batch: string | null = null): number {
+    if (batch !== null) {
+      if (batch !== this.seen) this.misses = 0;
+      this.seen = batch;
+    }
     if (watchful) {
       this.misses = 0;
       return this.pollMs;

@@ -288,4 +288,23 @@ describe('the coordinator tick, in-process (fake slots, a real SQLite store)', (
       other.kill('SIGKILL');
     }
   });
+
+  it('idle while other hosts move the batch along: it keeps looking every poll, so it sees the end soon', async () => {
+    const batch = await batchOf(30, 1);
+    const held = await holdAll(batch, 'elsewhere/sim/1:1:1', 30);
+    expect(held).toHaveLength(30);
+    const { store: seen, looks } = lookingAt(store);
+    // A lease of 30 s: standing still, the waits would grow to 10 s (7 looks in the first 3 s).
+    const { c } = coordinator(batch, new FakePool(1, () => ({ ok: true })), { store: seen });
+    const done = c.run();
+    // The other host settles a task every 100 ms: the batch's counts change between looks.
+    for (const t of held) {
+      await new Promise((r) => setTimeout(r, 100));
+      await store.settle([{ token: t.token, taskId: t.id, outcome: 'SUCCESS', endedAt: Date.now(), durationMs: 1, exitCode: 0, signal: null, error: null, result: 'null', outputTail: null, logPath: null }]);
+    }
+    expect(await done).toEqual<StopReason>({ kind: 'done' });
+    // About 60 looks at 50 ms; backing off, at most 8 in those 3 s. (Load only makes gaps longer:
+    // 16 looks is an average gap of about 190 ms.)
+    expect(looks.length).toBeGreaterThanOrEqual(16);
+  });
 });

@@ -30,4 +30,12 @@ describe('IdlePoll: the wait after a look that found nothing', () => {
     expect(waits(p, 3, true)).toEqual([50, 50, 50]);
     expect(waits(p, 2)).toEqual([50, 100]);
   });
+
+  it('the batch moving between looks (its counts changed) starts it again at the poll interval; standing still lets it grow', () => {
+    const p = new IdlePoll(50, 1200);
+    expect([p.next(false, 'a'), p.next(false, 'a'), p.next(false, 'a')]).toEqual([50, 100, 200]);
+    expect([p.next(false, 'b'), p.next(false, 'c'), p.next(false, 'c')]).toEqual([50, 50, 100]);
+    // A look that did not read the batch neither resets nor forgets what it looked like.
+    expect([p.next(false, null), p.next(false, 'c'), p.next(false, 'd')]).toEqual([200, 400, 50]);
+  });
 });
