@@ -5,7 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { SimPool } from './fleet-pool.mjs';
 
-const { dist, db, batch: batchName, slots, sleepMs, leaseMs, logDir, id } = workerData;
+const { dist, db, batch: batchName, slots, window, sleepMs, leaseMs, logDir, id } = workerData;
 const { openStore } = await import(`${dist}/store/open-store.js`);
 const { Coordinator } = await import(`${dist}/coordinator/coordinator.js`);
 const { recoverStale } = await import(`${dist}/coordinator/recovery.js`);
@@ -36,7 +36,7 @@ const timed = new Proxy(store, {
 
 const batch = await store.findBatch(batchName);
 const settings = settingsOf(batch.job);
-const pool = new SimPool(slots, sleepMs, id);
+const pool = new SimPool(slots, sleepMs, id, window);
 const notes = [];
 const observer = { attemptEnded() {}, released() {}, note: (m) => notes.push(m) };
 const coordinator = new Coordinator(
@@ -67,7 +67,7 @@ parentPort.once('message', async () => {
   } catch (err) {
     stop = `error: ${err.message}`;
   }
-  parentPort.postMessage({ id, stop, ran: pool.ran, claims, notes: notes.slice(0, 5) });
+  parentPort.postMessage({ id, stop, ran: pool.ran, claims, notes: notes.slice(0, 5), endedAt: Date.now() });
   parentPort.once('message', async () => {
     await store.close();
     process.exit(0);

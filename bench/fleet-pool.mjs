@@ -3,12 +3,17 @@
 // measured. It offers the coordinator what src/pool/pool.ts's WorkerPool does (the
 // coordinator is the real one); the forked workers and their IPC are left out on purpose.
 
-/** How many attempts a slot holds: the running one and the next (as the pool's window does once warm). */
+/**
+ * How many attempts a slot holds by default: the running one and the next, as the real pool's
+ * window does for tasks of 4 ms or more (src/pool/slot-window.ts). For shorter tasks the real
+ * window grows to about 4 ms of work, up to 64: FLEET_WINDOW sets it.
+ */
 const WINDOW = 2;
 
 export class SimPool {
-  constructor(slots, sleepMs, id) {
+  constructor(slots, sleepMs, id, window = WINDOW) {
     this.sleepMs = sleepMs;
+    this.window = window;
     this.ran = 0;
     this.closing = false;
     this.events = null;
@@ -24,7 +29,7 @@ export class SimPool {
   async grow() {}
   freeSlots() {
     const free = [];
-    for (let round = 0; round < WINDOW; round++) for (const w of this.workers) if (w.queue.length <= round) free.push(w);
+    for (let round = 0; round < this.window; round++) for (const w of this.workers) if (w.queue.length <= round) free.push(w);
     return free;
   }
   reportsStarts() {

@@ -7,19 +7,26 @@ import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
+import { availableParallelism } from 'node:os';
 import pg from 'pg';
 import { SIZE, want } from './settings.mjs';
 import { BIN, ROOT, benchmark, fail, work } from './measure.mjs';
 import { atLeast, atMost } from './verdict.mjs';
 import { cpuUs, fleetServer, serverCpuUs } from './fleet-server.mjs';
+import { idleFleet, idleFollowers, idleTable } from './fleet-idle.mjs';
+import { notifyCost, wakeTable } from './fleet-wake.mjs';
 
 const NOOP = join(ROOT, 'fixtures/handlers/ok.mjs');
 const DEFAULT_HOSTS = { full: [1, 4, 16, 64, 128], quick: [1, 4, 16, 64], smoke: [1, 2] };
 const DEFAULT_TASKS = { full: 2000, quick: 1000, smoke: 60 };
+const DEFAULT_IDLE_MS = { full: 30_000, quick: 30_000, smoke: 1000 };
 
 /**
- * FLEET_HOSTS (a list: 1,4,16), FLEET_TASKS (per N), FLEET_SLOTS (per host), FLEET_PROCS (Node
- * processes the hosts are dealt over), FLEET_SLEEP_MS (each task's sleep), FLEET_LEASE_MS.
+ * FLEET_HOSTS (a list: 1,4,16), FLEET_TASKS (per N), FLEET_SLOTS (per host), FLEET_WINDOW (the
+ * attempts a slot holds, its running one included: 2, as the real pool for tasks of 4 ms or more), FLEET_PROCS (Node
+ * processes the hosts are dealt over), FLEET_SLEEP_MS (each task's sleep), FLEET_LEASE_MS,
+ * FLEET_IDLE_MS (how long the idle hosts are measured at each N; 0: not at all), FLEET_SPLIT_CORES
+ * (1: the private cluster on CPU 0 alone, the fleet's processes on the other CPUs).
  * Refused (exit 2) before anything runs when one is not a whole number.
  */
 function fleetSettings() {
@@ -34,9 +41,12 @@ function fleetSettings() {
     hosts: hosts.map(Number),
     tasks: whole('FLEET_TASKS', DEFAULT_TASKS[SIZE], 1),
     slots: whole('FLEET_SLOTS', 2, 1),
+    window: whole('FLEET_WINDOW', 2, 1),
     procs: whole('FLEET_PROCS', 2, 1),
     sleepMs: whole('FLEET_SLEEP_MS', 0, 0),
     leaseMs: whole('FLEET_LEASE_MS', 30_000, 1),
+    idleMs: whole('FLEET_IDLE_MS', DEFAULT_IDLE_MS[SIZE], 0),
+    splitCores: whole('FLEET_SPLIT_CORES', 0, 0) > 0,
   };
 }
 
@@ -53,13 +63,32 @@ export async function fleet() {
   benchmark('fleet');
   const cfg = SETTINGS;
   // The store's pool holds up to 4 connections a host; room for the sampler and a few more.
-  const server = fleetServer(4 * Math.max(...cfg.hosts) + 20);
-  if (!server) fail('needs PostgreSQL: root with the server binaries (a private cluster), or SPLITDANCE_PG_URL');
+  if (cfg.splitCores && availableParallelism() < 2) fail('FLEET_SPLIT_CORES needs 2 CPUs or more');
+  const server = fleetServer(4 * Math.max(...cfg.hosts) + 20, cfg.splitCores ? 0 : null);
+  if (!server) fail(cfg.splitCores ? 'FLEET_SPLIT_CORES needs a private cluster: root with the server binaries' : 'needs PostgreSQL: root with the server binaries (a private cluster), or SPLITDANCE_PG_URL');
   try {
     const runs = [];
     for (const n of cfg.hosts) runs.push(await oneFleet(server, cfg, n));
-    console.log(`\n${detail(runs, cfg, server)}`);
-    writeFileSync(join(work, 'fleet.md'), detail(runs, cfg, server));
+    const idle = [];
+    for (const n of cfg.idleMs ? cfg.hosts : []) {
+      const r = await idleFleet(server, cfg, n, startProcs, NOOP);
+      console.log(`fleet ${n} idle hosts: server ${r.serverUsPerHostSecond.toFixed(0)} µs per host-second, ${r.callsPerHostSecond.toFixed(1)} statements per host-second, batch end noticed after ${r.noticedP50} ms (most ${r.noticedMax} ms)`);
+      idle.push(r);
+    }
+    const wake = [];
+    for (const n of cfg.idleMs ? cfg.hosts : []) {
+      const r = await notifyCost(server, n, Math.min(3000, cfg.idleMs));
+      if (r) console.log(`fleet ${n} listeners: quiet ${r.quietUsPerListenerSecond.toFixed(0)} µs per listener-second, ${r.serverUsPerNotify.toFixed(0)} µs per notification`);
+      if (r) wake.push(r);
+    }
+    const followers = cfg.idleMs ? await idleFollowers(server, cfg.idleMs / 1000) : null;
+    if (followers) console.log(`fleet ${followers.followers} idle \`worker --follow\`: server ${followers.serverUsPerFollowerSecond.toFixed(0)} µs per follower-second`);
+    const text =
+      detail(runs, cfg, server) +
+      (idle.length ? `\n${idleTable(idle, cfg, followers)}\n` : '') +
+      (wake.length ? `\n${wakeTable(wake)}\n` : '');
+    console.log(`\n${text}`);
+    writeFileSync(join(work, 'fleet.md'), text);
     const at = (n) => runs.find((r) => r.hosts === n);
     const big = at(64) ?? runs[runs.length - 1];
     const one = at(1) ?? runs[0];
@@ -141,8 +170,11 @@ function startProcs(cfg, db, n) {
   const groups = Array.from({ length: Math.min(n, cfg.procs) }, () => []);
   for (let i = 0; i < n; i++) groups[i % groups.length].push(`fleet-h${i + 1}`);
   return groups.map((hosts) => {
-    const config = { dist: join(ROOT, 'dist'), db, batch: 'B', slots: cfg.slots, sleepMs: cfg.sleepMs, leaseMs: cfg.leaseMs, logDir: join(work, 'fleet-logs'), hosts };
-    const child = spawn(process.execPath, [join(ROOT, 'bench/fleet-proc.mjs'), JSON.stringify(config)], { cwd: work, stdio: ['pipe', 'pipe', 'inherit'] });
+    const config = { dist: join(ROOT, 'dist'), db, batch: 'B', slots: cfg.slots, window: cfg.window, sleepMs: cfg.sleepMs, leaseMs: cfg.leaseMs, logDir: join(work, 'fleet-logs'), hosts };
+    const argv = [process.execPath, join(ROOT, 'bench/fleet-proc.mjs'), JSON.stringify(config)];
+    // taskset execs the command in its own process: the child's pid is the fleet process's.
+    const [cmd, ...args] = cfg.splitCores ? ['taskset', '-c', `1-${availableParallelism() - 1}`, ...argv] : argv;
+    const child = spawn(cmd, args, { cwd: work, stdio: ['pipe', 'pipe', 'inherit'] });
     const waiting = [];
     const got = [];
     createInterface({ input: child.stdout }).on('line', (l) => (waiting.length ? waiting.shift()(l) : got.push(l)));
@@ -187,10 +219,10 @@ function sampleLocks(sql) {
 /** The statements that cost the server most execution time, per task. */
 async function topStatements(q, tasks) {
   const rows = await q(
-    `SELECT calls::float8 AS calls, total_exec_time AS ms, regexp_replace(query, '\\s+', ' ', 'g') AS query FROM pg_stat_statements
+    `SELECT calls::float8 AS calls, total_exec_time AS ms, (shared_blks_hit + shared_blks_read)::float8 / greatest(calls, 1) AS pages, regexp_replace(query, '\\s+', ' ', 'g') AS query FROM pg_stat_statements
       WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT ILIKE '%pg_stat%' ORDER BY total_exec_time DESC LIMIT 6`,
   );
-  return rows.map((r) => ({ perTask: r.calls / tasks, usPerTask: (r.ms * 1e3) / tasks, query: r.query.slice(0, 90) }));
+  return rows.map((r) => ({ perTask: r.calls / tasks, usPerTask: (r.ms * 1e3) / tasks, pagesPerCall: r.pages, query: r.query.slice(0, 90) }));
 }
 
 // A LOST attempt's end is unknown (ended_at stays NULL until a late report): it is counted among
@@ -220,7 +252,7 @@ async function exactlyOnce(q, schema, total) {
 function detail(runs, cfg, server) {
   const f = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '—');
   const lines = [
-    `Fleet: ${cfg.tasks} no-op tasks per N, ${cfg.slots} slots a host, hosts over ${cfg.procs} Node processes; server: ${server.shared ?? server.settings}.`,
+    `Fleet: ${cfg.tasks} no-op tasks per N, ${cfg.slots} slots a host (each holding up to ${cfg.window} attempts), hosts over ${cfg.procs} Node processes; server: ${server.shared ?? server.settings}.`,
     '',
     '| hosts | tasks/s | server CPU µs/task | client CPU µs/task | claims/task | claim p50 / p99 ms | lock waiters mean / max | exactly once |',
     '| --- | --- | --- | --- | --- | --- | --- | --- |',
@@ -234,6 +266,6 @@ function detail(runs, cfg, server) {
 function findings(r) {
   const lines = [];
   if (r.locks.kinds.length) lines.push('', `${r.hosts} hosts, most seen lock waits: ${r.locks.kinds.map(([k, c]) => `${c}× ${k}`).join('; ')}`);
-  if (r.top.length) lines.push('', `${r.hosts} hosts, statements by server time (calls/task, µs/task):`, ...r.top.map((t) => `- ${t.perTask.toFixed(2)}, ${t.usPerTask.toFixed(0)} µs: \`${t.query}\``));
+  if (r.top.length) lines.push('', `${r.hosts} hosts, statements by server time (calls/task, µs/task, buffer pages read per call):`, ...r.top.map((t) => `- ${t.perTask.toFixed(2)}, ${t.usPerTask.toFixed(0)} µs, ${t.pagesPerCall.toFixed(0)} pages: \`${t.query}\``));
   return lines;
 }

@@ -22,9 +22,13 @@ function privateUnavailable() {
 
 const asPostgres = (cmd, args) => execFileSync('runuser', ['-u', 'postgres', '--', join(BIN_DIR, cmd), ...args], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 120_000 });
 
-/** { url, postmaster(): pid | null, settings, stop() } — `postmaster` is null on a shared server. */
-export function fleetServer(maxConnections) {
+/**
+ * { url, postmaster(): pid | null, settings, stop() } — `postmaster` is null on a shared server.
+ * `serverCpu`: the private cluster's processes are pinned to that CPU (null: not pinned).
+ */
+export function fleetServer(maxConnections, serverCpu = null) {
   const why = privateUnavailable();
+  if (why && serverCpu !== null) return null; // only a cluster of our own can be pinned
   if (why) {
     const url = process.env.SPLITDANCE_PG_URL;
     if (!url) return null;
@@ -39,11 +43,13 @@ export function fleetServer(maxConnections) {
   const port = 20000 + (process.pid % 20000);
   // Default settings but the connection limit (and the statistics): what a user's server runs with.
   const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=${maxConnections} -c shared_preload_libraries=pg_stat_statements`;
-  asPostgres('pg_ctl', ['-D', data, '-w', '-t', '60', '-o', opts, '-l', join(dir, 'log'), 'start']);
+  // The postmaster and every backend it forks inherit the CPU affinity of pg_ctl.
+  const pinned = serverCpu === null ? [] : ['taskset', '-c', String(serverCpu)];
+  execFileSync('runuser', ['-u', 'postgres', '--', ...pinned, join(BIN_DIR, 'pg_ctl'), '-D', data, '-w', '-t', '60', '-o', opts, '-l', join(dir, 'log'), 'start'], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 120_000 });
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     shared: null,
-    settings: `private cluster, PostgreSQL defaults (fsync on, shared_buffers 128MB) but max_connections=${maxConnections}, TCP loopback`,
+    settings: `private cluster, PostgreSQL defaults (fsync on, shared_buffers 128MB) but max_connections=${maxConnections}, TCP loopback${serverCpu === null ? '' : `; the server pinned to CPU ${serverCpu}, the fleet's processes to the others`}`,
     postmaster: () => Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]),
     stop() {
       try {

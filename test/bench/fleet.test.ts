@@ -20,7 +20,7 @@ function bench(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: s
 }
 
 describe('BENCH_ONLY=fleet npm run bench (BENCH_SIZE=smoke)', () => {
-  it.runIf(RUNNABLE)('runs 1 and 2 simulated hosts, reports server and client CPU per task, and finds every task ran exactly once', { timeout: 180_000 }, async () => {
+  it.runIf(RUNNABLE)('runs 1 and 2 simulated hosts, reports server and client CPU per task, finds every task ran exactly once, and measures idle hosts', { timeout: 180_000 }, async () => {
     const r = await bench({ BENCH_ONLY: 'fleet', BENCH_SIZE: 'smoke', FLEET_HOSTS: '1,2', FLEET_TASKS: '40' });
     expect(r.code, r.stderr).toBe(0);
     const row = r.stdout.split('\n').find((l) => l.startsWith('| fleet |'));
@@ -28,10 +28,29 @@ describe('BENCH_ONLY=fleet npm run bench (BENCH_SIZE=smoke)', () => {
     const cells = row!.slice(2, -2).split(' | ');
     expect(cells[2]).toMatch(/^1 host: \d+\/s \(server (\d+|NaN) µs\/task, client \d+ µs\/task\)<br>2 hosts: \d+\/s \(server (\d+|NaN) µs\/task, client \d+ µs\/task\)$/);
     expect(cells[6]).toContain('met (every task ran exactly once at every N: yes)');
+    /** The rows of the table under the line that starts with `title`. */
+    const section = (title: string) => {
+      const lines = r.stdout.split('\n');
+      const at = lines.findIndex((l) => l.startsWith(title));
+      expect(at, r.stdout).toBeGreaterThanOrEqual(0);
+      const table = lines.slice(at + 2);
+      return table.slice(0, table.findIndex((l) => !l.startsWith('|'))).filter((l) => /^\| \d/.test(l));
+    };
     // The per-N detail: one line per N with the claim round trips and the lock waits sampled.
-    const detail = r.stdout.split('\n').filter((l) => /^\| [12] \| \d+ \|/.test(l));
-    expect(detail).toHaveLength(2);
+    const detail = section('Fleet:');
+    expect(detail, r.stdout).toHaveLength(2);
     for (const l of detail) expect(l).toMatch(/\| [\d.]+ \/ [\d.]+ \| [\d.]+ \/ \d+ \| yes \|$/);
+    // Idle hosts at each N: what they cost the server, and when they noticed the batch end elsewhere.
+    const idle = section('Idle hosts:');
+    expect(idle, r.stdout).toHaveLength(2);
+    for (const l of idle) expect(l).toMatch(/^\| [12] \| (-?\d+|—) \| \d+ \| ([\d.]+|—) \| \d+ \/ \d+ \|$/);
+    if (r.stdout.includes('private cluster')) {
+      // LISTEN/NOTIFY beside it, every notification delivered; idle `worker --follow` processes.
+      const wake = section('LISTEN/NOTIFY, for comparison');
+      expect(wake, r.stdout).toHaveLength(2);
+      for (const l of wake) expect(l).toMatch(/^\| [12] \| -?\d+ \| -?\d+ \| \d+ \| yes \|$/);
+      expect(r.stdout).toMatch(/Between batches: 8 `worker --follow` processes on a store with no work cost the server -?\d+ µs/);
+    }
   });
 
   it.runIf(PARALLEL)('refuses a host count that is not a whole number ≥ 1 (exit 2, one line naming the setting)', async () => {
