@@ -2,7 +2,7 @@
 import { plural } from '../printable.js';
 import { longInterval, longTimeout, type LongTimer } from '../long-timer.js';
 import { prepareLogFolder } from '../store/log-layout.js';
-import type { AttemptStart, BatchRecord, ClaimedTask, Counts, LostAttempt } from '../store/task-store.js';
+import type { AttemptStart, BatchMoves, BatchRecord, ClaimedTask, LostAttempt } from '../store/task-store.js';
 import type { PoolWorker } from '../pool/pool.js';
 import { ownerId } from '../lease-owner.js';
 import { AttemptsInFlight } from './attempts-in-flight.js';
@@ -189,8 +189,8 @@ export class Coordinator {
         // are committed on their own first. (Successes, the common case, share the claim's transaction.)
         if (this.commits.hasFailures) await this.commitEnded();
         const unfilledAt = await this.claimForFreeSlots();
-        const counts = await this.checkEnd();
-        if (unfilledAt !== null && !this.finished) await this.sleepUntilDue(unfilledAt, counts);
+        const moves = await this.checkEnd();
+        if (unfilledAt !== null && !this.finished) await this.sleepUntilDue(unfilledAt, moves);
       } while (this.again);
     } catch (err) {
       this.storeFailed(err);
@@ -344,11 +344,12 @@ export class Coordinator {
 
   /**
    * A claim at `now` left slots without a task: tick again when the next retry is due, or within
-   * a poll that backs off while the batch stands still (`counts`, when this tick read them: idle-poll.ts).
+   * a poll that backs off while the batch stands still (`moves`, when this tick looked: no
+   * outcome committed since the last look; idle-poll.ts).
    */
-  private async sleepUntilDue(now: number, counts: Counts | null): Promise<void> {
+  private async sleepUntilDue(now: number, moves: BatchMoves | null): Promise<void> {
     const due = await this.store.nextDueAt(this.batch.id);
-    const poll = this.idle.next(this.upkeep.liveHere, counts && JSON.stringify(counts));
+    const poll = this.idle.next(this.upkeep.liveHere, moves && String(moves.lastFinishedAt));
     const delay = due === null ? poll : Math.min(Math.max(due - now, 0), poll);
     // A tick still running when the run ended must not leave a timer holding the process.
     if (!this.finished) this.ticks.wakeIn(delay);
@@ -356,16 +357,17 @@ export class Coordinator {
 
   /**
    * The run is over when nothing is in flight or waiting and the batch has no work left (or it
-   * stops). Returns the batch's counts when it read them (nothing of this run's in flight).
+   * stops). Returns how the batch stands when it looked (nothing of this run's in flight).
    */
-  private async checkEnd(): Promise<Counts | null> {
+  private async checkEnd(): Promise<BatchMoves | null> {
     if (this.attempts.size > 0 || this.commits.size > 0 || this.placement.size > 0) return null;
     if (this.stopping) {
       this.finish(this.stopping);
       return null;
     }
-    const c = await this.store.counts(this.batch.id);
-    if (c.pending + c.retrying + c.running + c.queued === 0) {
+    // Index lookups, not counts: an idle host looks at this every poll, on batches of any size.
+    const c = await this.store.progress(this.batch.id);
+    if (!c.unfinished) {
       this.finish({ kind: 'done' });
       return c;
     }

@@ -9,6 +9,7 @@ import type {
   AttemptRow,
   AttemptStats,
   BatchAttempt,
+  BatchMoves,
   BatchRecord,
   Budget,
   CancelResult,
@@ -47,6 +48,13 @@ export interface StoreInfo {
 export interface BatchProgress {
   findBatch(name: string): Promise<BatchRecord | undefined>;
   counts(batchId: number): Promise<Counts>;
+  /**
+   * Whether the batch has a task left to finish (PENDING or RUNNING), and when an outcome of it
+   * was last committed: what an idle coordinator looks at. A few index lookups whatever the
+   * batch's size, where `counts` reads an index entry per task (about 120 ms a call at a
+   * million tasks on PostgreSQL).
+   */
+  progress(batchId: number): Promise<BatchMoves>;
   /** The earliest `next_run_at` of a PENDING task whose needs are met, or null. */
   nextDueAt(batchId: number): Promise<number | null>;
 }

@@ -216,18 +216,20 @@ describe('the coordinator tick, in-process (fake slots, a real SQLite store)', (
     expect([counts.succeeded, counts.pending, counts.running]).toEqual([1, 3, 0]);
   });
 
-  /** The store, with the time of each claim the coordinator makes (a look for work). */
-  function lookingAt(target: TaskStore): { store: TaskStore; looks: number[] } {
+  /** The store, with the time of each claim the coordinator makes (a look for work), and how often it counted the batch. */
+  function lookingAt(target: TaskStore): { store: TaskStore; looks: number[]; counted: () => number } {
     const looks: number[] = [];
+    let counted = 0;
     const proxy = new Proxy(target, {
       get(t, prop) {
         const value = Reflect.get(t, prop, t) as unknown;
         if (typeof value !== 'function') return value;
+        if (prop === 'counts') counted++;
         if (prop === 'claim' || prop === 'settleAndClaim') return (...args: unknown[]) => (looks.push(performance.now()), (value as (...a: unknown[]) => unknown).apply(t, args));
         return (value as (...a: unknown[]) => unknown).bind(t);
       },
     });
-    return { store: proxy, looks };
+    return { store: proxy, looks, counted: () => counted };
   }
 
   /** Claims every PENDING task of the batch for `owner`, its lease an hour long. */
@@ -242,7 +244,7 @@ describe('the coordinator tick, in-process (fake slots, a real SQLite store)', (
     const batch = await batchOf(2, 1);
     const held = await holdAll(batch, 'elsewhere/sim/1:1:1', 2); // a live host elsewhere: its lease runs an hour
     expect(held).toHaveLength(2);
-    const { store: seen, looks } = lookingAt(store);
+    const { store: seen, looks, counted } = lookingAt(store);
     const pool = new FakePool(1, () => ({ ok: true }));
     // pollMs 50, a lease of 1200 ms: waits of 50, 100, 200, then 400 ms each.
     const { c } = coordinator(batch, pool, { leaseMs: 1200, store: seen });
@@ -262,6 +264,8 @@ describe('the coordinator tick, in-process (fake slots, a real SQLite store)', (
     const end = Date.now();
     expect(await store.settle(held.map((t) => ({ token: t.token, taskId: t.id, outcome: 'SUCCESS', endedAt: end, durationMs: 1, exitCode: 0, signal: null, error: null, result: 'null', outputTail: null, logPath: null })))).toHaveLength(2);
     expect(await done).toEqual<StopReason>({ kind: 'done' });
+    // No look counted the batch's tasks (a read of every task's index entry): it asked whether any is left.
+    expect(counted()).toBe(0);
   });
 
   it("idle while another live coordinator on this machine holds the batch: it looks every poll (that one's death is noticed within a poll)", async () => {

@@ -126,8 +126,9 @@ async function workOn(
   seen: () => 'SIGINT' | 'SIGTERM' | null,
   signalled: Promise<void>,
 ): Promise<number | null> {
-  const c = await ridingOut(() => store.counts(batch.id), (m) => flags.quiet || line(io.stderr, m));
-  if (c.pending + c.retrying + c.running + c.queued === 0) return null;
+  // Index lookups, not counts: --follow asks this of every batch in the store at every look.
+  const left = await ridingOut(() => store.progress(batch.id), (m) => flags.quiet || line(io.stderr, m));
+  if (!left.unfinished) return null;
   const settings = settingsOf(storedDefinition(batch));
   const handlers = handlersOf(settings);
   if (Object.keys(handlers).length === 0) {

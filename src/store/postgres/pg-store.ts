@@ -2,6 +2,7 @@ import type {
   AttemptRow,
   AttemptStats,
   BatchAttempt,
+  BatchMoves,
   BatchRecord,
   Budget,
   CancelResult,
@@ -203,6 +204,11 @@ export class PostgresStore implements TaskStore {
 
   async counts(batchId: number): Promise<Counts> {
     return toCounts(await this.db.read((sql) => sql.rows<CountDbRow>(this.st.counts, [batchId])));
+  }
+
+  async progress(batchId: number): Promise<BatchMoves> {
+    const [row] = await this.db.read((sql) => sql.rows<{ open: boolean; last: number | null }>(this.st.progress, [batchId]));
+    return { unfinished: row?.open === true, lastFinishedAt: row?.last ?? null };
   }
 
   async nextDueAt(batchId: number): Promise<number | null> {

@@ -206,6 +206,8 @@ function reportStatements(s: string) {
       WHERE batch_id = $1 GROUP BY status, tried
       UNION ALL
       SELECT 'QUEUED', false, count(*) FROM ${s}.tasks WHERE batch_id = $1 AND status = 'RUNNING' AND queued`,
+    /** $1 batchId — index lookups (tasks_by_state, the batch's finish rows), whatever the batch's size. */
+    progress: `SELECT EXISTS (SELECT 1 FROM ${s}.tasks WHERE batch_id = $1 AND status IN ('PENDING', 'RUNNING')) AS open, ${lastFinishedOf(s)} AS last FROM ${s}.batches AS b WHERE id = $1`,
     /** $1 batchId */
     nextDue: `SELECT min(next_run_at) AS due FROM ${s}.tasks AS c WHERE batch_id = $1 AND status = 'PENDING' AND ${needsMet}`,
     /** $1 batchId — per stage, for batches with stages (tasks_by_stage). */

@@ -1,4 +1,4 @@
-import type { AttemptRow, AttemptStats, BatchAttempt, BatchRecord, Counts, ErrorCount, StageCounts, TaskFilter, TaskRow, TaskStatus } from '../records.js';
+import type { AttemptRow, AttemptStats, BatchAttempt, BatchMoves, BatchRecord, Counts, ErrorCount, StageCounts, TaskFilter, TaskRow, TaskStatus } from '../records.js';
 import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../db-rows.js';
 import type Database from 'better-sqlite3';
 import type { SqliteConn } from './sqlite-conn.js';
@@ -43,6 +43,11 @@ export function runningOwners(c: SqliteConn, batchId: number | null): string[] {
 
 export function counts(c: SqliteConn, batchId: number): Counts {
   return toCounts(c.read(() => c.st.counts.all({ batchId }) as CountDbRow[]));
+}
+
+export function progress(c: SqliteConn, batchId: number): BatchMoves {
+  const row = c.read(() => c.st.progress.get({ batchId }) as { open: number; last: number | null } | undefined);
+  return { unfinished: row?.open === 1, lastFinishedAt: row?.last ?? null };
 }
 
 export function stageCounts(c: SqliteConn, batchId: number): StageCounts[] {

@@ -119,6 +119,10 @@ export class SqliteStore implements TaskStore {
     return list.counts(this.c, batchId);
   }
 
+  async progress(batchId: number): Promise<T.BatchMoves> {
+    return list.progress(this.c, batchId);
+  }
+
   async stageCounts(batchId: number): Promise<T.StageCounts[]> {
     return list.stageCounts(this.c, batchId);
   }

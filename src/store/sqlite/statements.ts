@@ -108,7 +108,8 @@ export const SQL = {
     SELECT 'PENDING', n, 1 FROM retrying
     UNION ALL
     SELECT 'QUEUED', count(*), 0 FROM tasks INDEXED BY tasks_queued WHERE batch_id = @batchId AND status = 'RUNNING' AND queued = 1`,
-  /** ?batchId */
+  /** @batchId — an index lookup or two (tasks_by_state), whatever the batch's size. */
+  progress: `SELECT EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_by_state WHERE batch_id = @batchId AND status IN ('PENDING', 'RUNNING')) AS open, last_finished_at AS last FROM batches WHERE id = @batchId`,
   /** ?batchId — only tasks whose needs are met: one waiting for a running need is not "due". */
   nextDue: `SELECT min(next_run_at) AS due FROM tasks AS c WHERE batch_id = ? AND status = 'PENDING' AND ${NEEDS_MET}`,
   /** @batchId — per stage, for batches with stages (served by tasks_by_stage alone). */

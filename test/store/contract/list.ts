@@ -45,6 +45,23 @@ export function listContract(h: Harness): void {
       expect(await h.store.nextDueAt(id)).toBeNull();
     });
 
+    it('progress: unfinished while a task is PENDING (retrying too) or RUNNING, and the time of the last committed outcome', async () => {
+      const id = await setup(2, { maxAttempts: 2 });
+      expect(await h.store.progress(id)).toEqual({ unfinished: true, lastFinishedAt: null });
+      const now = Date.now();
+      const [a, b] = await claim(id, now, { slots: 2 });
+      expect(await h.store.progress(id)).toEqual({ unfinished: true, lastFinishedAt: null }); // RUNNING
+      await h.store.settle([ending(a!, 'SUCCESS', now + 5), ending(b!, 'FAILED', now + 7, { retryAt: now + 900 })]);
+      expect(await h.store.progress(id)).toEqual({ unfinished: true, lastFinishedAt: now + 7 }); // b retrying
+      const c = await claimOne(id, now + 900);
+      await h.store.settle([ending(c, 'SUCCESS', now + 950)]);
+      expect(await h.store.progress(id)).toEqual({ unfinished: false, lastFinishedAt: now + 950 });
+      // Another batch's tasks are not this one's.
+      const other = await setup(1, { name: 'other' });
+      expect(await h.store.progress(other)).toEqual({ unfinished: true, lastFinishedAt: null });
+      expect(await h.store.progress(id)).toEqual({ unfinished: false, lastFinishedAt: now + 950 });
+    });
+
     it('topErrors groups the errors of FAILED tasks, most frequent first, with an example key', async () => {
       const id = await setup(7, { maxAttempts: 3 });
       const now = Date.now();
