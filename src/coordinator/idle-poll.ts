@@ -6,10 +6,10 @@ export const IDLE_POLL_MAX_MS = 10_000;
 /**
  * The wait after a claim that left slots empty, when no retry is due sooner. It starts at the
  * poll interval and doubles with each look in a row that finds nothing and the batch standing
- * still (its counts as they were), up to a third of the lease (so a remote host's lapsed lease
- * is taken over within a third of a lease of lapsing, as a live holder renews it every third)
- * and IDLE_POLL_MAX_MS. A look that finds work, or the batch moving (other hosts claiming and
- * settling, so its end may be near), starts again at the poll interval. While another live
+ * still (no outcome committed since the last look), up to a third of the lease (so a remote
+ * host's lapsed lease is taken over within a third of a lease of lapsing, as a live holder
+ * renews it every third) and IDLE_POLL_MAX_MS. A look that finds work, or the batch moving
+ * (other hosts settling its tasks, so its end may be near), starts again at the poll interval. While another live
  * coordinator on this machine holds tasks of the batch, it stays at the poll interval: if that
  * process dies, its tasks are taken back within a poll (I8), and only a local owner can be
  * proven dead at once.
@@ -17,7 +17,7 @@ export const IDLE_POLL_MAX_MS = 10_000;
 export class IdlePoll {
   private misses = 0;
   private readonly capMs: number;
-  /** What the batch looked like at the last look (its counts), null when not known. */
+  /** What the batch looked like at the last look (when its last outcome was committed), null when not known. */
   private seen: string | null = null;
 
   constructor(
@@ -34,8 +34,9 @@ export class IdlePoll {
 
   /**
    * The wait before the next look after one that found nothing. `watchful`: a live local owner
-   * holds tasks of the batch; `batch`: what the batch looks like now (its counts, any string
-   * that changes when they do), or null when this look did not read it.
+   * holds tasks of the batch; `batch`: what the batch looks like now (any string that changes
+   * when an outcome is committed: the coordinator gives the last one's time), or null when this
+   * look did not read it.
    */
   next(watchful: boolean, batch: string | null = null): number {
     if (batch !== null) {

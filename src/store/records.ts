@@ -174,16 +174,16 @@ export interface Settlement {
   startedAt?: number;
 }
 
-/**
- * Disjoint counts that add up to `total`. `running` and `queued` are both RUNNING tasks
- * (claimed, their attempt counted): `queued` ones wait behind another attempt on their slot.
- */
 /** Whether a batch has a task left to finish (PENDING or RUNNING), and when an outcome of it was last committed. */
 export interface BatchMoves {
   unfinished: boolean;
   lastFinishedAt: number | null;
 }
 
+/**
+ * Disjoint counts that add up to `total`. `running` and `queued` are both RUNNING tasks
+ * (claimed, their attempt counted): `queued` ones wait behind another attempt on their slot.
+ */
 export interface Counts {
   total: number;
   pending: number;
