@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { BIN, fail, work } from './measure.mjs';
 import { cpuUs, serverCpuUs } from './fleet-server.mjs';
+import { enqueueFleetBatch, schemaUrl } from './fleet-batch.mjs';
 
 const BUSY_OWNER = 'fleet-busy/sim/1:1:1';
 const BASELINE_MS = 5000;
@@ -18,13 +19,9 @@ const FOLLOWERS = 8;
  * One N: server CPU per idle host and second, the statements an idle host sends a second, and
  * the delay from the batch's end to each host's coordinator returning (p50 and most).
  */
-export async function idleFleet(server, cfg, n, startProcs, noop) {
+export async function idleFleet(server, cfg, n, startProcs) {
   const schema = `fleet_idle_${process.pid}_${n}`;
-  const db = `${server.url}${server.url.includes('?') ? '&' : '?'}schema=${schema}`;
-  const file = join(work, 'fleet-idle.txt');
-  writeFileSync(file, 'x\n');
-  const enq = spawnSync(process.execPath, [BIN, 'run', file, '--db', db, '--batch', 'B', '--lines', '1', '--handler', noop, '-j', '1', '--max-runtime', '1ms', '--quiet'], { cwd: work, encoding: 'utf8' });
-  if (enq.status !== 3 && enq.status !== 0) fail(`enqueuing exited ${enq.status}: ${enq.stderr.trim()}`);
+  const db = enqueueFleetBatch(server.url, schema, 1);
   const sql = new pg.Client({ connectionString: server.url });
   await sql.connect();
   try {
@@ -95,7 +92,7 @@ export async function idleFollowers(server, seconds) {
   const pm = server.postmaster();
   if (!pm) return null;
   const schema = `fleet_follow_${process.pid}`;
-  const db = `${server.url}${server.url.includes('?') ? '&' : '?'}schema=${schema}`;
+  const db = schemaUrl(server.url, schema);
   const file = join(work, 'fleet-follow.txt');
   writeFileSync(file, 'x\n');
   const made = spawnSync(process.execPath, [BIN, 'run', file, '--db', db, '--lines', '1', '--exec', 'true', '--quiet'], { cwd: work, encoding: 'utf8' });

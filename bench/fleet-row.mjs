@@ -3,20 +3,20 @@
 // store verbs over in-process no-op slots (bench/fleet-pool.mjs), spread over a few Node
 // processes. Per N: tasks/s, server and client CPU per task, claim round trips, lock waits
 // sampled, the statements that cost the server most, and an exactly-once check of the history.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
 import pg from 'pg';
 import { SIZE, want } from './settings.mjs';
-import { BIN, ROOT, benchmark, fail, work } from './measure.mjs';
+import { ROOT, benchmark, fail, work } from './measure.mjs';
 import { atLeast, atMost } from './verdict.mjs';
 import { cpuUs, fleetServer, serverCpuUs } from './fleet-server.mjs';
 import { idleFleet, idleFollowers, idleTable } from './fleet-idle.mjs';
 import { notifyCost, wakeTable } from './fleet-wake.mjs';
+import { enqueueFleetBatch } from './fleet-batch.mjs';
 
-const NOOP = join(ROOT, 'fixtures/handlers/ok.mjs');
 const DEFAULT_HOSTS = { full: [1, 4, 16, 64, 128], quick: [1, 4, 16, 64], smoke: [1, 2] };
 const DEFAULT_TASKS = { full: 2000, quick: 1000, smoke: 60 };
 const DEFAULT_IDLE_MS = { full: 30_000, quick: 30_000, smoke: 1000 };
@@ -71,7 +71,7 @@ export async function fleet() {
     for (const n of cfg.hosts) runs.push(await oneFleet(server, cfg, n));
     const idle = [];
     for (const n of cfg.idleMs ? cfg.hosts : []) {
-      const r = await idleFleet(server, cfg, n, startProcs, NOOP);
+      const r = await idleFleet(server, cfg, n, startProcs);
       console.log(`fleet ${n} idle hosts: server ${r.serverUsPerHostSecond.toFixed(0)} µs per host-second, ${r.callsPerHostSecond.toFixed(1)} statements per host-second, batch end noticed after ${r.noticedP50} ms (most ${r.noticedMax} ms)`);
       idle.push(r);
     }
@@ -110,12 +110,7 @@ export async function fleet() {
 
 async function oneFleet(server, cfg, n) {
   const schema = `fleet_${process.pid}_${n}`;
-  const db = `${server.url}${server.url.includes('?') ? '&' : '?'}schema=${schema}`;
-  const file = join(work, 'fleet.txt');
-  writeFileSync(file, 'x\n'.repeat(cfg.tasks));
-  // Enqueued by the CLI (exit 3 at the 1 ms limit, maybe with a few tasks done): the fleet runs the rest.
-  const enq = spawnSync(process.execPath, [BIN, 'run', file, '--db', db, '--batch', 'B', '--lines', '1', '--handler', NOOP, '-j', '1', '--max-runtime', '1ms', '--quiet'], { cwd: work, encoding: 'utf8' });
-  if (enq.status !== 3 && enq.status !== 0) fail(`enqueuing exited ${enq.status}: ${enq.stderr.trim()}`);
+  const db = enqueueFleetBatch(server.url, schema, cfg.tasks);
   const sql = new pg.Client({ connectionString: server.url });
   await sql.connect();
   try {
