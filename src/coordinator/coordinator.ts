@@ -349,7 +349,7 @@ export class Coordinator {
    */
   private async sleepUntilDue(now: number, moves: BatchMoves | null): Promise<void> {
     const due = await this.store.nextDueAt(this.batch.id);
-    const poll = this.idle.next(this.upkeep.liveHere, moves && String(moves.lastFinishedAt));
+    const poll = this.idle.next(this.upkeep.watchful, moves && String(moves.lastFinishedAt));
     const delay = due === null ? poll : Math.min(Math.max(due - now, 0), poll);
     // A tick still running when the run ended must not leave a timer holding the process.
     if (!this.finished) this.ticks.wakeIn(delay);
@@ -372,7 +372,8 @@ export class Coordinator {
       return c;
     }
     if (this.pool.size === 0) throw this.pool.emptyBecause ?? new Error('every worker died and none could be restarted; see the errors above');
-    if (this.options.noWait && this.pool.hasIdleWorker()) {
+    // An owner whose lease passed is watched for a lease before its tasks are taken (renewal-watch.ts): a --no-wait run stays for that.
+    if (this.options.noWait && this.pool.hasIdleWorker() && !this.upkeep.watching) {
       // Nothing claimable may only mean claims stopped for a newer definition (before a poll saw it).
       this.finish((await this.upkeep.definitionChanged()) ? { kind: 'definition-changed' } : { kind: 'no-wait' });
     }

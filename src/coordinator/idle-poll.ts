@@ -34,7 +34,8 @@ export class IdlePoll {
 
   /**
    * The wait before the next look after one that found nothing. `watchful`: a live local owner
-   * holds tasks of the batch; `batch`: what the batch looks like now (any string that changes
+   * holds tasks of the batch, or an owner's lease passed and its renewals are being watched
+   * (either may free tasks at any moment); `batch`: what the batch looks like now (any string that changes
    * when an outcome is committed: the coordinator gives the last one's time), or null when this
    * look did not read it.
    */

@@ -3,7 +3,8 @@ import { StoreError } from '../errors.js';
 import type { BatchRecord, ClaimedTask, LeaseStore, LostAttempt, ReleasedTask } from '../store/task-store.js';
 import type { RunPool, StopReason } from './run-types.js';
 import type { PoolWorker } from '../pool/pool.js';
-import { recoverSeeing } from './recovery.js';
+import { recoverStale } from './recovery.js';
+import { RenewalWatch } from './renewal-watch.js';
 import { monotonicMs } from '../wall-steps.js';
 
 /** What a look at the batch found. */
@@ -24,8 +25,15 @@ const formatSeconds = (ms: number) => `${Math.round(ms / 100) / 10}s`;
  */
 export class Upkeep {
   private lastRecovery: number | null = null;
-  /** Whether the last look saw another live coordinator on this machine holding tasks of the batch. */
-  liveHere = false;
+  /**
+   * Whether the last look saw another live coordinator on this machine holding tasks of the
+   * batch, or an owner whose lease passed while its silence is not yet confirmed: either may
+   * free tasks at any moment, so the run keeps looking every poll.
+   */
+  watchful = false;
+  /** An expired lease under watch: a `--no-wait` run stays until it is decided. */
+  watching = false;
+  private readonly renewals: RenewalWatch;
 
   constructor(
     private readonly store: LeaseStore,
@@ -36,7 +44,9 @@ export class Upkeep {
     private readonly note: (message: string) => void,
     /** Told the attempts recovery records LOST, inside the release (their temporary files go). */
     private readonly beforeRelease: (lost: LostAttempt[]) => void,
-  ) {}
+  ) {
+    this.renewals = new RenewalWatch(timing.leaseMs);
+  }
 
   /** At most once a poll (null when not due): recovery, stuck and stopped workers, pause, a newer definition; a pruned batch throws. */
   async checkBatch(): Promise<BatchCheck | null> {
@@ -57,8 +67,9 @@ export class Upkeep {
         `batch "${batch.name}" is no longer in the store (pruned while this run was stopped?); this run stops without claiming or committing anything more`,
       );
     }
-    const { released, liveHere } = await recoverSeeing(store, batch.id, owner, now, this.beforeRelease);
-    this.liveHere = liveHere;
+    const { released, liveHere, watching } = await recoverStale(store, batch.id, owner, this.renewals, now, this.beforeRelease);
+    this.watchful = liveHere || watching;
+    this.watching = watching;
     // Attempts queued behind one that turned out slow go back, so idle workers can run them.
     for (const w of pool.stuck(pollMs)) pool.drop(w);
     // A worker stopped past a lease is taken for dead: killed, its running attempt ends as a

@@ -13,6 +13,7 @@ import type { MetricsStore } from '../status/batch-metrics.js';
 import { ridingOut } from '../coordinator/outage.js';
 import type { WorkerPool } from '../pool/pool.js';
 import { recoverStale } from '../coordinator/recovery.js';
+import { RenewalWatch } from '../coordinator/renewal-watch.js';
 import { AttemptPrinter, type PrintAttempt } from './attempt-printer.js';
 import { DeclaredOutputs } from '../coordinator/declared-outputs.js';
 import { rulesOf } from '../coordinator/retry-rules.js';
@@ -110,7 +111,9 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
     );
   let coordinator = coordinatorFor(batch, pool, run.settings, 0);
   // Tasks a dead coordinator on this host left RUNNING are taken back now, not after their lease.
-  const released = await recoverStale(store, batch.id, coordinator.owner, Date.now(), (lost) => coordinator.lostElsewhere(lost));
+  // An owner that cannot be proven dead is left to the coordinator's own watch, which takes its
+  // tasks once its renewals are seen to stop for a lease (a fresh watch has seen nothing stop).
+  const { released } = await recoverStale(store, batch.id, coordinator.owner, new RenewalWatch(inv.leaseMs), Date.now(), (lost) => coordinator.lostElsewhere(lost));
   observer.start({ batch: batch.name, source: batch.source, store: describeStore(run.dbPath), total, inserted: run.inserted, workers: pool.size, notes });
   // The pools started here to follow a newer definition (the caller shuts down its own).
   const followers: WorkerPool[] = [];

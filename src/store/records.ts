@@ -280,6 +280,13 @@ export interface LostAttempt {
   inputs?: Record<string, unknown>;
 }
 
+/** An owner holding RUNNING tasks: the latest lease end of its tasks (on the store's lease clock), and whether it has passed. */
+export interface RunningOwner {
+  owner: string;
+  leaseEnd: number;
+  expired: boolean;
+}
+
 /** A task recovery took back, its lost attempt recorded: `failed` when that spent its last attempt. */
 export interface ReleasedTask extends LostAttempt {
   failed: boolean;

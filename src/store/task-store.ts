@@ -24,6 +24,7 @@ import type {
   PendingOutput,
   PruneResult,
   ReleasedTask,
+  RunningOwner,
   Settlement,
   StageCounts,
   TaskFilter,
@@ -77,8 +78,13 @@ export interface LeaseStore extends StoreInfo, BatchProgress {
   settle(settlements: Settlement[]): Promise<number[]>;
   /** Current status of the given tasks (the store, not a claim-time copy, decides whether a failure ended a task). */
   statuses(taskIds: number[]): Promise<Map<number, TaskStatus>>;
-  /** The owners holding RUNNING tasks in the batch (or all batches), for dead-owner checks. */
-  runningOwners(batchId: number | null): Promise<string[]>;
+  /**
+   * The owners holding RUNNING tasks in the batch (or all batches), each with the latest lease
+   * end of its tasks (on the store's lease clock) and whether that has passed at `now` (as
+   * releaseStale judges it): for dead-owner checks, and to see whether an owner still renews
+   * (a heartbeat or a claim moves its lease end).
+   */
+  runningOwners(batchId: number | null, now: number): Promise<RunningOwner[]>;
   /**
    * Return to PENDING (or FAILED when out of attempts) tasks whose lease expired or whose
    * owner is dead, never those of `self` (a live coordinator's own) nor of `liveOwners`

@@ -48,10 +48,11 @@ async function freePort(): Promise<number> {
   });
 }
 
-const asPostgres = (cmd: string, args: string[]) =>
-  execFileSync('runuser', ['-u', 'postgres', '--', join(BIN_DIR, cmd), ...args], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 60_000 });
+const asPostgres = (cmd: string, args: string[], env?: NodeJS.ProcessEnv) =>
+  execFileSync('runuser', ['-u', 'postgres', '--', join(BIN_DIR, cmd), ...args], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 60_000, env: { ...process.env, ...env } });
 
-export async function startPrivatePg(): Promise<PrivatePg> {
+/** `env`: added to the server's environment (e.g. libfaketime's, to step the server's own clock). */
+export async function startPrivatePg(options: { env?: NodeJS.ProcessEnv } = {}): Promise<PrivatePg> {
   const dir = mkdtempSync(join(tmpdir(), 'sd-pgc-'));
   chmodSync(dir, 0o700);
   const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }));
@@ -63,7 +64,7 @@ export async function startPrivatePg(): Promise<PrivatePg> {
   appendFileSync(join(data, 'pg_hba.conf'), 'host all all 127.0.0.1/32 trust\n');
   // Quick to start and stop; durability is not what these tests look at.
   const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50`;
-  const ctl = (...args: string[]) => asPostgres('pg_ctl', ['-D', data, '-w', '-t', '60', ...args]);
+  const ctl = (...args: string[]) => asPostgres('pg_ctl', ['-D', data, '-w', '-t', '60', ...args], options.env);
   const start = () => ctl('-o', opts, '-l', join(dir, 'log'), 'start');
   start();
   let gone = false;

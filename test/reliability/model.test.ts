@@ -30,6 +30,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, it, vi } from 'vitest';
 import type { BackoffPolicy } from '../../src/coordinator/backoff.js';
 import { recoverStale } from '../../src/coordinator/recovery.js';
+import { RenewalWatch } from '../../src/coordinator/renewal-watch.js';
 import { decideSettlement as decide, type Ending, type RetryRules } from '../../src/coordinator/settlement.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { ClaimedTask, Counts, Outcome, ReleasedTask, TaskSpec, TaskStatus } from '../../src/store/task-store.js';
@@ -748,7 +749,9 @@ async function runScenario({ cfg, cmds }: Scenario, mode: BudgetMode = 'safe'): 
     const batchId = batch === null ? null : m.batchIds[batch];
     if (batch !== null && batchId === undefined) return;
     ctl.callerHost = o.host;
-    const released = await recoverStale(storeOf(o.slot), batchId ?? null, o.id, m.clock);
+    // A watch with a zero lease sees every owner's renewals stopped: the model judges leases by the
+    // store's clock alone (the renewals rule has its own tests: renewal-watch, R39).
+    const { released } = await recoverStale(storeOf(o.slot), batchId ?? null, o.id, new RenewalWatch(0), m.clock);
     const expected = m.releaseStale(batch, provablyDead(o), o.id);
     same(sortReleased(released), sortReleased(expected), `recoverStale by ${o.id} (batch ${batch ?? 'all'}) at t+${m.clock - T0}`);
     saw('recovery: released a dead owner\'s task', expected.filter((r) => ctl.dead.has(r.owner ?? '')).length);

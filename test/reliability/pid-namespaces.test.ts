@@ -1,6 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { BIN, handler, sleep, waitFor, type CliResult } from '../helpers/cli.js';
+import { handler, sleep, waitFor } from '../helpers/cli.js';
+import { runInNamespace } from '../helpers/namespaces.js';
 import { childrenOf } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, logEntries, query } from '../helpers/store.js';
@@ -13,28 +13,6 @@ import { checkInvariants } from './invariants.js';
 // expiry only — never as a dead local one, and no key may run twice at once.
 
 const root = !missing('root', 'the PID namespace tests (unshare --pid)');
-
-/** The built CLI as pid 1 of a fresh PID namespace with its own /proc (`child` is `unshare`). */
-function runInNamespace(args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<CliResult> & { child: ChildProcess } {
-  const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, BIN, ...args], {
-    cwd,
-    env: { ...process.env, NO_COLOR: '1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (b) => (stdout += b));
-  child.stderr.on('data', (b) => (stderr += b));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  const result = new Promise<CliResult>((done) =>
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      done({ code, signal, stdout, stderr });
-    }),
-  );
-  return Object.assign(result, { child });
-}
-
 
 describe('runs in two PID namespaces of one machine (R29)', () => {
   it.skipIf(!root)('neither takes the other’s tasks while its lease is renewed, and no key runs twice at once', async () => {

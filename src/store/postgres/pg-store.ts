@@ -16,6 +16,7 @@ import type {
   PruneResult,
   LostAttempt,
   ReleasedTask,
+  RunningOwner,
   Settlement,
   StageCounts,
   TaskFilter,
@@ -194,8 +195,9 @@ export class PostgresStore implements TaskStore {
     await this.db.transaction((sql) => sql.run(this.st.outputsPlaced, [placed.map((p) => p.taskId), placed.map((p) => p.temp)]));
   }
 
-  async runningOwners(batchId: number | null): Promise<string[]> {
-    return (await this.db.read((sql) => sql.rows<{ owner: string }>(this.st.runningOwners, [batchId]))).map((r) => r.owner);
+  async runningOwners(batchId: number | null, now: number): Promise<RunningOwner[]> {
+    const rows = await this.db.read((sql) => sql.rows<{ owner: string; lease_end: number | string; expired: boolean }>(this.st.runningOwners, [batchId, this.clock.leaseBase(now)]));
+    return rows.map((r) => ({ owner: r.owner, leaseEnd: Number(r.lease_end), expired: r.expired }));
   }
 
   async releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners: string[] = [], beforeRelease?: (lost: LostAttempt[]) => void): Promise<ReleasedTask[]> {

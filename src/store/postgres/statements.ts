@@ -159,10 +159,11 @@ function sql(s: string) {
       WHERE id IN (SELECT id FROM ${s}.tasks WHERE lease_owner = $1 AND status = 'RUNNING' ORDER BY id FOR UPDATE)
       RETURNING lease_token AS token`,
 
-    /** $1 batchId (NULL = every batch) */
+    /** $1 batchId (NULL = every batch) $2 now (NULL: the server's clock) — each owner's latest lease end, and whether it has passed. */
     runningOwners: `
-      SELECT DISTINCT lease_owner AS owner FROM ${s}.tasks
-      WHERE status = 'RUNNING' AND lease_owner IS NOT NULL AND ($1::bigint IS NULL OR batch_id = $1)`,
+      SELECT lease_owner AS owner, max(lease_expires_at) AS lease_end, max(lease_expires_at) < coalesce($2::bigint, ${SERVER_NOW}) AS expired FROM ${s}.tasks
+      WHERE status = 'RUNNING' AND lease_owner IS NOT NULL AND ($1::bigint IS NULL OR batch_id = $1)
+      GROUP BY lease_owner`,
     /**
      * $1 batchId (NULL = every batch) $2 now (NULL: the server's clock) $3 dead owners text[] $4 self $5 live local owners
      * text[] — locked, so two recovering coordinators never both release one. A row another

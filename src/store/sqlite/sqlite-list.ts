@@ -1,4 +1,4 @@
-import type { AttemptRow, AttemptStats, BatchAttempt, BatchMoves, BatchRecord, Counts, ErrorCount, StageCounts, TaskFilter, TaskRow, TaskStatus } from '../records.js';
+import type { AttemptRow, AttemptStats, BatchAttempt, BatchMoves, BatchRecord, Counts, ErrorCount, RunningOwner, StageCounts, TaskFilter, TaskRow, TaskStatus } from '../records.js';
 import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../db-rows.js';
 import type Database from 'better-sqlite3';
 import type { SqliteConn } from './sqlite-conn.js';
@@ -37,8 +37,9 @@ export function statuses(c: SqliteConn, taskIds: number[]): Map<number, TaskStat
   return new Map(rows.map((r) => [r.id, r.status]));
 }
 
-export function runningOwners(c: SqliteConn, batchId: number | null): string[] {
-  return c.read(() => c.st.runningOwners.all({ batchId }) as { owner: string }[]).map((r) => r.owner);
+export function runningOwners(c: SqliteConn, batchId: number | null, now: number): RunningOwner[] {
+  const rows = c.read(() => c.st.runningOwners.all({ batchId, now }) as { owner: string; lease_end: number; expired: number }[]);
+  return rows.map((r) => ({ owner: r.owner, leaseEnd: r.lease_end, expired: r.expired === 1 }));
 }
 
 export function counts(c: SqliteConn, batchId: number): Counts {

@@ -91,8 +91,8 @@ export class SqliteStore implements TaskStore {
     return list.statuses(this.c, taskIds);
   }
 
-  async runningOwners(batchId: number | null): Promise<string[]> {
-    return list.runningOwners(this.c, batchId);
+  async runningOwners(batchId: number | null, now: number): Promise<T.RunningOwner[]> {
+    return list.runningOwners(this.c, batchId, now);
   }
 
   async findBatch(name: string): Promise<T.BatchRecord | undefined> {

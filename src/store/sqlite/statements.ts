@@ -66,9 +66,11 @@ export const SQL = {
 
 
   /** @batchId (NULL = every batch) */
+  /** @batchId (NULL = every batch) @now — each owner's latest lease end, and whether that has passed at @now. */
   runningOwners: `
-    SELECT DISTINCT lease_owner AS owner FROM tasks
-    WHERE status = 'RUNNING' AND lease_owner IS NOT NULL AND (@batchId IS NULL OR batch_id = @batchId)`,
+    SELECT lease_owner AS owner, max(lease_expires_at) AS lease_end, max(lease_expires_at) < @now AS expired FROM tasks
+    WHERE status = 'RUNNING' AND lease_owner IS NOT NULL AND (@batchId IS NULL OR batch_id = @batchId)
+    GROUP BY lease_owner`,
   /** @batchId (NULL = every batch) @now @dead (JSON array of dead owners) @self @live (JSON array of live local owners) */
   staleTasks: `
     SELECT * FROM tasks INDEXED BY tasks_running

@@ -5,6 +5,7 @@ import { HOST, LEASE_MS, spec, keys, ending, type Harness } from './harness.js';
 /** The TaskStore contract, lease verbs: claiming, and taking leases back (releaseStale, heartbeat). */
 export function claimContract(h: Harness): void {
   const { setup, claim, claimOne, task, countsAddUp } = h;
+  const owners = async (batchId: number | null, now: number) => (await h.store.runningOwners(batchId, now)).map((o) => o.owner);
   describe('claim', () => {
     it('hands out one task per slot in key order, RUNNING, with the attempt counted', async () => {
       const id = await setup(5, { maxAttempts: 4 });
@@ -175,7 +176,7 @@ export function claimContract(h: Harness): void {
       expect(released.every((r) => r.owner === 'host:1:dead' && !r.failed)).toBe(true);
       for (const t of dead) expect((await h.store.attemptsOf(t.id))[0]).toMatchObject({ outcome: 'LOST' });
       expect(await task(id, alive.key)).toMatchObject({ status: 'RUNNING', leaseOwner: 'host:2:alive' });
-      expect(await h.store.runningOwners(id)).toEqual(['host:2:alive']);
+      expect(await owners(id, now)).toEqual(['host:2:alive']);
     });
 
     it("never releases the caller's own tasks", async () => {
@@ -207,24 +208,43 @@ export function claimContract(h: Harness): void {
       const now = Date.now();
       await claimOne(a, now, { owner: 'o', leaseMs: 10 });
       await claimOne(b, now, { owner: 'o', leaseMs: 10 });
-      expect(await h.store.runningOwners(null)).toEqual(['o']);
+      expect(await owners(null, now)).toEqual(['o']);
       expect(await h.store.releaseStale(a, now + 100, [], 'self')).toHaveLength(1);
       expect((await h.store.counts(b)).running).toBe(1);
       expect(await h.store.releaseStale(null, now + 100, [], 'self')).toHaveLength(1);
       expect((await h.store.counts(b)).running).toBe(0);
-      expect(await h.store.runningOwners(null)).toEqual([]);
+      expect(await owners(null, now)).toEqual([]);
     });
 
     it('lists the distinct owners holding RUNNING tasks', async () => {
       const a = await setup(4, { name: 'a' });
       const b = await setup(1, { name: 'b' });
       const now = Date.now();
-      expect(await h.store.runningOwners(a)).toEqual([]);
+      expect(await owners(a, now)).toEqual([]);
       await claim(a, now, { owner: 'o1', slots: 2 });
       await claim(a, now, { owner: 'o2', slots: 1 });
       await claim(b, now, { owner: 'o3', slots: 1 });
-      expect((await h.store.runningOwners(a)).sort()).toEqual(['o1', 'o2']);
-      expect((await h.store.runningOwners(null)).sort()).toEqual(['o1', 'o2', 'o3']);
+      expect((await owners(a, now)).sort()).toEqual(['o1', 'o2']);
+      expect((await owners(null, now)).sort()).toEqual(['o1', 'o2', 'o3']);
+    });
+
+    it("gives each owner's latest lease end and whether it has passed: a heartbeat or a claim moves it (how recovery sees an owner renew)", async () => {
+      const id = await setup(4);
+      const now = Date.now();
+      await claimOne(id, now, { owner: 'o1', leaseMs: 1000 });
+      await claimOne(id, now + 200, { owner: 'o1', leaseMs: 1000 });
+      await claimOne(id, now, { owner: 'o2', leaseMs: 5000 });
+      const at = async (ms: number) => (await h.store.runningOwners(id, ms)).sort((x, y) => x.owner.localeCompare(y.owner));
+      expect(await at(now + 1100)).toEqual([
+        { owner: 'o1', leaseEnd: now + 1200, expired: false },
+        { owner: 'o2', leaseEnd: now + 5000, expired: false },
+      ]);
+      expect(await at(now + 1300)).toEqual([
+        { owner: 'o1', leaseEnd: now + 1200, expired: true },
+        { owner: 'o2', leaseEnd: now + 5000, expired: false },
+      ]);
+      await h.store.heartbeat('o1', now + 9000);
+      expect((await at(now + 1300))[0]).toEqual({ owner: 'o1', leaseEnd: now + 9000, expired: false });
     });
 
     it("heartbeat extends the owner's leases so recovery leaves them alone", async () => {
