@@ -27,9 +27,15 @@ export function recordKey(record: unknown, keyField: string | null, where: strin
   if (typeof value === 'string' && value !== '') return itemKey(value);
   if (typeof value === 'number' && Number.isFinite(value)) return itemKey(String(value));
   throw new UsageError(
-    `${where}: the record has no --key-field "${keyField}" that is a non-empty string or a number (got ${value === undefined ? 'none' : JSON.stringify(value)}); ` +
+    `${where}: the record has no --key-field "${keyField}" that is a non-empty string or a number (got ${value === undefined ? 'none' : excerpt(JSON.stringify(value))}); ` +
       'give every record that field, or leave out --key-field to key records by their whole text',
   );
+}
+
+/** A value as shown in a message: at most EXCERPT characters of it, saying how much more there was. */
+const EXCERPT = 100;
+function excerpt(text: string): string {
+  return text.length <= EXCERPT ? text : `${text.slice(0, EXCERPT)}… (${text.length - EXCERPT} characters more)`;
 }
 
 /** JSON with object keys sorted at every level, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are one item. */

@@ -14,6 +14,12 @@ export interface ItemsMode {
 }
 
 const BLOCK = 1 << 20;
+/**
+ * How deep a JSON Lines record may nest (objects and arrays). Keying, storing and handing a
+ * record to a worker walk it recursively; 5,000 levels overflowed the stack (exit 70). Real
+ * records nest a few levels; a deeper one is refused, naming its line.
+ */
+export const MAX_RECORD_DEPTH = 100;
 const NEWLINE = 0x0a;
 const CR = 0x0d;
 
@@ -57,7 +63,22 @@ function jsonItem(line: Buffer, lineNo: number, shown: string, mode: ItemsMode):
   } catch (err) {
     throw new UsageError(`${where}: invalid JSON (${(err as Error).message}); fix that line, or read the list as plain lines (without --jsonl)`);
   }
+  if (depthOver(record, MAX_RECORD_DEPTH)) {
+    throw new UsageError(`${where}: the record nests more than ${MAX_RECORD_DEPTH} levels of objects and arrays; flatten it, or read the list as plain lines (without --jsonl)`);
+  }
   return { key: recordKey(record, mode.keyField, where), payload: { version: 1, path: shown, rel: shown, item, record, ...colsepOf(mode) }, fingerprint: null };
+}
+
+/** Whether `value` nests objects and arrays more than `max` levels deep (walked without recursion). */
+function depthOver(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth + 1 > max) return true;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
 }
 
 /** The lines of a file without their `\n` (nor a `\r` before it); a last line without `\n` counts. */

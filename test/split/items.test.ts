@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, itemKey, MAX_ITEM_KEY, recordKey } from '../../src/split/item-key.js';
-import { readItems, type ItemsMode } from '../../src/split/items.js';
+import { MAX_RECORD_DEPTH, readItems, type ItemsMode } from '../../src/split/items.js';
+import { UsageError } from '../../src/errors.js';
 
 const LINES: ItemsMode = { format: 'lines', keyField: null, colsep: null };
 
@@ -56,5 +57,29 @@ describe('itemKey', () => {
   it('canonical JSON sorts keys at every level', () => {
     expect(canonicalJson({ b: [{ d: 1, c: 2 }], a: null })).toBe('{"a":null,"b":[{"c":2,"d":1}]}');
     expect(recordKey({ id: 7 }, 'id', 'x')).toBe('7');
+  });
+});
+
+describe('JSON Lines records that are too deep or keyed by a huge value (audit 4, item 17)', () => {
+  const JSONL: ItemsMode = { format: 'jsonl', keyField: null, colsep: null };
+
+  it('refuses a record nested deeper than MAX_RECORD_DEPTH with a usage error naming its line, and takes one at the limit', () => {
+    const nest = (n: number) => '{"a":'.repeat(n) + '1' + '}'.repeat(n);
+    expect(itemsOf(`${nest(MAX_RECORD_DEPTH)}\n`, JSONL)).toHaveLength(1);
+    expect(() => itemsOf(`{"ok":1}\n${nest(5000)}\n`, JSONL)).toThrow(UsageError);
+    expect(() => itemsOf(`{"ok":1}\n[${nest(MAX_RECORD_DEPTH)}]\n`, JSONL)).toThrow(/line 2: the record nests more than 100 levels/);
+  });
+
+  it('shows at most an excerpt of a wrong-typed --key-field value', () => {
+    const big = { id: { x: 'y'.repeat(5_000_000) } };
+    let message = '';
+    try {
+      recordKey(big, 'id', 'list, line 1');
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/^list, line 1: the record has no --key-field "id"/);
+    expect(message).toMatch(/characters more\)/);
+    expect(message.length).toBeLessThan(600);
   });
 });
