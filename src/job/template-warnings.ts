@@ -4,12 +4,14 @@ import type { SourceKind } from '../split/split-source.js';
 /** Placeholders that name the task's file (or a part of its path). */
 const PATHLIKE = new Set(['', 'rel', 'name', 'stem', 'ext', 'dir', '.', '/', '//', '/.']);
 
-/** The placeholder names written in a template (`''` for `{}`), stage inputs left out. */
+/** The placeholders written in a template: their names (`''` for `{}`), `item.FIELD` and `inputs.PATH` as written. */
 function placeholdersOf(template: string): Set<string> {
   const names = new Set<string>();
   for (let at = template.indexOf('{'); at >= 0; at = template.indexOf('{', at + 1)) {
     const p = placeholderAt(template, at);
     if (p?.name !== undefined) names.add(p.name);
+    else if (p?.field !== undefined) names.add(`item.${p.field}`);
+    else if (p?.input !== undefined) names.add(`inputs.${p.input}`);
   }
   return names;
 }
