@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -76,6 +76,34 @@ describe.skipIf(missing('zsh', 'the zsh completion test'))('zsh completion', () 
     expect(r.stderr).toBe('');
     expect(r.stdout).toBe('_splitdance\n_splitdance_batches: function\n');
   });
+});
+
+describe.skipIf(missing('zsh', 'the zsh completion test'))('zsh completion at a terminal', () => {
+  // Audit 4, item 4: zsh inserted batch names unquoted (`compadd -Q`), so completing a batch
+  // named `n2;touch PWNED;` and pressing Enter ran `touch PWNED`.
+  it('inserts a hostile batch name quoted: Enter runs splitdance with that name, and nothing else', async () => {
+    const here = tempDir();
+    mkdirSync(join(here, 'src'));
+    writeFileSync(join(here, 'src/a.txt'), 'a\n');
+    expect((await runCli(['run', 'src', '--exec', 'true', '--batch', 'n2;touch PWNED;'], { cwd: here })).code).toBe(0);
+    const shell = spawn('script', ['-qec', 'zsh -f -i', '/dev/null'], { cwd: here, env: { ...env, TERM: 'xterm' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let screen = '';
+    shell.stdout.on('data', (b) => (screen += b));
+    const until = async (what: RegExp) => {
+      for (const end = Date.now() + 20_000; !what.test(screen); await new Promise((r) => setTimeout(r, 50))) {
+        if (Date.now() > end) throw new Error(`zsh never showed ${what}: ${JSON.stringify(screen.slice(-500))}`);
+      }
+    };
+    shell.stdin.write('autoload -Uz compinit; compinit -u -D; source <(splitdance completion zsh); echo LOADED\n');
+    await until(/LOADED\r?\n/);
+    shell.stdin.write('splitdance status --batch n2\t');
+    await until(/n2\\;touch\\ PWNED\\;/);
+    shell.stdin.write('\n');
+    await until(/batch \S*n2;touch PWNED;/);
+    shell.stdin.end('exit\n');
+    await new Promise((r) => shell.on('close', r));
+    expect(readdirSync(here)).not.toContain('PWNED');
+  }, 60_000);
 });
 
 describe.skipIf(missing('fish', 'the fish completion test'))('fish completion', () => {

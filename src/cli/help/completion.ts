@@ -79,7 +79,7 @@ _splitdance_batches() {
   local -a names
   local db=\${opt_args[--db]}
   names=(\${(f)"$(splitdance completion --batches \${db:+--db "$db"} 2>/dev/null)"})
-  compadd -Q -a names 2>/dev/null || compadd -a names
+  compadd -a names
 }
 
 _splitdance() {
