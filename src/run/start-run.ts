@@ -89,6 +89,7 @@ export async function startRun(what: PlannedStart | StoredStart, place: RunPlace
       store = await openStore(place.dbPath, { create: true });
       await what.beforeWrite?.(store);
       const enqueued = await enqueuePlan(store, plan, specs, skipped);
+      plan.doneReading();
       batch = enqueued.batch;
       run.inserted = enqueued.inserted;
       const history = await store.historySize();
