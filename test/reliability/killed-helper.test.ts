@@ -53,9 +53,10 @@ function gatedProject(files: number) {
   return { ...p, script, gate, env: { SIDE_EFFECT_LOG: p.log, CANARY_DIR: p.dir, SD_MARK: p.dir, GATE: gate } };
 }
 
-const stopped: number[] = [];
+/** Each test's unique mark (its project folder, in its runs' environment): what is left of its runs is killed after it. */
+const marks: string[] = [];
 afterEach(() => {
-  for (const pid of stopped.splice(0)) {
+  for (const pid of marks.splice(0).flatMap((mark) => processesWithEnv(mark))) {
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
@@ -67,12 +68,12 @@ afterEach(() => {
 describe('a stopped run whose coordinator, then helper, is SIGKILLed (R40)', () => {
   it.skipIf(!helperBuilt || !canTrace)('no command starts after its coordinator died, and no key runs twice at once', async () => {
     const p = gatedProject(3);
+    marks.push(p.dir);
     const args = ['run', 'src', '--exec', `sh ${p.script}`, '-j', '1', '--retries', '2', '--quiet'];
     const first = startCli(args, { cwd: p.dir, env: { ...p.env, RUN: '1' } });
     await waitFor(() => logEntries(p.log).some((e) => e.type === 'start'), 20_000, 'the first command to start');
     const helper = helperOf(p.dir);
     expect(helper, 'the spawner helper runs the command').toBeDefined();
-    stopped.push(helper!);
     const firstCommand = (logEntries(p.log)[0] as { pid: number }).pid;
 
     // The run stopped as a whole; its command, in a session of its own, ends meanwhile, and
@@ -102,5 +103,36 @@ describe('a stopped run whose coordinator, then helper, is SIGKILLed (R40)', () 
     const startsOfFirst = logEntries(p.log).filter((e) => e.type === 'start' && (e as { run?: string }).run === '1');
     expect(startsOfFirst.map((e) => e.key), 'commands the first run started (one ran when it was stopped)').toHaveLength(1);
     expect(checkInvariants({ dbPath: dbPathIn(p.dir), keys: p.keys, retries: 2, logPath: p.log, kills: 1, concurrency: 1 })).toEqual([]);
+  }, 60_000);
+});
+
+describe('a coordinator and its helper SIGKILLed while a command runs (R40)', () => {
+  it.skipIf(!helperBuilt)('the rerun kills the command the dead run left before it runs its key again', async () => {
+    const p = gatedProject(2);
+    marks.push(p.dir);
+    const args = ['run', 'src', '--exec', `sh ${p.script}`, '-j', '1', '--retries', '2', '--quiet'];
+    // The first run's gate never opens: its command runs until something kills it.
+    const first = startCli(args, { cwd: p.dir, env: { ...p.env, GATE: join(p.dir, 'never'), RUN: '1' } });
+    await waitFor(() => logEntries(p.log).some((e) => e.type === 'start'), 20_000, 'the first command to start');
+    const helper = helperOf(p.dir);
+    expect(helper, 'the spawner helper runs the command').toBeDefined();
+    const oldCommand = (logEntries(p.log)[0] as { pid: number }).pid;
+
+    // Killed together, as a container's kill or the OOM killer would: the coordinator cannot
+    // react (stopped first), the helper dies before it can kill its command, which runs on.
+    process.kill(first.pid!, 'SIGSTOP');
+    process.kill(helper!, 'SIGKILL');
+    await waitFor(() => processState(helper!) === 'gone' || processState(helper!) === 'Z', 10_000, 'the helper to die');
+    const exited = new Promise((r) => first.once('exit', r));
+    first.kill('SIGKILL');
+    await exited;
+    expect(processState(oldCommand), 'the command outlived its run').not.toBe('gone');
+
+    writeFileSync(p.gate, '');
+    const second = await runCli(args, { cwd: p.dir, env: { ...p.env, RUN: '2' } });
+    expect(second.code, second.stderr).toBe(0);
+    expect(['gone', 'Z'], 'the dead run\'s command was killed').toContain(processState(oldCommand));
+    expect(checkInvariants({ dbPath: dbPathIn(p.dir), keys: p.keys, retries: 2, logPath: p.log, kills: 1, concurrency: 1 })).toEqual([]);
+    await waitFor(() => processesWithEnv(p.dir).length === 0, 10_000, 'no process of either run left');
   }, 60_000);
 });
