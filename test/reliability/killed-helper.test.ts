@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ROOT, runCli, startCli, waitFor } from '../helpers/cli.js';
 import { processState, processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { dbPathIn, logEntries } from '../helpers/store.js';
+import { dbPathIn, logEntries, runningCount } from '../helpers/store.js';
 import { missing } from '../helpers/services.js';
 import { checkInvariants } from './invariants.js';
 
@@ -72,6 +72,8 @@ describe('a stopped run whose coordinator, then helper, is SIGKILLed (R40)', () 
     const args = ['run', 'src', '--exec', `sh ${p.script}`, '-j', '1', '--retries', '2', '--quiet'];
     const first = startCli(args, { cwd: p.dir, env: { ...p.env, RUN: '1' } });
     await waitFor(() => logEntries(p.log).some((e) => e.type === 'start'), 20_000, 'the first command to start');
+    // The slot holds its running attempt and the next, queued in the helper (SPEC §5).
+    await waitFor(() => runningCount(dbPathIn(p.dir)) >= 2, 20_000, 'an attempt queued behind the running one');
     const helper = helperOf(p.dir);
     expect(helper, 'the spawner helper runs the command').toBeDefined();
     const firstCommand = (logEntries(p.log)[0] as { pid: number }).pid;
