@@ -28,13 +28,14 @@
  * A log the command left empty is removed again, so silent tasks leave no files. The worker
  * starts it with its own pid as argument 1. When stdin closes or this helper is re-parented
  * (the worker is gone), the running command is killed with its group, nothing queued starts
- * (that is looked at before every start, not only when the input is read), and the spawner exits: it never leaves orphans behind (also when it was
- * stopped with SIGSTOP as its worker died: the kernel then wakes it with SIGCONT). That includes the
- * groups of commands that have ended but left processes running (`cmd &`): the worker stops
- * those itself, and if it dies first, they are killed here. It runs in its own process group,
- * so a kill aimed at the worker's group leaves it alive to do that. It is a child
- * subreaper (Linux): what its commands orphan is re-parented to it and reaped here, so a
- * group whose processes have all ended is empty, whatever the system's init does.
+ * (looked at before every start, not only when the input is read), and the spawner exits: it
+ * never leaves orphans behind (also when it was stopped with SIGSTOP as its worker died: the
+ * kernel then wakes it with SIGCONT). That includes the groups of commands that have ended
+ * but left processes running (`cmd &`): the worker stops those itself, and if it dies first,
+ * they are killed here. It runs in its own process group, so a kill aimed at the worker's
+ * group leaves it alive to do that. It is a child subreaper (Linux): what its commands orphan
+ * is re-parented to it and reaped here, so a group whose processes have all ended is empty,
+ * whatever the system's init does.
  */
 #define _GNU_SOURCE
 #include <errno.h>
