@@ -1,6 +1,7 @@
 /** Start, report and drive a run: the reporter its flags ask for, then the batch to its end (run, worker, retry-failed --run). */
 import type { RunPlan } from '../job/plan-run.js';
 import type { RawRunFlags } from '../job/run-options.js';
+import type { ShutdownSignal } from '../coordinator/run-types.js';
 import { runBatch } from '../run/run-batch.js';
 import { signalOutcome } from '../run/run-outcome.js';
 import { watchSignalsDuringStartup } from '../run/signals.js';
@@ -64,7 +65,7 @@ export function runPlace(dbPath: string, flags: Pick<RawRunFlags, 'db'>, io: Io)
 }
 
 /** A signal came while the run started: nothing ran. */
-function interruptedBeforeStart(signal: 'SIGINT' | 'SIGTERM', io: Io): number {
+function interruptedBeforeStart(signal: ShutdownSignal, io: Io): number {
   io.stderr.write(`splitdance: ${signal} before any task started; nothing ran (run again to start)\n`);
   return signalOutcome(signal).exitCode;
 }

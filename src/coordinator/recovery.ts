@@ -1,5 +1,6 @@
 import type { LeaseStore, LostAttempt, ReleasedTask } from '../store/task-store.js';
 import { isDeadOwner, isLiveLocalOwner } from '../lease-owner.js';
+import { killOwnerProcesses } from '../worker/owner-processes.js';
 import type { RenewalWatch } from './renewal-watch.js';
 
 /** What a look at the batch's owners found. */
@@ -19,8 +20,9 @@ export interface Recovered {
  * stop for a whole lease: a step of the clock leases are measured on must never turn a live,
  * heartbeating owner into a dead one (renewal-watch.ts). Their attempts are recorded LOST and
  * stay counted. An owner on this host whose process exists keeps its tasks whatever its lease
- * says. `beforeRelease` (their temporary files go) runs inside the release, before it is
- * committed.
+ * says. What a dead owner on this host started and left running (its helpers were killed with
+ * it) is killed, and waited for, before its tasks are released to run again. `beforeRelease`
+ * (their temporary files go) runs inside the release, before it is committed.
  */
 export async function recoverStale(
   store: LeaseStore,
@@ -36,6 +38,7 @@ export async function recoverStale(
   const judged = new Set([...dead, ...live]);
   const renewing = watch.renewing(owners.filter((o) => !judged.has(o.owner)));
   const watching = owners.some((o) => o.expired && renewing.includes(o.owner));
+  if (dead.length > 0) await killOwnerProcesses(dead);
   const released = await store.releaseStale(batchId, now, dead, self, [...live, ...renewing], beforeRelease);
   return { released, liveHere: live.length > 0, watching };
 }

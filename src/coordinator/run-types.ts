@@ -13,9 +13,12 @@ export interface RunObserver {
   note(message: string): void;
 }
 
+/** The signals that stop a run with a drain (SIGHUP: a closed terminal, a dropped ssh session). */
+export type ShutdownSignal = 'SIGINT' | 'SIGTERM' | 'SIGHUP';
+
 export type StopReason =
   | { kind: 'done' }
-  | { kind: 'signal'; signal: 'SIGINT' | 'SIGTERM' }
+  | { kind: 'signal'; signal: ShutdownSignal }
   | { kind: 'max-failures' }
   | { kind: 'max-runtime' }
   | { kind: 'no-wait' }

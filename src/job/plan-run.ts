@@ -45,6 +45,8 @@ export interface RunPlan {
   fileGrew: boolean;
   /** A fresh stream of the (sampled) task specs; `onSkip` hears of files that cannot be tasks. */
   split(onSkip?: (path: string, reason: string) => void): Iterable<TaskSpec>;
+  /** The source will not be read again (its tasks are enqueued): a copy of stdin is removed now, not at exit. */
+  doneReading(): void;
   notes: string[];
 }
 
@@ -99,7 +101,8 @@ export async function planRun(
   if (existing) checkItemsMode(stored, settings, batchName);
   // `retry-failed --run` runs what is stored: a list's items are in their tasks, so neither the list nor stdin is read.
   const storedItems = options.storedOnly === true && asItems && existing !== undefined;
-  const splitPath = storedItems ? null : stdin ? await (await import('../split/stdin-spool.js')).spoolStdin() : source;
+  const spool = !storedItems && stdin ? await (await import('../split/stdin-spool.js')).spoolStdin() : null;
+  const splitPath = storedItems ? null : (spool?.path ?? source);
   const kind = splitPath === null ? 'items' : sourceKind(splitPath, asItems);
   checkStages(settings, stored, existing, batchName, input.settings.handler !== undefined);
   if (!settings.handler && settings.stages.length === 0) {
@@ -146,6 +149,7 @@ export async function planRun(
         });
       return expandStages(sample ? sampled(make, sample) : make(), settings);
     },
+    doneReading: () => spool?.remove(),
   };
   // A record that is not JSON, or lacks its --key-field, is exit 2 before anything is written.
   if (kind === 'items' && settings.items?.format === 'jsonl') for (const _ of plan.split());

@@ -2,6 +2,8 @@ import type { Invocation } from '../job/run-options.js';
 import type { BatchProgress, Counts } from '../store/task-store.js';
 import type { HandlerSpec } from '../worker/protocol.js';
 import { WorkerPool, type PoolOptions } from '../pool/pool.js';
+import { ownerId } from '../lease-owner.js';
+import { markChildren } from '../worker/owner-processes.js';
 
 /** How long a stopped attempt gets between SIGTERM and SIGKILL, in the pool and the coordinator. */
 export const KILL_GRACE_MS = 2000;
@@ -34,6 +36,8 @@ export async function startPool(limits: PoolLimits, handlers: Record<string, Han
   // The spawner helper gives a command one file for stdout and stderr; --print needs them
   // apart, which Node's own spawn (pipes) gives. Set for this process and the workers it forks.
   if (limits.print) process.env.SPLITDANCE_SPAWNER = 'node';
+  // Every process the run starts carries its owner: a later run finds what it left if it dies with its helpers.
+  markChildren(ownerId());
   const pool = new WorkerPool(poolOptionsOf(limits, handlers));
   const started = pool.start(1).then(() => true);
   if (!interrupted) {

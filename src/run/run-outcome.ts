@@ -1,6 +1,6 @@
 import { EXIT } from '../exit-codes.js';
 import type { Counts } from '../store/task-store.js';
-import type { StopReason } from '../coordinator/run-types.js';
+import type { ShutdownSignal, StopReason } from '../coordinator/run-types.js';
 
 /** How a run ended: its exit code (SPEC §6) and the reason shown at the end. */
 export interface RunOutcome {
@@ -35,9 +35,17 @@ export function outcomeOf(stop: StopReason, c: Counts, resume: string): RunOutco
   }
 }
 
-/** A run ended by SIGINT or SIGTERM exits 130 or 143, whenever the signal came. */
-export function signalOutcome(signal: 'SIGINT' | 'SIGTERM'): RunOutcome {
-  return signal === 'SIGINT'
-    ? { exitCode: EXIT.SIGINT, reason: 'interrupted (SIGINT); run again to resume' }
-    : { exitCode: EXIT.SIGTERM, reason: 'terminated (SIGTERM); run again to resume' };
+/**
+ * A run ended by SIGINT or SIGTERM exits 130 or 143, whenever the signal came. SIGHUP is a
+ * shutdown like SIGTERM (SPEC §7) and exits 143 too, but the reason names the signal received.
+ */
+export function signalOutcome(signal: ShutdownSignal): RunOutcome {
+  switch (signal) {
+    case 'SIGINT':
+      return { exitCode: EXIT.SIGINT, reason: 'interrupted (SIGINT); run again to resume' };
+    case 'SIGTERM':
+      return { exitCode: EXIT.SIGTERM, reason: 'terminated (SIGTERM); run again to resume' };
+    case 'SIGHUP':
+      return { exitCode: EXIT.SIGTERM, reason: 'hung up (SIGHUP); run again to resume' };
+  }
 }

@@ -1,4 +1,5 @@
 import type { Coordinator } from '../coordinator/coordinator.js';
+import type { ShutdownSignal } from '../coordinator/run-types.js';
 import { plural } from '../printable.js';
 import { formatMs } from '../job/units.js';
 import { longTimeout, type LongTimer } from '../long-timer.js';
@@ -15,14 +16,14 @@ const SHUTDOWN_KILL_MS = 1000;
  */
 export function drainOnSignals(coordinator: Coordinator, graceMs: number, note: (m: string) => void): () => void {
   let graceTimer: LongTimer | undefined; // --grace may be up to a year
-  const onSignal = (signal: 'SIGINT' | 'SIGTERM', name: string = signal) => {
+  const onSignal = (signal: ShutdownSignal) => {
     if (graceTimer) {
-      note(`${name} again: killing ${plural(coordinator.running, 'running attempt')} now`);
+      note(`${signal} again: killing ${plural(coordinator.running, 'running attempt')} now`);
       coordinator.killAll();
       return;
     }
     note(
-      `${name}: no new tasks; waiting up to ${formatMs(graceMs)} for ${plural(coordinator.running, 'running attempt')} (send it again to stop at once)`,
+      `${signal}: no new tasks; waiting up to ${formatMs(graceMs)} for ${plural(coordinator.running, 'running attempt')} (send it again to stop at once)`,
     );
     coordinator.stop({ kind: 'signal', signal });
     graceTimer = longTimeout(() => {
@@ -32,7 +33,7 @@ export function drainOnSignals(coordinator: Coordinator, graceMs: number, note: 
   };
   const onInt = () => onSignal('SIGINT');
   const onTerm = () => onSignal('SIGTERM');
-  const onHup = () => onSignal('SIGTERM', 'SIGHUP');
+  const onHup = () => onSignal('SIGHUP');
   process.on('SIGINT', onInt);
   process.on('SIGTERM', onTerm);
   process.on('SIGHUP', onHup);
@@ -49,8 +50,8 @@ export function drainOnSignals(coordinator: Coordinator, graceMs: number, note: 
  * marks the run as interrupted; `run` checks between its steps and exits 130/143 with
  * nothing half-done. Returns the signal seen so far and a function removing the handlers.
  */
-export function watchSignalsDuringStartup(): { seen(): 'SIGINT' | 'SIGTERM' | null; signalled: Promise<void>; dispose(): void } {
-  let seen: 'SIGINT' | 'SIGTERM' | null = null;
+export function watchSignalsDuringStartup(): { seen(): ShutdownSignal | null; signalled: Promise<void>; dispose(): void } {
+  let seen: ShutdownSignal | null = null;
   let wake = () => {};
   const signalled = new Promise<void>((resolve) => (wake = resolve));
   const onInt = () => {
@@ -61,9 +62,13 @@ export function watchSignalsDuringStartup(): { seen(): 'SIGINT' | 'SIGTERM' | nu
     seen ??= 'SIGTERM';
     wake();
   };
+  const onHup = () => {
+    seen ??= 'SIGHUP'; // a shutdown like SIGTERM
+    wake();
+  };
   process.on('SIGINT', onInt);
   process.on('SIGTERM', onTerm);
-  process.on('SIGHUP', onTerm); // a shutdown like SIGTERM
+  process.on('SIGHUP', onHup);
   return {
     seen: () => seen,
     /** Settles at the first signal: a step that can wait long (workers loading a handler) races it. */
@@ -71,7 +76,7 @@ export function watchSignalsDuringStartup(): { seen(): 'SIGINT' | 'SIGTERM' | nu
     dispose() {
       process.off('SIGINT', onInt);
       process.off('SIGTERM', onTerm);
-      process.off('SIGHUP', onTerm);
+      process.off('SIGHUP', onHup);
     },
   };
 }

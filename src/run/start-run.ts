@@ -2,6 +2,7 @@
 import type { JobSettings } from '../job/job-definition.js';
 import type { RunPlan } from '../job/plan-run.js';
 import type { Invocation } from '../job/run-options.js';
+import type { ShutdownSignal } from '../coordinator/run-types.js';
 import { handlersOf } from '../job/stages.js';
 import type { WorkerPool } from '../pool/pool.js';
 import { nonEmpty } from '../split/split-source.js';
@@ -13,7 +14,7 @@ import type { BatchRun } from './run-batch.js';
 
 /** The signals seen while a run starts (signals.ts): a step that can wait long races `signalled`. */
 export interface StartSignals {
-  seen(): 'SIGINT' | 'SIGTERM' | null;
+  seen(): ShutdownSignal | null;
   signalled: Promise<void>;
 }
 
@@ -59,7 +60,7 @@ export interface StartedRun {
 }
 
 /** Started, or a signal came first and nothing ran. */
-export type Start = { started: StartedRun } | { signal: 'SIGINT' | 'SIGTERM' };
+export type Start = { started: StartedRun } | { signal: ShutdownSignal };
 
 /**
  * Starts a run: a pool whose first worker has loaded the handlers (a handler that does not
@@ -88,6 +89,7 @@ export async function startRun(what: PlannedStart | StoredStart, place: RunPlace
       store = await openStore(place.dbPath, { create: true });
       await what.beforeWrite?.(store);
       const enqueued = await enqueuePlan(store, plan, specs, skipped);
+      plan.doneReading();
       batch = enqueued.batch;
       run.inserted = enqueued.inserted;
       const history = await store.historySize();

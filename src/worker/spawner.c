@@ -25,15 +25,17 @@
  * (the times are the helper's, so they are true however late its worker reads the replies; the
  * monotonic clock, which Node's hrtime also reads, so a wall clock that jumps changes nothing)
  *   "<id> D"                  given back unstarted (after a D request)
- * A log the command left empty is removed again, so silent tasks leave no files. When
- * stdin closes (the worker is gone), the running command is killed with its group, nothing
- * queued starts, and the spawner exits: it never leaves orphans behind (also when it was
- * stopped with SIGSTOP as its worker died: the kernel then wakes it with SIGCONT). That includes the
- * groups of commands that have ended but left processes running (`cmd &`): the worker stops
- * those itself, and if it dies first, they are killed here. It runs in its own process group,
- * so a kill aimed at the worker's group leaves it alive to do that. It is a child
- * subreaper (Linux): what its commands orphan is re-parented to it and reaped here, so a
- * group whose processes have all ended is empty, whatever the system's init does.
+ * A log the command left empty is removed again, so silent tasks leave no files. The worker
+ * starts it with its own pid as argument 1. When stdin closes or this helper is re-parented
+ * (the worker is gone), the running command is killed with its group, nothing queued starts
+ * (looked at before every start, not only when the input is read), and the spawner exits: it
+ * never leaves orphans behind (also when it was stopped with SIGSTOP as its worker died: the
+ * kernel then wakes it with SIGCONT). That includes the groups of commands that have ended
+ * but left processes running (`cmd &`): the worker stops those itself, and if it dies first,
+ * they are killed here. It runs in its own process group, so a kill aimed at the worker's
+ * group leaves it alive to do that. It is a child subreaper (Linux): what its commands orphan
+ * is re-parented to it and reaped here, so a group whose processes have all ended is empty,
+ * whatever the system's init does.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -79,6 +81,8 @@ struct child {
 static struct child *running;
 static struct request *queue_head, *queue_tail;
 static int sigchld_pipe[2];
+/* The worker (the coordinator, for an --exec run) this helper takes orders from. */
+static pid_t parent;
 
 /* Replies are gathered here and written once per turn of the loop, after any start. */
 static char *out;
@@ -272,14 +276,33 @@ static void start(struct request *r) {
   reply(r->id, 'S', pid, now_ms());
 }
 
-/* Nothing runs: start the next queued command (skipping those that cannot start). */
+/*
+ * Whether the worker is gone: this helper was re-parented, or its input has no writer left
+ * (POLLHUP is set even while unread requests remain). Looked at without blocking.
+ */
+static int orphaned(void) {
+  if (getppid() != parent) return 1;
+  struct pollfd in = { STDIN_FILENO, POLLIN, 0 };
+  return poll(&in, 1, 0) > 0 && (in.revents & (POLLHUP | POLLERR | POLLNVAL));
+}
+
+/*
+ * Nothing runs: start the next queued command (skipping those that cannot start). A command
+ * starts only while its worker lives: a helper woken after its worker died (a stopped run
+ * SIGKILLed, whose helper the kernel wakes with SIGCONT) that started the next queued command
+ * before reading the end of its input would leave it running with nobody knowing of it if it
+ * were killed in that moment, and a rerun would run the same key beside it. A worker that
+ * dies during the spawn is seen right after it: the new command is killed with the rest.
+ */
 static void start_next(void) {
   while (!running && queue_head) {
+    if (orphaned()) quit(0);
     struct request *r = queue_head;
     queue_head = r->next;
     if (!queue_head) queue_tail = NULL;
     start(r);
     free_request(r);
+    if (running && orphaned()) quit(0);
   }
 }
 
@@ -395,6 +418,8 @@ int main(int argc, char **argv) {
     puts(PROTOCOL);
     return 0;
   }
+  /* The worker names itself (argument 1): one that died before this line ran is seen at once. */
+  parent = argc > 1 ? (pid_t)strtol(argv[1], NULL, 10) : getppid();
   if (pipe2(sigchld_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
 #ifdef PR_SET_CHILD_SUBREAPER
   prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -405,6 +430,7 @@ int main(int argc, char **argv) {
    * the moment its worker dies: it wakes, reads the end of its input and kills its commands. */
   prctl(PR_SET_PDEATHSIG, SIGCONT);
 #endif
+  if (getppid() != parent) return 0; /* its worker died before the request above: nothing is ours yet */
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_sigchld;

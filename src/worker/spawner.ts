@@ -70,7 +70,8 @@ export class Spawner {
     // Its own process group: a kill aimed at the worker's group leaves it alive to see its
     // stdin close and kill its commands. The worker's IPC channel keeps the worker alive;
     // the helper must not (it exits by itself when stdin closes).
-    const child = spawn(BINARY, [], { stdio: ['pipe', 'pipe', 'inherit'], detached: true });
+    // Its argument names this process: a helper whose parent is not (or no longer) this one starts nothing.
+    const child = spawn(BINARY, [String(process.pid)], { stdio: ['pipe', 'pipe', 'inherit'], detached: true });
     child.unref();
     // Without a descriptor for its pipes (EMFILE) Node gives the child none, and says so by 'error'.
     (child.stdout as unknown as { unref(): void } | null)?.unref();

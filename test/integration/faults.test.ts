@@ -195,6 +195,9 @@ describe('signals', () => {
     expect(r.signal).toBeNull(); // not killed by it
     expect(r.code).toBe(143);
     expect(r.stderr).toMatch(/SIGHUP: no new tasks; waiting up to 5s/);
+    // The summary names the signal received (SPEC gives SIGHUP no exit code of its own: 143, as SIGTERM).
+    expect(r.stderr).toMatch(/^hung up \(SIGHUP\); run again to resume: /m);
+    expect(r.stderr).not.toMatch(/SIGTERM/);
     const rows = query<{ status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks');
     // The running ones finished in the grace (a pair may have started as the signal came).
     expect(rows.filter((t) => t.status === 'SUCCESS').length).toBeGreaterThanOrEqual(2);

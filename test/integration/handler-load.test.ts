@@ -23,6 +23,7 @@ describe('a handler module whose import never settles', () => {
   for (const [signal, code] of [
     ['SIGTERM', 143],
     ['SIGINT', 130],
+    ['SIGHUP', 143], // a shutdown like SIGTERM, named as received
   ] as const) {
     it(`${signal} while the workers load it ends start-up with ${code}, nothing written, no worker left`, async () => {
       const p = projectWithFiles(2);

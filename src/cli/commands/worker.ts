@@ -1,5 +1,6 @@
 import { awaitBatch } from '../await-batch.js';
 import { ridingOut } from '../../coordinator/outage.js';
+import type { ShutdownSignal } from '../../coordinator/run-types.js';
 import { signalOutcome } from '../../run/run-outcome.js';
 import { watchSignalsDuringStartup } from '../../run/signals.js';
 import { startRun } from '../../run/start-run.js';
@@ -48,9 +49,9 @@ export async function workerCommand(flags: WorkerFlags, io: Io): Promise<number>
   }
 }
 
-const exitFor = (signal: 'SIGINT' | 'SIGTERM') => signalOutcome(signal).exitCode;
+const exitFor = (signal: ShutdownSignal) => signalOutcome(signal).exitCode;
 
-async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io, seen: () => 'SIGINT' | 'SIGTERM' | null, signalled: Promise<void>): Promise<number> {
+async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io, seen: () => ShutdownSignal | null, signalled: Promise<void>): Promise<number> {
   if (flags.batch !== undefined) {
     const signal = await awaitBatch(dbPath, flags.batch, flags.quiet ?? false, io, seen);
     if (signal) return exitFor(signal);
@@ -105,7 +106,7 @@ async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io
 }
 
 /** Waits one poll of --follow (`ms`); true when a signal came meanwhile. */
-async function pause(seen: () => 'SIGINT' | 'SIGTERM' | null, ms: number): Promise<boolean> {
+async function pause(seen: () => ShutdownSignal | null, ms: number): Promise<boolean> {
   for (let waited = 0; waited < ms && !seen(); waited += 100) await new Promise((r) => setTimeout(r, 100));
   return seen() !== null;
 }
@@ -123,7 +124,7 @@ async function workOn(
   inv: Invocation,
   dbPath: string,
   io: Io,
-  seen: () => 'SIGINT' | 'SIGTERM' | null,
+  seen: () => ShutdownSignal | null,
   signalled: Promise<void>,
 ): Promise<number | null> {
   // Index lookups, not counts: --follow asks this of every batch in the store at every look.
