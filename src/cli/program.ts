@@ -55,6 +55,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--exclude <glob>', 'skip files matching (repeatable)', collect)
     .option('--chunk-size <size>', 'file source: chunk size, cut after a newline (default 64MiB)')
     .option('--lines <n>', 'file source: N lines per task instead')
+    .option('--finished', 'file source: the file is complete, so a last line without a newline is run now (else it waits until the file is 10 minutes still)')
     .option('--items <file>', 'one task per line of this list (- for stdin; also `run -`), keyed by the item: see docs/items.md')
     .option('--jsonl', 'the list is JSON Lines (also by its .jsonl/.ndjson name): one task per record')
     .option('--key-field <name>', "JSON Lines: key each record by this field (default: the record's canonical text)")

@@ -11,8 +11,9 @@ import { expandStages, layoutOf } from './stages.js';
 import { checkTemplate } from '../template/exec-template.js';
 import { ITEM_PLACEHOLDER } from '../template/placeholder.js';
 import { templateWarnings } from './template-warnings.js';
-import { printable } from '../printable.js';
-import { compareFile, firstState } from '../split/file-growth.js';
+import { formatMs } from './units.js';
+import { plural, printable } from '../printable.js';
+import { compareFile, firstState, STILL_MS, type LeftTail } from '../split/file-growth.js';
 import { storePathAt, storePaths } from '../replaceable-path.js';
 import { isPostgresUrl, logRoot } from '../store/open-store.js';
 import type { TaskSpec } from '../store/task-store.js';
@@ -111,12 +112,13 @@ export async function planRun(
   if (settings.handler?.kind === 'exec') checkTemplate(settings.handler.template, [], settings.output !== null, kind === 'items');
   const itemOutput = [settings.output, ...settings.stages.map((s) => s.output)].find((o) => o && ITEM_PLACEHOLDER.test(o.template));
   if (itemOutput && kind !== 'items') throw new UsageError(`--output ${JSON.stringify(itemOutput.template)} uses a placeholder of an item, and this source is not a list; give the list with --items FILE (or \`run -\`)`);
-  const fileGrew = kind === 'file' ? checkFile(source, settings, stored, existing, changed, batchName, input.rerunChanged === true) : null;
+  if (input.finished && kind !== 'file') throw new UsageError(`--finished tells that a chunked file is complete; ${printable(sourceGiven)} is ${kind === 'items' ? 'a list' : 'a directory'}: leave --finished out`);
+  const file = kind === 'file' ? checkFile(source, settings, stored, existing, changed, batchName, { rerunChanged: input.rerunChanged === true, finished: input.finished === true }) : null;
   const notes =
     existing && changed.length
       ? [`batch ${batchName}: ${changed.join(', ')} changed for the unfinished tasks (handler now ${describeHandler(settings.handler, settings.stages)})`]
       : [];
-  if (fileGrew) notes.push(fileGrew);
+  if (file) notes.push(...file.notes);
   if (settings.handler?.kind === 'exec') notes.push(...templateWarnings(settings.handler.template, kind, '--exec', settings.handler.pipe === true));
   for (const st of settings.stages) if (st.handler.kind === 'exec') notes.push(...templateWarnings(st.handler.template, kind, `stage ${JSON.stringify(st.name)}'s exec`, st.handler.pipe === true));
   const sample = input.sample ?? null;
@@ -132,7 +134,7 @@ export async function planRun(
     inv,
     sample,
     rerunChanged: input.rerunChanged === true,
-    fileGrew: fileGrew !== null,
+    fileGrew: file?.grew === true,
     notes,
     split(onSkip) {
       if (splitPath === null) return [];
@@ -228,31 +230,54 @@ function checkStages(settings: JobSettings, stored: JobSettings, existing: Store
 
 /**
  * A chunked file is never run with stale ranges (SPEC §3): a new batch records the file's
- * size and hash; a batch whose file only grew at its end gets a new segment (the note to
- * print is returned); a file that changed otherwise, or a new chunk size, is exit 2 before
- * anything is written. A batch stored without a hash is chunked as before.
+ * size and hash; a batch whose file only grew at its end gets a new segment; a file that
+ * changed otherwise, or a new chunk size, is exit 2 before anything is written. A batch stored
+ * without a hash is chunked as before. A last line without a newline waits for a later run
+ * unless the file is still or `--finished` (file-growth.ts): the notes say so.
  */
-function checkFile(source: string, settings: JobSettings, stored: JobSettings, existing: StoredBatch | undefined, changed: string[], batch: string, rerunChanged: boolean): string | null {
+function checkFile(
+  source: string,
+  settings: JobSettings,
+  stored: JobSettings,
+  existing: StoredBatch | undefined,
+  changed: string[],
+  batch: string,
+  flags: { rerunChanged: boolean; finished: boolean },
+): { grew: boolean; notes: string[] } {
   const name = printable(basename(source));
   const fix = `run it as a new batch: --batch NEW (e.g. --batch ${printable(batch)}-2)`;
   if (existing && (changed.includes('chunkSize') || changed.includes('lines'))) {
     throw new UsageError(`batch ${printable(batch)} chunked ${name} ${stored.lines ? `every ${stored.lines} lines` : `in chunks of ${stored.chunkSize} bytes`}; its task keys stand for those ranges, so a new chunking needs a new batch: ${fix}`);
   }
+  const rule = { finished: flags.finished, now: Date.now() };
   if (!existing) {
-    settings.fileState = firstState(source);
-    return null;
+    const first = firstState(source, rule);
+    if (first.left && first.state.sizes[0] === 0) {
+      throw new UsageError(`${name} holds no whole line yet: ${leftText(first.left)}`);
+    }
+    settings.fileState = first.state;
+    return { grew: false, notes: first.left ? [`${name}: ${leftText(first.left)}`] : [] };
   }
-  if (!stored.fileState) return null;
-  const growth = compareFile(source, stored.fileState);
+  if (!stored.fileState) return { grew: false, notes: [] };
+  const growth = compareFile(source, stored.fileState, rule);
   if (growth.kind === 'changed') {
     throw new UsageError(
       `${name} changed since batch ${printable(batch)} chunked it: ${growth.why}, so its chunks' byte ranges no longer fit it and none of them is run` +
-        `${rerunChanged ? ' (--rerun-changed would run them on the wrong bytes)' : ''}; ${fix}`,
+        `${flags.rerunChanged ? ' (--rerun-changed would run them on the wrong bytes)' : ''}; ${fix}`,
     );
   }
-  if (growth.kind === 'same') return null;
+  const notes = growth.left ? [`${name}: ${leftText(growth.left)}`] : [];
+  if (growth.kind === 'same') return { grew: false, notes };
   settings.fileState = growth.state;
-  return `${name} grew by ${growth.added} bytes since it was chunked: the new bytes get new chunks, the old chunks keep their ranges`;
+  return { grew: true, notes: [`${name} grew by ${growth.added} bytes since it was chunked: the new bytes get new chunks, the old chunks keep their ranges`, ...notes] };
+}
+
+/** Why a file's last bytes wait, and what takes them. */
+function leftText(left: LeftTail): string {
+  return (
+    `its last line (${plural(left.bytes, 'byte')}) has no newline and the file changed ${formatMs(left.ageMs)} ago, so that line may still be being written: ` +
+    `it waits for a run after it ends with a newline or the file has been still for ${formatMs(STILL_MS)}; --finished runs it now`
+  );
 }
 
 /**

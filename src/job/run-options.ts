@@ -22,6 +22,7 @@ export interface RawRunFlags {
   dryRun?: boolean;
   sample?: string;
   rerunChanged?: boolean;
+  finished?: boolean;
   db?: string;
   batch?: string;
   exec?: string;
@@ -118,6 +119,8 @@ export interface RunInput {
   inv: Partial<Invocation>;
   sample?: Sample;
   rerunChanged?: boolean;
+  /** A file source is finished: its last line is taken without a newline (file-growth.ts). Per run, never stored. */
+  finished?: boolean;
 }
 
 /** Upper bounds: beyond them a value is a typo, and some would overflow a store column. */
@@ -180,6 +183,7 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     inv: definedOnly(inv),
     sample: given(f.sample, (v) => parseSample(v)),
     rerunChanged: f.rerunChanged === true ? true : undefined,
+    finished: f.finished === true ? true : undefined,
   };
 }
 
@@ -223,6 +227,7 @@ export function layerInputs(base: RunInput, over: RunInput): RunInput {
     inv: { ...base.inv, ...definedOnly(over.inv) },
     sample: over.sample ?? base.sample,
     rerunChanged: over.rerunChanged ?? base.rerunChanged,
+    finished: over.finished ?? base.finished,
   };
 }
 

@@ -16,6 +16,8 @@ const NEWLINE = 0x0a;
  * segment between two sizes is tiled on its own and the indexes run on, so a file that grew
  * gets its old chunks back unchanged and new ones for the appended bytes only; such chunks
  * carry no fingerprint (the batch's stored hash decides whether the file is still theirs).
+ * The last size ends at a newline unless the last line was taken without one (file-growth.ts),
+ * so the bytes of a line still being written are in no chunk.
  * Without (a batch stored before sizes were kept), the whole file, fingerprinted.
  */
 export function* chunkFile(path: string, mode: ChunkMode, sizes?: number[]): Generator<TaskSpec> {

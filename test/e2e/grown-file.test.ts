@@ -1,7 +1,7 @@
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli, tempDir } from '../helpers/cli.js';
+import { runCli, sleep, tempDir } from '../helpers/cli.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
 /** A chunked file is never run with stale ranges (SPEC §3): one that grew gets new chunks; one that changed is refused. */
@@ -55,6 +55,82 @@ describe('a chunked file that grew or changed', () => {
     expect(readFileSync(seen, 'utf8').split('\n').filter(Boolean).sort()).toEqual(lines(1, 470).split('\n').filter(Boolean));
   });
 
+  it('R44: a file written in 4 KiB blocks that cut lines, split every 0.4 s: no chunk gets part of a line, every run exit 0, every line once when the writer stops', async () => {
+    const dir = tempDir();
+    const log = join(dir, 'out.log');
+    const seen = join(dir, 'seen');
+    // 17-byte lines: a 4 KiB block ends mid-line unless its number is a multiple of 17.
+    const all = Buffer.from(Array.from({ length: 12_000 }, (_, i) => `line-${String(i).padStart(11, '0')}\n`).join(''));
+    const blocks = Array.from({ length: Math.ceil(all.length / 4096) }, (_, i) => all.subarray(i * 4096, (i + 1) * 4096));
+    expect(all[(blocks.length - 1) * 4096 - 1]).not.toBe(0x0a);
+    writeFileSync(log, blocks[0]!);
+    let written = 1;
+    let runs = 0;
+    // The writer holds its last block (the only one that ends a line) until three splits have
+    // seen the file end mid-line, however slow the machine.
+    const writer = setInterval(() => {
+      if (written < blocks.length - 1 || (written === blocks.length - 1 && runs >= 3)) appendFileSync(log, blocks[written++]!);
+      if (written === blocks.length) clearInterval(writer);
+    }, 20);
+    const run = () => runCli(['run', 'out.log', '--chunk-size', '8KiB', '--pipe', '--exec', 'cat >> "$SEEN"', '-j', '1'], { cwd: dir, env: { SEEN: seen } });
+    try {
+      while (written < blocks.length) {
+        const r = await run();
+        expect(r.code, `run ${runs + 1}: ${r.stderr}`).toBe(0);
+        runs++;
+        await sleep(400);
+      }
+    } finally {
+      clearInterval(writer);
+    }
+    const last = await run();
+    expect(last.code, last.stderr).toBe(0);
+    expect(readFileSync(log).equals(all)).toBe(true);
+    expect(readFileSync(seen, 'utf8').split('\n').filter(Boolean).sort()).toEqual(all.toString().split('\n').filter(Boolean));
+    const ranges = query<{ payload: string }>(dbPathIn(dir), 'SELECT payload FROM tasks ORDER BY seq').map((t) => JSON.parse(t.payload) as { start: number; end: number });
+    expect(ranges[0]!.start).toBe(0);
+    for (let i = 1; i < ranges.length; i++) expect(ranges[i]!.start).toBe(ranges[i - 1]!.end);
+    for (const { end } of ranges) expect(all[end - 1]).toBe(0x0a);
+    expect(ranges.at(-1)!.end).toBe(all.length);
+    const status = JSON.parse((await runCli(['status', '--json'], { cwd: dir })).stdout);
+    expect(status).toMatchObject({ total: ranges.length, succeeded: ranges.length });
+  });
+
+  it('a last line without a newline waits while the file is fresh (a note says so), and runs once it ends with a newline, once the file is still, or with --finished', async () => {
+    const dir = tempDir();
+    const log = join(dir, 'app.log');
+    const seen = join(dir, 'seen');
+    const run = (...extra: string[]) => runCli(['run', 'app.log', '--lines', '4', '--pipe', '--exec', 'cat >> "$SEEN"; echo >> "$SEEN"', '-j', '1', ...extra], { cwd: dir, env: { SEEN: seen } });
+    const seenLines = () => readFileSync(seen, 'utf8').split('\n').filter(Boolean).sort();
+    writeFileSync(log, lines(1, 10) + 'line-0011');
+    const first = await run();
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stderr).toMatch(/app\.log: its last line \(9 bytes\) has no newline and the file changed .* ago, so that line may still be being written: .*--finished runs it now/);
+    expect(seenLines()).toEqual(lines(1, 10).split('\n').filter(Boolean));
+    // Completed by its writer: the whole line runs, once.
+    appendFileSync(log, '\n' + lines(12, 13) + 'line-0014');
+    const second = await run();
+    expect(second.code, second.stderr).toBe(0);
+    expect(seenLines()).toEqual(lines(1, 13).split('\n').filter(Boolean));
+    // A file that stays as it is: its last line runs once the file has been still for a while…
+    utimesSync(log, new Date(Date.now() - 3600_000), new Date(Date.now() - 3600_000));
+    const still = await run();
+    expect(still.code, still.stderr).toBe(0);
+    expect(still.stderr).not.toMatch(/has no newline/);
+    expect(seenLines()).toEqual([...lines(1, 13).split('\n').filter(Boolean), 'line-0014'].sort());
+    expect((await run()).stderr).toMatch(/\(0 new\)/);
+    // …or at once with --finished; a file of one unterminated line is no batch until then.
+    writeFileSync(join(dir, 'one.log'), 'only');
+    const none = await runCli(['run', 'one.log', '--exec', 'true'], { cwd: dir });
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/one\.log holds no whole line yet: .*--finished runs it now/);
+    const finished = await runCli(['run', 'one.log', '--exec', 'true', '--finished'], { cwd: dir });
+    expect(finished.code, finished.stderr).toBe(0);
+    const dirRun = await runCli(['run', '.', '--exec', 'true', '--finished'], { cwd: dir });
+    expect(dirRun.code).toBe(2);
+    expect(dirRun.stderr).toMatch(/--finished tells that a chunked file is complete; \. is a directory: leave --finished out/);
+  });
+
   it('a changed (not grown) file is exit 2 before anything is written, offering --batch NEW, also with --rerun-changed', async () => {
     const dir = tempDir();
     const log = join(dir, 'app.log');
@@ -82,10 +158,19 @@ describe('a chunked file that grew or changed', () => {
   });
 
   it('a last line without a newline that was extended, or a new chunk size, is refused too', async () => {
-    const dir = tempDir();
-    const log = join(dir, 'app.log');
-    writeFileSync(log, lines(1, 10) + 'partial');
-    expect((await runCli(['run', 'app.log', '--lines', '4', '--exec', 'true'], { cwd: dir })).code).toBe(0);
+    for (const taken of ['still', '--finished']) {
+      const dir = tempDir();
+      const log = join(dir, 'app.log');
+      writeFileSync(log, lines(1, 10) + 'partial');
+      if (taken === 'still') utimesSync(log, new Date(Date.now() - 3600_000), new Date(Date.now() - 3600_000));
+      const first = await runCli(['run', 'app.log', '--lines', '4', '--exec', 'true', ...(taken === '--finished' ? ['--finished'] : [])], { cwd: dir });
+      expect(first.code, first.stderr).toBe(0);
+      expect(query(dbPathIn(dir), 'SELECT count(*) AS n FROM tasks')).toEqual([{ n: 3 }]);
+      await refusedOnceExtended(dir, log);
+    }
+  });
+
+  async function refusedOnceExtended(dir: string, log: string): Promise<void> {
     const before = dump(dir);
     appendFileSync(log, ' line\n');
     const r = await runCli(['run', 'app.log', '--exec', 'true'], { cwd: dir });
@@ -95,5 +180,5 @@ describe('a chunked file that grew or changed', () => {
     expect(c.code).toBe(2);
     expect(c.stderr).toMatch(/a new chunking needs a new batch: .*--batch NEW/);
     expect(dump(dir)).toBe(before);
-  });
+  }
 });

@@ -40,7 +40,8 @@ describe('--pipe', () => {
   it("a module handler's task.read() is its chunk, or its item's bytes (with task.item and task.record)", async () => {
     const dir = tempDir();
     const lines = linesFile(join(dir, 'f.txt'), 2 * 1024 * 1024);
-    const r = await runCli(['run', 'f.txt', '--lines', '1000', '--handler', handler('count-lines')], { cwd: dir });
+    // The file is complete and ends mid-line: --finished runs its last line now.
+    const r = await runCli(['run', 'f.txt', '--lines', '1000', '--finished', '--handler', handler('count-lines')], { cwd: dir });
     expect(r.code, r.stderr).toBe(0);
     const results = query<{ result: string }>(dbPathIn(dir), 'SELECT result FROM tasks').map((t) => JSON.parse(t.result) as { lines: number; bytes: number });
     expect(results.reduce((s, x) => s + x.lines, 0)).toBe(lines);

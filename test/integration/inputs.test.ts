@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { handler, runCli, tempDir } from '../helpers/cli.js';
@@ -64,6 +64,8 @@ describe('file sources', () => {
     parts.push('no final newline');
     const content = Buffer.from(parts.join(''));
     writeFileSync(file, content);
+    // A finished file: its last line has no newline and the file has been still for an hour, so it is a line.
+    utimesSync(file, new Date(Date.now() - 3600_000), new Date(Date.now() - 3600_000));
     const outDir = join(dir, 'out');
     mkdirSync(outDir);
     const r = await runCli(['run', 'big.txt', '--handler', handler('copy-range'), '--chunk-size', '4MiB', '-j', '2'], {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FIXTURES, handler, runCli } from '../helpers/cli.js';
+import { FIXTURES, handler, runCli, tempDir } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
@@ -31,6 +32,40 @@ describe('retries and backoff', () => {
       expect(a.pid).toBeGreaterThan(0);
     }
   });
+
+  it('R45: in a batch of 3000 never-tried tasks, a failed or crashed attempt retries in its turn, not after every new task', async () => {
+    const dir = tempDir();
+    const tasks = 3000;
+    writeFileSync(join(dir, 'ids.txt'), Array.from({ length: tasks }, (_, i) => `${i}\n`).join(''));
+    // Lines 20, 40, … 200 are the early tasks: even ones fail, odd ones crash their worker, once.
+    const r = await runCli(['run', 'ids.txt', '--lines', '1', '--handler', handler('fail-once'), '--backoff', '100ms', '-j', '2'], {
+      cwd: dir,
+      env: { FAIL_ONCE: ':00(02|06|10|14|18)9$', CRASH_ONCE: ':00(04|08|12|16)9$|:00199$' },
+    });
+    expect(r.code, r.stderr).toBe(0);
+    // Attempt ids are fencing tokens, drawn in claim order.
+    const attempts = query<{ id: number; key: string; attempt: number; outcome: string }>(
+      dbPathIn(dir),
+      'SELECT a.id, t.task_key AS key, a.attempt, a.outcome FROM attempts a JOIN tasks t ON t.id = a.task_id ORDER BY a.id',
+    );
+    const retries = attempts.filter((a) => a.attempt === 2);
+    const keys = ['029', '049', '069', '089', '109', '129', '149', '169', '189', '199'].map((n) => `ids.txt:00${n}`);
+    expect(retries.map((a) => a.key).sort()).toEqual(keys);
+    const firstOf = new Map<string, { id: number; outcome: string }>();
+    for (const a of attempts) if (!firstOf.has(a.key)) firstOf.set(a.key, a);
+    // Attempts queued on a worker that crashed end INTERRUPTED, uncharged, and run again as never tried.
+    const charged = attempts.filter((a) => a.attempt === 1 && keys.includes(a.key) && a.outcome !== 'INTERRUPTED');
+    expect(charged.map((a) => a.outcome).sort()).toEqual([...Array(5).fill('CRASHED'), ...Array(5).fill('FAILED')]);
+    // Never-tried tasks start in key order.
+    expect([...firstOf.keys()]).toEqual([...firstOf.keys()].sort());
+    expect(firstOf.size).toBe(tasks);
+    // A retry is due 100 ms (± 10 %) after its attempt ended and is claimed once due, while
+    // most of the batch is still waiting. Before, it waited behind every never-tried task.
+    for (const retry of retries) {
+      const newAfter = [...firstOf.values()].filter((a) => a.id > retry.id).length;
+      expect(newAfter, `${retry.key}'s retry ran with ${newAfter} never-tried tasks left`).toBeGreaterThan(tasks / 2);
+    }
+  }, 120_000);
 
   it('a task failing every time ends FAILED after 1 + retries attempts; exit 1', async () => {
     const p = projectWithFiles(2);

@@ -302,13 +302,13 @@ class Model {
     return { created, inserted, changed };
   }
 
-  /** The claim statement's choice: first due PENDING task by (next_run_at, attempts, id). */
+  /** The claim statement's choice: a due retry (next_run_at > 0) by (next_run_at, attempts, id), then a never-tried one (0) by (attempts, id). */
   claim(batch: number, owner: MOwner, slots: number, leaseMs: number): { key: string; token: number; attempt: number; maxAttempts: number; id: number }[] {
     const out = [];
     for (let s = 0; s < slots; s++) {
       const due = this.tasks
         .filter((t) => t.batch === batch && t.status === 'PENDING' && t.nextRunAt <= this.clock)
-        .sort((x, y) => x.nextRunAt - y.nextRunAt || x.attempts - y.attempts || x.id - y.id);
+        .sort((x, y) => Number(x.nextRunAt === 0) - Number(y.nextRunAt === 0) || x.nextRunAt - y.nextRunAt || x.attempts - y.attempts || x.id - y.id);
       const t = due[0];
       if (!t) break;
       t.status = 'RUNNING';

@@ -2,21 +2,40 @@ import { SERVER_NOW } from './pg-clock.js';
 import { fillLateEnds, finishedCte, reportsOf, settledCtes } from './settle-statements.js';
 
 /**
- * The claim's CTEs (`due`, `claimed`, `opened`), shared by the claim alone (claimTasks) and the
+ * The claim's CTEs (`retries`, `fresh`, `due`, `claimed`, `opened`), shared by the claim alone (claimTasks) and the
  * whole tick (tickStatement). `p(i)` names the claim's i-th parameter: 1 batchId, 2 now, 3 owner,
  * 4 leaseMs, 5 workerIds text[], 6 host, 7 pids int[], 9 leaseFrom (NULL: the server's clock),
  * 10 queued boolean[]; `jobVersion` is the attempts' job version (a parameter or the batch
  * row's), and `guard` a further condition on a due task ('' for none).
+ *
+ * Retries first: tasks whose retry came due (next_run_at in (0, now], a failure's backoff or a
+ * lost attempt's release), earliest first, then never-tried ones (next_run_at 0) in key order.
+ * One ORDER BY next_run_at put every new task before any retry: in a batch of thousands a
+ * 100 ms backoff waited minutes. Each part is a range of tasks_by_state in index order, limited
+ * to the slots. The never-tried part is skipped when the retries fill every slot; when they
+ * fill some, it locks up to that many rows it does not take until the statement commits
+ * (another claimer skips to the next ones). Its LIMIT stays a known bound: one computed from
+ * the retries made the planner cost a scan of the whole range (880,000 at a million tasks),
+ * and PostgreSQL 15's JIT then compiled the statement, 2.5 s a claim on the test server.
  */
 export function claimCtes(s: string, needsMet: string, p: (i: number) => string, jobVersion: string, guard = ''): string {
   return `
+      retries AS (
+        SELECT id, next_run_at, attempts FROM ${s}.tasks AS c
+        WHERE batch_id = ${p(1)} AND status = 'PENDING' AND next_run_at > 0 AND next_run_at <= ${p(2)} AND attempts < max_attempts AND ${needsMet}${guard}
+        ORDER BY next_run_at, attempts, id LIMIT cardinality(${p(5)}::text[])
+        FOR UPDATE SKIP LOCKED),
+      fresh AS (
+        SELECT id, next_run_at, attempts FROM ${s}.tasks AS c
+        WHERE batch_id = ${p(1)} AND status = 'PENDING' AND next_run_at = 0 AND attempts < max_attempts AND ${needsMet}${guard}
+          AND (SELECT count(*) FROM retries) < cardinality(${p(5)}::text[])
+        ORDER BY attempts, id LIMIT cardinality(${p(5)}::text[])
+        FOR UPDATE SKIP LOCKED),
       due AS (
         SELECT id, n, nextval(pg_get_serial_sequence('${s}.attempts', 'id')) AS token FROM (
-          SELECT id, row_number() OVER (ORDER BY next_run_at, attempts, id) AS n FROM (
-            SELECT id, next_run_at, attempts FROM ${s}.tasks AS c
-            WHERE batch_id = ${p(1)} AND status = 'PENDING' AND next_run_at <= ${p(2)} AND attempts < max_attempts AND ${needsMet}${guard}
-            ORDER BY next_run_at, attempts, id LIMIT cardinality(${p(5)}::text[])
-            FOR UPDATE SKIP LOCKED) AS locked) AS ranked
+          SELECT id, row_number() OVER (ORDER BY f, next_run_at, attempts, id) AS n FROM (
+            SELECT 0 AS f, * FROM retries UNION ALL SELECT 1, * FROM fresh
+            ORDER BY f, next_run_at, attempts, id LIMIT cardinality(${p(5)}::text[])) AS locked) AS ranked
         ORDER BY n),
       claimed AS (
         UPDATE ${s}.tasks AS t

@@ -35,18 +35,33 @@ export const LEASE_SQL = {
   /**
    * @batchId @now @n @owner @expires @workers (JSON array, one id per slot) @queued (JSON
    * array, 1 for a slot's place behind the attempt it runs) @first — claims
-   * the first @n due PENDING tasks in index order whose needs all succeeded, and counts the
-   * attempt in the same statement (a claim is an attempt). The i-th of them (from 0) goes to
-   * slot i with token @first + i, the id its attempt row will get (the claim transaction is
-   * the only writer, so ids from @first on are free).
+   * the first @n due PENDING tasks whose needs all succeeded, and counts the attempt in the
+   * same statement (a claim is an attempt). The i-th of them (from 0) goes to slot i with
+   * token @first + i, the id its attempt row will get (the claim transaction is the only
+   * writer, so ids from @first on are free).
+   *
+   * Retries first: tasks whose retry came due (next_run_at in (0, @now], set by a failure's
+   * backoff or a lost attempt's release), earliest first, then never-tried ones (next_run_at
+   * 0) in key order. One ORDER BY next_run_at put every new task (0) before any retry: in a
+   * batch of thousands a 100 ms backoff waited minutes. Each part is a range of
+   * tasks_by_state read in index order up to @n rows, so a claim reads at most 2 @n index
+   * entries past the ones whose needs are not met, whatever the batch's size.
    */
   claimTasks: `
     WITH due AS MATERIALIZED (
-      SELECT id, row_number() OVER (ORDER BY next_run_at, attempts, id) - 1 AS i FROM (
-        SELECT id, next_run_at, attempts FROM tasks AS c INDEXED BY tasks_by_state
-        WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at <= @now AND attempts < max_attempts
-          AND ${NEEDS_MET}
-        ORDER BY next_run_at, attempts, id LIMIT @n + 0))
+      SELECT id, row_number() OVER (ORDER BY fresh, next_run_at, attempts, id) - 1 AS i FROM (
+        SELECT * FROM (
+          SELECT 0 AS fresh, id, next_run_at, attempts FROM tasks AS c INDEXED BY tasks_by_state
+          WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at > 0 AND next_run_at <= @now AND attempts < max_attempts
+            AND ${NEEDS_MET}
+          ORDER BY next_run_at, attempts, id LIMIT @n + 0)
+        UNION ALL
+        SELECT * FROM (
+          SELECT 1 AS fresh, id, next_run_at, attempts FROM tasks AS c INDEXED BY tasks_by_state
+          WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at = 0 AND attempts < max_attempts
+            AND ${NEEDS_MET}
+          ORDER BY attempts, id LIMIT @n + 0)
+        ORDER BY fresh, next_run_at, attempts, id LIMIT @n + 0))
     UPDATE tasks
     SET status = 'RUNNING', attempts = attempts + 1, lease_owner = @owner, lease_expires_at = @expires,
         worker_id = @workers ->> due.i, started_at = @now, lease_token = @first + due.i, queued = @queued ->> due.i

@@ -82,6 +82,21 @@ export function claimContract(h: Harness): void {
       expect(again).toMatchObject({ key: first.key, attempt: 2 });
     });
 
+    it('claims a due retry (failed with a backoff, or released as lost) before never-tried tasks, earliest due first; new ones stay in key order', async () => {
+      const id = await setup(12, { maxAttempts: 3 });
+      const t0 = Date.now();
+      const [failed, lost, late, early] = await claim(id, t0, { owner: 'owner-A', slots: 4, leaseMs: 50 });
+      const retryAt = (t: ClaimedTask, at: number) => ending(t, 'FAILED', t0 + 10, { retryAt: at });
+      await h.store.settle([retryAt(failed!, t0 + 100), retryAt(late!, t0 + 300), retryAt(early!, t0 + 200)]);
+      // owner-A stopped answering: its lease ran out and the task is released, due at once.
+      expect((await h.store.releaseStale(id, t0 + 60, [], 'owner-B')).map((r) => r.key)).toEqual([lost!.key]);
+      // Eight never-tried tasks wait; the released one goes first, the failure is not due yet.
+      expect((await claim(id, t0 + 70, { slots: 3 })).map((t) => t.key)).toEqual([lost!.key, 'k004', 'k005']);
+      expect((await claim(id, t0 + 100, { slots: 2 })).map((t) => [t.key, t.attempt])).toEqual([[failed!.key, 2], ['k006', 1]]);
+      expect((await claim(id, t0 + 300, { slots: 3 })).map((t) => t.key)).toEqual([early!.key, late!.key, 'k007']);
+      expect((await claim(id, t0 + 300, { slots: 9 })).map((t) => t.key)).toEqual(['k008', 'k009', 'k010', 'k011']);
+    });
+
     it('never hands the same task to two owners claiming interleaved, over many rounds', async () => {
       const n = 60;
       const id = await setup(n, { maxAttempts: 3 });

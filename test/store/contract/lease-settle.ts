@@ -214,7 +214,8 @@ export function settleContract(h: Harness): void {
       const slot = (workerId: string, queued: boolean) => ({ workerId, pid: 7, queued });
       const request = (at: number, slots: ReturnType<typeof slot>[], extra: object = {}) => ({ batchId: id, owner: 'owner-B', host: HOST, now: at, leaseMs: LEASE_MS, slots, ...extra });
       const [p, q, r] = (await h.store.settleAndClaim([], request(now + 2000, [slot('w1', false), slot('w1', true), slot('w1', true)]))).claimed;
-      expect([p, q, r].map((t) => t!.key)).toEqual(['k001', 'k002', 'k003']);
+      // The task the lapsed lease gave back is due since the takeover: a retry, claimed before the never-tried ones.
+      expect([p, q, r].map((t) => [t!.key, t!.attempt])).toEqual([[stale!.key, 2], ['k001', 1], ['k002', 1]]);
       expect(await countsAddUp(id)).toMatchObject({ running: 1, queued: 2 });
 
       // One tick: the late success, p's success, q's start and success, r's start; a free slot.
@@ -233,17 +234,16 @@ export function settleContract(h: Harness): void {
         }),
       );
       expect(tick.applied.sort()).toEqual([p!.token, q!.token].sort());
-      // Due first: the task the lapsed lease gave back (due since the takeover) is behind k004 (due since the start).
-      expect(tick.claimed.map((t) => [t.key, t.workerId, t.attempt])).toEqual([['k004', 'w2', 1]]);
+      expect(tick.claimed.map((t) => [t.key, t.workerId, t.attempt])).toEqual([['k003', 'w2', 1]]);
       const [lost] = await h.store.attemptsOf(stale!.id);
       expect(lost).toMatchObject({ outcome: 'LOST', endedAt: now + 1500, durationMs: 1500 });
       expect(lost!.error).toMatch(/; its owner reported later, fenced off: SUCCESS \(result discarded\)$/);
-      expect(await task(id, stale!.key)).toMatchObject({ status: 'PENDING', result: null });
+      // The task's result is its second attempt's (p), never the fenced-off late one's.
       expect(await task(id, p!.key)).toMatchObject({ status: 'SUCCESS', result: '"p"', finishedAt: now + 2004 });
       expect(await task(id, q!.key)).toMatchObject({ status: 'SUCCESS', result: '"q"', startedAt: now + 2005 });
       expect(await task(id, r!.key)).toMatchObject({ status: 'RUNNING', startedAt: now + 2009 });
       expect((await h.store.attemptsOf(tick.claimed[0]!.id)).map((a) => [a.outcome, a.workerId])).toEqual([[null, 'w2']]);
-      expect(await countsAddUp(id)).toMatchObject({ succeeded: 2, running: 2, queued: 0, pending: 1, retrying: 1 });
+      expect(await countsAddUp(id)).toMatchObject({ succeeded: 2, running: 2, queued: 0, pending: 2, retrying: 0 });
       expect((await h.store.activity(id)).lastFinishedAt).toBe(now + 2008);
 
       // Under another job version: the successes commit, nothing is claimed.
@@ -251,8 +251,8 @@ export function settleContract(h: Harness): void {
       expect(other).toEqual({ applied: [r!.token], claimed: [] });
       expect(await task(id, r!.key)).toMatchObject({ status: 'SUCCESS' });
       const same = await h.store.settleAndClaim([], request(now + 2021, [slot('w1', false)], { jobVersion }));
-      expect(same.claimed.map((t) => t.key)).toEqual(['k005']);
-      expect(await countsAddUp(id)).toMatchObject({ succeeded: 3, running: 2, pending: 0, retrying: 1 });
+      expect(same.claimed.map((t) => t.key)).toEqual(['k004']);
+      expect(await countsAddUp(id)).toMatchObject({ succeeded: 3, running: 2, pending: 1, retrying: 0 });
     });
 
     it('settleAndClaim commits the finished attempts, then claims for the free slots', async () => {
@@ -266,10 +266,10 @@ export function settleContract(h: Harness): void {
         request(now + 2),
       );
       expect(tick.applied.sort()).toEqual([a!.token, b!.token].sort());
-      // The task that just failed is due again and claimed in the same tick, after the fresh one.
+      // The task that just failed is due again and claimed in the same tick, before the never-tried one.
       expect(tick.claimed.map((t) => [t.key, t.attempt, t.workerId])).toEqual([
-        ['k002', 1, 'w1'],
-        [b!.key, 2, 'w2'],
+        [b!.key, 2, 'w1'],
+        ['k002', 1, 'w2'],
       ]);
       expect(await task(id, a!.key)).toMatchObject({ status: 'SUCCESS', result: '"a"' });
       expect((await h.store.attemptsOf(b!.id)).map((x) => x.outcome)).toEqual(['FAILED', null]);
