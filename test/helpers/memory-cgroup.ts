@@ -6,10 +6,12 @@ const ROOT = '/sys/fs/cgroup';
 export interface MemoryCgroup {
   /** Write a pid here to move that process in (what it starts afterwards is in too). */
   procs: string;
+  /** The file where the kernel counts OOM kills in it (an `oom_kill N` line). */
+  events: string;
   /** The kernel's count of OOM kills in it. */
   oomKills(): number;
-  /** Removes it (once nothing is left in it). */
-  remove(): void;
+  /** Kills what is left in it (only what the test started), then removes it. */
+  remove(): Promise<void>;
 }
 
 /**
@@ -38,8 +40,14 @@ export function memoryCgroup(bytes: number): MemoryCgroup | null {
       const events = join(t.dir, t.events);
       return {
         procs: join(t.dir, 'cgroup.procs'),
+        events,
         oomKills: () => Number(/^oom_kill (\d+)$/m.exec(readFileSync(events, 'utf8'))?.[1] ?? NaN),
-        remove: () => rmdirSync(t.dir),
+        remove: async () => {
+          const procs = join(t.dir, 'cgroup.procs');
+          for (const pid of readFileSync(procs, 'utf8').split('\n').filter(Boolean)) process.kill(Number(pid), 'SIGKILL');
+          while (readFileSync(procs, 'utf8').trim() !== '') await new Promise((r) => setTimeout(r, 20));
+          rmdirSync(t.dir);
+        },
       };
     } catch {
       rmdirSync(t.dir);

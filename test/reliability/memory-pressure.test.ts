@@ -10,8 +10,8 @@ import { projectWithFiles } from '../helpers/project.js';
 // (commands, module workers) before the coordinator and its spawner helpers, and an attempt
 // it killed is recorded as "killed: out of memory".
 
-/** Holds `mib` MiB until `dir`/marks has `count` lines, one a holder (fixtures/commands/hold-memory.sh). */
-const hold = (mib: number, count: number, dir: string) => `sh ${join(FIXTURES, 'commands/hold-memory.sh')} ${mib} ${count} ${dir}`;
+/** Holds `mib` MiB until `dir`/marks has `count` lines, one a holder, or `counter` counts an OOM kill (fixtures/commands/hold-memory.sh). */
+const hold = (mib: number, count: number, dir: string, counter = '') => `sh ${join(FIXTURES, 'commands/hold-memory.sh')} ${mib} ${count} ${dir} ${counter}`.trimEnd();
 const marks = (dir: string) => (existsSync(join(dir, 'marks')) ? readFileSync(join(dir, 'marks'), 'utf8').split('\n').length - 1 : 0);
 /** Lets every holder waiting on `dir` go. */
 const release = (dir: string, count: number) => appendFileSync(join(dir, 'marks'), 'released\n'.repeat(count));
@@ -64,7 +64,7 @@ describe('R42: the OOM killer’s order', () => {
 
 const LIMIT = 90 * 2 ** 20;
 const probe = memoryCgroup(LIMIT);
-probe?.remove();
+await probe?.remove();
 if (!probe) console.warn('skipping the memory cgroup test of R42: no memory cgroup can be made here (run as root where cgroup v1 memory or v2 memory.max is available)');
 
 describe('R42: -j commands that need more memory than the cgroup has', () => {
@@ -73,9 +73,9 @@ describe('R42: -j commands that need more memory than the cgroup has', () => {
     try {
       const p = projectWithFiles(6);
       // Six holders of 16 MiB (about 17 MiB each) and their coordinator took 126 MiB here
-      // unlimited: in 90 MiB none ends until some are killed. The coordinator (about 60 MiB
-      // resident) is the biggest process of the cgroup: the kernel's own order takes it first.
-      const run = startCli(['run', 'src', '--exec', hold(16, 6, p.dir), '-j', '6', '--retries', '8', '--backoff', '100ms', '--quiet'], {
+      // unlimited: in 90 MiB none ends until the OOM killer has acted. The coordinator (about
+      // 60 MiB resident) is the biggest process of the cgroup: the kernel's own order takes it.
+      const run = startCli(['run', 'src', '--exec', hold(16, 6, p.dir, cgroup.events), '-j', '6', '--retries', '8', '--backoff', '100ms', '--quiet'], {
         cwd: p.dir,
         under: ['sh', '-c', `echo $$ > ${cgroup.procs} && exec "$@"`, 'sh'],
       });
@@ -95,7 +95,7 @@ describe('R42: -j commands that need more memory than the cgroup has', () => {
       const human = await runCli(['show', shown.find((t) => t.attempts.length > 1).key], { cwd: p.dir });
       expect(human.stdout).toMatch(/error: killed: out of memory/);
     } finally {
-      cgroup.remove();
+      await cgroup.remove();
     }
   });
 });
