@@ -25,22 +25,36 @@ const oomScore = (pid: number) => {
 };
 const own = oomScore(process.pid);
 
+/**
+ * Once two holders of `dir` hold, `look` at the run's processes; then lets them go (also when a
+ * look fails, so nothing is left waiting) and gives the run's exit code.
+ */
+async function whileHolding(run: ReturnType<typeof startCli>, dir: string, look: () => void): Promise<number | null> {
+  try {
+    await waitFor(() => marks(dir) === 2, 20_000, 'both holders to hold their memory');
+    look();
+  } finally {
+    release(dir, 99);
+  }
+  return (await run.result).code;
+}
+
 describe('R42: the OOM killer’s order', () => {
   it('--exec: commands get oom_score_adj 1000; the coordinator and its spawner helpers keep theirs', async () => {
     const p = projectWithFiles(2);
     const run = startCli(['run', 'src', '--exec', hold(1, 99, p.dir), '-j', '2'], { cwd: p.dir, env: { SD_TEST_MARK: p.dir } });
-    await waitFor(() => marks(p.dir) === 2, 20_000, 'both commands to hold their memory');
-    const helpers = childrenOf(run.pid!);
-    const commands = processesWithEnv(p.dir).filter((pid) => pid !== run.pid && !helpers.includes(pid));
-    expect(oomScore(run.pid!)).toBe(own);
-    expect(helpers.length).toBeGreaterThan(0);
-    // The spawner helpers run in the coordinator; without them (no C compiler) commands are its children.
-    for (const pid of helpers) expect(oomScore(pid)).toBe(readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'spawner' ? own : 1000);
-    const scores = commands.map(oomScore).filter((s) => s !== null);
-    expect(scores.length).toBeGreaterThanOrEqual(2);
-    expect(new Set(scores)).toEqual(new Set([1000]));
-    release(p.dir, 99);
-    expect((await run.result).code).toBe(0);
+    const code = await whileHolding(run, p.dir, () => {
+      const helpers = childrenOf(run.pid!);
+      const commands = processesWithEnv(p.dir).filter((pid) => pid !== run.pid && !helpers.includes(pid));
+      expect(oomScore(run.pid!)).toBe(own);
+      expect(helpers.length).toBeGreaterThan(0);
+      // The spawner helpers run in the coordinator; without them (no C compiler) commands are its children.
+      for (const pid of helpers) expect(oomScore(pid)).toBe(readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'spawner' ? own : 1000);
+      const scores = commands.map(oomScore).filter((s) => s !== null);
+      expect(scores.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(scores)).toEqual(new Set([1000]));
+    });
+    expect(code).toBe(0);
   });
 
   it('module handlers: workers and what they start get oom_score_adj 1000; the coordinator keeps its own', async () => {
@@ -49,16 +63,16 @@ describe('R42: the OOM killer’s order', () => {
       cwd: p.dir,
       env: { SD_TEST_MARK: p.dir, CHILD_SCRIPT: hold(1, 99, p.dir) },
     });
-    await waitFor(() => marks(p.dir) === 2, 20_000, 'both handlers’ children to hold their memory');
-    const workers = childrenOf(run.pid!);
-    const started = processesWithEnv(p.dir).filter((pid) => pid !== run.pid && !workers.includes(pid));
-    expect(oomScore(run.pid!)).toBe(own);
-    expect(workers.map(oomScore)).toEqual([1000, 1000]);
-    const scores = started.map(oomScore).filter((s) => s !== null);
-    expect(scores.length).toBeGreaterThanOrEqual(2);
-    expect(new Set(scores)).toEqual(new Set([1000]));
-    release(p.dir, 99);
-    expect((await run.result).code).toBe(0);
+    const code = await whileHolding(run, p.dir, () => {
+      const workers = childrenOf(run.pid!);
+      const started = processesWithEnv(p.dir).filter((pid) => pid !== run.pid && !workers.includes(pid));
+      expect(oomScore(run.pid!)).toBe(own);
+      expect(workers.map(oomScore)).toEqual([1000, 1000]);
+      const scores = started.map(oomScore).filter((s) => s !== null);
+      expect(scores.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(scores)).toEqual(new Set([1000]));
+    });
+    expect(code).toBe(0);
   });
 });
 
