@@ -9,7 +9,8 @@ import type { Queued } from './commit-queue.js';
 import { resultWithOut, type DeclaredOutputs } from './declared-outputs.js';
 import type { PoolWorker } from '../pool/pool.js';
 import type { RunPool } from './run-types.js';
-import { decideSettlement, upToDateSettlement, type Ending, type RetryRules, type TimedOut } from './settlement.js';
+import { OomKills } from './oom-kills.js';
+import { decideSettlement, killedOutright, upToDateSettlement, type Ending, type RetryRules, type TimedOut } from './settlement.js';
 import { SilenceWatch } from './silence-watch.js';
 
 export interface Inflight {
@@ -65,6 +66,8 @@ export class AttemptsInFlight {
   private readonly entries = new Map<number, Inflight>();
   /** By token, read-only outside: upkeep renews their leases and kills those taken over. */
   readonly inflight: ReadonlyMap<number, Inflight> = this.entries;
+  /** The kernel's count of OOM kills, read when a SIGKILL ends something of this run. */
+  readonly oomKills = new OomKills();
 
   constructor(
     private readonly pool: RunPool,
@@ -162,7 +165,11 @@ export class AttemptsInFlight {
     if (!entry) return null;
     // A stopped attempt is INTERRUPTED (uncharged), unless it managed to succeed anyway.
     if (entry.interrupted && !(ending.kind === 'reported' && ending.msg.ok)) ending = { kind: 'interrupted' };
-    else if (ending.kind === 'reported' || ending.kind === 'died') ending.timedOut = entry.timedOut; // each ending is a fresh object
+    else if (ending.kind === 'reported' || ending.kind === 'died') {
+      ending.timedOut = entry.timedOut; // each ending is a fresh object
+      // A clock of ours killed it, or something did: the OOM killer, if its count rose.
+      ending.outOfMemory = !entry.timedOut && killedOutright(ending) && this.oomKills.claim();
+    }
     return this.settle(entry, ending, Date.now());
   }
 

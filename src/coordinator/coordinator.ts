@@ -99,6 +99,8 @@ export class Coordinator {
       dropped: (_worker, tokens, why) =>
         tokens.forEach((t) => this.ended(t, { kind: 'interrupted', why: this.stopping ? `taken back unstarted as the run stopped` : why })),
       exited: (_worker, running, why, queued, signal) => {
+        // An idle worker the OOM killer took: its kill is no attempt's.
+        if (running.length === 0 && signal === 'SIGKILL') attempts.oomKills.claim();
         for (const t of queued) this.ended(t, { kind: 'interrupted', why: `its worker died (${why}) before it started` });
         for (const t of running) this.ended(t, { kind: 'died', why, timedOut: false, signal });
         this.schedule();
@@ -111,6 +113,7 @@ export class Coordinator {
     });
     const { leaseMs, maxRuntimeMs } = this.options;
     this.timers.push(longInterval(() => void this.upkeep.heartbeat(attempts.inflight).catch((err: unknown) => this.storeFailed(err)), Math.max(50, leaseMs / 3)));
+    this.timers.push(longInterval(() => attempts.oomKills.forgetOld(), Math.max(1000, leaseMs / 3)));
     if (maxRuntimeMs !== null) this.timers.push(longTimeout(() => this.stop({ kind: 'max-runtime' }), maxRuntimeMs));
     this.schedule();
     try {

@@ -21,9 +21,9 @@ export type TimedOut = false | 'timeout' | 'heartbeat';
 
 /** How an attempt ended, as the coordinator saw it. */
 export type Ending =
-  | { kind: 'reported'; msg: DoneMessage; timedOut: TimedOut }
+  | { kind: 'reported'; msg: DoneMessage; timedOut: TimedOut; outOfMemory?: boolean }
   /** Its worker (or an --exec batch's spawner helper, its body) died; `signal`, if one killed it. */
-  | { kind: 'died'; why: string; timedOut: TimedOut; signal?: string | null }
+  | { kind: 'died'; why: string; timedOut: TimedOut; signal?: string | null; outOfMemory?: boolean }
   /** Stopped by a shutdown, or never started because its worker died first: not counted. */
   | { kind: 'interrupted'; why?: string }
   /** Never handed to a worker: nothing may run it (an output path a stage result cannot hold). */
@@ -81,7 +81,7 @@ export function decideSettlement(task: ClaimedTask, ending: Ending, rules: Retry
     // The row's signal column says what killed the worker (not only the error text), so a
     // SIGKILL (OOM killer, kill -9) can be found by a query.
     const io: Io = { exitCode: null, signal: ending.signal ?? null, outputTail: null, logPath: null };
-    return ending.timedOut ? timedOut(ending.timedOut, io) : failure('CRASHED', `CRASHED: ${ending.why}`, false, io);
+    return ending.timedOut ? timedOut(ending.timedOut, io) : failure('CRASHED', `CRASHED: ${ending.outOfMemory ? outOfMemory(ending.why) : ending.why}`, false, io);
   }
   const m = ending.msg;
   if (m.ok) {
@@ -90,10 +90,22 @@ export function decideSettlement(task: ClaimedTask, ending: Ending, rules: Retry
     return { settlement: s, terminal: true };
   }
   if (ending.timedOut) return timedOut(ending.timedOut, m);
-  const error = m.error ? errorLine(m.error) : 'failed';
+  const error = m.error ? (ending.outOfMemory ? outOfMemory(errorLine(m.error)) : errorLine(m.error)) : 'failed';
   const permanent = m.error?.retryable === false || (m.exitCode !== null && rules.permanentCodes.includes(m.exitCode));
   return failure('FAILED', error, permanent, m);
 }
+
+/**
+ * Whether the attempt (its command, or the worker or helper it ran in) ended by SIGKILL: a
+ * shell reports its command's as exit code 137. Only such an ending may be the OOM killer's.
+ */
+export function killedOutright(ending: Ending): boolean {
+  if (ending.kind === 'died') return ending.signal === 'SIGKILL';
+  return ending.kind === 'reported' && !ending.msg.ok && (ending.msg.signal === 'SIGKILL' || ending.msg.exitCode === 137);
+}
+
+/** The error of an attempt the OOM killer ended: what show prints, what --permanent-errors can match. */
+const outOfMemory = (how: string) => `killed: out of memory (the kernel's OOM killer; ${how})`;
 
 /** One guarded matcher (its own thread) per rule set: the patterns are the user's (guarded-match.ts). */
 const matchers = new WeakMap<RegExp[], GuardedMatcher>();

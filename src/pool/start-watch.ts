@@ -78,10 +78,17 @@ export class LoadTally {
     this.kills = 0;
   }
 
-  /** A worker died (by `signal`, if one killed it) before its handler was ready. */
-  died(signal: NodeJS.Signals | null): void {
-    if (signal && OUTSIDE_KILLS.has(signal)) this.kills++;
+  /** A worker died (by `signal`, if one killed it) before its handler was ready: whether it was killed from outside. */
+  died(signal: NodeJS.Signals | null): boolean {
+    const killed = signal !== null && OUTSIDE_KILLS.has(signal);
+    if (killed) this.kills++;
     else this.failures++;
+    return killed;
+  }
+
+  /** Why the handler was given up on, after the last worker died `why`. */
+  why(why: string): string {
+    return this.kills >= MAX_LOAD_KILLS ? `${this.kills} workers in a row were killed as they loaded it, the last: ${why}` : why;
   }
 
   /** Whether the handler is given up on: MAX_LOAD_FAILURES in a row, or MAX_LOAD_KILLS kills before it was ready. */

@@ -12,6 +12,7 @@ import { groupMembers, killGroup } from './kill-group.js';
 import { HelperLauncher } from './helper-launcher.js';
 import type { Launcher } from './launcher.js';
 import { NodeLauncher } from './node-launcher.js';
+import { raiseOomScore } from './oom-score.js';
 import type { FromWorker, ToWorker } from './protocol.js';
 import { Spawner } from './spawner.js';
 import { WorkerCore } from './worker-core.js';
@@ -78,6 +79,8 @@ function hasChildren(): boolean {
   }
 }
 
+// Before the handler loads: the kernel takes this worker, and all it starts, before the coordinator.
+raiseOomScore('self');
 process.send?.({ type: 'booted' } satisfies FromWorker);
 process.on('message', (msg: ToWorker) => {
   if (msg.type === 'load') killGraceMs = msg.killGraceMs;

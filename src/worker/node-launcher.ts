@@ -3,6 +3,7 @@ import { createReadStream } from 'node:fs';
 import type { Writable } from 'node:stream';
 import type { TaskInput } from './task-bytes.js';
 import type { Launched, Launcher, LaunchRequest } from './launcher.js';
+import { oomScoreInherited, raiseOomScore } from './oom-score.js';
 import { OutputCapture } from './output-capture.js';
 import { PrintCopy } from './print-copy.js';
 
@@ -78,7 +79,12 @@ export class NodeLauncher implements Launcher {
     const capture = new OutputCapture(logFile);
     const copy = print ? new PrintCopy(print) : null;
     const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'], env: { ...process.env, ...vars } });
-    if (child.pid !== undefined) q.onStarted(child.pid, Date.now());
+    if (child.pid !== undefined) {
+      // Node's spawn runs nothing between fork and exec: a command the coordinator starts
+      // itself is raised just after its start (a forked worker's inherit the worker's).
+      if (!oomScoreInherited()) raiseOomScore(child.pid);
+      q.onStarted(child.pid, Date.now());
+    }
     if (stdin && child.stdin) feed(child.stdin, stdin);
     child.stdout!.on('data', (b: Buffer) => {
       capture.write(b);

@@ -5,7 +5,8 @@
  * exits, the next queued one starts, and only then are both reported, so the slot never waits
  * for a round trip to its worker or the coordinator. Each command still gets what a plain
  * spawn gives it: its own session and process group, stdin from /dev/null, stdout and stderr
- * into its log file, the worker's cwd, and the worker's environment plus the task's variables.
+ * into its log file, the worker's cwd, and the worker's environment plus the task's variables;
+ * and the OOM killer takes it before this helper and the coordinator (raise_oom_score).
  *
  * Protocol version 2 (`spawner --check` prints "splitdance-spawner protocol 2"; the worker
  * refuses any other). Requests arrive on stdin as NUL-terminated fields:
@@ -211,6 +212,37 @@ static void free_request(struct request *r) {
   free(r);
 }
 
+/*
+ * What its commands are given as oom_score_adj: the kernel's OOM killer takes them before the
+ * coordinator and this helper, which keep theirs (STARTED_OOM_SCORE_ADJ in oom-score.ts).
+ * posix_spawn runs nothing of ours between its vfork and the exec, so the value is written
+ * just after the spawn returns (one write; the command has not run a millisecond by then), and
+ * only by a helper whose own value is lower: one started by a forked worker has inherited it.
+ */
+#define STARTED_OOM_SCORE_ADJ 1000
+static int oom_score_inherited;
+
+static void raise_oom_score(pid_t pid) {
+  if (oom_score_inherited) return;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%ld/oom_score_adj", (long)pid);
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return; /* no /proc: the kernel's own order stays */
+  char value[16];
+  int n = snprintf(value, sizeof value, "%d", STARTED_OOM_SCORE_ADJ);
+  if (write(fd, value, (size_t)n) < 0) { /* not ours to change: as above */ }
+  close(fd);
+}
+
+static int own_oom_score(void) {
+  char value[16] = { 0 };
+  int fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return STARTED_OOM_SCORE_ADJ;
+  ssize_t n = read(fd, value, sizeof value - 1);
+  close(fd);
+  return n > 0 ? atoi(value) : STARTED_OOM_SCORE_ADJ;
+}
+
 /* Starts one request: `running` on success, else an F or L reply. */
 static void start(struct request *r) {
   /* Allocated first: running out of memory after the spawn would leave an untracked command. */
@@ -271,6 +303,7 @@ static void start(struct request *r) {
     reply(r->id, 'F', err, -1);
     return;
   }
+  raise_oom_score(pid);
   *c = (struct child){ pid, r->id, fd, path_copy };
   running = c;
   reply(r->id, 'S', pid, now_ms());
@@ -421,6 +454,7 @@ int main(int argc, char **argv) {
   /* The worker names itself (argument 1): one that died before this line ran is seen at once. */
   parent = argc > 1 ? (pid_t)strtol(argv[1], NULL, 10) : getppid();
   if (pipe2(sigchld_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
+  oom_score_inherited = own_oom_score() >= STARTED_OOM_SCORE_ADJ;
 #ifdef PR_SET_CHILD_SUBREAPER
   prctl(PR_SET_CHILD_SUBREAPER, 1);
 #endif

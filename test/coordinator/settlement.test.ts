@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BackoffPolicy } from '../../src/coordinator/backoff.js';
-import { decideSettlement, type Ending, type RetryRules, type TimedOut } from '../../src/coordinator/settlement.js';
+import { decideSettlement, killedOutright, type Ending, type RetryRules, type TimedOut } from '../../src/coordinator/settlement.js';
 import { PermanentError, serializeError, type SerializedError } from '../../src/errors.js';
 import type { ClaimedTask } from '../../src/store/task-store.js';
 import type { DoneMessage } from '../../src/worker/protocol.js';
@@ -288,6 +288,34 @@ describe('decideSettlement', () => {
       expect(r.settlement.outcome).toBe('TIMEOUT');
       expect(r.settlement.retryAt).toBe(NOW + 5_000);
       expect(r.terminal).toBe(false);
+    });
+  });
+
+  describe('the OOM killer', () => {
+    it('a command it killed → FAILED "killed: out of memory", retried; --permanent-errors can match it', () => {
+      const killed = done({ exitCode: null, signal: 'SIGKILL', error: err({ message: 'killed by SIGKILL' }) });
+      const r = decideSettlement(claimed(1, 4), { kind: 'reported', msg: killed, timedOut: false, outOfMemory: true }, rules(), NOW, STARTED);
+      expect(r.settlement).toMatchObject({ outcome: 'FAILED', signal: 'SIGKILL', error: "killed: out of memory (the kernel's OOM killer; killed by SIGKILL)", retryAt: NOW + 5_000 });
+      const p = decideSettlement(claimed(1, 4), { kind: 'reported', msg: killed, timedOut: false, outOfMemory: true }, rules({ permanentErrors: [/out of memory/] }), NOW, STARTED);
+      expect(p.terminal).toBe(true);
+      const other = decideSettlement(claimed(1, 4), reported(killed), rules({ permanentErrors: [/out of memory/] }), NOW, STARTED);
+      expect(other.settlement.error).toBe('killed by SIGKILL');
+      expect(other.terminal).toBe(false);
+    });
+
+    it('a worker it killed → CRASHED "killed: out of memory"', () => {
+      const r = decideSettlement(claimed(1, 4), { kind: 'died', why: 'worker killed by SIGKILL', timedOut: false, signal: 'SIGKILL', outOfMemory: true }, rules(), NOW, STARTED);
+      expect(r.settlement).toMatchObject({ outcome: 'CRASHED', signal: 'SIGKILL', error: "CRASHED: killed: out of memory (the kernel's OOM killer; worker killed by SIGKILL)" });
+    });
+
+    it('only an ending by SIGKILL (or a shell\'s exit code 137) may be its', () => {
+      expect(killedOutright({ kind: 'died', why: '', timedOut: false, signal: 'SIGKILL' })).toBe(true);
+      expect(killedOutright({ kind: 'died', why: '', timedOut: false, signal: 'SIGSEGV' })).toBe(false);
+      expect(killedOutright(reported(done({ exitCode: null, signal: 'SIGKILL' })))).toBe(true);
+      expect(killedOutright(reported(done({ exitCode: 137 })))).toBe(true);
+      expect(killedOutright(reported(done({ exitCode: 1 })))).toBe(false);
+      expect(killedOutright(reported(done({ ok: true, exitCode: 0 })))).toBe(false);
+      expect(killedOutright({ kind: 'interrupted' })).toBe(false);
     });
   });
 

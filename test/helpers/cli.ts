@@ -23,6 +23,8 @@ export interface CliOptions {
   timeoutMs?: number;
   /** Written to the command's stdin, which is then closed (else stdin is /dev/null). */
   input?: string | Buffer;
+  /** A command the CLI runs under (`sh -c '…; exec "$@"' sh`): the CLI is its last arguments. */
+  under?: string[];
 }
 
 /** A fresh temp directory (real path, so keys and paths compare exactly). */
@@ -33,7 +35,8 @@ export function tempDir(prefix = 'sd-'): string {
 /** Starts the built CLI as a real process. */
 export function startCli(args: string[], opts: CliOptions): ChildProcess & { result: Promise<CliResult> } {
   const env = opts.cleanEnv ? { ...opts.env } : { ...process.env, NO_COLOR: '1', ...opts.env };
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd, env, stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+  const [command, ...before] = [...(opts.under ?? []), process.execPath];
+  const child = spawn(command!, [...before, BIN, ...args], { cwd: opts.cwd, env, stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
   if (opts.input !== undefined) {
     child.stdin!.on('error', () => {}); // a CLI that exits without reading all of it
     child.stdin!.end(opts.input);

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { handler, runCli, startCli, waitFor } from '../helpers/cli.js';
@@ -38,4 +38,25 @@ describe('a handler module whose import never settles', () => {
       await waitFor(() => processesWithEnv(p.dir).length === 0, 5000, 'the worker to be gone');
     });
   }
+});
+
+describe('R43: the first worker killed from outside while it loads the handler', () => {
+  it('SIGKILL during the import: another worker starts and the batch finishes; a handler that throws at import still exits 2', async () => {
+    const p = projectWithFiles(6);
+    const gate = join(p.dir, 'load-gate');
+    const run = startCli(['run', 'src', '--handler', handler('first-load-hangs'), '-j', '1'], { cwd: p.dir, env: { LOAD_GATE: gate } });
+    // The first worker's import hangs once it has written its pid: it is inside the import now.
+    const firstPid = () => (existsSync(gate) ? Number(readFileSync(gate, 'utf8')) : 0);
+    await waitFor(() => firstPid() > 0, 20_000, 'the first worker to start its import');
+    process.kill(firstPid(), 'SIGKILL');
+    const r = await run.result;
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).not.toMatch(/could not start the handler/);
+    const tasks = JSON.parse((await runCli(['tasks', '--json'], { cwd: p.dir })).stdout) as { status: string; attempts: number }[];
+    expect(tasks.map((t) => [t.status, t.attempts])).toEqual(p.keys.map(() => ['SUCCESS', 1]));
+
+    const broken = await runCli(['run', 'src', '--handler', handler('broken'), '--batch', 'broken'], { cwd: p.dir });
+    expect(broken.code).toBe(2);
+    expect(broken.stderr).toMatch(/broken\.mjs failed to load: .*broken on purpose/);
+  });
 });
