@@ -189,6 +189,9 @@ export class Coordinator {
         // are committed on their own first. (Successes, the common case, share the claim's transaction.)
         if (this.commits.hasFailures) await this.commitEnded();
         const unfilledAt = await this.claimForFreeSlots();
+        // Only a tick whose writes went through ends an outage: a primary being demoted answers
+        // reads and refuses every write (R47), and a read alone would end it after every retry.
+        this.outage.recovered();
         const moves = await this.checkEnd();
         if (unfilledAt !== null && !this.finished) await this.sleepUntilDue(unfilledAt, moves);
       } while (this.again);
@@ -330,15 +333,14 @@ export class Coordinator {
   }
 
   /**
-   * The first tick after an outage: renew the leases at once (they ran on while the heartbeat
-   * could not), and give back what a claim whose reply was lost left RUNNING.
+   * Each tick during an outage, before its claim: renew the leases at once (they ran on while
+   * the heartbeat could not), and give back what a claim whose reply was lost left RUNNING.
    */
   private async reconnected(): Promise<void> {
     await this.upkeep.heartbeat(this.attempts.inflight);
     const held = [...this.attempts.inflight.values()].map((e) => e.task).concat(this.commits.tasks());
     const known = new Set(held.map((t) => t.id));
     const released = await releaseLostClaims(this.store, this.batch.id, this.owner, known);
-    this.outage.recovered();
     if (released) this.observer.note(`${plural(released, 'task')} claimed as the store went down ${released === 1 ? 'was' : 'were'} given back unstarted`);
   }
 

@@ -8,9 +8,10 @@ const t = parsePgUrl('postgres://u:pw@h:1/db');
 const pgErr = (message: string, code?: string) => pgStoreError(Object.assign(new Error(message), code ? { code } : {}), t);
 
 describe('which PostgreSQL errors a run waits out', () => {
-  it('a restart, a crash, a refused or cut connection: unavailable', () => {
+  it('a restart, a crash, a refused or cut connection, a primary being demoted: unavailable', () => {
     for (const e of [
       pgErr('the database system is shutting down', '57P03'),
+      pgErr('cannot execute UPDATE in a read-only transaction', '25006'),
       pgErr('the database system is starting up', '57P03'),
       pgErr('terminating connection due to administrator command', '57P01'),
       pgErr('connect ECONNREFUSED 127.0.0.1:1', 'ECONNREFUSED'),

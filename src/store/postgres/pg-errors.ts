@@ -61,8 +61,9 @@ export function pgStoreError(err: unknown, t: PgTarget): Error {
   // The driver's own text may echo the connection string or the password: never pass it on raw.
   const message = t.scrub(typeof e.message === 'string' ? e.message : String(err));
   const at = `PostgreSQL at ${t.server}`;
-  // These three kinds are what a restart, a failover or a network cut look like: UNAVAILABLE,
-  // which a run waits out for a while (coordinator/outage.ts) and every other command reports.
+  // These three kinds (and 25006 and 57P01-57P03 below) are what a restart, a failover or a
+  // network cut look like: UNAVAILABLE, which a run waits out for a while (coordinator/outage.ts)
+  // and every other command reports.
   if (NETWORK_CODES.has(code) || /connection timeout|timeout expired|timeout exceeded when trying to connect|\bSSL\b/i.test(message)) {
     return new StoreError(`cannot reach ${at}: ${message}; check --db and that the server is running`, 'UNAVAILABLE');
   }
@@ -96,9 +97,13 @@ export function pgStoreError(err: unknown, t: PgTarget): Error {
     case '42703':
       return new StoreError(`the store ${t.location} (schema ${t.schema}) is missing part of its tables (${message}); was it changed outside splitdance?`);
     case '25006':
-      // splitdance's own read-only opens never write; this is the server refusing a write.
+      // splitdance's own read-only opens never write; this is the server refusing a write. A
+      // primary being demoted in a failover refuses writes this way on every open session for a
+      // few seconds before it goes (or comes back): an outage like a restart, which a run rides
+      // out up to its limit. A standby named by --db stays read-only, and ends a run at the limit.
       return new StoreError(
-        `${at} accepts no writes to the store ${t.location} (${message}): a read-only standby, or default_transaction_read_only on; point --db at the primary`,
+        `${at} accepts no writes to the store ${t.location} (${message}): a read-only standby, a primary being demoted, or default_transaction_read_only on; point --db at the primary`,
+        'UNAVAILABLE',
       );
     case '57014':
       return new StoreError(
