@@ -121,9 +121,13 @@ export class Coordinator {
       this.outage.cancel();
       this.pool.quiesce();
       this.killAll(); // only after a fatal error is anything still in flight
-      await this.commitEnded().catch(() => undefined);
+      // A store that stayed unavailable for the outage limit gets nothing more: each call would
+      // wait out its own bound (up to 30 s) past the limit. What ended here stays RUNNING under
+      // this run's lease, and the next run takes it back.
+      const reachable = !this.outage.active;
+      if (reachable) await this.commitEnded().catch(() => undefined);
       await this.placement.settled();
-      await this.placement.confirm(this.store).catch(() => undefined); // unconfirmed, the next recovery finds them in place
+      if (reachable) await this.placement.confirm(this.store).catch(() => undefined); // unconfirmed, the next recovery finds them in place
       await this.pool.shutdown();
     }
   }
@@ -254,6 +258,9 @@ export class Coordinator {
       this.placement.restore(placed);
       throw err;
     }
+    // The run gave up at the outage limit while this claim waited: what it claimed is never
+    // started here; it stays RUNNING under this run's lease for the next run to take back.
+    if (this.finished) return null;
     if (claimed.handOut.size > 0) this.idle.found();
     for (const tasks of claimed.handOut.values()) this.commits.claimed(tasks);
     for (const [worker, tasks] of claimed.handOut) this.handOut(worker, tasks, now, claimed.queued);
@@ -326,7 +333,13 @@ export class Coordinator {
   private storeFailed(err: unknown): void {
     if (this.finished) return;
     try {
-      this.outage.retryLater(err, () => this.schedule());
+      this.outage.retryLater(
+        err,
+        () => this.schedule(),
+        (pastLimit) => {
+          if (!this.finished) this.fail(pastLimit);
+        },
+      );
     } catch (fatal) {
       this.fail(fatal);
     }
