@@ -43,33 +43,40 @@ async function readOnly(on: boolean): Promise<void> {
 /** Lines of the side-effect log: one per attempt whose command ran to its `echo`. */
 const ran = (log: string) => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean).map((l) => basename(l)) : []);
 
-function startRun(n: number, schema: string, env: NodeJS.ProcessEnv = {}) {
+function startRun(n: number, schema: string, env: NodeJS.ProcessEnv = {}, slots = '4') {
   const p = projectWithFiles(n, 'sd-pgdemote-');
   const log = join(p.dir, 'ran.txt');
-  const exec = `echo {} >> ${log}; sleep 0.05`;
-  const run = startCli(['run', 'src', '--db', `${server.url}?schema=${schema}`, '--exec', exec, '-j', '4'], { cwd: p.dir, env, timeoutMs: 120_000 });
-  return { p, run, log };
+  const db = `${server.url}?schema=${schema}`;
+  // Each host also counts its own attempts, in a file named by SD_HOST.
+  const exec = `echo {} >> ${log}; echo . >> ${join(p.dir, 'host-')}$SD_HOST; sleep 0.05`;
+  const run = startCli(['run', 'src', '--db', db, '--exec', exec, '-j', slots], { cwd: p.dir, env: { SD_HOST: 'run', ...env }, timeoutMs: 120_000 });
+  return { p, run, log, db };
 }
 
 describe.skipIf(unavailable !== null)(`run rides out a primary turned read-only${unavailable ? ` (skipped: ${unavailable})` : ''}`, () => {
-  it('read-only for 8 s under run -j 4: no exit, the store is back, exit 0 with every task SUCCESS and run once', async () => {
-    const { p, run, log } = startRun(300, 'demoted_briefly');
-    await waitFor(() => ran(log).length >= 40, 60_000, '40 attempts run');
+  it('read-only for 8 s under a run -j 2 and a worker -j 2 on one batch: neither exits, both say the store is back, exit 0 with every task SUCCESS and run once', async () => {
+    const { p, run, log, db } = startRun(300, 'demoted_briefly', {}, '2');
+    await waitFor(() => ran(log).length >= 20, 60_000, 'the batch started');
+    const worker = startCli(['worker', '--db', db, '-j', '2'], { cwd: p.dir, env: { SD_HOST: 'worker' }, timeoutMs: 120_000 });
+    // Read-only only once the worker runs attempts: a start-up that meets it is another matter.
+    await waitFor(() => ran(join(p.dir, 'host-worker')).length >= 10, 60_000, 'the worker ran 10 attempts');
     await readOnly(true);
     try {
       await sleep(8000);
     } finally {
       await readOnly(false);
     }
-    const r: CliResult = await run.result;
-    expect(r.signal, `hung: ${r.stderr}`).toBeNull();
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(/the store is unavailable \(PostgreSQL at .* accepts no writes/);
-    expect(r.stderr).toMatch(/the store is back/);
+    const [r, w]: CliResult[] = await Promise.all([run.result, worker.result]);
+    for (const [name, x] of [['run', r], ['worker', w]] as const) {
+      expect(x.signal, `${name} hung: ${x.stderr}`).toBeNull();
+      expect(x.code, `${name}: ${x.stderr}`).toBe(0);
+      expect(x.stderr, name).toMatch(/the store is unavailable \(PostgreSQL at .* accepts no writes/);
+      expect(x.stderr, name).toMatch(/the store is back/);
+    }
     const statuses = await admin<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM demoted_briefly.tasks GROUP BY status`);
     expect(statuses).toEqual([{ status: 'SUCCESS', n: 300 }]);
     // A refused write commits nothing and loses no lease (8 s is well inside the 30 s lease):
-    // no attempt is repeated.
+    // no attempt is repeated, on either host.
     const lines = ran(log);
     expect(lines.length, 'each task ran exactly once').toBe(300);
     expect(new Set(lines)).toEqual(new Set(p.keys));
