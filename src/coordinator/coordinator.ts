@@ -124,9 +124,13 @@ export class Coordinator {
       this.outage.cancel();
       this.pool.quiesce();
       this.killAll(); // only after a fatal error is anything still in flight
-      await this.commitEnded().catch(() => undefined);
+      // A store that stayed unavailable for the outage limit gets nothing more: each call would
+      // wait out its own bound (up to 30 s) past the limit. What ended here stays RUNNING under
+      // this run's lease, and the next run takes it back.
+      const reachable = !this.outage.active;
+      if (reachable) await this.commitEnded().catch(() => undefined);
       await this.placement.settled();
-      await this.placement.confirm(this.store).catch(() => undefined); // unconfirmed, the next recovery finds them in place
+      if (reachable) await this.placement.confirm(this.store).catch(() => undefined); // unconfirmed, the next recovery finds them in place
       await this.pool.shutdown();
     }
   }
@@ -192,6 +196,9 @@ export class Coordinator {
         // are committed on their own first. (Successes, the common case, share the claim's transaction.)
         if (this.commits.hasFailures) await this.commitEnded();
         const unfilledAt = await this.claimForFreeSlots();
+        // Only a tick whose writes went through ends an outage: a primary being demoted answers
+        // reads and refuses every write (R47), and a read alone would end it after every retry.
+        this.outage.recovered();
         const moves = await this.checkEnd();
         if (unfilledAt !== null && !this.finished) await this.sleepUntilDue(unfilledAt, moves);
       } while (this.again);
@@ -254,6 +261,9 @@ export class Coordinator {
       this.placement.restore(placed);
       throw err;
     }
+    // The run gave up at the outage limit while this claim waited: what it claimed is never
+    // started here; it stays RUNNING under this run's lease for the next run to take back.
+    if (this.finished) return null;
     if (claimed.handOut.size > 0) this.idle.found();
     for (const tasks of claimed.handOut.values()) this.commits.claimed(tasks);
     for (const [worker, tasks] of claimed.handOut) this.handOut(worker, tasks, now, claimed.queued);
@@ -326,22 +336,27 @@ export class Coordinator {
   private storeFailed(err: unknown): void {
     if (this.finished) return;
     try {
-      this.outage.retryLater(err, () => this.schedule());
+      this.outage.retryLater(
+        err,
+        () => this.schedule(),
+        (pastLimit) => {
+          if (!this.finished) this.fail(pastLimit);
+        },
+      );
     } catch (fatal) {
       this.fail(fatal);
     }
   }
 
   /**
-   * The first tick after an outage: renew the leases at once (they ran on while the heartbeat
-   * could not), and give back what a claim whose reply was lost left RUNNING.
+   * Each tick during an outage, before its claim: renew the leases at once (they ran on while
+   * the heartbeat could not), and give back what a claim whose reply was lost left RUNNING.
    */
   private async reconnected(): Promise<void> {
     await this.upkeep.heartbeat(this.attempts.inflight);
     const held = [...this.attempts.inflight.values()].map((e) => e.task).concat(this.commits.tasks());
     const known = new Set(held.map((t) => t.id));
     const released = await releaseLostClaims(this.store, this.batch.id, this.owner, known);
-    this.outage.recovered();
     if (released) this.observer.note(`${plural(released, 'task')} claimed as the store went down ${released === 1 ? 'was' : 'were'} given back unstarted`);
   }
 

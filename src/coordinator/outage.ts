@@ -37,6 +37,7 @@ export class Outage {
   private lastError = '';
   private retryAt = 0;
   private timer: NodeJS.Timeout | undefined;
+  private deadline: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly note: (message: string) => void,
@@ -52,8 +53,12 @@ export class Outage {
     return monotonicMs() < this.retryAt;
   }
 
-  /** As `failed`, and runs `retry` once the wait is over. */
-  retryLater(err: unknown, retry: () => void): void {
+  /**
+   * As `failed`, and runs `retry` once the wait is over. `giveUp` runs at the limit if the
+   * outage has not ended by then: a retry still waiting on a silent network (a connection
+   * attempt, up to 10 s) must not stretch the limit.
+   */
+  retryLater(err: unknown, retry: () => void, giveUp: (err: StoreError) => void): void {
     const delay = this.failed(err);
     this.retryAt = monotonicMs() + delay;
     clearTimeout(this.timer);
@@ -61,11 +66,14 @@ export class Outage {
       this.retryAt = 0;
       retry();
     }, delay);
+    this.deadline ??= setTimeout(() => giveUp(this.pastLimit(monotonicMs())), Math.max(0, this.since! + this.limitMs - monotonicMs()));
   }
 
   /** The run is over: no retry may run after it. */
   cancel(): void {
     clearTimeout(this.timer);
+    clearTimeout(this.deadline);
+    this.deadline = undefined;
     this.retryAt = 0;
   }
 
@@ -82,9 +90,7 @@ export class Outage {
       const cause = this.lastError.replace(/; (run again|check --db) .*$/, '');
       this.note(`the store is unavailable (${cause}); running attempts go on, reconnecting for up to ${formatMs(this.limitMs)}`);
     }
-    if (now - this.since >= this.limitMs) {
-      throw new StoreError(`the store stayed unavailable for ${formatMs(now - this.since)} (limit ${formatMs(this.limitMs)}): ${this.lastError}`);
-    }
+    if (now - this.since >= this.limitMs) throw this.pastLimit(now);
     this.tries++;
     return Math.min(backoffDelay(this.tries, RECONNECT), Math.max(0, this.since + this.limitMs - now));
   }
@@ -95,7 +101,13 @@ export class Outage {
     this.note(`the store is back after ${formatMs(now - this.since)}; going on`);
     this.since = null;
     this.tries = 0;
+    clearTimeout(this.deadline);
+    this.deadline = undefined;
     return true;
+  }
+
+  private pastLimit(now: number): StoreError {
+    return new StoreError(`the store stayed unavailable for ${formatMs(now - this.since!)} (limit ${formatMs(this.limitMs)}): ${this.lastError}`);
   }
 }
 

@@ -1,16 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { Outage, isUnavailable } from '../../src/coordinator/outage.js';
 import { StoreError } from '../../src/errors.js';
-import { pgStoreError } from '../../src/store/postgres/pg-errors.js';
+import { CONNECT_TIMEOUT_MS, pgStoreError } from '../../src/store/postgres/pg-errors.js';
 import { parsePgUrl } from '../../src/store/postgres/pg-url.js';
 
 const t = parsePgUrl('postgres://u:pw@h:1/db');
 const pgErr = (message: string, code?: string) => pgStoreError(Object.assign(new Error(message), code ? { code } : {}), t);
 
 describe('which PostgreSQL errors a run waits out', () => {
-  it('a restart, a crash, a refused or cut connection: unavailable', () => {
+  it('a restart, a crash, a refused or cut connection, a primary being demoted: unavailable', () => {
     for (const e of [
       pgErr('the database system is shutting down', '57P03'),
+      pgErr('cannot execute UPDATE in a read-only transaction', '25006'),
       pgErr('the database system is starting up', '57P03'),
       pgErr('terminating connection due to administrator command', '57P01'),
       pgErr('connect ECONNREFUSED 127.0.0.1:1', 'ECONNREFUSED'),
@@ -50,6 +51,27 @@ describe('Outage', () => {
     expect(o.failed(silent, 10_000)).toBeGreaterThan(0);
     expect(o.failed(down, 12_900)).toBeLessThanOrEqual(100);
     expect(() => o.failed(down, 13_000)).toThrow(/stayed unavailable for 5s \(limit 5s\)/);
+  });
+
+  it('a connection attempt that timed out counts as unavailable from when it began', () => {
+    const timedOut = pgErr('Connection terminated due to connection timeout');
+    expect(isUnavailable(timedOut)).toBe(true);
+    expect((timedOut as StoreError).silentMs).toBe(CONNECT_TIMEOUT_MS);
+    const o = new Outage(() => {}, CONNECT_TIMEOUT_MS + 5000);
+    expect(o.failed(timedOut, 100_000)).toBeGreaterThan(0);
+    expect(o.failed(down, 104_900)).toBeLessThanOrEqual(100);
+    expect(() => o.failed(down, 105_000)).toThrow(/stayed unavailable for/);
+  });
+
+  it('gives up at the limit while a retry still waits for its answer, not when that retry fails', async () => {
+    const o = new Outage(() => {}, 300);
+    const retried: number[] = [];
+    const gaveUp = new Promise<StoreError>((done) => o.retryLater(down, () => retried.push(1), done));
+    // The retry runs and never comes back (a connection attempt across a silent network).
+    const err = await gaveUp;
+    expect(retried).toEqual([1]);
+    expect(err.message).toMatch(/^the store stayed unavailable for .* \(limit 300ms\): cannot reach PostgreSQL at h:1/);
+    o.cancel();
   });
 
   it('a recovery starts the clock again; any other error is thrown as it is', () => {

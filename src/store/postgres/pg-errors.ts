@@ -28,6 +28,14 @@ const givenQueryTimeout = Number(TEST_HOOKS.queryTimeoutMs);
 export const QUERY_TIMEOUT_MS = Number.isFinite(givenQueryTimeout) && givenQueryTimeout > 0 ? givenQueryTimeout : 30_000;
 
 /**
+ * Milliseconds a new connection may take to be made and logged in (the pool's
+ * `connectionTimeoutMillis`). A server that accepts the connection but never answers the login is
+ * silent like a half-open connection: bounded the same way, and never longer than 10 s, so the
+ * retries of an outage stay on schedule.
+ */
+export const CONNECT_TIMEOUT_MS = Math.min(10_000, QUERY_TIMEOUT_MS);
+
+/**
  * The bound for the few statements that may rightly run for long: a schema upgrade of a big
  * table, the one INSERT of a million-task enqueue.
  */
@@ -61,9 +69,14 @@ export function pgStoreError(err: unknown, t: PgTarget): Error {
   // The driver's own text may echo the connection string or the password: never pass it on raw.
   const message = t.scrub(typeof e.message === 'string' ? e.message : String(err));
   const at = `PostgreSQL at ${t.server}`;
-  // These three kinds are what a restart, a failover or a network cut look like: UNAVAILABLE,
-  // which a run waits out for a while (coordinator/outage.ts) and every other command reports.
-  if (NETWORK_CODES.has(code) || /connection timeout|timeout expired|timeout exceeded when trying to connect|\bSSL\b/i.test(message)) {
+  // These kinds (and 25006 and 57P01-57P03 below) are what a restart, a failover or a network
+  // cut look like: UNAVAILABLE, which a run waits out for a while (coordinator/outage.ts) and
+  // every other command reports. A connection (or a slot in the pool) waited for in vain: the
+  // store has been out of reach since the wait began, CONNECT_TIMEOUT_MS ago.
+  if (/connection timeout|timeout expired|timeout exceeded when trying to connect/i.test(message)) {
+    return new StoreError(`cannot reach ${at}: ${message}; check --db and that the server is running`, 'UNAVAILABLE', CONNECT_TIMEOUT_MS);
+  }
+  if (NETWORK_CODES.has(code) || /\bSSL\b/i.test(message)) {
     return new StoreError(`cannot reach ${at}: ${message}; check --db and that the server is running`, 'UNAVAILABLE');
   }
   // The driver's query_timeout: the server (or the network to it) went silent mid-statement.
@@ -96,9 +109,13 @@ export function pgStoreError(err: unknown, t: PgTarget): Error {
     case '42703':
       return new StoreError(`the store ${t.location} (schema ${t.schema}) is missing part of its tables (${message}); was it changed outside splitdance?`);
     case '25006':
-      // splitdance's own read-only opens never write; this is the server refusing a write.
+      // splitdance's own read-only opens never write; this is the server refusing a write. A
+      // primary being demoted in a failover refuses writes this way on every open session for a
+      // few seconds before it goes (or comes back): an outage like a restart, which a run rides
+      // out up to its limit. A standby named by --db stays read-only, and ends a run at the limit.
       return new StoreError(
-        `${at} accepts no writes to the store ${t.location} (${message}): a read-only standby, or default_transaction_read_only on; point --db at the primary`,
+        `${at} accepts no writes to the store ${t.location} (${message}): a read-only standby, a primary being demoted, or default_transaction_read_only on; point --db at the primary`,
+        'UNAVAILABLE',
       );
     case '57014':
       return new StoreError(
