@@ -1,3 +1,4 @@
+import picomatch from 'picomatch';
 import { UsageError } from '../errors.js';
 
 /**
@@ -10,4 +11,20 @@ export function requireFilter(value: string | undefined, flag: string): string |
     throw new UsageError(`${flag} is empty; give a non-empty value (is a shell variable unset?), or leave ${flag} out to mean every task`);
   }
   return value;
+}
+
+/**
+ * `--key PATTERN`: a key the batch has, given as it is, matches that key alone (keys may hold
+ * `[`, `*`, `!` and braces); any other text is a glob (`*`, `?`, `[…]`, `{a,b}`) that never
+ * negates: a leading `!` is a character of the key, never "every task but". Without a pattern,
+ * undefined (every task).
+ */
+export async function keyMatcher(
+  store: { getTask(batchId: number, key: string): Promise<unknown> },
+  batchId: number,
+  pattern: string | undefined,
+): Promise<((key: string) => boolean) | undefined> {
+  if (pattern === undefined) return undefined;
+  if ((await store.getTask(batchId, pattern)) !== undefined) return (key) => key === pattern;
+  return picomatch(pattern, { dot: true, nonegate: true });
 }

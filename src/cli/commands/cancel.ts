@@ -1,5 +1,4 @@
-import picomatch from 'picomatch';
-import { requireFilter } from '../filters.js';
+import { keyMatcher, requireFilter } from '../filters.js';
 import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { withBatch } from '../with-store.js';
@@ -19,7 +18,7 @@ export interface CancelFlags extends OutputFlags {
 export async function cancelCommand(flags: CancelFlags, io: Io): Promise<number> {
   const key = requireFilter(flags.key, '--key');
   return withBatch(flags, io, async (store, batch) => {
-    const r = await store.cancel({ batchId: batch.id, keyMatches: key !== undefined ? picomatch(key, { dot: true }) : undefined });
+    const r = await store.cancel({ batchId: batch.id, keyMatches: await keyMatcher(store, batch.id, key) });
     if (flags.json) line(io.stdout, JSON.stringify({ batch: batch.name, ...r }));
     else if (!flags.quiet) {
       const parts = [`${r.cancelled} pending task${r.cancelled === 1 ? '' : 's'} cancelled`];

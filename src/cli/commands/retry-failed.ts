@@ -1,11 +1,10 @@
-import picomatch from 'picomatch';
 import { UsageError } from '../../errors.js';
-import { requireFilter } from '../filters.js';
+import { keyMatcher, requireFilter } from '../filters.js';
 import { inputFromFlags, parseConcurrency, type RawRunFlags } from '../../job/run-options.js';
 import { planRun } from '../../job/plan-run.js';
 import { startAndDrive } from '../drive-run.js';
 import { keepWorkingWithoutOutput } from '../lost-output.js';
-import type { AdminStore, BatchRecord, TaskStore } from '../../store/task-store.js';
+import type { AdminStore, BatchRecord, QueryStore, TaskStore } from '../../store/task-store.js';
 import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { resolveBatch } from '../resolve-batch.js';
@@ -68,10 +67,10 @@ export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promi
   return startAndDrive(plan, runFlags, io, { beforeWrite });
 }
 
-function resetFailed(store: AdminStore, batch: BatchRecord, flags: RetryFailedFlags): Promise<number> {
+async function resetFailed(store: AdminStore & QueryStore, batch: BatchRecord, flags: RetryFailedFlags): Promise<number> {
   return store.retryFailed({
     batchId: batch.id,
-    keyMatches: flags.key !== undefined ? picomatch(flags.key, { dot: true }) : undefined,
+    keyMatches: await keyMatcher(store, batch.id, flags.key),
     errorContains: flags.error,
     errorMatches: flags.cluster !== undefined ? (e) => e !== null && clusterId(errorSignature(e)) === flags.cluster!.trim().toLowerCase() : undefined,
   });

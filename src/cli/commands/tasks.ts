@@ -1,8 +1,7 @@
-import picomatch from 'picomatch';
 import { UsageError } from '../../errors.js';
 import { parseCount } from '../../job/units.js';
 import { TASK_STATUSES, type TaskStatus } from '../../store/task-store.js';
-import { requireFilter } from '../filters.js';
+import { keyMatcher, requireFilter } from '../filters.js';
 import { cell, table } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { defaultedNote, withBatch } from '../with-store.js';
@@ -35,7 +34,7 @@ export async function tasksCommand(flags: TasksFlags, io: Io): Promise<number> {
       const rows = await store.listTasks({
         batchId: batch.id,
         status: wanted?.status,
-        keyMatches: key !== undefined ? picomatch(key, { dot: true }) : undefined,
+        keyMatches: await keyMatcher(store, batch.id, key),
         attemptedOnly: wanted?.retrying,
         errorContains: error,
         order: slowest ? 'slowest' : 'created',

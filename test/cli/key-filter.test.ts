@@ -1,0 +1,47 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/cli.js';
+import { mainIn } from '../helpers/in-process-cli.js';
+
+// Audit 4, item 5: `cancel --key '!urgent.log'` read the `!` as negation and cancelled all 6
+// tasks for good; a key holding `[…]` could not be named. A key given as it is matches that key
+// alone; other text is a glob that never negates.
+const FILES = ['!urgent.log', 'urgent.log', 'a[1].log', 'a1.log', 'b.log', 'c.log'];
+
+async function batchOfFiles(): Promise<string> {
+  const dir = tempDir('sd-keyfilter-');
+  mkdirSync(join(dir, 'src'));
+  for (const f of FILES) writeFileSync(join(dir, 'src', f), 'x\n');
+  // Each task fails once and waits an hour for its retry: all six PENDING.
+  const r = await mainIn(dir, ['run', 'src', '--exec', 'false {}', '--retries', '1', '--backoff', '1h', '--no-wait', '--quiet']);
+  expect(r.code, r.stderr).toBe(3);
+  return dir;
+}
+
+const keysOf = async (dir: string, args: string[]) => {
+  const r = await mainIn(dir, ['tasks', '--json', ...args]);
+  expect(r.code, r.stderr).toBe(0);
+  return (JSON.parse(r.stdout) as { key: string; status: string }[]).map((t) => `${t.key}=${t.status}`).sort();
+};
+
+describe('--key', () => {
+  it("cancel --key '!urgent.log' cancels that task alone, never every other one", async () => {
+    const dir = await batchOfFiles();
+    const r = await mainIn(dir, ['cancel', '--key', '!urgent.log']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(await keysOf(dir, ['--status', 'CANCELLED'])).toEqual(['!urgent.log=CANCELLED']);
+  });
+
+  it('a key holding brackets, given as it is, matches that key alone', async () => {
+    const dir = await batchOfFiles();
+    expect(await keysOf(dir, ['--key', 'a[1].log'])).toEqual(['a[1].log=PENDING']);
+  });
+
+  it('other text is a glob, and a leading ! in it is a character, not a negation', async () => {
+    const dir = await batchOfFiles();
+    expect(await keysOf(dir, ['--key', '?.log'])).toEqual(['b.log=PENDING', 'c.log=PENDING']);
+    expect(await keysOf(dir, ['--key', '!*'])).toEqual(['!urgent.log=PENDING']);
+    expect(await keysOf(dir, ['--key', '!b.log'])).toEqual([]);
+  });
+});
