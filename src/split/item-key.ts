@@ -7,15 +7,20 @@ export const MAX_ITEM_KEY = 200;
 /** What a shortened key keeps of the item before `…` and the hash. */
 const PREFIX = 160;
 
+/** How a shortened key ends: `…` and 16 hex digits. */
+const SHORTENED = /…[0-9a-f]{16}$/;
+
 /**
  * The key of an item whose text is `text`. A longer one keeps its first characters, then `…`
  * and 16 hex digits of the SHA-256 of its exact bytes, so two long items that share a prefix
- * stay two keys; so does a line that is not valid UTF-8 (`raw`), whose text lost bytes.
+ * stay two keys; so does a line that is not valid UTF-8 (`raw`), whose text lost bytes. A short
+ * item that itself ends like a shortened key is shortened too (its own hash), so no item can
+ * take a long item's key and have it dropped as repeated.
  */
 export function itemKey(text: string, raw: Buffer | null = null): string {
   // A NUL cannot be stored in a PostgreSQL text column: such a key shows it as \0, plus the hash.
   const nul = text.includes('\0');
-  if (raw === null && !nul && [...text].length <= MAX_ITEM_KEY) return text;
+  if (raw === null && !nul && [...text].length <= MAX_ITEM_KEY && !SHORTENED.test(text)) return text;
   const hash = createHash('sha256').update(raw ?? text).digest('hex').slice(0, 16);
   return `${[...text.replaceAll('\0', '\\0')].slice(0, PREFIX).join('')}…${hash}`;
 }

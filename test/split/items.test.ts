@@ -83,3 +83,16 @@ describe('JSON Lines records that are too deep or keyed by a huge value (audit 4
     expect(message.length).toBeLessThan(600);
   });
 });
+
+describe('shortened keys (audit 4, item 15)', () => {
+  it('a short item written like a long item\'s shortened key gets a key of its own: both stay tasks', () => {
+    const long = 'x'.repeat(MAX_ITEM_KEY + 50);
+    const shortened = itemKey(long);
+    expect(shortened).toMatch(/…[0-9a-f]{16}$/);
+    const got = itemsOf(`${long}\n${shortened}\n`);
+    expect(got.map((s) => s.payload.item)).toEqual([long, shortened]);
+    expect(new Set(got.map((s) => s.key)).size).toBe(2);
+    // Ordinary short items are still their own key.
+    expect(itemKey('report…2025.csv')).toBe('report…2025.csv');
+  });
+});
