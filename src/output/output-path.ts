@@ -56,12 +56,15 @@ export function outputPath(spec: OutputSpec, task: TemplateTask): string {
 export function renderOutputPath(spec: OutputSpec, task: TemplateTask): string {
   const t = spec.template;
   let rendered = '';
+  let written = ''; // the template with every placeholder as one plain character: the `..` it writes itself
   for (let i = 0; i < t.length; ) {
     const ph = t[i] === '{' ? placeholderAt(t, i) : null;
     if (!ph) {
-      rendered += t[i++];
+      rendered += t[i];
+      written += t[i++];
       continue;
     }
+    written += 'x';
     const value = placeholderValue(ph, task);
     // An item is hostile data: one that is an absolute path cannot move the whole output (`{}` first).
     const absolute = rendered === '' && value.startsWith('/') && task.payload.item !== undefined;
@@ -71,11 +74,18 @@ export function renderOutputPath(spec: OutputSpec, task: TemplateTask): string {
     rendered += value;
     i += ph.text.length;
   }
+  // Values that are harmless alone can still make a `..` with the text beside them
+  // (`out/{1}.{2}/x` with `.` and ``): the rendered path may climb only where the template does.
+  if (upSteps(rendered) > upSteps(written)) {
+    throw new PermanentError(`declared output ${t} renders to ${JSON.stringify(rendered).slice(0, 200)}, whose values make a ".." that would put the output outside the folder the template names`);
+  }
   const path = resolve(spec.base, rendered);
   const last = rendered.split('/').at(-1);
   if (rendered === '' || last === '' || last === '.' || basename(path) === '' || path === '/') throw new PermanentError(`declared output ${t} renders to "${rendered}", which is not a file path`);
   return path;
 }
+
+const upSteps = (path: string) => path.split('/').filter((s) => s === '..').length;
 
 /** Bytes of the output's name kept in its temporary name: the rest (≈ 70 bytes) must fit NAME_MAX (255). */
 const NAME_BYTES = 160;

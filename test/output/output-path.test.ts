@@ -35,6 +35,14 @@ describe('declared output paths', () => {
     expect(outputPath({ template: 'out/{name}', base: '/w' }, task({ payload: { version: 1, path: '/d/..a..', rel: '..a..' } }))).toBe('/w/out/..a..');
   });
 
+  it('values that make a `..` with the text beside them fail too; a `..` the template writes itself is kept (audit 4, item 16)', () => {
+    const item = (text: string) => task({ payload: { version: 1, path: 'list', rel: 'list', item: text, colsep: ',' } });
+    expect(() => outputPath({ template: 'out/{1}.{2}/x', base: '/w' }, item('.,'))).toThrow(expect.objectContaining({ name: 'PermanentError' }));
+    expect(() => outputPath({ template: 'out/{1}./x', base: '/w' }, item('.'))).toThrow(/make a "\.\."/);
+    expect(outputPath({ template: 'out/{1}.{2}/x', base: '/w' }, item('a,b'))).toBe('/w/out/a.b/x');
+    expect(outputPath({ template: '../res/{1}', base: '/w/run' }, item('a'))).toBe('/w/res/a');
+  });
+
   it('the input file itself, or nothing at all, is not an output', () => {
     expect(() => outputPath({ template: '{}', base: '/w' }, task())).toThrow(/input file itself/);
     expect(() => outputPath({ template: '{start}', base: '/w' }, task())).toThrow(/not a file path/);
