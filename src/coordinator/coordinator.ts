@@ -107,6 +107,7 @@ export class Coordinator {
       idle: () => this.schedule(),
       // Leases are extended for every running attempt on a timer; a heartbeat is a sign of life.
       heartbeat: (token) => attempts.heartbeat(token),
+      ran: (token) => attempts.ran(token),
       shrunk: (why) => this.observer.note(why),
     });
     const { leaseMs, maxRuntimeMs } = this.options;
