@@ -10,7 +10,7 @@ import { commitAndClaim, type Claimed } from './claim.js';
 import { CommitQueue, statusesAfterCommit, type Queued } from './commit-queue.js';
 import { IdlePoll } from './idle-poll.js';
 import { Outage, releaseLostClaims } from './outage.js';
-import { OutputPlacement } from './output-placement.js';
+import { OutputPlacement, placeOthers } from './output-placement.js';
 import type { CoordinatorOptions, RunObserver, RunPool, RunStore, StopReason } from './run-types.js';
 import type { Ending } from './settlement.js';
 import { TickTimer } from './tick-timer.js';
@@ -80,6 +80,9 @@ export class Coordinator {
   }
 
   async run(): Promise<StopReason> {
+    const { outputs } = this.options;
+    // Before anything can tick: a claim must not race the renames of other batches' outputs.
+    if (outputs.declared) await placeOthers(this.store, this.batch.id, outputs.folders, (m) => this.observer.note(m));
     const done = new Promise<StopReason>((resolve, reject) => {
       this.finish = (r) => {
         this.finished = true;

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN, runCli, tempDir, type CliResult } from '../helpers/cli.js';
@@ -58,5 +58,76 @@ describe.skipIf(!hasStrace)('declared outputs: a slow disk', () => {
     const tasks = JSON.parse((await runCli(['tasks', '--json', '--batch', 'slow-disk'], { cwd: p.dir })).stdout) as { status: string; lastError: string | null }[];
     expect(tasks).toMatchObject([{ status: 'SUCCESS', lastError: null }]);
     expect(readFileSync(join(p.dir, 'out', 'f0.txt'), 'utf8')).toBe('f0.txt\n');
+  });
+});
+
+/** Every rename syscall fails with `errno` (libuv's rename is rename(2) here, renameat or renameat2 elsewhere). */
+const renameFails = (errno: string) => ['-o', '/dev/null', '-e', 'trace=rename,renameat,renameat2', '-e', `inject=rename,renameat,renameat2:error=${errno}`];
+const exec = ['--exec', 'cat {} > {out}', '--output', 'out/{rel}', '-j', '2'];
+
+async function statusOf(batch: string, cwd: string) {
+  const r = await runCli(['status', '--json', '--batch', batch], { cwd });
+  return { code: r.code, ...(JSON.parse(r.stdout) as { done: boolean; succeeded: number; outputsPending: number; pendingOutputs: { key: string; out: string; temp: string }[] }) };
+}
+
+/** The files in the output folder, hidden temporary ones included. */
+const outFiles = (dir: string) => (existsSync(join(dir, 'out')) ? readdirSync(join(dir, 'out')).sort() : []);
+
+describe.skipIf(!hasStrace)('declared outputs: a committed output whose rename fails (R41)', () => {
+  it('EXDEV: the run exits 3 naming the outputs, status and show say they are pending; the next run places them', async () => {
+    const p = project(4);
+    const outs = p.keys.map((k) => join(p.dir, 'out', k));
+    const r = await underStrace(renameFails('EXDEV'), ['run', 'src', '--batch', 'night-1', ...exec], p.dir);
+    expect(r.code, r.stderr).toBe(3); // incomplete, never 0: no output is where its success says
+    expect(r.stderr).toContain('incomplete: 4 declared outputs not in place');
+    for (const out of outs) expect(r.stderr).toContain(`declared output could not be moved onto ${out}: EXDEV`);
+    expect(r.stderr).not.toMatch(/^done/m);
+    for (const out of outs) expect(existsSync(out)).toBe(false);
+
+    const s = await statusOf('night-1', p.dir);
+    expect(s).toMatchObject({ code: 3, done: false, succeeded: 4, outputsPending: 4 });
+    expect(s.pendingOutputs.map((o) => [o.key, o.out])).toEqual(p.keys.map((k, i) => [k, outs[i]]));
+    for (const o of s.pendingOutputs) expect(readFileSync(o.temp, 'utf8')).toBe(`${o.key}\n`); // the committed content, kept
+    const human = await runCli(['status', '--batch', 'night-1'], { cwd: p.dir });
+    expect(human.code).toBe(3);
+    expect(human.stdout).toContain('4 declared outputs not in place');
+    expect(human.stdout).toContain(`f0.txt → ${outs[0]}`);
+    expect(human.stdout).not.toMatch(/^finished/m);
+    const shown = JSON.parse((await runCli(['show', 'f0.txt', '--json', '--batch', 'night-1'], { cwd: p.dir })).stdout);
+    expect(shown.outputPending).toEqual({ out: outs[0], temp: s.pendingOutputs[0]!.temp });
+    expect((await runCli(['show', 'f0.txt', '--batch', 'night-1'], { cwd: p.dir })).stdout).toContain(`declared output not in place: ${outs[0]}`);
+
+    // The same batch again, with the disk fixed: the outputs go in place, nothing runs again.
+    const again = await runCli(['run', 'src', '--batch', 'night-1', ...exec], { cwd: p.dir });
+    expect(again.code, again.stderr).toBe(0);
+    expect(outFiles(p.dir)).toEqual(p.keys);
+    for (const [i, k] of p.keys.entries()) expect(readFileSync(outs[i]!, 'utf8')).toBe(`${k}\n`);
+    expect(await statusOf('night-1', p.dir)).toMatchObject({ code: 0, done: true, outputsPending: 0, pendingOutputs: [] });
+    expect(JSON.parse((await runCli(['show', 'f0.txt', '--json', '--batch', 'night-1'], { cwd: p.dir })).stdout).outputPending).toBeNull();
+  });
+
+  it('EROFS, then a new batch declaring the same outputs: it places them and finds them up to date; one that still cannot be moved is named', async () => {
+    const p = project(3);
+    const first = await underStrace(renameFails('EROFS'), ['run', 'src', '--batch', 'night-1', ...exec], p.dir);
+    expect(first.code, first.stderr).toBe(3);
+    expect(first.stderr).toContain('EROFS');
+
+    // The next night's batch, its disk still refusing: it tries the first night's outputs and
+    // says why each cannot be moved, and its own are pending too.
+    const second = await underStrace(renameFails('EACCES'), ['run', 'src', '--batch', 'night-2', ...exec], p.dir);
+    expect(second.code, second.stderr).toBe(3);
+    const firstTemps = (await statusOf('night-1', p.dir)).pendingOutputs.map((o) => o.temp);
+    expect(firstTemps).toHaveLength(3);
+    for (const t of firstTemps) expect(second.stderr).toContain(`rename '${t}' -> `);
+    expect(second.stderr).toContain('EACCES');
+
+    // The third night, the disk fixed: every output in place (the newest success's file), both
+    // earlier batches finished, nothing left at a temporary path, and nothing ran again.
+    const third = await runCli(['run', 'src', '--batch', 'night-3', ...exec, '--json'], { cwd: p.dir });
+    expect(third.code, third.stderr).toBe(0);
+    expect(JSON.parse(third.stdout.trim().split('\n').at(-1)!)).toMatchObject({ event: 'end', succeeded: 3, upToDate: 3 });
+    expect(outFiles(p.dir)).toEqual(p.keys);
+    for (const k of p.keys) expect(readFileSync(join(p.dir, 'out', k), 'utf8')).toBe(`${k}\n`);
+    for (const b of ['night-1', 'night-2']) expect(await statusOf(b, p.dir)).toMatchObject({ code: 0, done: true, outputsPending: 0 });
   });
 });
