@@ -379,7 +379,18 @@ export class Coordinator {
     if (this.options.noWait && this.pool.hasIdleWorker()) {
       // Nothing claimable may only mean claims stopped for a newer definition (before a poll saw it).
       this.finish((await this.upkeep.definitionChanged()) ? { kind: 'definition-changed' } : { kind: 'no-wait' });
-    }
+    } else if (this.placement.stuck && (await this.waitsOnOutputsOnly())) this.finish({ kind: 'outputs-pending' });
     return c;
+  }
+
+  /**
+   * A rename failed (EXDEV, EROFS: it fails again every poll): whether all that is left waits
+   * on it — nothing due, nothing running on any host — so the run ends (exit 3) rather than
+   * wait for a disk that may never change. A rare path: only then are the batch's tasks counted.
+   */
+  private async waitsOnOutputsOnly(): Promise<boolean> {
+    if ((await this.store.nextDueAt(this.batch.id)) !== null) return false;
+    const c = await this.store.counts(this.batch.id);
+    return c.running + c.queued === 0;
   }
 }

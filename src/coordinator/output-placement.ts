@@ -17,12 +17,19 @@ export class OutputPlacement {
   private placed: { taskId: number; temp: string }[] = [];
   /** Temporary files whose rename failed and was said so. */
   private readonly noted = new Set<string>();
+  /** Temporary files whose last rename here failed with an error (EXDEV, EACCES, EROFS). */
+  private readonly failing = new Set<string>();
 
   constructor(
     private readonly note: (message: string) => void,
     /** A rename ended: the loop has a confirmation to commit (and maybe a stage to start). */
     private readonly wake: () => void,
   ) {}
+
+  /** Whether a committed output's last rename here failed (and nothing has placed it since). */
+  get stuck(): boolean {
+    return this.failing.size > 0;
+  }
 
   /** Renames running, and confirmations not yet committed: the run is not over while any is left. */
   get size(): number {
@@ -39,6 +46,9 @@ export class OutputPlacement {
     if (this.running.has(paths.temp)) return;
     const done = placeOutput(paths, late).then((failed) => {
       this.running.delete(paths.temp);
+      // Neither file here (a folder this host cannot see) is for the host that can: not stuck.
+      if (failed && !failed.missing) this.failing.add(paths.temp);
+      else this.failing.delete(paths.temp);
       if (failed) {
         // Said once per file: recovery tries again every poll. A file gone from both paths
         // (a folder this host cannot see) is for the host that can.

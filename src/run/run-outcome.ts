@@ -35,6 +35,8 @@ export function outcomeOf(stop: StopReason, c: Counts, resume: string, pendingOu
     case 'max-failures':
       return { exitCode: EXIT.FAILED, reason: 'stopped: --max-failures reached' };
     case 'definition-changed': // only ever seen by runBatch, which follows the new definition
+    case 'outputs-pending': // the stages that need them wait: the pending outputs are the reason
+      return { exitCode: EXIT.INCOMPLETE, reason: pendingOutputs.length ? notInPlace(pendingOutputs) : 'incomplete: run again to resume' };
     case 'done':
       if (pendingOutputs.length) return { exitCode: EXIT.INCOMPLETE, reason: notInPlace(pendingOutputs) };
       // "failures" only when some failed: a batch that was only cancelled says so.

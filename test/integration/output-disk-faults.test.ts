@@ -20,15 +20,19 @@ function project(n: number): { dir: string; keys: string[] } {
   return { dir, keys };
 }
 
-/** The CLI under strace with `strace` options (`-o FILE` keeps its trace), as a real process. */
+/** The CLI under strace with `strace` options (`-o FILE` keeps its trace), as a real process; one that hangs is killed (as runCli's). */
 function underStrace(strace: string[], args: string[], cwd: string): Promise<CliResult> {
   return new Promise((done) => {
-    const child = spawn('strace', ['-f', '-qq', ...strace, process.execPath, BIN, ...args], { cwd, env: { ...process.env, NO_COLOR: '1' } });
+    const child = spawn('strace', ['-f', '-qq', ...strace, process.execPath, BIN, ...args], { cwd, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (b) => (stdout += b));
     child.stderr.on('data', (b) => (stderr += b));
-    child.on('close', (code, signal) => done({ code, signal, stdout, stderr }));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 50_000);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      done({ code, signal, stdout, stderr });
+    });
   });
 }
 
@@ -129,5 +133,27 @@ describe.skipIf(!hasStrace)('declared outputs: a committed output whose rename f
     expect(outFiles(p.dir)).toEqual(p.keys);
     for (const k of p.keys) expect(readFileSync(join(p.dir, 'out', k), 'utf8')).toBe(`${k}\n`);
     for (const b of ['night-1', 'night-2']) expect(await statusOf(b, p.dir)).toMatchObject({ code: 0, done: true, outputsPending: 0 });
+  });
+
+  it('with stages: the stage that needs a pending output waits, and the run ends (exit 3) instead of waiting for the disk', async () => {
+    const p = project(2);
+    const job = {
+      source: 'src',
+      stages: [
+        { name: 'a', exec: 'cat {} > {out}', output: 'out/a/{rel}' },
+        { name: 'b', needs: ['a'], exec: 'cat {inputs.a.out} > {out}', output: 'out/b/{rel}' },
+      ],
+    };
+    writeFileSync(join(p.dir, 'job.json'), JSON.stringify(job));
+    const r = await underStrace(renameFails('EXDEV'), ['run', '--job', 'job.json'], p.dir);
+    expect(r.signal, 'the run ended by itself').toBeNull();
+    expect(r.code, r.stderr).toBe(3);
+    expect(r.stderr).toContain('incomplete: 2 declared outputs not in place');
+    const tasks = JSON.parse((await runCli(['tasks', '--json'], { cwd: p.dir })).stdout) as { key: string; status: string }[];
+    expect(tasks.map((t) => [t.key, t.status]).sort()).toEqual([...p.keys.map((k) => [`a/${k}`, 'SUCCESS']), ...p.keys.map((k) => [`b/${k}`, 'PENDING'])]);
+
+    const again = await runCli(['run', '--job', 'job.json'], { cwd: p.dir });
+    expect(again.code, again.stderr).toBe(0);
+    for (const k of p.keys) expect(readFileSync(join(p.dir, 'out', 'b', k), 'utf8')).toBe(`${k}\n`);
   });
 });
