@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, utimesSync, writeFile
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN, runCli, tempDir, type CliResult } from '../helpers/cli.js';
+import { PG_URL, pgSchemas } from '../helpers/pg.js';
 import { missing } from '../helpers/services.js';
 
 const hasStrace = !missing('strace', 'the declared outputs under disk faults tests');
@@ -69,47 +70,54 @@ describe.skipIf(!hasStrace)('declared outputs: a slow disk', () => {
 const renameFails = (errno: string) => ['-o', '/dev/null', '-e', 'trace=rename,renameat,renameat2', '-e', `inject=rename,renameat,renameat2:error=${errno}`];
 const exec = ['--exec', 'cat {} > {out}', '--output', 'out/{rel}', '-j', '2'];
 
-async function statusOf(batch: string, cwd: string) {
-  const r = await runCli(['status', '--json', '--batch', batch], { cwd });
+const freshPg = pgSchemas('outfaults');
+/** Both stores: the default SQLite file (no --db), and a fresh schema on the PostgreSQL server. */
+const STORES = [{ store: 'SQLite', db: (): string[] => [] }, ...(PG_URL ? [{ store: 'PostgreSQL', db: () => ['--db', freshPg().db] }] : [])];
+
+async function statusOf(batch: string, cwd: string, db: string[] = []) {
+  const r = await runCli(['status', '--json', '--batch', batch, ...db], { cwd });
   return { code: r.code, ...(JSON.parse(r.stdout) as { done: boolean; succeeded: number; outputsPending: number; pendingOutputs: { key: string; out: string; temp: string }[] }) };
 }
 
 /** The files in the output folder, hidden temporary ones included. */
 const outFiles = (dir: string) => (existsSync(join(dir, 'out')) ? readdirSync(join(dir, 'out')).sort() : []);
 
-describe.skipIf(!hasStrace)('declared outputs: a committed output whose rename fails (R41)', () => {
+describe.skipIf(!hasStrace).each(STORES)('declared outputs on $store: a committed output whose rename fails (R41)', ({ db: dbFor }) => {
   it('EXDEV: the run exits 3 naming the outputs, status and show say they are pending; the next run places them', async () => {
     const p = project(4);
+    const db = dbFor();
     const outs = p.keys.map((k) => join(p.dir, 'out', k));
-    const r = await underStrace(renameFails('EXDEV'), ['run', 'src', '--batch', 'night-1', ...exec], p.dir);
+    const r = await underStrace(renameFails('EXDEV'), ['run', 'src', '--batch', 'night-1', ...exec, ...db], p.dir);
     expect(r.code, r.stderr).toBe(3); // incomplete, never 0: no output is where its success says
     expect(r.stderr).toContain('incomplete: 4 declared outputs not in place');
     for (const out of outs) expect(r.stderr).toContain(`declared output could not be moved onto ${out}: EXDEV`);
     expect(r.stderr).not.toMatch(/^done/m);
     for (const out of outs) expect(existsSync(out)).toBe(false);
 
-    const s = await statusOf('night-1', p.dir);
+    const s = await statusOf('night-1', p.dir, db);
     expect(s).toMatchObject({ code: 3, done: false, succeeded: 4, outputsPending: 4 });
     expect(s.pendingOutputs.map((o) => [o.key, o.out])).toEqual(p.keys.map((k, i) => [k, outs[i]]));
     for (const o of s.pendingOutputs) expect(readFileSync(o.temp, 'utf8')).toBe(`${o.key}\n`); // the committed content, kept
-    const human = await runCli(['status', '--batch', 'night-1'], { cwd: p.dir });
+    const human = await runCli(['status', '--batch', 'night-1', ...db], { cwd: p.dir });
     expect(human.code).toBe(3);
     expect(human.stdout).toContain('4 declared outputs not in place');
     expect(human.stdout).toContain(`f0.txt → ${outs[0]}`);
     expect(human.stdout).not.toMatch(/^finished/m);
-    const shown = JSON.parse((await runCli(['show', 'f0.txt', '--json', '--batch', 'night-1'], { cwd: p.dir })).stdout);
+    const shown = JSON.parse((await runCli(['show', 'f0.txt', '--json', '--batch', 'night-1', ...db], { cwd: p.dir })).stdout);
     expect(shown.outputPending).toEqual({ out: outs[0], temp: s.pendingOutputs[0]!.temp });
-    expect((await runCli(['show', 'f0.txt', '--batch', 'night-1'], { cwd: p.dir })).stdout).toContain(`declared output not in place: ${outs[0]}`);
+    expect((await runCli(['show', 'f0.txt', '--batch', 'night-1', ...db], { cwd: p.dir })).stdout).toContain(`declared output not in place: ${outs[0]}`);
 
-    // The same batch again, with the disk fixed: the outputs go in place, nothing runs again.
-    const again = await runCli(['run', 'src', '--batch', 'night-1', ...exec], { cwd: p.dir });
+    // The same batch again, with the disk fixed: the outputs go in place.
+    const again = await runCli(['run', 'src', '--batch', 'night-1', ...exec, ...db], { cwd: p.dir });
     expect(again.code, again.stderr).toBe(0);
     expect(outFiles(p.dir)).toEqual(p.keys);
     for (const [i, k] of p.keys.entries()) expect(readFileSync(outs[i]!, 'utf8')).toBe(`${k}\n`);
-    expect(await statusOf('night-1', p.dir)).toMatchObject({ code: 0, done: true, outputsPending: 0, pendingOutputs: [] });
-    expect(JSON.parse((await runCli(['show', 'f0.txt', '--json', '--batch', 'night-1'], { cwd: p.dir })).stdout).outputPending).toBeNull();
+    expect(await statusOf('night-1', p.dir, db)).toMatchObject({ code: 0, done: true, outputsPending: 0, pendingOutputs: [] });
+    expect(JSON.parse((await runCli(['show', 'f0.txt', '--json', '--batch', 'night-1', ...db], { cwd: p.dir })).stdout).outputPending).toBeNull();
   });
+});
 
+describe.skipIf(!hasStrace)('declared outputs: a committed output whose rename fails, later batches (R41)', () => {
   it('EROFS, then a new batch declaring the same outputs: it places them and finds them up to date; one that still cannot be moved is named', async () => {
     const p = project(3);
     const first = await underStrace(renameFails('EROFS'), ['run', 'src', '--batch', 'night-1', ...exec], p.dir);
