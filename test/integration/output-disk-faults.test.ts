@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BIN, runCli, tempDir, type CliResult } from '../helpers/cli.js';
+import { BIN, runCli, startCli, tempDir, waitFor, type CliResult } from '../helpers/cli.js';
 import { PG_URL, pgSchemas } from '../helpers/pg.js';
 import { missing } from '../helpers/services.js';
 
@@ -107,9 +107,16 @@ describe.skipIf(!hasStrace).each(STORES)('declared outputs on $store: a committe
     expect(shown.outputPending).toEqual({ out: outs[0], temp: s.pendingOutputs[0]!.temp });
     expect((await runCli(['show', 'f0.txt', '--batch', 'night-1', ...db], { cwd: p.dir })).stdout).toContain(`declared output not in place: ${outs[0]}`);
 
+    // watch waits too: a line per look, and it ends only once the outputs are in place.
+    const watch = startCli(['watch', '--batch', 'night-1', '--interval', '200ms', ...db], { cwd: p.dir });
+    let looks = 0;
+    watch.stdout!.on('data', (b: Buffer) => (looks += b.toString().split('\n').length - 1));
+    await waitFor(() => looks >= 2, 20_000, 'a second look of watch (one that ends at its first took the batch for done)');
+
     // The same batch again, with the disk fixed: the outputs go in place.
     const again = await runCli(['run', 'src', '--batch', 'night-1', ...exec, ...db], { cwd: p.dir });
     expect(again.code, again.stderr).toBe(0);
+    expect((await watch.result).code).toBe(0);
     expect(outFiles(p.dir)).toEqual(p.keys);
     for (const [i, k] of p.keys.entries()) expect(readFileSync(outs[i]!, 'utf8')).toBe(`${k}\n`);
     expect(await statusOf('night-1', p.dir, db)).toMatchObject({ code: 0, done: true, outputsPending: 0, pendingOutputs: [] });
