@@ -127,6 +127,8 @@ describe.skipIf(!hasStrace).each(STORES)('declared outputs on $store: a committe
 describe.skipIf(!hasStrace)('declared outputs: a committed output whose rename fails, later batches (R41)', () => {
   it('EROFS, then a new batch declaring the same outputs: it places them and finds them up to date; one that still cannot be moved is named', async () => {
     const p = project(3);
+    // Each night's output names its batch: the file that ends up in place says whose it is.
+    const exec = ['--exec', 'echo {batch} {key} > {out}', '--output', 'out/{rel}', '-j', '2'];
     const first = await underStrace(renameFails('EROFS'), ['run', 'src', '--batch', 'night-1', ...exec], p.dir);
     expect(first.code, first.stderr).toBe(3);
     expect(first.stderr).toContain('EROFS');
@@ -146,7 +148,7 @@ describe.skipIf(!hasStrace)('declared outputs: a committed output whose rename f
     expect(third.code, third.stderr).toBe(0);
     expect(JSON.parse(third.stdout.trim().split('\n').at(-1)!)).toMatchObject({ event: 'end', succeeded: 3, upToDate: 3 });
     expect(outFiles(p.dir)).toEqual(p.keys);
-    for (const k of p.keys) expect(readFileSync(join(p.dir, 'out', k), 'utf8')).toBe(`${k}\n`);
+    for (const k of p.keys) expect(readFileSync(join(p.dir, 'out', k), 'utf8')).toBe(`night-2 ${k}\n`);
     for (const b of ['night-1', 'night-2']) expect(await statusOf(b, p.dir)).toMatchObject({ code: 0, done: true, outputsPending: 0 });
   });
 
