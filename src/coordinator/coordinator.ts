@@ -81,8 +81,10 @@ export class Coordinator {
 
   async run(): Promise<StopReason> {
     const { outputs } = this.options;
-    // Before anything can tick: a claim must not race the renames of other batches' outputs.
-    if (outputs.declared) await placeOthers(this.store, this.batch.id, outputs.folders, (m) => this.observer.note(m));
+    // Before anything can tick: a claim must not race the renames of other batches' outputs. A
+    // store down just now is the loop's to ride out (outage.ts); their outputs wait for the next run.
+    const note = (m: string) => this.observer.note(m);
+    if (outputs.declared) await placeOthers(this.store, this.batch.id, outputs.folders, note).catch((err: unknown) => note(`other batches' pending outputs were not looked at: ${(err as Error).message}`));
     const done = new Promise<StopReason>((resolve, reject) => {
       this.finish = (r) => {
         this.finished = true;
