@@ -142,6 +142,18 @@ export class AttemptsInFlight {
     this.entries.get(token)?.silence?.sign();
   }
 
+  /**
+   * The attempt's command ended well and its declared output is being synced: --timeout and
+   * --heartbeat-timeout cover the command, so its clocks stop here (a slow disk's sync of a
+   * 0.1 s command's output was recorded TIMEOUT). One that timed out already stays so.
+   */
+  ran(token: number): void {
+    const entry = this.entries.get(token);
+    if (!entry || entry.timedOut) return;
+    entry.timers.forEach((t) => t.cancel());
+    entry.timers = [];
+  }
+
   /** Marks every attempt INTERRUPTED however it ends, and asks its worker to stop it. */
   interruptAll(): void {
     const workers = new Set<PoolWorker>();

@@ -10,7 +10,7 @@ import { commitAndClaim, type Claimed } from './claim.js';
 import { CommitQueue, statusesAfterCommit, type Queued } from './commit-queue.js';
 import { IdlePoll } from './idle-poll.js';
 import { Outage, releaseLostClaims } from './outage.js';
-import { OutputPlacement } from './output-placement.js';
+import { OutputPlacement, placeOthers } from './output-placement.js';
 import type { CoordinatorOptions, RunObserver, RunPool, RunStore, StopReason } from './run-types.js';
 import type { Ending } from './settlement.js';
 import { TickTimer } from './tick-timer.js';
@@ -80,6 +80,11 @@ export class Coordinator {
   }
 
   async run(): Promise<StopReason> {
+    const { outputs } = this.options;
+    // Before anything can tick: a claim must not race the renames of other batches' outputs. A
+    // store down just now is the loop's to ride out (outage.ts); their outputs wait for the next run.
+    const note = (m: string) => this.observer.note(m);
+    if (outputs.declared) await placeOthers(this.store, this.batch.id, outputs.folders, note).catch((err: unknown) => note(`other batches' pending outputs were not looked at: ${(err as Error).message}`));
     const done = new Promise<StopReason>((resolve, reject) => {
       this.finish = (r) => {
         this.finished = true;
@@ -109,6 +114,7 @@ export class Coordinator {
       idle: () => this.schedule(),
       // Leases are extended for every running attempt on a timer; a heartbeat is a sign of life.
       heartbeat: (token) => attempts.heartbeat(token),
+      ran: (token) => attempts.ran(token),
       shrunk: (why) => this.observer.note(why),
     });
     const { leaseMs, maxRuntimeMs } = this.options;
@@ -394,7 +400,18 @@ export class Coordinator {
     if (this.options.noWait && this.pool.hasIdleWorker() && !this.upkeep.watching) {
       // Nothing claimable may only mean claims stopped for a newer definition (before a poll saw it).
       this.finish((await this.upkeep.definitionChanged()) ? { kind: 'definition-changed' } : { kind: 'no-wait' });
-    }
+    } else if (this.placement.stuck && (await this.waitsOnOutputsOnly())) this.finish({ kind: 'outputs-pending' });
     return c;
+  }
+
+  /**
+   * A rename failed (EXDEV, EROFS: it fails again every poll): whether all that is left waits
+   * on it — nothing due, nothing running on any host — so the run ends (exit 3) rather than
+   * wait for a disk that may never change. A rare path: only then are the batch's tasks counted.
+   */
+  private async waitsOnOutputsOnly(): Promise<boolean> {
+    if ((await this.store.nextDueAt(this.batch.id)) !== null) return false;
+    const c = await this.store.counts(this.batch.id);
+    return c.running + c.queued === 0;
   }
 }

@@ -1,7 +1,7 @@
 import type { JobSettings } from '../job/job-definition.js';
 import { outputFor } from '../job/stages.js';
 import { readdirSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { discardOutput } from '../output/commit-output.js';
 import { inputsOf, isUpToDate } from '../output/freshness.js';
 import { outputPath, outputPathsOf, tempPrefixOf, type OutputPaths, type OutputSpec } from '../output/output-path.js';
@@ -50,6 +50,14 @@ export class DeclaredOutputs {
   }
 
   /**
+   * The folders the batch's outputs go under: each template's text before its first
+   * placeholder, up to its last `/` (`out/{rel}.gz` → `BASE/out`; `{}.gz` → `/`, since `{}` is absolute).
+   */
+  get folders(): string[] {
+    return [...this.specs.values()].flatMap((s) => (s === null ? [] : [folderOf(s)]));
+  }
+
+  /**
    * Temporary files of attempts recovery finds lost (their owner died): no one else will remove
    * them. Their names end in random digits, so they are found by the store's and the attempt's prefix.
    */
@@ -72,6 +80,13 @@ export class DeclaredOutputs {
       for (const name of names) if (name.startsWith(basename(prefix)) && name.endsWith('.tmp')) discardOutput({ temp: join(dirname(prefix), name) });
     }
   }
+}
+
+function folderOf(spec: OutputSpec): string {
+  const at = spec.template.indexOf('{');
+  if (at < 0) return dirname(resolve(spec.base, spec.template));
+  const fixed = spec.template.slice(0, at);
+  return fixed === '' ? '/' : resolve(spec.base, fixed.slice(0, fixed.lastIndexOf('/') + 1) || '.');
 }
 
 /**

@@ -1,4 +1,5 @@
 /** Committed successes' declared outputs on their way into place, and fenced-off attempts' outputs removed. */
+import { sep } from 'node:path';
 import { discardOutput, placeOutput } from '../output/commit-output.js';
 import type { OutputPaths } from '../output/output-path.js';
 import type { PendingOutput } from '../store/task-store.js';
@@ -16,6 +17,8 @@ export class OutputPlacement {
   private placed: { taskId: number; temp: string }[] = [];
   /** Temporary files whose rename failed and was said so. */
   private readonly noted = new Set<string>();
+  /** Temporary files whose last rename here failed with an error (EXDEV, EACCES, EROFS). */
+  private readonly failing = new Set<string>();
 
   constructor(
     private readonly note: (message: string) => void,
@@ -23,22 +26,35 @@ export class OutputPlacement {
     private readonly wake: () => void,
   ) {}
 
+  /** Whether a committed output's last rename here failed (and nothing has placed it since). */
+  get stuck(): boolean {
+    return this.failing.size > 0;
+  }
+
   /** Renames running, and confirmations not yet committed: the run is not over while any is left. */
   get size(): number {
     return this.running.size + this.placed.length;
   }
 
-  /** Starts putting a committed success's output in place. */
-  place(taskId: number, paths: OutputPaths, quietIfMissing = false): void {
+  /**
+   * Starts putting a committed success's output in place; `late`: a rename redone after its
+   * run (placeOutput). One that fails stays recorded: the run does not end as done (exit 3),
+   * `status` lists it, and the next run of the batch, or of any batch declaring that output,
+   * tries again (the stages that need it wait meanwhile).
+   */
+  place(taskId: number, paths: OutputPaths, late = false): void {
     if (this.running.has(paths.temp)) return;
-    const done = placeOutput(paths).then((failed) => {
+    const done = placeOutput(paths, late).then((failed) => {
       this.running.delete(paths.temp);
-      // Left recorded: the next recovery tries again (and the stages that need it wait).
+      // Neither file here (a folder this host cannot see) is for the host that can: not stuck.
+      if (failed && !failed.missing) this.failing.add(paths.temp);
+      else this.failing.delete(paths.temp);
       if (failed) {
-        // Said once per file: recovery tries again every poll.
-        if (!(failed.missing && quietIfMissing) && !this.noted.has(paths.temp)) {
+        // Said once per file: recovery tries again every poll. A file gone from both paths
+        // (a folder this host cannot see) is for the host that can.
+        if (!(failed.missing && late) && !this.noted.has(paths.temp)) {
           this.noted.add(paths.temp);
-          this.note(`${failed.error}; its success stays committed, and the next recovery of the batch moves it`);
+          this.note(`${failed.error}; ${pendingSaid(paths.temp)}`);
         }
       } else this.placed.push({ taskId, temp: paths.temp });
       this.wake();
@@ -100,4 +116,28 @@ export class OutputPlacement {
   async settled(): Promise<void> {
     while (this.running.size) await Promise.all(this.running.values());
   }
+}
+
+/**
+ * Before a run's first claim: other batches' committed outputs whose rename failed (EXDEV,
+ * EACCES, EROFS) under the folders this batch writes to are put in place first, so this batch
+ * finds them up to date rather than writing them again; each that still cannot be moved is
+ * named (`note`), and this batch's own attempt at that path meets the same disk.
+ */
+export async function placeOthers(store: RunStore, batchId: number, folders: string[], note: (message: string) => void): Promise<void> {
+  const under = (path: string) => folders.some((f) => path === f || path.startsWith(f.endsWith(sep) ? f : f + sep));
+  const placed: { taskId: number; temp: string }[] = [];
+  for (const p of await store.pendingOutputs(null)) {
+    if (p.batchId === batchId || p.out === null || !under(p.out)) continue;
+    // One at a time, oldest success first: two batches' files for one path are then compared
+    // (placeOutput's `late`) after the earlier one's rename, never during it.
+    const failed = await placeOutput({ path: p.out, temp: p.temp }, true);
+    if (!failed) placed.push({ taskId: p.taskId, temp: p.temp });
+    else if (!failed.missing) note(`${failed.error}; ${pendingSaid(p.temp)}`);
+  }
+  await store.outputsPlaced(placed);
+}
+
+function pendingSaid(temp: string): string {
+  return `the success stays committed with its output pending at ${temp}, and a run of any batch declaring this output tries again`;
 }

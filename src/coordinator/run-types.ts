@@ -23,6 +23,8 @@ export type StopReason =
   | { kind: 'max-runtime' }
   | { kind: 'no-wait' }
   | { kind: 'paused' }
+  /** Nothing left that can run: what is unfinished waits on declared outputs whose rename keeps failing. */
+  | { kind: 'outputs-pending' }
   /** Another run stored a newer job definition (updateJob): running attempts finished; follow it. */
   | { kind: 'definition-changed' };
 

@@ -65,8 +65,16 @@ export async function checkOutput(out: OutputPaths, how: string): Promise<{ mess
  * loss after it cannot undo it. Idempotent: a temporary file already gone with a file at the
  * output path was renamed before (by this run, or by recovery elsewhere). Returns why it could
  * not (`missing`: neither file is there), or null.
+ *
+ * `late`: a rename redone after its run (recovery, or another batch declaring the output). A
+ * file at the output path modified after the temporary file is a later success's (written
+ * while this one's rename kept failing): the temporary file goes instead, and the output stays.
  */
-export async function placeOutput(out: OutputPaths): Promise<{ error: string; missing: boolean } | null> {
+export async function placeOutput(out: OutputPaths, late = false): Promise<{ error: string; missing: boolean } | null> {
+  if (late && (await newerThan(out.path, out.temp))) {
+    discardOutput(out);
+    return null;
+  }
   try {
     await rename(out.temp, out.path);
   } catch (err) {
@@ -79,6 +87,16 @@ export async function placeOutput(out: OutputPaths): Promise<{ error: string; mi
     // the rename happened; a folder that cannot be synced (some network file systems) only loses durability
   }
   return null;
+}
+
+/** Whether `path` was modified after `than` (both there). */
+async function newerThan(path: string, than: string): Promise<boolean> {
+  try {
+    const [a, b] = await Promise.all([lstat(path, { bigint: true }), lstat(than, { bigint: true })]);
+    return a.mtimeNs > b.mtimeNs;
+  } catch {
+    return false;
+  }
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -28,6 +28,8 @@ export interface PoolEvents {
   /** A worker became ready and idle. */
   idle(): void;
   heartbeat(token: number): void;
+  /** An attempt's command ended well; its declared output's sync follows (protocol.ts `ran`). */
+  ran(token: number): void;
   /** A replacement worker could not be started (`why`): the pool runs on with one fewer. */
   shrunk(why: string): void;
 }

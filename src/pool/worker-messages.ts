@@ -40,6 +40,8 @@ export function route(slot: Slot, msg: AttemptMessage, events: PoolEvents, limit
     events.started(slot, msg.token);
   } else if (msg.type === 'heartbeat') {
     events.heartbeat(msg.token);
+  } else if (msg.type === 'ran') {
+    events.ran(msg.token);
   } else if (msg.type === 'done') {
     finishAttempt(slot, msg.result, msg.rss, events, limits, closing);
   } else if (msg.type === 'dropped') {

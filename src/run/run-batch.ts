@@ -150,7 +150,8 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
     }
     // The run is over: a server restarting just now must not turn its outcome into exit 4.
     const counts = await ridingOut(() => store.counts(batch.id), (m) => observer.note(m));
-    const { exitCode, reason } = outcomeOf(stop, counts, run.resume);
+    const pending = await ridingOut(() => store.pendingOutputs(batch.id), (m) => observer.note(m));
+    const { exitCode, reason } = outcomeOf(stop, counts, run.resume, pending.map((p) => p.out ?? p.temp));
     await metrics?.finish();
     printer?.finish();
     await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Math.round(monotonicMs() - started) });

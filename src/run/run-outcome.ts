@@ -1,4 +1,5 @@
 import { EXIT } from '../exit-codes.js';
+import { plural } from '../printable.js';
 import type { Counts } from '../store/task-store.js';
 import type { ShutdownSignal, StopReason } from '../coordinator/run-types.js';
 
@@ -8,11 +9,17 @@ export interface RunOutcome {
   reason: string;
 }
 
+/** Output paths a run's end names at most; the rest are counted (`status` lists them). */
+const NAMED_OUTPUTS = 5;
+
 /**
  * The outcome of a run that stopped for `stop` with the batch at `c`. `resume` is the command
- * that resumes a paused batch, quoted in the reason.
+ * that resumes a paused batch, quoted in the reason. `pendingOutputs`: committed successes'
+ * output paths whose rename failed (EXDEV, EACCES, EROFS): a batch with one is not finished
+ * (exit 3, "incomplete", as `status` says: its next run places them or says why not), never
+ * exit 0; its failures, if any, are for that later run to report.
  */
-export function outcomeOf(stop: StopReason, c: Counts, resume: string): RunOutcome {
+export function outcomeOf(stop: StopReason, c: Counts, resume: string, pendingOutputs: string[] = []): RunOutcome {
   // A stop that only means "not finished yet" (a pause, --max-runtime, --no-wait) that raced the
   // end of the batch (the last attempts ended after it): the batch is done, and exits as done.
   if ((stop.kind === 'paused' || stop.kind === 'max-runtime' || stop.kind === 'no-wait') && c.pending + c.retrying + c.running + c.queued === 0) stop = { kind: 'done' };
@@ -28,7 +35,10 @@ export function outcomeOf(stop: StopReason, c: Counts, resume: string): RunOutco
     case 'max-failures':
       return { exitCode: EXIT.FAILED, reason: 'stopped: --max-failures reached' };
     case 'definition-changed': // only ever seen by runBatch, which follows the new definition
+    case 'outputs-pending': // the stages that need them wait: the pending outputs are the reason
+      return { exitCode: EXIT.INCOMPLETE, reason: pendingOutputs.length ? notInPlace(pendingOutputs) : 'incomplete: run again to resume' };
     case 'done':
+      if (pendingOutputs.length) return { exitCode: EXIT.INCOMPLETE, reason: notInPlace(pendingOutputs) };
       // "failures" only when some failed: a batch that was only cancelled says so.
       if (c.failed > 0) return { exitCode: EXIT.FAILED, reason: 'finished with failures' };
       return c.cancelled > 0 ? { exitCode: EXIT.FAILED, reason: 'finished with cancelled tasks' } : { exitCode: EXIT.OK, reason: 'done' };
@@ -48,4 +58,9 @@ export function signalOutcome(signal: ShutdownSignal): RunOutcome {
     case 'SIGHUP':
       return { exitCode: EXIT.SIGTERM, reason: 'hung up (SIGHUP); run again to resume' };
   }
+}
+
+function notInPlace(paths: string[]): string {
+  const named = paths.slice(0, NAMED_OUTPUTS).join(', ') + (paths.length > NAMED_OUTPUTS ? ` and ${paths.length - NAMED_OUTPUTS} more` : '');
+  return `incomplete: ${plural(paths.length, 'declared output')} not in place (${named}); run again to place ${paths.length === 1 ? 'it' : 'them'}`;
 }

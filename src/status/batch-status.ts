@@ -34,7 +34,18 @@ export interface BatchStatus extends Counts {
   stages: StageCounts[];
   /** Who holds its RUNNING tasks: a dead owner's tasks are taken back by the next run; a stopped one keeps them. */
   owners: OwnerHold[];
+  /**
+   * Committed successes whose declared output is not in place: its rename failed (EXDEV,
+   * EACCES, EROFS) and the file waits at its temporary path. The batch is not done while any
+   * is left; its next run (or one of any batch declaring that output) places them or says why not.
+   */
+  outputsPending: number;
+  /** The first PENDING_OUTPUTS_LISTED of them, by task id: the task's key, its output path, the file waiting. */
+  pendingOutputs: { key: string; out: string | null; temp: string }[];
 }
+
+/** How many pending outputs `status` lists (it counts them all). */
+export const PENDING_OUTPUTS_LISTED = 100;
 
 export async function batchStatus(store: QueryStore, batch: BatchRecord): Promise<BatchStatus> {
   const c = await store.counts(batch.id);
@@ -44,11 +55,12 @@ export async function batchStatus(store: QueryStore, batch: BatchRecord): Promis
   const rate = finished > 0 ? rateOf(await store.recentAttempts(batch.id, RATE_WINDOW), finished, c.running + c.queued) : null;
   const due = open > 0 ? await store.nextDueAt(batch.id) : null;
   const clusters = clusterErrors(await store.topErrors(batch.id, 1000));
+  const pending = c.succeeded > 0 ? await store.pendingOutputs(batch.id) : [];
   return {
     batch: batch.name,
     source: batch.source,
     ...c,
-    done: open === 0,
+    done: open === 0 && pending.length === 0,
     startedAt: iso(firstStartedAt),
     updatedAt: iso(lastUpdateMs(batch, lastFinishedAt)),
     tasksPerSecond: rate,
@@ -61,6 +73,8 @@ export async function batchStatus(store: QueryStore, batch: BatchRecord): Promis
     storeBytes: storeSize(store.location),
     stages: hasStages(batch) ? inPipelineOrder(batch, await store.stageCounts(batch.id)) : [],
     owners: c.running + c.queued > 0 ? ownerHolds(await store.listTasks({ batchId: batch.id, status: 'RUNNING' })) : [],
+    outputsPending: pending.length,
+    pendingOutputs: pending.slice(0, PENDING_OUTPUTS_LISTED).map((p) => ({ key: p.key, out: p.out, temp: p.temp })),
   };
 }
 

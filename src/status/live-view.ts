@@ -114,12 +114,14 @@ export class LiveView {
     const byAge = running
       .map((t) => ({ key: t.key, workerId: t.workerId, host: hostOf(t.leaseOwner), startedAt: t.startedAt ?? now, elapsedMs: Math.max(0, now - (t.startedAt ?? now)) }))
       .sort((a, b) => b.elapsedMs - a.elapsedMs);
+    // Not done while a committed success's declared output waits to be renamed into place.
+    const done = open === 0 && (c.succeeded === 0 || (await this.store.pendingOutputs(this.batch.id)).length === 0);
     return {
       batch: this.batch.name,
       source: this.batch.source,
       at: now,
       ...c,
-      done: open === 0,
+      done,
       finished,
       open,
       stages: inPipelineOrder(this.batch, stages),

@@ -295,6 +295,8 @@ export interface ReleasedTask extends LostAttempt {
 /** A committed success whose declared output may not be in place yet (its rename was not confirmed). */
 export interface PendingOutput {
   taskId: number;
+  batchId: number;
+  key: string;
   /** The committed attempt's temporary file. */
   temp: string;
   /** The output path (the stored result's `out`), or null when the result names none. */

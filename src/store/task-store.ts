@@ -58,6 +58,11 @@ export interface BatchProgress {
   progress(batchId: number): Promise<BatchMoves>;
   /** The earliest `next_run_at` of a PENDING task whose needs are met, or null. */
   nextDueAt(batchId: number): Promise<number | null>;
+  /**
+   * The batch's committed successes whose declared output's rename is not known to be done
+   * (every batch's with null), by task id: the batch is not finished while any is left.
+   */
+  pendingOutputs(batchId: number | null): Promise<PendingOutput[]>;
 }
 
 /** The lease verbs: what a coordinator (of `run` or `worker`) needs to claim, run, settle and recover tasks. */
@@ -94,8 +99,6 @@ export interface LeaseStore extends StoreInfo, BatchProgress {
    * crash before the commit leaves them to the next recovery, which tells it again.
    */
   releaseStale(batchId: number | null, now: number, deadOwners: string[], self: string, liveOwners?: string[], beforeRelease?: (lost: LostAttempt[]) => void): Promise<ReleasedTask[]>;
-  /** The batch's committed successes whose declared output's rename is not known to be done. */
-  pendingOutputs(batchId: number): Promise<PendingOutput[]>;
   /** Their outputs are in place: forgets each temporary file (only while it is still the one recorded). */
   outputsPlaced(placed: { taskId: number; temp: string }[]): Promise<void>;
   /**

@@ -71,6 +71,11 @@ export type FromWorker =
    */
   | { type: 'spawned'; token: number; pgid: number }
   | { type: 'heartbeat'; token: number }
+  /**
+   * An attempt's command (or handler) ended well and its declared output is being checked and
+   * synced now: its clocks stop (--timeout and --heartbeat-timeout cover the command, not the disk).
+   */
+  | { type: 'ran'; token: number }
   /** An attempt ended (reported before the next starts); `rss`: the worker's peak RSS so far, bytes (0 unless watched). */
   | { type: 'done'; result: DoneMessage; rss: number }
   /** Queued attempts given back (a `drop`, a shutdown): they never started. */

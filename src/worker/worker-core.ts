@@ -125,7 +125,7 @@ export class WorkerCore {
       : runExec(template, task, this.killGraceMs, taskVars(task), launcher, (pgid) => this.host.send({ type: 'spawned', token: task.token, pgid }), pipe);
     const active: Active = { token: task.token, kind: 'exec', output: task.output, abort: () => running.abort(), kill: () => running.kill() };
     this.active.push(active);
-    this.report(active, withOutput(task, running.done, 'the command must write it to {out}'));
+    this.report(active, withOutput(task, running.done, 'the command must write it to {out}', this.host));
   }
 
   private startModule(fn: Handler, task: TaskMessage): void {
@@ -156,6 +156,7 @@ export class WorkerCore {
           return outcome;
         }),
         'the handler must write it to task.out',
+        this.host,
       ),
     );
   }
@@ -190,10 +191,18 @@ export class WorkerCore {
   }
 }
 
-/** The outcome once a declared output is committed (success) or removed (anything else). */
-function withOutput<T extends ExecOutcome | 'dropped'>(task: TaskMessage, done: Promise<T>, how: string): Promise<T> {
+/**
+ * The outcome once a declared output is synced (success) or removed (anything else). A success
+ * says `ran` first: a slow disk's sync (seconds on a busy one) is not the command's time.
+ */
+function withOutput<T extends ExecOutcome | 'dropped'>(task: TaskMessage, done: Promise<T>, how: string, host: WorkerHost): Promise<T> {
   const out = task.output;
-  return out ? done.then(async (o) => (o === 'dropped' ? o : ((await finishOutput(out, o as ExecOutcome, how)) as T))) : done;
+  if (!out) return done;
+  return done.then(async (o) => {
+    if (o === 'dropped') return o;
+    if (o.ok) host.send({ type: 'ran', token: task.token });
+    return (await finishOutput(out, o, how)) as T;
+  });
 }
 
 /** What an exec attempt gets over the worker's environment. */

@@ -49,6 +49,8 @@ const SCHEMAS = {
     storeBytes: count,
     stages: z.array(z.strictObject({ stage: z.string(), ...counts })),
     owners: z.array(z.strictObject({ owner: z.string(), pid: z.number().int().nullable(), state: z.enum(['alive', 'stopped', 'dead', 'elsewhere']), tasks: count })),
+    outputsPending: count,
+    pendingOutputs: z.array(z.strictObject({ key: z.string(), out: z.string().nullable(), temp: z.string() })),
   }),
   tasks: z.array(z.strictObject(task)),
   show: z.strictObject({
@@ -76,6 +78,7 @@ const SCHEMAS = {
     payload: z.looseObject({ version: z.literal(1), path: z.string(), rel: z.string() }),
     result: z.unknown(),
     fingerprint: z.string().nullable(),
+    outputPending: z.strictObject({ out: z.string().nullable(), temp: z.string() }).nullable(),
   }),
   batches: z.array(z.strictObject({ batch: z.string(), source: z.string(), createdAt: at, paused: z.boolean(), ...counts })),
   dryRun: z.strictObject({

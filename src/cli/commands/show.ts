@@ -18,8 +18,11 @@ export async function showCommand(key: string, flags: ShowFlags, io: Io): Promis
     io,
     async (store, batch, { target }) => {
       const { task, attempts } = await findTask(store, batch, key, target);
+      // A committed success whose rename failed: its result names an output that is not there yet.
+      const pending = task.status === 'SUCCESS' ? ((await store.pendingOutputs(batch.id)).find((o) => o.taskId === task.id) ?? null) : null;
+      const outputPending = pending && { out: pending.out, temp: pending.temp };
       if (flags.json) {
-        line(io.stdout, JSON.stringify(showJson(task, attempts)));
+        line(io.stdout, JSON.stringify({ ...showJson(task, attempts), outputPending }));
         return 0;
       }
       const c = colors(io, flags, 'stdout');
@@ -33,6 +36,11 @@ export async function showCommand(key: string, flags: ShowFlags, io: Io): Promis
       if (task.upToDate) out.push(`up to date: its declared output was newer than its input, so its last attempt ran nothing (--force runs it)`);
       if (task.lastError) out.push(`last error: ${p(task.lastError)}`);
       if (task.result) out.push(`result: ${p(task.result)}`);
+      if (outputPending) {
+        out.push(
+          c.yellow(`declared output not in place: ${p(outputPending.out ?? '?')} (its rename failed); the file waits at ${p(outputPending.temp)}: \`${suggest(target, ['run'], batch.source)}\` puts it in place or says why it cannot`),
+        );
+      }
       if (task.status === 'PENDING' && task.nextRunAt > Date.now()) out.push(`next attempt due ${iso(task.nextRunAt)}`);
       out.push(`created ${iso(task.createdAt)}; ${plural(attempts.length, 'attempt')} recorded:`);
       attempts.forEach((a, i) => {

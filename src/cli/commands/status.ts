@@ -1,5 +1,5 @@
 import { UsageError } from '../../errors.js';
-import { batchStatus, retryingClusters, verdict } from '../../status/batch-status.js';
+import { batchStatus, PENDING_OUTPUTS_LISTED, retryingClusters, verdict } from '../../status/batch-status.js';
 import { duration, printable, size } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { colors } from '../colors.js';
@@ -47,6 +47,11 @@ export async function statusCommand(flags: StatusFlags, io: Io): Promise<number>
         if (o.state === 'dead') out.push(c.yellow(`${held} a dead coordinator (pid ${o.pid} on this machine): the next \`${suggest(target, ['run'], s.source)}\` or \`${suggest(target, ['worker'])}\` takes them back`));
         else if (o.state === 'stopped') out.push(c.yellow(`${held} a stopped coordinator (pid ${o.pid} on this machine, SIGSTOP or Ctrl-Z): \`kill -CONT ${o.pid}\` lets it go on; they are not taken while it exists`));
       }
+      if (s.outputsPending) {
+        out.push(c.yellow(`${s.outputsPending} declared output${s.outputsPending === 1 ? '' : 's'} not in place: the success is committed, its file waits at a temporary path (its rename failed)`));
+        for (const p of s.pendingOutputs.slice(0, 10)) out.push(`  ${printable(p.key)} → ${printable(p.out ?? '?')}   waiting at ${printable(p.temp)}`);
+        if (s.outputsPending > 10) out.push(`  and ${s.outputsPending - 10} more (status --json lists ${Math.min(s.outputsPending, PENDING_OUTPUTS_LISTED)})`);
+      }
       out.push(`store ${size(s.storeBytes)} on disk`);
       if (s.tasksPerSecond) {
         out.push(`rate ${s.tasksPerSecond.toFixed(2)} tasks/s${s.etaSeconds ? `, ETA ${duration(s.etaSeconds * 1000)}` : ''}`);
@@ -64,7 +69,8 @@ export async function statusCommand(flags: StatusFlags, io: Io): Promise<number>
         for (const cl of retrying.slice(0, 10)) out.push(`  ${cl.count} × ${printable(cl.error)}   e.g. ${printable(cl.example)}`);
       }
       const retry = `\`${suggest(target, ['retry-failed', '--run'])}\` retries them`;
-      out.push(s.done ? (s.failed ? `finished with failures: ${retry}` : 'finished') : `not finished: \`${suggest(target, ['run'], s.source)}\` resumes it`);
+      const resume = s.outputsPending && s.pending + s.retrying + s.running + s.queued === 0 ? 'puts the outputs in place or says why it cannot' : 'resumes it';
+      out.push(s.done ? (s.failed ? `finished with failures: ${retry}` : 'finished') : `not finished: \`${suggest(target, ['run'], s.source)}\` ${resume}`);
       io.stdout.write(`${out.join('\n')}\n`);
       return verdict(s);
     },

@@ -10,7 +10,7 @@ const EXIT_CODES: [string, string][] = [
   ['0', 'every task SUCCESS'],
   ['1', 'the batch ended with FAILED (or CANCELLED) tasks, or --max-failures stopped it'],
   ['2', 'usage error or bad input; nothing was written'],
-  ['3', 'incomplete: paused, --max-runtime reached, or --no-wait left delayed retries'],
+  ['3', 'incomplete: paused, --max-runtime reached, --no-wait left delayed retries, or a declared output could not be renamed into place'],
   ['4', 'store error: missing, unreadable, locked, corrupt, foreign or from a newer version (never modified)'],
   ['130, 143', 'interrupted by SIGINT, SIGTERM; run again to resume'],
 ];

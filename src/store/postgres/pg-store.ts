@@ -40,7 +40,7 @@ import { cascade, revive } from './pg-stages.js';
 import { budgets } from '../budget.js';
 import { checkBounds, foldAttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
 import { CancelTally } from '../shared/cancel-tally.js';
-import { pendingOutputOf } from '../shared/pending-outputs.js';
+import { pendingOutputOf, type PendingOutputRow } from '../shared/pending-outputs.js';
 import { PRUNE_CHUNK, pruneInChunks, type PruneStep } from '../prune-in-chunks.js';
 import { prepareStatements, type Statements } from './statements.js';
 
@@ -185,8 +185,8 @@ export class PostgresStore implements TaskStore {
     return new Map(rows.map((r) => [r.id, r.status]));
   }
 
-  async pendingOutputs(batchId: number): Promise<PendingOutput[]> {
-    const rows = await this.db.read((sql) => sql.rows<{ id: string; output_temp: string; result: string | null }>(this.st.pendingOutputs, [batchId]));
+  async pendingOutputs(batchId: number | null): Promise<PendingOutput[]> {
+    const rows = await this.db.read((sql) => (batchId === null ? sql.rows<PendingOutputRow>(this.st.allPendingOutputs, []) : sql.rows<PendingOutputRow>(this.st.pendingOutputs, [batchId])));
     return rows.map(pendingOutputOf);
   }
 

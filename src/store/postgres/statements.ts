@@ -63,7 +63,9 @@ function sql(s: string) {
     /** $1 ids bigint[] */
     statuses: `SELECT id, status FROM ${s}.tasks WHERE id = ANY($1::bigint[])`,
     /** $1 batchId — committed successes whose declared output's rename is not confirmed (migration 010). */
-    pendingOutputs: `SELECT id, output_temp, result FROM ${s}.tasks WHERE batch_id = $1 AND output_temp IS NOT NULL AND status = 'SUCCESS'`,
+    pendingOutputs: `SELECT id, batch_id, task_key, output_temp, result FROM ${s}.tasks WHERE batch_id = $1 AND output_temp IS NOT NULL AND status = 'SUCCESS' ORDER BY id`,
+    /** The same in every batch of the store (read through the partial index of migration 010). */
+    allPendingOutputs: `SELECT id, batch_id, task_key, output_temp, result FROM ${s}.tasks WHERE output_temp IS NOT NULL AND status = 'SUCCESS' ORDER BY id`,
     /** $1 taskIds $2 temps — their outputs are in place (only while that temp is still the recorded one). */
     outputsPlaced: `
       UPDATE ${s}.tasks AS t SET output_temp = NULL

@@ -1,7 +1,15 @@
 import type { PendingOutput } from '../records.js';
 
+export interface PendingOutputRow {
+  id: number | string;
+  batch_id: number | string;
+  task_key: string;
+  output_temp: string;
+  result: string | null;
+}
+
 /** A pending output's row as both stores read it: the output path is the stored result's `out`. */
-export function pendingOutputOf(row: { id: number | string; output_temp: string; result: string | null }): PendingOutput {
+export function pendingOutputOf(row: PendingOutputRow): PendingOutput {
   let out: string | null = null;
   try {
     const value: unknown = row.result === null ? null : JSON.parse(row.result);
@@ -9,5 +17,5 @@ export function pendingOutputOf(row: { id: number | string; output_temp: string;
   } catch {
     // a result that is not JSON names no output: the file stays where it is
   }
-  return { taskId: Number(row.id), temp: row.output_temp, out };
+  return { taskId: Number(row.id), batchId: Number(row.batch_id), key: row.task_key, temp: row.output_temp, out };
 }

@@ -140,7 +140,9 @@ export const LEASE_SQL = {
     WHERE tasks.id = j.id AND tasks.status = 'RUNNING' AND tasks.lease_token = j.token
     RETURNING id, batch_id, status, item_key`,
   /** ?batchId — committed successes whose declared output's rename is not confirmed (migration 012). */
-  pendingOutputs: "SELECT id, output_temp, result FROM tasks WHERE batch_id = ? AND output_temp IS NOT NULL AND status = 'SUCCESS'",
+  pendingOutputs: "SELECT id, batch_id, task_key, output_temp, result FROM tasks WHERE batch_id = ? AND output_temp IS NOT NULL AND status = 'SUCCESS' ORDER BY id",
+  /** The same in every batch of the store (read through the partial index of migration 012). */
+  allPendingOutputs: "SELECT id, batch_id, task_key, output_temp, result FROM tasks WHERE output_temp IS NOT NULL AND status = 'SUCCESS' ORDER BY id",
   /** @list (JSON [[taskId, temp], …]) — their outputs are in place (only while that temp is still the recorded one). */
   outputsPlaced: `
     WITH j AS MATERIALIZED (SELECT value ->> 0 AS id, value ->> 1 AS temp FROM jsonb_each(@list))

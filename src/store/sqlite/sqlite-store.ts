@@ -7,7 +7,7 @@ import { enqueue } from './sqlite-enqueue.js';
 import { claim, heartbeat, releaseStale, settle } from './sqlite-lease.js';
 import * as list from './sqlite-list.js';
 import * as admin from './sqlite-admin.js';
-import { pendingOutputOf } from '../shared/pending-outputs.js';
+import { pendingOutputOf, type PendingOutputRow } from '../shared/pending-outputs.js';
 
 /**
  * The SQLite TaskStore: a thin facade over the per-verb modules (sqlite-lease, sqlite-enqueue,
@@ -77,8 +77,8 @@ export class SqliteStore implements TaskStore {
     return releaseStale(this.c, batchId, now, deadOwners, self, liveOwners, beforeRelease);
   }
 
-  async pendingOutputs(batchId: number): Promise<T.PendingOutput[]> {
-    const rows = this.c.read(() => this.c.st.pendingOutputs.all(batchId) as { id: number; output_temp: string; result: string | null }[]);
+  async pendingOutputs(batchId: number | null): Promise<T.PendingOutput[]> {
+    const rows = this.c.read(() => (batchId === null ? this.c.st.allPendingOutputs.all() : this.c.st.pendingOutputs.all(batchId)) as PendingOutputRow[]);
     return rows.map(pendingOutputOf);
   }
 

@@ -63,13 +63,16 @@ export function stagesContract(h: Harness): void {
       const [t] = await claim(id, now, { slots: 1 });
       const temp = '/o/.a.ts.splitdance-x-1-ab.tmp';
       await h.store.settle([{ ...ending(t!, 'SUCCESS', now + 1, { result: JSON.stringify({ out: '/o/a.ts' }) }), outputTemp: temp }]);
-      expect(await h.store.pendingOutputs(id)).toEqual([{ taskId: t!.id, temp, out: '/o/a.ts' }]);
+      const pending = { taskId: t!.id, batchId: id, key: t!.key, temp, out: '/o/a.ts' };
+      expect(await h.store.pendingOutputs(id)).toEqual([pending]);
+      expect(await h.store.pendingOutputs(null)).toContainEqual(pending); // every batch's: what a run of another batch looks at
       expect(await claim(id, now + 2, { slots: 4 })).toEqual([]); // committed, but its output is not in place
       await h.store.outputsPlaced([{ taskId: t!.id, temp: 'another attempt' }]); // not the recorded one: nothing changes
       expect(await h.store.pendingOutputs(id)).toHaveLength(1);
       const next = await h.store.settleAndClaim([], { batchId: id, owner: 'o', host: 'h', now: now + 3, leaseMs: 1000, slots: [{ workerId: 'w1', pid: null }, { workerId: 'w2', pid: null }] }, [{ taskId: t!.id, temp }]);
       expect(next.claimed.map((c) => c.key).sort()).toEqual(['pkg/a', 'thumb/a']); // confirmed in the claim's own transaction
       expect(await h.store.pendingOutputs(id)).toEqual([]);
+      expect((await h.store.pendingOutputs(null)).filter((p) => p.batchId === id)).toEqual([]);
     });
 
     it("a need that fails terminally cancels its item's dependents (transitively) with the reason; a retry does not", async () => {
