@@ -9,6 +9,7 @@ const { dist, db, batch: batchName, slots, window, sleepMs, leaseMs, logDir, id 
 const { openStore } = await import(`${dist}/store/open-store.js`);
 const { Coordinator } = await import(`${dist}/coordinator/coordinator.js`);
 const { recoverStale } = await import(`${dist}/coordinator/recovery.js`);
+const { RenewalWatch } = await import(`${dist}/coordinator/renewal-watch.js`);
 const { settingsOf } = await import(`${dist}/job/job-definition.js`);
 const { rulesOf } = await import(`${dist}/coordinator/retry-rules.js`);
 const { DeclaredOutputs } = await import(`${dist}/coordinator/declared-outputs.js`);
@@ -58,7 +59,8 @@ const coordinator = new Coordinator(
   },
   observer,
 );
-coordinator.lostElsewhere(await recoverStale(store, batch.id, coordinator.owner));
+// As a run starts: a dead local owner's tasks at once; remote ones are the coordinator's watch's.
+coordinator.lostElsewhere((await recoverStale(store, batch.id, coordinator.owner, new RenewalWatch(leaseMs))).released);
 
 parentPort.once('message', async () => {
   let stop;
