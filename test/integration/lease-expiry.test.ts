@@ -100,7 +100,7 @@ describe('lease expiry through the CLI (SQLite)', () => {
     db.prepare("UPDATE tasks SET lease_expires_at = ? WHERE task_key = 'f000.log'").run(Date.now() - 1000);
     db.close();
     // It is taken once its renewals are seen to stop for a lease (R39): a --no-wait run stays for that.
-    const taken = await runCli(['run', 'src', '--no-wait'], opts);
+    const taken = await runCli(['run', 'src', '--no-wait', '--lease', '3s'], opts);
     expect(taken.code, taken.stderr).toBe(0);
     expect(taken.stderr).toContain('recovered 1 task');
     expect(ranKeys(f.ran)).toEqual(['f001.log', 'f000.log']);
