@@ -114,7 +114,8 @@ describe('lease expiry through the CLI (SQLite)', () => {
   it('a waiting run takes the task back when the lease runs out, not a moment before', async () => {
     const expiresAt = Date.now() + 1500;
     const f = await batchWithForeignClaim(REMOTE, expiresAt);
-    const r = await runCli(['run', 'src', '--exec', EXEC(f.ran)], { cwd: f.dir, ...cliEnv() });
+    // Once expired, the silent owner is watched for a lease (R39): a short one keeps that short.
+    const r = await runCli(['run', 'src', '--exec', EXEC(f.ran), '--lease', '3s'], { cwd: f.dir, ...cliEnv() });
     expect(r.code).toBe(0);
     expect(ranKeys(f.ran).sort()).toEqual(['f000.log', 'f001.log']);
     const [lost, success] = attemptsOf(f.db, 'f000.log').slice(-2);
