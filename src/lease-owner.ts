@@ -51,7 +51,7 @@ function procIsOurs(): boolean {
 }
 
 /** State and start time of a process from /proc, or null when it does not exist (or /proc is absent). */
-function procStat(pid: number): { state: string; start: string } | null {
+export function procStat(pid: number): { state: string; start: string } | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) may hold spaces and parentheses, so count from the last ')'.

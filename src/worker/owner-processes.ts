@@ -1,4 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { procStat } from '../lease-owner.js';
+import { monotonicMs } from '../wall-steps.js';
 
 /**
  * Names, in the environment of every process a run starts (its workers, spawner helpers,
@@ -41,9 +43,8 @@ export function processesOf(owners: string[]): number[] {
     try {
       const environ = `\0${readFileSync(`/proc/${entry}/environ`, 'latin1')}\0`;
       if (!marks.some((mark) => environ.includes(mark))) continue;
-      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
-      const state = stat[stat.lastIndexOf(')') + 2];
-      if (state !== 'Z' && state !== 'X') found.push(Number(entry));
+      const state = procStat(Number(entry))?.state;
+      if (state !== undefined && state !== 'Z' && state !== 'X') found.push(Number(entry));
     } catch {
       // gone meanwhile, or not ours to read
     }
@@ -59,10 +60,10 @@ export function processesOf(owners: string[]): number[] {
  */
 export async function killOwnerProcesses(owners: string[]): Promise<number> {
   const killed = new Set<number>();
-  const started = Date.now();
+  const started = monotonicMs();
   for (;;) {
     const left = processesOf(owners);
-    if (left.length === 0 || Date.now() - started > AFTER_KILL_MS) return killed.size;
+    if (left.length === 0 || monotonicMs() - started > AFTER_KILL_MS) return killed.size;
     for (const pid of left) {
       try {
         process.kill(pid, 'SIGKILL');
