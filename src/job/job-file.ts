@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
+import { linearRegExp } from '../linear-regex.js';
 import { checkOutputTemplate } from '../output/output-path.js';
 import { checkMetricsPath } from '../status/metrics-file.js';
 import { parseSample } from '../split/sample.js';
@@ -103,7 +104,7 @@ export const JobFileSchema = z
       .describe('split an item into {1}, {2}, … on this regular expression (default: whitespace)')
       .superRefine((v, ctx) => {
         try {
-          new RegExp(v);
+          linearRegExp(v);
         } catch (err) {
           ctx.addIssue({ code: 'custom', message: (err as Error).message, input: v });
         }

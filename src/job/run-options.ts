@@ -4,6 +4,7 @@ import { UsageError } from '../errors.js';
 import { parseSample, type Sample } from '../split/sample.js';
 import { checkOutputTemplate } from '../output/output-path.js';
 import { checkTemplate } from '../template/exec-template.js';
+import { linearRegExp } from '../linear-regex.js';
 import { checkMetricsPath } from '../status/metrics-file.js';
 import type { JobSettings } from './job-definition.js';
 import type { ItemsMode } from '../split/items.js';
@@ -194,7 +195,7 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
 function itemsFromFlags(f: RawRunFlags): ItemsMode | undefined {
   if (f.items !== undefined && f.items.trim() === '') throw new UsageError("--items needs a list file, or - for stdin (e.g. --items urls.txt)");
   if (f.keyField !== undefined && f.keyField === '') throw new UsageError('--key-field is empty; give the name of a field of every record, e.g. --key-field id');
-  if (f.colsep !== undefined) checkRegex(f.colsep, '--colsep');
+  if (f.colsep !== undefined) checkColsep(f.colsep, '--colsep');
   if (f.items === undefined && !f.jsonl && f.keyField === undefined && f.colsep === undefined) return undefined;
   return itemsMode(f.items, f.jsonl, f.keyField, f.colsep);
 }
@@ -264,6 +265,19 @@ export function checkRegex(source: string, option: string): string {
   if (source === '') throw new UsageError(`${option} is empty, which would match every failure; give a pattern such as 'Invalid header'`);
   try {
     new RegExp(source);
+  } catch (err) {
+    throw new UsageError(`${option} ${JSON.stringify(source)}: ${(err as Error).message}`);
+  }
+  return source;
+}
+
+/**
+ * A `--colsep` pattern splits every item, hostile ones included, so it must split in time
+ * linear in the item (linear-regex.ts): a pattern that cannot is exit 2, with the reason.
+ */
+export function checkColsep(source: string, option: string): string {
+  try {
+    linearRegExp(source);
   } catch (err) {
     throw new UsageError(`${option} ${JSON.stringify(source)}: ${(err as Error).message}`);
   }

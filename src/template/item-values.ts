@@ -1,5 +1,6 @@
 /** What the placeholders of an item stand for: its text, its fields, a record's own fields. */
 import { PermanentError } from '../errors.js';
+import { linearRegExp } from '../linear-regex.js';
 import type { TaskPayload } from '../store/task-store.js';
 
 /**
@@ -14,10 +15,29 @@ export function itemText(payload: TaskPayload): string {
   return payload.item;
 }
 
+/**
+ * An item's `--colsep`, compiled for the linear-time engine once per pattern. One stored by an
+ * older version that the engine cannot take fails the attempt for good, saying why.
+ */
+function colsepPattern(source: string): RegExp {
+  let re = colseps.get(source);
+  if (re === undefined) {
+    try {
+      re = linearRegExp(source);
+    } catch (err) {
+      throw new PermanentError(`--colsep ${JSON.stringify(source)}: ${(err as Error).message}`);
+    }
+    if (colseps.size >= 64) colseps.clear();
+    colseps.set(source, re);
+  }
+  return re;
+}
+const colseps = new Map<string, RegExp>();
+
 /** `{1}`, `{2}`…: the item split on its `--colsep` regex, or on runs of whitespace (leading and trailing ignored). */
 export function fieldsOf(payload: TaskPayload): string[] {
   const text = itemText(payload);
-  if (payload.colsep !== undefined) return text.split(new RegExp(payload.colsep));
+  if (payload.colsep !== undefined) return text.split(colsepPattern(payload.colsep));
   const trimmed = text.trim();
   return trimmed === '' ? [] : trimmed.split(/\s+/);
 }
