@@ -1,5 +1,15 @@
-/** A shell that a template may hand a script with -c (`$SHELL -c` too: a variable may name one). */
-const SHELL = /(^|\/)(sh|bash|dash|zsh|ksh|ksh93|mksh|pdksh|ash|yash|posh|fish|csh|tcsh)$|^\$/;
+/**
+ * A word that may name a shell that a template hands a script with -c. By its name: any name
+ * ending in `sh`, perhaps with a version (sh, bash, rbash, dash, zsh, ksh93, mksh, yash, fish,
+ * tcsh, pwsh, xonsh, `bash5.2`, …) but ssh and a script file such as `run.sh`; and rc, es, nu,
+ * oil. And any name the template does not spell out, which could be any of those: one made by an
+ * expansion (`$SHELL`, `$(which sh)`, `` `which sh` ``) or by a glob or braces (`/bin/s[h]`,
+ * `/bin/{sh,x}`). A name is read with its quotes and backslashes removed, as the shell reads it
+ * (`"s"h`, `s\h`).
+ */
+const SHELL_NAME = /^(?!ssh$|hash$)[\w+-]*sh[\d.]*$|^(rc|es|nu|oil)$/;
+const UNSPELLED = /[$`*?[{]/;
+const mayNameAShell = (word: string) => UNSPELLED.test(word) || SHELL_NAME.test(base(word));
 
 /**
  * Commands that run every word after them as shell code: the shell's own `eval`, `trap`
@@ -55,7 +65,7 @@ export class CommandWords {
     for (let k = 0; k < w.length; k++) {
       const name = base(w[k]!);
       if (EVALUATES_ARGS.has(name)) return 'evaluated';
-      if (SHELL.test(w[k]!) && isFirstOperandAfterC(w, k)) return 'script';
+      if (mayNameAShell(w[k]!) && isFirstOperandAfterC(w, k)) return 'script';
       if (COMMAND_FLAG.has(name) && (/^(-[A-Za-z]*c|--command)$/.test(w.at(-1) ?? '') || /^--command=/.test(current))) return 'script';
       if (name === 'ssh' && sshDestinationBefore(w, k)) return 'remote';
     }

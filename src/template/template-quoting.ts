@@ -255,7 +255,11 @@ class Lexer {
     }
   }
 
-  /** `$((…))` or `((…))`, `skip` characters long at the start: the value would be evaluated, so no placeholder. */
+  /**
+   * `$((…))` or `((…))`, `skip` characters long at the start: the value would be evaluated, so
+   * no placeholder; but a `$(…)` inside starts a command of its own, where a value is an
+   * argument like anywhere else (`$(( $(wc -c < {}) % 5 ))`): its output is evaluated, not the value.
+   */
   private arith(skip: number): void {
     const t = this.t;
     const open = this.i;
@@ -265,6 +269,12 @@ class Lexer {
       const m = this.placeholder();
       if (m) this.refuse(m[0], 'arith');
       const c = t[this.i]!;
+      if (c === '$' && t[this.i + 1] === '(' && t[this.i + 2] !== '(') {
+        this.copy(2);
+        this.command(true, null);
+        this.out += ')';
+        continue;
+      }
       if (c === ')' && depth === 0 && t[this.i + 1] === ')') return this.copy(2);
       if (c === '(') depth++;
       if (c === ')') depth--;

@@ -322,6 +322,7 @@ describe('renderExec: quoting follows where the placeholder stands (SPEC §4)', 
     ['$(…) inside "…"', `${P} "<$(printf '%s|' {} "{}")>"`, (v) => [`<${v}|${v}|>`]],
     ['"…" inside $(…) inside "…"', `${P} "$(printf '%s|' "x{}" '{}y')"`, (v) => [`x${v}|${v}y|`]],
     ["sh -c '… \"$1\"' _ {}", `sh -c '/usr/bin/printf "%s\\0" "$1"' _ {}`, (v) => [v]],
+    ['$(…) inside $((…))', `${P} "$(( $(/usr/bin/printf %s {} | wc -c) + 0 ))"`, (v) => [String(Buffer.byteLength(v))]],
     ['"…" holding single quotes and a comment after', `${P} "it's {}" # {} runs nothing`, (v) => [`it's ${v}`]],
   ];
   const hostile = fc.oneof(
@@ -402,6 +403,17 @@ describe('checkTemplate: where a value cannot be passed exactly, or quotes do no
     ['sudo -u bob "$SHELL" -c "cat {}"', /\{\} stands inside the script of a shell's -c/],
     ['script -qc "cat {}" /dev/null', /\{\} stands inside the script of a shell's -c/],
     ['runuser -u bob --command="cat {}"', /\{\} stands inside the script of a shell's -c/],
+    // Audit 4, item 21: the shell named any way, not only by a listed name.
+    ['`which sh` -c "cat {}"', /\{\} stands inside the script of a shell's -c/],
+    ['$(command -v sh) -c "cat {}"', /\{\} stands inside the script of a shell's -c/],
+    ['/bin/s[h] -c "cat {}"', /\{\} stands inside the script of a shell's -c/],
+    ['/bin/s? -c "cat {}"', /\{\} stands inside the script of a shell's -c/],
+    ['/bin/{sh,true} -c "cat {}"', /\{\} stands inside the script of a shell's -c/],
+    ['rbash -c "cat {}"', /\{\} stands inside the script of a shell's -c/],
+    ['/usr/bin/bash5.2 -c "cat {}"', /\{\} stands inside the script of a shell's -c/],
+    ['busybox sh -c "cat {}"', /\{\} stands inside the script of a shell's -c/],
+    ['s\\h -c "cat {}"', /\{\} stands inside the script of a shell's -c/],
+    ['echo $(( $(sh -c "cat {}") % 5 ))', /\{\} stands inside the script of a shell's -c/],
     ['builtin eval "cat {}"', /\{\} stands in an argument of eval, trap, let, alias or watch/],
     ['trap -- "rm {}" EXIT; sleep 1', /\{\} stands in an argument of eval, trap/],
     ['let n={#}+1', /\{#\} stands in an argument of eval, trap, let/],
@@ -471,6 +483,11 @@ describe('checkTemplate: where a value cannot be passed exactly, or quotes do no
       'ssh {} uptime',
       'ssh -i {} host true',
       'cat {} | sh -c "wc -l"',
+      // A value that is an argument of a command inside $((…)): the command's output is evaluated, not the value.
+      'echo $(( $(cat {}) % 5 ))',
+      'echo $(( $(wc -c < {}) ))',
+      'gzip -c {} > {}.gz',
+      'ssh -c aes128-ctr host true',
     ]) {
       expect(refusal(template), template).toBeNull();
     }
