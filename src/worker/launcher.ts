@@ -45,8 +45,11 @@ export type Launched =
       /** Whether processes of its group were left running when it exited (null: not known). */
       lingers: boolean | null;
     }
-  /** It never ran: an errno-style code (ENOENT…) and the whole message. */
-  | { kind: 'not-started'; code: string; message: string }
+  /**
+   * It never ran: an errno-style code (ENOENT…) and the whole message; `retryable: false`
+   * when running it again cannot help (E2BIG: the same task gives the same arguments).
+   */
+  | { kind: 'not-started'; code: string; message: string; retryable?: boolean }
   /** Given back unstarted (dropQueued). */
   | { kind: 'dropped' }
   /** The launcher's helper died (by `signal`, if one killed it); whether the command ran is unknown. */

@@ -111,7 +111,8 @@ function outcomeOf(ended: Exclude<Launched, { kind: 'dropped' }>, started: numbe
     ? ended.signal ? `the spawner helper was killed by ${ended.signal} while the command ran` : 'the spawner helper died while the command ran'
     : ended.message;
   const signal = ended.kind === 'died' ? ended.signal : null;
-  return { ok: false, result: null, error: { name: 'Error', message, retryable: true }, exitCode: null, signal, outputTail: null, logPath: null, durationMs, startedAt: started };
+  const retryable = ended.kind === 'died' || ended.retryable !== false;
+  return { ok: false, result: null, error: { name: 'Error', message, retryable }, exitCode: null, signal, outputTail: null, logPath: null, durationMs, startedAt: started };
 }
 
 /** The outcome of an attempt that failed before anything ran. */
