@@ -40,6 +40,8 @@ export type Launched =
       note: string | null;
       /** Something that may explain a failure besides the command itself. */
       cause: string | null;
+      /** `--print`: why its output could not be kept for printing (a full TMPDIR); the attempt fails with it. */
+      unprinted?: string | null;
       /** When it exited (ms, this machine's clock), however late that was learned. */
       endedAt: number;
       /** Whether processes of its group were left running when it exited (null: not known). */

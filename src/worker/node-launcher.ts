@@ -125,8 +125,8 @@ export class NodeLauncher implements Launcher {
       child.on('close', () => {
         if (!exit) return; // never started: reported by 'error'
         const { outputTail, logPath, note } = capture.finish();
-        copy?.close();
-        resolve({ kind: 'ran', code: exit.code, signal: exit.signal, outputTail, logPath, note, cause: null, endedAt: exit.at, lingers: null });
+        const unprinted = copy?.close() ?? null;
+        resolve({ kind: 'ran', code: exit.code, signal: exit.signal, outputTail, logPath, note, cause: null, unprinted, endedAt: exit.at, lingers: null });
       });
     });
   }
