@@ -3,6 +3,8 @@ import type { ChalkInstance } from 'chalk';
 import type { BatchObserver, RunStart, RunSummary } from '../run/run-batch.js';
 import type { RawRunFlags } from '../job/run-options.js';
 import type { ClaimedTask, Counts, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
+import type { PrintedStream } from '../run/attempt-printer.js';
+import { PrintedLines } from './printed-lines.js';
 import { formatMs } from '../job/units.js';
 import { errorSignature } from '../status/error-signature.js';
 import { longInterval, type LongTimer } from '../long-timer.js';
@@ -168,24 +170,30 @@ export class RunReporter implements BatchObserver {
   }
 
   /**
-   * `--print`: one attempt's output, each stream in one write, so no other attempt's line
-   * lands inside it; a last line without its newline gets one. With `--tag` every line
-   * starts with the task's key (escaped: it is data) and a tab. While the bar is drawn, what
-   * goes to the terminal goes above the bar.
+   * `--print`: where one attempt's stdout or stderr goes, in chunks of bounded size, each
+   * written before the next is read (attempt-printer.ts prints one attempt after another, so
+   * no other attempt's line lands inside it); a last line without its newline gets one. With
+   * `--tag` every line starts with the task's key (escaped: it is data) and a tab. While the
+   * bar is drawn, what goes to the terminal goes above the bar, in whole lines.
    */
-  printed(task: ClaimedTask, stdout: Buffer | null, stderr: Buffer | null): void {
-    const tag = this.tag ? `${printable(task.key)}\t` : null;
-    for (const [bytes, stream, terminal] of [
-      [stdout, this.io.stdout, this.io.stdoutTty],
-      [stderr, this.io.stderr, this.io.tty],
-    ] as const) {
-      if (bytes === null) continue;
-      const text = wholeLines(bytes, tag);
-      if (this.bars && !this.barStopped && terminal) {
-        this.bars.log(text.toString('utf8'));
-        this.bars.update();
-      } else stream.write(text);
-    }
+  printed(task: ClaimedTask, stream: 'out' | 'err'): PrintedStream {
+    const [out, terminal] = stream === 'out' ? [this.io.stdout, this.io.stdoutTty] : [this.io.stderr, this.io.tty];
+    const lines = new PrintedLines(this.tag ? Buffer.from(`${printable(task.key)}\t`) : null);
+    const aboveBar = () => Boolean(this.bars && !this.barStopped && terminal);
+    const put = (bytes: Buffer): Promise<void> => {
+      if (bytes.length === 0) return Promise.resolve();
+      if (aboveBar()) {
+        this.bars!.log(bytes.toString('utf8'));
+        this.bars!.update();
+        return Promise.resolve();
+      }
+      // Its callback comes once written, or at once with an error when the stream is lost (lost-output.ts).
+      return new Promise((written) => out.write(bytes, () => written()));
+    };
+    return {
+      write: (chunk) => put(lines.add(chunk, aboveBar())),
+      end: () => put(lines.end()),
+    };
   }
 
   /** Stops the progress timer and the bar; nothing of the reporter keeps the process alive after. Safe to call again. */
@@ -240,18 +248,4 @@ export class RunReporter implements BatchObserver {
   private event(e: Record<string, unknown>): void {
     line(this.io.stdout, JSON.stringify({ ...e, at: new Date().toISOString() }));
   }
-}
-
-/** An attempt's output as printed: every line ended, each after `tag` when there is one. */
-function wholeLines(bytes: Buffer, tag: string | null): Buffer {
-  const ended = bytes[bytes.length - 1] === 0x0a ? bytes : Buffer.concat([bytes, Buffer.from('\n')]);
-  if (tag === null) return ended;
-  const prefix = Buffer.from(tag);
-  const parts: Buffer[] = [];
-  for (let start = 0; start < ended.length; ) {
-    const end = ended.indexOf(0x0a, start) + 1;
-    parts.push(prefix, ended.subarray(start, end));
-    start = end;
-  }
-  return Buffer.concat(parts);
 }

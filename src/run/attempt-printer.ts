@@ -1,29 +1,57 @@
-import { mkdtempSync, readFileSync, rmdirSync, unlinkSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { open, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ClaimedTask, Settlement, TaskStatus } from '../store/task-store.js';
 import type { RunObserver } from '../coordinator/run-types.js';
 
-/** What `--print` hands the reporter for one attempt: its stdout and stderr, each whole (null: it printed nothing there). */
-export type PrintAttempt = (task: ClaimedTask, stdout: Buffer | null, stderr: Buffer | null) => void;
+/** Where `--print` writes one stream of one attempt: its bytes in order, then its end. Each resolves once written (or dropped). */
+export interface PrintedStream {
+  write(chunk: Buffer): Promise<void>;
+  end(): Promise<void>;
+}
+
+/** What `--print` hands the reporter for one attempt: a writer for its stdout or its stderr. */
+export type PrintAttempt = (task: ClaimedTask, stream: 'out' | 'err') => PrintedStream;
+
+/** How much of a copy is read and written at a time: an output of any size is printed in bounded memory. */
+export const PRINT_CHUNK_BYTES = 1024 * 1024;
 
 /**
  * `--print`: each attempt's workers write a copy of its stdout and stderr apart into a
- * private folder (0700, one per run, print-copy.ts); when the attempt ends this reads both
- * and hands them on whole, so two attempts' lines never mix. With `keepOrder` an attempt
- * waits until every attempt handed out before it has been printed (GNU parallel's -k: for a
- * new batch, task order). The folder and what is left in it go when the run ends.
+ * private folder (0700, one per run, in TMPDIR, print-copy.ts); when the attempt ends this
+ * copies both to the reporter, chunk by chunk and one attempt after another, so two attempts'
+ * lines never mix and an output of any size (above Node's 2 GiB buffer limit too) is printed
+ * whole. With `keepOrder` an attempt waits until every attempt handed out before it has been
+ * printed (GNU parallel's -k: for a new batch, task order). Each copy goes once printed; the
+ * folder and whatever is left in it go when the run ends, or when the process exits.
  */
 export class AttemptPrinter {
   readonly dir = mkdtempSync(join(tmpdir(), 'splitdance-print-'));
   /** Attempts handed out, by token, until printed (keepOrder only). */
   private readonly order: ClaimedTask[] = [];
   private readonly ended = new Set<number>();
+  /** The attempts being printed, one after another: the last in line. */
+  private printing: Promise<void> = Promise.resolve();
+  private finished: Promise<void> | null = null;
+  /** Attempts whose copy could not be read back: their output is missing from the run's output. */
+  private lostCount = 0;
+  /** An exit before finish (a bug, process.exit) still removes the folder. */
+  private readonly onExit = () => this.removeDir();
 
   constructor(
     private readonly keepOrder: boolean,
     private readonly print: PrintAttempt,
-  ) {}
+    /** Told when an attempt's copy could not be printed. */
+    private readonly note: (m: string) => void = () => {},
+  ) {
+    process.on('exit', this.onExit);
+  }
+
+  /** How many attempts' output could not be printed (their copy could not be read). */
+  get lost(): number {
+    return this.lostCount;
+  }
 
   /** Where a worker writes the attempt's copies (`.out`, `.err`). */
   prefixOf(token: number): string {
@@ -46,14 +74,19 @@ export class AttemptPrinter {
     };
   }
 
-  /** The run is over: what still waits (held back by an attempt that never reported) is printed in order, and the folder goes. */
-  finish(): void {
-    for (const task of this.order.splice(0)) this.emit(task);
-    try {
-      rmdirSync(this.dir);
-    } catch {
-      // a worker killed mid-attempt may have left a copy; it is in a private temporary folder
-    }
+  /**
+   * The run is over: what still waits (held back by an attempt that never reported) is printed
+   * in order, everything is written, and the folder goes with whatever is left in it (a copy of
+   * an attempt whose worker was killed). The same promise on every call.
+   */
+  finish(): Promise<void> {
+    this.finished ??= (async () => {
+      for (const task of this.order.splice(0)) this.emit(task);
+      await this.printing;
+      this.removeDir();
+      process.off('exit', this.onExit);
+    })();
+    return this.finished;
   }
 
   /**
@@ -78,17 +111,52 @@ export class AttemptPrinter {
 
   private emit(task: ClaimedTask): void {
     const prefix = this.prefixOf(task.token);
-    this.print(task, take(`${prefix}.out`), take(`${prefix}.err`));
+    this.printing = this.printing.then(async () => {
+      for (const stream of ['out', 'err'] as const) {
+        try {
+          await copyOut(`${prefix}.${stream}`, PRINT_CHUNK_BYTES, () => this.print(task, stream));
+        } catch (err) {
+          this.lostCount++;
+          this.note(`--print: the std${stream} of attempt ${task.attempt} of ${task.key} could not be printed: ${(err as Error).message}`);
+        }
+      }
+    });
+  }
+
+  private removeDir(): void {
+    try {
+      rmSync(this.dir, { recursive: true, force: true });
+    } catch {
+      // a private folder in TMPDIR; nothing else points at it
+    }
   }
 }
 
-/** A copy's bytes, and the file gone; null when the attempt printed nothing there. */
-function take(path: string): Buffer | null {
+/**
+ * Copies the file at `path` to the stream `open` gives, `chunk` bytes at a time, never holding
+ * more; then the file goes, whatever happened. Nothing when there is no file (the attempt
+ * printed nothing there), and then the stream is never opened.
+ */
+export async function copyOut(path: string, chunk: number, openStream: () => PrintedStream): Promise<void> {
+  let file;
   try {
-    const bytes = readFileSync(path);
-    unlinkSync(path);
-    return bytes.length ? bytes : null;
-  } catch {
-    return null;
+    file = await open(path, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  try {
+    let out: PrintedStream | null = null;
+    for (;;) {
+      const buf = Buffer.allocUnsafe(chunk);
+      const { bytesRead } = await file.read(buf, 0, chunk, null);
+      if (bytesRead === 0) break;
+      out ??= openStream();
+      await out.write(buf.subarray(0, bytesRead));
+    }
+    await out?.end();
+  } finally {
+    await file.close();
+    await unlink(path).catch(() => undefined);
   }
 }

@@ -3,7 +3,8 @@ import { describeHandler, settingsOf, storedDefinition, type JobSettings } from 
 import type { Invocation } from '../job/run-options.js';
 import { handlersOf, sameHandlers } from '../job/stages.js';
 import { resolveCountOrShare } from '../job/units.js';
-import { printable } from '../printable.js';
+import { plural, printable } from '../printable.js';
+import { EXIT } from '../exit-codes.js';
 import { describeStore, logRoot } from '../store/open-store.js';
 import type { BatchRecord, Counts, LeaseStore } from '../store/task-store.js';
 import { growToWork, KILL_GRACE_MS, startPool } from './batch-pool.js';
@@ -20,6 +21,9 @@ import { rulesOf } from '../coordinator/retry-rules.js';
 import { outcomeOf } from './run-outcome.js';
 import { drainOnSignals, watchSignalsDuringStartup } from './signals.js';
 import { monotonicMs } from '../wall-steps.js';
+
+/** Where printed output goes for an observer that does not show it. */
+const IGNORED = { write: async () => {}, end: async () => {} };
 
 export interface RunStart {
   batch: string;
@@ -43,7 +47,7 @@ export interface RunSummary {
 export interface BatchObserver extends RunObserver {
   start(info: RunStart): void;
   finish(summary: RunSummary): Promise<void>;
-  /** `--print`: one attempt's output, each stream whole (null: nothing printed there). */
+  /** `--print`: where one attempt's stdout or stderr is written, chunk by chunk (attempt-printer.ts). */
   printed?: PrintAttempt;
   /** The run ends with an error, which the caller is about to throw. */
   failed(err: unknown): void;
@@ -85,7 +89,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
   // Loaded only when asked for: prom-client alone costs ~35 ms of every run's start-up.
   const metrics =
     inv.metricsFile === null ? null : await (await import('./run-metrics.js')).RunMetrics.open(store, batch, inv.metricsFile, (m) => observer.note(m));
-  const printer = inv.print ? new AttemptPrinter(inv.print.keepOrder, (task, out, err) => observer.printed?.(task, out, err)) : null;
+  const printer = inv.print ? new AttemptPrinter(inv.print.keepOrder, (task, stream) => observer.printed?.(task, stream) ?? IGNORED, (m) => observer.note(m)) : null;
   const tapped = metrics ? metrics.tap(observer) : observer;
   const seen = printer ? printer.tap(tapped) : tapped;
   // The limits hold for the whole run, across the definitions it follows.
@@ -151,16 +155,21 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
     // The run is over: a server restarting just now must not turn its outcome into exit 4.
     const counts = await ridingOut(() => store.counts(batch.id), (m) => observer.note(m));
     const pending = await ridingOut(() => store.pendingOutputs(batch.id), (m) => observer.note(m));
-    const { exitCode, reason } = outcomeOf(stop, counts, run.resume, pending.map((p) => p.out ?? p.temp));
+    let { exitCode, reason } = outcomeOf(stop, counts, run.resume, pending.map((p) => p.out ?? p.temp));
     await metrics?.finish();
-    printer?.finish();
+    await printer?.finish();
+    if (printer?.lost && exitCode === EXIT.OK) {
+      // Every task succeeded, but the output --print was asked for is not all on stdout.
+      exitCode = EXIT.FAILED;
+      reason = `done, but --print could not print the output of ${plural(printer.lost, 'attempt')} (said above)`;
+    }
     await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Math.round(monotonicMs() - started) });
     return exitCode;
   } catch (err) {
     observer.failed(err);
     throw err;
   } finally {
-    printer?.finish();
+    await printer?.finish();
     metrics?.stop();
     signals.dispose();
     observer.close();

@@ -1,6 +1,7 @@
 import { closeSync, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { constants } from 'node:os';
 import { dirname } from 'node:path';
+import { describeE2big } from './arg-limits.js';
 import type { Launched, Launcher, LaunchRequest } from './launcher.js';
 import { logSpaceLow } from './log-space.js';
 import { TAIL_BYTES } from './output-capture.js';
@@ -63,6 +64,8 @@ export class HelperLauncher implements Launcher {
       }
       case 'spawn-failed': {
         const code = errnoName(end.errno);
+        // Arguments exec refuses (one over 128 KiB): which one, and not retried (they would be the same).
+        if (code === 'E2BIG') return { kind: 'not-started', code, message: `could not start ${argv[0]}: ${describeE2big(argv, fallback, vars)}`, retryable: false };
         return { kind: 'not-started', code, message: `could not start ${argv[0]}: spawn ${argv[0]} ${code}` };
       }
       case 'dropped':

@@ -40,13 +40,18 @@ export type Launched =
       note: string | null;
       /** Something that may explain a failure besides the command itself. */
       cause: string | null;
+      /** `--print`: why its output could not be kept for printing (a full TMPDIR); the attempt fails with it. */
+      unprinted?: string | null;
       /** When it exited (ms, this machine's clock), however late that was learned. */
       endedAt: number;
       /** Whether processes of its group were left running when it exited (null: not known). */
       lingers: boolean | null;
     }
-  /** It never ran: an errno-style code (ENOENT…) and the whole message. */
-  | { kind: 'not-started'; code: string; message: string }
+  /**
+   * It never ran: an errno-style code (ENOENT…) and the whole message; `retryable: false`
+   * when running it again cannot help (E2BIG: the same task gives the same arguments).
+   */
+  | { kind: 'not-started'; code: string; message: string; retryable?: boolean }
   /** Given back unstarted (dropQueued). */
   | { kind: 'dropped' }
   /** The launcher's helper died (by `signal`, if one killed it); whether the command ran is unknown. */

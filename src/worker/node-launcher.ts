@@ -1,6 +1,7 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import type { Writable } from 'node:stream';
+import { describeE2big } from './arg-limits.js';
 import type { TaskInput } from './task-bytes.js';
 import type { Launched, Launcher, LaunchRequest } from './launcher.js';
 import { oomScoreInherited, raiseOomScore } from './oom-score.js';
@@ -64,7 +65,11 @@ export class NodeLauncher implements Launcher {
     void this.run(argv, q, fallback === null)
       .then(async (end) => {
         // Not found, not executable, a script without #!: the shell's own handling and message.
-        if (end.kind === 'not-started' && fallback !== null) return this.run(['/bin/sh', '-c', fallback], q, true);
+        // Not arguments too long for exec: the shell line holds them too (the queue goes on).
+        if (end.kind === 'not-started' && fallback !== null) {
+          if (end.code !== 'E2BIG') return this.run(['/bin/sh', '-c', fallback], q, true);
+          this.next();
+        }
         return end;
       })
       .then(q.resolve);
@@ -76,9 +81,17 @@ export class NodeLauncher implements Launcher {
    */
   private run(argv: string[], q: Queued, last: boolean): Promise<Launched> {
     const { vars, logFile, stdin, print } = q.request;
+    let child: ChildProcess;
+    try {
+      child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'], env: { ...process.env, ...vars } });
+    } catch (err) {
+      // Node throws, rather than emits, the errors of exec it does not expect (E2BIG: an
+      // argument over the system's limit): the attempt fails, the worker carries on.
+      if (last) queueMicrotask(() => this.next());
+      return Promise.resolve(notStarted(argv, q.request, err as NodeJS.ErrnoException));
+    }
     const capture = new OutputCapture(logFile);
     const copy = print ? new PrintCopy(print) : null;
-    const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'], env: { ...process.env, ...vars } });
     if (child.pid !== undefined) {
       // Node's spawn runs nothing between fork and exec: a command the coordinator starts
       // itself is raised just after its start (a forked worker's inherit the worker's).
@@ -98,7 +111,7 @@ export class NodeLauncher implements Launcher {
       let exit: { code: number | null; signal: NodeJS.Signals | null; at: number } | null = null;
       child.on('error', (err: NodeJS.ErrnoException) => {
         if (exit) return; // it ran: its end is what counts
-        resolve({ kind: 'not-started', code: err.code ?? 'ERROR', message: `could not start ${argv[0]}: ${err.message}` });
+        resolve(notStarted(argv, q.request, err));
         if (last) this.next();
       });
       child.on('exit', (code, signal) => {
@@ -112,9 +125,16 @@ export class NodeLauncher implements Launcher {
       child.on('close', () => {
         if (!exit) return; // never started: reported by 'error'
         const { outputTail, logPath, note } = capture.finish();
-        copy?.close();
-        resolve({ kind: 'ran', code: exit.code, signal: exit.signal, outputTail, logPath, note, cause: null, endedAt: exit.at, lingers: null });
+        const unprinted = copy?.close() ?? null;
+        resolve({ kind: 'ran', code: exit.code, signal: exit.signal, outputTail, logPath, note, cause: null, unprinted, endedAt: exit.at, lingers: null });
       });
     });
   }
+}
+
+/** A command that could not start; one whose arguments exec refused (E2BIG) says which, and is not retried. */
+function notStarted(argv: string[], request: LaunchRequest, err: NodeJS.ErrnoException): Launched {
+  const code = err.code ?? 'ERROR';
+  if (code === 'E2BIG') return { kind: 'not-started', code, message: `could not start ${argv[0]}: ${describeE2big(request.argv, request.fallback, request.vars)}`, retryable: false };
+  return { kind: 'not-started', code, message: `could not start ${argv[0]}: ${err.message}` };
 }

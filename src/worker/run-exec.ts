@@ -93,12 +93,15 @@ export function runExec(
 function outcomeOf(ended: Exclude<Launched, { kind: 'dropped' }>, started: number, endedAt: number): ExecOutcome {
   const durationMs = started ? Math.max(0, endedAt - started) : 0;
   if (ended.kind === 'ran') {
-    const { code, signal, outputTail, logPath, note, cause } = ended;
-    const ok = code === 0;
+    const { code, signal, outputTail, logPath, note, cause, unprinted } = ended;
+    // With --print, output that could not be kept for printing fails the attempt: a run must
+    // not end 0 with it missing from its stdout.
+    const ok = code === 0 && !unprinted;
+    const failure = code === 0 ? unprinted! : describeExit(code, signal, outputTail, cause ?? note ?? undefined) + (unprinted ? `; ${unprinted}` : '');
     return {
       ok,
       result: null,
-      error: ok ? null : { name: 'Error', message: describeExit(code, signal, outputTail, cause ?? note ?? undefined), retryable: true },
+      error: ok ? null : { name: 'Error', message: failure, retryable: true },
       exitCode: code,
       signal,
       outputTail: tailWithNote(outputTail, note),
@@ -111,7 +114,8 @@ function outcomeOf(ended: Exclude<Launched, { kind: 'dropped' }>, started: numbe
     ? ended.signal ? `the spawner helper was killed by ${ended.signal} while the command ran` : 'the spawner helper died while the command ran'
     : ended.message;
   const signal = ended.kind === 'died' ? ended.signal : null;
-  return { ok: false, result: null, error: { name: 'Error', message, retryable: true }, exitCode: null, signal, outputTail: null, logPath: null, durationMs, startedAt: started };
+  const retryable = ended.kind === 'died' || ended.retryable !== false;
+  return { ok: false, result: null, error: { name: 'Error', message, retryable }, exitCode: null, signal, outputTail: null, logPath: null, durationMs, startedAt: started };
 }
 
 /** The outcome of an attempt that failed before anything ran. */

@@ -1,6 +1,6 @@
 import { format } from 'node:util';
 import { PermanentError, serializeError } from '../errors.js';
-import { formatBytes, RESULT_MAX_BYTES } from '../stored-text.js';
+import { cutError, formatBytes, RESULT_MAX_BYTES } from '../stored-text.js';
 import type { Handler, Task } from './handler-types.js';
 import { taskBytes } from './task-bytes.js';
 import { OutputCapture, tailWithNote } from './output-capture.js';
@@ -68,7 +68,14 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
       error = serializeError(err);
     } finally {
       restore();
-      copy?.close();
+    }
+    // With --print, output that could not be kept for printing (a full TMPDIR) fails the attempt.
+    const unprinted = copy?.close() ?? null;
+    if (unprinted !== null) {
+      if (ok) error = { name: 'Error', message: unprinted, retryable: true };
+      else if (error) error = { ...error, message: cutError(`${error.message}; ${unprinted}`) };
+      ok = false;
+      result = null;
     }
     const { outputTail, logPath, note } = capture.finish();
     return { ok, result, error, exitCode: null, signal: null, outputTail: tailWithNote(outputTail, note), logPath, durationMs: Math.round(monotonicMs() - clock), startedAt: started };
