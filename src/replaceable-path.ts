@@ -74,7 +74,7 @@ export async function replaceFile(path: string, text: string, { what, makeFolder
   const dir = dirname(path);
   if (makeFolders) await mkdir(dir, { recursive: true, mode: 0o700 });
   const mode = modeOf(path) ?? 0o600;
-  const temp = join(dir, `.${basename(path).slice(0, 160)}.${randomBytes(12).toString('hex')}.tmp`);
+  const temp = join(dir, `.${leadingBytes(basename(path), 160)}.${randomBytes(12).toString('hex')}.tmp`);
   try {
     const handle = await open(temp, 'wx', mode);
     try {
@@ -88,6 +88,11 @@ export async function replaceFile(path: string, text: string, { what, makeFolder
     await rm(temp, { force: true }).catch(() => undefined);
     throw err;
   }
+}
+
+/** At most `bytes` bytes of `name` (UTF-8), cut on a character boundary: a temporary name must fit NAME_MAX (255 bytes). */
+export function leadingBytes(name: string, bytes: number): string {
+  return Buffer.byteLength(name) <= bytes ? name : Buffer.from(name).subarray(0, bytes).toString().replace(/\uFFFD+$/, '');
 }
 
 function modeOf(path: string): number | null {

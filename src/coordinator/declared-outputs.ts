@@ -4,6 +4,7 @@ import { readdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { discardOutput } from '../output/commit-output.js';
 import { inputsOf, isUpToDate } from '../output/freshness.js';
+import { isProblem, walkOutputFolders } from '../output/output-folders.js';
 import { outputPath, outputPathsOf, tempPrefixOf, type OutputPaths, type OutputSpec } from '../output/output-path.js';
 import type { ClaimedTask, LostAttempt } from '../store/task-store.js';
 
@@ -39,9 +40,13 @@ export class DeclaredOutputs {
     }
   }
 
-  /** Whether the task need not run: its output is newer than its file and the outputs of the stages it needs. */
+  /**
+   * Whether the task need not run: its output is newer than its file and the outputs of the
+   * stages it needs. A file reached through a link in its folders is no output (its attempt
+   * fails naming the link).
+   */
   upToDate(task: ClaimedTask, paths: OutputPaths): boolean {
-    return !this.force && isUpToDate(paths.path, inputsOf(task.payload, task.inputs));
+    return !this.force && isUpToDate(paths.path, inputsOf(task.payload, task.inputs)) && !isProblem(walkOutputFolders(paths, false));
   }
 
   /** Whether any stage of the batch declares an output. */

@@ -1,8 +1,9 @@
-import { constants, mkdirSync, rmSync } from 'node:fs';
+import { constants, rmSync } from 'node:fs';
 import { lstat, open, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { SerializedError } from '../errors.js';
 import { notReplaceable } from '../replaceable-path.js';
+import { isProblem, walkOutputFolders, type FolderId } from './output-folders.js';
 import type { OutputPaths } from './output-path.js';
 
 /**
@@ -14,20 +15,20 @@ import type { OutputPaths } from './output-path.js';
  * Anything but a success removes the file at once.
  */
 
+/** What an attempt's output needs before it starts: the folder it was checked in, or the error it fails with instead. */
+export type PreparedOutput = { folder: FolderId } | { error: { name: string; message: string; retryable: boolean } };
+
 /**
- * Makes the output's folder before the attempt starts (0700, whatever the umask: a folder
- * splitdance makes is its own) and checks what is at the output path; returns why the attempt
- * cannot run (as the error it fails with: a folder or a device there fails the task for good),
- * or null.
+ * Makes the output's folders before the attempt starts (0700, whatever the umask: a folder
+ * splitdance makes is its own), none through a symlink below the folder the template names
+ * (output-folders.ts), and checks what is at the output path. A link or a file among the
+ * folders, or a folder or a device at the path, fails the task for good.
  */
-export function prepareOutput(out: OutputPaths): { name: string; message: string; retryable: boolean } | null {
-  try {
-    mkdirSync(dirname(out.path), { recursive: true, mode: 0o700 });
-  } catch (err) {
-    return { name: 'Error', message: `the declared output's folder ${dirname(out.path)} could not be made: ${(err as Error).message}`, retryable: true };
-  }
+export function prepareOutput(out: OutputPaths): PreparedOutput {
+  const walked = walkOutputFolders(out, true);
+  if (isProblem(walked)) return { error: { name: walked.retryable ? 'Error' : 'PermanentError', message: walked.message, retryable: walked.retryable } };
   const blocked = outputBlocked(out.path);
-  return blocked === null ? null : { name: 'PermanentError', message: blocked, retryable: false };
+  return blocked === null ? { folder: walked } : { error: { name: 'PermanentError', message: blocked, retryable: false } };
 }
 
 /** Why the file at an output path may not be replaced (anything but a regular file), or null. */
@@ -42,7 +43,14 @@ function outputBlocked(path: string): string | null {
  * on disk. Returns the error that fails the attempt instead, and whether a retry could help,
  * or null. Asynchronous: the sync waits on the disk in libuv's threads, never in the event loop.
  */
-export async function checkOutput(out: OutputPaths, how: string): Promise<{ message: string; retryable: boolean } | null> {
+export async function checkOutput(out: OutputPaths, how: string, folder: FolderId | null): Promise<{ message: string; retryable: boolean } | null> {
+  // The folders again: a link planted while the command ran fails it, and so does a folder
+  // replaced by another (its file is not where the rename would take it from).
+  const walked = walkOutputFolders(out, false);
+  if (isProblem(walked)) return walked;
+  if (folder !== null && (walked.dev !== folder.dev || walked.ino !== folder.ino)) {
+    return { message: `the declared output's folder ${dirname(out.path)} was replaced while the attempt ran; its output is not used`, retryable: true };
+  }
   let st;
   try {
     st = await lstat(out.temp);
@@ -71,6 +79,9 @@ export async function checkOutput(out: OutputPaths, how: string): Promise<{ mess
  * while this one's rename kept failing): the temporary file goes instead, and the output stays.
  */
 export async function placeOutput(out: OutputPaths, late = false): Promise<{ error: string; missing: boolean } | null> {
+  // Never through a link planted in the output's folders since the attempt checked them.
+  const walked = walkOutputFolders(out, false);
+  if (isProblem(walked) && !walked.missing) return { error: `declared output could not be moved onto ${out.path}: ${walked.message}`, missing: false };
   if (late && (await newerThan(out.path, out.temp))) {
     discardOutput(out);
     return null;
@@ -166,12 +177,12 @@ type Ended = { ok: boolean; result: string | null; error: SerializedError | null
  * a regular file fails (its file removed); anything but a success removes it. A success keeps
  * its temporary file for the coordinator to rename once the commit won.
  */
-export async function finishOutput<T extends Ended>(out: OutputPaths, outcome: T, how: string): Promise<T> {
+export async function finishOutput<T extends Ended>(out: OutputPaths, outcome: T, how: string, folder: FolderId | null): Promise<T> {
   if (!outcome.ok) {
     discardOutput(out);
     return outcome;
   }
-  const error = await checkOutput(out, how);
+  const error = await checkOutput(out, how, folder);
   if (error === null) return outcome;
   discardOutput(out);
   return { ...outcome, ok: false, result: null, error: { name: error.retryable ? 'Error' : 'PermanentError', message: error.message, retryable: error.retryable } };

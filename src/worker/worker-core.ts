@@ -1,5 +1,6 @@
-import { serializeError } from '../errors.js';
+import { serializeError, type SerializedError } from '../errors.js';
 import { discardOutput, finishOutput, prepareOutput } from '../output/commit-output.js';
+import type { FolderId } from '../output/output-folders.js';
 import type { OutputPaths } from '../output/output-path.js';
 import type { Handler } from './handler-types.js';
 import { HeartbeatThrottle } from './heartbeat-throttle.js';
@@ -117,7 +118,7 @@ export class WorkerCore {
   }
 
   private startExec(template: string, task: TaskMessage, pipe: boolean): void {
-    const why = task.output && prepareOutput(task.output);
+    const { why, folder } = prepared(task);
     // --pipe feeds the command's stdin, which only Node's spawn does here (the helper gives /dev/null).
     const launcher = pipe ? (this.pipeLauncher ??= new NodeLauncher()) : this.host.launcher();
     const running = why
@@ -125,12 +126,12 @@ export class WorkerCore {
       : runExec(template, task, this.killGraceMs, taskVars(task), launcher, (pgid) => this.host.send({ type: 'spawned', token: task.token, pgid }), pipe);
     const active: Active = { token: task.token, kind: 'exec', output: task.output, abort: () => running.abort(), kill: () => running.kill() };
     this.active.push(active);
-    this.report(active, withOutput(task, running.done, 'the command must write it to {out}', this.host));
+    this.report(active, withOutput(task, folder, running.done, 'the command must write it to {out}', this.host));
   }
 
   private startModule(fn: Handler, task: TaskMessage): void {
     let aborted = false;
-    const why = task.output && prepareOutput(task.output);
+    const { why, folder } = prepared(task);
     // Made on the first ctx.heartbeat(): an attempt that never calls it costs nothing.
     let heartbeat: HeartbeatThrottle | undefined;
     const beat = () => (heartbeat ??= new HeartbeatThrottle(() => this.host.send({ type: 'heartbeat', token: task.token }))).beat();
@@ -150,6 +151,7 @@ export class WorkerCore {
       active,
       withOutput(
         task,
+        folder,
         running.done.then(async (outcome) => {
           heartbeat?.stop();
           await this.host.afterModuleAttempt?.(aborted);
@@ -191,17 +193,24 @@ export class WorkerCore {
   }
 }
 
+/** The task's declared output made ready (its folders made and walked): the folder it goes in, or why the attempt cannot run. */
+function prepared(task: TaskMessage): { why: SerializedError | null; folder: FolderId | null } {
+  if (!task.output) return { why: null, folder: null };
+  const ready = prepareOutput(task.output);
+  return 'error' in ready ? { why: ready.error, folder: null } : { why: null, folder: ready.folder };
+}
+
 /**
  * The outcome once a declared output is synced (success) or removed (anything else). A success
  * says `ran` first: a slow disk's sync (seconds on a busy one) is not the command's time.
  */
-function withOutput<T extends ExecOutcome | 'dropped'>(task: TaskMessage, done: Promise<T>, how: string, host: WorkerHost): Promise<T> {
+function withOutput<T extends ExecOutcome | 'dropped'>(task: TaskMessage, folder: FolderId | null, done: Promise<T>, how: string, host: WorkerHost): Promise<T> {
   const out = task.output;
   if (!out) return done;
   return done.then(async (o) => {
     if (o === 'dropped') return o;
     if (o.ok) host.send({ type: 'ran', token: task.token });
-    return (await finishOutput(out, o, how)) as T;
+    return (await finishOutput(out, o, how, folder)) as T;
   });
 }
 

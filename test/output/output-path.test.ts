@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { resultWithOut } from '../../src/coordinator/declared-outputs.js';
 import { isUpToDate } from '../../src/output/freshness.js';
-import { checkOutputTemplate, outputPath, tempPathOf, tempPrefixOf } from '../../src/output/output-path.js';
+import { checkOutputTemplate, outputPath, outputPathsOf, strictFoldersOf, tempPathOf, tempPrefixOf } from '../../src/output/output-path.js';
 import { tempDir } from '../helpers/cli.js';
 
 const task = (over: Record<string, unknown> = {}) => ({
@@ -66,6 +66,47 @@ describe('declared output paths', () => {
     const long = tempPathOf(`/w/out/${'é'.repeat(127)}`, store, 42);
     expect(Buffer.byteLength(long.slice('/w/out/'.length))).toBeLessThanOrEqual(255);
     expect(long).not.toContain('\uFFFD');
+  });
+});
+
+describe('output paths no file can have (audit 5, item 2)', () => {
+  const store = 'a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6';
+  const named = (name: string) => task({ key: name, payload: { version: 1, path: `/data/src/${name}`, rel: name } });
+
+  it('a name over NAME_MAX (255 bytes) fails for good, naming the limit; 255 bytes is a name', () => {
+    const over = () => outputPath({ template: 'out/{name}.gz.done', base: '/w' }, named('n'.repeat(249)));
+    expect(over).toThrow(expect.objectContaining({ name: 'PermanentError', message: expect.stringMatching(/is 257 bytes, over NAME_MAX \(255 bytes/) }));
+    expect(() => outputPath({ template: '{}.gz', base: '/w' }, named('é'.repeat(127)))).toThrow(/257 bytes, over NAME_MAX/);
+    expect(() => outputPath({ template: 'out/{}', base: '/w' }, task({ payload: { version: 1, path: 'l', rel: 'l', item: `${'x'.repeat(256)}/a` } }))).toThrow(/NAME_MAX/);
+    expect(outputPath({ template: 'out/{name}.gz', base: '/w' }, named('n'.repeat(252)))).toBe(`/w/out/${'n'.repeat(252)}.gz`);
+  });
+
+  it('a path over PATH_MAX, or one whose temporary file beside it would be, fails for good naming the limit', () => {
+    const folders = (n: number) => Array.from({ length: n }, () => 'd'.repeat(200)).join('/');
+    expect(() => outputPath({ template: `/${folders(20)}/{name}`, base: '/w' }, task())).toThrow(/over PATH_MAX \(4095 bytes/);
+    // A folder of 4,040 bytes: the output's path fits (4,061), its temporary file's (up to 4,132) would not.
+    const tight = `/${folders(19)}/${'e'.repeat(220)}`;
+    expect(Buffer.byteLength(`${tight}/${'n'.repeat(20)}`)).toBe(4061);
+    expect(() => outputPath({ template: `${tight}/{name}`, base: '/w' }, named('n'.repeat(20)))).toThrow(/with its temporary file, 4132 bytes\) is over PATH_MAX/);
+    expect(outputPath({ template: `/${folders(19)}/{name}`, base: '/w' }, named('n'.repeat(20)))).toHaveLength(3840);
+  });
+
+  it('a temporary name fits NAME_MAX for the longest name, attempt id and strict-folder count', () => {
+    const temp = tempPathOf(`/w/out/${'n'.repeat(255)}`, store, Number.MAX_SAFE_INTEGER, 2047);
+    expect(Buffer.byteLength(temp.split('/').at(-1)!)).toBeLessThanOrEqual(255);
+    expect(strictFoldersOf(temp)).toBe(2047);
+  });
+
+  it('the folders walked strictly are those below the folder the template names: the temporary name says how many', () => {
+    const strict = (template: string, t = task()) => strictFoldersOf(outputPathsOf({ template, base: '/w' }, t, store, 1).temp);
+    expect(strict('out/{rel}.gz')).toBe(1); // out/sub/: `sub` is the key's
+    expect(strict('out/x/{stem}.gz')).toBe(0);
+    expect(strict('{}.gz')).toBe(1); // beside the input: below the source folder /data/src
+    expect(strict('{dir}/gz/{name}.gz')).toBe(2);
+    expect(strict('/abs/{stem}/{#}/x')).toBe(2);
+    expect(strict('out/const.gz')).toBe(0);
+    expect(strict('{inputs.x.out}.sig', task({ inputs: { x: { out: '/w/out/p/q.gz' } } }))).toBe(0);
+    expect(strict('{1}/{2}', task({ payload: { version: 1, path: 'l', rel: 'l', item: 'a/b c' } }))).toBe(2);
   });
 });
 
