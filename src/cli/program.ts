@@ -37,7 +37,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--job <file>', 'job file with run options (default ./splitdance.json when present); flags win')
     .option('--dry-run', 'print the plan (tasks, first keys, handler, store, what is done) and write nothing')
     .option('--sample <n>', 'run a deterministic sample: a fraction (0.1, 10%) or a number of tasks, chosen by key hash')
-    .option('--rerun-changed', 're-run succeeded tasks whose file changed (size or mtime) since')
+    .option('--rerun-changed', 're-run succeeded tasks whose file changed (size or mtime) since, and list records (--key-field) that changed')
     .option('--output <template>', "each task's declared output, e.g. 'out/{rel}.gz': the command writes {out}, renamed there on success; up-to-date tasks are not run")
     .option('--batch <name>', "batch name (default: derived from the source path; {date} expands to YYYY-MM-DD)")
     .option('--exec <template>', "shell command per task, e.g. 'gzip -k {}' (placeholders are shell-quoted)")

@@ -123,7 +123,7 @@ export const JobFileSchema = z
       .describe('run a deterministic sample: a fraction (0.1 or "10%") or a number of tasks')
       .transform((v, ctx) => parsedBy((t) => parseSample(t))(String(v), ctx as z.core.$RefinementCtx<string>))
       .optional(),
-    rerunChanged: z.boolean().describe('re-run succeeded tasks whose file changed since').optional(),
+    rerunChanged: z.boolean().describe('re-run succeeded tasks whose file changed since, and list records that changed').optional(),
     output: z
       .string()
       .min(1)

@@ -1,4 +1,4 @@
-import { plural } from '../printable.js';
+import { plural, printable } from '../printable.js';
 import { definitionOf, storedDefinition } from '../job/job-definition.js';
 import type { RunPlan } from '../job/plan-run.js';
 import { budgetOf, sameHandlers } from '../job/stages.js';
@@ -29,6 +29,7 @@ export async function enqueuePlan(
   const enqueued = await store.enqueue({ name: plan.batchName, source: plan.source, job, maxAttempts }, specs, {
     rerunChanged: plan.rerunChanged,
     countRepeated: plan.kind === 'items',
+    itemPayloads: plan.kind === 'items',
   });
   let batch = enqueued.batch;
   // This run's workers loaded the new definition: it runs under the version this makes (a grown
@@ -52,7 +53,24 @@ export async function enqueuePlan(
   if (enqueued.repeated) {
     plan.notes.push(`${plural(enqueued.repeated, 'item')} of the list repeated one given before: each item is one task, run once`);
   }
-  if (enqueued.requeued) plan.notes.push(`re-queued ${plural(enqueued.requeued, 'succeeded task')} whose file changed (--rerun-changed)`);
-  if (enqueued.changed) plan.notes.push(`${plural(enqueued.changed, 'succeeded task')} ${enqueued.changed === 1 ? 'has a changed file' : 'have changed files'} since; --rerun-changed runs ${enqueued.changed === 1 ? 'it' : 'them'} again`);
+  if (plan.kind === 'items') {
+    if (enqueued.requeued) plan.notes.push(`re-queued ${plural(enqueued.requeued, 'task')} whose record changed in the list (--rerun-changed)`);
+    if (enqueued.changed) plan.notes.push(changedRecordsNote(enqueued.changed, enqueued.changedExample ?? ''));
+  } else if (enqueued.requeued) plan.notes.push(`re-queued ${plural(enqueued.requeued, 'succeeded task')} whose file changed (--rerun-changed)`);
+  if (enqueued.changed && plan.kind !== 'items') plan.notes.push(`${plural(enqueued.changed, 'succeeded task')} ${enqueued.changed === 1 ? 'has a changed file' : 'have changed files'} since; --rerun-changed runs ${enqueued.changed === 1 ? 'it' : 'them'} again`);
   return { batch, inserted: enqueued.inserted };
+}
+
+/** A note's width: it is one line of a terminal. */
+const COLUMNS = 80;
+
+/**
+ * One line for the tasks whose record the list changed (they run the stored one until
+ * `--rerun-changed`): their count and the first one's key, shortened to fit 80 columns.
+ */
+export function changedRecordsNote(count: number, example: string): string {
+  const line = (key: string) => `${plural(count, 'record')} changed in the list (e.g. ${key}); --rerun-changed runs ${count === 1 ? 'it' : 'them'}`;
+  const key = [...printable(example)];
+  const room = COLUMNS - line('').length;
+  return line(key.length <= room ? key.join('') : `${key.slice(0, Math.max(room - 1, 1)).join('')}…`);
 }

@@ -1,6 +1,7 @@
 /** An item's task key: the item itself, readable, and a prefix plus a hash when it is long or not text. */
 import { createHash } from '../crypto-on-use.js';
 import { UsageError } from '../errors.js';
+import { exactText, JsonNumber, type ExactJson } from '../exact-json.js';
 
 /** Keys up to this many characters are the item as written; longer ones are shortened. */
 export const MAX_ITEM_KEY = 200;
@@ -20,21 +21,59 @@ const SHORTENED = /…[0-9a-f]{16}$/;
 export function itemKey(text: string, raw: Buffer | null = null): string {
   // A NUL cannot be stored in a PostgreSQL text column: such a key shows it as \0, plus the hash.
   const nul = text.includes('\0');
-  if (raw === null && !nul && [...text].length <= MAX_ITEM_KEY && !SHORTENED.test(text)) return text;
+  if (raw === null && !nul && !longer(text, MAX_ITEM_KEY) && !SHORTENED.test(text)) return text;
   const hash = createHash('sha256').update(raw ?? text).digest('hex').slice(0, 16);
-  return `${[...text.replaceAll('\0', '\\0')].slice(0, PREFIX).join('')}…${hash}`;
+  return `${prefix(text.replaceAll('\0', '\\0'), PREFIX)}…${hash}`;
 }
 
-/** A JSON record's key: its `keyField` (a string or a number), else its canonical text. */
-export function recordKey(record: unknown, keyField: string | null, where: string): string {
-  if (keyField === null) return itemKey(canonicalJson(record));
-  const value = record !== null && typeof record === 'object' && !Array.isArray(record) && Object.hasOwn(record, keyField) ? (record as Record<string, unknown>)[keyField] : undefined;
+/** Whether `text` has more than `max` characters (code points), read no further than needed. */
+function longer(text: string, max: number): boolean {
+  if (text.length <= max) return false;
+  // A character is one or two UTF-16 units: only a text of up to 2 × max units needs counting.
+  return text.length > 2 * max || [...text].length > max;
+}
+
+/** The first `count` characters (code points) of `text`, without reading the rest of it. */
+function prefix(text: string, count: number): string {
+  let end = 0;
+  for (let n = 0; n < count && end < text.length; n++) end += (text.codePointAt(end) ?? 0) > 0xffff ? 2 : 1;
+  return text.slice(0, end);
+}
+
+/** The --key-field of a record, undefined when it has none (or is not an object). */
+function fieldOf(record: ExactJson, keyField: string): ExactJson | undefined {
+  return record !== null && typeof record === 'object' && !Array.isArray(record) && !(record instanceof JsonNumber) && Object.hasOwn(record, keyField) ? record[keyField] : undefined;
+}
+
+/**
+ * A JSON record's key: its `keyField` (a string is its value, a number its text as written),
+ * else its canonical text. A number written the way JS writes it back (`7`, `0.5`) keys as it
+ * always did; one that is not (`12345678901234567891`, `7.0`) keys by its own digits, so two
+ * 64-bit ids never share a key.
+ */
+export function recordKey(record: ExactJson, keyField: string | null, where: string): string {
+  if (keyField === null) return itemKey(exactText(record, true));
+  const value = fieldOf(record, keyField);
   if (typeof value === 'string' && value !== '') return itemKey(value);
-  if (typeof value === 'number' && Number.isFinite(value)) return itemKey(String(value));
+  if (typeof value === 'number' || value instanceof JsonNumber) return itemKey(String(value instanceof JsonNumber ? value.source : value));
   throw new UsageError(
-    `${where}: the record has no --key-field "${keyField}" that is a non-empty string or a number (got ${value === undefined ? 'none' : excerpt(JSON.stringify(value))}); ` +
+    `${where}: the record has no --key-field "${keyField}" that is a non-empty string or a number (got ${value === undefined ? 'none' : excerpt(exactText(value))}); ` +
       'give every record that field, or leave out --key-field to key records by their whole text',
   );
+}
+
+/** JSON's number grammar: a string field written like this can share its key with a number field. */
+const NUMBER_TEXT = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+
+/**
+ * Whether a record's key came from a number, or from a string that could be a number's text
+ * (`"7"` and `7` both key as `7`): a list holding both kinds is checked for such a pair.
+ */
+export function keyKind(record: ExactJson, keyField: string | null): 'number' | 'number-text' | null {
+  if (keyField === null) return null;
+  const value = fieldOf(record, keyField);
+  if (typeof value === 'number' || value instanceof JsonNumber) return 'number';
+  return typeof value === 'string' && NUMBER_TEXT.test(value) ? 'number-text' : null;
 }
 
 /** A value as shown in a message: at most EXCERPT characters of it, saying how much more there was. */
@@ -44,11 +83,6 @@ function excerpt(text: string): string {
 }
 
 /** JSON with object keys sorted at every level, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are one item. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value);
+export function canonicalJson(value: ExactJson): string {
+  return exactText(value, true);
 }

@@ -20,7 +20,7 @@ export interface TaskPayload {
   end?: number;
   /** An item of a list (items source): its text, as the line holds it without its line end. */
   item?: string;
-  /** A JSON Lines item: the parsed record. */
+  /** A JSON Lines item: the parsed record (an integer beyond 2^53 is its text, a string; `item` holds the line exactly). */
   record?: unknown;
   /** An item that is not valid UTF-8: its exact bytes, base64 (`item` then holds a lossy text). */
   bytes?: string;
@@ -75,15 +75,25 @@ export interface EnqueueOptions {
   rerunChanged?: boolean;
   /** Count the specs whose key came more than once (a list's repeated items): `repeated`. */
   countRepeated?: boolean;
+  /**
+   * The tasks run what their payloads hold, not the source as it is now (a list's items): a
+   * fingerprint stands for the payload, so a task whose fingerprint the source no longer gives
+   * keeps its payload, whatever its status, and counts as `changed`; with `rerunChanged`, every
+   * such task not RUNNING takes the new payload and goes back to PENDING with a fresh budget.
+   * Of specs repeating a key, the first is the one that counts, as for the insert.
+   */
+  itemPayloads?: boolean;
 }
 
 export interface EnqueueResult {
   batch: BatchRecord;
   created: boolean;
   inserted: number;
-  /** Succeeded tasks whose file changed since (fingerprint), still SUCCESS. */
+  /** Succeeded tasks whose file changed since (fingerprint), still SUCCESS; with `itemPayloads`, tasks of any status whose payload the source changed, not re-queued. */
   changed: number;
-  /** Succeeded tasks whose file changed, re-queued by `rerunChanged`. */
+  /** With `itemPayloads`: the key of the first `changed` task (in `seq` order), null when none. */
+  changedExample?: string | null;
+  /** Tasks whose file (payload) changed, re-queued by `rerunChanged`. */
   requeued: number;
   /** With `countRepeated`: specs that repeated a key given before them in this enqueue (each key is one task). */
   repeated: number;

@@ -1,5 +1,6 @@
 /** What the placeholders of an item stand for: its text, its fields, a record's own fields. */
 import { PermanentError } from '../errors.js';
+import { exactText, JsonNumber, MAX_RECORD_DEPTH, parseExact, type ExactJson } from '../exact-json.js';
 import { linearRegExp } from '../linear-regex.js';
 import type { TaskPayload } from '../store/task-store.js';
 
@@ -43,17 +44,32 @@ export function fieldsOf(payload: TaskPayload): string[] {
 }
 
 /**
- * `{item.id}`, `{item.user.name}`: a JSON record's own field, as text (JSON for objects and
- * arrays). Like `{inputs…}`, `constructor` or `__proto__` are no record's fields.
+ * `{item.id}`, `{item.user.name}`: a JSON record's own field, as text exactly as the list wrote
+ * it (a number's own digits, `12345678901234567891` or `7.0`; compact JSON for objects and
+ * arrays). Read from the item's text, which the payload keeps as the line held it (its parsed
+ * `record` has a JS number's precision). Like `{inputs…}`, `constructor` or `__proto__` are no
+ * record's fields.
  */
 export function recordField(payload: TaskPayload, path: string): string {
   if (payload.record === undefined) throw new PermanentError(`{item.${path}} reads a field of a JSON record; this task's item is not one (read the list with --jsonl)`);
-  let value: unknown = payload.record;
+  let value = exactRecord(payload);
   for (const part of path.split('.')) {
-    if (value === null || typeof value !== 'object' || !Object.hasOwn(value, part)) {
-      throw new PermanentError(`{item.${path}}: the record has no "${part}" (record: ${JSON.stringify(payload.record).slice(0, 200)})`);
+    if (value === null || typeof value !== 'object' || value instanceof JsonNumber || !Object.hasOwn(value, part)) {
+      throw new PermanentError(`{item.${path}}: the record has no "${part}" (record: ${(payload.item ?? JSON.stringify(payload.record)).slice(0, 200)})`);
     }
-    value = (value as Record<string, unknown>)[part];
+    value = (value as Record<string, ExactJson>)[part]!;
   }
-  return typeof value === 'string' ? value : JSON.stringify(value);
+  return typeof value === 'string' ? value : exactText(value);
+}
+
+/** The record read from the item's text; a payload without one (none is written so) gives its parsed record. */
+export function exactRecord(payload: TaskPayload): ExactJson {
+  if (payload.item !== undefined) {
+    try {
+      return parseExact(payload.item, MAX_RECORD_DEPTH);
+    } catch {
+      // Not a record's text: the parsed record is all there is.
+    }
+  }
+  return payload.record as ExactJson;
 }

@@ -14,7 +14,7 @@ export interface Task {
   end?: number;
   /** An item of a list: its text (without its line end). */
   item?: string;
-  /** A JSON Lines item: the parsed record. */
+  /** A JSON Lines item: the parsed record; an integer beyond 2^53 (or out of range) is its text, a string, so no digit is lost. */
   record?: unknown;
   /** The bytes this task is about: its chunk (a file source), its item (a list), or the whole file. */
   read(): Promise<Buffer>;

@@ -1,4 +1,6 @@
 import { format } from 'node:util';
+import { plainJson } from '../exact-json.js';
+import { exactRecord } from '../template/item-values.js';
 import { PermanentError, serializeError } from '../errors.js';
 import { cutError, formatBytes, RESULT_MAX_BYTES } from '../stored-text.js';
 import type { Handler, Task } from './handler-types.js';
@@ -36,7 +38,8 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
     start: msg.payload.start,
     end: msg.payload.end,
     ...(msg.payload.item !== undefined ? { item: msg.payload.item } : {}),
-    ...(msg.payload.record !== undefined ? { record: msg.payload.record } : {}),
+    // Read again from the line: a record stored by an older version holds numbers rounded to a double.
+    ...(msg.payload.record !== undefined ? { record: plainJson(exactRecord(msg.payload)) } : {}),
     read: () => taskBytes(msg.payload),
     attempt: msg.attempt,
     payload: msg.payload,

@@ -69,7 +69,7 @@ describe('declared output paths', () => {
   });
 });
 
-describe('output paths no file can have (audit 5, item 2)', () => {
+describe('output paths no file can have (audit 4, item 2)', () => {
   const store = 'a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6';
   const named = (name: string) => task({ key: name, payload: { version: 1, path: `/data/src/${name}`, rel: name } });
 

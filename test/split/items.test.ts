@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, itemKey, MAX_ITEM_KEY, recordKey } from '../../src/split/item-key.js';
-import { MAX_RECORD_DEPTH, readItems, type ItemsMode } from '../../src/split/items.js';
+import { MAX_ITEM_BYTES, MAX_RECORD_DEPTH, readItems, type ItemsMode } from '../../src/split/items.js';
 import { UsageError } from '../../src/errors.js';
 
 const LINES: ItemsMode = { format: 'lines', keyField: null, colsep: null };
@@ -94,5 +94,53 @@ describe('shortened keys (audit 4, item 15)', () => {
     expect(new Set(got.map((s) => s.key)).size).toBe(2);
     // Ordinary short items are still their own key.
     expect(itemKey('report…2025.csv')).toBe('report…2025.csv');
+  });
+});
+
+describe('JSON Lines read exactly (audit 4, item 3)', () => {
+  const BY_ID: ItemsMode = { format: 'jsonl', keyField: 'id', colsep: null };
+
+  it('two 64-bit ids that one double would hold are two tasks, each keyed and stored with its own digits', () => {
+    const got = itemsOf('{"id":12345678901234567891}\n{"id":12345678901234567892}\n{"id":7}\n{"id":"abc"}\n{"id":7.0}\n', BY_ID);
+    expect(got.map((s) => s.key)).toEqual(['12345678901234567891', '12345678901234567892', '7', 'abc', '7.0']);
+    expect(got[0]!.payload.record).toEqual({ id: '12345678901234567891' });
+    expect(got[2]!.payload.record).toEqual({ id: 7 });
+    // Without --key-field, the canonical text keeps the digits too.
+    const whole = itemsOf('{"id":12345678901234567891}\n{"id":12345678901234567892}\n', { ...BY_ID, keyField: null });
+    expect(whole.map((s) => s.key)).toEqual(['{"id":12345678901234567891}', '{"id":12345678901234567892}']);
+  });
+
+  it('"7" and 7 would share the key 7: exit 2 naming both lines, never one task for two records', () => {
+    expect(() => itemsOf('{"id":"7"}\n{"id":"x"}\n\n{"id":7}\n', BY_ID)).toThrow(/list, lines 1 and 4: --key-field "id" is 7 as a number in one and "7" as a string/);
+    expect(() => itemsOf('{"id":8}\n{"id":"7"}\n{"id":9}\n{"id":7}\n', BY_ID)).toThrow(/lines 2 and 4/);
+    // Both kinds, no shared key: fine.
+    expect(itemsOf('{"id":"7"}\n{"id":8}\n', BY_ID).map((s) => s.key)).toEqual(['7', '8']);
+  });
+
+  it("a record's fingerprint is its content, whatever the order of its fields: an edit changes it", () => {
+    const [a, b, c] = itemsOf('{"id":1,"v":"a"}\n{ "v" : "a", "id" : 1 }\n{"id":1,"v":"b"}\n', BY_ID);
+    expect(a!.fingerprint).toMatch(/^record:[0-9a-f]{32}$/);
+    expect(b!.fingerprint).toBe(a!.fingerprint);
+    expect(c!.fingerprint).not.toBe(a!.fingerprint);
+    expect(itemsOf('{"id":1}\n', { ...BY_ID, keyField: null })[0]!.fingerprint).toBeNull();
+  });
+});
+
+describe('the size of one item (audit 4, item 10)', () => {
+  it(`refuses a line longer than ${MAX_ITEM_BYTES} bytes naming its line and the limit; one at the limit (and its CR) is an item`, () => {
+    const at = 'a'.repeat(MAX_ITEM_BYTES);
+    expect(itemsOf(`x\n${at}\r\ny\n`).map((s) => s.payload.item!.length)).toEqual([1, MAX_ITEM_BYTES, 1]);
+    expect(() => itemsOf(`x\n\n${at}b\ny\n`)).toThrow(/list, line 3: the item is longer than 16 MiB, the limit of one item/);
+    expect(() => itemsOf(`x\n${at}bc`)).toThrow(/line 2: the item is longer than 16 MiB/);
+    expect(() => itemsOf(`{"id":1}\n"${at}"\n`, { format: 'jsonl', keyField: null, colsep: null })).toThrow(/line 2: the item is longer/);
+  });
+
+  it('keys a long item in time linear in it (no array of its characters)', () => {
+    const long = 'é'.repeat(MAX_ITEM_BYTES / 2 - 1);
+    const started = performance.now();
+    for (let i = 0; i < 5; i++) itemKey(long);
+    // An array of 8 M one-character strings per key took seconds and gigabytes; hashing 16 MiB five times takes well under one.
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(itemKey(long)).toMatch(/^é{160}…[0-9a-f]{16}$/);
   });
 });

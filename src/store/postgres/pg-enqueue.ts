@@ -45,7 +45,7 @@ export async function enqueue(
       await sql.run('ANALYZE pg_temp.staging');
       const repeated = options.countRepeated ? Number((await sql.rows<{ n: string }>(COUNT_REPEATED))[0]!.n) : 0;
       const key = lockKey('batch', db.target.schema, batch.name);
-      return { ...(await transaction((tx) => commit(tx, st, key, batch, rerunChanged, now))), repeated };
+      return { ...(await transaction((tx) => commit(tx, st, key, batch, { rerunChanged, itemPayloads: options.itemPayloads === true }, now))), repeated };
     } finally {
       // Best effort: a broken connection is discarded with its temp table; the first error is the one to report.
       await sql.run('DROP TABLE IF EXISTS pg_temp.staging').catch(() => undefined);
@@ -79,7 +79,14 @@ async function stage(sql: Sql, specs: Iterable<TaskSpec>): Promise<void> {
   await flush();
 }
 
-async function commit(sql: Sql, st: Statements, key: string, batch: NewBatch, rerunChanged: boolean, clock: () => number): Promise<Omit<EnqueueResult, 'repeated'>> {
+async function commit(
+  sql: Sql,
+  st: Statements,
+  key: string,
+  batch: NewBatch,
+  { rerunChanged, itemPayloads }: { rerunChanged: boolean; itemPayloads: boolean },
+  clock: () => number,
+): Promise<Omit<EnqueueResult, 'repeated'>> {
   // Serialises enqueues of one batch, its creation included, so `seq` stays unique.
   await sql.run(st.lockBatchWork, [key]);
   // The store's clock (the server's, for the CLI), read once the lock is held: rows are
@@ -91,6 +98,12 @@ async function commit(sql: Sql, st: Statements, key: string, batch: NewBatch, re
   const batchId = row!.id;
   const [{ base }] = (await sql.rows<{ base: number }>(st.maxSeq, [batchId])) as [{ base: number }];
   const added = await sql.run(st.insertStaged, [batchId, base, batch.maxAttempts, now]);
+  if (itemPayloads) {
+    if (!created) await sql.run(st.observeItems, [batchId]);
+    const requeued = rerunChanged && !created ? await sql.run(st.requeueItems, [batchId]) : 0;
+    const [{ n: changed, example }] = (await sql.rows<{ n: number; example: string | null }>(st.countChangedItems, [batchId])) as [{ n: number; example: string | null }];
+    return { batch: toBatch(row!), created, inserted: added, changed: Number(changed), changedExample: example, requeued };
+  }
   if (!created) await sql.run(st.observeStaged, [batchId]);
   const requeued = rerunChanged ? await sql.run(st.requeueChanged, [batchId]) : 0;
   const [{ n: changed }] = (await sql.rows<{ n: number }>(st.countChanged, [batchId])) as [{ n: number }];

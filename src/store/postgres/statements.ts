@@ -3,6 +3,9 @@ import type { Statement } from './pg-db.js';
 import { lastFinishedOf, settleStatements } from './settle-statements.js';
 import { claimCtes, needsMetIn, startsMarked, tickStatement } from './tick-statement.js';
 
+/** The first staged spec of each key: of a list's repeated items the first is the task (as for the insert). */
+const FIRST_STAGED = '(SELECT DISTINCT ON (stage, task_key) stage, task_key, payload, fingerprint FROM pg_temp.staging ORDER BY stage, task_key, ord)';
+
 /**
  * Every SQL statement of the PostgreSQL store, named like their SQLite twins and prepared
  * once per pooled connection. Each one's comment lists its positional parameters. Tables
@@ -89,6 +92,32 @@ function sql(s: string) {
       FROM pg_temp.staging AS st
       WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
         AND t.seen_fingerprint IS DISTINCT FROM st.fingerprint`,
+    /**
+     * $1 batchId — itemPayloads (see EnqueueOptions): what the source gives each task now, from
+     * the first staged spec of its key; a row stored without a fingerprint (an older version)
+     * takes it when its line is the same (compared as the JSON text of `item`).
+     */
+    observeItems: `
+      UPDATE ${s}.tasks AS t
+      SET seen_fingerprint = st.fingerprint,
+          fingerprint = CASE WHEN t.fingerprint IS NULL AND (t.payload::json -> 'item')::text IS NOT DISTINCT FROM (st.payload::json -> 'item')::text
+            THEN st.fingerprint ELSE t.fingerprint END
+      FROM ${FIRST_STAGED} AS st
+      WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
+        AND t.seen_fingerprint IS DISTINCT FROM st.fingerprint`,
+    /** $1 batchId — itemPayloads with --rerun-changed: the new payload, back to PENDING with a fresh budget. */
+    requeueItems: `
+      UPDATE ${s}.tasks AS t
+      SET status = 'PENDING', attempts = 0, earlier_attempts = t.earlier_attempts + t.attempts, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
+          fingerprint = t.seen_fingerprint, payload = st.payload
+      FROM ${FIRST_STAGED} AS st
+      WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
+        AND t.status <> 'RUNNING' AND t.seen_fingerprint IS DISTINCT FROM t.fingerprint`,
+    /** $1 batchId — itemPayloads: the tasks whose payload the source changed, and the first of them. */
+    countChangedItems: `
+      SELECT count(*) AS n,
+        (SELECT task_key FROM ${s}.tasks WHERE batch_id = $1 AND seen_fingerprint IS DISTINCT FROM fingerprint ORDER BY seq LIMIT 1) AS example
+      FROM ${s}.tasks WHERE batch_id = $1 AND seen_fingerprint IS DISTINCT FROM fingerprint`,
     /** $1 batchId — succeeded tasks that were up to date, so nothing ran (the partial index tasks_up_to_date). */
     countUpToDate: `SELECT count(*) AS n FROM ${s}.tasks WHERE batch_id = $1 AND status = 'SUCCESS' AND up_to_date`,
     /** $1 batchId — succeeded tasks whose file changed since (served by tasks_changed). */

@@ -9,6 +9,13 @@ import { SQL } from './statements.js';
 /** Specs per staging transaction: memory bounded by one chunk. */
 const STAGING_CHUNK = 5000;
 
+/**
+ * The first staged spec of each key: of a list's repeated items the first is the task, so its
+ * payload is the one a run compares and puts in. (A record stored by an older version has no
+ * fingerprint: it takes the staged one when its line is the same, else it counts as changed.)
+ */
+const FIRST_STAGED = `(SELECT staging.* FROM temp.staging JOIN (SELECT min(rowid) AS first FROM temp.staging GROUP BY stage, task_key) AS f ON staging.rowid = f.first)`;
+
 /** The statements only an enqueue runs (the staging table exists on its connection only). */
 const ENQUEUE_SQL = {
   batchByName: SQL.batchByName,
@@ -52,6 +59,26 @@ const ENQUEUE_SQL = {
     SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
         fingerprint = seen_fingerprint
     WHERE batch_id = @batchId AND status = 'SUCCESS' AND seen_fingerprint IS NOT fingerprint`,
+  /** @batchId — itemPayloads: what the source gives each task now (seen); see FIRST_STAGED and EnqueueOptions. */
+  observeItems: `
+    UPDATE tasks
+    SET seen_fingerprint = s.fingerprint,
+        fingerprint = CASE WHEN tasks.fingerprint IS NULL AND tasks.payload -> '$.item' IS s.payload -> '$.item' THEN s.fingerprint ELSE tasks.fingerprint END
+    FROM ${FIRST_STAGED} AS s
+    WHERE tasks.batch_id = @batchId AND tasks.stage = s.stage AND tasks.task_key = s.task_key
+      AND tasks.seen_fingerprint IS NOT s.fingerprint`,
+  /** @batchId — itemPayloads with --rerun-changed: the new payload, back to PENDING with a fresh budget. */
+  requeueItems: `
+    UPDATE tasks
+    SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
+        fingerprint = seen_fingerprint, payload = s.payload
+    FROM ${FIRST_STAGED} AS s
+    WHERE tasks.batch_id = @batchId AND tasks.stage = s.stage AND tasks.task_key = s.task_key
+      AND tasks.status <> 'RUNNING' AND tasks.seen_fingerprint IS NOT tasks.fingerprint`,
+  /** @batchId — itemPayloads: the tasks whose payload the source changed, and the first of them. */
+  countChangedItems: `
+    SELECT count(*) AS n, (SELECT task_key FROM tasks WHERE batch_id = @batchId AND seen_fingerprint IS NOT fingerprint ORDER BY seq LIMIT 1) AS example
+    FROM tasks WHERE batch_id = @batchId AND seen_fingerprint IS NOT fingerprint`,
 } as const;
 
 /**
@@ -101,6 +128,12 @@ export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>
         const { base } = st.maxSeq.get(row.id) as { base: number };
         const { base: idBase } = st.taskIdBase.get() as { base: number };
         const inserted = st.insertStaged.run({ batchId: row.id, base, idBase, maxAttempts: batch.maxAttempts, now }).changes;
+        if (options.itemPayloads) {
+          if (!created) st.observeItems.run({ batchId: row.id });
+          const requeued = rerunChanged && !created ? st.requeueItems.run({ batchId: row.id }).changes : 0;
+          const { n: changed, example } = st.countChangedItems.get({ batchId: row.id }) as { n: number; example: string | null };
+          return { batch: toBatch(row), created, inserted, changed, changedExample: example, requeued, repeated };
+        }
         if (!created) st.observeStaged.run({ batchId: row.id });
         const requeued = rerunChanged ? st.requeueChanged.run({ batchId: row.id }).changes : 0;
         const { n: changed } = st.countChanged.get({ batchId: row.id }) as { n: number };

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { readItems } from '../../../src/split/items.js';
-import { newBatch, type Harness } from './harness.js';
+import { ending, newBatch, type Harness } from './harness.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /** The TaskStore contract, items of a list (SPEC §3): keys are the items, each stored whole with its task. */
 export function itemsContract(h: Harness): void {
-  const { claim } = h;
+  const { claim, task } = h;
   const listOf = (bytes: Buffer, format: 'lines' | 'jsonl' = 'lines', keyField: string | null = null) => {
     const path = join(mkdtempSync(join(tmpdir(), 'sd-items-')), 'list');
     writeFileSync(path, bytes);
@@ -41,6 +41,53 @@ export function itemsContract(h: Harness): void {
       expect(byKey.get('r1')).toMatchObject({ item: '{"id":"r1","text":"two\\nlines"}', record: { id: 'r1', text: 'two\nlines' } });
       expect(byKey.get('7')!.record).toEqual({ id: 7 });
       expect(claimed.every((t) => t.key.length <= 200 && !t.key.includes('\0'))).toBe(true);
+    });
+
+    it('a record the list changed keeps its stored payload and is counted, whatever its status; rerunChanged puts the new one in', async () => {
+      const jsonl = (lines: string[]) => listOf(Buffer.from(lines.join('\n') + '\n'), 'jsonl', 'id');
+      const v1 = ['{"id":1,"v":"a"}', '{"id":2,"v":"a"}', '{"id":3,"v":"a"}', '{"id":4,"v":"a"}'];
+      const first = await h.store.enqueue(newBatch('recs', 2), jsonl(v1), { itemPayloads: true });
+      expect(first).toMatchObject({ inserted: 4, changed: 0, changedExample: null });
+      const id = first.batch.id;
+      const now = Date.now();
+      const [t1, t2, t3] = await claim(id, now, { slots: 3 });
+      await h.store.settle([ending(t1!, 'SUCCESS', now + 1, { result: '"one"' }), ending(t2!, 'FAILED', now + 1)]);
+      // 1 succeeded, 2 failed, 3 runs, 4 waits; the list edits 1, 2 and 3, reorders the fields of 4 and repeats 1.
+      const v2 = ['{"v":"a","id":4}', '{"id":3,"v":"b"}', '{"id":2,"v":"b"}', '{"id":1,"v":"b"}', '{"id":1,"v":"c"}'];
+      const seen = await h.store.enqueue(newBatch('recs', 2), jsonl(v2), { itemPayloads: true, countRepeated: true });
+      expect(seen).toMatchObject({ inserted: 0, changed: 3, changedExample: '1', requeued: 0, repeated: 1 });
+      expect(await task(id, '1')).toMatchObject({ status: 'SUCCESS', result: '"one"', payload: { record: { id: 1, v: 'a' } } });
+      expect(await task(id, '2')).toMatchObject({ status: 'FAILED', attempts: 1, payload: { record: { id: 2, v: 'a' } } });
+      // The same list again: still changed, nothing moved.
+      expect(await h.store.enqueue(newBatch('recs', 2), jsonl(v2), { itemPayloads: true })).toMatchObject({ changed: 3, requeued: 0 });
+
+      const rerun = await h.store.enqueue(newBatch('recs', 2), jsonl(v2), { itemPayloads: true, rerunChanged: true });
+      // The RUNNING one is left to its attempt, and still counts as changed.
+      expect(rerun).toMatchObject({ requeued: 2, changed: 1, changedExample: '3' });
+      expect(await task(id, '1')).toMatchObject({ status: 'PENDING', attempts: 0, result: null, payload: { item: '{"id":1,"v":"b"}', record: { id: 1, v: 'b' } } });
+      expect(await task(id, '2')).toMatchObject({ status: 'PENDING', attempts: 0, payload: { record: { id: 2, v: 'b' } } });
+      expect(await task(id, '3')).toMatchObject({ status: 'RUNNING', payload: { record: { id: 3, v: 'a' } } });
+      expect(await task(id, '4')).toMatchObject({ status: 'PENDING', payload: { item: '{"id":4,"v":"a"}' } });
+      await h.store.settle([ending(t3!, 'SUCCESS', now + 2)]);
+      expect(await h.store.enqueue(newBatch('recs', 2), jsonl(v2), { itemPayloads: true, rerunChanged: true })).toMatchObject({ requeued: 1, changed: 0 });
+      // Attempt numbers go on counting; the budget starts over.
+      const again = await claim(id, now + 10, { slots: 4 });
+      expect(again.map((t) => [t.key, t.attempt, t.counted, (t.payload.record as { v: string }).v]).sort()).toEqual([
+        ['1', 2, 1, 'b'],
+        ['2', 2, 1, 'b'],
+        ['3', 2, 1, 'b'],
+        ['4', 1, 1, 'a'],
+      ]);
+    });
+
+    it('a record stored by an older version (no fingerprint) takes the list\'s when its line is the same, else counts as changed', async () => {
+      const jsonl = (lines: string[]) => listOf(Buffer.from(lines.join('\n') + '\n'), 'jsonl', 'id');
+      const old = jsonl(['{"id":1}', '{"id":2}']).map((s) => ({ ...s, fingerprint: null }));
+      const id = (await h.store.enqueue(newBatch('old'), old, { itemPayloads: true })).batch.id;
+      expect(await h.store.enqueue(newBatch('old'), jsonl(['{"id":1}', '{"id":2,"v":1}']), { itemPayloads: true })).toMatchObject({ changed: 1, changedExample: '2' });
+      expect(await task(id, '1')).toMatchObject({ fingerprint: jsonl(['{"id":1}'])[0]!.fingerprint });
+      // Back as it was stored: nothing changed.
+      expect(await h.store.enqueue(newBatch('old'), jsonl(['{"id":1}', '{"id":2}']), { itemPayloads: true })).toMatchObject({ changed: 0 });
     });
 
     it("a file source's sizes and hash are stored with the batch's definition and read back", async () => {
