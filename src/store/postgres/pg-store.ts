@@ -41,7 +41,8 @@ import { budgets } from '../budget.js';
 import { checkBounds, foldAttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
 import { CancelTally } from '../shared/cancel-tally.js';
 import { pendingOutputOf, type PendingOutputRow } from '../shared/pending-outputs.js';
-import { PRUNE_CHUNK, pruneInChunks, type PruneStep } from '../prune-in-chunks.js';
+import { pruneInChunks } from '../prune-in-chunks.js';
+import { pruneChunk } from './pg-prune.js';
 import { prepareStatements, type Statements } from './statements.js';
 
 /** Ids per `resetFailed` statement, so a million failed tasks never make one giant array. */
@@ -253,32 +254,12 @@ export class PostgresStore implements TaskStore {
   async pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void, only?: number): Promise<PruneResult> {
     const cutoff = this.clock.toServer(before);
     const batches = await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.finishedBatches, [cutoff, only ?? null]));
-    return pruneInChunks(batches, (b, first) => this.db.transaction((sql) => this.pruneChunk(sql, b, cutoff, first)), onChunk);
+    return pruneInChunks(batches, (b, at) => this.db.transaction((sql) => pruneChunk(sql, this.st, { batch: b, lock: this.batchKey(b.name), cutoff }, at)), onChunk);
   }
 
   async prunableBatches(before: number, only?: number): Promise<BatchRecord[]> {
     const cutoff = this.clock.toServer(before);
     return (await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.finishedBatches, [cutoff, only ?? null]))).map((b) => toBatch(b));
-  }
-
-  /** One short transaction of a prune: a chunk of attempts, else of tasks, else the batch row. */
-  private async pruneChunk(
-    sql: Sql,
-    b: BatchDbRow,
-    cutoff: number,
-    first: boolean,
-  ): Promise<PruneStep> {
-    // Lock, then check with a fresh snapshot: an enqueue or retry that committed meanwhile keeps its
-    // batch. The exact check (a scan of the batch's tasks) once; the cheap one before later chunks.
-    await sql.run(this.st.lockBatchWork, [this.batchKey(b.name)]);
-    await sql.run(this.st.lockBatchForDelete, [b.id]);
-    if ((await sql.run(first ? this.st.finishedBatches : this.st.stillPrunable, first ? [cutoff, b.id] : [b.id, cutoff])) === 0) return 'live';
-    const paths = await sql.rows<{ path: string | null }>(this.st.pruneAttempts, [b.id, PRUNE_CHUNK]);
-    if (paths.length > 0) return { attempts: paths.length, tasks: 0, logPaths: paths.flatMap((p) => (p.path === null ? [] : [p.path])) };
-    const tasks = await sql.run(this.st.pruneTasks, [b.id, PRUNE_CHUNK]);
-    if (tasks > 0) return { attempts: 0, tasks, logPaths: [] };
-    await sql.run(this.st.deleteBatch, [b.id]);
-    return 'gone';
   }
 
   async historySize(): Promise<number> {

@@ -281,13 +281,25 @@ function reportStatements(s: string) {
       WHERE b.id = $1
         AND NOT EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.batch_id = b.id AND t.status IN ('PENDING', 'RUNNING'))
         AND greatest(b.updated_at, coalesce(${lastFinishedOf(s)}, 0)) < $2`,
-    /** $1 batchId $2 n — one chunk of a pruned batch's attempts; returns their log paths. */
+    /** $1 batchId — the span of the batch's task ids (tasks_by_state holds the id: an index-only pass). */
+    taskIdRange: `SELECT min(id) AS lo, max(id) AS hi FROM ${s}.tasks WHERE batch_id = $1`,
+    /**
+     * $1 batchId $2 from $3 to $4 afterTask $5 afterAttempt $6 n — one chunk of a pruned batch's
+     * attempts: those of its tasks with ids in [$2, $3], after ($4, $5), the first $6 in (task,
+     * attempt) order; returns them with their log paths (see prune-in-chunks.ts). Read through
+     * attempts_by_task from where the last chunk stopped, so never the index entries of the rows
+     * chunks before it deleted (dead until a vacuum). \`batch_id + 0\`: never the batch's index,
+     * which would read the whole batch for every chunk.
+     */
     pruneAttempts: `
       DELETE FROM ${s}.attempts WHERE id IN (
-        SELECT a.id FROM ${s}.tasks t JOIN ${s}.attempts a ON a.task_id = t.id WHERE t.batch_id = $1 LIMIT $2)
-      RETURNING log_path AS path`,
-    /** $1 batchId $2 n — one chunk of a pruned batch's tasks (their attempts are gone already). */
-    pruneTasks: `DELETE FROM ${s}.tasks WHERE id IN (SELECT id FROM ${s}.tasks WHERE batch_id = $1 LIMIT $2)`,
+        SELECT a.id FROM ${s}.attempts a JOIN ${s}.tasks t ON t.id = a.task_id
+        WHERE a.task_id BETWEEN $2 AND $3 AND (a.task_id, a.id) > ($4::bigint, $5::bigint)
+          AND t.id BETWEEN $2 AND $3 AND t.batch_id + 0 = $1
+        ORDER BY a.task_id, a.id LIMIT $6)
+      RETURNING task_id, id, log_path AS path`,
+    /** $1 batchId $2 from $3 to — the pruned batch's tasks with ids in [$2, $3] (their attempts are gone already), by primary key. */
+    pruneTasks: `DELETE FROM ${s}.tasks WHERE id BETWEEN $2 AND $3 AND batch_id + 0 = $1`,
     /** $1 batchId — tasks and attempts go with it (ON DELETE CASCADE). */
     deleteBatch: `DELETE FROM ${s}.batches WHERE id = $1`,
     historySize: `SELECT count(*) AS n FROM ${s}.attempts`,

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Budget, CancelResult, PruneResult, TaskFilter, TaskStatus } from '../records.js';
 import type { BatchDbRow } from '../db-rows.js';
 import { budgets } from '../budget.js';
-import { PRUNE_CHUNK, pruneInChunks, type PruneStep } from '../prune-in-chunks.js';
+import { PRUNE_CHUNK, chunkBounds, chunkDone, pruneInChunks, rangesDone, startCursor, type PruneCursor, type PruneStep } from '../prune-in-chunks.js';
 import { CancelTally } from '../shared/cancel-tally.js';
 import type { SqliteConn } from './sqlite-conn.js';
 import { selectTasks } from './sqlite-list.js';
@@ -79,18 +79,29 @@ export async function pruneFinished(
   // a gap, the next chunk takes the lock again first and starves it into its busy timeout.
   // The gap is twice the chunk's time, so the lock is free two thirds of the time.
   const gap = (stepMs: number) => sleep(Math.max(5, 2 * stepMs));
-  return pruneInChunks(batches, async (b) => c.write(() => pruneChunk(c, b.id, before)), onChunk, gap);
+  return pruneInChunks(
+    batches,
+    // The span of the batch's ids is read once, outside the lock (a pass over the batch's index entries).
+    async (b, at) => {
+      const cursor = at ?? startCursor(c.read(() => c.st.taskIdRange.get(b.id) as { lo: number | null; hi: number | null }));
+      return c.write(() => pruneChunk(c, b.id, before, cursor));
+    },
+    onChunk,
+    gap,
+  );
 }
 
-/** One short transaction of a prune: a chunk of attempts, else of tasks, else the batch row. */
-function pruneChunk(c: SqliteConn, batchId: number, before: number): PruneStep {
+/** One short transaction of a prune: a chunk of attempts (and then the tasks of their range), else the batch row. */
+function pruneChunk(c: SqliteConn, batchId: number, before: number, at: PruneCursor): PruneStep {
   const st = c.st;
   if (!st.stillPrunable.get({ batchId, before })) return 'live';
   st.raiseHighWater.run(); // the ids about to go stay taken (ids never repeat)
-  const paths = st.pruneAttempts.all({ batchId, n: PRUNE_CHUNK }) as { path: string | null }[];
-  if (paths.length > 0) return { attempts: paths.length, tasks: 0, logPaths: paths.flatMap((p) => (p.path === null ? [] : [p.path])) };
-  const tasks = st.pruneTasks.run({ batchId, n: PRUNE_CHUNK }).changes;
-  if (tasks > 0) return { attempts: 0, tasks, logPaths: [] };
-  st.deleteBatch.run(batchId);
-  return 'gone';
+  if (rangesDone(at)) {
+    st.deleteBatch.run(batchId); // anything left (a task added and finished meanwhile) goes with it
+    return 'gone';
+  }
+  const bounds = { batchId, ...chunkBounds(at) };
+  const attempts = st.pruneAttempts.all(bounds) as { task_id: number; id: number; path: string | null }[];
+  const tasks = attempts.length < PRUNE_CHUNK ? st.pruneTasks.run({ batchId, from: bounds.from, to: bounds.to }).changes : 0;
+  return chunkDone(at, attempts, tasks);
 }

@@ -182,13 +182,22 @@ export const SQL = {
     WHERE b.id = @batchId
       AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.batch_id = b.id AND t.status IN ('PENDING', 'RUNNING'))
       AND max(b.updated_at, coalesce(b.last_finished_at, 0)) < @before`,
-  /** @batchId @n — one chunk of a pruned batch's attempts; returns their log paths. */
+  /**
+   * @batchId @from @to @afterTask @afterAttempt @n — one chunk of a pruned batch's attempts:
+   * those of its tasks with ids in [@from, @to], after (@afterTask, @afterAttempt), the first
+   * @n in (task, attempt) order; returns them with their log paths (see prune-in-chunks.ts).
+   * The tasks of the range are read by rowid (NOT INDEXED) and come first (CROSS JOIN), then
+   * each one's attempts through attempts_by_task: a chunk reads its range and its attempts,
+   * never the rows that chunks before it deleted.
+   */
   pruneAttempts: `
     DELETE FROM attempts WHERE id IN (
-      SELECT a.id FROM tasks t JOIN attempts a ON a.task_id = t.id WHERE t.batch_id = @batchId LIMIT @n + 0)
-    RETURNING log_path AS path`,
-  /** @batchId @n — one chunk of a pruned batch's tasks (their attempts are gone already). */
-  pruneTasks: 'DELETE FROM tasks WHERE id IN (SELECT id FROM tasks WHERE batch_id = @batchId LIMIT @n + 0)',
+      SELECT a.id FROM tasks t NOT INDEXED CROSS JOIN attempts a ON a.task_id = t.id
+      WHERE t.id BETWEEN @from AND @to AND t.id >= @afterTask AND t.batch_id = @batchId AND (a.task_id, a.id) > (@afterTask, @afterAttempt)
+      ORDER BY t.id, a.id LIMIT @n + 0)
+    RETURNING task_id, id, log_path AS path`,
+  /** @batchId @from @to — the pruned batch's tasks with ids in [@from, @to] (their attempts are gone already), by rowid. */
+  pruneTasks: 'DELETE FROM tasks NOT INDEXED WHERE id BETWEEN @from AND @to AND batch_id = @batchId',
   /** ?batchId — tasks and attempts go with it (ON DELETE CASCADE). */
   deleteBatch: 'DELETE FROM batches WHERE id = ?',
   historySize: 'SELECT count(*) AS n FROM attempts',
