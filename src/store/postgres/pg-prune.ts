@@ -2,6 +2,7 @@ import type { BatchDbRow } from '../db-rows.js';
 import { PRUNE_CHUNK, chunkBounds, chunkDone, rangesDone, startCursor, type PruneCursor, type PruneStep } from '../prune-in-chunks.js';
 import type { Sql } from './pg-db.js';
 import type { Statements } from './statements.js';
+import { taskIdRange } from './pg-list.js';
 
 /**
  * One short transaction of a PostgreSQL prune (see prune-in-chunks.ts): a chunk of a batch's
@@ -20,7 +21,7 @@ export async function pruneChunk(
   await sql.run(st.lockBatchWork, [b.lock]);
   await sql.run(st.lockBatchForDelete, [id]);
   if ((await sql.run(at === null ? st.finishedBatches : st.stillPrunable, at === null ? [b.cutoff, id] : [id, b.cutoff])) === 0) return 'live';
-  at ??= startCursor(rangeOf((await sql.rows<{ lo: unknown; hi: unknown }>(st.taskIdRange, [id]))[0]));
+  at ??= startCursor(await taskIdRange(sql, st, id));
   if (rangesDone(at)) {
     await sql.run(st.deleteBatch, [id]); // anything left (a task added and finished meanwhile) goes with it
     return 'gone';
@@ -30,9 +31,4 @@ export async function pruneChunk(
   const attempts = rows.map((r) => ({ task_id: Number(r.task_id), id: Number(r.id), path: r.path }));
   const tasks = attempts.length < PRUNE_CHUNK ? await sql.run(st.pruneTasks, [id, c.from, c.to]) : 0;
   return chunkDone(at, attempts, tasks);
-}
-
-/** min/max of bigint ids as numbers (bigint columns come back as text). */
-function rangeOf(row: { lo: unknown; hi: unknown } | undefined): { lo: number | null; hi: number | null } {
-  return { lo: row?.lo == null ? null : Number(row.lo), hi: row?.hi == null ? null : Number(row.hi) };
 }

@@ -29,17 +29,18 @@ import type { RetryDue, TaskStore } from '../task-store.js';
 import { failpoint } from '../failpoint.js';
 import { migrate, readIdentity } from './migrate.js';
 import { ServerClock } from './pg-clock.js';
-import { PgDb, type Sql } from './pg-db.js';
+import { PgDb } from './pg-db.js';
 import { enqueue } from './pg-enqueue.js';
 import { atOnce, claim, releaseStale, settle, settleAndClaimAtOnce } from './pg-lease.js';
-import { selectTasks } from './pg-list.js';
+import { selectTasks, taskIdRange } from './pg-list.js';
 import { lockKey } from './pg-locks.js';
 import { parsePgUrl } from './pg-url.js';
 import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../db-rows.js';
 import { cascade, revive } from './pg-stages.js';
 import { budgets } from '../budget.js';
 import { checkBounds, foldAttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
-import { CancelTally } from '../shared/cancel-tally.js';
+import { eachTaskPage } from '../shared/task-pages.js';
+import { cancel } from './pg-cancel.js';
 import { pendingOutputOf, type PendingOutputRow } from '../shared/pending-outputs.js';
 import { pruneInChunks } from '../prune-in-chunks.js';
 import { pruneChunk } from './pg-prune.js';
@@ -227,6 +228,12 @@ export class PostgresStore implements TaskStore {
     return this.db.transaction((sql) => selectTasks(sql, this.st, filter));
   }
 
+  async eachTaskPage(filter: TaskFilter, onPage: (tasks: TaskRow[]) => Promise<void>): Promise<void> {
+    const range = await this.db.read((sql) => taskIdRange(sql, this.st, filter.batchId));
+    const sqlPart = [filter.batchId, filter.status ?? null, filter.attemptedOnly ? true : null, filter.errorContains ?? null];
+    await eachTaskPage(range, filter, (from, to) => this.db.read((sql) => sql.rows<TaskDbRow>(this.st.taskPage, [...sqlPart, from, to])), onPage);
+  }
+
   async runningTasks(batchId: number, limit: number): Promise<TaskRow[]> {
     return (await this.db.read((sql) => sql.rows<TaskDbRow>(this.st.runningTasks, [batchId, limit]))).map(toTaskRow);
   }
@@ -286,17 +293,8 @@ export class PostgresStore implements TaskStore {
     });
   }
 
-  async cancel(filter: TaskFilter): Promise<CancelResult> {
-    return this.db.transaction(async (sql) => {
-      const now = this.clock.now();
-      const tally = new CancelTally();
-      for (const t of CancelTally.targets(await selectTasks(sql, this.st, { ...filter, status: undefined }))) {
-        const [row] = await sql.rows<{ status: string }>(this.st.cancelTask, [t.id, 'cancelled', now]);
-        tally.add(t, row?.status);
-      }
-      tally.result.dependents = await cascade(sql, this.st, filter.batchId, tally.items, now);
-      return tally.result;
-    });
+  async cancel(filter: Pick<TaskFilter, 'batchId' | 'keyMatches'>): Promise<CancelResult> {
+    return this.db.transaction((sql) => cancel(sql, this.st, filter, this.clock.now()));
   }
 
   async stageCounts(batchId: number): Promise<StageCounts[]> {

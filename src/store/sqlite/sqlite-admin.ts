@@ -3,7 +3,6 @@ import type { Budget, CancelResult, PruneResult, TaskFilter, TaskStatus } from '
 import type { BatchDbRow } from '../db-rows.js';
 import { budgets } from '../budget.js';
 import { PRUNE_CHUNK, chunkBounds, chunkDone, pruneInChunks, rangesDone, startCursor, type PruneCursor, type PruneStep } from '../prune-in-chunks.js';
-import { CancelTally } from '../shared/cancel-tally.js';
 import type { SqliteConn } from './sqlite-conn.js';
 import { selectTasks } from './sqlite-list.js';
 import { cascade, revive } from './sqlite-stages.js';
@@ -56,16 +55,43 @@ export function retryFailed(c: SqliteConn, filter: TaskFilter): number {
   });
 }
 
-export function cancel(c: SqliteConn, filter: TaskFilter): CancelResult {
+/**
+ * One transaction, range of ids by range (see QueryStore's cancel): first every matching task
+ * is ended or asked to stop, then the stage tasks needing them follow, from the items of the
+ * tasks this cancel reached (found again by its time and reason, not kept in memory).
+ */
+export function cancel(c: SqliteConn, filter: Pick<TaskFilter, 'batchId' | 'keyMatches'>): CancelResult {
+  const st = c.st;
   return c.write(() => {
     const now = Date.now();
-    const tally = new CancelTally();
-    for (const t of CancelTally.targets(selectTasks(c, { ...filter, status: undefined }))) {
-      tally.add(t, (c.st.cancelTask.get({ id: t.id, reason: 'cancelled', now }) as { status: TaskStatus } | undefined)?.status);
+    const result: CancelResult = { cancelled: 0, stopping: 0, dependents: 0 };
+    const batchId = filter.batchId;
+    const { lo, hi } = st.taskIdRange.get(batchId) as { lo: number | null; hi: number | null };
+    if (lo === null || hi === null) return result;
+    const ranges = () => idRanges(lo, hi, (from, to) => ({ batchId, from, to }));
+    for (const range of ranges()) {
+      const open = st.openTasks.all(range) as { id: number; task_key: string }[];
+      const ids = open.filter((t) => !filter.keyMatches || filter.keyMatches(t.task_key)).map((t) => t.id);
+      if (ids.length === 0) continue;
+      for (const r of st.cancelTasks.all({ ids: JSON.stringify(ids), reason: CANCELLED, now }) as { status: TaskStatus }[]) {
+        if (r.status === 'RUNNING') result.stopping++;
+        else result.cancelled++;
+      }
     }
-    tally.result.dependents = cascade(c.st, filter.batchId, tally.items, now);
-    return tally.result;
+    for (const range of ranges()) {
+      const items = (st.cancelledItems.all({ ...range, reason: CANCELLED, now }) as { item_key: string }[]).map((r) => r.item_key);
+      if (items.length > 0) result.dependents += cascade(st, batchId, items, now);
+    }
+    return result;
   });
+}
+
+/** The reason a task `cancel` ended gets. */
+const CANCELLED = 'cancelled';
+
+/** [from, to] ranges of ID_CHUNK ids covering lo…hi. */
+function* idRanges<R>(lo: number, hi: number, make: (from: number, to: number) => R): Generator<R> {
+  for (let from = lo; from <= hi; from += ID_CHUNK) yield make(from, Math.min(hi, from + ID_CHUNK - 1));
 }
 
 export async function pruneFinished(
