@@ -36,3 +36,26 @@ export function liveTerminal(io: Io, stream: 'stdout' | 'stderr'): boolean {
 export function line(stream: NodeJS.WritableStream, text: string): void {
   stream.write(`${text}\n`);
 }
+
+/**
+ * Writes `text` and, when the stream's buffer is full, waits for it to drain: a command that
+ * streams a listing goes at its reader's pace, holding a page in memory, not the whole output.
+ */
+export async function write(stream: NodeJS.WritableStream, text: string): Promise<void> {
+  if (!stream.write(text)) await drained(stream);
+}
+
+/** Until a full stream takes writes again, or fails or closes (then there is nothing to wait for). */
+export function drained(stream: NodeJS.WritableStream): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      stream.off('drain', done);
+      stream.off('close', done);
+      stream.off('error', done);
+      resolve();
+    };
+    stream.on('drain', done);
+    stream.on('close', done);
+    stream.on('error', done);
+  });
+}

@@ -13,6 +13,7 @@ import { line, liveTerminal, type Io } from './io.js';
 import { colors } from './colors.js';
 import { givenDb, suggest } from './suggest.js';
 import { monotonicMs } from '../wall-steps.js';
+import { ErrorKinds, FailureDigest, MAX_KINDS } from './failure-digest.js';
 
 export type ReportMode = 'tty' | 'plain' | 'json' | 'quiet';
 
@@ -31,9 +32,10 @@ export class RunReporter implements BatchObserver {
   private bar: cliProgress.SingleBar | null = null;
   private timer: LongTimer | undefined; // --progress-interval may be up to a year
   private barStopped = false;
-  private readonly failures: string[] = [];
-  /** The error signatures (status's clusters) this run has shown a failure of. */
-  private readonly errorKinds = new Set<string>();
+  /** `--quiet` repeats the failures at the end: a bounded digest of them, however many. */
+  private readonly failures = new FailureDigest();
+  /** The error signatures (status's clusters) this run has shown a failure of, a bounded number. */
+  private readonly errorKinds = new ErrorKinds();
   /** `--print --tag`: printed lines start with their task's key and a tab. */
   tag = false;
   /** This run replaced the batch's handler or output: FAILED tasks keep their old failure until retried, with the new one. */
@@ -106,18 +108,20 @@ export class RunReporter implements BatchObserver {
     // The first failure of each kind of error is shown as it happens, also while it is retried:
     // a broken command is seen in seconds, not when its retries are spent. Once per kind, not per task.
     const kind = failed ? errorSignature(s.error ?? s.outcome) : null;
-    const firstOfKind = kind !== null && !this.errorKinds.has(kind);
-    if (kind !== null) this.errorKinds.add(kind);
-    if (!terminal && firstOfKind && this.mode !== 'quiet') {
+    const seen = kind !== null ? this.errorKinds.see(kind) : 'known';
+    if (!terminal && this.mode !== 'quiet' && seen === 'first') {
       const next = s.retryAt ? `, retrying in ${formatMs(Math.max(0, s.retryAt - Date.now()))}` : ', retrying';
       this.human(
         `${this.c.yellow('error')} ${printable(task.key)} attempt ${task.attempt}${next}: ${printable(s.error ?? s.outcome)} (the first of this error; others like it are counted in \`status\`)`,
       );
+    } else if (this.mode !== 'quiet' && seen === 'overflow') {
+      this.human(`${this.c.yellow('error')} over ${MAX_KINDS} kinds of error: new ones are not shown (see \`status\`)`);
     }
     if (terminal && s.outcome !== 'SUCCESS') {
       const text = `${this.c.red(status)} ${printable(task.key)} after ${task.attempt} attempt${task.attempt === 1 ? '' : 's'}: ${printable(s.error ?? s.outcome)}`;
-      this.failures.push(text);
-      if (this.mode !== 'quiet') this.human(text);
+      // Shown as it happens, so kept only for --quiet, which repeats them at the end.
+      if (this.mode === 'quiet') this.failures.add(text, kind ?? s.outcome);
+      else this.human(text);
     }
   }
 
@@ -146,7 +150,7 @@ export class RunReporter implements BatchObserver {
       return;
     }
     if (this.mode === 'quiet' && summary.exitCode === 0) return;
-    if (this.mode === 'quiet') this.failures.forEach((f) => this.human(f));
+    if (this.mode === 'quiet') for (const f of this.failures.report()) this.human(f);
     const parts = [`${k.succeeded} succeeded${this.upToDateHere ? ` (${this.upToDateHere} up to date, not run)` : ''}`, `${k.failed} failed`];
     if (k.cancelled) parts.push(`${k.cancelled} cancelled`);
     if (k.pending + k.retrying + k.running + k.queued) parts.push(`${k.pending + k.retrying + k.running + k.queued} unfinished`);

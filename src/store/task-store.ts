@@ -128,7 +128,15 @@ export interface QueryStore extends StoreInfo, BatchProgress {
   stageCounts(batchId: number): Promise<StageCounts[]>;
   /** The last errors of FAILED tasks with their counts, most frequent first. */
   topErrors(batchId: number, limit: number): Promise<ErrorCount[]>;
+  /** The matching tasks, all in one array: for a bounded answer (a limit, a few); a listing of a batch takes eachTaskPage. */
   listTasks(filter: TaskFilter): Promise<TaskRow[]>;
+  /**
+   * The matching tasks in creation order (the filter's `order` is ignored), a page at a time:
+   * `onPage` is awaited before the next page is read, so memory holds one page whatever the
+   * batch's size (`tasks`, `logs --batch`). Pages are read apart: each task comes once, as it
+   * was when its page was read.
+   */
+  eachTaskPage(filter: TaskFilter, onPage: (tasks: TaskRow[]) => Promise<void>): Promise<void>;
   /**
    * The batch's running tasks (RUNNING, not queued), longest running (earliest started) first, at most `limit`: read
    * through the index of RUNNING rows alone, so a live view can ask every second of a big batch.
@@ -187,10 +195,11 @@ export interface AdminStore {
    */
   retryFailed(filter: TaskFilter): Promise<number>;
   /**
-   * `cancel`: PENDING tasks matching the filter end CANCELLED; RUNNING ones finish and end
-   * CANCELLED unless they succeed; stage tasks that need them are cancelled too.
+   * `cancel`: PENDING tasks of the batch (matching `keyMatches`) end CANCELLED; RUNNING ones
+   * finish and end CANCELLED unless they succeed; stage tasks that need them are cancelled too.
+   * One transaction, made range of ids by range: it never holds the batch's rows in memory.
    */
-  cancel(filter: TaskFilter): Promise<CancelResult>;
+  cancel(filter: Pick<TaskFilter, 'batchId' | 'keyMatches'>): Promise<CancelResult>;
 }
 
 /** What a command that opens a batch gets: every query and admin verb, none of the lease verbs. */

@@ -6,7 +6,7 @@ import { attemptLogFile, attemptLogPlaces, batchLogFolder, openLogForReading } f
 import { logRoot, resolveDbPath } from '../../store/open-store.js';
 import type { AttemptRow, BatchRecord, CommandStore } from '../../store/task-store.js';
 import { printable } from '../format.js';
-import { line, type Io, type OutputFlags } from '../io.js';
+import { drained, line, type Io, type OutputFlags } from '../io.js';
 import { suggest } from '../suggest.js';
 import { defaultedNote, withBatch } from '../with-store.js';
 import { findTask } from '../task-json.js';
@@ -128,23 +128,27 @@ class LogReader {
 
   /** `--batch B` / `--failed`: each task's last attempt after a header; tasks that printed nothing are counted on stderr. */
   async many(failedOnly: boolean): Promise<number> {
-    const tasks = await this.store.listTasks({ batchId: this.batch.id, ...(failedOnly ? { status: 'FAILED' as const } : {}) });
+    let listed = 0;
     let silent = 0;
-    for (const task of tasks) {
-      const attempts = await this.store.attemptsOf(task.id);
-      const last = attempts[attempts.length - 1];
-      const fd = last && last.endedAt !== null ? this.open(last, printable(task.key)) : null;
-      if (fd === null) {
-        silent++;
-        continue;
+    // Page by page: a batch of millions is never held in memory, and each log is copied at stdout's pace.
+    await this.store.eachTaskPage({ batchId: this.batch.id, ...(failedOnly ? { status: 'FAILED' as const } : {}) }, async (tasks) => {
+      for (const task of tasks) {
+        listed++;
+        const attempts = await this.store.attemptsOf(task.id);
+        const last = attempts[attempts.length - 1];
+        const fd = last && last.endedAt !== null ? this.open(last, printable(task.key)) : null;
+        if (fd === null) {
+          silent++;
+          continue;
+        }
+        if (!this.write(Buffer.from(`==> ${printable(task.key)} <==\n`))) await drained(this.io.stdout);
+        const end = await this.copy(fd, 0);
+        closeSync(fd);
+        if (end > 0 && !this.endedWithNewline && !this.write(Buffer.from('\n'))) await drained(this.io.stdout);
       }
-      this.write(Buffer.from(`==> ${printable(task.key)} <==\n`));
-      const end = await this.copy(fd, 0);
-      closeSync(fd);
-      if (end > 0 && !this.endedWithNewline) this.write(Buffer.from('\n'));
-    }
+    });
     const what = failedOnly ? 'failed task' : 'task';
-    if (tasks.length === 0) line(this.io.stderr, `no ${what}s in batch ${printable(this.batch.name)}`);
+    if (listed === 0) line(this.io.stderr, `no ${what}s in batch ${printable(this.batch.name)}`);
     else if (silent) line(this.io.stderr, `${silent} ${what}${silent === 1 ? '' : 's'} printed nothing (or never ran)`);
     return 0;
   }
@@ -157,7 +161,7 @@ class LogReader {
     while (at < size) {
       const got = readSync(fd, buf, 0, Math.min(buf.length, size - at), at);
       if (got === 0) break;
-      if (!this.write(buf.subarray(0, got))) await new Promise((r) => this.io.stdout.once('drain', r));
+      if (!this.write(buf.subarray(0, got))) await drained(this.io.stdout);
       at += got;
     }
     return at;

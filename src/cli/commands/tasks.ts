@@ -1,9 +1,9 @@
 import { UsageError } from '../../errors.js';
 import { parseCount } from '../../job/units.js';
-import { TASK_STATUSES, type TaskStatus } from '../../store/task-store.js';
+import { TASK_STATUSES, type TaskRow, type TaskStatus } from '../../store/task-store.js';
 import { keyMatcher, requireFilter } from '../filters.js';
 import { cell, table } from '../format.js';
-import { line, type Io, type OutputFlags } from '../io.js';
+import { line, write, type Io, type OutputFlags } from '../io.js';
 import { defaultedNote, withBatch } from '../with-store.js';
 import { hasStages } from '../../status/batch-status.js';
 import { taskJson } from '../task-json.js';
@@ -31,22 +31,17 @@ export async function tasksCommand(flags: TasksFlags, io: Io): Promise<number> {
     io,
     async (store, batch, { defaulted }) => {
       if (defaulted && !flags.json && !flags.quiet) line(io.stderr, defaultedNote(batch.name));
-      const rows = await store.listTasks({
+      const filter = {
         batchId: batch.id,
         status: wanted?.status,
         keyMatches: await keyMatcher(store, batch.id, key),
         attemptedOnly: wanted?.retrying,
         errorContains: error,
-        order: slowest ? 'slowest' : 'created',
         limit,
-      });
-      if (flags.json) {
-        line(io.stdout, JSON.stringify(rows.map(taskJson)));
-        return 0;
-      }
+      };
       // With stages, a STAGE column after the key (whose first segment it is).
       const staged = hasStages(batch);
-      const cells = rows.map((t) => [
+      const cells = (t: TaskRow) => [
         t.key,
         ...(staged ? [t.stage] : []),
         // On a terminal, which successes ran nothing; piped, the column stays a status (--json has upToDate).
@@ -54,14 +49,29 @@ export async function tasksCommand(flags: TasksFlags, io: Io): Promise<number> {
         String(t.attempts),
         t.finishedAt && t.startedAt ? String(t.finishedAt - t.startedAt) : '',
         t.lastError ?? '',
-      ]);
-      if (io.stdoutTty) {
+      ];
+      if (io.stdoutTty && !flags.json) {
+        // A table sizes its columns from every row: it is for a terminal's screenful (--limit, 50 by default).
+        const rows = await store.listTasks({ ...filter, order: slowest ? 'slowest' : 'created' });
         const header = ['KEY', ...(staged ? ['STAGE'] : []), 'STATUS', 'ATTEMPTS', 'MS', 'LAST ERROR'];
-        line(io.stdout, table([header, ...cells.map((r) => r.map((v) => cell(v, 80)))]));
+        line(io.stdout, table([header, ...rows.map((r) => cells(r).map((v) => cell(v, 80)))]));
         if (!slowest && limit !== undefined && rows.length === limit) line(io.stderr, `(first ${limit}; --limit N shows more)`);
-      } else {
-        for (const r of cells) line(io.stdout, r.map((v) => cell(v, 10_000)).join('\t'));
+        return 0;
       }
+      // Piped or --json, every task may be asked for: page by page, each written before the next is read.
+      const each = (onPage: (rows: TaskRow[]) => Promise<void>) =>
+        slowest ? store.listTasks({ ...filter, order: 'slowest' }).then(onPage) : store.eachTaskPage(filter, onPage);
+      if (flags.json) {
+        let first = true;
+        await write(io.stdout, '[');
+        await each(async (rows) => {
+          await write(io.stdout, (first ? '' : ',') + rows.map((t) => JSON.stringify(taskJson(t))).join(','));
+          first = false;
+        });
+        await write(io.stdout, ']\n');
+        return 0;
+      }
+      await each((rows) => write(io.stdout, rows.map((t) => `${cells(t).map((v) => cell(v, 10_000)).join('\t')}\n`).join('')));
       return 0;
     },
     { readonly: true },

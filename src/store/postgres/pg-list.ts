@@ -37,3 +37,10 @@ async function fill(sql: Sql, filter: TaskFilter, size: number, out: TaskRow[]):
     if (rows.length < size) return;
   }
 }
+
+/** The span of the batch's task ids (null and null: it has none), for work done range by range. */
+export async function taskIdRange(sql: Sql, st: Statements, batchId: number): Promise<{ lo: number | null; hi: number | null }> {
+  const [row] = await sql.rows<{ lo: unknown; hi: unknown }>(st.taskIdRange, [batchId]);
+  // bigint columns come back as text
+  return { lo: row?.lo == null ? null : Number(row.lo), hi: row?.hi == null ? null : Number(row.hi) };
+}

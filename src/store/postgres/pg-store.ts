@@ -29,19 +29,21 @@ import type { RetryDue, TaskStore } from '../task-store.js';
 import { failpoint } from '../failpoint.js';
 import { migrate, readIdentity } from './migrate.js';
 import { ServerClock } from './pg-clock.js';
-import { PgDb, type Sql } from './pg-db.js';
+import { PgDb } from './pg-db.js';
 import { enqueue } from './pg-enqueue.js';
 import { atOnce, claim, releaseStale, settle, settleAndClaimAtOnce } from './pg-lease.js';
-import { selectTasks } from './pg-list.js';
+import { selectTasks, taskIdRange } from './pg-list.js';
 import { lockKey } from './pg-locks.js';
 import { parsePgUrl } from './pg-url.js';
 import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../db-rows.js';
 import { cascade, revive } from './pg-stages.js';
 import { budgets } from '../budget.js';
 import { checkBounds, foldAttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
-import { CancelTally } from '../shared/cancel-tally.js';
+import { eachTaskPage } from '../shared/task-pages.js';
+import { cancel } from './pg-cancel.js';
 import { pendingOutputOf, type PendingOutputRow } from '../shared/pending-outputs.js';
-import { PRUNE_CHUNK, pruneInChunks, type PruneStep } from '../prune-in-chunks.js';
+import { pruneInChunks } from '../prune-in-chunks.js';
+import { pruneChunk } from './pg-prune.js';
 import { prepareStatements, type Statements } from './statements.js';
 
 /** Ids per `resetFailed` statement, so a million failed tasks never make one giant array. */
@@ -226,6 +228,12 @@ export class PostgresStore implements TaskStore {
     return this.db.transaction((sql) => selectTasks(sql, this.st, filter));
   }
 
+  async eachTaskPage(filter: TaskFilter, onPage: (tasks: TaskRow[]) => Promise<void>): Promise<void> {
+    const range = await this.db.read((sql) => taskIdRange(sql, this.st, filter.batchId));
+    const sqlPart = [filter.batchId, filter.status ?? null, filter.attemptedOnly ? true : null, filter.errorContains ?? null];
+    await eachTaskPage(range, filter, (from, to) => this.db.read((sql) => sql.rows<TaskDbRow>(this.st.taskPage, [...sqlPart, from, to])), onPage);
+  }
+
   async runningTasks(batchId: number, limit: number): Promise<TaskRow[]> {
     return (await this.db.read((sql) => sql.rows<TaskDbRow>(this.st.runningTasks, [batchId, limit]))).map(toTaskRow);
   }
@@ -253,32 +261,12 @@ export class PostgresStore implements TaskStore {
   async pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void, only?: number): Promise<PruneResult> {
     const cutoff = this.clock.toServer(before);
     const batches = await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.finishedBatches, [cutoff, only ?? null]));
-    return pruneInChunks(batches, (b, first) => this.db.transaction((sql) => this.pruneChunk(sql, b, cutoff, first)), onChunk);
+    return pruneInChunks(batches, (b, at) => this.db.transaction((sql) => pruneChunk(sql, this.st, { batch: b, lock: this.batchKey(b.name), cutoff }, at)), onChunk);
   }
 
   async prunableBatches(before: number, only?: number): Promise<BatchRecord[]> {
     const cutoff = this.clock.toServer(before);
     return (await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.finishedBatches, [cutoff, only ?? null]))).map((b) => toBatch(b));
-  }
-
-  /** One short transaction of a prune: a chunk of attempts, else of tasks, else the batch row. */
-  private async pruneChunk(
-    sql: Sql,
-    b: BatchDbRow,
-    cutoff: number,
-    first: boolean,
-  ): Promise<PruneStep> {
-    // Lock, then check with a fresh snapshot: an enqueue or retry that committed meanwhile keeps its
-    // batch. The exact check (a scan of the batch's tasks) once; the cheap one before later chunks.
-    await sql.run(this.st.lockBatchWork, [this.batchKey(b.name)]);
-    await sql.run(this.st.lockBatchForDelete, [b.id]);
-    if ((await sql.run(first ? this.st.finishedBatches : this.st.stillPrunable, first ? [cutoff, b.id] : [b.id, cutoff])) === 0) return 'live';
-    const paths = await sql.rows<{ path: string | null }>(this.st.pruneAttempts, [b.id, PRUNE_CHUNK]);
-    if (paths.length > 0) return { attempts: paths.length, tasks: 0, logPaths: paths.flatMap((p) => (p.path === null ? [] : [p.path])) };
-    const tasks = await sql.run(this.st.pruneTasks, [b.id, PRUNE_CHUNK]);
-    if (tasks > 0) return { attempts: 0, tasks, logPaths: [] };
-    await sql.run(this.st.deleteBatch, [b.id]);
-    return 'gone';
   }
 
   async historySize(): Promise<number> {
@@ -305,17 +293,8 @@ export class PostgresStore implements TaskStore {
     });
   }
 
-  async cancel(filter: TaskFilter): Promise<CancelResult> {
-    return this.db.transaction(async (sql) => {
-      const now = this.clock.now();
-      const tally = new CancelTally();
-      for (const t of CancelTally.targets(await selectTasks(sql, this.st, { ...filter, status: undefined }))) {
-        const [row] = await sql.rows<{ status: string }>(this.st.cancelTask, [t.id, 'cancelled', now]);
-        tally.add(t, row?.status);
-      }
-      tally.result.dependents = await cascade(sql, this.st, filter.batchId, tally.items, now);
-      return tally.result;
-    });
+  async cancel(filter: Pick<TaskFilter, 'batchId' | 'keyMatches'>): Promise<CancelResult> {
+    return this.db.transaction((sql) => cancel(sql, this.st, filter, this.clock.now()));
   }
 
   async stageCounts(batchId: number): Promise<StageCounts[]> {

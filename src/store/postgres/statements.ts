@@ -157,15 +157,28 @@ function sql(s: string) {
     cancelPending: `
       UPDATE ${s}.tasks SET status = 'CANCELLED', last_error = $2, finished_at = $3
       WHERE id = $1 AND status = 'PENDING'`,
-    /** $1 id $2 reason $3 now — \`cancel\`: a PENDING task ends now; a RUNNING one finishes first. */
-    cancelTask: `
+    /**
+     * $1 batchId $2 from $3 to — \`cancel\`: the tasks it can still stop (PENDING, RUNNING) with
+     * ids in [$2, $3], by primary key (\`batch_id + 0\`: never the batch's index, which would read
+     * the whole batch for every range).
+     */
+    openTasks: `
+      SELECT id, task_key FROM ${s}.tasks
+      WHERE id BETWEEN $2 AND $3 AND batch_id + 0 = $1 AND status IN ('PENDING', 'RUNNING') ORDER BY id`,
+    /** $1 ids bigint[] $2 reason $3 now — \`cancel\`: PENDING tasks end now; RUNNING ones finish first. */
+    cancelTasks: `
       UPDATE ${s}.tasks SET
         status = CASE WHEN status = 'PENDING' THEN 'CANCELLED' ELSE status END,
         finished_at = CASE WHEN status = 'PENDING' THEN $3 ELSE finished_at END,
         last_error = CASE WHEN status = 'PENDING' THEN $2 ELSE last_error END,
         cancel_requested = (status = 'RUNNING' OR cancel_requested)
-      WHERE id = $1 AND status IN ('PENDING', 'RUNNING')
+      WHERE id = ANY($1::bigint[]) AND status IN ('PENDING', 'RUNNING')
       RETURNING status`,
+    /** $1 batchId $2 from $3 to $4 reason $5 now — the items of the stage tasks in [$2, $3] that a \`cancel\` at $5 ended or asked to stop. */
+    cancelledItems: `
+      SELECT DISTINCT item_key FROM ${s}.tasks
+      WHERE id BETWEEN $2 AND $3 AND batch_id + 0 = $1 AND item_key IS NOT NULL
+        AND (status = 'CANCELLED' AND finished_at = $5 AND last_error = $4 OR status = 'RUNNING' AND cancel_requested)`,
     /** $1 ids bigint[] — dependents whose need was reset by retry-failed. */
     revive: `
       UPDATE ${s}.tasks SET status = 'PENDING', finished_at = NULL, last_error = NULL, next_run_at = 0
@@ -263,6 +276,12 @@ function reportStatements(s: string) {
       WHERE batch_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::boolean IS NULL OR attempts > 0)
         AND ($4::text IS NULL OR strpos(last_error, $4) > 0)
       ORDER BY id`,
+    /** listTasks's parameters, and $5 from $6 to: the page of the tasks with ids in [$5, $6], by primary key (see openTasks). */
+    taskPage: `
+      SELECT * FROM ${s}.tasks
+      WHERE id BETWEEN $5 AND $6 AND batch_id + 0 = $1 AND ($2::text IS NULL OR status = $2) AND ($3::boolean IS NULL OR attempts > 0)
+        AND ($4::text IS NULL OR strpos(last_error, $4) > 0)
+      ORDER BY id`,
     /** $1 batchId $2 limit — RUNNING tasks, earliest started first (only RUNNING index entries are read). */
     runningTasks: `
       SELECT * FROM ${s}.tasks WHERE status = 'RUNNING' AND batch_id = $1 AND NOT queued ORDER BY started_at, id LIMIT $2`,
@@ -310,13 +329,25 @@ function reportStatements(s: string) {
       WHERE b.id = $1
         AND NOT EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.batch_id = b.id AND t.status IN ('PENDING', 'RUNNING'))
         AND greatest(b.updated_at, coalesce(${lastFinishedOf(s)}, 0)) < $2`,
-    /** $1 batchId $2 n — one chunk of a pruned batch's attempts; returns their log paths. */
+    /** $1 batchId — the span of the batch's task ids (tasks_by_state holds the id: an index-only pass). */
+    taskIdRange: `SELECT min(id) AS lo, max(id) AS hi FROM ${s}.tasks WHERE batch_id = $1`,
+    /**
+     * $1 batchId $2 from $3 to $4 afterTask $5 afterAttempt $6 n — one chunk of a pruned batch's
+     * attempts: those of its tasks with ids in [$2, $3], after ($4, $5), the first $6 in (task,
+     * attempt) order; returns them with their log paths (see prune-in-chunks.ts). Read through
+     * attempts_by_task from where the last chunk stopped, so never the index entries of the rows
+     * chunks before it deleted (dead until a vacuum). \`batch_id + 0\`: never the batch's index,
+     * which would read the whole batch for every chunk.
+     */
     pruneAttempts: `
       DELETE FROM ${s}.attempts WHERE id IN (
-        SELECT a.id FROM ${s}.tasks t JOIN ${s}.attempts a ON a.task_id = t.id WHERE t.batch_id = $1 LIMIT $2)
-      RETURNING log_path AS path`,
-    /** $1 batchId $2 n — one chunk of a pruned batch's tasks (their attempts are gone already). */
-    pruneTasks: `DELETE FROM ${s}.tasks WHERE id IN (SELECT id FROM ${s}.tasks WHERE batch_id = $1 LIMIT $2)`,
+        SELECT a.id FROM ${s}.attempts a JOIN ${s}.tasks t ON t.id = a.task_id
+        WHERE a.task_id BETWEEN $2 AND $3 AND (a.task_id, a.id) > ($4::bigint, $5::bigint)
+          AND t.id BETWEEN $2 AND $3 AND t.batch_id + 0 = $1
+        ORDER BY a.task_id, a.id LIMIT $6)
+      RETURNING task_id, id, log_path AS path`,
+    /** $1 batchId $2 from $3 to — the pruned batch's tasks with ids in [$2, $3] (their attempts are gone already), by primary key. */
+    pruneTasks: `DELETE FROM ${s}.tasks WHERE id BETWEEN $2 AND $3 AND batch_id + 0 = $1`,
     /** $1 batchId — tasks and attempts go with it (ON DELETE CASCADE). */
     deleteBatch: `DELETE FROM ${s}.batches WHERE id = $1`,
     historySize: `SELECT count(*) AS n FROM ${s}.attempts`,

@@ -2,8 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Budget, CancelResult, PruneResult, TaskFilter, TaskStatus } from '../records.js';
 import type { BatchDbRow } from '../db-rows.js';
 import { budgets } from '../budget.js';
-import { PRUNE_CHUNK, pruneInChunks, type PruneStep } from '../prune-in-chunks.js';
-import { CancelTally } from '../shared/cancel-tally.js';
+import { PRUNE_CHUNK, chunkBounds, chunkDone, pruneInChunks, rangesDone, startCursor, type PruneCursor, type PruneStep } from '../prune-in-chunks.js';
 import type { SqliteConn } from './sqlite-conn.js';
 import { selectTasks } from './sqlite-list.js';
 import { cascade, revive } from './sqlite-stages.js';
@@ -56,16 +55,43 @@ export function retryFailed(c: SqliteConn, filter: TaskFilter): number {
   });
 }
 
-export function cancel(c: SqliteConn, filter: TaskFilter): CancelResult {
+/**
+ * One transaction, range of ids by range (see QueryStore's cancel): first every matching task
+ * is ended or asked to stop, then the stage tasks needing them follow, from the items of the
+ * tasks this cancel reached (found again by its time and reason, not kept in memory).
+ */
+export function cancel(c: SqliteConn, filter: Pick<TaskFilter, 'batchId' | 'keyMatches'>): CancelResult {
+  const st = c.st;
   return c.write(() => {
     const now = Date.now();
-    const tally = new CancelTally();
-    for (const t of CancelTally.targets(selectTasks(c, { ...filter, status: undefined }))) {
-      tally.add(t, (c.st.cancelTask.get({ id: t.id, reason: 'cancelled', now }) as { status: TaskStatus } | undefined)?.status);
+    const result: CancelResult = { cancelled: 0, stopping: 0, dependents: 0 };
+    const batchId = filter.batchId;
+    const { lo, hi } = st.taskIdRange.get(batchId) as { lo: number | null; hi: number | null };
+    if (lo === null || hi === null) return result;
+    const ranges = () => idRanges(lo, hi, (from, to) => ({ batchId, from, to }));
+    for (const range of ranges()) {
+      const open = st.openTasks.all(range) as { id: number; task_key: string }[];
+      const ids = open.filter((t) => !filter.keyMatches || filter.keyMatches(t.task_key)).map((t) => t.id);
+      if (ids.length === 0) continue;
+      for (const r of st.cancelTasks.all({ ids: JSON.stringify(ids), reason: CANCELLED, now }) as { status: TaskStatus }[]) {
+        if (r.status === 'RUNNING') result.stopping++;
+        else result.cancelled++;
+      }
     }
-    tally.result.dependents = cascade(c.st, filter.batchId, tally.items, now);
-    return tally.result;
+    for (const range of ranges()) {
+      const items = (st.cancelledItems.all({ ...range, reason: CANCELLED, now }) as { item_key: string }[]).map((r) => r.item_key);
+      if (items.length > 0) result.dependents += cascade(st, batchId, items, now);
+    }
+    return result;
   });
+}
+
+/** The reason a task `cancel` ended gets. */
+const CANCELLED = 'cancelled';
+
+/** [from, to] ranges of ID_CHUNK ids covering lo…hi. */
+function* idRanges<R>(lo: number, hi: number, make: (from: number, to: number) => R): Generator<R> {
+  for (let from = lo; from <= hi; from += ID_CHUNK) yield make(from, Math.min(hi, from + ID_CHUNK - 1));
 }
 
 export async function pruneFinished(
@@ -79,18 +105,29 @@ export async function pruneFinished(
   // a gap, the next chunk takes the lock again first and starves it into its busy timeout.
   // The gap is twice the chunk's time, so the lock is free two thirds of the time.
   const gap = (stepMs: number) => sleep(Math.max(5, 2 * stepMs));
-  return pruneInChunks(batches, async (b) => c.write(() => pruneChunk(c, b.id, before)), onChunk, gap);
+  return pruneInChunks(
+    batches,
+    // The span of the batch's ids is read once, outside the lock (a pass over the batch's index entries).
+    async (b, at) => {
+      const cursor = at ?? startCursor(c.read(() => c.st.taskIdRange.get(b.id) as { lo: number | null; hi: number | null }));
+      return c.write(() => pruneChunk(c, b.id, before, cursor));
+    },
+    onChunk,
+    gap,
+  );
 }
 
-/** One short transaction of a prune: a chunk of attempts, else of tasks, else the batch row. */
-function pruneChunk(c: SqliteConn, batchId: number, before: number): PruneStep {
+/** One short transaction of a prune: a chunk of attempts (and then the tasks of their range), else the batch row. */
+function pruneChunk(c: SqliteConn, batchId: number, before: number, at: PruneCursor): PruneStep {
   const st = c.st;
   if (!st.stillPrunable.get({ batchId, before })) return 'live';
   st.raiseHighWater.run(); // the ids about to go stay taken (ids never repeat)
-  const paths = st.pruneAttempts.all({ batchId, n: PRUNE_CHUNK }) as { path: string | null }[];
-  if (paths.length > 0) return { attempts: paths.length, tasks: 0, logPaths: paths.flatMap((p) => (p.path === null ? [] : [p.path])) };
-  const tasks = st.pruneTasks.run({ batchId, n: PRUNE_CHUNK }).changes;
-  if (tasks > 0) return { attempts: 0, tasks, logPaths: [] };
-  st.deleteBatch.run(batchId);
-  return 'gone';
+  if (rangesDone(at)) {
+    st.deleteBatch.run(batchId); // anything left (a task added and finished meanwhile) goes with it
+    return 'gone';
+  }
+  const bounds = { batchId, ...chunkBounds(at) };
+  const attempts = st.pruneAttempts.all(bounds) as { task_id: number; id: number; path: string | null }[];
+  const tasks = attempts.length < PRUNE_CHUNK ? st.pruneTasks.run({ batchId, from: bounds.from, to: bounds.to }).changes : 0;
+  return chunkDone(at, attempts, tasks);
 }

@@ -3,6 +3,7 @@ import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type Attempt
 import type Database from 'better-sqlite3';
 import type { SqliteConn } from './sqlite-conn.js';
 import { checkBounds, foldAttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
+import { eachTaskPage as pagesOf } from '../shared/task-pages.js';
 
 /**
  * The read verbs of SQLite (what status, tasks, show, report and the coordinator's checks
@@ -99,6 +100,13 @@ export function selectTasks(c: SqliteConn, filter: TaskFilter): TaskRow[] {
     }
     return out;
   });
+}
+
+/** See QueryStore.eachTaskPage: ranges of ids by rowid, each a read of its own. */
+export async function eachTaskPage(c: SqliteConn, filter: TaskFilter, onPage: (tasks: TaskRow[]) => Promise<void>): Promise<void> {
+  const range = c.read(() => c.st.taskIdRange.get(filter.batchId) as { lo: number | null; hi: number | null });
+  const sqlPart = { batchId: filter.batchId, status: filter.status ?? null, error: filter.errorContains ?? null, attempted: filter.attemptedOnly ? 1 : null };
+  await pagesOf(range, filter, async (from, to) => c.read(() => c.st.taskPage.all({ ...sqlPart, from, to }) as TaskDbRow[]), onPage);
 }
 
 export function runningTasks(c: SqliteConn, batchId: number, limit: number): TaskRow[] {

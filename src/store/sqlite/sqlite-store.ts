@@ -139,6 +139,10 @@ export class SqliteStore implements TaskStore {
     return this.c.read(() => list.selectTasks(this.c, filter));
   }
 
+  async eachTaskPage(filter: T.TaskFilter, onPage: (tasks: T.TaskRow[]) => Promise<void>): Promise<void> {
+    return list.eachTaskPage(this.c, filter, onPage);
+  }
+
   async runningTasks(batchId: number, limit: number): Promise<T.TaskRow[]> {
     return list.runningTasks(this.c, batchId, limit);
   }
@@ -183,7 +187,7 @@ export class SqliteStore implements TaskStore {
     return admin.retryFailed(this.c, filter);
   }
 
-  async cancel(filter: T.TaskFilter): Promise<T.CancelResult> {
+  async cancel(filter: Pick<T.TaskFilter, 'batchId' | 'keyMatches'>): Promise<T.CancelResult> {
     return admin.cancel(this.c, filter);
   }
 

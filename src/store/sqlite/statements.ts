@@ -50,15 +50,26 @@ export const SQL = {
     SELECT count(*) AS n FROM tasks INDEXED BY tasks_changed
     WHERE batch_id = @batchId AND status = 'SUCCESS' AND seen_fingerprint IS NOT fingerprint`,
 
-  /** @id @reason @now — `cancel`: a PENDING task ends now; a RUNNING one finishes first. */
-  cancelTask: `
+  /** @batchId @from @to — `cancel`: the tasks it can still stop (PENDING, RUNNING) with ids in [@from, @to], by rowid. */
+  openTasks: `
+    SELECT id, task_key FROM tasks NOT INDEXED
+    WHERE id BETWEEN @from AND @to AND batch_id = @batchId AND status IN ('PENDING', 'RUNNING') ORDER BY id`,
+  /** @ids (JSON array) @reason @now — `cancel`: PENDING tasks end now; RUNNING ones finish first. */
+  cancelTasks: `
+    WITH j AS MATERIALIZED (SELECT value AS id FROM json_each(@ids))
     UPDATE tasks SET
       status = CASE WHEN status = 'PENDING' THEN 'CANCELLED' ELSE status END,
       finished_at = CASE WHEN status = 'PENDING' THEN @now ELSE finished_at END,
       last_error = CASE WHEN status = 'PENDING' THEN @reason ELSE last_error END,
       cancel_requested = CASE WHEN status = 'RUNNING' THEN 1 ELSE cancel_requested END
-    WHERE id = @id AND status IN ('PENDING', 'RUNNING')
+    FROM j
+    WHERE tasks.id = j.id AND status IN ('PENDING', 'RUNNING')
     RETURNING status`,
+  /** @batchId @from @to @reason @now — the items of the stage tasks in [@from, @to] that a `cancel` at @now ended or asked to stop. */
+  cancelledItems: `
+    SELECT DISTINCT item_key FROM tasks NOT INDEXED
+    WHERE id BETWEEN @from AND @to AND batch_id = @batchId AND item_key IS NOT NULL
+      AND (status = 'CANCELLED' AND finished_at = @now AND last_error = @reason OR status = 'RUNNING' AND cancel_requested = 1)`,
   /** @owner @expires — returns the tokens the owner still holds. */
   /** @id @due @step — a waiting retry still due when its scheduler thought, moved by a step of its clock. */
   shiftRetry: "UPDATE tasks SET next_run_at = next_run_at + @step WHERE id = @id AND status = 'PENDING' AND next_run_at = @due",
@@ -144,6 +155,15 @@ export const SQL = {
   runningTasks: `
     SELECT * FROM tasks INDEXED BY tasks_running
     WHERE status = 'RUNNING' AND batch_id = @batchId AND queued = 0 ORDER BY started_at, id LIMIT @limit + 0`,
+  /**
+   * Same parameters as listTasks, and @from @to: the page of the tasks with ids in [@from,
+   * @to], read by rowid (NOT INDEXED), so a page costs its range whatever the batch's size.
+   */
+  taskPage: `
+    SELECT * FROM tasks NOT INDEXED
+    WHERE id BETWEEN @from AND @to AND batch_id = @batchId AND (@status IS NULL OR status = @status)
+      AND (@attempted IS NULL OR attempts > 0) AND (@error IS NULL OR instr(last_error, @error) > 0)
+    ORDER BY id`,
   /** Same parameters as listTasks; finished tasks, longest last attempt first. */
   slowestTasks: `
     SELECT * FROM tasks
@@ -182,13 +202,22 @@ export const SQL = {
     WHERE b.id = @batchId
       AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.batch_id = b.id AND t.status IN ('PENDING', 'RUNNING'))
       AND max(b.updated_at, coalesce(b.last_finished_at, 0)) < @before`,
-  /** @batchId @n — one chunk of a pruned batch's attempts; returns their log paths. */
+  /**
+   * @batchId @from @to @afterTask @afterAttempt @n — one chunk of a pruned batch's attempts:
+   * those of its tasks with ids in [@from, @to], after (@afterTask, @afterAttempt), the first
+   * @n in (task, attempt) order; returns them with their log paths (see prune-in-chunks.ts).
+   * The tasks of the range are read by rowid (NOT INDEXED) and come first (CROSS JOIN), then
+   * each one's attempts through attempts_by_task: a chunk reads its range and its attempts,
+   * never the rows that chunks before it deleted.
+   */
   pruneAttempts: `
     DELETE FROM attempts WHERE id IN (
-      SELECT a.id FROM tasks t JOIN attempts a ON a.task_id = t.id WHERE t.batch_id = @batchId LIMIT @n + 0)
-    RETURNING log_path AS path`,
-  /** @batchId @n — one chunk of a pruned batch's tasks (their attempts are gone already). */
-  pruneTasks: 'DELETE FROM tasks WHERE id IN (SELECT id FROM tasks WHERE batch_id = @batchId LIMIT @n + 0)',
+      SELECT a.id FROM tasks t NOT INDEXED CROSS JOIN attempts a ON a.task_id = t.id
+      WHERE t.id BETWEEN @from AND @to AND t.id >= @afterTask AND t.batch_id = @batchId AND (a.task_id, a.id) > (@afterTask, @afterAttempt)
+      ORDER BY t.id, a.id LIMIT @n + 0)
+    RETURNING task_id, id, log_path AS path`,
+  /** @batchId @from @to — the pruned batch's tasks with ids in [@from, @to] (their attempts are gone already), by rowid. */
+  pruneTasks: 'DELETE FROM tasks NOT INDEXED WHERE id BETWEEN @from AND @to AND batch_id = @batchId',
   /** ?batchId — tasks and attempts go with it (ON DELETE CASCADE). */
   deleteBatch: 'DELETE FROM batches WHERE id = ?',
   historySize: 'SELECT count(*) AS n FROM attempts',

@@ -102,6 +102,55 @@ export function listContract(h: Harness): void {
       expect(row).toMatchObject({ key: 'k003', status: 'SUCCESS', result: '"ok"', attempts: 1, payload: spec('k003').payload });
     });
 
+    it('eachTaskPage gives what listTasks gives, page by page, each page after the last one was taken', async () => {
+      const { id } = await mixed();
+      const page = async (f: Omit<Parameters<TaskStore['listTasks']>[0], 'batchId'>) => {
+        const pages: string[][] = [];
+        await h.store.eachTaskPage({ batchId: id, ...f }, async (rows) => void pages.push(rows.map((t) => t.key)));
+        return pages.flat();
+      };
+      for (const f of [
+        {},
+        { status: 'PENDING' as const },
+        { status: 'PENDING' as const, attemptedOnly: true },
+        { status: 'CANCELLED' as const },
+        { errorContains: 'no such file' },
+        { keyMatches: (k: string) => k >= 'k003' },
+        { keyMatches: (k: string) => k !== 'k000', limit: 2 },
+        { errorMatches: (e: string | null) => e === null },
+      ]) {
+        expect(await page(f)).toEqual((await h.store.listTasks({ batchId: id, ...f })).map((t) => t.key));
+      }
+      const [row] = await (async () => {
+        const rows: Awaited<ReturnType<TaskStore['listTasks']>> = [];
+        await h.store.eachTaskPage({ batchId: id, status: 'SUCCESS' }, async (r) => void rows.push(...r));
+        return rows;
+      })();
+      expect(row).toMatchObject({ key: 'k003', status: 'SUCCESS', result: '"ok"', attempts: 1, payload: spec('k003').payload });
+
+      // A big batch, enqueued in turns with another: every task once, in creation order, in bounded pages.
+      const big = (await h.store.enqueue(newBatch('big'), keys(700, 'a').map(spec))).batch.id;
+      await h.store.enqueue(newBatch('other'), keys(300, 'o').map(spec));
+      await h.store.enqueue(newBatch('big'), keys(700, 'b').map(spec));
+      const sizes: number[] = [];
+      const seen: string[] = [];
+      let taking = false;
+      await h.store.eachTaskPage({ batchId: big }, async (rows) => {
+        expect(taking, 'a page read before the last one was taken').toBe(false);
+        taking = true;
+        sizes.push(rows.length);
+        seen.push(...rows.map((t) => t.key));
+        await new Promise((r) => setTimeout(r, 5));
+        taking = false;
+      });
+      expect(seen).toEqual([...keys(700, 'a'), ...keys(700, 'b')]);
+      expect(sizes.length).toBeGreaterThan(2);
+      expect(Math.max(...sizes)).toBeLessThanOrEqual(500);
+      let limited = 0;
+      await h.store.eachTaskPage({ batchId: big, limit: 601 }, async (rows) => void (limited += rows.length));
+      expect(limited).toBe(601);
+    });
+
     it('runningTasks lists the batch RUNNING tasks only, earliest started first, at most limit', async () => {
       const id = await setup(5);
       const other = await setup(2, { name: 'other' });
