@@ -9,6 +9,7 @@ import { startRun, type PlannedStart, type RunPlace, type StartedRun } from '../
 import type { Io } from './io.js';
 import { RunReporter } from './run-reporter.js';
 import { givenDb, suggest } from './suggest.js';
+import { trustedOwners } from '../store/open-store.js';
 
 /**
  * Starts a planned batch (start-run.ts: the workers load the handler before the store is
@@ -60,8 +61,8 @@ export async function driveRun(
 }
 
 /** Where a run's store is, and how a person resumes its batch once paused (with the --db they gave). */
-export function runPlace(dbPath: string, flags: Pick<RawRunFlags, 'db'>, io: Io): RunPlace {
-  return { dbPath, cwd: io.cwd, resume: (batch) => suggest({ batch, db: givenDb(flags.db, io) }, ['resume']) };
+export function runPlace(dbPath: string, flags: Pick<RawRunFlags, 'db' | 'trustStoreOwner'>, io: Io): RunPlace {
+  return { dbPath, trust: trustedOwners(flags.trustStoreOwner), cwd: io.cwd, resume: (batch) => suggest({ batch, db: givenDb(flags.db, io) }, ['resume']) };
 }
 
 /** A signal came while the run started: nothing ran. */

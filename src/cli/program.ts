@@ -26,6 +26,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   const common = (cmd: Command) =>
     cmd
       .option('--db <path|url>', 'the store: a SQLite file (default .splitdance/splitdance.db, or $SPLITDANCE_DB) or a postgres:// URL')
+      .option('--trust-store-owner <user>', "use a SQLite store that belongs to this user as your own: it chooses what runs (repeatable; see docs/trust-model.md)", collect)
       .option('--json', 'machine-readable output on stdout')
       .option('--quiet', 'print nothing on success')
       .option('--verbose', 'more detail, stack traces on errors')

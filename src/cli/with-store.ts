@@ -1,4 +1,4 @@
-import { openForReading, openStore, resolveDbPath } from '../store/open-store.js';
+import { openForReading, openStore, resolveDbPath, trustedOwners } from '../store/open-store.js';
 import type { BatchRecord, CommandStore } from '../store/task-store.js';
 import { printable } from './format.js';
 import type { Io } from './io.js';
@@ -16,16 +16,17 @@ export interface BatchContext {
 /**
  * Opens the existing store (never creating one), resolves the batch, and closes the store
  * afterwards. `readonly`: for commands that only look, so they work on a store they cannot
- * write (a read-only mount, a backup, another user's store).
+ * write (a read-only mount, a backup, another user's store); the others open only a store
+ * the user owns, or one whose owner --trust-store-owner names.
  */
 export async function withBatch<T>(
-  flags: { db?: string; batch?: string },
+  flags: { db?: string; batch?: string; trustStoreOwner?: string[] },
   io: Io,
   fn: (store: CommandStore, batch: BatchRecord, ctx: BatchContext) => Promise<T>,
   { readonly = false }: { readonly?: boolean } = {},
 ): Promise<T> {
   const db = resolveDbPath(flags.db, io.cwd, io.env);
-  const store = readonly ? await openForReading(db) : await openStore(db, { create: false });
+  const store = readonly ? await openForReading(db) : await openStore(db, { create: false, trust: trustedOwners(flags.trustStoreOwner) });
   try {
     const dbGiven = givenDb(flags.db, io);
     const batch = await resolveBatch(store, flags.batch, dbGiven);

@@ -25,6 +25,8 @@ export interface RawRunFlags {
   rerunChanged?: boolean;
   finished?: boolean;
   db?: string;
+  /** Owners whose SQLite stores are used as one's own (docs/trust-model.md); never stored on the batch. */
+  trustStoreOwner?: string[];
   batch?: string;
   exec?: string;
   handler?: string;

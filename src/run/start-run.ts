@@ -6,7 +6,7 @@ import type { ShutdownSignal } from '../coordinator/run-types.js';
 import { handlersOf } from '../job/stages.js';
 import type { WorkerPool } from '../pool/pool.js';
 import { nonEmpty } from '../split/split-source.js';
-import { openStore } from '../store/open-store.js';
+import { openStore, type TrustedOwners } from '../store/open-store.js';
 import type { BatchRecord, TaskStore } from '../store/task-store.js';
 import { startPool } from './batch-pool.js';
 import { enqueuePlan } from './enqueue-plan.js';
@@ -21,6 +21,8 @@ export interface StartSignals {
 /** Where the store is and how the run names itself to a person. */
 export interface RunPlace {
   dbPath: string;
+  /** Owners whose SQLite stores are used as the user's own (--trust-store-owner). */
+  trust: TrustedOwners;
   /** Where a relative store path is resolved, for the logs folder. */
   cwd: string;
   /** The command that resumes the batch once paused, for that batch. */
@@ -86,7 +88,7 @@ export async function startRun(what: PlannedStart | StoredStart, place: RunPlace
       const split = plan.split((path, reason) => skipped.push({ path, reason }));
       // An empty new source is exit 2 before the store exists.
       const specs = plan.existing ? split : nonEmpty(split, plan.source, plan.kind);
-      store = await openStore(place.dbPath, { create: true });
+      store = await openStore(place.dbPath, { create: true, trust: place.trust });
       await what.beforeWrite?.(store);
       const enqueued = await enqueuePlan(store, plan, specs, skipped);
       plan.doneReading();

@@ -6,6 +6,10 @@
  * - read: `openForReading(db)` — the commands that only look (status, tasks, batches, …).
  * - peek: `peekBatch(db, name)` — a batch's stored definition, read without a single write.
  *
+ * Only `openForReading` (and `inspect`) may open another user's SQLite store: every other open
+ * leads to running what the store holds, and refuses a store that is not the user's own or
+ * that others may write, unless its owner is in `trust` (--trust-store-owner; store-owner.ts).
+ *
  * `openExistingStore` is the create-less open for a store that may not exist yet: null
  * instead of an error (`run --dry-run`, `worker --follow`, a worker waiting for its batch).
  * Every writing open upgrades an older schema; a read-only open refuses it (`isOldSchema`).
@@ -18,8 +22,15 @@ import { isPostgresUrl, looksLikeUrl, redactUrl } from './postgres/pg-url.js';
 import type { PeekedBatch } from './records.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 import type { TaskStore } from './task-store.js';
+import { trustedOwners, type TrustedOwners } from './sqlite/store-owner.js';
 
-export { isPostgresUrl };
+export { isPostgresUrl, trustedOwners, type TrustedOwners };
+
+/** How an open treats a store's owner: `trust` names owners used as one's own; `inspect` only looks, so any owner's store may be read. */
+export interface OwnerOptions {
+  trust?: TrustedOwners;
+  inspect?: boolean;
+}
 
 export const DEFAULT_DB = '.splitdance/splitdance.db';
 
@@ -59,8 +70,8 @@ export function isOldSchema(err: unknown): boolean {
 }
 
 /** Opens the store for writing (create, write); an older schema is upgraded by this open. */
-export async function openStore(db: string, { create }: { create: boolean }): Promise<TaskStore> {
-  return open(db, { create });
+export async function openStore(db: string, { create, trust }: { create: boolean; trust?: TrustedOwners }): Promise<TaskStore> {
+  return open(db, { create, trust });
 }
 
 /**
@@ -69,7 +80,7 @@ export async function openStore(db: string, { create }: { create: boolean }): Pr
  * `readonly` (SQLite) opens without a single write (no WAL switch, no migration, no
  * checkpoint): for --dry-run, which refuses an older schema rather than upgrade it.
  */
-export async function openExistingStore(db: string, options: { readonly?: boolean } = {}): Promise<TaskStore | null> {
+export async function openExistingStore(db: string, options: { readonly?: boolean } & OwnerOptions = {}): Promise<TaskStore | null> {
   if (!isPostgresUrl(db) && !existsSync(db)) return null;
   try {
     return await open(db, { create: false, ...options });
@@ -87,8 +98,9 @@ export async function openExistingStore(db: string, options: { readonly?: boolea
  */
 export async function openForReading(db: string): Promise<TaskStore> {
   try {
-    return await open(db, { create: false, readonly: true });
+    return await open(db, { create: false, readonly: true, inspect: true });
   } catch (err) {
+    // The upgrade writes, so it is for the user's own store only.
     if (isOldSchema(err)) return open(db, { create: false });
     throw err;
   }
@@ -99,11 +111,11 @@ export async function openForReading(db: string): Promise<TaskStore> {
  * an older schema, no WAL switch — so `run` can validate every input (and load the handler)
  * before it changes anything. Undefined when there is no store or no such batch.
  */
-export async function peekBatch(db: string, name: string): Promise<PeekedBatch | undefined> {
+export async function peekBatch(db: string, name: string, trust: TrustedOwners = []): Promise<PeekedBatch | undefined> {
   if (isPostgresUrl(db)) return peekPostgres(db, name);
   if (!existsSync(db)) return undefined;
   // Only `run` peeks: the other commands do not load it.
-  return (await import('./sqlite/sqlite-peek.js')).peekSqlite(db, name);
+  return (await import('./sqlite/sqlite-peek.js')).peekSqlite(db, name, trust);
 }
 
 async function peekPostgres(db: string, name: string): Promise<PeekedBatch | undefined> {
@@ -126,7 +138,7 @@ async function peekPostgres(db: string, name: string): Promise<PeekedBatch | und
 }
 
 /** The one place a backend is chosen: by the location's form. */
-async function open(db: string, options: { create: boolean; readonly?: boolean }): Promise<TaskStore> {
+async function open(db: string, options: { create: boolean; readonly?: boolean } & OwnerOptions): Promise<TaskStore> {
   if (isPostgresUrl(db)) {
     const { PostgresStore } = await import('./postgres/pg-store.js').catch((err: Error) => {
       throw new StoreError(`the PostgreSQL backend could not be loaded: ${err.message}`);

@@ -11,7 +11,7 @@ import { dbPathIn, query } from '../helpers/store.js';
 const mode = (path: string) => statSync(path).mode & 0o7777;
 
 describe('the trust model: whoever writes the store chooses what runs', () => {
-  it('an existing 0666 store (and its -wal, -shm) in a 0777 .splitdance folder is narrowed to 0600 / 0700 by the next run', async () => {
+  it('an existing 0644 store (and its -wal, -shm) in a 0755 .splitdance folder is narrowed to 0600 / 0700 by the next run', async () => {
     const p = projectWithFiles(2);
     expect((await runCli(['run', 'src', '--exec', 'true'], { cwd: p.dir })).code).toBe(0);
     const db = dbPathIn(p.dir);
@@ -19,13 +19,30 @@ describe('the trust model: whoever writes the store chooses what runs', () => {
     hold.pragma('user_version');
     const files = [db, `${db}-wal`, `${db}-shm`].filter((f) => existsSync(f));
     expect(files.length).toBeGreaterThan(1);
-    for (const f of files) chmodSync(f, 0o666);
-    chmodSync(join(p.dir, '.splitdance'), 0o777);
+    for (const f of files) chmodSync(f, 0o644);
+    chmodSync(join(p.dir, '.splitdance'), 0o755);
     const r = await runCli(['run', 'src', '--batch', 'again', '--exec', 'true'], { cwd: p.dir });
     hold.close();
     expect(r.code, r.stderr).toBe(0);
     for (const f of files.filter((x) => existsSync(x))) expect(mode(f), f).toBe(0o600);
     expect(mode(join(p.dir, '.splitdance'))).toBe(0o700);
+  });
+
+  it('a store others may write (0666 file, 0777 .splitdance) is refused with exit 4, not narrowed: what it holds may have been changed', async () => {
+    const p = projectWithFiles(2);
+    expect((await runCli(['run', 'src', '--exec', 'true'], { cwd: p.dir })).code).toBe(0);
+    const db = dbPathIn(p.dir);
+    chmodSync(db, 0o666);
+    const r = await runCli(['run', 'src', '--batch', 'again', '--exec', 'true'], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(4);
+    expect(r.stderr).toContain(`the store file ${db} may be written by other users (mode 0666)`);
+    expect(mode(db)).toBe(0o666);
+    chmodSync(db, 0o600);
+    chmodSync(join(p.dir, '.splitdance'), 0o777);
+    const folder = await runCli(['worker'], { cwd: p.dir });
+    expect(folder.code, folder.stderr).toBe(4);
+    expect(folder.stderr).toMatch(/the store's folder .*\.splitdance may be written by other users \(mode 0777\).*chmod go-w/);
+    expect(mode(join(p.dir, '.splitdance'))).toBe(0o777);
   });
 
   it('a store in a folder other users may write is refused with exit 4 naming it; nothing is created there', async () => {

@@ -5,6 +5,7 @@ import { withBatch } from '../with-store.js';
 
 export interface CancelFlags extends OutputFlags {
   db?: string;
+  trustStoreOwner?: string[];
   batch?: string;
   key?: string;
 }

@@ -5,6 +5,7 @@ import { withBatch } from '../with-store.js';
 
 export interface PauseFlags extends OutputFlags {
   db?: string;
+  trustStoreOwner?: string[];
   batch?: string;
 }
 

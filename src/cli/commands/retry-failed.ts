@@ -10,10 +10,11 @@ import { line, type Io, type OutputFlags } from '../io.js';
 import { resolveBatch } from '../resolve-batch.js';
 import { withBatch } from '../with-store.js';
 import { clusterId, errorSignature } from '../../status/error-signature.js';
-import { openStore, peekBatch, resolveDbPath } from '../../store/open-store.js';
+import { openStore, peekBatch, resolveDbPath, trustedOwners } from '../../store/open-store.js';
 
 export interface RetryFailedFlags extends OutputFlags {
   db?: string;
+  trustStoreOwner?: string[];
   batch?: string;
   key?: string;
   error?: string;
@@ -45,11 +46,12 @@ export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promi
   }
   // Flags → plan → start → report → drive, as `run` does, with the batch's stored definition
   // (never a job file that happens to be in the current folder); -j is parsed once, by the plan.
-  const { db, json, quiet, verbose, color, concurrency, print, tag, keepOrder } = flags;
-  const runFlags: RawRunFlags = { db, json, quiet, verbose, color, concurrency, print, tag, keepOrder };
+  const { db, trustStoreOwner, json, quiet, verbose, color, concurrency, print, tag, keepOrder } = flags;
+  const runFlags: RawRunFlags = { db, trustStoreOwner, json, quiet, verbose, color, concurrency, print, tag, keepOrder };
+  const trust = trustedOwners(trustStoreOwner);
   const input = inputFromFlags(runFlags, io.cwd); // every flag checked before a store is opened
   const dbPath = resolveDbPath(flags.db, io.cwd, io.env);
-  const store = await openStore(dbPath, { create: false });
+  const store = await openStore(dbPath, { create: false, trust });
   let batch: BatchRecord;
   try {
     batch = await resolveBatch(store, flags.batch);
@@ -58,7 +60,7 @@ export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promi
   }
   keepWorkingWithoutOutput(); // a closed or full stdout must not end a batch half-run
   runFlags.batch = batch.name;
-  const plan = await planRun(batch.source, runFlags, io.cwd, (name) => peekBatch(dbPath, name), dbPath, { storedOnly: true, input: { ...input, batch: batch.name } });
+  const plan = await planRun(batch.source, runFlags, io.cwd, (name) => peekBatch(dbPath, name, trust), dbPath, { storedOnly: true, input: { ...input, batch: batch.name } });
   const beforeWrite = async (writable: TaskStore) => {
     const current = await writable.findBatch(batch.name);
     const reset = current ? await resetFailed(writable, current, flags) : 0;

@@ -1,6 +1,6 @@
 import { planRun, type PlanOptions, type RunPlan } from '../../job/plan-run.js';
 import type { RawRunFlags } from '../../job/run-options.js';
-import { isOldSchema, openExistingStore, peekBatch, resolveDbPath } from '../../store/open-store.js';
+import { isOldSchema, openExistingStore, peekBatch, resolveDbPath, trustedOwners, type TrustedOwners } from '../../store/open-store.js';
 import type { TaskStore } from '../../store/task-store.js';
 import { startAndDrive } from '../drive-run.js';
 import { printPlan } from '../dry-run.js';
@@ -18,8 +18,10 @@ export type RunFlags = RawRunFlags;
  */
 export async function runCommand(sourceArg: string | undefined, cliFlags: RunFlags, io: Io, options: PlanOptions = {}): Promise<number> {
   const dbPath = resolveDbPath(cliFlags.db, io.cwd, io.env);
+  // What a run reads from the store (even --dry-run's plan) is what it would run: the store must be one the user trusts.
+  const trust = trustedOwners(cliFlags.trustStoreOwner);
   if (cliFlags.dryRun) {
-    const store = await openExistingStore(dbPath, { readonly: true });
+    const store = await openExistingStore(dbPath, { readonly: true, trust });
     try {
       const plan = await planRun(sourceArg, cliFlags, io.cwd, async (name) => store?.findBatch(name), dbPath, options);
       return await printPlan(plan, store, io);
@@ -28,8 +30,8 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
     }
   }
   keepWorkingWithoutOutput(); // a closed or full stdout must not end a batch half-run
-  const plan = await planRun(sourceArg, cliFlags, io.cwd, (name) => peekBatch(dbPath, name), dbPath, options);
-  if (plan.existing && plan.changed.length) await checkNotFinished(plan, dbPath);
+  const plan = await planRun(sourceArg, cliFlags, io.cwd, (name) => peekBatch(dbPath, name, trust), dbPath, options);
+  if (plan.existing && plan.changed.length) await checkNotFinished(plan, dbPath, trust);
   const definitionChanged = plan.existing !== undefined && plan.changed.some((name) => DEFINITION.has(name));
   return startAndDrive(plan, cliFlags, io, { definitionChanged });
 }
@@ -38,10 +40,10 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
 const DEFINITION = new Set(['handler', 'stages', 'output']);
 
 /** A changed definition for a batch that already finished is exit 2 before anything is written (finished-batch.ts). */
-async function checkNotFinished(plan: RunPlan, dbPath: string): Promise<void> {
+async function checkNotFinished(plan: RunPlan, dbPath: string, trust: TrustedOwners): Promise<void> {
   let store: TaskStore | null;
   try {
-    store = await openExistingStore(dbPath, { readonly: true });
+    store = await openExistingStore(dbPath, { readonly: true, trust });
   } catch (err) {
     if (isOldSchema(err)) return; // upgraded by this run's open; nothing to compare yet
     throw err;

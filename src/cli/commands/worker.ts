@@ -8,7 +8,7 @@ import { EXIT } from '../../exit-codes.js';
 import { describeHandler, settingsOf, storedDefinition } from '../../job/job-definition.js';
 import { inputFromFlags, invocationOf, type Invocation, type RawRunFlags } from '../../job/run-options.js';
 import { handlersOf } from '../../job/stages.js';
-import { describeStore, isPostgresUrl, openExistingStore, openStore, resolveDbPath } from '../../store/open-store.js';
+import { describeStore, isPostgresUrl, openExistingStore, openStore, resolveDbPath, trustedOwners, type TrustedOwners } from '../../store/open-store.js';
 import type { BatchRecord, QueryStore, TaskStore } from '../../store/task-store.js';
 import { printable } from '../format.js';
 import { line, type Io } from '../io.js';
@@ -39,11 +39,12 @@ export async function workerCommand(flags: WorkerFlags, io: Io): Promise<number>
   const inv = invocationOf(inputFromFlags(flags, io.cwd)); // every flag validated before the store is opened
   keepWorkingWithoutOutput(); // a closed or full stdout must not end the work half-done
   const dbPath = resolveDbPath(flags.db, io.cwd, io.env);
+  const trust = trustedOwners(flags.trustStoreOwner);
   // A signal between batches (or while workers start) must end the command with 130/143,
   // not kill it mid-step; while a batch runs, its coordinator drains as `run` does.
   const signals = watchSignalsDuringStartup();
   try {
-    return await serve(flags, inv, dbPath, io, signals.seen, signals.signalled);
+    return await serve(flags, inv, { dbPath, trust }, io, signals.seen, signals.signalled);
   } finally {
     signals.dispose();
   }
@@ -51,9 +52,16 @@ export async function workerCommand(flags: WorkerFlags, io: Io): Promise<number>
 
 const exitFor = (signal: ShutdownSignal) => signalOutcome(signal).exitCode;
 
-async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io, seen: () => ShutdownSignal | null, signalled: Promise<void>): Promise<number> {
+async function serve(
+  flags: WorkerFlags,
+  inv: Invocation,
+  { dbPath, trust }: { dbPath: string; trust: TrustedOwners },
+  io: Io,
+  seen: () => ShutdownSignal | null,
+  signalled: Promise<void>,
+): Promise<number> {
   if (flags.batch !== undefined) {
-    const signal = await awaitBatch(dbPath, flags.batch, flags.quiet ?? false, io, seen);
+    const signal = await awaitBatch(dbPath, flags.batch, flags.quiet ?? false, io, seen, { trust });
     if (signal) return exitFor(signal);
   }
   let worst: number = EXIT.OK;
@@ -68,7 +76,7 @@ async function serve(flags: WorkerFlags, inv: Invocation, dbPath: string, io: Io
   try {
     for (;;) {
       // --follow keeps polling for new batches, so also for a store that does not exist yet.
-      store ??= flags.follow ? await ridingOut(() => openExistingStore(dbPath), note) : await ridingOut(() => openStore(dbPath, { create: false }), note);
+      store ??= flags.follow ? await ridingOut(() => openExistingStore(dbPath, { trust }), note) : await ridingOut(() => openStore(dbPath, { create: false, trust }), note);
       if (!store) {
         if (!saidWaiting && !flags.quiet) line(io.stderr, `waiting for the store ${printable(describeStore(dbPath))} to be created (polling every ${FOLLOW_POLL_MS / 1000}–${FOLLOW_POLL_MAX_MS / 1000} s; Ctrl-C stops)`);
         saidWaiting = true;

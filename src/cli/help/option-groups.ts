@@ -20,7 +20,7 @@ export const GROUPS: [heading: string, options: string[]][] = [
     'Output:',
     ['--output', '--force', '--print', '--tag', '--keep-order', '--json', '--quiet', '--verbose', '--color', '--no-color', '--progress-interval', '--metrics-file'],
   ],
-  ['Store:', ['--db', '--history-warn']],
+  ['Store:', ['--db', '--trust-store-owner', '--history-warn']],
 ];
 
 /** Where an option nobody listed goes. */

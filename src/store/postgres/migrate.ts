@@ -66,7 +66,10 @@ export async function migrate(db: PgDb, { create, readonly }: { create: boolean;
     refuseForeign(locked, schema, location);
     const current = locked.version ?? 0;
     if (current === PG_SCHEMA_VERSION) return;
-    await sql.run(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    // CREATE SCHEMA IF NOT EXISTS asks for CREATE on the database even when the schema is
+    // there: a role given only its own schema (docs/trust-model.md) creates its tables in it.
+    const [there] = await sql.rows<{ found: boolean }>('SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1) AS found', [schema]);
+    if (!there!.found) await sql.run(`CREATE SCHEMA "${schema}"`);
     await sql.run(`SET LOCAL search_path TO "${schema}"`);
     await sql.run(`CREATE TABLE IF NOT EXISTS ${VERSION_TABLE} (
       version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`);

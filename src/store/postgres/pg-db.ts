@@ -66,7 +66,7 @@ export class PgDb {
 
   constructor(
     readonly target: PgTarget,
-    readonly: boolean,
+    private readonly readonly: boolean,
   ) {
     const clients = this.clients;
     this.pool = new pg.Pool({
@@ -113,7 +113,7 @@ export class PgDb {
     try {
       client = await this.pool.connect();
     } catch (err) {
-      throw pgStoreError(err, this.target);
+      throw pgStoreError(err, this.target, this.readonly);
     }
     // A checked-out client has no pool listener: without this, a connection that drops
     // between statements (say, during a long directory walk) would crash the process.
@@ -124,7 +124,7 @@ export class PgDb {
       return await fn(over(client, patience), (body) => this.inTransaction(client, body, patience));
     } catch (err) {
       if (isBroken(err)) broken ??= err as Error;
-      throw pgStoreError(broken ?? err, this.target);
+      throw pgStoreError(broken ?? err, this.target, this.readonly);
     } finally {
       client.removeListener('error', onError);
       client.release(broken);

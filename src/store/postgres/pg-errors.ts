@@ -50,6 +50,34 @@ export function isRetryable(err: unknown): boolean {
   return code === '40P01' || code === '40001';
 }
 
+/**
+ * A privilege the role lacks (42501), named with the grant that fits what it was doing, as
+ * docs/trust-model.md lays the roles out: an owner that creates and upgrades the tables in its
+ * schema, a role that runs the work (reads and writes rows), a role that only reads. `readonly`:
+ * the store was opened by a command that only looks.
+ */
+function permissionDenied(message: string, t: PgTarget, readonly: boolean): StoreError {
+  const who = `user "${t.user}"`;
+  const grants = 'the grants are in docs/trust-model.md';
+  const on = /permission denied for (database|schema|table|sequence|view)\b/i.exec(message)?.[1]?.toLowerCase();
+  if (on === 'database') {
+    return new StoreError(
+      `${who} may not create schema ${t.schema} for a new store at ${t.location} (${message}); create it for the role that owns the store (CREATE SCHEMA ${t.schema} AUTHORIZATION ${t.user}), or grant ${t.user} CREATE on the database; ${grants}`,
+    );
+  }
+  if (on === 'schema') {
+    return new StoreError(
+      `${who} may not use schema ${t.schema} at ${t.location} as this needs (${message}): every role needs USAGE on it; creating or upgrading the store's tables (a first run, the first run of a newer splitdance) needs the role that owns the schema; ${grants}`,
+    );
+  }
+  if (readonly) {
+    return new StoreError(`${who} may not read the store ${t.location} (${message}); grant it USAGE on schema ${t.schema} and SELECT on the store's tables; ${grants}`);
+  }
+  return new StoreError(
+    `${who} may not change the store ${t.location} (${message}): this command writes, which needs SELECT, INSERT, UPDATE and DELETE on the store's tables (the role that runs the work); a read-only role can use status, tasks, show, watch, batches, report and metrics; ${grants}`,
+  );
+}
+
 /** A failure after which the connection must not go back to the pool. */
 export function isBroken(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown };
@@ -62,7 +90,7 @@ export function isBroken(err: unknown): boolean {
  * password) and the fix. Anything unknown (a bad statement, a constraint) is a bug and is
  * returned as it is, its message and stack scrubbed of the password.
  */
-export function pgStoreError(err: unknown, t: PgTarget): Error {
+export function pgStoreError(err: unknown, t: PgTarget, readonly = false): Error {
   if (err instanceof StoreError || err instanceof UsageError) return err;
   const e = err as { code?: unknown; message?: unknown };
   const code = typeof e.code === 'string' ? e.code : '';
@@ -95,9 +123,7 @@ export function pgStoreError(err: unknown, t: PgTarget): Error {
     case '3D000':
       return new StoreError(`database "${t.database}" does not exist on ${at}; create it (createdb ${t.database}) or fix --db`);
     case '42501':
-      return new StoreError(
-        `user "${t.user}" may not use the store ${t.location} (${message}); grant CREATE on the database and USAGE on schema ${t.schema}, or use another --db`,
-      );
+      return permissionDenied(message, t, readonly);
     case '55P03':
       return new StoreError(
         `the store ${t.location} stayed locked by another session for ${LOCK_TIMEOUT_MS} ms; retry when it finishes, or look for a stuck session in pg_stat_activity`,

@@ -1,10 +1,11 @@
 import Database from 'better-sqlite3';
-import { accessSync, chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { StoreError } from '../../errors.js';
 import { failpointValue } from '../failpoint.js';
 import { loadMigrations, newestVersion } from '../shared/migrations.js';
-import { keepStoreToItsOwner } from './store-modes.js';
+import { checkStoreOwners, isAnotherUsers, type TrustedOwners } from './store-owner.js';
+import { readAnotherUsers, readableOrSnapshot, sidecarRefused } from './read-only.js';
 import { inPackage } from '../../package-root.js';
 import { busyTimeoutMs } from '../busy-timeout.js';
 import { sqliteAddon } from './addon.js';
@@ -20,26 +21,42 @@ export const BUSY_TIMEOUT_MS = busyTimeoutMs();
 const MIGRATIONS = loadMigrations(MIGRATIONS_DIR);
 export const SCHEMA_VERSION = newestVersion(MIGRATIONS);
 
+/** How a store is opened: see open-store.ts for who opens it which way. */
+export interface SqliteOpenOptions {
+  create: boolean;
+  readonly?: boolean;
+  /**
+   * A command that only looks (status, tasks, show, …): it runs nothing stored, so it may read
+   * another user's store, and then reads it without a write (no -wal or -shm made). Implies
+   * `readonly`. Every other open refuses another user's store (store-owner.ts).
+   */
+  inspect?: boolean;
+  /** Owners whose stores are used as the user's own (--trust-store-owner). */
+  trust?: TrustedOwners;
+}
+
 /**
  * Opens (creating if needed) a splitdance SQLite store. Everything about the file is
  * checked with reads before the first write, so a corrupt, foreign or newer store is
- * refused without a byte of it changing.
+ * refused without a byte of it changing, and so is a store another user owns or may write.
  */
-export function openSqlite(path: string, { create, readonly = false }: { create: boolean; readonly?: boolean }): Db {
+export function openSqlite(path: string, { create, inspect = false, readonly = inspect, trust = [] }: SqliteOpenOptions): Db {
   const exists = existsSync(path);
   if (!exists && !create) {
     throw new StoreError(`no store at ${path}: run \`splitdance run <source>\` first, or point --db at an existing store`, 'NO_STORE');
   }
   if (exists) checkStoreFile(path);
+  // Before SQLite opens anything, and before a new store is created in a folder others may write.
+  if (!inspect) checkStoreOwners(path, trust, { narrow: !readonly });
   if (readonly && exists && statSync(path).size === 0) {
     // An empty file holds no store yet; a command that only reads must not make it one.
     throw new StoreError(`no store at ${path}: the file is empty; run \`splitdance run <source>\` first, or point --db at an existing store`, 'NO_STORE');
   }
-  if (!readonly) keepStoreToItsOwner(path); // before a new store is created in a folder others may write
   if (!exists) createStoreFile(path);
   let db: Db;
   try {
-    db = new Database(path, { timeout: BUSY_TIMEOUT_MS, readonly, nativeBinding: sqliteAddon() });
+    if (inspect && isAnotherUsers(path)) db = readAnotherUsers(path);
+    else db = new Database(path, { timeout: BUSY_TIMEOUT_MS, readonly, nativeBinding: sqliteAddon() });
     if (readonly) db = readableOrSnapshot(db, path);
   } catch (err) {
     throw storeError(err, path);
@@ -69,64 +86,6 @@ export function openSqlite(path: string, { create, readonly = false }: { create:
   return db;
 }
 
-/**
- * SQLite reads a WAL store only through its -shm index, which it must create when the last
- * writer has removed it; in a read-only folder (a read-only mount, a snapshot) it cannot,
- * and every read fails with SQLITE_CANTOPEN. Without a -wal file the main file holds every
- * commit, so it is read into memory instead and opened from there (memory: the file's size,
- * paid only in that case). A non-empty -wal file without its index holds commits nothing
- * could read safely: refused.
- */
-function readableOrSnapshot(db: Db, path: string): Db {
-  try {
-    db.pragma('user_version', { simple: true });
-    return db;
-  } catch (err) {
-    if ((err as { code?: string }).code !== 'SQLITE_CANTOPEN') throw err;
-    db.close();
-  }
-  // A -wal or -shm file this user may not read fails the same way, in a folder it may write.
-  const unreadable = sidecarRefused(path, constants.R_OK);
-  if (unreadable) throw unreadable;
-  const wal = `${path}-wal`;
-  const walSize = () => (existsSync(wal) ? statSync(wal).size : 0);
-  for (let tries = 0; tries < 3; tries++) {
-    if (walSize() > 0) {
-      throw new StoreError(
-        `the store ${path} has recent commits in ${wal} that cannot be read without a writable folder; open it once where it can be written, or copy the store with its -wal file to a writable place`,
-      );
-    }
-    const before = statSync(path);
-    const image = readFileSync(path);
-    const after = statSync(path);
-    if (before.mtimeMs !== after.mtimeMs || before.size !== after.size || walSize() > 0) continue; // a writer elsewhere: read again
-    // Header bytes 18–19 (file format versions) say WAL; an in-memory image has no log, so read it as a rollback-journal file.
-    if (image.length >= 20) image[18] = image[19] = 1;
-    return new Database(image, { readonly: true, nativeBinding: sqliteAddon() });
-  }
-  throw new StoreError(`the store ${path} kept changing while it was being read; run the command again`);
-}
-
-/**
- * The store's -wal or -shm file that this user may not use as `mode` asks (R_OK, W_OK), as a
- * StoreError naming it; null when both are usable or absent. SQLite reports either as "unable
- * to open database file", which would blame the store or its folder.
- */
-function sidecarRefused(path: string, mode: number): StoreError | null {
-  for (const file of [`${path}-wal`, `${path}-shm`]) {
-    try {
-      accessSync(file, mode);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') continue;
-      const what = mode & constants.W_OK ? 'read and written' : 'read';
-      return new StoreError(
-        `the store ${path} cannot be opened: its ${file} cannot be ${what} by this user (${code}); give it the store file's owner and permissions, or run as that user`,
-      );
-    }
-  }
-  return null;
-}
 
 /**
  * Switches a new store to WAL. SQLite answers SQLITE_BUSY at once, without its busy handler,

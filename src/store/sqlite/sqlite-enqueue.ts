@@ -4,6 +4,7 @@ import { toBatch, type BatchDbRow } from '../db-rows.js';
 import { needsColumn } from '../shared/json-columns.js';
 import { failpoint } from '../failpoint.js';
 import { openSqlite, storeError } from './open-sqlite.js';
+import type { TrustedOwners } from './store-owner.js';
 import { SQL } from './statements.js';
 
 /** Specs per staging transaction: memory bounded by one chunk. */
@@ -90,9 +91,9 @@ const ENQUEUE_SQL = {
  * file (the store's connection keeps its temporary storage in memory, see SqliteStore), and
  * the store's connection never opens a temporary database, which would pin that choice.
  */
-export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>, options: EnqueueOptions): EnqueueResult {
+export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>, options: EnqueueOptions, trust: TrustedOwners): EnqueueResult {
   const rerunChanged = options.rerunChanged ?? false;
-  const db = openSqlite(path, { create: false });
+  const db = openSqlite(path, { create: false, trust });
   try {
     db.exec(`CREATE TEMP TABLE staging (task_key TEXT NOT NULL, payload TEXT NOT NULL, fingerprint TEXT,
       stage TEXT NOT NULL, item_key TEXT, needs TEXT, max_attempts INTEGER)`);

@@ -3,6 +3,7 @@ import Database from 'better-sqlite3';
 import type { PeekedBatch } from '../records.js';
 import { BUSY_TIMEOUT_MS, checkIdentity, checkStoreFile, storeError } from './open-sqlite.js';
 import { sqliteAddon } from './addon.js';
+import { checkStoreOwners, type TrustedOwners } from './store-owner.js';
 
 /**
  * The statements a peek runs. Nothing is migrated first, so each must hold on every schema
@@ -17,10 +18,12 @@ const PEEK_SQL = {
  * Opens its own read-only connection — no migration of an older schema, no WAL switch — so
  * `run` can validate every input (and load the handler) before it changes anything; the
  * store's own open would upgrade the schema. Undefined for a store created and never written,
- * or without that batch. The caller has checked that `path` exists.
+ * or without that batch. The caller has checked that `path` exists. What it reads is about to
+ * run, so another user's store is refused first, as every open but an inspection's is.
  */
-export function peekSqlite(path: string, name: string): PeekedBatch | undefined {
+export function peekSqlite(path: string, name: string, trust: TrustedOwners): PeekedBatch | undefined {
   checkStoreFile(path);
+  checkStoreOwners(path, trust, { narrow: false });
   let conn: Database.Database;
   try {
     conn = new Database(path, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS, nativeBinding: sqliteAddon() });

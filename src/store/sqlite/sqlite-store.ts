@@ -1,7 +1,8 @@
 import type * as T from '../records.js';
 import type { RetryDue, TaskStore } from '../task-store.js';
 import { StoreError } from '../../errors.js';
-import { openSqlite, storeError } from './open-sqlite.js';
+import { openSqlite, storeError, type SqliteOpenOptions } from './open-sqlite.js';
+import type { TrustedOwners } from './store-owner.js';
 import { SqliteConn } from './sqlite-conn.js';
 import { enqueue } from './sqlite-enqueue.js';
 import { claim, heartbeat, releaseStale, settle } from './sqlite-lease.js';
@@ -17,7 +18,11 @@ import { pendingOutputOf, type PendingOutputRow } from '../shared/pending-output
 export class SqliteStore implements TaskStore {
   readonly identity: string;
 
-  private constructor(private readonly c: SqliteConn) {
+  private constructor(
+    private readonly c: SqliteConn,
+    /** Checked again by enqueue's own connection. */
+    private readonly trust: TrustedOwners,
+  ) {
     this.identity = c.identity;
   }
 
@@ -25,10 +30,10 @@ export class SqliteStore implements TaskStore {
     return this.c.location;
   }
 
-  static open(path: string, options: { create: boolean; readonly?: boolean }): SqliteStore {
+  static open(path: string, options: SqliteOpenOptions): SqliteStore {
     const db = openSqlite(path, options);
     try {
-      return new SqliteStore(new SqliteConn(path, db, options.readonly ?? false));
+      return new SqliteStore(new SqliteConn(path, db, options.readonly ?? options.inspect ?? false), options.trust ?? []);
     } catch (err) {
       db.close();
       throw storeError(err, path);
@@ -37,7 +42,7 @@ export class SqliteStore implements TaskStore {
 
   async enqueue(batch: T.NewBatch, specs: Iterable<T.TaskSpec>, options: T.EnqueueOptions = {}): Promise<T.EnqueueResult> {
     if (this.c.readonly) throw new StoreError(`the store ${this.location} is open read-only; nothing can be enqueued`);
-    return enqueue(this.location, batch, specs, options);
+    return enqueue(this.location, batch, specs, options, this.trust);
   }
 
   async claim(req: T.ClaimRequest): Promise<T.ClaimedTask[]> {
