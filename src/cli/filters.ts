@@ -1,5 +1,5 @@
 import { UsageError } from '../errors.js';
-import { KeyGlob } from '../split/key-glob.js';
+import { KeyGlob } from '../key-glob.js';
 
 /**
  * A filter flag (`--key`, `--error`, `--cluster`) as given, refusing an empty one: a script

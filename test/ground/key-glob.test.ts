@@ -1,6 +1,6 @@
 import picomatch from 'picomatch';
 import { describe, expect, it } from 'vitest';
-import { KeyGlob } from '../../src/split/key-glob.js';
+import { KeyGlob } from '../../src/key-glob.js';
 
 const matches = (glob: string, key: string) => new KeyGlob(glob).matches(key);
 
