@@ -166,6 +166,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description('cancel pending tasks (running ones finish, then end CANCELLED unless they succeed)')
     .option('--batch <name>', 'batch (default: the most recent)')
     .option('--key <glob>', 'only keys matching (default: every unfinished task)')
+    .option('--all', 'with --key: go on when the glob matches every task of the batch')
     .action(async (opts) => setExit(await (await import('./commands/cancel.js')).cancelCommand(opts, io)));
 
   common(program.command('batches'))

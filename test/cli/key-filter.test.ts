@@ -44,4 +44,23 @@ describe('--key', () => {
     expect(await keysOf(dir, ['--key', '!*'])).toEqual(['!urgent.log=PENDING']);
     expect(await keysOf(dir, ['--key', '!b.log'])).toEqual([]);
   });
+
+  it('a cancel whose glob matches every task of the batch asks for --all, and cancels nothing without it', async () => {
+    const dir = await batchOfFiles();
+    const r = await mainIn(dir, ['cancel', '--key', '*']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--key matches every one of the 6 tasks of batch');
+    expect(r.stderr).toMatch(/to cancel them all: splitdance cancel --key '\*' --all --batch \S+/);
+    expect(await keysOf(dir, ['--status', 'CANCELLED'])).toEqual([]);
+    const all = await mainIn(dir, ['cancel', '--key', '*', '--all']);
+    expect(all.code, all.stderr).toBe(0);
+    expect(await keysOf(dir, ['--status', 'CANCELLED'])).toHaveLength(6);
+  });
+
+  it('a glob that leaves one task out needs no --all', async () => {
+    const dir = await batchOfFiles();
+    const r = await mainIn(dir, ['cancel', '--key', '[!c]*']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(await keysOf(dir, ['--status', 'PENDING'])).toEqual(['c.log=PENDING']);
+  });
 });

@@ -1,6 +1,8 @@
-import { keyMatcher, requireFilter } from '../filters.js';
+import { UsageError } from '../../errors.js';
+import { keyMatcher, matchesEveryTask, requireFilter } from '../filters.js';
 import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
+import { givenDb, suggest } from '../suggest.js';
 import { withBatch } from '../with-store.js';
 
 export interface CancelFlags extends OutputFlags {
@@ -8,18 +10,28 @@ export interface CancelFlags extends OutputFlags {
   trustStoreOwner?: string[];
   batch?: string;
   key?: string;
+  all?: boolean;
 }
 
 /**
  * `splitdance cancel [--key GLOB]`: matching PENDING tasks (waiting retries included) end
  * CANCELLED now; RUNNING ones finish, and end CANCELLED instead of retrying unless they
  * succeed. Stage tasks that need a cancelled task are cancelled with it. Through the
- * store, so coordinators anywhere see it at their next claim.
+ * store, so coordinators anywhere see it at their next claim. A `--key` glob that matches
+ * every task of the batch needs `--all`: cancelling is for good.
  */
 export async function cancelCommand(flags: CancelFlags, io: Io): Promise<number> {
   const key = requireFilter(flags.key, '--key');
   return withBatch(flags, io, async (store, batch) => {
-    const r = await store.cancel({ batchId: batch.id, keyMatches: await keyMatcher(store, batch.id, key) });
+    const keyMatches = await keyMatcher(store, batch.id, key);
+    if (keyMatches && !flags.all) {
+      const { total } = await store.counts(batch.id);
+      if (await matchesEveryTask(store, batch.id, keyMatches, total)) {
+        const all = suggest({ batch: batch.name, db: givenDb(flags.db, io) }, ['cancel', '--key', key!, '--all']);
+        throw new UsageError(`--key matches every one of the ${total} tasks of batch ${printable(batch.name)}, and a cancel is for good; to cancel them all: ${all}`);
+      }
+    }
+    const r = await store.cancel({ batchId: batch.id, keyMatches });
     if (flags.json) line(io.stdout, JSON.stringify({ batch: batch.name, ...r }));
     else if (!flags.quiet) {
       const parts = [`${r.cancelled} pending task${r.cancelled === 1 ? '' : 's'} cancelled`];
