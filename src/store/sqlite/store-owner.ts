@@ -6,7 +6,7 @@
  * may write it. Commands that only look may read anyone's store (see `isAnotherUsers`).
  */
 import { createRequire } from 'node:module';
-import { closeSync, constants, existsSync, fchmodSync, fstatSync, lstatSync, openSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { chmodSync, closeSync, constants, existsSync, fchmodSync, fstatSync, lstatSync, openSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { StoreError, UsageError } from '../../errors.js';
 
@@ -40,8 +40,8 @@ export function isAnotherUsers(path: string): boolean {
  * Refuses (StoreError, exit 4) a store that another user owns or others may write, before
  * SQLite opens anything, so not even a -wal or -shm is made for it. The folder is looked at
  * first: when it is the user's (or root's) and no one else may write it, no one else can
- * replace a file in it after this check either. Each file is opened (never through a
- * symlink) and its descriptor looked at. `narrow`: a writing open also narrows the user's own
+ * replace a file in it after this check either. Each file is looked at with lstat (a symlink
+ * is refused), never opened: see below. `narrow`: a writing open also narrows the user's own
  * files that others may read to 0600, and its own `.splitdance` folder to 0700, as log
  * folders are; inspections change nothing.
  */
@@ -54,20 +54,30 @@ export function checkStoreOwners(path: string, trusted: TrustedOwners, { narrow 
   checkFolder(dirname(real), uid, ok, narrow);
   // A missing store is created exclusively (open-sqlite.ts); companions left by another user would still be read.
   for (const file of exists ? [real, ...companions(real)] : companions(real)) {
-    const opened = openNoFollow(file);
-    if (opened === null) continue;
-    try {
-      const st = opened.fd === null ? lstatSync(file) : fstatSync(opened.fd);
-      if (!ok(st.uid)) throw notYours(`the store ${file === real ? '' : 'file '}${file}`, st.uid, uid);
-      if ((st.mode & 0o022) !== 0) {
-        throw new StoreError(
-          `the store file ${file} may be written by other users (mode ${modeText(st)}): they could change what its batches run, as you; check it, then narrow it (chmod go-w ${file}), or keep the store in a folder of your own`,
-        );
-      }
-      if (narrow && opened.fd !== null && st.uid === uid && (st.mode & 0o077) !== 0) fchmodSync(opened.fd, 0o600);
-    } finally {
-      if (opened.fd !== null) closeSync(opened.fd);
+    // lstat, never open: closing any descriptor of a store file drops every POSIX lock this
+    // process holds on it (SQLite's other connections here, say), and SQLite's locking with
+    // it. The folder was checked first: no one else can swap a file in it after this look.
+    const st = lstatOrNull(file);
+    if (st === null) continue;
+    if (st.isSymbolicLink()) {
+      throw new StoreError(`${file} is a symlink: a store's files are never used through one that another user could point anywhere; remove it, or give --db the real path`);
     }
+    if (!ok(st.uid)) throw notYours(`the store ${file === real ? '' : 'file '}${file}`, st.uid, uid);
+    if ((st.mode & 0o022) !== 0) {
+      throw new StoreError(
+        `the store file ${file} may be written by other users (mode ${modeText(st)}): they could change what its batches run, as you; check it, then narrow it (chmod go-w ${file}), or keep the store in a folder of your own`,
+      );
+    }
+    if (narrow && st.uid === uid && (st.mode & 0o077) !== 0) chmodSync(file, 0o600);
+  }
+}
+
+function lstatOrNull(file: string): Stats | null {
+  try {
+    return lstatSync(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
   }
 }
 
@@ -92,21 +102,6 @@ function checkFolder(dir: string, uid: number, ok: (owner: number) => boolean, n
     if (narrow && basename(dir) === '.splitdance' && st.uid === uid && (st.mode & 0o077) !== 0) fchmodSync(fd, 0o700);
   } finally {
     closeSync(fd);
-  }
-}
-
-/** The file opened for its descriptor, never through a symlink; `fd: null` when this user may not open it (then lstat tells its owner); null when missing. */
-function openNoFollow(file: string): { fd: number | null } | null {
-  try {
-    return { fd: openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK) };
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return null;
-    if (code === 'ELOOP') {
-      throw new StoreError(`${file} is a symlink: a store's files are never used through one that another user could point anywhere; remove it, or give --db the real path`);
-    }
-    if (code === 'EACCES' || code === 'EPERM') return { fd: null };
-    throw err;
   }
 }
 
