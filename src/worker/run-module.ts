@@ -81,7 +81,9 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
       result = null;
     }
     const { outputTail, logPath, note } = capture.finish();
-    return { ok, result, error, exitCode: null, signal: null, outputTail: tailWithNote(outputTail, note), logPath, durationMs: Math.round(monotonicMs() - clock), startedAt: started };
+    // Rounded down: `started` is the wall clock in whole ms, rounded down too, so start + duration
+    // never passes the real end, and the next attempt of this worker never seems to overlap it.
+    return { ok, result, error, exitCode: null, signal: null, outputTail: tailWithNote(outputTail, note), logPath, durationMs: Math.floor(monotonicMs() - clock), startedAt: started };
   })();
 
   return {
