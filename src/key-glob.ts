@@ -77,6 +77,8 @@ function patch(states: State[], f: Fragment, to: number): void {
 
 class Parser {
   private i = 0;
+  /** Positions of a `{` that turned out to be a character. */
+  private readonly notBraces = new Set<number>();
   constructor(
     private readonly chars: string[],
     private readonly states: State[],
@@ -166,9 +168,14 @@ class Parser {
     return this.one(negate ? (x) => x !== '/' && !inSet(x) : inSet);
   }
 
-  /** `{a,b,…}`; null when it has no top-level `,` or no closing `}` (then `{` is a character). */
+  /**
+   * `{a,b,…}`; null when it has no top-level `,` or no closing `}` (then `{` is a character).
+   * Whether the braces at a position close does not depend on what surrounds them, so a
+   * position that failed once is not parsed again: `{{{{…` stays quadratic, not exponential.
+   */
   private braces(): Fragment | null {
     const at = this.i;
+    if (this.notBraces.has(at)) return null;
     const mark = this.states.length;
     this.i++;
     const alternatives: Fragment[] = [this.sequence(true)];
@@ -177,6 +184,7 @@ class Parser {
       alternatives.push(this.sequence(true));
     }
     if (this.chars[this.i] !== '}' || alternatives.length < 2) {
+      this.notBraces.add(at);
       this.i = at;
       this.states.length = mark; // what was built for it is dropped
       return null;

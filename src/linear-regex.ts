@@ -29,3 +29,36 @@ export function linearRegExp(source: string): RegExp {
     throw new SyntaxError('uses lookaround, a backreference or a repeat count over a few hundred, which cannot match in time linear in the text; write it without them');
   }
 }
+
+/** How long one item's `--colsep` split may take before its attempt fails for good. */
+export const SPLIT_BUDGET_MS = 2000;
+
+/**
+ * `text.split(re)`, with a time limit. Each search of the linear engine is linear, but a split
+ * searches once per field, and a pattern whose first choice looks far ahead (`,[^y]*y|,` on a
+ * run of commas) makes every search read the rest of the text: quadratic, minutes on a long
+ * item. So the split is done search by search (with String.prototype.split's exact rules) and
+ * gives up past `budgetMs`, returning null; one search is linear, so the overrun is bounded.
+ */
+export function splitWithin(text: string, re: RegExp, budgetMs: number): string[] | null {
+  const global = new RegExp(re.source, `${re.flags}g`);
+  if (text === '') return global.test('') ? [] : [''];
+  const deadline = performance.now() + budgetMs;
+  const parts: string[] = [];
+  let from = 0;
+  while (global.lastIndex < text.length) {
+    const m = global.exec(text);
+    if (m === null || m.index >= text.length) break;
+    const end = m.index + m[0].length;
+    if (end === from) {
+      global.lastIndex = m.index + 1; // an empty match where the last field ended splits nothing
+    } else {
+      parts.push(text.slice(from, m.index), ...m.slice(1));
+      from = end;
+      if (m[0] === '') global.lastIndex = end;
+    }
+    if (performance.now() > deadline) return null;
+  }
+  parts.push(text.slice(from));
+  return parts;
+}

@@ -35,21 +35,22 @@ export async function keyMatcher(
 class Found extends Error {}
 
 /**
- * Whether a `--key` glob matches every task of the batch: `cancel` asks for `--all` then, so a
- * glob written too wide (or a key that was meant exactly and is not there) does not end the
- * whole batch for good. Stops at the first task it does not match; a batch of one task is
- * never "every task" (the glob named it).
+ * Whether a `--key` glob matches every unfinished task of the batch (PENDING or RUNNING, the
+ * ones a cancel ends): `cancel` asks for `--all` then, so a glob written too wide (or a key
+ * that was meant exactly and is not there) does not end the whole batch for good. Stops at
+ * the first unfinished task it does not match; one unfinished task is never "every task"
+ * (the glob named it).
  */
-export async function matchesEveryTask(
-  store: { eachTaskPage(filter: { batchId: number; keyMatches: (key: string) => boolean }, onPage: (tasks: unknown[]) => Promise<void>): Promise<void> },
+export async function matchesEveryUnfinished(
+  store: { eachTaskPage(filter: { batchId: number; keyMatches: (key: string) => boolean }, onPage: (tasks: { status: string }[]) => Promise<void>): Promise<void> },
   batchId: number,
   matches: (key: string) => boolean,
-  total: number,
+  unfinished: number,
 ): Promise<boolean> {
-  if (total < 2) return false;
+  if (unfinished < 2) return false;
   try {
     await store.eachTaskPage({ batchId, keyMatches: (key) => !matches(key) }, async (tasks) => {
-      if (tasks.length > 0) throw new Found();
+      if (tasks.some((t) => t.status === 'PENDING' || t.status === 'RUNNING')) throw new Found();
     });
   } catch (err) {
     if (err instanceof Found) return false;

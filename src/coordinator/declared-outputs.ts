@@ -42,11 +42,12 @@ export class DeclaredOutputs {
 
   /**
    * Whether the task need not run: its output is newer than its file and the outputs of the
-   * stages it needs. A file reached through a link in its folders is no output (its attempt
+   * stages it needs (never for a record re-queued by `--rerun-changed`). A file reached through a link in its folders is no output (its attempt
    * fails naming the link).
    */
   upToDate(task: ClaimedTask, paths: OutputPaths): boolean {
-    return !this.force && isUpToDate(paths.path, inputsOf(task.payload, task.inputs)) && !isProblem(walkOutputFolders(paths, false));
+    if (this.force || task.payload.rerun === true) return false;
+    return isUpToDate(paths.path, inputsOf(task.payload, task.inputs)) && !isProblem(walkOutputFolders(paths, false));
   }
 
   /** Whether any stage of the batch declares an output. */

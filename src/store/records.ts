@@ -26,6 +26,11 @@ export interface TaskPayload {
   bytes?: string;
   /** `--colsep` of the list: the regex that splits `item` into `{1}`, `{2}`… (absent: whitespace). */
   colsep?: string;
+  /**
+   * Re-queued by `--rerun-changed` for a record edited in the list: it runs even where its
+   * declared output is in place, since an item's output does not say which record made it.
+   */
+  rerun?: true;
 }
 
 /** What the splitter produces for one task. */

@@ -1,7 +1,7 @@
 /** What the placeholders of an item stand for: its text, its fields, a record's own fields. */
 import { PermanentError } from '../errors.js';
 import { exactText, JsonNumber, MAX_RECORD_DEPTH, parseExact, type ExactJson } from '../exact-json.js';
-import { linearRegExp } from '../linear-regex.js';
+import { linearRegExp, SPLIT_BUDGET_MS, splitWithin } from '../linear-regex.js';
 import type { TaskPayload } from '../store/task-store.js';
 
 /**
@@ -38,7 +38,13 @@ const colseps = new Map<string, RegExp>();
 /** `{1}`, `{2}`…: the item split on its `--colsep` regex, or on runs of whitespace (leading and trailing ignored). */
 export function fieldsOf(payload: TaskPayload): string[] {
   const text = itemText(payload);
-  if (payload.colsep !== undefined) return text.split(colsepPattern(payload.colsep));
+  if (payload.colsep !== undefined) {
+    const fields = splitWithin(text, colsepPattern(payload.colsep), SPLIT_BUDGET_MS);
+    if (fields === null) {
+      throw new PermanentError(`--colsep ${JSON.stringify(payload.colsep)}: took over ${SPLIT_BUDGET_MS / 1000} s to split this item of ${text.length} characters (each field's search reads far ahead); use a simpler separator`);
+    }
+    return fields;
+  }
   const trimmed = text.trim();
   return trimmed === '' ? [] : trimmed.split(/\s+/);
 }

@@ -79,6 +79,27 @@ describe('a record edited in the list', () => {
   });
 });
 
+describe('a record edited in the list, with a declared output', () => {
+  it('runs again with --rerun-changed although its output is in place: the output is the new record\'s', async () => {
+    // An item's output is "up to date" whenever it exists (an item has no file to be newer
+    // than), so the re-queued task was taken as done again: "re-queued 1 task", then "1 up to
+    // date, not run", exit 0, and the output still the old record's.
+    const dir = tempDir();
+    const run = (list: string, extra: string[] = []) =>
+      runCli(['run', '-', '--jsonl', '--key-field', 'id', '--batch', 'b1', ...extra, '--exec', 'echo {item.v} > {out}', '--output', 'o/{item.id}.txt'], { cwd: dir, input: list });
+    expect((await run('{"id":1,"v":"old"}\n{"id":2,"v":"same"}\n')).code).toBe(0);
+    expect(readFileSync(join(dir, 'o', '1.txt'), 'utf8')).toBe('old\n');
+    const rerun = await run('{"id":1,"v":"new"}\n{"id":2,"v":"same"}\n', ['--rerun-changed']);
+    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(rerun.stderr).toMatch(/re-queued 1 task whose record changed/);
+    expect(readFileSync(join(dir, 'o', '1.txt'), 'utf8')).toBe('new\n');
+    expect(query(dbPathIn(dir), "SELECT task_key, up_to_date FROM tasks ORDER BY task_key")).toEqual([
+      { task_key: '1', up_to_date: 0 },
+      { task_key: '2', up_to_date: 0 },
+    ]);
+  });
+});
+
 describe.skipIf(!existsSync(TIME))('the size of one item', () => {
   it('a 100 MB line is exit 2 naming its line and the limit, read in memory bounded by the limit, the store untouched', async () => {
     const dir = tempDir();

@@ -22,6 +22,15 @@ describe('--colsep on hostile items', () => {
     expect(performance.now() - started).toBeLessThan(5_000);
   }, 20_000);
 
+  it('a pattern whose every search reads the rest of the item fails the attempt for good after 2 s, naming it', () => {
+    // `,[^y]*y|,` splits 200,000 commas in minutes of quadratic searching, inside the coordinator.
+    const started = performance.now();
+    const call = () => fieldsOf(item(','.repeat(200_000), ',[^y]*y|,'));
+    expect(call).toThrow(PermanentError);
+    expect(call).toThrow(/--colsep ",\[\^y\]\*y\|,": took over 2 s to split this item of 200000 characters/);
+    expect(performance.now() - started).toBeLessThan(20_000);
+  }, 40_000);
+
   it('keeps what a split means: fields, captured separators, empty fields', () => {
     expect(fieldsOf(item('a,b;;c', '[,;]'))).toEqual(['a', 'b', '', 'c']);
     expect(fieldsOf(item('a1b2c', '(\\d)'))).toEqual(['a', '1', 'b', '2', 'c']);

@@ -1,5 +1,5 @@
 import { UsageError } from '../../errors.js';
-import { keyMatcher, matchesEveryTask, requireFilter } from '../filters.js';
+import { keyMatcher, matchesEveryUnfinished, requireFilter } from '../filters.js';
 import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { givenDb, suggest } from '../suggest.js';
@@ -18,17 +18,18 @@ export interface CancelFlags extends OutputFlags {
  * CANCELLED now; RUNNING ones finish, and end CANCELLED instead of retrying unless they
  * succeed. Stage tasks that need a cancelled task are cancelled with it. Through the
  * store, so coordinators anywhere see it at their next claim. A `--key` glob that matches
- * every task of the batch needs `--all`: cancelling is for good.
+ * every unfinished task of the batch needs `--all`: cancelling is for good.
  */
 export async function cancelCommand(flags: CancelFlags, io: Io): Promise<number> {
   const key = requireFilter(flags.key, '--key');
   return withBatch(flags, io, async (store, batch) => {
     const keyMatches = await keyMatcher(store, batch.id, key);
     if (keyMatches && !flags.all) {
-      const { total } = await store.counts(batch.id);
-      if (await matchesEveryTask(store, batch.id, keyMatches, total)) {
+      const c = await store.counts(batch.id);
+      const unfinished = c.total - c.succeeded - c.failed - c.cancelled;
+      if (await matchesEveryUnfinished(store, batch.id, keyMatches, unfinished)) {
         const all = suggest({ batch: batch.name, db: givenDb(flags.db, io) }, ['cancel', '--key', key!, '--all']);
-        throw new UsageError(`--key matches every one of the ${total} tasks of batch ${printable(batch.name)}, and a cancel is for good; to cancel them all: ${all}`);
+        throw new UsageError(`--key matches every one of the ${unfinished} unfinished tasks of batch ${printable(batch.name)}, and a cancel is for good; to cancel them all: ${all}`);
       }
     }
     const r = await store.cancel({ batchId: batch.id, keyMatches });

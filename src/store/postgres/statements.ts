@@ -105,18 +105,25 @@ function sql(s: string) {
       FROM ${FIRST_STAGED} AS st
       WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
         AND t.seen_fingerprint IS DISTINCT FROM st.fingerprint`,
-    /** $1 batchId — itemPayloads with --rerun-changed: the new payload, back to PENDING with a fresh budget. */
+    /**
+     * $1 batchId — itemPayloads with --rerun-changed: the new payload, marked `rerun` (it runs
+     * even where its declared output is in place), back to PENDING with a fresh budget. An item
+     * with a stage task RUNNING is left whole for the next time, so no stage runs on the new
+     * record after one on the old.
+     */
     requeueItems: `
       UPDATE ${s}.tasks AS t
       SET status = 'PENDING', attempts = 0, earlier_attempts = t.earlier_attempts + t.attempts, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
-          fingerprint = t.seen_fingerprint, payload = st.payload
+          fingerprint = t.seen_fingerprint, payload = left(st.payload, -1) || ',"rerun":true}'
       FROM ${FIRST_STAGED} AS st
       WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
-        AND t.status <> 'RUNNING' AND t.seen_fingerprint IS DISTINCT FROM t.fingerprint`,
-    /** $1 batchId — itemPayloads: the tasks whose payload the source changed, and the first of them. */
+        AND t.status <> 'RUNNING' AND t.seen_fingerprint IS DISTINCT FROM t.fingerprint
+        AND NOT (t.item_key IS NOT NULL AND EXISTS (
+          SELECT 1 FROM ${s}.tasks AS r WHERE r.batch_id = t.batch_id AND r.item_key = t.item_key AND r.status = 'RUNNING'))`,
+    /** $1 batchId — itemPayloads: the items (with stages, not their tasks) whose record the source changed, and the first of them. */
     countChangedItems: `
-      SELECT count(*) AS n,
-        (SELECT task_key FROM ${s}.tasks WHERE batch_id = $1 AND seen_fingerprint IS DISTINCT FROM fingerprint ORDER BY seq LIMIT 1) AS example
+      SELECT count(DISTINCT coalesce(item_key, task_key)) AS n,
+        (SELECT coalesce(item_key, task_key) FROM ${s}.tasks WHERE batch_id = $1 AND seen_fingerprint IS DISTINCT FROM fingerprint ORDER BY seq LIMIT 1) AS example
       FROM ${s}.tasks WHERE batch_id = $1 AND seen_fingerprint IS DISTINCT FROM fingerprint`,
     /** $1 batchId — succeeded tasks that were up to date, so nothing ran (the partial index tasks_up_to_date). */
     countUpToDate: `SELECT count(*) AS n FROM ${s}.tasks WHERE batch_id = $1 AND status = 'SUCCESS' AND up_to_date`,

@@ -68,17 +68,25 @@ const ENQUEUE_SQL = {
     FROM ${FIRST_STAGED} AS s
     WHERE tasks.batch_id = @batchId AND tasks.stage = s.stage AND tasks.task_key = s.task_key
       AND tasks.seen_fingerprint IS NOT s.fingerprint`,
-  /** @batchId — itemPayloads with --rerun-changed: the new payload, back to PENDING with a fresh budget. */
+  /**
+   * @batchId — itemPayloads with --rerun-changed: the new payload, marked `rerun` (it runs even
+   * where its declared output is in place), back to PENDING with a fresh budget. An item with
+   * a stage task RUNNING is left whole for the next time, so no stage runs on the new record
+   * after one on the old.
+   */
   requeueItems: `
     UPDATE tasks
     SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
-        fingerprint = seen_fingerprint, payload = s.payload
+        fingerprint = seen_fingerprint, payload = substr(s.payload, 1, length(s.payload) - 1) || ',"rerun":true}'
     FROM ${FIRST_STAGED} AS s
     WHERE tasks.batch_id = @batchId AND tasks.stage = s.stage AND tasks.task_key = s.task_key
-      AND tasks.status <> 'RUNNING' AND tasks.seen_fingerprint IS NOT tasks.fingerprint`,
-  /** @batchId — itemPayloads: the tasks whose payload the source changed, and the first of them. */
+      AND tasks.status <> 'RUNNING' AND tasks.seen_fingerprint IS NOT tasks.fingerprint
+      AND NOT (tasks.item_key IS NOT NULL AND EXISTS (
+        SELECT 1 FROM tasks AS r WHERE r.batch_id = tasks.batch_id AND r.item_key = tasks.item_key AND r.status = 'RUNNING'))`,
+  /** @batchId — itemPayloads: the items (with stages, not their tasks) whose record the source changed, and the first of them. */
   countChangedItems: `
-    SELECT count(*) AS n, (SELECT task_key FROM tasks WHERE batch_id = @batchId AND seen_fingerprint IS NOT fingerprint ORDER BY seq LIMIT 1) AS example
+    SELECT count(DISTINCT coalesce(item_key, task_key)) AS n,
+      (SELECT coalesce(item_key, task_key) FROM tasks WHERE batch_id = @batchId AND seen_fingerprint IS NOT fingerprint ORDER BY seq LIMIT 1) AS example
     FROM tasks WHERE batch_id = @batchId AND seen_fingerprint IS NOT fingerprint`,
 } as const;
 
