@@ -46,16 +46,17 @@ function fieldOf(record: ExactJson, keyField: string): ExactJson | undefined {
 }
 
 /**
- * A JSON record's key: its `keyField` (a string is its value, a number its text as written),
- * else its canonical text. A number written the way JS writes it back (`7`, `0.5`) keys as it
- * always did; one that is not (`12345678901234567891`, `7.0`) keys by its own digits, so two
- * 64-bit ids never share a key.
+ * A JSON record's key: its `keyField` (a string is its value, a number as below), else its
+ * canonical text (fields sorted, numbers as below). A number keys as JavaScript writes it
+ * whenever that is exactly its value (`7`, `7.0` and `7.00` are `7`; `1e2` is `100`): as every
+ * earlier version keyed it, so their batches resume. One a JS number would round
+ * (`12345678901234567891`) keys by its own digits, so two 64-bit ids never share a key.
  */
 export function recordKey(record: ExactJson, keyField: string | null, where: string): string {
-  if (keyField === null) return itemKey(exactText(record, true));
+  if (keyField === null) return itemKey(keyText(record));
   const value = fieldOf(record, keyField);
   if (typeof value === 'string' && value !== '') return itemKey(value);
-  if (typeof value === 'number' || value instanceof JsonNumber) return itemKey(String(value instanceof JsonNumber ? value.source : value));
+  if (typeof value === 'number' || value instanceof JsonNumber) return itemKey(numberKey(value));
   throw new UsageError(
     `${where}: the record has no --key-field "${keyField}" that is a non-empty string or a number (got ${value === undefined ? 'none' : excerpt(exactText(value))}); ` +
       'give every record that field, or leave out --key-field to key records by their whole text',
@@ -85,4 +86,37 @@ function excerpt(text: string): string {
 /** JSON with object keys sorted at every level, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are one item. */
 export function canonicalJson(value: ExactJson): string {
   return exactText(value, true);
+}
+
+/** A record's canonical text for its key: fields sorted at every level, numbers by numberKey. */
+function keyText(value: ExactJson): string {
+  if (value instanceof JsonNumber || typeof value === 'number') return numberKey(value);
+  if (Array.isArray(value)) return `[${value.map(keyText).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((f) => `${JSON.stringify(f)}:${keyText(value[f]!)}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** A number as JavaScript writes it when that is exactly the value written, else as written. */
+function numberKey(value: number | JsonNumber): string {
+  if (typeof value === 'number') return String(value);
+  const n = Number(value.source);
+  const back = String(n);
+  return Number.isFinite(n) && decimal(back) === decimal(value.source) ? back : value.source;
+}
+
+/** A decimal number's value as text: its significant digits and the power of ten after them (`-0` is `0`). */
+function decimal(text: string): string {
+  const m = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(text);
+  if (m === null) return text;
+  const digits = `${m[2]}${m[3] ?? ''}`;
+  const significant = digits.replace(/^0+/, '');
+  if (significant === '') return '0';
+  const trimmed = significant.replace(/0+$/, '');
+  const exponent = Number(m[4] ?? 0) - (m[3]?.length ?? 0) + (significant.length - trimmed.length);
+  return `${m[1]}${trimmed}e${exponent}`;
 }

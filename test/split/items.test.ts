@@ -97,17 +97,37 @@ describe('shortened keys (audit 4, item 15)', () => {
   });
 });
 
+/** A parsed JSON value with the fields of every object sorted, as earlier versions keyed records. */
+function sortFields(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortFields);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.keys(value).sort().map((k) => [k, sortFields((value as Record<string, unknown>)[k])]));
+}
+
 describe('JSON Lines read exactly (audit 4, item 3)', () => {
   const BY_ID: ItemsMode = { format: 'jsonl', keyField: 'id', colsep: null };
 
   it('two 64-bit ids that one double would hold are two tasks, each keyed and stored with its own digits', () => {
     const got = itemsOf('{"id":12345678901234567891}\n{"id":12345678901234567892}\n{"id":7}\n{"id":"abc"}\n{"id":7.0}\n', BY_ID);
-    expect(got.map((s) => s.key)).toEqual(['12345678901234567891', '12345678901234567892', '7', 'abc', '7.0']);
+    // 7.0 is 7, exactly: it keys as every earlier version keyed it, so their batches resume.
+    expect(got.map((s) => s.key)).toEqual(['12345678901234567891', '12345678901234567892', '7', 'abc', '7']);
     expect(got[0]!.payload.record).toEqual({ id: '12345678901234567891' });
     expect(got[2]!.payload.record).toEqual({ id: 7 });
     // Without --key-field, the canonical text keeps the digits too.
     const whole = itemsOf('{"id":12345678901234567891}\n{"id":12345678901234567892}\n', { ...BY_ID, keyField: null });
     expect(whole.map((s) => s.key)).toEqual(['{"id":12345678901234567891}', '{"id":12345678901234567892}']);
+  });
+
+  it('keys every number an earlier version could read exactly as that version did, so its batches resume', () => {
+    // Earlier versions keyed a record by JSON.parse, then its canonical text: 2.50 was 2.5, 1.0
+    // was 1, 1e2 was 100, -0 was 0. Only the numbers a double rounds key by their own digits.
+    const lines = ['{"sku":"x","price":2.50,"qty":1.0}', '{"n":1e2,"z":-0,"f":1.5e-7,"s":0.1}', '{"big":12345678901234567891}', '{"huge":1e400}'];
+    const legacy = (line: string) => JSON.stringify(sortFields(JSON.parse(line)));
+    const keys = itemsOf(`${lines.join('\n')}\n`, { ...BY_ID, keyField: null }).map((s) => s.key);
+    expect(keys.slice(0, 2)).toEqual(lines.slice(0, 2).map(legacy));
+    expect(keys.slice(2)).toEqual(['{"big":12345678901234567891}', '{"huge":1e400}']);
+    const byId = itemsOf('{"id":7.00}\n{"id":1e2}\n{"id":-0}\n', BY_ID).map((s) => s.key);
+    expect(byId).toEqual(['7', '100', '0']);
   });
 
   it('"7" and 7 would share the key 7: exit 2 naming both lines, never one task for two records', () => {
