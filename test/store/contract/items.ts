@@ -65,6 +65,9 @@ export function itemsContract(h: Harness): void {
       // The RUNNING one is left to its attempt, and still counts as changed.
       expect(rerun).toMatchObject({ requeued: 2, changed: 1, changedExample: '3' });
       expect(await task(id, '1')).toMatchObject({ status: 'PENDING', attempts: 0, result: null, payload: { item: '{"id":1,"v":"b"}', record: { id: 1, v: 'b' } } });
+      // Marked: it runs even where its declared output is in place (an item's output does not say which record made it).
+      expect((await task(id, '1'))!.payload.rerun).toBe(true);
+      expect((await task(id, '4'))!.payload.rerun).toBeUndefined();
       expect(await task(id, '2')).toMatchObject({ status: 'PENDING', attempts: 0, payload: { record: { id: 2, v: 'b' } } });
       expect(await task(id, '3')).toMatchObject({ status: 'RUNNING', payload: { record: { id: 3, v: 'a' } } });
       expect(await task(id, '4')).toMatchObject({ status: 'PENDING', payload: { item: '{"id":4,"v":"a"}' } });
@@ -78,6 +81,31 @@ export function itemsContract(h: Harness): void {
         ['3', 2, 1, 'b'],
         ['4', 1, 1, 'a'],
       ]);
+    });
+
+    it('rerunChanged leaves an item whole while one of its stage tasks runs, so no stage runs on the new record after one on the old', async () => {
+      const staged = (lines: string[]) =>
+        listOf(Buffer.from(lines.join('\n') + '\n'), 'jsonl', 'id').flatMap((s) => [
+          { ...s, key: `a/${s.key}`, stage: 'a', item: s.key, needs: [] },
+          { ...s, key: `b/${s.key}`, stage: 'b', item: s.key, needs: ['a'] },
+        ]);
+      const first = await h.store.enqueue(newBatch('staged'), staged(['{"id":1,"v":"a"}', '{"id":2,"v":"a"}']), { itemPayloads: true });
+      const id = first.batch.id;
+      const now = Date.now();
+      const running = (await claim(id, now, { slots: 4 })).filter((t) => t.stage === 'a');
+      expect(running.map((t) => t.key).sort()).toEqual(['a/1', 'a/2']);
+      await h.store.settle([ending(running.find((t) => t.key === 'a/2')!, 'SUCCESS', now + 1)]);
+      // Both records edited: a/1 still runs, so item 1 waits whole; item 2 is re-queued whole.
+      const v2 = ['{"id":1,"v":"b"}', '{"id":2,"v":"b"}'];
+      const rerun = await h.store.enqueue(newBatch('staged'), staged(v2), { itemPayloads: true, rerunChanged: true });
+      expect(rerun).toMatchObject({ requeued: 2, changed: 1, changedExample: '1' });
+      expect(await task(id, 'b/1')).toMatchObject({ status: 'PENDING', payload: { record: { id: 1, v: 'a' } } });
+      expect(await task(id, 'a/2')).toMatchObject({ status: 'PENDING', payload: { record: { id: 2, v: 'b' } } });
+      expect(await task(id, 'b/2')).toMatchObject({ status: 'PENDING', payload: { record: { id: 2, v: 'b' } } });
+      // Once a/1 ends, the next rerun takes item 1 whole.
+      await h.store.settle([ending(running.find((t) => t.key === 'a/1')!, 'SUCCESS', now + 2)]);
+      expect(await h.store.enqueue(newBatch('staged'), staged(v2), { itemPayloads: true, rerunChanged: true })).toMatchObject({ requeued: 2, changed: 0 });
+      expect(await task(id, 'a/1')).toMatchObject({ status: 'PENDING', payload: { record: { id: 1, v: 'b' } } });
     });
 
     it('a record stored by an older version (no fingerprint) takes the list\'s when its line is the same, else counts as changed', async () => {
