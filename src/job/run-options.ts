@@ -278,6 +278,8 @@ export function checkRegex(source: string, option: string): string {
  * linear in the item (linear-regex.ts): a pattern that cannot is exit 2, with the reason.
  */
 export function checkColsep(source: string, option: string): string {
+  // Empty would split every item into its characters: a shell variable left unset, most likely.
+  if (source === '') throw new UsageError(`${option} is empty; give the pattern that separates the fields of an item, e.g. ${option} ,`);
   try {
     linearRegExp(source);
   } catch (err) {

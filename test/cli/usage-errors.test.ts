@@ -96,6 +96,7 @@ describe('run, worker and retry-failed through main(): exit 2 naming the flag, n
     [['run', '--exec', 'true', '--items', ''], '--items needs a list file, or - for stdin (e.g. --items urls.txt)'],
     [['run', '--exec', 'true', '--items', 'l.jsonl', '--key-field', ''], '--key-field is empty; give the name of a field of every record, e.g. --key-field id'],
     [['run', '--exec', 'true', '--items', 'l.txt', '--colsep', '('], '--colsep "(": Invalid regular expression: /(/: Unterminated group'],
+    [['run', '--exec', 'true', '--items', 'l.txt', '--colsep', ''], '--colsep is empty; give the pattern that separates the fields of an item, e.g. --colsep ,'],
     [['run', '--exec', 'true', '--items', 'l.txt', '--colsep', ',(?=x)'], '--colsep ",(?=x)": uses lookaround, a backreference or a repeat count over a few hundred, which cannot match in time linear in the text; write it without them'],
     [['run', SOURCE, '--exec', 'true', '-j', 'lots'], `-j/--concurrency expects a number of workers or a share of the ${CPUS} CPUs such as 50%; got "lots"`],
     [['run', SOURCE, '--exec', 'true', '-j', '5000'], '-j/--concurrency allows at most 1024 workers; got "5000"'],
