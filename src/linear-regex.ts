@@ -19,11 +19,14 @@ function enable(): void {
   enabled = true;
 }
 
-/** The pattern compiled for the linear-time engine; throws a SyntaxError naming why it cannot be. */
+/**
+ * The pattern compiled for the linear-time engine, global (searched from `lastIndex`, as
+ * splitWithin does); throws a SyntaxError naming why it cannot be.
+ */
 export function linearRegExp(source: string): RegExp {
   enable();
   try {
-    return new RegExp(source, 'l');
+    return new RegExp(source, 'lg');
   } catch {
     new RegExp(source); // a plain syntax error is reported as such
     throw new SyntaxError('uses lookaround, a backreference or a repeat count over a few hundred, which cannot match in time linear in the text; write it without them');
@@ -39,9 +42,10 @@ export const SPLIT_BUDGET_MS = 2000;
  * run of commas) makes every search read the rest of the text: quadratic, minutes on a long
  * item. So the split is done search by search (with String.prototype.split's exact rules) and
  * gives up past `budgetMs`, returning null; one search is linear, so the overrun is bounded.
+ * `global` is linearRegExp's (compiled once per pattern): its `lastIndex` is reset here.
  */
-export function splitWithin(text: string, re: RegExp, budgetMs: number): string[] | null {
-  const global = new RegExp(re.source, `${re.flags}g`);
+export function splitWithin(text: string, global: RegExp, budgetMs: number): string[] | null {
+  global.lastIndex = 0;
   if (text === '') return global.test('') ? [] : [''];
   const deadline = performance.now() + budgetMs;
   const parts: string[] = [];
