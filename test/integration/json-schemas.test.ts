@@ -30,6 +30,8 @@ const task = {
   finishedAt: atOrNull,
   workerId: z.string().nullable(),
   upToDate: z.boolean(),
+  /** What a module handler returned (a declared output's `out` folded in), or null. */
+  result: z.union([z.null(), z.string(), z.number(), z.boolean(), z.array(z.unknown()), z.record(z.string(), z.unknown())]),
 };
 
 const SCHEMAS = {
@@ -76,7 +78,6 @@ const SCHEMAS = {
     attemptsCount: count,
     needs: z.array(z.string()),
     payload: z.looseObject({ version: z.literal(1), path: z.string(), rel: z.string() }),
-    result: z.unknown(),
     fingerprint: z.string().nullable(),
     outputPending: z.strictObject({ out: z.string().nullable(), temp: z.string() }).nullable(),
   }),
