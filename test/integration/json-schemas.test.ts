@@ -109,6 +109,14 @@ const SCHEMAS = {
     retrying: count,
     changed: count,
     wouldRerunChanged: count,
+    commands: z.array(
+      z.union([
+        z.strictObject({ key: z.string(), command: z.string() }),
+        z.strictObject({ key: z.string(), payload: z.looseObject({ version: z.literal(1) }) }),
+        z.strictObject({ key: z.string(), error: z.string() }),
+      ]),
+    ),
+    moreCommands: z.boolean(),
   }),
   prune: z.strictObject({ dryRun: z.boolean(), batches: z.array(z.string()), tasks: count, attempts: count, logBytes: count }),
   paused: z.strictObject({ batch: z.string(), paused: z.boolean() }),
