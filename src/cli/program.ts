@@ -140,6 +140,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--print', "with --run: print each attempt's stdout on stdout (stderr on stderr) when it ends")
     .option('--tag', 'with --print: start each printed line with the task key and a tab')
     .option('-k, --keep-order', 'with --print: print in the order the attempts started')
+    .option('--results <dir>', "with --run: each finished task's stdout, stderr and seq as files in DIR/1/KEY/")
     .action(async (opts) => setExit(await (await import('./commands/retry-failed.js')).retryFailedCommand(opts, io)));
 
   common(program.command('prune'))
@@ -205,6 +206,7 @@ function poolOptions(cmd: Command): Command {
     .option('--lease <duration>', 'lease length; a dead remote coordinator is detected after it (default 30s)')
     .option('--force', 'run tasks whose declared output is up to date anyway')
     .option('--print', "print each attempt's stdout on stdout (stderr on stderr) when it ends, whole")
+    .option('--results <dir>', "each finished task's stdout, stderr and seq as files in DIR/1/KEY/ (GNU parallel's layout)")
     .option('--tag', 'with --print: start each printed line with the task key and a tab')
     .option('-k, --keep-order', 'with --print: print in the order the attempts started (task order for a new batch; GNU parallel -k)');
 }
