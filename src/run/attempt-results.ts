@@ -6,6 +6,7 @@ import type { RunObserver } from '../coordinator/run-types.js';
 import { RESULT_FILES, resultsName, SOURCE_LEVEL } from '../output/results-path.js';
 import { RESULTS_COPIES } from '../worker/print-copy.js';
 import { printable } from '../printable.js';
+import { UsageError } from '../errors.js';
 
 const NEW_FILE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
@@ -35,9 +36,14 @@ export class AttemptResults {
     private readonly printed: boolean,
     private readonly note: (m: string) => void,
   ) {
-    mkdirSync(dir, { recursive: true, mode: 0o777 });
-    sweepStale(dir);
-    this.copies = mkdtempSync(join(dir, `${RESULTS_COPIES}${hostTag()}-${process.pid}-`));
+    try {
+      mkdirSync(dir, { recursive: true, mode: 0o777 });
+      sweepStale(dir);
+      this.copies = mkdtempSync(join(dir, `${RESULTS_COPIES}${hostTag()}-${process.pid}-`));
+    } catch (err) {
+      // Checked before anything was written (checkResultsDir); changed since.
+      throw new UsageError(`--results ${printable(dir)} cannot be written: ${printable((err as Error).message)}; give a folder you can write`);
+    }
     process.on('exit', this.onExit);
   }
 
