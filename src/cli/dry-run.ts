@@ -4,9 +4,10 @@ import { formatMs } from '../job/units.js';
 import { describeStore } from '../store/open-store.js';
 import type { QueryStore } from '../store/task-store.js';
 import { size } from './format.js';
-import { line, type Io } from './io.js';
+import { line, write, type Io } from './io.js';
 import { printable } from '../printable.js';
 import type { RunPlan } from '../job/plan-run.js';
+import { eachDryRunEntry, entryLine, FIRST_COMMANDS, type DryRunEntry } from './dry-run-commands.js';
 
 const FIRST_KEYS = 5;
 
@@ -58,8 +59,12 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
     changed,
     wouldRerunChanged: plan.rerunChanged ? changed : 0,
   };
+  // The commands, after the plan: all of them with --verbose, else the first 20.
+  const limit = plan.flags.verbose ? Number.POSITIVE_INFINITY : FIRST_COMMANDS;
   if (plan.flags.json) {
-    line(io.stdout, JSON.stringify(result));
+    const commands: DryRunEntry[] = [];
+    const { more } = await eachDryRunEntry(plan, store, existing?.id ?? null, limit, async (e) => void commands.push(e));
+    line(io.stdout, JSON.stringify({ ...result, commands, moreCommands: more }));
     return 0;
   }
   const out = [
@@ -78,5 +83,25 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
     );
   }
   line(io.stdout, out.join('\n'));
+  await printCommands(plan, store, existing?.id ?? null, limit, io);
   return 0;
 }
+
+/** One line per task the run would start (dry-run-commands.ts), under a line that says what they are. */
+async function printCommands(plan: RunPlan, store: QueryStore | null, batchId: number | null, limit: number, io: Io): Promise<void> {
+  const module = plan.settings.handler?.kind === 'module' || plan.settings.stages.some((st) => st.handler.kind === 'module');
+  const what = module ? 'tasks (key and payload, as JSON)' : 'commands';
+  if (!Number.isFinite(limit)) {
+    // --verbose: every one, written as it is rendered (a list of any length in bounded memory).
+    line(io.stdout, `${what}:`);
+    const { shown } = await eachDryRunEntry(plan, store, batchId, limit, (e) => write(io.stdout, `${entryLine(e)}\n`));
+    if (shown === 0) line(io.stdout, NONE);
+    return;
+  }
+  const lines: string[] = [];
+  const { more } = await eachDryRunEntry(plan, store, batchId, limit, async (e) => void lines.push(entryLine(e)));
+  line(io.stdout, `${what}${more ? ` (the first ${limit}; --verbose prints every one)` : ''}:`);
+  line(io.stdout, lines.length ? lines.join('\n') : NONE);
+}
+
+const NONE = '(none: every task is finished or up to date)';

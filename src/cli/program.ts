@@ -36,7 +36,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   poolOptions(common(program.command('run [source]')))
     .description('split <source> into tasks (idempotently) and run the batch to the end')
     .option('--job <file>', 'job file with run options (default ./splitdance.json when present); flags win')
-    .option('--dry-run', 'print the plan (tasks, first keys, handler, store, what is done) and write nothing')
+    .option('--dry-run', 'print the plan and the command of the first 20 tasks (all with --verbose); write nothing')
     .option('--sample <n>', 'run a deterministic sample: a fraction (0.1, 10%) or a number of tasks, chosen by key hash')
     .option('--rerun-changed', 're-run succeeded tasks whose file changed (size or mtime) since, and list records (--key-field) that changed')
     .option('--output <template>', "each task's declared output, e.g. 'out/{rel}.gz': the command writes {out}, renamed there on success; up-to-date tasks are not run")
@@ -139,7 +139,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('-j, --concurrency <n>', 'with --run: worker processes')
     .option('--print', "with --run: print each attempt's stdout on stdout (stderr on stderr) when it ends")
     .option('--tag', 'with --print: start each printed line with the task key and a tab')
-    .option('--keep-order', 'with --print: print in the order the attempts started')
+    .option('-k, --keep-order', 'with --print: print in the order the attempts started')
+    .option('--results <dir>', "with --run: each finished task's stdout, stderr and seq as files in DIR/1/KEY/")
     .action(async (opts) => setExit(await (await import('./commands/retry-failed.js')).retryFailedCommand(opts, io)));
 
   common(program.command('prune'))
@@ -205,8 +206,9 @@ function poolOptions(cmd: Command): Command {
     .option('--lease <duration>', 'lease length; a dead remote coordinator is detected after it (default 30s)')
     .option('--force', 'run tasks whose declared output is up to date anyway')
     .option('--print', "print each attempt's stdout on stdout (stderr on stderr) when it ends, whole")
+    .option('--results <dir>', "each finished task's stdout, stderr and seq as files in DIR/1/KEY/ (GNU parallel's layout)")
     .option('--tag', 'with --print: start each printed line with the task key and a tab')
-    .option('--keep-order', 'with --print: print in the order the attempts started (task order for a new batch)');
+    .option('-k, --keep-order', 'with --print: print in the order the attempts started (task order for a new batch; GNU parallel -k)');
 }
 
 /** Options the user actually gave, so a re-run replaces only those in the stored job. */

@@ -15,6 +15,11 @@ export async function findTask(
   return { task, attempts: await store.attemptsOf(task.id) };
 }
 
+/**
+ * A task's fields in `tasks --json` (each row of a page as it is read) and `show --json`.
+ * `result` is the stored result: the JSON a module handler returned (a declared output's
+ * `{out}` folded in), or null; parsed here from the stored text, which is bounded.
+ */
 export function taskJson(t: TaskRow) {
   return {
     key: t.key,
@@ -30,5 +35,6 @@ export function taskJson(t: TaskRow) {
     finishedAt: iso(t.finishedAt),
     workerId: t.workerId,
     upToDate: t.upToDate,
+    result: t.result === null ? null : (JSON.parse(t.result) as unknown),
   };
 }

@@ -5,6 +5,7 @@ import { UsageError } from '../errors.js';
 import { linearRegExp } from '../linear-regex.js';
 import { checkOutputTemplate } from '../output/output-path.js';
 import { checkMetricsPath } from '../status/metrics-file.js';
+import { checkResultsDir } from '../output/results-path.js';
 import { parseSample } from '../split/sample.js';
 import { atLeast, MAX_BACKOFF_FACTOR, MAX_CONCURRENCY, MAX_RETRIES, MIN_DURATION_MS, itemsMode, parseConcurrency, printOf, type RunInput, definedOnly } from './run-options.js';
 import type { StageDefinition } from './job-definition.js';
@@ -153,6 +154,11 @@ export const JobFileSchema = z
     print: z.boolean().describe("each attempt's stdout on the run's stdout when it ends, whole (stderr on stderr), like --print").optional(),
     tag: z.boolean().describe('with print: each printed line after its task key and a tab (--tag)').optional(),
     keepOrder: z.boolean().describe('with print: in the order the attempts started, like GNU parallel -k (--keep-order)').optional(),
+    results: z
+      .string()
+      .min(1)
+      .describe("each finished task's stdout, stderr and seq as files in FOLDER/1/KEY/, GNU parallel's layout (--results); relative to the job file's folder")
+      .optional(),
     stages: z.array(StageSchema).min(1).describe('a per-item pipeline: one task per stage and item').optional(),
   })
   .strict();
@@ -263,8 +269,17 @@ export function readJobFile(path: string, cwd = process.cwd()): RunInput {
       leaseMs: j.lease,
       historyWarn: j.historyWarn,
       print: printOf(j.print, j.tag, j.keepOrder, false),
+      results: j.results === undefined ? undefined : resultsDir(abs(j.results), path),
     }),
   };
+}
+
+function resultsDir(dir: string, jobFile: string): string {
+  try {
+    return checkResultsDir(dir, 'field "results"');
+  } catch (err) {
+    throw new UsageError(`job file ${jobFile}: ${(err as Error).message}`);
+  }
 }
 
 function metricsPath(file: string, jobFile: string): string {

@@ -6,6 +6,7 @@ import { checkOutputTemplate } from '../output/output-path.js';
 import { checkTemplate } from '../template/exec-template.js';
 import { linearRegExp } from '../linear-regex.js';
 import { checkMetricsPath } from '../status/metrics-file.js';
+import { checkResultsDir } from '../output/results-path.js';
 import type { JobSettings } from './job-definition.js';
 import type { ItemsMode } from '../split/items.js';
 import { formatMs, parseCount, parseCountOrShare, parseDuration, parseFraction, parseNumber, parseSize, resolveCountOrShare, type CountOrShare } from './units.js';
@@ -43,6 +44,7 @@ export interface RawRunFlags {
   print?: boolean;
   tag?: boolean;
   keepOrder?: boolean;
+  results?: string;
   permanentErrors?: string[];
   heartbeatTimeout?: string;
   include?: string[];
@@ -92,6 +94,8 @@ export interface Invocation {
   force: boolean;
   /** `--print`: each attempt's stdout (and stderr) on the run's own, whole, when it ends; `tag`: each line after its key and a tab; `keepOrder`: in claim order (docs/output-and-logs.md). */
   print: { tag: boolean; keepOrder: boolean } | null;
+  /** `--results DIR` (absolute): each finished task's stdout, stderr and seq in DIR/1/KEY/ (run/attempt-results.ts). */
+  results: string | null;
 }
 
 export const DEFAULT_INVOCATION: Invocation = {
@@ -109,6 +113,7 @@ export const DEFAULT_INVOCATION: Invocation = {
   historyWarn: 1_000_000,
   force: false,
   print: null,
+  results: null,
 };
 
 /** What one source of options (the command line, or the job file) gives, typed; absent = not given. */
@@ -176,6 +181,7 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     historyWarn: given(f.historyWarn, (v) => parseCount(v, '--history-warn', { min: 1 })),
     force: f.force === true ? true : undefined,
     print: printOf(f.print, f.tag, f.keepOrder, f.json),
+    results: given(f.results, (v) => checkResultsDir(resolve(cwd, nonEmpty(v, '--results')), '--results')),
   };
   if (f.batch !== undefined && f.batch.trim() === '') throw new UsageError('--batch needs a non-empty name');
   return {
@@ -312,4 +318,9 @@ function given<T>(value: string | undefined, parse: (v: string) => T): T | undef
 
 export function definedOnly<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function nonEmpty(value: string, flag: string): string {
+  if (value.trim() === '') throw new UsageError(`${flag} needs a folder, e.g. ${flag} out`);
+  return value;
 }

@@ -27,7 +27,7 @@ export const PRINT_CHUNK_BYTES = 1024 * 1024;
  * folder and whatever is left in it go when the run ends, or when the process exits.
  */
 export class AttemptPrinter {
-  readonly dir = mkdtempSync(join(tmpdir(), 'splitdance-print-'));
+  readonly dir: string;
   /** Attempts handed out, by token, until printed (keepOrder only). */
   private readonly order: ClaimedTask[] = [];
   private readonly ended = new Set<number>();
@@ -44,7 +44,10 @@ export class AttemptPrinter {
     private readonly print: PrintAttempt,
     /** Told when an attempt's copy could not be printed. */
     private readonly note: (m: string) => void = () => {},
+    /** The copies' folder when another owns it (--results'), else one of its own in TMPDIR. */
+    private readonly shared: string | null = null,
   ) {
+    this.dir = shared ?? mkdtempSync(join(tmpdir(), 'splitdance-print-'));
     process.on('exit', this.onExit);
   }
 
@@ -124,6 +127,7 @@ export class AttemptPrinter {
   }
 
   private removeDir(): void {
+    if (this.shared !== null) return; // its owner removes it
     try {
       rmSync(this.dir, { recursive: true, force: true });
     } catch {

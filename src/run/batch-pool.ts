@@ -9,7 +9,7 @@ import { markChildren } from '../worker/owner-processes.js';
 export const KILL_GRACE_MS = 2000;
 
 /** What of a run's invocation shapes its pool. */
-export type PoolLimits = Pick<Invocation, 'concurrency' | 'maxTasksPerWorker' | 'maxWorkerMemory' | 'loadTimeoutMs'> & Partial<Pick<Invocation, 'print'>>;
+export type PoolLimits = Pick<Invocation, 'concurrency' | 'maxTasksPerWorker' | 'maxWorkerMemory' | 'loadTimeoutMs'> & Partial<Pick<Invocation, 'print' | 'results'>>;
 
 export function poolOptionsOf(limits: PoolLimits, handlers: Record<string, HandlerSpec>): PoolOptions {
   return {
@@ -33,9 +33,9 @@ export function poolOptionsOf(limits: PoolLimits, handlers: Record<string, Handl
 export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>): Promise<WorkerPool>;
 export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>, interrupted: Promise<unknown>): Promise<WorkerPool | null>;
 export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>, interrupted?: Promise<unknown>): Promise<WorkerPool | null> {
-  // The spawner helper gives a command one file for stdout and stderr; --print needs them
-  // apart, which Node's own spawn (pipes) gives. Set for this process and the workers it forks.
-  if (limits.print) process.env.SPLITDANCE_SPAWNER = 'node';
+  // The spawner helper gives a command one file for stdout and stderr; --print and --results
+  // need them apart, which Node's own spawn (pipes) gives. Set for this process and the workers it forks.
+  if (limits.print || limits.results) process.env.SPLITDANCE_SPAWNER = 'node';
   // Every process the run starts carries its owner: a later run finds what it left if it dies with its helpers.
   markChildren(ownerId());
   const pool = new WorkerPool(poolOptionsOf(limits, handlers));

@@ -16,6 +16,7 @@ import type { WorkerPool } from '../pool/pool.js';
 import { recoverStale } from '../coordinator/recovery.js';
 import { RenewalWatch } from '../coordinator/renewal-watch.js';
 import { AttemptPrinter, type PrintAttempt } from './attempt-printer.js';
+import { AttemptResults } from './attempt-results.js';
 import { DeclaredOutputs } from '../coordinator/declared-outputs.js';
 import { rulesOf } from '../coordinator/retry-rules.js';
 import { outcomeOf } from './run-outcome.js';
@@ -89,9 +90,14 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
   // Loaded only when asked for: prom-client alone costs ~35 ms of every run's start-up.
   const metrics =
     inv.metricsFile === null ? null : await (await import('./run-metrics.js')).RunMetrics.open(store, batch, inv.metricsFile, (m) => observer.note(m));
-  const printer = inv.print ? new AttemptPrinter(inv.print.keepOrder, (task, stream) => observer.printed?.(task, stream) ?? IGNORED, (m) => observer.note(m)) : null;
+  // --results and --print read the same copies of each attempt's output (in DIR with --results).
+  const results = inv.results === null ? null : new AttemptResults(inv.results, inv.print !== null, (m) => observer.note(m));
+  const printer = inv.print
+    ? new AttemptPrinter(inv.print.keepOrder, (task, stream) => observer.printed?.(task, stream) ?? IGNORED, (m) => observer.note(m), results?.copies ?? null)
+    : null;
   const tapped = metrics ? metrics.tap(observer) : observer;
-  const seen = printer ? printer.tap(tapped) : tapped;
+  // The results are written before the printer hears of an attempt (it removes the copies once printed).
+  const seen = [results, printer].reduce<RunObserver>((o, tap) => (tap ? tap.tap(o) : o), tapped);
   // The limits hold for the whole run, across the definitions it follows.
   const coordinatorFor = (b: BatchRecord, p: WorkerPool, settings: JobSettings, failedSoFar: number) =>
     new Coordinator(
@@ -109,7 +115,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
         logDir: logRoot(run.dbPath, run.cwd),
         pollMs: 1000,
         outputs: new DeclaredOutputs(settings, b.name, inv.force, store.identity),
-        printPrefix: printer ? (token) => printer.prefixOf(token) : null,
+        printPrefix: results ? (token) => results.prefixOf(token) : printer ? (token) => printer.prefixOf(token) : null,
       },
       seen,
     );
@@ -158,10 +164,15 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
     let { exitCode, reason } = outcomeOf(stop, counts, run.resume, pending.map((p) => p.out ?? p.temp));
     await metrics?.finish();
     await printer?.finish();
+    results?.finish();
     if (printer?.lost && exitCode === EXIT.OK) {
       // Every task succeeded, but the output --print was asked for is not all on stdout.
       exitCode = EXIT.FAILED;
       reason = `done, but --print could not print the output of ${plural(printer.lost, 'attempt')} (said above)`;
+    }
+    if (results?.lost && exitCode === EXIT.OK) {
+      exitCode = EXIT.FAILED;
+      reason = `done, but --results could not write the files of ${plural(results.lost, 'task')} (said above)`;
     }
     await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Math.round(monotonicMs() - started) });
     return exitCode;
@@ -170,6 +181,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
     throw err;
   } finally {
     await printer?.finish();
+    results?.finish();
     metrics?.stop();
     signals.dispose();
     observer.close();

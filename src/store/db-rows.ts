@@ -85,6 +85,7 @@ export function toTaskRow(r: TaskDbRow): TaskRow {
     id: r.id,
     key: r.task_key,
     stage: r.stage,
+    seq: r.seq,
     status: r.status,
     attempts: r.attempts,
     maxAttempts: r.max_attempts,

@@ -214,6 +214,8 @@ export interface TaskRow {
   id: number;
   key: string;
   stage: string;
+  /** `{#}`: its sequence number in its batch. */
+  seq: number;
   status: TaskStatus;
   attempts: number;
   maxAttempts: number;

@@ -124,6 +124,8 @@ export interface QueryStore extends StoreInfo, BatchProgress {
   upToDateCount(batchId: number): Promise<number>;
   /** Succeeded tasks whose file has changed since they ran (as last observed). */
   changedCount(batchId: number): Promise<number>;
+  /** The highest `seq` of the batch's tasks (0 for none): the next enqueue numbers its tasks after it. */
+  lastSeq(batchId: number): Promise<number>;
   /** Counts per stage of a batch with stages (none for a batch without). */
   stageCounts(batchId: number): Promise<StageCounts[]>;
   /** The last errors of FAILED tasks with their counts, most frequent first. */

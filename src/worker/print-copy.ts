@@ -1,13 +1,16 @@
 import { closeSync, constants, openSync, unlinkSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 
 const NEW_FILE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
+/** The start of the name of `--results`' copies folder inside DIR (run/attempt-results.ts): copies there are for the results. */
+export const RESULTS_COPIES = '.splitdance-copies-';
+
 /**
- * `--print`: a copy of an attempt's stdout and of its stderr, kept apart (the log holds them
- * interleaved), for the coordinator to print when the attempt ends. Files `PREFIX.out` and
- * `PREFIX.err` in the run's private folder in the temporary directory, created new on the
- * first byte. A copy that cannot be written whole (a full TMPDIR) is removed, not printed cut
+ * `--print` and `--results`: a copy of an attempt's stdout and of its stderr, kept apart (the
+ * log holds them interleaved), for the coordinator to print or keep when the attempt ends.
+ * Files `PREFIX.out` and `PREFIX.err` in the run's private folder (in the temporary directory,
+ * or with `--results` inside its DIR), created new on the first byte. A copy that cannot be written whole (a full TMPDIR) is removed, not printed cut
  * short: `close()` says why, and the attempt fails with that (the log is not affected).
  */
 export class PrintCopy {
@@ -41,8 +44,12 @@ export class PrintCopy {
     const stream = this.lost.out ? 'out' : this.lost.err ? 'err' : null;
     if (stream === null) return null;
     const err = this.lost[stream]!;
-    const tmp = dirname(dirname(this.prefix));
+    const folder = dirname(this.prefix);
+    const tmp = dirname(folder);
     const why = err.code === 'ENOSPC' ? 'no space left' : err.code === 'EDQUOT' ? 'disk quota exceeded' : (err.code ?? err.message);
+    if (basename(folder).startsWith(RESULTS_COPIES)) {
+      return `--results could not keep a copy of its std${stream} in ${tmp}: ${why}, so its results were not written (its log has the output); free space there`;
+    }
     return (
       `--print could not keep a copy of its std${stream} in the temporary folder ${tmp} (TMPDIR): ${why}, ` +
       `so it was not printed (its log has it); free space there or set TMPDIR to a folder with room`

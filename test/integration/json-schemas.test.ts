@@ -30,6 +30,8 @@ const task = {
   finishedAt: atOrNull,
   workerId: z.string().nullable(),
   upToDate: z.boolean(),
+  /** What a module handler returned (a declared output's `out` folded in), or null. */
+  result: z.union([z.null(), z.string(), z.number(), z.boolean(), z.array(z.unknown()), z.record(z.string(), z.unknown())]),
 };
 
 const SCHEMAS = {
@@ -76,7 +78,6 @@ const SCHEMAS = {
     attemptsCount: count,
     needs: z.array(z.string()),
     payload: z.looseObject({ version: z.literal(1), path: z.string(), rel: z.string() }),
-    result: z.unknown(),
     fingerprint: z.string().nullable(),
     outputPending: z.strictObject({ out: z.string().nullable(), temp: z.string() }).nullable(),
   }),
@@ -108,6 +109,14 @@ const SCHEMAS = {
     retrying: count,
     changed: count,
     wouldRerunChanged: count,
+    commands: z.array(
+      z.union([
+        z.strictObject({ key: z.string(), command: z.string() }),
+        z.strictObject({ key: z.string(), payload: z.looseObject({ version: z.literal(1) }) }),
+        z.strictObject({ key: z.string(), error: z.string() }),
+      ]),
+    ),
+    moreCommands: z.boolean(),
   }),
   prune: z.strictObject({ dryRun: z.boolean(), batches: z.array(z.string()), tasks: count, attempts: count, logBytes: count }),
   paused: z.strictObject({ batch: z.string(), paused: z.boolean() }),

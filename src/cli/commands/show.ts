@@ -100,7 +100,6 @@ function showJson(task: TaskRow, attempts: AttemptRow[]) {
     })),
     needs: task.needs,
     payload: task.payload,
-    result: task.result === null ? null : JSON.parse(task.result),
     fingerprint: task.fingerprint,
   };
 }

@@ -8,6 +8,9 @@ import { defaultedNote, withBatch } from '../with-store.js';
 import { hasStages } from '../../status/batch-status.js';
 import { taskJson } from '../task-json.js';
 
+/** How much JSON `tasks --json` gathers before writing it. */
+const JSON_PIECE = 1024 * 1024;
+
 export interface TasksFlags extends OutputFlags {
   db?: string;
   batch?: string;
@@ -65,8 +68,17 @@ export async function tasksCommand(flags: TasksFlags, io: Io): Promise<number> {
         let first = true;
         await write(io.stdout, '[');
         await each(async (rows) => {
-          await write(io.stdout, (first ? '' : ',') + rows.map((t) => JSON.stringify(taskJson(t))).join(','));
-          first = false;
+          // Written in pieces of about JSON_PIECE: a page of 500 results of up to 1 MiB each is too long for one string.
+          let piece = '';
+          for (const t of rows) {
+            piece += (first ? '' : ',') + JSON.stringify(taskJson(t));
+            first = false;
+            if (piece.length >= JSON_PIECE) {
+              await write(io.stdout, piece);
+              piece = '';
+            }
+          }
+          if (piece) await write(io.stdout, piece);
         });
         await write(io.stdout, ']\n');
         return 0;

@@ -18,7 +18,7 @@ export const GROUPS: [heading: string, options: string[]][] = [
   ],
   [
     'Output:',
-    ['--output', '--force', '--print', '--tag', '--keep-order', '--json', '--quiet', '--verbose', '--color', '--no-color', '--progress-interval', '--metrics-file'],
+    ['--output', '--force', '--print', '--tag', '--keep-order', '--results', '--json', '--quiet', '--verbose', '--color', '--no-color', '--progress-interval', '--metrics-file'],
   ],
   ['Store:', ['--db', '--trust-store-owner', '--history-warn']],
 ];

@@ -122,6 +122,10 @@ export class PostgresStore implements TaskStore {
     return this.count(this.st.countChanged, [batchId]);
   }
 
+  async lastSeq(batchId: number): Promise<number> {
+    return Number(await this.count(this.st.lastSeq, [batchId]));
+  }
+
   async updateJob(batchId: number, job: Record<string, unknown>, budget: Budget): Promise<number> {
     return this.db.transaction(async (sql) => {
       const now = this.clock.now();

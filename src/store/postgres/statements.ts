@@ -75,6 +75,8 @@ function sql(s: string) {
       FROM unnest($1::bigint[], $2::text[]) AS p(id, temp) WHERE t.id = p.id AND t.output_temp = p.temp`,
     /** $1 batchId */
     maxSeq: `SELECT coalesce(max(seq), 0) AS base FROM ${s}.tasks WHERE batch_id = $1`,
+    /** $1 batchId — the batch's highest task number, for a read (maxSeq's, named as count() reads it). */
+    lastSeq: `SELECT coalesce(max(seq), 0) AS n FROM ${s}.tasks WHERE batch_id = $1`,
     /** $1 batchId $2 base $3 maxAttempts $4 now — copies pg_temp.staging; keys already in the batch are skipped. */
     insertStaged: `
       INSERT INTO ${s}.tasks (batch_id, task_key, stage, item_key, needs, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint)

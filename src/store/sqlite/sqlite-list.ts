@@ -32,6 +32,10 @@ export function changedCount(c: SqliteConn, batchId: number): number {
   return c.read(() => (c.st.countChanged.get({ batchId }) as { n: number }).n);
 }
 
+export function lastSeq(c: SqliteConn, batchId: number): number {
+  return c.read(() => (c.st.lastSeq.get({ batchId }) as { n: number }).n);
+}
+
 export function statuses(c: SqliteConn, taskIds: number[]): Map<number, TaskStatus> {
   if (taskIds.length === 0) return new Map();
   const rows = c.read(() => c.st.statuses.all(JSON.stringify(taskIds)) as { id: number; status: TaskStatus }[]);

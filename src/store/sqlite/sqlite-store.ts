@@ -120,6 +120,10 @@ export class SqliteStore implements TaskStore {
     return list.changedCount(this.c, batchId);
   }
 
+  async lastSeq(batchId: number): Promise<number> {
+    return list.lastSeq(this.c, batchId);
+  }
+
   async counts(batchId: number): Promise<T.Counts> {
     return list.counts(this.c, batchId);
   }

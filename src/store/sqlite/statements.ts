@@ -45,6 +45,8 @@ export const SQL = {
     SELECT tasks.id, tasks.status FROM j JOIN tasks ON tasks.id = j.id`,
   /** @batchId — succeeded tasks that were up to date, so nothing ran (the partial index tasks_up_to_date). */
   countUpToDate: `SELECT count(*) AS n FROM tasks WHERE batch_id = @batchId AND status = 'SUCCESS' AND up_to_date = 1`,
+  /** @batchId — the batch's highest task number (what enqueue's maxSeq numbers new tasks after). */
+  lastSeq: 'SELECT coalesce(max(seq), 0) AS n FROM tasks WHERE batch_id = @batchId',
   /** @batchId — succeeded tasks whose file changed since. */
   countChanged: `
     SELECT count(*) AS n FROM tasks INDEXED BY tasks_changed

@@ -1,0 +1,82 @@
+/** `run --dry-run`: the command each task would run, rendered by the worker's own code, one line per task. */
+import { outputFor } from '../job/stages.js';
+import type { RunPlan } from '../job/plan-run.js';
+import { wouldBeUpToDate } from '../job/planned-outputs.js';
+import { outputPathsOf } from '../output/output-path.js';
+import { hasUnsafe, printable } from '../printable.js';
+import type { QueryStore, TaskSpec } from '../store/task-store.js';
+import { renderExec } from '../template/exec-command.js';
+import type { HandlerSpec } from '../worker/protocol.js';
+
+/** How many tasks' commands a dry run shows without --verbose. */
+export const FIRST_COMMANDS = 20;
+
+/** One task a run would start: its key, and its command (`--exec`) or its payload (a module). */
+export type DryRunEntry = { key: string; command: string } | { key: string; payload: unknown } | { key: string; error: string };
+
+/**
+ * The tasks the run would start, in the order of the source (what a new batch claims first),
+ * each rendered as its first attempt's worker would render it (exec-command.ts): `{attempt}`
+ * is 1, `{#}` the number the task has or would get in its batch, and `{out}` a temporary path
+ * of the form the attempt writes (its random part is drawn per attempt). Tasks the run would
+ * not start are left out: finished ones of a batch that exists, and declared outputs that are
+ * up to date (unless --force). `each` is awaited per entry, up to `limit`; `more`: others
+ * were left out by it.
+ */
+export async function eachDryRunEntry(
+  plan: RunPlan,
+  store: QueryStore | null,
+  batchId: number | null,
+  limit: number,
+  each: (entry: DryRunEntry) => Promise<void>,
+): Promise<{ shown: number; more: boolean }> {
+  const s = plan.settings;
+  // A task new to a batch that exists is numbered after its last (the enqueue's own rule).
+  const base = store && batchId !== null ? await store.lastSeq(batchId) : 0;
+  let place = 0;
+  let shown = 0;
+  for (const spec of plan.split()) {
+    place++;
+    const known = store && batchId !== null ? await store.getTask(batchId, spec.key) : undefined;
+    if (known && known.status !== 'PENDING' && known.status !== 'RUNNING') continue;
+    if (!plan.inv.force && wouldBeUpToDate(s, spec, plan.batchName)) continue;
+    if (shown >= limit) return { shown, more: true };
+    shown++;
+    await each(entryOf(plan, spec, known?.seq ?? base + place));
+  }
+  return { shown, more: false };
+}
+
+function entryOf(plan: RunPlan, spec: TaskSpec, seq: number): DryRunEntry {
+  const stage = spec.stage ?? '';
+  const handler: HandlerSpec | null = plan.settings.stages.length ? (plan.settings.stages.find((x) => x.name === stage)?.handler ?? null) : plan.settings.handler;
+  if (handler === null || handler.kind === 'module') return { key: spec.key, payload: spec.payload };
+  const task = { key: spec.key, batch: plan.batchName, stage, seq, attempt: 1, payload: spec.payload, inputs: {} };
+  try {
+    const out = outputFor(plan.settings, stage);
+    const output = out ? outputPathsOf(out, task, '0'.repeat(32), 1) : null;
+    const { argv, fallback } = renderExec(handler.template, { ...task, output });
+    return { key: spec.key, command: fallback ?? argv[2]! };
+  } catch (err) {
+    // A value only a run has (a needed stage's result), or a path no attempt could write.
+    return { key: spec.key, error: (err as Error).message };
+  }
+}
+
+/**
+ * An entry as one line: an `--exec` command as the shell line `/bin/sh -c` runs, and a line
+ * holding a newline or another control character as the worker's argv with the line in
+ * bash's `$'…'` (one entry stays one line, and nothing in it acts on a terminal); a module's
+ * task as its key and payload in JSON.
+ */
+export function entryLine(entry: DryRunEntry): string {
+  if ('payload' in entry) return `${JSON.stringify(entry.key)} ${JSON.stringify(entry.payload)}`;
+  if ('error' in entry) return `# ${printable(entry.key)}: not rendered before it runs: ${printable(entry.error)}`;
+  return hasUnsafe(entry.command) ? `/bin/sh -c ${dollarQuote(entry.command)}` : entry.command;
+}
+
+/** bash's ANSI-C quoting: backslash and quote escaped, every unsafe character as its escape. */
+function dollarQuote(text: string): string {
+  const escaped = printable(text.replace(/\\/g, '\\\\').replace(/'/g, "\\'"));
+  return `$'${escaped.replace(/\\u\{([0-9a-f]+)\}/g, (_, hex: string) => `\\U${hex.padStart(8, '0')}`)}'`;
+}
