@@ -84,7 +84,8 @@ export function checkGroupFile(g: PlannedGroup): void {
     dir = statSync(g.file).isDirectory();
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new UsageError(`:::: ${printable(g.shown!)}: ${code === 'ENOENT' ? 'no such file' : `cannot read it (${code})`}; give a file of items, one per line (- for stdin)`);
+    const option = g.shown!.startsWith('-') ? ' (options go before the first ::: or ::::)' : '';
+    throw new UsageError(`:::: ${printable(g.shown!)}: ${code === 'ENOENT' ? 'no such file' : `cannot read it (${code})`}; give a file of items, one per line (- for stdin)${option}`);
   }
   if (dir) throw new UsageError(`:::: ${printable(g.shown!)} is a directory; give a file of items, one per line (or run the directory itself: run ${printable(g.shown!)})`);
 }

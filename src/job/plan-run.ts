@@ -136,7 +136,10 @@ export async function planRun(
   const kind = splitPath === null || asArgs ? 'items' : sourceKind(splitPath, asItems);
   checkStages(settings, stored, existing, batchName, input.settings.handler !== undefined);
   if (!settings.handler && settings.stages.length === 0) {
-    throw new UsageError("no handler: give --exec 'COMMAND {}' or --handler ./module.js (a new batch has none stored)");
+    const late = (cliFlags.groups ?? []).flatMap((g) => g.words).find((w) => /^--(exec|handler|job)(=|$)/.test(w));
+    throw new UsageError(
+      `no handler: give --exec 'COMMAND {}' or --handler ./module.js (a new batch has none stored)${late ? `; ${late.split('=')[0]} came after :::, where every word is an item: put the options before the first :::` : ''}`,
+    );
   }
   if (settings.handler?.kind === 'exec') checkTemplate(settings.handler.template, [], settings.output !== null, kind === 'items');
   const itemOutput = [settings.output, ...settings.stages.map((s) => s.output)].find((o) => o && ITEM_PLACEHOLDER.test(o.template));

@@ -34,7 +34,7 @@ export function sourceKind(source: string, items = false): SourceKind {
   }
   if (items && stats.isDirectory()) throw new UsageError(`--items ${source} is a directory; give a list file (one item per line), or run the directory itself without --items`);
   if (!stats.isDirectory() && !stats.isFile()) {
-    throw new UsageError(`source ${source} is neither a directory nor a regular file${items ? '' : '; a list on stdin is `run -`'}`);
+    throw new UsageError(`source ${source} is neither a directory nor a regular file${items ? '' : '; a list on stdin is `run -`, from a command `--items <(cmd)`'}`);
   }
   try {
     accessSync(source, constants.R_OK | (stats.isDirectory() ? constants.X_OK : 0));

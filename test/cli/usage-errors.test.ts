@@ -181,6 +181,8 @@ describe("GNU parallel's input sources and what its users type: exit 2 naming th
     [['run', '--items', 'l.txt', '--exec', 'echo {}', ':::', 'a'], /^splitdance: error: give the items either as --items l.txt or after :::, not both/],
     [['run', '--exec', 'echo {}', ':::', 'a', 'b', ':::+', '1'], /^splitdance: error: the :::\+ group 2 is linked to the ::: group 1 value by value, but has 1 values and that one 2/],
     [['run', '--exec', 'echo {}', '::::', 'nowhere.txt'], /^splitdance: error: :::: nowhere.txt: no such file; give a file of items/],
+    [['run', '--exec', 'echo {}', '::::', '-0'], /^splitdance: error: :::: -0: no such file; .*\(options go before the first ::: or ::::\)$/m],
+    [['run', ':::', 'a', '--exec', 'echo {}'], /^splitdance: error: no handler: .*; --exec came after :::, where every word is an item: put the options before the first :::$/m],
     [['run', '--exec', 'echo {}', '-0', ':::', 'a'], /^splitdance: error: -0 splits a file or stdin into items; the values after ::: are items already/],
     [['run', '-', '-0', '--jsonl', '--exec', 'echo {}'], /^splitdance: error: -0 splits a list into items on NULs; JSON Lines are one record per line/],
     [['run', '-', '-0', '-d', ',', '--exec', 'echo {}'], /^splitdance: error: give either -0 \(--null\) or -d DELIM, not both/],

@@ -132,5 +132,9 @@ describe('a list that can be read once', () => {
     const group = sh(`node ${BIN} run -j 1 --print --exec 'echo [{1}{2}]' ::: a b :::: <(printf '1\\n2\\n')`);
     expect(group.status, group.stderr).toBe(0);
     expect(group.stdout).toBe('[a1]\n[a2]\n[b1]\n[b2]\n');
+    // As the source itself, a FIFO cannot be chunked: exit 2 naming --items <(cmd).
+    const source = sh(`node ${BIN} run --exec 'echo {}' <(printf 'p\n')`);
+    expect(source.status).toBe(2);
+    expect(source.stderr).toMatch(/neither a directory nor a regular file; a list on stdin is `run -`, from a command `--items <\(cmd\)`/);
   });
 });
