@@ -3,11 +3,12 @@
  * (`-` for stdin), `:::+` / `::::+` linked, `-a FILE` (as `:::: FILE`); and the `-d`
  * delimiter's escapes. Turned here into the groups the splitter reads (split/arg-groups.ts).
  */
-import { statSync } from 'node:fs';
+import { createReadStream, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { printable } from '../printable.js';
 import type { ArgGroup } from '../split/arg-groups.js';
+import type { ItemsMode } from '../split/items.js';
 
 export const GROUP_MARKERS = [':::', '::::', ':::+', '::::+'] as const;
 export type GroupMarker = (typeof GROUP_MARKERS)[number];
@@ -71,10 +72,49 @@ export function readOnce(path: string): boolean {
   }
 }
 
-/** A group's file as the splitter reads it. */
-export function argGroup(g: PlannedGroup, path: string | undefined): ArgGroup {
-  return g.values ? { linked: g.linked, values: g.values } : { linked: g.linked, file: { path: path ?? g.file!, shown: g.shown! } };
+/**
+ * The copies of lists that can be read once (stdin, a FIFO from `<(cmd)`): each is copied to a
+ * private temporary file when first needed (split/stdin-spool.ts), and all go at `remove`.
+ */
+export class Spools {
+  private readonly copies: { remove(): void }[] = [];
+
+  async copy(path: string, shown: string): Promise<string> {
+    const { spoolStdin } = await import('../split/stdin-spool.js');
+    const stream = path === '-' ? process.stdin : createReadStream(path);
+    const spooled = await spoolStdin(stream, path === '-' ? 'stdin' : printable(shown));
+    this.copies.push(spooled);
+    return spooled.path;
+  }
+
+  remove(): void {
+    for (const c of this.copies) c.remove();
+  }
 }
+
+/** The groups as the splitter reads them: a file that can be read once (stdin, a FIFO) is copied by `spool` first. */
+export async function readableGroups(groups: PlannedGroup[], spool: (path: string, shown: string) => Promise<string>): Promise<ArgGroup[]> {
+  const out: ArgGroup[] = [];
+  for (const g of groups) {
+    if (g.values) out.push({ linked: g.linked, values: g.values });
+    else out.push({ linked: g.linked, file: { path: g.file === '-' || readOnce(g.file!) ? await spool(g.file!, g.shown!) : g.file!, shown: g.shown! } });
+  }
+  return out;
+}
+
+/** Groups take the place of a source: one given as well is exit 2 naming both. */
+export function checkNoOtherSource(flags: { groups?: RawArgGroup[]; items?: string }, sourceArg: string | undefined): void {
+  const marker = flags.groups?.[0]?.marker ?? '-a';
+  const other = sourceArg !== undefined ? `the source ${sourceArg}` : flags.items !== undefined ? `--items ${flags.items}` : null;
+  if (other !== null) throw new UsageError(`give the items either as ${other} or after ${marker}, not both; ${marker} takes the place of a source`);
+}
+
+/** An option typed after `:::` is an item there (as in parallel): a message that misses it says where it went. */
+export function lateOptions(groups: RawArgGroup[]): string {
+  const late = groups.flatMap((g) => g.words).find((w) => /^--(exec|handler|job)(=|$)/.test(w));
+  return late ? `; ${late.split('=')[0]} came after :::, where every word is an item: put the options before the first :::` : '';
+}
+
 
 /** Checks a group's file before it is read: it must exist and be a file (or stdin, or a FIFO). */
 export function checkGroupFile(g: PlannedGroup): void {
@@ -107,4 +147,15 @@ export function parseDelimiter(text: string): string {
   });
   if (out === '') throw new UsageError("-d is empty; give the text that ends each item, e.g. -d , or -d '\\t' (-0 for NUL)");
   return out;
+}
+
+/**
+ * `:::` values are items already: JSON Lines and a delimiter read files. `-0` / `-d` apply to
+ * the files of `::::` (and stdin), as in GNU parallel, and mean nothing without one.
+ */
+export function checkArgsMode(mode: ItemsMode | null | undefined, files: boolean): void {
+  if (mode?.format === 'jsonl') throw new UsageError('--jsonl and --key-field read a JSON Lines list; the values after ::: are items as written: leave them out, or give the list with --items FILE');
+  if (mode?.delimiter !== undefined && !files) {
+    throw new UsageError(`${mode.delimiter === '\0' ? '-0' : '-d'} splits a file or stdin into items; the values after ::: are items already: leave it out (or give a file with :::: FILE)`);
+  }
 }

@@ -2,8 +2,8 @@ import { realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { argsBatchName, checkBatchName, defaultBatchName, expandBatchName, stdinBatchName } from './batch-name.js';
-import { argGroup, checkGroupFile, groupsShape, plannedGroups, readOnce } from './command-line-items.js';
-import { ARGS_SOURCE, checkArgGroups, type ArgGroup } from '../split/arg-groups.js';
+import { checkArgsMode, checkGroupFile, checkNoOtherSource, groupsShape, lateOptions, plannedGroups, readableGroups, readOnce, Spools } from './command-line-items.js';
+import { ARGS_SOURCE, checkArgGroups } from '../split/arg-groups.js';
 import { findJobFile } from './job-file-path.js';
 import { DEFAULT_SETTINGS, describeHandler, mergeSettings, settingsOf, storedDefinition, type JobSettings } from './job-definition.js';
 import { inputFromFlags, invocationOf, layerInputs, printOf, type Invocation, type RawRunFlags, type RunInput } from './run-options.js';
@@ -81,11 +81,7 @@ export async function planRun(
     throw new UsageError(`give the list either as the source or as --items, not both (got ${sourceArg} and --items ${cliFlags.items})`);
   }
   const groups = plannedGroups(cliFlags.groups ?? [], cliFlags.argFile ?? [], cwd);
-  if (groups.length) {
-    const marker = cliFlags.groups?.[0]?.marker ?? '-a';
-    const other = sourceArg !== undefined ? `the source ${sourceArg}` : cliFlags.items !== undefined ? `--items ${cliFlags.items}` : null;
-    if (other !== null) throw new UsageError(`give the items either as ${other} or after ${marker}, not both; ${marker} takes the place of a source`);
-  }
+  if (groups.length) checkNoOtherSource(cliFlags, sourceArg);
   const sourceGiven = groups.length ? ARGS_SOURCE : (sourceArg ?? input.source);
   if (sourceGiven === undefined) {
     throw new UsageError(`no source: give one (\`splitdance run ./logs\`, \`--items list.txt\`, \`::: a b c\`, or \`run -\` for a list on stdin) or set "source" in ${jobPath ?? 'splitdance.json'}`);
@@ -93,7 +89,7 @@ export async function planRun(
   // `retry-failed --run` runs what a batch of `:::` items stores: no groups are given again.
   const asArgs = groups.length > 0 || (options.storedOnly === true && sourceGiven === ARGS_SOURCE);
   // A list that can be read only once (`--items <(cmd)`, a FIFO) is read as stdin is: copied first, its batch named alike.
-  const onceList = !asArgs && sourceGiven !== '-' && (sourceArg === undefined ? input.items === true : false) && readOnce(resolve(cwd, sourceGiven));
+  const onceList = !asArgs && sourceGiven !== '-' && sourceArg === undefined && input.items === true && readOnce(resolve(cwd, sourceGiven));
   const stdin = sourceGiven === '-' || onceList;
   const source = asArgs ? ARGS_SOURCE : stdin ? '-' : resolve(cwd, sourceGiven);
   const inv = invocationOf(input);
@@ -122,24 +118,14 @@ export async function planRun(
   // `retry-failed --run` runs what is stored: a list's items are in their tasks, so neither the list nor stdin is read.
   const storedItems = options.storedOnly === true && asItems && existing !== undefined;
   for (const g of groups) checkGroupFile(g);
-  const { spoolStdin } = stdin || groups.some((g) => g.file === '-' || (g.file && readOnce(g.file))) ? await import('../split/stdin-spool.js') : { spoolStdin: null };
-  const spools: { remove(): void }[] = [];
-  const spoolOf = async (path: string, shown: string) => {
-    const spooled = await spoolStdin!(path === '-' ? process.stdin : (await import('node:fs')).createReadStream(path), path === '-' ? 'stdin' : printable(shown));
-    spools.push(spooled);
-    return spooled.path;
-  };
-  const argGroups: ArgGroup[] = [];
-  for (const g of storedItems ? [] : groups) argGroups.push(argGroup(g, g.file && (g.file === '-' || readOnce(g.file)) ? await spoolOf(g.file, g.shown!) : undefined));
-  const spooled = !storedItems && stdin && !asArgs ? await spoolOf(onceList ? resolve(cwd, sourceGiven) : '-', sourceGiven) : null;
+  const spools = new Spools();
+  const argGroups = storedItems ? [] : await readableGroups(groups, (path, shown) => spools.copy(path, shown));
+  const spooled = !storedItems && stdin && !asArgs ? await spools.copy(onceList ? resolve(cwd, sourceGiven) : '-', sourceGiven) : null;
   const splitPath = storedItems ? null : (spooled ?? source);
   const kind = splitPath === null || asArgs ? 'items' : sourceKind(splitPath, asItems);
   checkStages(settings, stored, existing, batchName, input.settings.handler !== undefined);
   if (!settings.handler && settings.stages.length === 0) {
-    const late = (cliFlags.groups ?? []).flatMap((g) => g.words).find((w) => /^--(exec|handler|job)(=|$)/.test(w));
-    throw new UsageError(
-      `no handler: give --exec 'COMMAND {}' or --handler ./module.js (a new batch has none stored)${late ? `; ${late.split('=')[0]} came after :::, where every word is an item: put the options before the first :::` : ''}`,
-    );
+    throw new UsageError(`no handler: give --exec 'COMMAND {}' or --handler ./module.js (a new batch has none stored)${lateOptions(cliFlags.groups ?? [])}`);
   }
   if (settings.handler?.kind === 'exec') checkTemplate(settings.handler.template, [], settings.output !== null, kind === 'items');
   const itemOutput = [settings.output, ...settings.stages.map((s) => s.output)].find((o) => o && ITEM_PLACEHOLDER.test(o.template));
@@ -183,7 +169,7 @@ export async function planRun(
         });
       return expandStages(sample ? sampled(make, sample) : make(), settings);
     },
-    doneReading: () => spools.forEach((s) => s.remove()),
+    doneReading: () => spools.remove(),
   };
   // An empty group, or linked groups of different lengths, is exit 2 before anything is written.
   if (asArgs && argGroups.length) checkArgGroups(argGroups, settings.items!);
@@ -332,17 +318,6 @@ function checkItemsMode(stored: JobSettings, settings: JobSettings, batch: strin
             : `a list of items separated by ${JSON.stringify(s.items.delimiter)} (-d)`;
   if (kind(stored) !== kind(settings)) {
     throw new UsageError(`batch ${printable(batch)} was created from ${kind(stored)}, not ${kind(settings)}; its task keys are made that way, so use a new --batch for this`);
-  }
-}
-
-/**
- * `:::` values are items already: JSON Lines and a delimiter read files. `-0` / `-d` apply to
- * the files of `::::` (and stdin), as in GNU parallel, and mean nothing without one.
- */
-function checkArgsMode(mode: JobSettings['items'] | undefined, files: boolean): void {
-  if (mode?.format === 'jsonl') throw new UsageError('--jsonl and --key-field read a JSON Lines list; the values after ::: are items as written: leave them out, or give the list with --items FILE');
-  if (mode?.delimiter !== undefined && !files) {
-    throw new UsageError(`${mode.delimiter === '\0' ? '-0' : '-d'} splits a file or stdin into items; the values after ::: are items already: leave it out (or give a file with :::: FILE)`);
   }
 }
 
