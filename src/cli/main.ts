@@ -5,6 +5,7 @@ import { processIo, type Io } from './io.js';
 import { hideStoreSecrets } from './process-secrets.js';
 import { packageVersion } from './version.js';
 import { describeLoss, lostStreams } from './lost-output.js';
+import { splitArgGroups } from './arg-groups.js';
 
 /**
  * `splitdance --version` (or `-V`) alone is answered before commander and the program's
@@ -28,7 +29,8 @@ export async function main(argv: string[], given?: Io): Promise<number> {
       return code;
     }
     const { buildProgram } = await import('./program.js');
-    await buildProgram(io, (c) => (code = c)).parseAsync(argv);
+    const { argv: options, groups } = splitArgGroups(argv);
+    await buildProgram(io, (c) => (code = c), groups).parseAsync(options);
     noteLostOutput(io);
     return code;
   } catch (err) {

@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { teach } from './help/teach.js';
 import { usageError } from './help/usage-errors.js';
 import type { Io } from './io.js';
+import type { RawArgGroup } from '../job/command-line-items.js';
 import { packageVersion } from './version.js';
 
 // No default ([]): help would show `(default: [])`, and an option not given stays absent.
@@ -11,7 +12,7 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
  * commander definitions only; each action hands its options to a plain async command
  * function, imported when its command runs so `status` does not load the runner (or zod).
  */
-export function buildProgram(io: Io, setExit: (code: number) => void): Command {
+export function buildProgram(io: Io, setExit: (code: number) => void, groups: RawArgGroup[] = []): Command {
   const program = new Command('splitdance')
     .description('Split a directory or a big file into tasks and run them reliably; rerun to resume after any crash.')
     .version(packageVersion())
@@ -34,6 +35,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       .option('--no-color', 'no colours (as --color=never; also NO_COLOR)');
 
   poolOptions(common(program.command('run [source]')))
+    .usage('[options] [source | ::: VALUES… | :::: FILE…]')
     .description('split <source> into tasks (idempotently) and run the batch to the end')
     .option('--job <file>', 'job file with run options (default ./splitdance.json when present); flags win')
     .option('--dry-run', 'print the plan and the command of the first 20 tasks (all with --verbose); write nothing')
@@ -61,12 +63,17 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--jsonl', 'the list is JSON Lines (also by its .jsonl/.ndjson name): one task per record')
     .option('--key-field <name>', "JSON Lines: key each record by this field (default: the record's canonical text)")
     .option('--colsep <regex>', 'split an item into {1}, {2}, … on this regex (default: whitespace)')
+    .option('-0, --null', 'a list\'s items end with a NUL, not a newline (find -print0)')
+    .option('-d, --delimiter <delim>', "a list's items end with DELIM (\\n, \\t, \\0, \\\\ or any text)")
+    .option('-a, --arg-file <file>', 'a file of items, as :::: FILE (repeatable)', collect)
     .option('--pipe', "--exec: the command reads its chunk's bytes, or its item, on stdin")
     .option('--max-failures <n>', 'stop claiming after N (or P%) tasks FAILED; exit 1')
     .option('--progress-interval <duration>', 'without a terminal, print progress this often (default 10s)')
     .option('--metrics-file <path>', "write the batch's Prometheus metrics to this file (node_exporter's textfile collector) every progress interval and at exit")
     .option('--history-warn <n>', 'warn when the store holds more attempts than this (default 1000000); see prune')
-    .action(async (source: string | undefined, opts, cmd: Command) => setExit(await (await import('./commands/run.js')).runCommand(source, withoutDefaults(opts, cmd), io)));
+    .action(async (source: string | undefined, opts, cmd: Command) =>
+      setExit(await (await import('./commands/run.js')).runCommand(source, { ...withoutDefaults(opts, cmd), ...(groups.length ? { groups } : {}) }, io)),
+    );
 
   program
     .command('schema')

@@ -35,3 +35,12 @@ export function checkBatchName(name: string): void {
   const why = name.includes('\0') ? 'a NUL character' : /\p{Surrogate}/u.test(name) ? 'a lone UTF-16 surrogate (not valid Unicode)' : null;
   if (why) throw new UsageError(`the batch name "${printable(name)}" holds ${why}; give --batch (or the job file's "batch") a name of ordinary text`);
 }
+
+/**
+ * The default batch of items given as `:::` / `::::` groups: `args-` and a hash of the working
+ * folder, the handler and the groups' kinds and files (not the values), so the same command
+ * with a value added resumes the batch and runs only the new combinations.
+ */
+export function argsBatchName(cwd: string, handler: string, shape: string): string {
+  return `args-${createHash('sha256').update(`${cwd}\0${handler}\0${shape}`).digest('hex').slice(0, 8)}`;
+}

@@ -1,7 +1,9 @@
 import { realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
-import { checkBatchName, defaultBatchName, expandBatchName, stdinBatchName } from './batch-name.js';
+import { argsBatchName, checkBatchName, defaultBatchName, expandBatchName, stdinBatchName } from './batch-name.js';
+import { checkArgsMode, checkGroupFile, checkNoOtherSource, groupsShape, lateOptions, plannedGroups, readableGroups, readOnce, Spools } from './command-line-items.js';
+import { ARGS_SOURCE, checkArgGroups } from '../split/arg-groups.js';
 import { findJobFile } from './job-file-path.js';
 import { DEFAULT_SETTINGS, describeHandler, mergeSettings, settingsOf, storedDefinition, type JobSettings } from './job-definition.js';
 import { inputFromFlags, invocationOf, layerInputs, printOf, type Invocation, type RawRunFlags, type RunInput } from './run-options.js';
@@ -78,36 +80,52 @@ export async function planRun(
   if (sourceArg !== undefined && cliFlags.items !== undefined) {
     throw new UsageError(`give the list either as the source or as --items, not both (got ${sourceArg} and --items ${cliFlags.items})`);
   }
-  const sourceGiven = sourceArg ?? input.source;
+  const groups = plannedGroups(cliFlags.groups ?? [], cliFlags.argFile ?? [], cwd);
+  if (groups.length) checkNoOtherSource(cliFlags, sourceArg);
+  const sourceGiven = groups.length ? ARGS_SOURCE : (sourceArg ?? input.source);
   if (sourceGiven === undefined) {
-    throw new UsageError(`no source: give one (\`splitdance run ./logs\`, \`--items list.txt\`, or \`run -\` for a list on stdin) or set "source" in ${jobPath ?? 'splitdance.json'}`);
+    throw new UsageError(`no source: give one (\`splitdance run ./logs\`, \`--items list.txt\`, \`::: a b c\`, or \`run -\` for a list on stdin) or set "source" in ${jobPath ?? 'splitdance.json'}`);
   }
-  const stdin = sourceGiven === '-';
-  const source = stdin ? '-' : resolve(cwd, sourceGiven);
+  // `retry-failed --run` runs what a batch of `:::` items stores: no groups are given again.
+  const asArgs = groups.length > 0 || (options.storedOnly === true && sourceGiven === ARGS_SOURCE);
+  // A list that can be read only once (`--items <(cmd)`, a FIFO) is read as stdin is: copied first, its batch named alike.
+  const onceList = !asArgs && sourceGiven !== '-' && sourceArg === undefined && input.items === true && readOnce(resolve(cwd, sourceGiven));
+  const stdin = sourceGiven === '-' || onceList;
+  const source = asArgs ? ARGS_SOURCE : stdin ? '-' : resolve(cwd, sourceGiven);
   const inv = invocationOf(input);
   if (inv.print && cliFlags.json) printOf(true, false, false, true); // a job file's "print" meets --json: refused the same way
   const batchName =
-    input.batch !== undefined ? expandBatchName(input.batch) : stdin ? stdinBatchName(cwd, describeHandler(input.settings.handler ?? null, input.settings.stages ?? [])) : defaultBatchName(source);
+    input.batch !== undefined
+      ? expandBatchName(input.batch)
+      : asArgs
+        ? argsBatchName(cwd, describeHandler(input.settings.handler ?? null, input.settings.stages ?? []), groupsShape(groups))
+        : stdin
+          ? stdinBatchName(cwd, describeHandler(input.settings.handler ?? null, input.settings.stages ?? []))
+          : defaultBatchName(source);
   if (batchName.trim() === '') throw new UsageError('--batch needs a non-empty name');
   checkBatchName(batchName);
   const existing = await findBatch(batchName);
   if (existing) checkSameSource(existing.source, source, batchName);
   const stored = existing ? settingsOf(storedDefinition(existing)) : DEFAULT_SETTINGS;
-  const asItems = stdin || (sourceArg === undefined && input.items === true) || stored.items !== null;
+  const asItems = asArgs || stdin || (sourceArg === undefined && input.items === true) || stored.items !== null;
   if (asItems && !input.settings.items && !stored.items) input.settings.items = { format: 'lines', keyField: null, colsep: null };
   if (!asItems && input.settings.items) {
-    throw new UsageError('--jsonl, --key-field and --colsep read a list of items: give it with --items FILE, or `run -` for stdin');
+    throw new UsageError('--jsonl, --key-field, --colsep, -0 and -d read a list of items: give it with --items FILE, or `run -` for stdin');
   }
+  if (asArgs) checkArgsMode(input.settings.items, groups.some((g) => g.file !== undefined));
   const { settings, changed } = mergeSettings(stored, input.settings);
   if (existing) checkItemsMode(stored, settings, batchName);
   // `retry-failed --run` runs what is stored: a list's items are in their tasks, so neither the list nor stdin is read.
   const storedItems = options.storedOnly === true && asItems && existing !== undefined;
-  const spool = !storedItems && stdin ? await (await import('../split/stdin-spool.js')).spoolStdin() : null;
-  const splitPath = storedItems ? null : (spool?.path ?? source);
-  const kind = splitPath === null ? 'items' : sourceKind(splitPath, asItems);
+  for (const g of groups) checkGroupFile(g);
+  const spools = new Spools();
+  const argGroups = storedItems ? [] : await readableGroups(groups, (path, shown) => spools.copy(path, shown));
+  const spooled = !storedItems && stdin && !asArgs ? await spools.copy(onceList ? resolve(cwd, sourceGiven) : '-', sourceGiven) : null;
+  const splitPath = storedItems ? null : (spooled ?? source);
+  const kind = splitPath === null || asArgs ? 'items' : sourceKind(splitPath, asItems);
   checkStages(settings, stored, existing, batchName, input.settings.handler !== undefined);
   if (!settings.handler && settings.stages.length === 0) {
-    throw new UsageError("no handler: give --exec 'COMMAND {}' or --handler ./module.js (a new batch has none stored)");
+    throw new UsageError(`no handler: give --exec 'COMMAND {}' or --handler ./module.js (a new batch has none stored)${lateOptions(cliFlags.groups ?? [])}`);
   }
   if (settings.handler?.kind === 'exec') checkTemplate(settings.handler.template, [], settings.output !== null, kind === 'items');
   const itemOutput = [settings.output, ...settings.stages.map((s) => s.output)].find((o) => o && ITEM_PLACEHOLDER.test(o.template));
@@ -144,15 +162,17 @@ export async function planRun(
           exclude: settings.exclude,
           chunkSize: settings.chunkSize,
           lines: settings.lines,
-          items: kind === 'items' ? { mode: settings.items!, shown: source } : null,
+          items: kind === 'items' ? { mode: settings.items!, shown: onceList ? sourceGiven : source, ...(asArgs ? { groups: argGroups } : {}) } : null,
           sizes: settings.fileState?.sizes ?? null,
           skip: storeFiles(db),
           onSkip,
         });
       return expandStages(sample ? sampled(make, sample) : make(), settings);
     },
-    doneReading: () => spool?.remove(),
+    doneReading: () => spools.remove(),
   };
+  // An empty group, or linked groups of different lengths, is exit 2 before anything is written.
+  if (asArgs && argGroups.length) checkArgGroups(argGroups, settings.items!);
   // A record that is not JSON, or lacks its --key-field, is exit 2 before anything is written.
   if (kind === 'items' && settings.items?.format === 'jsonl') for (const _ of plan.split());
   const store = storePaths(isPostgresUrl(db) ? null : db, logRoot(db, cwd));
@@ -286,7 +306,16 @@ function leftText(left: LeftTail): string {
  * and run again. `--colsep` may change: each item carries its own.
  */
 function checkItemsMode(stored: JobSettings, settings: JobSettings, batch: string): void {
-  const kind = (s: JobSettings) => (s.items === null ? 'a directory or a file' : s.items.format === 'jsonl' ? `JSON Lines${s.items.keyField ? ` keyed by --key-field ${s.items.keyField}` : ''}` : 'a list of lines');
+  const kind = (s: JobSettings) =>
+    s.items === null
+      ? 'a directory or a file'
+      : s.items.format === 'jsonl'
+        ? `JSON Lines${s.items.keyField ? ` keyed by --key-field ${s.items.keyField}` : ''}`
+        : s.items.delimiter === undefined
+          ? 'a list of lines'
+          : s.items.delimiter === '\0'
+            ? 'a list of NUL-separated items (-0)'
+            : `a list of items separated by ${JSON.stringify(s.items.delimiter)} (-d)`;
   if (kind(stored) !== kind(settings)) {
     throw new UsageError(`batch ${printable(batch)} was created from ${kind(stored)}, not ${kind(settings)}; its task keys are made that way, so use a new --batch for this`);
   }

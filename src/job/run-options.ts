@@ -9,6 +9,8 @@ import { checkMetricsPath } from '../status/metrics-file.js';
 import { checkResultsDir } from '../output/results-path.js';
 import type { JobSettings } from './job-definition.js';
 import type { ItemsMode } from '../split/items.js';
+import type { RawArgGroup } from './command-line-items.js';
+import { parseDelimiter } from './command-line-items.js';
 import { formatMs, parseCount, parseCountOrShare, parseDuration, parseFraction, parseNumber, parseSize, resolveCountOrShare, type CountOrShare } from './units.js';
 
 /**
@@ -55,6 +57,14 @@ export interface RawRunFlags {
   jsonl?: boolean;
   keyField?: string;
   colsep?: string;
+  /** `-0` / `--null`: the list's items end with a NUL. */
+  null?: boolean;
+  /** `-d DELIM`: the list's items end with DELIM (escapes as GNU parallel's). */
+  delimiter?: string;
+  /** Items given on the command line after `:::`, `::::`, `:::+`, `::::+` (split off argv before commander). */
+  groups?: RawArgGroup[];
+  /** `-a FILE` / `--arg-file FILE` (repeatable): as `:::: FILE`. */
+  argFile?: string[];
   pipe?: boolean;
   wait?: boolean;
   maxFailures?: string;
@@ -204,8 +214,15 @@ function itemsFromFlags(f: RawRunFlags): ItemsMode | undefined {
   if (f.items !== undefined && f.items.trim() === '') throw new UsageError("--items needs a list file, or - for stdin (e.g. --items urls.txt)");
   if (f.keyField !== undefined && f.keyField === '') throw new UsageError('--key-field is empty; give the name of a field of every record, e.g. --key-field id');
   if (f.colsep !== undefined) checkColsep(f.colsep, '--colsep');
-  if (f.items === undefined && !f.jsonl && f.keyField === undefined && f.colsep === undefined) return undefined;
-  return itemsMode(f.items, f.jsonl, f.keyField, f.colsep);
+  if (f.null && f.delimiter !== undefined) throw new UsageError('give either -0 (--null) or -d DELIM, not both: -0 is -d \\0');
+  const delimiter = f.null ? '\0' : f.delimiter !== undefined ? parseDelimiter(f.delimiter) : undefined;
+  if (f.items === undefined && !f.jsonl && f.keyField === undefined && f.colsep === undefined && delimiter === undefined) return undefined;
+  const mode = itemsMode(f.items, f.jsonl, f.keyField, f.colsep);
+  if (delimiter === undefined) return mode;
+  if (mode.format === 'jsonl') {
+    throw new UsageError(`${f.null ? '-0' : '-d'} splits a list into items on ${f.null ? 'NULs' : 'a delimiter'}; JSON Lines are one record per line: leave out ${f.null ? '-0' : '-d'}, or --jsonl/--key-field (and a .jsonl name) to read plain items`);
+  }
+  return { ...mode, delimiter };
 }
 
 /** A list is JSON Lines when asked (`--jsonl`, or by `--key-field`) or by its name (`.jsonl`, `.ndjson`). */

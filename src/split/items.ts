@@ -14,6 +14,16 @@ export interface ItemsMode {
   keyField: string | null;
   /** `--colsep`: the regex source that splits an item into `{1}`, `{2}`…; null: whitespace. */
   colsep: string | null;
+  /**
+   * `-0` / `-d DELIM`: the text between two items (`\0` for -0), exact; absent: lines (a CR
+   * before the LF is not part of an item). Stored only when given, so older batches compare equal.
+   */
+  delimiter?: string;
+}
+
+/** The bytes that separate the items of a list read in `mode`: null for lines. */
+export function delimiterBytes(mode: { delimiter?: string }): Buffer | null {
+  return mode.delimiter === undefined ? null : Buffer.from(mode.delimiter, 'utf8');
 }
 
 /**
@@ -21,14 +31,15 @@ export interface ItemsMode {
  * line, however long the list). `shown` is the path written in payloads and messages (`-` for
  * stdin, whose bytes were spooled to `path`). Empty lines are skipped; a CR before the LF is
  * not part of the item. A line that is not valid UTF-8 keeps its exact bytes (`bytes`, base64).
- * A line longer than MAX_ITEM_BYTES is exit 2 naming it.
+ * A line longer than MAX_ITEM_BYTES is exit 2 naming it. With a delimiter (`-0`, `-d`) the
+ * items are what lies between two, exactly (listLines).
  */
 export function* readItems(path: string, shown: string, mode: ItemsMode): Generator<TaskSpec> {
   if (mode.format === 'jsonl') {
     yield* readRecords(path, shown, mode);
     return;
   }
-  for (const { bytes: line } of listLines(path, shown)) {
+  for (const { bytes: line } of listLines(path, shown, delimiterBytes(mode))) {
     if (line.length === 0) continue;
     const valid = isUtf8(line);
     const item = line.toString('utf8');

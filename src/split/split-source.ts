@@ -2,6 +2,7 @@ import { accessSync, constants, statSync } from 'node:fs';
 import { UsageError } from '../errors.js';
 import type { TaskSpec } from '../store/task-store.js';
 import { chunkFile, type ChunkMode } from './chunk-file.js';
+import { readArgGroups, type ArgGroup } from './arg-groups.js';
 import { readItems, type ItemsMode } from './items.js';
 import { walkDirectory } from './walk-directory.js';
 
@@ -13,7 +14,7 @@ export interface SplitOptions {
   /** A file source: the sizes its batch chunked it at (file-growth.ts); absent for a batch stored without them. */
   sizes?: number[] | null;
   /** A list source: how it is read, and the name its items carry (`-` for stdin). */
-  items?: { mode: ItemsMode; shown: string } | null;
+  items?: { mode: ItemsMode; shown: string; groups?: ArgGroup[] } | null;
   /** Absolute paths the walk must not list (the store and its folder). */
   skip: string[];
   onSkip?: (path: string, reason: string) => void;
@@ -33,7 +34,7 @@ export function sourceKind(source: string, items = false): SourceKind {
   }
   if (items && stats.isDirectory()) throw new UsageError(`--items ${source} is a directory; give a list file (one item per line), or run the directory itself without --items`);
   if (!stats.isDirectory() && !stats.isFile()) {
-    throw new UsageError(`source ${source} is neither a directory nor a regular file${items ? '' : '; a list on stdin is `run -`'}`);
+    throw new UsageError(`source ${source} is neither a directory nor a regular file${items ? '' : '; a list on stdin is `run -`, from a command `--items <(cmd)`'}`);
   }
   try {
     accessSync(source, constants.R_OK | (stats.isDirectory() ? constants.X_OK : 0));
@@ -46,6 +47,7 @@ export function sourceKind(source: string, items = false): SourceKind {
 /** The Splitter: a source becomes a stream of task specs with stable keys. */
 export function splitSource(source: string, kind: SourceKind, options: SplitOptions): Generator<TaskSpec> {
   if (kind === 'directory') return walkDirectory(source, options);
+  if (kind === 'items' && options.items!.groups) return readArgGroups(options.items!.groups, options.items!.mode);
   if (kind === 'items') return readItems(source, options.items!.shown, options.items!.mode);
   const mode: ChunkMode = options.lines ? { kind: 'lines', lines: options.lines } : { kind: 'bytes', chunkSize: options.chunkSize };
   return chunkFile(source, mode, options.sizes ?? undefined);

@@ -26,14 +26,14 @@ export interface StdinSpool {
  * before that (SIGKILL) cannot: its folder names its owner (`owner`, a lease owner id), and the
  * next `run -` on this machine removes the folders of owners that are provably dead.
  */
-export async function spoolStdin(stdin: NodeJS.ReadStream = process.stdin): Promise<StdinSpool> {
+export async function spoolStdin(stdin: NodeJS.ReadableStream & { isTTY?: boolean } = process.stdin, what = 'stdin'): Promise<StdinSpool> {
   if (stdin.isTTY) throw new UsageError('`run -` reads a list from stdin, which is a terminal here; pipe one in (`ls | splitdance run - --exec …`) or give --items FILE');
   removeDeadSpools(tmpdir());
   let dir: string;
   try {
     dir = mkdtempSync(join(tmpdir(), PREFIX));
   } catch (err) {
-    throw noRoom(err);
+    throw noRoom(err, what);
   }
   const remove = () => {
     process.off('exit', remove);
@@ -55,7 +55,7 @@ export async function spoolStdin(stdin: NodeJS.ReadStream = process.stdin): Prom
     return { path, remove };
   } catch (err) {
     remove();
-    throw (err as NodeJS.ErrnoException).syscall === 'read' ? err : noRoom(err);
+    throw (err as NodeJS.ErrnoException).syscall === 'read' ? err : noRoom(err, what);
   } finally {
     for (const s of unhandled) process.off(s, onSignal);
   }
@@ -89,11 +89,11 @@ export function removeDeadSpools(dir: string): void {
 }
 
 /** $TMPDIR missing, full, read-only or not ours: the run cannot keep its list (exit 4), with the ways on. */
-function noRoom(err: unknown): Error {
+function noRoom(err: unknown, what = 'stdin'): Error {
   const e = err as NodeJS.ErrnoException;
   if (typeof e.code !== 'string' || !e.syscall) return e;
   const why = { ENOENT: 'no such folder', ENOSPC: 'no space left', EDQUOT: 'over the disk quota', EACCES: 'not writable', EROFS: 'read-only', ENOTDIR: 'not a folder' }[e.code];
   return new ResourceError(
-    `\`run -\` could not copy stdin into ${printable(tmpdir())} (${why ? `${why}, ` : ''}${e.code}): set TMPDIR to a writable folder with room for the list, or give it with --items FILE`,
+    `${what === 'stdin' ? '`run -`' : 'splitdance'} could not copy ${what} into ${printable(tmpdir())} (${why ? `${why}, ` : ''}${e.code}): set TMPDIR to a writable folder with room for the list, or give it with --items FILE`,
   );
 }

@@ -24,6 +24,11 @@ export interface TaskPayload {
   record?: unknown;
   /** An item that is not valid UTF-8: its exact bytes, base64 (`item` then holds a lossy text). */
   bytes?: string;
+  /**
+   * An item given as `:::` / `::::` groups: its values, exactly, one per group (`{1}`, `{2}`…);
+   * `item` is them joined by a space (`{}`).
+   */
+  args?: string[];
   /** `--colsep` of the list: the regex that splits `item` into `{1}`, `{2}`… (absent: whitespace). */
   colsep?: string;
   /**

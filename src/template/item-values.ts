@@ -35,18 +35,25 @@ function colsepPattern(source: string): RegExp {
 }
 const colseps = new Map<string, RegExp>();
 
-/** `{1}`, `{2}`…: the item split on its `--colsep` regex, or on runs of whitespace (leading and trailing ignored). */
+/**
+ * `{1}`, `{2}`…: the values of `:::` groups, or the item split on its `--colsep` regex, or on
+ * runs of whitespace (leading and trailing ignored).
+ */
 export function fieldsOf(payload: TaskPayload): string[] {
   const text = itemText(payload);
-  if (payload.colsep !== undefined) {
-    const fields = splitWithin(text, colsepPattern(payload.colsep), SPLIT_BUDGET_MS);
-    if (fields === null) {
-      throw new PermanentError(`--colsep ${JSON.stringify(payload.colsep)}: took over ${SPLIT_BUDGET_MS / 1000} s to split this item of ${text.length} characters (each field's search reads far ahead); use a simpler separator`);
-    }
-    return fields;
-  }
+  // Values of `:::` groups are the fields themselves, each split again only on a --colsep.
+  if (payload.args !== undefined) return payload.colsep === undefined ? payload.args : payload.args.flatMap((v) => splitOn(v, payload.colsep!));
+  if (payload.colsep !== undefined) return splitOn(text, payload.colsep);
   const trimmed = text.trim();
   return trimmed === '' ? [] : trimmed.split(/\s+/);
+}
+
+function splitOn(text: string, colsep: string): string[] {
+  const fields = splitWithin(text, colsepPattern(colsep), SPLIT_BUDGET_MS);
+  if (fields === null) {
+    throw new PermanentError(`--colsep ${JSON.stringify(colsep)}: took over ${SPLIT_BUDGET_MS / 1000} s to split this item of ${text.length} characters (each field's search reads far ahead); use a simpler separator`);
+  }
+  return fields;
 }
 
 /**

@@ -126,7 +126,7 @@ describe('run, worker and retry-failed through main(): exit 2 naming the flag, n
     ],
     [
       ['run', '--exec', 'true'],
-      'no source: give one (`splitdance run ./logs`, `--items list.txt`, or `run -` for a list on stdin) or set "source" in splitdance.json',
+      'no source: give one (`splitdance run ./logs`, `--items list.txt`, `::: a b c`, or `run -` for a list on stdin) or set "source" in splitdance.json',
     ],
     [['worker', '-j', '0'], '-j/--concurrency expects a whole number of at least 1; got "0"'],
     [['worker', '--lease', '10ms'], '--lease must be at least 1s (shorter cannot be honoured); got 10ms'],
@@ -167,6 +167,40 @@ describe("commander's own refusals through main(): exit 2 in splitdance's words,
       const r = await mainIn(dir, argv);
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(said);
+      expect(readdirSync(dir)).toEqual([]);
+    });
+  }
+});
+
+describe("GNU parallel's input sources and what its users type: exit 2 naming the fix, nothing written", () => {
+  // [argv, what stderr says]
+  const cases: [string[], RegExp][] = [
+    [['run', '--exec', 'echo {}', ':::'], /^splitdance: error: ::: is followed by no values; give ::: a b c, or leave it out/],
+    [['run', '--exec', 'echo {}', ':::', 'a', '::::'], /^splitdance: error: :::: is followed by no file; give :::: FILE, or leave it out/],
+    [['run', 'src', '--exec', 'echo {}', ':::', 'a'], /^splitdance: error: give the items either as the source src or after :::, not both/],
+    [['run', '--items', 'l.txt', '--exec', 'echo {}', ':::', 'a'], /^splitdance: error: give the items either as --items l.txt or after :::, not both/],
+    [['run', '--exec', 'echo {}', ':::', 'a', 'b', ':::+', '1'], /^splitdance: error: the :::\+ group 2 is linked to the ::: group 1 value by value, but has 1 values and that one 2/],
+    [['run', '--exec', 'echo {}', '::::', 'nowhere.txt'], /^splitdance: error: :::: nowhere.txt: no such file; give a file of items/],
+    [['run', '--exec', 'echo {}', '::::', '-0'], /^splitdance: error: :::: -0: no such file; .*\(options go before the first ::: or ::::\)$/m],
+    [['run', ':::', 'a', '--exec', 'echo {}'], /^splitdance: error: no handler: .*; --exec came after :::, where every word is an item: put the options before the first :::$/m],
+    [['run', '--exec', 'echo {}', '-0', ':::', 'a'], /^splitdance: error: -0 splits a file or stdin into items; the values after ::: are items already/],
+    [['run', '-', '-0', '--jsonl', '--exec', 'echo {}'], /^splitdance: error: -0 splits a list into items on NULs; JSON Lines are one record per line/],
+    [['run', '-', '-0', '-d', ',', '--exec', 'echo {}'], /^splitdance: error: give either -0 \(--null\) or -d DELIM, not both/],
+    [['run', '-', '-d', '', '--exec', 'echo {}'], /^splitdance: error: -d is empty/],
+    [['run', 'src', '-0', '--exec', 'echo {}'], /^splitdance: error: --jsonl, --key-field, --colsep, -0 and -d read a list of items/],
+    [['run', 'a.log', 'b.log', '--exec', 'echo {}'], /too many arguments for 'run'.*\n\(a glob such as \*\.log gives run many paths; run takes one source: write\nrun \. --include '\*\.log', or run --exec 'CMD \{\}' ::: \*\.log\)\n/],
+    ...(['-n', '-N', '-X', '-m'] as const).map((flag): [string[], RegExp] => [
+      ['run', '-', flag, '2', '--exec', 'echo {}'],
+      new RegExp(`unknown option '${flag}'\\n\\(${flag}, several items in one command, comes with the issue "Many items per\\ncommand, each still its own task"; until then each item is one task and one\\ncommand: leave ${flag} out\\)`),
+    ]),
+  ];
+  for (const [argv, said] of cases) {
+    it(`splitdance ${shown(argv)}`, async () => {
+      const dir = tempDir();
+      const r = await mainIn(dir, argv);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(said);
+      for (const line of r.stderr.split('\n').slice(1)) expect(line.length, line).toBeLessThanOrEqual(80);
       expect(readdirSync(dir)).toEqual([]);
     });
   }

@@ -25,7 +25,7 @@ export interface CommandModel {
   fileOperand: boolean;
 }
 
-const FILE_VALUES = new Set(['--db', '--job', '--handler', '--html', '--metrics-file']);
+const FILE_VALUES = new Set(['--db', '--job', '--handler', '--html', '--metrics-file', '--arg-file']);
 
 function completes(long: string | undefined): OptionModel['completes'] {
   if (long === '--batch') return 'batches';

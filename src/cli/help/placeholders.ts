@@ -17,7 +17,7 @@ export const PLACEHOLDER_HELP: [spellings: string[], meaning: string][] = [
   [['{batch}', '{#}'], 'the batch name, the task sequence number'],
   [['{stage}', '{inputs.STAGE.FIELD}'], "with stages: the stage, a field of a needed stage's result"],
   [['{out}'], 'with --output: the temporary file the attempt writes ($SPLITDANCE_OUT too)'],
-  [['{item}', '{1}', '{item.FIELD}'], "an item of a list (--items, run -): its text ({} too), its fields (--colsep), a JSON record's field"],
+  [['{item}', '{1}', '{item.FIELD}'], "an item (--items, run -, :::): its text ({} too), fields (::: groups, --colsep), a JSON record's field"],
 ];
 
 /** The "Placeholders:" block of `run --help`. */

@@ -4,6 +4,19 @@
  * flag that GNU parallel, xargs, rush or pueue users type gets its spelling here rather than
  * commander's nearest name (`--halt` is not a typo of `--help`).
  */
+function MANY_ITEMS(flag: string): string {
+  return (
+    `${flag}, several items in one command, comes with the issue "Many items per\n` +
+    `command, each still its own task"; until then each item is one task and one\n` +
+    `command: leave ${flag} out`
+  );
+}
+
+/** `run *.log`: the shell's glob gave run many paths; run takes one source. */
+const MANY_SOURCES =
+  "a glob such as *.log gives run many paths; run takes one source: write\n" +
+  "run . --include '*.log', or run --exec 'CMD {}' ::: *.log";
+
 const PEER_FLAGS: Record<string, string> = {
   '--halt': "GNU parallel's --halt is --max-failures N or P% here; running attempts finish",
   '--joblog': 'the store is the job log: splitdance tasks, show KEY and logs KEY read it',
@@ -16,8 +29,13 @@ const PEER_FLAGS: Record<string, string> = {
   '--max-procs': 'xargs --max-procs is -j N (or --jobs N, -P N) here',
   '--line-buffer': "each attempt's output goes to its log: splitdance logs KEY",
   '--ungroup': "each attempt's output goes to its log: splitdance logs KEY",
-  '--arg-file': 'a list of items to run on is a source: see the items page of the docs',
-  '-a': 'a list of items to run on is a source: see the items page of the docs',
+  '-n': MANY_ITEMS('-n'),
+  '--max-args': MANY_ITEMS('--max-args'),
+  '-N': MANY_ITEMS('-N'),
+  '--max-replace-args': MANY_ITEMS('--max-replace-args'),
+  '-X': MANY_ITEMS('-X'),
+  '-m': MANY_ITEMS('-m'),
+  '--xargs': MANY_ITEMS('--xargs'),
   '--sshlogin': 'no ssh here: share a PostgreSQL store (--db postgres://…) and run splitdance worker on each machine',
   '-S': 'no ssh here: share a PostgreSQL store (--db postgres://…) and run splitdance worker on each machine',
   '--dryrun': 'did you mean --dry-run?',
@@ -34,5 +52,6 @@ export function usageError(text: string): string {
     out = out.replace(/\n\(Did you mean (--?[\w-]+)\?\)/, (whole, near: string) => (peer || near === '--help' ? '' : whole));
     if (peer) out = out.replace(/\n?$/, `\n(${peer})\n`);
   }
+  if (/too many arguments for 'run'/.test(out)) out = out.replace(/\n?$/, `\n(${MANY_SOURCES})\n`);
   return out;
 }
