@@ -1,0 +1,34 @@
+/** The specs of an enqueue, cut into the chunks both stores stage at a time. */
+import type { TaskSpec } from '../records.js';
+
+/** Specs per staging chunk: one round trip (PostgreSQL) or one transaction (SQLite) each. */
+export const STAGING_ROWS = 5000;
+/**
+ * Payload bytes per staging chunk. A list's items are small, but a block of stdin (`run -
+ * --pipe`) holds up to 16 MiB: 5000 of them would be 80 GB in memory at once. A chunk ends
+ * when either bound is reached, so memory holds about 32 MiB of payloads, whatever the source.
+ */
+export const STAGING_BYTES = 32 * 1024 * 1024;
+
+export interface StagedSpec {
+  spec: TaskSpec;
+  /** The spec's payload as stored: JSON text, made once. */
+  payload: string;
+}
+
+/** `specs`, a chunk at a time, each with its payload's text. */
+export function* stagingChunks(specs: Iterable<TaskSpec>, rows = STAGING_ROWS, bytes = STAGING_BYTES): Generator<StagedSpec[]> {
+  let chunk: StagedSpec[] = [];
+  let size = 0;
+  for (const spec of specs) {
+    const payload = JSON.stringify(spec.payload);
+    chunk.push({ spec, payload });
+    size += payload.length;
+    if (chunk.length >= rows || size >= bytes) {
+      yield chunk;
+      chunk = [];
+      size = 0;
+    }
+  }
+  if (chunk.length) yield chunk;
+}
