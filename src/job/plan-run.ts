@@ -99,7 +99,7 @@ export async function planRun(
   const asItems = stdin || (sourceArg === undefined && input.items === true) || stored.items !== null;
   const blocks = sourceArg === '-' && pipes(input.settings.handler ?? stored.handler);
   if (blocks) blockInput(input, cliFlags, existing !== undefined);
-  else if (asItems) refuseChunking(input, cliFlags, stdin);
+  else if (asItems) refuseChunking(input, cliFlags, sourceArg === '-');
   if (asItems && !input.settings.items && !stored.items) input.settings.items = { format: 'lines', keyField: null, colsep: null };
   if (!asItems && input.settings.items) {
     throw new UsageError('--jsonl, --key-field and --colsep read a list of items: give it with --items FILE, or `run -` for stdin');
@@ -336,13 +336,15 @@ function blockInput(input: RunInput, flags: RawRunFlags, existing: boolean): voi
  * A list (`--items`, or stdin without `--pipe`) is one task per item: a chunk size or a line
  * count given for it would be ignored, so it is exit 2 saying what cuts what.
  */
-function refuseChunking(input: RunInput, flags: RawRunFlags, stdin: boolean): void {
+function refuseChunking(input: RunInput, flags: RawRunFlags, stdinSource: boolean): void {
   if (input.settings.chunkSize === undefined && input.settings.lines === undefined) return;
   const flag = flags.block !== undefined ? '--block' : flags.chunkSize !== undefined ? '--chunk-size' : flags.lines !== undefined ? '--lines' : input.settings.lines !== undefined ? 'the job file\'s "lines"' : 'the job file\'s "chunkSize"';
   throw new UsageError(
-    stdin
+    stdinSource
       ? `${flag} cuts stdin into blocks only with --pipe: a list on stdin is one task per line; add --pipe to cut it into blocks (run - --pipe --block 1MiB --exec CMD), or leave ${flag} out`
-      : `${flag} cuts a file into chunks; --items reads a list, one task per item: leave ${flag} out, or run the file itself in chunks (run FILE --pipe ${flag === '--lines' ? '--lines N' : '--chunk-size 1MiB'})`,
+      : flags.items === '-'
+        ? `${flag} cuts stdin into blocks as \`run - --pipe\`; --items - reads a list, one task per item: give stdin as the source (run - --pipe --block 1MiB), or leave ${flag} out`
+        : `${flag} cuts a file into chunks; --items reads a list, one task per item: leave ${flag} out, or run the file itself in chunks (run FILE --pipe ${flag === '--lines' ? '--lines N' : '--chunk-size 1MiB'})`,
   );
 }
 

@@ -65,7 +65,7 @@ function readRange(fd: number, start: number, end: number): Buffer {
 function tooBig(start: number, end: number, mode: ChunkMode): never {
   const why = mode.kind === 'lines' ? `its ${mode.lines} lines are` : 'a line longer than --block makes it';
   throw new UsageError(
-    `stdin, the block at byte ${start}: ${why} ${formatBytes(end - start)}, over ${formatBytes(MAX_BLOCK_BYTES)}, the limit of one block; ` +
+    `stdin, the block at byte ${start}: ${why} ${end - start} bytes, over ${formatBytes(MAX_BLOCK_BYTES)}, the limit of one block; ` +
       `save the stream to a file and run it in chunks (run FILE --pipe --chunk-size 64MiB)${mode.kind === 'lines' ? ', or give fewer --lines' : ''}`,
   );
 }
