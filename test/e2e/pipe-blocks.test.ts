@@ -111,6 +111,9 @@ describe('run - --pipe', () => {
     const big = await runCli(['run', '-', '--pipe', '--block', '64M', '--exec', 'wc -l'], { cwd: dir, input: '1\n2\n' });
     expect(big.code).toBe(2);
     expect(big.stderr).toMatch(/--block 64M: a block of stdin is stored with its task, at most 16 MiB/);
+    const dry = await runCli(['run', '-', '--pipe', '--block', '100K', '--exec', 'wc -l', '--dry-run'], { cwd: dir, input: seq(100_000) });
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toMatch(/source {3}stdin \(blocks, 100 KB per block\)\n.*\ntasks {4}6; first items: stdin:00000:[0-9a-f]{16}, /);
     expect(existsSync(join(dir, '.splitdance'))).toBe(false);
   });
 });
