@@ -19,7 +19,7 @@ export async function startAndDrive(
   plan: RunPlan,
   flags: RawRunFlags,
   io: Io,
-  options: { beforeWrite?: PlannedStart['beforeWrite']; definitionChanged?: boolean } = {},
+  options: { beforeWrite?: PlannedStart['beforeWrite']; definitionChanged?: boolean; sayNothingRan?: boolean } = {},
 ): Promise<number> {
   const db = givenDb(flags.db, io);
   const signals = watchSignalsDuringStartup();
@@ -39,7 +39,7 @@ export async function startAndDrive(
     signals.dispose(); // the coordinator's drain handlers take over
   }
   if ('signal' in start) return interruptedBeforeStart(start.signal, io);
-  return driveRun(start.started, flags, io, { definitionChanged: options.definitionChanged });
+  return driveRun(start.started, flags, io, { definitionChanged: options.definitionChanged, sayNothingRan: options.sayNothingRan });
 }
 
 /** Drives `started` to its end with a reporter for `flags`; returns the exit code. Its pool (and a store the start opened) are closed however it ends. */
@@ -47,13 +47,14 @@ export async function driveRun(
   started: StartedRun,
   flags: Pick<RawRunFlags, 'json' | 'quiet' | 'color' | 'db'>,
   io: Io,
-  options: { definitionChanged?: boolean } = {},
+  options: { definitionChanged?: boolean; sayNothingRan?: boolean } = {},
 ): Promise<number> {
   try {
     const { store, batch, pool, run } = started;
     const reporter = RunReporter.forFlags(io, flags, run.inv.progressIntervalMs, () => store.counts(batch.id));
     reporter.tag = run.inv.print?.tag ?? false;
     reporter.definitionChanged = options.definitionChanged ?? false;
+    if (options.sayNothingRan) reporter.nothingRan = { outputs: run.settings.output !== null || run.settings.stages.some((s) => s.output !== undefined) };
     return await runBatch(store, batch, pool, run, reporter);
   } finally {
     await started.close();

@@ -42,7 +42,7 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
     /** Tasks whose declared output is newer than their input: recorded SUCCESS without running (not with --force). */
     upToDate,
     firstKeys: first,
-    chunking: plan.kind === 'file' ? (s.lines ? { lines: s.lines } : { chunkSize: s.chunkSize }) : null,
+    chunking: plan.kind === 'file' || s.items?.format === 'blocks' ? (s.lines ? { lines: s.lines } : { chunkSize: s.chunkSize }) : null,
     sample: plan.sample,
     handler: s.handler,
     output: s.output?.template ?? null,
@@ -69,7 +69,7 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
   }
   const out = [
     `dry run: nothing is written`,
-    `source   ${plan.source === '-' ? 'stdin' : printable(plan.source)} (${plan.kind}${result.chunking ? `, ${s.lines ? `${s.lines} lines` : `${size(s.chunkSize)}`} per chunk` : ''})`,
+    `source   ${plan.source === '-' ? 'stdin' : printable(plan.source)} (${s.items?.format === 'blocks' ? 'blocks' : plan.kind}${result.chunking ? `, ${s.lines ? `${s.lines} lines` : `${size(s.chunkSize)}`} per ${s.items?.format === 'blocks' ? 'block' : 'chunk'}` : ''})`,
     `batch    ${plan.batchName}${plan.existing ? ' (exists)' : ' (new)'} in store ${storeName}`,
     `tasks    ${count}${plan.existing ? `, ${result.inserted} new` : ''}${plan.sample ? ' (sampled)' : ''}; first${plan.kind === 'items' ? ' items' : ''}: ${first.map((k) => printable(k)).join(', ')}${count > first.length ? ', …' : ''}`,
     ...(outputs ? [`outputs  ${upToDate} of ${count} task(s) up to date: they would be recorded SUCCESS without running (--force runs them)`] : []),

@@ -11,7 +11,7 @@ import { longInterval, type LongTimer } from '../long-timer.js';
 import { plural, printable } from './format.js';
 import { line, liveTerminal, type Io } from './io.js';
 import { colors } from './colors.js';
-import { givenDb, suggest } from './suggest.js';
+import { givenDb, shellWord, suggest } from './suggest.js';
 import { monotonicMs } from '../wall-steps.js';
 import { ErrorKinds, FailureDigest, MAX_KINDS } from './failure-digest.js';
 
@@ -26,6 +26,9 @@ export class RunReporter implements BatchObserver {
   /** The rate counts from the run's start, not from when the workers were still starting. */
   private started = monotonicMs();
   private finishedHere = 0;
+  /** Attempts that ended in this run (also those retried later), and tasks it added: both 0 when it ran nothing. */
+  private attemptsHere = 0;
+  private insertedHere = 0;
   /** Tasks this run recorded SUCCESS without running: their declared output was up to date. */
   private upToDateHere = 0;
   private bars: cliProgress.MultiBar | null = null;
@@ -40,6 +43,12 @@ export class RunReporter implements BatchObserver {
   tag = false;
   /** This run replaced the batch's handler or output: FAILED tasks keep their old failure until retried, with the new one. */
   definitionChanged = false;
+  /**
+   * `run` (not `worker` or `retry-failed --run`): a run that finds every task already finished
+   * and runs nothing says so, and how to run them again (SPEC §6: never a silent no-op).
+   * `outputs`: the batch declares outputs, so a new batch would find them up to date (`--force`).
+   */
+  nothingRan: { outputs: boolean } | null = null;
 
   constructor(
     private readonly io: Io,
@@ -59,6 +68,7 @@ export class RunReporter implements BatchObserver {
 
   start(info: RunStart): void {
     this.started = monotonicMs();
+    this.insertedHere = info.inserted;
     if (this.mode === 'json') {
       this.event({ event: 'start', ...info });
     } else if (this.mode !== 'quiet') {
@@ -87,6 +97,7 @@ export class RunReporter implements BatchObserver {
 
   attemptEnded(task: ClaimedTask, s: Settlement, status: TaskStatus): void {
     const terminal = status !== 'PENDING';
+    this.attemptsHere++;
     if (terminal) this.finishedHere++;
     if (s.upToDate) this.upToDateHere++;
     if (this.mode === 'json') {
@@ -156,11 +167,30 @@ export class RunReporter implements BatchObserver {
     if (k.pending + k.retrying + k.running + k.queued) parts.push(`${k.pending + k.retrying + k.running + k.queued} unfinished`);
     const head = summary.exitCode === 0 ? this.c.green('done') : this.c.yellow(summary.reason);
     this.human(`${head}: ${parts.join(', ')} of ${k.total} in ${formatMs(summary.elapsedMs)} (batch ${printable(summary.batch)})`);
+    this.sayNothingRan(summary);
     if (k.failed) {
       const target = { batch: summary.batch, db: givenDb(this.dbFlag, this.io) };
       const retry = this.definitionChanged ? 'retry them with the new handler, now stored' : 'retry them';
       this.human(`see the failures: ${suggest(target, ['status'])}; ${retry}: ${suggest(target, ['retry-failed', '--run'])}`);
     }
+  }
+
+  /**
+   * Every task was already finished and this run added none and ran none: one line saying so
+   * (a second run of a stdin one-liner prints nothing on stdout), and one with the way to run
+   * them again (a new batch; with `--force` where declared outputs would be up to date) when
+   * all succeeded; with failures the next line names `retry-failed --run`. 80 columns each
+   * for a batch name of up to about 20 characters (a default stdin batch is 14).
+   */
+  private sayNothingRan(summary: RunSummary): void {
+    const k = summary.counts;
+    if (!this.nothingRan || this.attemptsHere > 0 || this.insertedHere > 0 || k.total === 0) return;
+    if (k.pending + k.retrying + k.running + k.queued > 0) return;
+    const all = k.failed + k.cancelled === 0;
+    const one = k.total === 1;
+    const tasks = one ? 'the one task' : `all ${k.total} tasks`;
+    this.human(`nothing ran: ${tasks} of batch ${printable(summary.batch)} ${all ? (one ? 'was' : 'were') : 'had'} already ${all ? 'done' : 'finished'}`);
+    if (all) this.human(`to run ${one ? 'it' : 'them'} again, add --batch ${printable(shellWord(`${summary.batch}-2`))}${this.nothingRan.outputs ? ' --force' : ''} (a new batch)`);
   }
 
   /**

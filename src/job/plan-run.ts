@@ -16,6 +16,8 @@ import { templateWarnings } from './template-warnings.js';
 import { formatMs } from './units.js';
 import { plural, printable } from '../printable.js';
 import { compareFile, firstState, STILL_MS, type LeftTail } from '../split/file-growth.js';
+import { DEFAULT_BLOCK, MAX_BLOCK_BYTES } from '../split/stdin-blocks.js';
+import { formatBytes } from '../stored-text.js';
 import { storePathAt, storePaths } from '../replaceable-path.js';
 import { isPostgresUrl, logRoot } from '../store/open-store.js';
 import type { TaskSpec } from '../store/task-store.js';
@@ -94,13 +96,15 @@ export async function planRun(
   const source = asArgs ? ARGS_SOURCE : stdin ? '-' : resolve(cwd, sourceGiven);
   const inv = invocationOf(input);
   if (inv.print && cliFlags.json) printOf(true, false, false, true); // a job file's "print" meets --json: refused the same way
+  // Stdin in blocks (`run - --pipe`) and the same command's list (`--items - --pipe`) are two batches: their keys differ.
+  const stdinWork = `${describeHandler(input.settings.handler ?? null, input.settings.stages ?? [])}${sourceArg === '-' && pipes(input.settings.handler) ? ' (blocks)' : ''}`;
   const batchName =
     input.batch !== undefined
       ? expandBatchName(input.batch)
       : asArgs
         ? argsBatchName(cwd, describeHandler(input.settings.handler ?? null, input.settings.stages ?? []), groupsShape(groups))
         : stdin
-          ? stdinBatchName(cwd, describeHandler(input.settings.handler ?? null, input.settings.stages ?? []))
+          ? stdinBatchName(cwd, stdinWork)
           : defaultBatchName(source);
   if (batchName.trim() === '') throw new UsageError('--batch needs a non-empty name');
   checkBatchName(batchName);
@@ -108,6 +112,9 @@ export async function planRun(
   if (existing) checkSameSource(existing.source, source, batchName);
   const stored = existing ? settingsOf(storedDefinition(existing)) : DEFAULT_SETTINGS;
   const asItems = asArgs || stdin || (sourceArg === undefined && input.items === true) || stored.items !== null;
+  const blocks = sourceArg === '-' && pipes(input.settings.handler ?? stored.handler);
+  if (blocks) blockInput(input, cliFlags, existing !== undefined);
+  else if (asItems) refuseChunking(input, cliFlags, sourceArg === '-');
   if (asItems && !input.settings.items && !stored.items) input.settings.items = { format: 'lines', keyField: null, colsep: null };
   if (!asItems && input.settings.items) {
     throw new UsageError('--jsonl, --key-field, --colsep, -0 and -d read a list of items: give it with --items FILE, or `run -` for stdin');
@@ -115,6 +122,7 @@ export async function planRun(
   if (asArgs) checkArgsMode(input.settings.items, groups.some((g) => g.file !== undefined));
   const { settings, changed } = mergeSettings(stored, input.settings);
   if (existing) checkItemsMode(stored, settings, batchName);
+  if (existing && blocks) checkBlockSize(stored, changed, batchName);
   // `retry-failed --run` runs what is stored: a list's items are in their tasks, so neither the list nor stdin is read.
   const storedItems = options.storedOnly === true && asItems && existing !== undefined;
   for (const g of groups) checkGroupFile(g);
@@ -127,6 +135,7 @@ export async function planRun(
   if (!settings.handler && settings.stages.length === 0) {
     throw new UsageError(`no handler: give --exec 'COMMAND {}' or --handler ./module.js (a new batch has none stored)${lateOptions(cliFlags.groups ?? [])}`);
   }
+  if (blocks) refuseItemPlaceholders(settings);
   if (settings.handler?.kind === 'exec') checkTemplate(settings.handler.template, [], settings.output !== null, kind === 'items');
   const itemOutput = [settings.output, ...settings.stages.map((s) => s.output)].find((o) => o && ITEM_PLACEHOLDER.test(o.template));
   if (itemOutput && kind !== 'items') throw new UsageError(`--output ${JSON.stringify(itemOutput.template)} uses a placeholder of an item, and this source is not a list; give the list with --items FILE (or \`run -\`)`);
@@ -311,13 +320,71 @@ function checkItemsMode(stored: JobSettings, settings: JobSettings, batch: strin
       ? 'a directory or a file'
       : s.items.format === 'jsonl'
         ? `JSON Lines${s.items.keyField ? ` keyed by --key-field ${s.items.keyField}` : ''}`
-        : s.items.delimiter === undefined
-          ? 'a list of lines'
-          : s.items.delimiter === '\0'
-            ? 'a list of NUL-separated items (-0)'
-            : `a list of items separated by ${JSON.stringify(s.items.delimiter)} (-d)`;
+        : s.items.format === 'blocks'
+          ? 'stdin in blocks (run - --pipe)'
+          : s.items.delimiter === undefined
+            ? 'a list of lines'
+            : s.items.delimiter === '\0'
+              ? 'a list of NUL-separated items (-0)'
+              : `a list of items separated by ${JSON.stringify(s.items.delimiter)} (-d)`;
   if (kind(stored) !== kind(settings)) {
     throw new UsageError(`batch ${printable(batch)} was created from ${kind(stored)}, not ${kind(settings)}; its task keys are made that way, so use a new --batch for this`);
+  }
+}
+
+/** Whether a handler is `--exec … --pipe`: with `-` as the source, stdin is cut into blocks. */
+function pipes(handler: JobSettings['handler'] | undefined): boolean {
+  return handler?.kind === 'exec' && handler.pipe === true;
+}
+
+/**
+ * `run - --pipe` (GNU parallel's `--pipe`): stdin in line-aligned blocks of `--block` (1 MiB
+ * unless given; at most MAX_BLOCK_BYTES, since a block is stored with its task) or `--lines`
+ * lines. `--items -` stays a list (each item on its command's stdin), and so do JSON Lines.
+ */
+function blockInput(input: RunInput, flags: RawRunFlags, existing: boolean): void {
+  if (input.settings.items) {
+    throw new UsageError('`run - --pipe` cuts stdin into blocks of lines; --jsonl, --key-field and --colsep read it as a list: to give each item on stdin, use --items - --pipe');
+  }
+  input.settings.items = { format: 'blocks', keyField: null, colsep: null };
+  const size = input.settings.chunkSize;
+  if (size !== undefined && input.settings.lines === undefined && size > MAX_BLOCK_BYTES) {
+    throw new UsageError(
+      `${flags.chunkSize !== undefined ? `--chunk-size ${flags.chunkSize}` : flags.block !== undefined ? `--block ${flags.block}` : `"chunkSize" ${size}`}: a block of stdin is stored with its task, at most ${formatBytes(MAX_BLOCK_BYTES)}; ` +
+        'give --block 16MiB or less, or save the stream to a file and run it in chunks (run FILE --pipe --chunk-size 64MiB)',
+    );
+  }
+  if (!existing && size === undefined && input.settings.lines === undefined) input.settings.chunkSize = DEFAULT_BLOCK;
+}
+
+/**
+ * A list (`--items`, or stdin without `--pipe`) is one task per item: a chunk size or a line
+ * count given for it would be ignored, so it is exit 2 saying what cuts what.
+ */
+function refuseChunking(input: RunInput, flags: RawRunFlags, stdinSource: boolean): void {
+  if (input.settings.chunkSize === undefined && input.settings.lines === undefined) return;
+  const flag = flags.block !== undefined ? '--block' : flags.chunkSize !== undefined ? '--chunk-size' : flags.lines !== undefined ? '--lines' : input.settings.lines !== undefined ? 'the job file\'s "lines"' : 'the job file\'s "chunkSize"';
+  throw new UsageError(
+    stdinSource
+      ? `${flag} cuts stdin into blocks only with --pipe: a list on stdin is one task per line; add --pipe to cut it into blocks (run - --pipe --block 1MiB --exec CMD), or leave ${flag} out`
+      : flags.items === '-'
+        ? `${flag} cuts stdin into blocks as \`run - --pipe\`; --items - reads a list, one task per item: give stdin as the source (run - --pipe --block 1MiB), or leave ${flag} out`
+        : `${flag} cuts a file into chunks; --items reads a list, one task per item: leave ${flag} out, or run the file itself in chunks (run FILE --pipe ${flag === '--lines' ? '--lines N' : '--chunk-size 1MiB'})`,
+  );
+}
+
+/** A new block size for stdin's batch would give every block a new key, and run the stream again: a new batch. */
+function checkBlockSize(stored: JobSettings, changed: string[], batch: string): void {
+  if (!changed.includes('chunkSize') && !changed.includes('lines')) return;
+  const was = stored.lines ? `every ${stored.lines} lines` : `in blocks of ${formatBytes(stored.chunkSize)}`;
+  throw new UsageError(`batch ${printable(batch)} cut stdin ${was}; its task keys stand for those blocks, so another size needs a new batch: --batch ${printable(batch)}-2`);
+}
+
+/** A block is not an item: `{item}`, `{1}` and `{item.FIELD}` have no value (the block is on the command's stdin). */
+function refuseItemPlaceholders(settings: JobSettings): void {
+  for (const [what, template] of [['--exec', settings.handler?.kind === 'exec' ? settings.handler.template : undefined], ['--output', settings.output?.template]] as const) {
+    const m = template === undefined ? null : ITEM_PLACEHOLDER.exec(template);
+    if (m) throw new UsageError(`${what}: ${m[0]} is a placeholder of an item; \`run - --pipe\` gives each command a block of lines on its stdin, which has none (use {#} or {key} to tell blocks apart, or --items - --pipe for one item a task)`);
   }
 }
 

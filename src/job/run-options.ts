@@ -52,6 +52,8 @@ export interface RawRunFlags {
   include?: string[];
   exclude?: string[];
   chunkSize?: string;
+  /** GNU parallel's word for --chunk-size: the size of a block of stdin (`run - --pipe`), or of a file's chunks. */
+  block?: string;
   lines?: string;
   items?: string;
   jsonl?: boolean;
@@ -150,7 +152,8 @@ export const MAX_CONCURRENCY = 1024;
 /** Parses and validates every `run`/`worker` flag that was given; throws a UsageError naming the flag. */
 export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
   if (f.exec !== undefined && f.handler !== undefined) throw new UsageError('give either --exec or --handler, not both');
-  if (f.lines !== undefined && f.chunkSize !== undefined) throw new UsageError('give either --lines or --chunk-size, not both');
+  if (f.block !== undefined && f.chunkSize !== undefined) throw new UsageError('--block and --chunk-size are one setting (the size of a block or a chunk): give one of them');
+  if (f.lines !== undefined && (f.chunkSize !== undefined || f.block !== undefined)) throw new UsageError(`give either --lines or ${f.block !== undefined ? '--block' : '--chunk-size'}, not both`);
   if (f.output !== undefined) checkOutputTemplate(f.output, []);
   if (f.pipe && f.exec === undefined) throw new UsageError("--pipe goes with --exec (a module handler reads its chunk or item with task.read()); give --exec 'COMMAND' --pipe");
   // Whether {out} has an output to name is checked once the job file and the stored batch are layered in (plan-run.ts).
@@ -172,7 +175,7 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     heartbeatTimeoutMs: given(f.heartbeatTimeout, (v) => positive(parseDuration(v, '--heartbeat-timeout'), '--heartbeat-timeout')),
     include: f.include?.length ? f.include : undefined,
     exclude: f.exclude?.length ? f.exclude : undefined,
-    chunkSize: given(f.chunkSize, (v) => parseSize(v, '--chunk-size')),
+    chunkSize: f.block !== undefined ? parseSize(f.block, '--block') : given(f.chunkSize, (v) => parseSize(v, '--chunk-size')),
     lines: given(f.lines, (v) => parseCount(v, '--lines', { min: 1 })),
     items: itemsFromFlags(f),
   };

@@ -35,12 +35,12 @@ function mtimeNs(path: string): bigint | null {
 }
 
 /**
- * The files a task's output must be newer than: its own file, but not for an item of a list,
- * whose content is its key (an item never changes, and editing the list must not make every
- * output stale), then the outputs of the stages it needs.
+ * The files a task's output must be newer than: its own file, but not for an item of a list
+ * or a block of stdin, whose content is its key (an item never changes, and editing the list
+ * must not make every output stale), then the outputs of the stages it needs.
  */
-export function inputsOf(payload: { path: string; item?: string }, inputs: Record<string, unknown>): string[] {
-  return [...(payload.item === undefined ? [payload.path] : []), ...neededOutputs(inputs)];
+export function inputsOf(payload: { path: string; item?: string; block?: string }, inputs: Record<string, unknown>): string[] {
+  return [...(payload.item === undefined && payload.block === undefined ? [payload.path] : []), ...neededOutputs(inputs)];
 }
 
 /** The declared outputs of the needed stages, from their stored results (`{ out }`). */

@@ -8,9 +8,12 @@ import { readRecords } from './records.js';
 export { MAX_ITEM_BYTES } from './list-lines.js';
 export { MAX_RECORD_DEPTH } from './records.js';
 
-/** How a list is read: plain lines, or JSON Lines keyed by a field (or by the record's canonical text). */
+/**
+ * How a list is read: plain lines, or JSON Lines keyed by a field (or by the record's canonical
+ * text); or, for stdin with `--pipe` (`run - --pipe`), blocks of lines (stdin-blocks.ts).
+ */
 export interface ItemsMode {
-  format: 'lines' | 'jsonl';
+  format: 'lines' | 'jsonl' | 'blocks';
   keyField: string | null;
   /** `--colsep`: the regex source that splits an item into `{1}`, `{2}`…; null: whitespace. */
   colsep: string | null;

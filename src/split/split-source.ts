@@ -4,11 +4,13 @@ import type { TaskSpec } from '../store/task-store.js';
 import { chunkFile, type ChunkMode } from './chunk-file.js';
 import { readArgGroups, type ArgGroup } from './arg-groups.js';
 import { readItems, type ItemsMode } from './items.js';
+import { readBlocks } from './stdin-blocks.js';
 import { walkDirectory } from './walk-directory.js';
 
 export interface SplitOptions {
   include: string[];
   exclude: string[];
+  /** A file's chunks, or (a list read as `blocks`) stdin's blocks: about this many bytes, or `lines` lines. */
   chunkSize: number;
   lines: number | null;
   /** A file source: the sizes its batch chunked it at (file-growth.ts); absent for a batch stored without them. */
@@ -48,8 +50,8 @@ export function sourceKind(source: string, items = false): SourceKind {
 export function splitSource(source: string, kind: SourceKind, options: SplitOptions): Generator<TaskSpec> {
   if (kind === 'directory') return walkDirectory(source, options);
   if (kind === 'items' && options.items!.groups) return readArgGroups(options.items!.groups, options.items!.mode);
-  if (kind === 'items') return readItems(source, options.items!.shown, options.items!.mode);
   const mode: ChunkMode = options.lines ? { kind: 'lines', lines: options.lines } : { kind: 'bytes', chunkSize: options.chunkSize };
+  if (kind === 'items') return options.items!.mode.format === 'blocks' ? readBlocks(source, mode) : readItems(source, options.items!.shown, options.items!.mode);
   return chunkFile(source, mode, options.sizes ?? undefined);
 }
 

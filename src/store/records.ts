@@ -29,6 +29,13 @@ export interface TaskPayload {
    * `item` is them joined by a space (`{}`).
    */
   args?: string[];
+  /**
+   * A block of stdin (`run - --pipe`): its bytes, stored with the task so nothing needs stdin
+   * again; its text when it is valid UTF-8, else base64 with `base64` set. `start` and `end`
+   * are its byte offsets in the stream; `path` and `rel` are `-`.
+   */
+  block?: string;
+  base64?: true;
   /** `--colsep` of the list: the regex that splits `item` into `{1}`, `{2}`… (absent: whitespace). */
   colsep?: string;
   /**

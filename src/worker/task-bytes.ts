@@ -1,4 +1,4 @@
-/** The bytes a task is about (`task.read()`, `--pipe`): an item, a chunk's byte range, or a whole file. */
+/** The bytes a task is about (`task.read()`, `--pipe`): an item, a block of stdin, a chunk's byte range, or a whole file. */
 import { open, readFile } from 'node:fs/promises';
 import type { TaskPayload } from '../store/task-store.js';
 
@@ -10,8 +10,14 @@ function itemBytes(payload: TaskPayload & { item: string }): Buffer {
   return payload.bytes !== undefined ? Buffer.from(payload.bytes, 'base64') : Buffer.from(payload.item, 'utf8');
 }
 
-/** A command's stdin: an item as a line of a list is (with its newline, so `read` and `wc -l` see one line); a chunk its range. */
+/** A block of stdin's exact bytes (`run - --pipe`), as stored with its task. */
+function blockBytes(payload: TaskPayload & { block: string }): Buffer {
+  return Buffer.from(payload.block, payload.base64 ? 'base64' : 'utf8');
+}
+
+/** A command's stdin: an item as a line of a list is (with its newline, so `read` and `wc -l` see one line); a block its bytes; a chunk its range. */
 export function taskInput(payload: TaskPayload): TaskInput {
+  if (payload.block !== undefined) return { kind: 'bytes', data: blockBytes(payload as TaskPayload & { block: string }) };
   if (payload.item !== undefined) return { kind: 'bytes', data: Buffer.concat([itemBytes(payload as TaskPayload & { item: string }), Buffer.from('\n')]) };
   return { kind: 'range', path: payload.path, start: payload.start ?? 0, end: payload.end ?? Number.POSITIVE_INFINITY };
 }

@@ -25,6 +25,24 @@ describe.skipIf(!PG_URL)('items and chunks on PostgreSQL', () => {
     expect(readdirSync(elsewhere)).not.toContain('pwned');
   });
 
+  it('stdin in blocks (run - --pipe) is finished by a `worker` in another folder: each block is in its task', async () => {
+    const { db } = freshDb();
+    const dir = tempDir();
+    const elsewhere = tempDir();
+    const out = join(dir, 'out');
+    mkdirSync(out);
+    const input = Array.from({ length: 3000 }, (_, i) => `line ${i}\n`).join('');
+    const exec = ['--pipe', '--block', '4K', '--exec', 'cat > "$OUT"/{#}'];
+    const first = await runCli(['run', '-', '--db', db, ...exec, '--max-runtime', '1ms', '-j', '1'], { cwd: dir, env: { OUT: out }, input });
+    expect([0, 3], first.stderr).toContain(first.code);
+    const w = await runCli(['worker', '--db', db, '-j', '2'], { cwd: elsewhere, env: { OUT: out } });
+    expect(w.code, w.stderr).toBe(0);
+    const blocks = readdirSync(out).sort((a, b) => Number(a) - Number(b));
+    expect(blocks.length).toBeGreaterThan(5);
+    expect(blocks.length).toBeLessThan(20); // 28,890 bytes in blocks of about 4 KiB, not a task per line
+    expect(blocks.map((f) => readFileSync(join(out, f), 'utf8')).join('')).toBe(input);
+  });
+
   it('a grown log gets new chunks only, read through --pipe; a changed one is exit 2', async () => {
     const { db } = freshDb();
     const dir = tempDir();

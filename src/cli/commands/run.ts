@@ -33,7 +33,7 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
   const plan = await planRun(sourceArg, cliFlags, io.cwd, (name) => peekBatch(dbPath, name, trust), dbPath, options);
   if (plan.existing && plan.changed.length) await checkNotFinished(plan, dbPath, trust);
   const definitionChanged = plan.existing !== undefined && plan.changed.some((name) => DEFINITION.has(name));
-  return startAndDrive(plan, cliFlags, io, { definitionChanged });
+  return startAndDrive(plan, cliFlags, io, { definitionChanged, sayNothingRan: true });
 }
 
 /** The settings that decide what a task's attempt does (not how often or how long it is retried). */

@@ -9,7 +9,7 @@ import type { Command, Option } from 'commander';
 export const GROUPS: [heading: string, options: string[]][] = [
   [
     'Source and batch:',
-    ['--job', '--batch', '--include', '--exclude', '--chunk-size', '--lines', '--finished', '--items', '--jsonl', '--key-field', '--colsep', '--null', '--delimiter', '--arg-file', '--sample', '--rerun-changed', '--dry-run'],
+    ['--job', '--batch', '--include', '--exclude', '--chunk-size', '--block', '--lines', '--finished', '--items', '--jsonl', '--key-field', '--colsep', '--null', '--delimiter', '--arg-file', '--sample', '--rerun-changed', '--dry-run'],
   ],
   ['Handler and workers:', ['--exec', '--handler', '--pipe', '--concurrency', '--max-tasks-per-worker', '--max-worker-memory', '--follow']],
   [

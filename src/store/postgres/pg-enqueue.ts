@@ -3,10 +3,8 @@ import type { PgDb, Sql } from './pg-db.js';
 import { lockKey } from './pg-locks.js';
 import { toBatch, type BatchDbRow } from '../db-rows.js';
 import { needsColumn } from '../shared/json-columns.js';
+import { stagingChunks } from '../shared/staging-chunks.js';
 import type { Statements } from './statements.js';
-
-/** Specs per staging INSERT: one round trip per chunk, memory bounded by one chunk. */
-const STAGING_CHUNK = 5000;
 
 /** $1 ords bigint[] $2 keys text[] $3 payloads text[] $4 fingerprints text[] $5 stages text[] $6 items text[] $7 needs text[] $8 maxAttempts int[] */
 const STAGE = `
@@ -53,30 +51,21 @@ export async function enqueue(
   }, { long: true });
 }
 
+/** One staging INSERT per chunk (stagingChunks: rows and payload bytes bounded): memory bounded by one chunk. */
 async function stage(sql: Sql, specs: Iterable<TaskSpec>): Promise<void> {
   let ord = 0;
-  let chunk: TaskSpec[] = [];
-  const flush = async () => {
-    if (chunk.length === 0) return;
-    const rows = chunk;
-    chunk = [];
-    const ords = rows.map(() => ++ord);
+  for (const rows of stagingChunks(specs)) {
     await sql.run(STAGE, [
-      ords,
-      rows.map((s) => s.key),
-      rows.map((s) => JSON.stringify(s.payload)),
-      rows.map((s) => s.fingerprint),
-      rows.map((s) => s.stage ?? ''),
-      rows.map((s) => s.item ?? null),
-      rows.map((s) => needsColumn(s.needs)),
-      rows.map((s) => s.maxAttempts ?? null),
+      rows.map(() => ++ord),
+      rows.map((r) => r.spec.key),
+      rows.map((r) => r.payload),
+      rows.map((r) => r.spec.fingerprint),
+      rows.map((r) => r.spec.stage ?? ''),
+      rows.map((r) => r.spec.item ?? null),
+      rows.map((r) => needsColumn(r.spec.needs)),
+      rows.map((r) => r.spec.maxAttempts ?? null),
     ]);
-  };
-  for (const spec of specs) {
-    chunk.push(spec);
-    if (chunk.length >= STAGING_CHUNK) await flush();
   }
-  await flush();
 }
 
 async function commit(

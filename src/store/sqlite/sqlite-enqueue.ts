@@ -2,13 +2,11 @@ import type Database from 'better-sqlite3';
 import type { EnqueueOptions, EnqueueResult, NewBatch, TaskSpec } from '../records.js';
 import { toBatch, type BatchDbRow } from '../db-rows.js';
 import { needsColumn } from '../shared/json-columns.js';
+import { stagingChunks, type StagedSpec } from '../shared/staging-chunks.js';
 import { failpoint } from '../failpoint.js';
 import { openSqlite, storeError } from './open-sqlite.js';
 import type { TrustedOwners } from './store-owner.js';
 import { SQL } from './statements.js';
-
-/** Specs per staging transaction: memory bounded by one chunk. */
-const STAGING_CHUNK = 5000;
 
 /**
  * The first staged spec of each key: of a list's repeated items the first is the task, so its
@@ -109,21 +107,14 @@ export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>
       keyof typeof ENQUEUE_SQL,
       Database.Statement
     >;
-    const flush = db.transaction((rows: TaskSpec[]) => {
-      for (const s of rows) {
+    // A transaction per chunk (stagingChunks: rows and payload bytes bounded), memory bounded by one chunk.
+    const flush = db.transaction((rows: StagedSpec[]) => {
+      for (const { spec: s, payload } of rows) {
         const needs = needsColumn(s.needs);
-        st.stage.run(s.key, JSON.stringify(s.payload), s.fingerprint, s.stage ?? '', s.item ?? null, needs, s.maxAttempts ?? null);
+        st.stage.run(s.key, payload, s.fingerprint, s.stage ?? '', s.item ?? null, needs, s.maxAttempts ?? null);
       }
     });
-    let chunk: TaskSpec[] = [];
-    for (const spec of specs) {
-      chunk.push(spec);
-      if (chunk.length >= STAGING_CHUNK) {
-        flush(chunk);
-        chunk = [];
-      }
-    }
-    flush(chunk);
+    for (const chunk of stagingChunks(specs)) flush(chunk);
     const repeated = options.countRepeated ? (st.countRepeated.get() as { n: number }).n : 0;
     const now = Date.now();
     const result = db
