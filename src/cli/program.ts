@@ -52,6 +52,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--permanent-codes <codes>', 'exit codes that fail the task without retries, e.g. 2,64')
     .option('--permanent-errors <regex>', 'fail the task without retries when its error or output tail matches (repeatable)', collect)
     .option('--heartbeat-timeout <duration>', 'kill an attempt silent this long: no ctx.heartbeat(), no exec output (TIMEOUT, retried)')
+    .option('--retry-quiet', 'retry quiet failures too: an exec exit 1-128 with nothing on stderr (by default an answer, not retried)')
     .option('--include <glob>', 'only files matching (repeatable)', collect)
     .option('--exclude <glob>', 'skip files matching (repeatable)', collect)
     .option('--chunk-size <size>', 'file source: chunk size, cut after a newline (default 64MiB)')
@@ -140,6 +141,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--print', "with --run: print each attempt's stdout on stdout (stderr on stderr) when it ends")
     .option('--tag', 'with --print: start each printed line with the task key and a tab')
     .option('--keep-order', 'with --print: print in the order the attempts started')
+    .option('--line-buffer', 'print the output line by line as it comes (implies --print)')
     .action(async (opts) => setExit(await (await import('./commands/retry-failed.js')).retryFailedCommand(opts, io)));
 
   common(program.command('prune'))
@@ -204,9 +206,10 @@ function poolOptions(cmd: Command): Command {
     .option('--max-worker-memory <size>', 'replace a worker whose RSS grows above this, e.g. 512MiB')
     .option('--lease <duration>', 'lease length; a dead remote coordinator is detected after it (default 30s)')
     .option('--force', 'run tasks whose declared output is up to date anyway')
-    .option('--print', "print each attempt's stdout on stdout (stderr on stderr) when it ends, whole")
+    .option('--print', "print the stdout (stderr on stderr) of the attempt that ends each task, whole, when it ends")
     .option('--tag', 'with --print: start each printed line with the task key and a tab')
-    .option('--keep-order', 'with --print: print in the order the attempts started (task order for a new batch)');
+    .option('--keep-order', 'with --print: print in the order the attempts started (task order for a new batch)')
+    .option('--line-buffer', 'print the output line by line as it comes, each line whole, of every attempt (implies --print)');
 }
 
 /** Options the user actually gave, so a re-run replaces only those in the stored job. */

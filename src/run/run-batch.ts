@@ -89,7 +89,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
   // Loaded only when asked for: prom-client alone costs ~35 ms of every run's start-up.
   const metrics =
     inv.metricsFile === null ? null : await (await import('./run-metrics.js')).RunMetrics.open(store, batch, inv.metricsFile, (m) => observer.note(m));
-  const printer = inv.print ? new AttemptPrinter(inv.print.keepOrder, (task, stream) => observer.printed?.(task, stream) ?? IGNORED, (m) => observer.note(m)) : null;
+  const printer = inv.print ? new AttemptPrinter({ keepOrder: inv.print.keepOrder, lineBuffer: inv.print.lineBuffer }, (task, stream) => observer.printed?.(task, stream) ?? IGNORED, (m) => observer.note(m)) : null;
   const tapped = metrics ? metrics.tap(observer) : observer;
   const seen = printer ? printer.tap(tapped) : tapped;
   // The limits hold for the whole run, across the definitions it follows.

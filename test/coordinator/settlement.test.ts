@@ -14,6 +14,7 @@ const rules = (over: Partial<RetryRules> = {}): RetryRules => ({
   timeoutMs: 30_000,
   permanentErrors: [],
   heartbeatTimeoutMs: null,
+  retryQuiet: false,
   ...over,
 });
 

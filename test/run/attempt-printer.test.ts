@@ -27,7 +27,7 @@ const quiet: RunObserver = { attemptEnded() {}, released() {}, note() {} };
 describe('AttemptPrinter', () => {
   it('prints a copy over 2 GiB whole, a bounded chunk at a time, then removes it and its folder', async () => {
     const written = new Map<string, { bytes: number; biggest: number; nonZero: number; ended: boolean }>();
-    const printer = new AttemptPrinter(true, (t, stream) => {
+    const printer = new AttemptPrinter({ keepOrder: true, lineBuffer: false }, (t, stream) => {
       const seen = { bytes: 0, biggest: 0, nonZero: 0, ended: false };
       written.set(`${t.key}.${stream}`, seen);
       return {
@@ -63,7 +63,7 @@ describe('AttemptPrinter', () => {
   }, 120_000);
 
   it("removes the folder with a copy left by an attempt that never reported (a killed worker's)", async () => {
-    const printer = new AttemptPrinter(false, () => ({ write: async () => {}, end: async () => {} }));
+    const printer = new AttemptPrinter({ keepOrder: false, lineBuffer: false }, () => ({ write: async () => {}, end: async () => {} }));
     writeFileSync(`${printer.prefixOf(3)}.out`, 'half a line');
     await printer.finish();
     expect(existsSync(printer.dir)).toBe(false);

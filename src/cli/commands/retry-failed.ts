@@ -24,6 +24,7 @@ export interface RetryFailedFlags extends OutputFlags {
   print?: boolean;
   tag?: boolean;
   keepOrder?: boolean;
+  lineBuffer?: boolean;
 }
 
 /**
@@ -37,7 +38,7 @@ export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promi
   requireFilter(flags.cluster, '--cluster');
   // Without --run, -j has nothing to size; it is still checked, as a typo should not pass silently.
   if (!flags.run && flags.concurrency !== undefined) parseConcurrency(flags.concurrency);
-  if (!flags.run && (flags.print || flags.tag || flags.keepOrder)) throw new UsageError('--print, --tag and --keep-order go with --run');
+  if (!flags.run && (flags.print || flags.tag || flags.keepOrder || flags.lineBuffer)) throw new UsageError('--print, --tag, --keep-order and --line-buffer go with --run');
   if (!flags.run) {
     const { name, reset } = await withBatch(flags, io, async (store, batch) => ({ name: batch.name, reset: await resetFailed(store, batch, flags) }));
     if (flags.json) line(io.stdout, JSON.stringify({ batch: name, reset }));
@@ -46,8 +47,8 @@ export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promi
   }
   // Flags → plan → start → report → drive, as `run` does, with the batch's stored definition
   // (never a job file that happens to be in the current folder); -j is parsed once, by the plan.
-  const { db, trustStoreOwner, json, quiet, verbose, color, concurrency, print, tag, keepOrder } = flags;
-  const runFlags: RawRunFlags = { db, trustStoreOwner, json, quiet, verbose, color, concurrency, print, tag, keepOrder };
+  const { db, trustStoreOwner, json, quiet, verbose, color, concurrency, print, tag, keepOrder, lineBuffer } = flags;
+  const runFlags: RawRunFlags = { db, trustStoreOwner, json, quiet, verbose, color, concurrency, print, tag, keepOrder, lineBuffer };
   const trust = trustedOwners(trustStoreOwner);
   const input = inputFromFlags(runFlags, io.cwd); // every flag checked before a store is opened
   const dbPath = resolveDbPath(flags.db, io.cwd, io.env);
