@@ -62,6 +62,30 @@ describe('AttemptPrinter', () => {
     expect(existsSync(printer.dir)).toBe(false);
   }, 120_000);
 
+  it('prints only the attempt that ends its task; with keep-order a retried task keeps its place', async () => {
+    const printed: string[] = [];
+    const printer = new AttemptPrinter({ keepOrder: true, lineBuffer: false }, () => ({
+      write: async (chunk) => void printed.push(chunk.toString()),
+      end: async () => {},
+    }));
+    const observer = printer.tap(quiet);
+    const attempt = (token: number, id: number, text: string) => {
+      writeFileSync(`${printer.prefixOf(token)}.out`, text);
+      return { ...task(token, `k${id}`), id };
+    };
+    const first = attempt(1, 1, 'first try of k1\n');
+    const other = attempt(2, 2, 'k2\n');
+    observer.attemptStarted?.(first);
+    observer.attemptStarted?.(other);
+    observer.attemptEnded(first, { outcome: 'FAILED' } as Settlement, 'PENDING'); // to be retried
+    observer.attemptEnded(other, { outcome: 'SUCCESS' } as Settlement, 'SUCCESS');
+    const again = attempt(3, 1, 'second try of k1\n');
+    observer.attemptStarted?.(again);
+    observer.attemptEnded(again, { outcome: 'SUCCESS' } as Settlement, 'SUCCESS');
+    await printer.finish();
+    expect(printed).toEqual(['second try of k1\n', 'k2\n']);
+  });
+
   it("removes the folder with a copy left by an attempt that never reported (a killed worker's)", async () => {
     const printer = new AttemptPrinter({ keepOrder: false, lineBuffer: false }, () => ({ write: async () => {}, end: async () => {} }));
     writeFileSync(`${printer.prefixOf(3)}.out`, 'half a line');
