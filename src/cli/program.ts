@@ -138,10 +138,10 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--cluster <id>', 'only tasks in this failure cluster (ids are shown by `status`)')
     .option('--run', 'run the batch right away')
     .option('-j, --concurrency <n>', 'with --run: worker processes')
-    .option('--print', "with --run: print each attempt's stdout on stdout (stderr on stderr) when it ends")
+    .option('--print', "with --run: print the stdout (stderr on stderr) of the attempt that ends each task")
     .option('--tag', 'with --print: start each printed line with the task key and a tab')
     .option('--keep-order', 'with --print: print in the order the attempts started')
-    .option('--line-buffer', 'print the output line by line as it comes (implies --print)')
+    .option('--line-buffer', 'with --run: print the output line by line as it comes (implies --print)')
     .action(async (opts) => setExit(await (await import('./commands/retry-failed.js')).retryFailedCommand(opts, io)));
 
   common(program.command('prune'))

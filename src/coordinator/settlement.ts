@@ -96,7 +96,7 @@ export function decideSettlement(task: ClaimedTask, ending: Ending, rules: Retry
     // A command that exits non-zero by itself and says nothing on stderr (grep finding no
     // match, diff, test) gave an answer; it would give the same one in 5 s. Anything on
     // stderr, a signal or a timeout is a fault, retried (a failing service says why).
-    return failure('FAILED', `exit ${m.exitCode} with nothing on stderr: ${QUIET_NOT_RETRIED}`, true, m);
+    return failure('FAILED', `exit code ${m.exitCode} with nothing on stderr: ${QUIET_NOT_RETRIED}`, true, m);
   }
   const error = m.error ? (ending.outOfMemory ? outOfMemory(errorLine(m.error)) : errorLine(m.error)) : 'failed';
   const permanent = m.error?.retryable === false || (m.exitCode !== null && rules.permanentCodes.includes(m.exitCode));

@@ -38,8 +38,8 @@ describe('a quiet failure is an answer, not retried', () => {
     expect(tasks.every((t) => t.attempts === 1 && t.nextRunAt === null)).toBe(true);
     const failed = tasks.filter((t) => t.status === 'FAILED');
     expect(failed).toHaveLength(133);
-    for (const t of failed) expect(t.lastError).toBe('exit 1 with nothing on stderr: an answer, not retried; --retry-quiet retries it');
-    expect(r.stderr).toContain('FAILED f003.log after 1 attempt: exit 1 with nothing on stderr: an answer, not retried; --retry-quiet retries it');
+    for (const t of failed) expect(t.lastError).toBe('exit code 1 with nothing on stderr: an answer, not retried; --retry-quiet retries it');
+    expect(r.stderr).toContain('FAILED f003.log after 1 attempt: exit code 1 with nothing on stderr: an answer, not retried; --retry-quiet retries it');
   }, 240_000);
 
   it('a failure that says why on stderr is retried with backoff, and --print prints only its last attempt', async () => {
