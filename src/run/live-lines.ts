@@ -1,5 +1,10 @@
 import { open, unlink, type FileHandle } from 'node:fs/promises';
-import type { PrintedStream } from './attempt-printer.js';
+
+/** Where the lines go: attempt-printer.ts's PrintedStream (declared here too: that file imports this one). */
+interface PrintedStream {
+  write(chunk: Buffer): Promise<void>;
+  end(): Promise<void>;
+}
 
 /**
  * `--line-buffer`: one stream's copy (print-copy.ts) of a running attempt, read as it grows.
