@@ -51,6 +51,7 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
     retries: s.retries,
     timeoutMs: s.timeoutMs,
     heartbeatTimeoutMs: s.heartbeatTimeoutMs,
+    retryQuiet: s.retryQuiet,
     permanentCodes: s.permanentCodes,
     permanentErrors: s.permanentErrors,
     succeeded: counts?.succeeded ?? 0,
@@ -74,7 +75,7 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
     `tasks    ${count}${plan.existing ? `, ${result.inserted} new` : ''}${plan.sample ? ' (sampled)' : ''}; first${plan.kind === 'items' ? ' items' : ''}: ${first.map((k) => printable(k)).join(', ')}${count > first.length ? ', …' : ''}`,
     ...(outputs ? [`outputs  ${upToDate} of ${count} task(s) up to date: they would be recorded SUCCESS without running (--force runs them)`] : []),
     `handler  ${describeHandler(s.handler, s.stages)} on ${plan.inv.concurrency} worker(s), ${s.retries} retries${s.timeoutMs ? `, timeout ${formatMs(s.timeoutMs)}` : ''}` +
-      `${s.heartbeatTimeoutMs ? `, heartbeat timeout ${formatMs(s.heartbeatTimeoutMs)}` : ''}${s.permanentErrors.length ? `, ${s.permanentErrors.length} permanent-error pattern(s)` : ''}`,
+      `${s.heartbeatTimeoutMs ? `, heartbeat timeout ${formatMs(s.heartbeatTimeoutMs)}` : ''}${s.permanentErrors.length ? `, ${s.permanentErrors.length} permanent-error pattern(s)` : ''}${s.retryQuiet ? ', quiet failures retried' : ''}`,
   ];
   if (counts) {
     out.push(

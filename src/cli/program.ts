@@ -54,6 +54,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
     .option('--permanent-codes <codes>', 'exit codes that fail the task without retries, e.g. 2,64')
     .option('--permanent-errors <regex>', 'fail the task without retries when its error or output tail matches (repeatable)', collect)
     .option('--heartbeat-timeout <duration>', 'kill an attempt silent this long: no ctx.heartbeat(), no exec output (TIMEOUT, retried)')
+    .option('--retry-quiet', 'retry quiet failures too: an exec exit 1-128 with nothing on stderr (by default an answer, not retried)')
     .option('--include <glob>', 'only files matching (repeatable)', collect)
     .option('--exclude <glob>', 'skip files matching (repeatable)', collect)
     .option('--chunk-size <size>', 'file source: chunk size, cut after a newline (default 64MiB)')
@@ -145,10 +146,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
     .option('--cluster <id>', 'only tasks in this failure cluster (ids are shown by `status`)')
     .option('--run', 'run the batch right away')
     .option('-j, --concurrency <n>', 'with --run: worker processes')
-    .option('--print', "with --run: print each attempt's stdout on stdout (stderr on stderr) when it ends")
+    .option('--print', "with --run: print the stdout (stderr on stderr) of the attempt that ends each task")
     .option('--tag', 'with --print: start each printed line with the task key and a tab')
     .option('-k, --keep-order', 'with --print: print in the order the attempts started')
     .option('--results <dir>', "with --run: each finished task's stdout, stderr and seq as files in DIR/1/KEY/")
+    .option('--line-buffer', 'with --run: print the output line by line as it comes (implies --print)')
     .action(async (opts) => setExit(await (await import('./commands/retry-failed.js')).retryFailedCommand(opts, io)));
 
   common(program.command('prune'))
@@ -213,10 +215,11 @@ function poolOptions(cmd: Command): Command {
     .option('--max-worker-memory <size>', 'replace a worker whose RSS grows above this, e.g. 512MiB')
     .option('--lease <duration>', 'lease length; a dead remote coordinator is detected after it (default 30s)')
     .option('--force', 'run tasks whose declared output is up to date anyway')
-    .option('--print', "print each attempt's stdout on stdout (stderr on stderr) when it ends, whole")
+    .option('--print', "print the stdout (stderr on stderr) of the attempt that ends each task, whole, when it ends")
     .option('--results <dir>', "each finished task's stdout, stderr and seq as files in DIR/1/KEY/ (GNU parallel's layout)")
     .option('--tag', 'with --print: start each printed line with the task key and a tab')
-    .option('-k, --keep-order', 'with --print: print in the order the attempts started (task order for a new batch; GNU parallel -k)');
+    .option('-k, --keep-order', 'with --print: print in the order the attempts started (task order for a new batch; GNU parallel -k)')
+    .option('--line-buffer', 'print the output line by line as it comes, each line whole, of every attempt (implies --print)');
 }
 
 /** Options the user actually gave, so a re-run replaces only those in the stored job. */

@@ -14,6 +14,7 @@ import { colors } from './colors.js';
 import { givenDb, shellWord, suggest } from './suggest.js';
 import { monotonicMs } from '../wall-steps.js';
 import { ErrorKinds, FailureDigest, MAX_KINDS } from './failure-digest.js';
+import { barLine, type BarFacts } from './bar-line.js';
 
 export type ReportMode = 'tty' | 'plain' | 'json' | 'quiet';
 
@@ -35,6 +36,9 @@ export class RunReporter implements BatchObserver {
   private bar: cliProgress.SingleBar | null = null;
   private timer: LongTimer | undefined; // --progress-interval may be up to a year
   private barStopped = false;
+  private readonly redraw = () => {
+    if (this.bars && !this.barStopped) this.bars.update();
+  };
   /** `--quiet` repeats the failures at the end: a bounded digest of them, however many. */
   private readonly failures = new FailureDigest();
   /** The error signatures (status's clusters) this run has shown a failure of, a bounded number. */
@@ -79,17 +83,26 @@ export class RunReporter implements BatchObserver {
       );
     }
     if (this.mode === 'tty') {
+      const stream = this.io.stderr as NodeJS.WriteStream;
       this.bars = new cliProgress.MultiBar(
         {
-          stream: this.io.stderr as NodeJS.WriteStream,
-          format: '{bar} {value}/{total} | {rate}/s | ETA {etaText} | running {running} | queued {queued} | retrying {retrying} | failed {failed}',
+          stream,
+          // One line that fits the terminal's width (bar-line.ts), read again at every redraw.
+          format: (_options: unknown, params: { value: number; total: number; maxWidth: number }, payload: Omit<BarFacts, 'done' | 'total'>) =>
+            barLine({ ...payload, done: params.value, total: params.total }, params.maxWidth),
           hideCursor: true,
           clearOnComplete: false,
           etaBuffer: 50,
+          // Autowrap stays on (cli-progress turns it off by default, which cut every longer line
+          // printed above the bar at the last column): lines reach the terminal whole and wrap,
+          // and the bar, shorter than the width, never does.
+          linewrap: true,
         },
         cliProgress.Presets.shades_classic,
       );
-      this.bar = this.bars.create(info.total, 0, { rate: '0.0', etaText: '?', running: 0, queued: 0, retrying: 0, failed: 0 });
+      this.bar = this.bars.create(info.total, 0, { rate: '0.0', eta: '?', running: 0, queued: 0, retrying: 0, failed: 0 });
+      // A resized terminal (SIGWINCH) gets a bar for its new width at once.
+      stream.on?.('resize', this.redraw);
     }
     const every = this.mode === 'tty' ? 250 : this.intervalMs;
     if (this.mode !== 'quiet') this.timer = longInterval(() => void this.progress(), every);
@@ -240,6 +253,7 @@ export class RunReporter implements BatchObserver {
   /** The bar's last frame, then the terminal is the reporter's alone: later lines are written straight to it. */
   private stopBar(): void {
     if (this.barStopped || !this.bars) return;
+    (this.io.stderr as NodeJS.WriteStream).off?.('resize', this.redraw);
     this.bars.update(); // writes the lines still held in the bar's log buffer, which stop() would drop
     this.bars.stop();
     this.barStopped = true;
@@ -259,7 +273,7 @@ export class RunReporter implements BatchObserver {
     const eta = rate > 0 ? formatMs((left / rate) * 1000) : '?';
     if (this.bar) {
       this.bar.setTotal(k.total);
-      this.bar.update(done, { rate: rate.toFixed(1), etaText: eta, running: k.running, queued: k.queued, retrying: k.retrying, failed: k.failed });
+      this.bar.update(done, { rate: rate.toFixed(1), eta, running: k.running, queued: k.queued, retrying: k.retrying, failed: k.failed });
       return;
     }
     this.human(

@@ -14,6 +14,7 @@ export function rulesOf(settings: JobSettings): (stage: string) => RetryRules {
       // Compiled once here: validated when given, so a stored one compiles.
       permanentErrors: p.permanentErrors.map((source) => new RegExp(source)),
       heartbeatTimeoutMs: p.heartbeatTimeoutMs,
+      retryQuiet: p.retryQuiet,
     });
   }
   return (stage) => rules.get(stage) ?? rules.values().next().value!;

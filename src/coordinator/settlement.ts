@@ -14,6 +14,8 @@ export interface RetryRules {
   /** --permanent-errors: a failed attempt whose error or output tail matches one is final. */
   permanentErrors: RegExp[];
   heartbeatTimeoutMs: number | null;
+  /** --retry-quiet: a quiet failure (DoneMessage.quiet) is retried like any other; else it is final. */
+  retryQuiet: boolean;
 }
 
 /** Why the coordinator stopped an attempt: --timeout, or --heartbeat-timeout (silence). */
@@ -90,6 +92,12 @@ export function decideSettlement(task: ClaimedTask, ending: Ending, rules: Retry
     return { settlement: s, terminal: true };
   }
   if (ending.timedOut) return timedOut(ending.timedOut, m);
+  if (m.quiet && !rules.retryQuiet && !ending.outOfMemory) {
+    // A command that exits non-zero by itself and says nothing on stderr (grep finding no
+    // match, diff, test) gave an answer; it would give the same one in 5 s. Anything on
+    // stderr, a signal or a timeout is a fault, retried (a failing service says why).
+    return failure('FAILED', `exit code ${m.exitCode} with nothing on stderr: ${QUIET_NOT_RETRIED}`, true, m);
+  }
   const error = m.error ? (ending.outOfMemory ? outOfMemory(errorLine(m.error)) : errorLine(m.error)) : 'failed';
   const permanent = m.error?.retryable === false || (m.exitCode !== null && rules.permanentCodes.includes(m.exitCode));
   return failure('FAILED', error, permanent, m);
@@ -103,6 +111,9 @@ export function killedOutright(ending: Ending): boolean {
   if (ending.kind === 'died') return ending.signal === 'SIGKILL';
   return ending.kind === 'reported' && !ending.msg.ok && (ending.msg.signal === 'SIGKILL' || ending.msg.exitCode === 137);
 }
+
+/** Why a quiet failure was final, in its error: what `show` and the FAILED line say. */
+export const QUIET_NOT_RETRIED = 'an answer, not retried; --retry-quiet retries it';
 
 /** The error of an attempt the OOM killer ended: what show prints, what --permanent-errors can match. */
 const outOfMemory = (how: string) => `killed: out of memory (the kernel's OOM killer; ${how})`;

@@ -28,6 +28,11 @@ export type JobDefinition = {
   permanentErrors: string[];
   /** An attempt silent this long (no ctx.heartbeat(), no output of an exec) is killed as TIMEOUT. */
   heartbeatTimeoutMs: number | null;
+  /**
+   * Retry an `--exec` command's quiet failures too: an exit code from 1 to 128 with nothing on
+   * stderr (grep finding nothing) is otherwise an answer, final at once (docs/running.md).
+   */
+  retryQuiet: boolean;
   /** A per-item pipeline; empty without stages (then `handler` runs every task). */
   stages: StageDefinition[];
 };
@@ -65,6 +70,7 @@ export interface StageDefinition {
   output?: OutputSpec;
   permanentErrors?: string[];
   heartbeatTimeoutMs?: number;
+  retryQuiet?: boolean;
 }
 
 export type JobSettings = Omit<JobDefinition, 'version' | 'source' | 'split'> &
@@ -92,6 +98,7 @@ export const DEFAULT_SETTINGS: JobSettings = {
   output: null,
   permanentErrors: [],
   heartbeatTimeoutMs: null,
+  retryQuiet: false,
   stages: [],
 };
 
@@ -105,6 +112,7 @@ export function settingsOf(job: JobDefinition): JobSettings {
     output: rest.output ?? null,
     permanentErrors: rest.permanentErrors ?? [],
     heartbeatTimeoutMs: rest.heartbeatTimeoutMs ?? null,
+    retryQuiet: rest.retryQuiet ?? false,
     items: split.items ?? null,
     fileState: split.file ?? null,
   };

@@ -72,6 +72,10 @@ const policy = {
   permanentCodes: z.array(z.number().int().min(1).max(255)).optional(),
   permanentErrors: z.array(regexSource).describe('an attempt whose error or output tail matches one fails the task at once').optional(),
   heartbeatTimeout: longerThanZero.describe('kill an attempt silent this long (no ctx.heartbeat(), no exec output) as TIMEOUT').optional(),
+  retryQuiet: z
+    .boolean()
+    .describe('retry an exec command that exits 1-128 with nothing on stderr too (by default such a quiet failure is an answer: failed at once)')
+    .optional(),
 };
 
 /** One stage of a per-item pipeline: its own handler and, optionally, its own policy. */
@@ -159,6 +163,7 @@ export const JobFileSchema = z
       .min(1)
       .describe("each finished task's stdout, stderr and seq as files in FOLDER/1/KEY/, GNU parallel's layout (--results); relative to the job file's folder")
       .optional(),
+    lineBuffer: z.boolean().describe('print the output line by line as it comes, each line whole, like GNU parallel --line-buffer (implies print)').optional(),
     stages: z.array(StageSchema).min(1).describe('a per-item pipeline: one task per stage and item').optional(),
   })
   .strict();
@@ -254,6 +259,7 @@ export function readJobFile(path: string, cwd = process.cwd()): RunInput {
       output: outputOf(j.output, [], 'output'),
       permanentErrors: j.permanentErrors,
       heartbeatTimeoutMs: j.heartbeatTimeout,
+      retryQuiet: j.retryQuiet,
     }),
     inv: definedOnly({
       concurrency: j.concurrency,
@@ -268,7 +274,7 @@ export function readJobFile(path: string, cwd = process.cwd()): RunInput {
       metricsFile: j.metricsFile === undefined ? undefined : metricsPath(abs(j.metricsFile), path),
       leaseMs: j.lease,
       historyWarn: j.historyWarn,
-      print: printOf(j.print, j.tag, j.keepOrder, false),
+      print: printOf(j.print, j.tag, j.keepOrder, false, j.lineBuffer),
       results: j.results === undefined ? undefined : resultsDir(abs(j.results), path),
     }),
   };
@@ -306,6 +312,7 @@ function stageOf(s: z.output<typeof StageSchema>, abs: (p: string) => string, ou
     output,
     permanentErrors: s.permanentErrors,
     heartbeatTimeoutMs: s.heartbeatTimeout,
+    retryQuiet: s.retryQuiet,
   };
   // Unset fields stay out of the stored definition, so they follow the job's.
   return definedOnly(def) as StageDefinition;

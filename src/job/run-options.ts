@@ -47,8 +47,10 @@ export interface RawRunFlags {
   tag?: boolean;
   keepOrder?: boolean;
   results?: string;
+  lineBuffer?: boolean;
   permanentErrors?: string[];
   heartbeatTimeout?: string;
+  retryQuiet?: boolean;
   include?: string[];
   exclude?: string[];
   chunkSize?: string;
@@ -104,8 +106,12 @@ export interface Invocation {
   historyWarn: number;
   /** Run tasks whose declared output is up to date anyway. */
   force: boolean;
-  /** `--print`: each attempt's stdout (and stderr) on the run's own, whole, when it ends; `tag`: each line after its key and a tab; `keepOrder`: in claim order (docs/output-and-logs.md). */
-  print: { tag: boolean; keepOrder: boolean } | null;
+  /**
+   * `--print`: the stdout (and stderr) of the attempt that ends each task on the run's own,
+   * whole, when it ends; `tag`: each line after its key and a tab; `keepOrder`: in claim order;
+   * `lineBuffer`: line by line as they come, of every attempt (docs/output-and-logs.md).
+   */
+  print: { tag: boolean; keepOrder: boolean; lineBuffer: boolean } | null;
   /** `--results DIR` (absolute): each finished task's stdout, stderr and seq in DIR/1/KEY/ (run/attempt-results.ts). */
   results: string | null;
 }
@@ -173,6 +179,7 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     output: f.output === undefined ? undefined : { template: f.output, base: cwd },
     permanentErrors: f.permanentErrors?.length ? f.permanentErrors.map((r) => checkRegex(r, '--permanent-errors')) : undefined,
     heartbeatTimeoutMs: given(f.heartbeatTimeout, (v) => positive(parseDuration(v, '--heartbeat-timeout'), '--heartbeat-timeout')),
+    retryQuiet: f.retryQuiet === true ? true : undefined,
     include: f.include?.length ? f.include : undefined,
     exclude: f.exclude?.length ? f.exclude : undefined,
     chunkSize: f.block !== undefined ? parseSize(f.block, '--block') : given(f.chunkSize, (v) => parseSize(v, '--chunk-size')),
@@ -193,7 +200,7 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     leaseMs: given(f.lease, (v) => atLeast(positive(parseDuration(v, '--lease'), '--lease'), MIN_DURATION_MS.lease, '--lease')),
     historyWarn: given(f.historyWarn, (v) => parseCount(v, '--history-warn', { min: 1 })),
     force: f.force === true ? true : undefined,
-    print: printOf(f.print, f.tag, f.keepOrder, f.json),
+    print: printOf(f.print, f.tag, f.keepOrder, f.json, f.lineBuffer),
     results: given(f.results, (v) => checkResultsDir(resolve(cwd, nonEmpty(v, '--results')), '--results')),
   };
   if (f.batch !== undefined && f.batch.trim() === '') throw new UsageError('--batch needs a non-empty name');
@@ -239,10 +246,16 @@ export function itemsMode(list: string | undefined, jsonl: boolean | undefined, 
  * imply it. With `--json` the events own stdout: a command's output there would make it no
  * longer NDJSON, so the pair is refused (the output stays in `logs` and the events' tails).
  */
-export function printOf(print: boolean | undefined, tag: boolean | undefined, keepOrder: boolean | undefined, json: boolean | undefined): Invocation['print'] | undefined {
-  if (!print && !tag && !keepOrder) return undefined;
+export function printOf(
+  print: boolean | undefined,
+  tag: boolean | undefined,
+  keepOrder: boolean | undefined,
+  json: boolean | undefined,
+  lineBuffer?: boolean,
+): Invocation['print'] | undefined {
+  if (!print && !tag && !keepOrder && !lineBuffer) return undefined;
   if (json) throw new UsageError('--print puts the commands\' output on stdout, where --json puts its events: give one of them (`splitdance logs --batch B` prints the output afterwards)');
-  return { tag: tag === true, keepOrder: keepOrder === true };
+  return { tag: tag === true, keepOrder: keepOrder === true, lineBuffer: lineBuffer === true };
 }
 
 /** Layers `over` on `base`: a field `over` gives wins, whatever `base` said. */

@@ -5,7 +5,7 @@ import type { HandlerSpec } from '../worker/protocol.js';
 import { settingsOf, type JobDefinition, type JobSettings, type StageDefinition } from './job-definition.js';
 
 /** What a stage retries and times out with: its own fields over the job's. */
-export type StagePolicy = Pick<JobSettings, 'retries' | 'backoffMs' | 'backoffFactor' | 'maxBackoffMs' | 'jitter' | 'timeoutMs' | 'permanentCodes' | 'permanentErrors' | 'heartbeatTimeoutMs'>;
+export type StagePolicy = Pick<JobSettings, 'retries' | 'backoffMs' | 'backoffFactor' | 'maxBackoffMs' | 'jitter' | 'timeoutMs' | 'permanentCodes' | 'permanentErrors' | 'heartbeatTimeoutMs' | 'retryQuiet'>;
 
 /** The policy of `stage` ('' for a batch without stages). */
 export function policyFor(settings: JobSettings, stage: string): StagePolicy {
@@ -20,6 +20,7 @@ export function policyFor(settings: JobSettings, stage: string): StagePolicy {
     permanentCodes: own?.permanentCodes ?? settings.permanentCodes,
     permanentErrors: own?.permanentErrors ?? settings.permanentErrors,
     heartbeatTimeoutMs: own?.heartbeatTimeoutMs ?? settings.heartbeatTimeoutMs,
+    retryQuiet: own?.retryQuiet ?? settings.retryQuiet,
   };
 }
 

@@ -93,7 +93,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
   // --results and --print read the same copies of each attempt's output (in DIR with --results).
   const results = inv.results === null ? null : new AttemptResults(inv.results, inv.print !== null, (m) => observer.note(m));
   const printer = inv.print
-    ? new AttemptPrinter(inv.print.keepOrder, (task, stream) => observer.printed?.(task, stream) ?? IGNORED, (m) => observer.note(m), results?.copies ?? null)
+    ? new AttemptPrinter({ keepOrder: inv.print.keepOrder, lineBuffer: inv.print.lineBuffer }, (task, stream) => observer.printed?.(task, stream) ?? IGNORED, (m) => observer.note(m), results?.copies ?? null)
     : null;
   const tapped = metrics ? metrics.tap(observer) : observer;
   // The results are written before the printer hears of an attempt (it removes the copies once printed).

@@ -60,6 +60,7 @@ export class HelperLauncher implements Launcher {
           cause: full ? `its log folder ${dir} filled up while it ran, so writing its output may have failed` : null,
           endedAt: end.endedAt,
           lingers: end.lingers,
+          wroteStderr: noLog === null ? end.wroteStderr : null,
         };
       }
       case 'spawn-failed': {

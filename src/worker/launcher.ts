@@ -46,6 +46,8 @@ export type Launched =
       endedAt: number;
       /** Whether processes of its group were left running when it exited (null: not known). */
       lingers: boolean | null;
+      /** Whether it wrote anything on stderr (null: not known, e.g. its output was discarded). */
+      wroteStderr: boolean | null;
     }
   /**
    * It never ran: an errno-style code (ENOENT…) and the whole message; `retryable: false`

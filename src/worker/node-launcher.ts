@@ -103,7 +103,9 @@ export class NodeLauncher implements Launcher {
       capture.write(b);
       copy?.write('out', b);
     });
+    let wroteStderr = false;
     child.stderr!.on('data', (b: Buffer) => {
+      if (b.length) wroteStderr = true;
       capture.write(b);
       copy?.write('err', b);
     });
@@ -126,7 +128,7 @@ export class NodeLauncher implements Launcher {
         if (!exit) return; // never started: reported by 'error'
         const { outputTail, logPath, note } = capture.finish();
         const unprinted = copy?.close() ?? null;
-        resolve({ kind: 'ran', code: exit.code, signal: exit.signal, outputTail, logPath, note, cause: null, unprinted, endedAt: exit.at, lingers: null });
+        resolve({ kind: 'ran', code: exit.code, signal: exit.signal, outputTail, logPath, note, cause: null, unprinted, endedAt: exit.at, lingers: null, wroteStderr });
       });
     });
   }

@@ -54,6 +54,12 @@ export interface DoneMessage {
   durationMs: number;
   /** When it started (this machine's clock, ms), by the process that started it; 0 if it never ran. */
   startedAt: number;
+  /**
+   * An `--exec` command that exited by itself with a code from 1 to 128 having written nothing
+   * at all on stderr (grep finding nothing, diff, test): an answer, not a fault. The
+   * coordinator decides what that means (settlement.ts); absent otherwise.
+   */
+  quiet?: true;
 }
 
 export type FromWorker =

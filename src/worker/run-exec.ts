@@ -75,7 +75,7 @@ export function runExec(
     const lingered = ended.kind === 'ran' && ended.lingers === false ? (g?.settled(), false) : await g?.ended();
     // Its end: when it exited, or once what it left running was stopped.
     const endedAt = ended.kind === 'ran' && !lingered ? ended.endedAt : Date.now();
-    return outcomeOf(ended, started, endedAt);
+    return outcomeOf(ended, started, endedAt, aborted);
   })();
 
   return {
@@ -90,15 +90,19 @@ export function runExec(
   };
 }
 
-function outcomeOf(ended: Exclude<Launched, { kind: 'dropped' }>, started: number, endedAt: number): ExecOutcome {
+function outcomeOf(ended: Exclude<Launched, { kind: 'dropped' }>, started: number, endedAt: number, aborted: boolean): ExecOutcome {
   const durationMs = started ? Math.max(0, endedAt - started) : 0;
   if (ended.kind === 'ran') {
-    const { code, signal, outputTail, logPath, note, cause, unprinted } = ended;
+    const { code, signal, outputTail, logPath, note, cause, unprinted, wroteStderr } = ended;
     // With --print, output that could not be kept for printing fails the attempt: a run must
     // not end 0 with it missing from its stdout.
     const ok = code === 0 && !unprinted;
     const failure = code === 0 ? unprinted! : describeExit(code, signal, outputTail, cause ?? note ?? undefined) + (unprinted ? `; ${unprinted}` : '');
+    // Stopped (a timeout, a shutdown) is not by itself; above 128 is how a shell reports a signal;
+    // a disk that filled (cause) may be why it failed.
+    const quiet = !ok && !aborted && !unprinted && !cause && signal === null && code !== null && code >= 1 && code <= 128 && wroteStderr === false;
     return {
+      ...(quiet ? { quiet: true as const } : {}),
       ok,
       result: null,
       error: ok ? null : { name: 'Error', message: failure, retryable: true },

@@ -8,7 +8,7 @@
  * into its log file, the worker's cwd, and the worker's environment plus the task's variables;
  * and the OOM killer takes it before this helper and the coordinator (raise_oom_score).
  *
- * Protocol version 2 (`spawner --check` prints "splitdance-spawner protocol 2"; the worker
+ * Protocol version 3 (`spawner --check` prints "splitdance-spawner protocol 3"; the worker
  * refuses any other). Requests arrive on stdin as NUL-terminated fields:
  *   R, id, log path, argument count, arguments…, variable count, NAME=value…, fallback
  *       queue a command (an empty log path discards its output: the worker's answer to a log
@@ -21,8 +21,10 @@
  *   "<id> S <pid> <ms>"            started at <ms> (CLOCK_MONOTONIC); the pid is also its process group
  *   "<id> F <errno>"               could not start (e.g. ENOENT: no such command)
  *   "<id> L <errno>"               could not create its log file: it runs with its output discarded
- *   "<id> X <status> <bytes> <ms> <left>" ended at <ms>: raw wait status, bytes the command wrote
- *                                  to its log, and 1 if processes of its group were left running
+ *   "<id> X <status> <bytes> <ms> <left> <err>" ended at <ms>: raw wait status, bytes the command
+ *                                  wrote to its log, 1 if processes of its group were left running,
+ *                                  and whether it wrote on stderr: 0 no, 1 yes, 2 not known (its
+ *                                  output was discarded)
  * (the times are the helper's, so they are true however late its worker reads the replies; the
  * monotonic clock, which Node's hrtime also reads, so a wall clock that jumps changes nothing)
  *   "<id> D"                  given back unstarted (after a D request)
@@ -57,7 +59,7 @@
 
 extern char **environ;
 
-#define PROTOCOL "splitdance-spawner protocol 2"
+#define PROTOCOL "splitdance-spawner protocol 3"
 
 /* A queued command: one allocation holding its fields, with pointers into it. */
 struct request {
@@ -76,6 +78,8 @@ struct child {
   pid_t pid;
   long long id;
   int log_fd;
+  /* Its stderr: the same log, opened apart (see start), or -1 when that could not be done. */
+  int err_fd;
   char *log_path;
 };
 
@@ -148,7 +152,7 @@ static long long now_ms(void) {
 
 /* One reply line: "<id> <what>" and the numbers given, up to the first negative one. */
 static void reply_n(long long id, char what, const long long *nums, int n) {
-  if (out_cap - out_len < 128) {
+  if (out_cap - out_len < 256) {
     size_t cap = out_cap ? out_cap * 2 : 4096;
     char *grown = realloc(out, cap);
     if (!grown) quit(1);
@@ -271,6 +275,16 @@ static void start(struct request *r) {
     reply(r->id, 'F', errno, -1);
     return;
   }
+  /* Its stderr goes to the same log through a description of its own, both appending, so the
+   * log keeps the two interleaved as written, and this description's offset, still 0 when the
+   * command ends, says it wrote nothing on stderr (an exit code with a silent stderr is an
+   * answer, not a fault: settlement.ts). Reopened through /proc, never by its path again. */
+  int err_fd = -1;
+  if (!discard) {
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    err_fd = open(self, O_WRONLY | O_APPEND | O_CLOEXEC);
+  }
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attr;
   sigset_t none, all;
@@ -279,7 +293,7 @@ static void start(struct request *r) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, fd, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, fd, STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_fd >= 0 ? err_fd : fd, STDERR_FILENO);
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawnattr_setsigmask(&attr, &none);
@@ -297,6 +311,7 @@ static void start(struct request *r) {
   posix_spawnattr_destroy(&attr);
   if (err != 0) {
     close(fd);
+    if (err_fd >= 0) close(err_fd);
     if (!discard) unlink(log_path);
     free(c);
     free(path_copy);
@@ -304,7 +319,7 @@ static void start(struct request *r) {
     return;
   }
   raise_oom_score(pid);
-  *c = (struct child){ pid, r->id, fd, path_copy };
+  *c = (struct child){ pid, r->id, fd, err_fd, path_copy };
   running = c;
   reply(r->id, 'S', pid, now_ms());
 }
@@ -435,11 +450,17 @@ static void reap(void) {
     struct stat st;
     off_t written = fstat(c->log_fd, &st) == 0 ? st.st_size : 0;
     close(c->log_fd);
+    int on_stderr = 2;
+    if (c->err_fd >= 0) {
+      off_t at = lseek(c->err_fd, 0, SEEK_CUR);
+      on_stderr = at < 0 ? 2 : at > 0;
+      close(c->err_fd);
+    }
     if (written == 0 && c->log_path[0]) unlink(c->log_path);
     int lingers = kill(-c->pid, 0) == 0;
     if (lingers) add_lingering(c->pid);
-    long long nums[] = { status, (long long)written, now_ms(), lingers };
-    reply_n(c->id, 'X', nums, 4);
+    long long nums[] = { status, (long long)written, now_ms(), lingers, on_stderr };
+    reply_n(c->id, 'X', nums, 5);
     running = NULL;
     free(c->log_path);
     free(c);

@@ -13,9 +13,10 @@ const BINARY = inPackage('dist/native/spawner');
 export type SpawnerEnd =
   /**
    * The command ran: its raw wait status, the bytes it wrote to its log, when it ended (ms),
-   * and whether processes of its group were left running then.
+   * whether processes of its group were left running then, and whether it wrote anything on
+   * stderr (null: not known, its output was discarded).
    */
-  | { kind: 'exited'; status: number; written: number; endedAt: number; lingers: boolean }
+  | { kind: 'exited'; status: number; written: number; endedAt: number; lingers: boolean; wroteStderr: boolean | null }
   /** It could not start (errno), e.g. no such command; nothing ran. */
   | { kind: 'spawn-failed'; errno: number }
   /** Given back unstarted (dropQueued). */
@@ -24,7 +25,7 @@ export type SpawnerEnd =
   | { kind: 'spawner-died'; signal: NodeJS.Signals | null };
 
 /** What `spawner --check` prints: a binary from another version of spawner.c is not used. */
-export const SPAWNER_PROTOCOL = 'splitdance-spawner protocol 2';
+export const SPAWNER_PROTOCOL = 'splitdance-spawner protocol 3';
 
 interface Pending {
   onStarted(pid: number, at: number): void;
@@ -171,7 +172,7 @@ export class Spawner {
     this.buffered += text;
     let nl: number;
     while ((nl = this.buffered.indexOf('\n')) >= 0) {
-      const [id, what, a, b, c, d] = this.buffered.slice(0, nl).split(' ');
+      const [id, what, a, b, c, d, e] = this.buffered.slice(0, nl).split(' ');
       this.buffered = this.buffered.slice(nl + 1);
       const p = this.pending.get(Number(id));
       if (!p) continue;
@@ -182,7 +183,7 @@ export class Spawner {
       }
       this.pending.delete(Number(id));
       if (what === 'D') p.resolve({ kind: 'dropped' });
-      else if (what === 'X') p.resolve({ kind: 'exited', status: Number(a), written: Number(b), endedAt: wallClock(Number(c)), lingers: d === '1' });
+      else if (what === 'X') p.resolve({ kind: 'exited', status: Number(a), written: Number(b), endedAt: wallClock(Number(c)), lingers: d === '1', wroteStderr: e === '0' ? false : e === '1' ? true : null });
       else p.resolve({ kind: 'spawn-failed', errno: Number(a) });
     }
   }

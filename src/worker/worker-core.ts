@@ -177,8 +177,8 @@ export class WorkerCore {
     this.reported = this.reported.then(async () => {
       const outcome = await done;
       if (outcome === 'dropped') return;
-      const { ok, result: value, error, exitCode, signal, outputTail, logPath, durationMs, startedAt } = outcome;
-      const result: DoneMessage = { token: active.token, ok, result: value, error, exitCode, signal, outputTail, logPath, durationMs, startedAt };
+      const { ok, result: value, error, exitCode, signal, outputTail, logPath, durationMs, startedAt, quiet } = outcome;
+      const result: DoneMessage = { token: active.token, ok, result: value, error, exitCode, signal, outputTail, logPath, durationMs, startedAt, ...(quiet ? { quiet } : {}) };
       // Handed to the channel before a module attempt after it starts: if that one kills this
       // process, this outcome has left already.
       await new Promise<void>((written) => this.host.send({ type: 'done', result, rss: this.watchMemory ? this.host.peakRss() : 0 }, written));

@@ -45,7 +45,7 @@ describe('bash completion', () => {
 
   it('completes commands, options and --status values', () => {
     expect(complete(['splitdance', 'st'])).toEqual(['status']);
-    expect(complete(['splitdance', 'run', '--ret'])).toEqual(['--retries']);
+    expect(complete(['splitdance', 'run', '--ret'])).toEqual(['--retries', '--retry-quiet']);
     expect(complete(['splitdance', 'worker', '--fol'])).toEqual(['--follow']);
     expect(complete(['splitdance', 'tasks', '--status', 'F'])).toEqual(['FAILED']);
     expect(complete(['splitdance', 'completion', 'f'])).toEqual(['fish']);
@@ -116,7 +116,7 @@ describe.skipIf(missing('fish', 'the fish completion test'))('fish completion', 
 
   it("completes commands, options and the store's batch names, running none of them", () => {
     expect(complete('splitdance st')).toEqual(['status']);
-    expect(complete('splitdance run --ret')).toEqual(['--retries']);
+    expect(complete('splitdance run --ret')).toEqual(['--retries', '--retry-quiet']);
     expect(complete('splitdance status --batch ')).toEqual([HOSTILE, 'night two', 'nightly-1']);
     expect(complete('splitdance status --db other.db --batch ')).toEqual(['elsewhere']);
     nothingRan();

@@ -14,7 +14,7 @@ async function batchOfFiles(): Promise<string> {
   mkdirSync(join(dir, 'src'));
   for (const f of FILES) writeFileSync(join(dir, 'src', f), 'x\n');
   // Each task fails once and waits an hour for its retry: all six PENDING.
-  const r = await mainIn(dir, ['run', 'src', '--exec', 'false {}', '--retries', '1', '--backoff', '1h', '--no-wait', '--quiet']);
+  const r = await mainIn(dir, ['run', 'src', '--exec', 'false {}', '--retries', '1', '--retry-quiet', '--backoff', '1h', '--no-wait', '--quiet']);
   expect(r.code, r.stderr).toBe(3);
   return dir;
 }

@@ -140,8 +140,8 @@ describe('run, worker and retry-failed through main(): exit 2 naming the flag, n
     [['retry-failed', '--error', ''], '--error is empty; give a non-empty value (is a shell variable unset?), or leave --error out to mean every task'],
     [['retry-failed', '--cluster', ' '], '--cluster is empty; give a non-empty value (is a shell variable unset?), or leave --cluster out to mean every task'],
     [['retry-failed', '--run', '-j', 'lots'], `-j/--concurrency expects a number of workers or a share of the ${CPUS} CPUs such as 50%; got "lots"`],
-    [['retry-failed', '--print'], '--print, --tag, --keep-order and --results go with --run'],
-    [['retry-failed', '--keep-order'], '--print, --tag, --keep-order and --results go with --run'],
+    [['retry-failed', '--print'], '--print, --tag, --keep-order, --line-buffer and --results go with --run'],
+    [['retry-failed', '--keep-order'], '--print, --tag, --keep-order, --line-buffer and --results go with --run'],
   ];
 
   for (const [argv, message] of cases) {

@@ -95,6 +95,7 @@ const rules: RetryRules = {
   timeoutMs: null,
   permanentErrors: [],
   heartbeatTimeoutMs: null,
+  retryQuiet: false,
 };
 
 interface Ended {

@@ -14,6 +14,7 @@ const rules = (over: Partial<RetryRules> = {}): RetryRules => ({
   timeoutMs: 30_000,
   permanentErrors: [],
   heartbeatTimeoutMs: null,
+  retryQuiet: false,
   ...over,
 });
 
@@ -333,6 +334,31 @@ describe('decideSettlement', () => {
         expect(r.settlement).toMatchObject({ token: 77, taskId: 9, endedAt: NOW, durationMs: 1_234 });
       });
     }
+  });
+});
+
+describe('a quiet failure (an exec exit 1-128 by itself with nothing on stderr)', () => {
+  const quiet = done({ quiet: true, exitCode: 1, outputTail: '0\n', error: err({ message: 'exit code 1: 0' }) });
+
+  it('fails its task at once, saying why, however many attempts are left', () => {
+    const { settlement, terminal } = decideSettlement(claimed(1, 4), reported(quiet), rules(), NOW, STARTED);
+    expect(terminal).toBe(true);
+    expect(settlement).toMatchObject({ outcome: 'FAILED', retryAt: null, exitCode: 1, outputTail: '0\n' });
+    expect(settlement.error).toBe('exit code 1 with nothing on stderr: an answer, not retried; --retry-quiet retries it');
+  });
+
+  it('with retryQuiet, is retried like any failure', () => {
+    const { settlement, terminal } = decideSettlement(claimed(1, 4), reported(quiet), rules({ retryQuiet: true }), NOW, STARTED);
+    expect(terminal).toBe(false);
+    expect(settlement).toMatchObject({ outcome: 'FAILED', retryAt: NOW + 5_000, error: 'exit code 1: 0' });
+  });
+
+  it('timed out (or silent past the heartbeat timeout), or killed by the OOM killer, is a fault: retried', () => {
+    for (const timedOut of ['timeout', 'heartbeat'] as const) {
+      expect(decideSettlement(claimed(1, 4), reported(quiet, timedOut), rules({ heartbeatTimeoutMs: 1000 }), NOW, STARTED).terminal).toBe(false);
+    }
+    const oom: Ending = { kind: 'reported', msg: quiet, timedOut: false, outOfMemory: true };
+    expect(decideSettlement(claimed(1, 4), oom, rules(), NOW, STARTED).terminal).toBe(false);
   });
 });
 

@@ -31,9 +31,17 @@ export function runInPty(
     timeoutMs?: number;
     /** Keys typed on the terminal once the output so far satisfies `when`. */
     type?: { when: (output: string) => boolean; text: string };
+    /** The terminal's width (`stty cols`); else whatever `script` gives (no size: programs assume 80). */
+    columns?: number;
+    /** The terminal resized to this width once the file `once` exists (the command gets SIGWINCH). */
+    resize?: { columns: number; once: string };
   },
 ): Promise<PtyResult> {
-  const command = [process.execPath, BIN, ...args].map(shellQuote).join(' ') + (opts.shellSuffix ? ` ${opts.shellSuffix}` : '');
+  const resize = opts.resize
+    ? `(while [ ! -e ${shellQuote(opts.resize.once)} ]; do sleep 0.05; done; stty cols ${opts.resize.columns} < /dev/tty) & `
+    : '';
+  const size = (opts.columns ? `stty cols ${opts.columns} rows 40 || exit 9; ` : '') + resize;
+  const command = size + [process.execPath, BIN, ...args].map(shellQuote).join(' ') + (opts.shellSuffix ? ` ${opts.shellSuffix}` : '');
   // -e: the exit status of the command; -c: run it instead of a shell; /dev/null: no typescript file.
   const child = spawn('script', ['-qec', command, '/dev/null'], {
     cwd: opts.cwd,

@@ -16,7 +16,7 @@ async function failTwiceThenFix(db: string): Promise<{ dir: string; run: (args: 
   const p = projectWithFiles(1);
   const run = (args: string[]) => runCli([...args, '--db', db], { cwd: p.dir });
   const exec = 'echo "attempt {attempt} env $SPLITDANCE_ATTEMPT"; echo {attempt} >> seen; test -e fixed';
-  const first = await run(['run', 'src', '--exec', exec, '--retries', '1', '--backoff', '1ms', '--jitter', '0']);
+  const first = await run(['run', 'src', '--exec', exec, '--retry-quiet', '--retries', '1', '--backoff', '1ms', '--jitter', '0']);
   expect(first.code, first.stderr).toBe(1);
   writeFileSync(join(p.dir, 'fixed'), '');
   return { dir: p.dir, run };

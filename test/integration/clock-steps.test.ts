@@ -27,7 +27,7 @@ const retryWaiting = (dir: string) => () => {
 const SUMMARY_IN_SECONDS = /^done: 1 succeeded, 0 failed of 1 in \d+(\.\d+)?(ms|s) /m;
 
 /** A command that fails its first attempt and succeeds afterwards, marking each attempt in `marks`. */
-const failOnce = (marks: string) => `test -e ${marks}/{name}.1 && { touch ${marks}/{name}.2; exit 0; }; touch ${marks}/{name}.1; exit 1`;
+const failOnce = (marks: string) => `test -e ${marks}/{name}.1 && { touch ${marks}/{name}.2; exit 0; }; touch ${marks}/{name}.1; echo once >&2; exit 1`;
 
 describe.skipIf(missing('faketime', 'the clock-step tests'))('clock steps of the running process (R35)', () => {
   it('a step back of 10 min during a 2 s backoff: the retry still runs about 2 s later, and the summary shows no negative time', async () => {

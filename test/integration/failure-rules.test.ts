@@ -48,7 +48,7 @@ const attempts = async (dir: string, store: Store, key: string): Promise<Attempt
 };
 
 /** Prints "Invalid header" for f000.log and something else for the rest; fails either way. */
-const FAILING = 'case {key} in *f000.log) echo "Invalid header in line 1"; exit 1;; *) echo "connection reset"; exit 1;; esac';
+const FAILING = 'case {key} in *f000.log) echo "Invalid header in line 1" >&2; exit 1;; *) echo "connection reset" >&2; exit 1;; esac';
 
 const alive = (pid: number) => {
   try {
@@ -66,7 +66,7 @@ describe.each(STORES)('failure rules (%s)', (_name, storeOf) => {
       const p = projectWithFiles(3);
       // (a+)+$ against 60 a's then "b": 2^60 steps of backtracking, hours on the coordinator's loop.
       const r = await runCli(
-        ['run', 'src', ...store.args, '--exec', `printf '%060d' 0 | tr 0 a; echo b; exit 1`, '--permanent-errors', '(a+)+$', '--retries', '1', '--backoff', '10ms', '-j', '2'],
+        ['run', 'src', ...store.args, '--exec', `printf '%060d' 0 | tr 0 a; echo b; exit 1`, '--retry-quiet', '--permanent-errors', '(a+)+$', '--retries', '1', '--backoff', '10ms', '-j', '2'],
         { cwd: p.dir, timeoutMs: 90_000 },
       );
       expect(r.signal).toBeNull();

@@ -57,7 +57,7 @@ describe('batches and prune', () => {
       expect((await runCli(['run', 'src', '--batch', b, '--exec', 'echo output of {key}'], { cwd: p.dir })).code).toBe(0);
     }
     // A batch that is not finished: its retries wait an hour.
-    expect((await runCli(['run', 'src', '--batch', 'live', '--exec', 'echo live; exit 1', '--backoff', '1h', '--no-wait'], { cwd: p.dir })).code).toBe(3);
+    expect((await runCli(['run', 'src', '--batch', 'live', '--exec', 'echo live; exit 1', '--retry-quiet', '--backoff', '1h', '--no-wait'], { cwd: p.dir })).code).toBe(3);
     const batches = JSON.parse((await runCli(['batches', '--json'], { cwd: p.dir })).stdout);
     expect(batches.map((b: { batch: string; succeeded: number }) => [b.batch, b.succeeded])).toEqual([
       ['old-1', 3],

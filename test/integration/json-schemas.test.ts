@@ -102,6 +102,7 @@ const SCHEMAS = {
     retries: count,
     timeoutMs: count.nullable(),
     heartbeatTimeoutMs: count.nullable(),
+    retryQuiet: z.boolean(),
     permanentCodes: z.array(z.number().int()),
     permanentErrors: z.array(z.string()),
     succeeded: count,

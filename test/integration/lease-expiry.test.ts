@@ -45,7 +45,7 @@ async function batchWithForeignClaim(owner: string, expiresAt: number): Promise<
   const p = projectWithFiles(2);
   const opts = { cwd: p.dir, ...cliEnv() };
   // One retry, so the lost attempt (which counts) leaves the task a second one.
-  expect((await runCli(['run', 'src', '--exec', 'exit 1', '--retries', '1', '--backoff', '10ms'], opts)).code).toBe(1);
+  expect((await runCli(['run', 'src', '--exec', 'exit 1', '--retry-quiet', '--retries', '1', '--backoff', '10ms'], opts)).code).toBe(1);
   expect((await runCli(['retry-failed'], opts)).code).toBe(0);
   const dbPath = dbPathIn(p.dir);
   const db = new Database(dbPath);
@@ -173,7 +173,7 @@ async function pgBatchWithForeignClaim(owner: string, expiresAt: number): Promis
   const db = ['--db', fresh.db];
   const p = projectWithFiles(2);
   const opts = { cwd: p.dir, ...cliEnv() };
-  expect((await runCli(['run', 'src', '--exec', 'exit 1', '--retries', '1', '--backoff', '10ms', ...db], opts)).code).toBe(1);
+  expect((await runCli(['run', 'src', '--exec', 'exit 1', '--retry-quiet', '--retries', '1', '--backoff', '10ms', ...db], opts)).code).toBe(1);
   expect((await runCli(['retry-failed', ...db], opts)).code).toBe(0);
   const now = Date.now();
   const [{ id }] = await pgQuery<{ id: string }>(`SELECT id FROM ${schema}.tasks WHERE task_key = 'f000.log'`);

@@ -31,7 +31,7 @@ const attemptLogs = (db: string) =>
   query<{ id: number; key: string; log_path: string | null }>(db, 'SELECT a.id, t.task_key AS key, a.log_path FROM attempts a JOIN tasks t ON t.id = a.task_id ORDER BY a.id');
 
 /** Leaves the batch unfinished (a retry due in an hour), so `prune` must keep it and its logs. */
-const unfinished = (batch: string, words: string) => ['run', 'src', '--batch', batch, '--exec', `echo ${words} {/}; exit 1`, '--retries', '1', '--backoff', '1h', '--no-wait'];
+const unfinished = (batch: string, words: string) => ['run', 'src', '--batch', batch, '--exec', `echo ${words} {/}; exit 1`, '--retry-quiet', '--retries', '1', '--backoff', '1h', '--no-wait'];
 
 async function logsOf(cwd: string, key: string, args: string[]): Promise<string> {
   return (await cli(['logs', key, ...args], cwd)).stdout;

@@ -60,7 +60,7 @@ describe('durations longer than Node timers take (24.8 days) work as written', (
     it(`--backoff ${value}: a failed attempt's retry is due in ${value}; --no-wait exits 3 leaving it`, async () => {
       const p = projectWithFiles(1);
       const before = Date.now();
-      const r = await runCli(['run', 'src', '--exec', 'exit 1', '--backoff', value, '--max-backoff', value, '--jitter', '0', '--no-wait'], { cwd: p.dir });
+      const r = await runCli(['run', 'src', '--exec', 'exit 1', '--retry-quiet', '--backoff', value, '--max-backoff', value, '--jitter', '0', '--no-wait'], { cwd: p.dir });
       expect(r.code, r.stderr).toBe(3);
       expect(r.stderr).not.toMatch(/TimeoutOverflowWarning/);
       const [task] = JSON.parse((await runCli(['tasks', '--json'], { cwd: p.dir })).stdout);
@@ -131,7 +131,7 @@ describe.skipIf(!URL)('long durations on a PostgreSQL store', () => {
     const { db, schema } = freshDb();
     const p = projectWithFiles(1);
     const before = Date.now();
-    const r = await runCli(['run', 'src', '--db', db, '--exec', 'exit 1', '--backoff', '365d', '--max-backoff', '365d', '--jitter', '0', '--no-wait'], {
+    const r = await runCli(['run', 'src', '--db', db, '--exec', 'exit 1', '--retry-quiet', '--backoff', '365d', '--max-backoff', '365d', '--jitter', '0', '--no-wait'], {
       cwd: p.dir,
     });
     expect(r.code, r.stderr).toBe(3);

@@ -47,7 +47,7 @@ describe('run options', () => {
     const again = await runCli(['run', 'src'], { cwd: p.dir });
     expect(again.code).toBe(1);
     const rows = query<{ task_key: string; last_error: string }>(dbPathIn(p.dir), "SELECT task_key, last_error FROM tasks WHERE task_key = 'extra.log'");
-    expect(rows[0]!.last_error).toBe('exit code 5');
+    expect(rows[0]!.last_error).toBe('exit code 5 with nothing on stderr: an answer, not retried; --retry-quiet retries it');
     await runCli(['retry-failed'], { cwd: p.dir });
     const fixed = await runCli(['run', 'src', '--exec', 'true'], { cwd: p.dir });
     expect(fixed.code, fixed.stderr).toBe(0);
@@ -78,7 +78,7 @@ describe('run options', () => {
 describe('changing the retry budget on a rerun (found by the model test)', () => {
   it('a lower --retries fails waiting retries that used it all instead of running them past it', async () => {
     const p = projectWithFiles(1);
-    const first = await runCli(['run', 'src', '--exec', 'exit 1', '--retries', '1', '--backoff', '1h', '--no-wait'], { cwd: p.dir });
+    const first = await runCli(['run', 'src', '--exec', 'exit 1', '--retry-quiet', '--retries', '1', '--backoff', '1h', '--no-wait'], { cwd: p.dir });
     expect(first.code).toBe(3);
     const second = await runCli(['run', 'src', '--retries', '0'], { cwd: p.dir });
     expect(second.code).toBe(1);

@@ -59,7 +59,7 @@ describe('pause, resume and cancel', () => {
     const p = projectWithFiles(20);
     const db = dbPathIn(p.dir);
     // Every attempt fails after a while, with retries left: without cancel each would run 4 times.
-    const child = startCli(['run', 'src', '--exec', 'sleep 1.5; exit 1', '-j', '2', '--retries', '3', '--backoff', '10ms'], { cwd: p.dir });
+    const child = startCli(['run', 'src', '--exec', 'sleep 1.5; exit 1', '--retry-quiet', '-j', '2', '--retries', '3', '--backoff', '10ms'], { cwd: p.dir });
     await waitFor(() => runningCount(db) >= 2, 20_000, 'two running attempts');
     const cancel = await runCli(['cancel'], { cwd: p.dir });
     expect(cancel.code, cancel.stderr).toBe(0);

@@ -11,7 +11,7 @@ describe('prune: look first, pick one', () => {
     const p = projectWithFiles(2);
     const opts = { cwd: p.dir };
     for (const b of ['a', 'b', 'c']) expect((await runCli(['run', 'src', '--batch', b, '--exec', 'echo hello {key}'], opts)).code).toBe(0);
-    expect((await runCli(['run', 'src', '--batch', 'live', '--exec', 'false', '--backoff', '1h', '--no-wait'], opts)).code).toBe(3);
+    expect((await runCli(['run', 'src', '--batch', 'live', '--exec', 'false', '--retry-quiet', '--backoff', '1h', '--no-wait'], opts)).code).toBe(3);
     const db = dbPathIn(p.dir);
     const logs = join(p.dir, '.splitdance', 'logs');
     const snapshot = () => ({ rows: query(db, 'SELECT (SELECT count(*) FROM batches) AS b, (SELECT count(*) FROM tasks) AS t, (SELECT count(*) FROM attempts) AS a'), files: readdirSync(logs, { recursive: true }).sort() });
@@ -35,7 +35,7 @@ describe('prune: look first, pick one', () => {
     const p = projectWithFiles(2);
     const opts = { cwd: p.dir };
     for (const b of ['a', 'b']) expect((await runCli(['run', 'src', '--batch', b, '--exec', 'echo hello {key}'], opts)).code).toBe(0);
-    expect((await runCli(['run', 'src', '--batch', 'live', '--exec', 'false', '--backoff', '1h', '--no-wait'], opts)).code).toBe(3);
+    expect((await runCli(['run', 'src', '--batch', 'live', '--exec', 'false', '--retry-quiet', '--backoff', '1h', '--no-wait'], opts)).code).toBe(3);
     const db = dbPathIn(p.dir);
     const names = () => query<{ name: string }>(db, 'SELECT name FROM batches ORDER BY id').map((r) => r.name);
 

@@ -86,7 +86,7 @@ describe('retries and backoff', () => {
   it('--backoff 0s with more retries than factor^(k-1) can count: every attempt runs, none waits a NaN delay', async () => {
     const p = projectWithFiles(1);
     // 100^(k-1) overflows to Infinity by retry 156; 0 × Infinity was a NaN retry time, and the task ended early.
-    const r = await runCli(['run', 'src', '--exec', 'false', '--retries', '200', '--backoff', '0s', '--backoff-factor', '100'], { cwd: p.dir, timeoutMs: 120_000 });
+    const r = await runCli(['run', 'src', '--exec', 'false', '--retry-quiet', '--retries', '200', '--backoff', '0s', '--backoff-factor', '100'], { cwd: p.dir, timeoutMs: 120_000 });
     expect(r.code, r.stderr).toBe(1);
     expect(query(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks')).toEqual([{ status: 'FAILED', attempts: 201 }]);
     expect(query(dbPathIn(p.dir), "SELECT count(*) AS n FROM attempts WHERE outcome = 'FAILED'")).toEqual([{ n: 201 }]);
@@ -112,7 +112,7 @@ describe('retries and backoff', () => {
 
     const q = projectWithFiles(2);
     const r2 = await runCli(
-      ['run', 'src', '--exec', 'case {key} in f000.log) exit 64;; *) exit 1;; esac', '--permanent-codes', '64', '--retries', '1', '--backoff', '50ms'],
+      ['run', 'src', '--exec', 'case {key} in f000.log) exit 64;; *) exit 1;; esac', '--permanent-codes', '64', '--retry-quiet', '--retries', '1', '--backoff', '50ms'],
       { cwd: q.dir },
     );
     expect(r2.code).toBe(1);

@@ -51,7 +51,7 @@ describe('run on a directory', () => {
     const p = projectWithFiles(6);
     // Even-numbered files fail once and come back later (a long backoff); --no-wait leaves them.
     const r = await runCli(
-      ['run', 'src', '--exec', 'case {key} in *[02468].log) exit 1;; esac', '--backoff', '1h', '--no-wait', '-j', '2'],
+      ['run', 'src', '--exec', 'case {key} in *[02468].log) exit 1;; esac', '--retry-quiet', '--backoff', '1h', '--no-wait', '-j', '2'],
       { cwd: p.dir },
     );
     expect(r.code, r.stderr).toBe(3);

@@ -240,9 +240,23 @@ describe.skipIf(!SPAWNER_BUILT)('the helper itself', () => {
     h.proc.stdin!.write(request(2, join(dir, '2.log'), ['no-such-command-xyz']));
     await waitFor(() => h.lines.length >= 3, 5000, 'replies');
     expect(h.lines[0]).toMatch(/^1 S \d+ \d+$/);
-    expect(h.lines[1]).toMatch(/^1 X 32512 \d+ \d+ 0$/); // the shell's exit 127
+    expect(h.lines[1]).toMatch(/^1 X 32512 \d+ \d+ 0 1$/); // the shell's exit 127, and its "not found" on stderr
     expect(readFileSync(join(dir, '1.log'), 'utf8')).toMatch(/not found/);
     expect(h.lines[2]).toBe(`2 F ${constants.errno.ENOENT}`);
+    h.proc.stdin!.end();
+  });
+
+  it('says whether a command wrote on stderr (2: not known, its output discarded); the log keeps both streams in the order written', async () => {
+    const dir = tempDir();
+    const h = helper();
+    h.proc.stdin!.write(request(1, join(dir, '1.log'), ['/bin/sh', '-c', 'echo 0; exit 1']));
+    h.proc.stdin!.write(request(2, join(dir, '2.log'), ['/bin/sh', '-c', 'echo a; echo b >&2; echo c; echo d >&2; exit 1']));
+    h.proc.stdin!.write(request(3, join(dir, '3.log'), ['/bin/sh', '-c', 'exit 1']));
+    h.proc.stdin!.write(request(4, '', ['/bin/sh', '-c', 'exit 1']));
+    await waitFor(() => h.lines.filter((l) => / X /.test(l)).length === 4, 5000, 'four ends');
+    const ends = h.lines.filter((l) => / X /.test(l));
+    expect(ends.map((l) => [l.split(' ')[0], l.split(' ').pop()])).toEqual([['1', '0'], ['2', '1'], ['3', '0'], ['4', '2']]);
+    expect(readFileSync(join(dir, '2.log'), 'utf8')).toBe('a\nb\nc\nd\n');
     h.proc.stdin!.end();
   });
 

@@ -33,7 +33,7 @@ async function statusJson(cwd: string): Promise<StatusJson> {
 
 /** f003–f005 fail (exit 1) until `marker` exists; every task takes `seconds`. */
 const failUntil = (marker: string, seconds = 0.02) =>
-  `case {key} in f003.log|f004.log|f005.log) [ -e '${marker}' ] || exit 1;; esac; sleep ${seconds}`;
+  `case {key} in f003.log|f004.log|f005.log) [ -e '${marker}' ] || { echo not yet >&2; exit 1; };; esac; sleep ${seconds}`;
 
 describe('status --json timing fields', () => {
   it('after a finished run: ISO times with ms, startedAt ≤ updatedAt, a positive rate, no ETA', async () => {

@@ -13,7 +13,7 @@ describe('status exit codes', () => {
     expect((await runCli(['run', 'src', '--batch', 'ok', '--exec', 'true'], opts)).code).toBe(0);
     expect((await runCli(['run', 'src', '--batch', 'bad', '--exec', 'false', '--retries', '0'], opts)).code).toBe(1);
     // --no-wait leaves the retry for later: the batch is not done.
-    expect((await runCli(['run', 'src', '--batch', 'later', '--exec', 'false', '--retries', '1', '--backoff', '1h', '--no-wait'], opts)).code).toBe(3);
+    expect((await runCli(['run', 'src', '--batch', 'later', '--exec', 'false', '--retry-quiet', '--retries', '1', '--backoff', '1h', '--no-wait'], opts)).code).toBe(3);
     for (const [batch, code] of [['ok', 0], ['bad', 1], ['later', 3]] as const) {
       for (const json of [[], ['--json']]) {
         const r = await runCli(['status', '--batch', batch, ...json], opts);
@@ -29,7 +29,7 @@ describe('status exit codes', () => {
   it('status exits 1 for a batch that ended with CANCELLED tasks', async () => {
     const p = projectWithFiles(2);
     const opts = { cwd: p.dir };
-    expect((await runCli(['run', 'src', '--batch', 'c', '--exec', 'false', '--retries', '1', '--backoff', '1h', '--no-wait'], opts)).code).toBe(3);
+    expect((await runCli(['run', 'src', '--batch', 'c', '--exec', 'false', '--retry-quiet', '--retries', '1', '--backoff', '1h', '--no-wait'], opts)).code).toBe(3);
     expect((await runCli(['cancel', '--batch', 'c'], opts)).code).toBe(0);
     expect((await runCli(['status', '--batch', 'c'], opts)).code).toBe(1);
   });

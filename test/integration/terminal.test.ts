@@ -9,8 +9,8 @@ import { CONTROL, SGR, envWithoutColorHints, runInPty } from '../helpers/pty.js'
 // SPEC §6: `tasks` prints every task when piped, the first 50 on a TTY unless --limit says otherwise.
 // The terminal is a real pseudo-terminal (util-linux `script`), not an isTTY override.
 
-/** The progress bar's own text, `{value}/{total} | {rate}/s | ETA …`. */
-const barFor = (total: number) => new RegExp(`\\d+/${total} \\| [\\d.]+/s \\| ETA `);
+/** The progress bar's own text, `{value}/{total} · {rate}/s · ETA …`. */
+const barFor = (total: number) => new RegExp(`\\d+/${total} · [\\d.]+/s · ETA `);
 const dataLines = (text: string) => text.split(/\r?\n/).filter((l) => /^f\d{3}\.log\b/.test(l));
 
 describe('run on a terminal and in a pipe', () => {

@@ -513,7 +513,7 @@ async function runScenario({ cfg, cmds }: Scenario, mode: BudgetMode = 'safe'): 
   ctl.dead.clear();
 
   const m = new Model();
-  const rules: RetryRules = { policy: cfg.policy, permanentCodes: [], timeoutMs: 1000, permanentErrors: [], heartbeatTimeoutMs: null };
+  const rules: RetryRules = { policy: cfg.policy, permanentCodes: [], timeoutMs: 1000, permanentErrors: [], heartbeatTimeoutMs: null, retryQuiet: false };
   const owners: MOwner[] = Array.from({ length: cfg.owners }, (_, slot) => {
     const host = slot === 2 && cfg.remoteOwner ? 'host-b/boot' : 'host-a/boot';
     return { slot, gen: 0, host, id: `${host}:${4000 + slot}:0`, alive: true };

@@ -27,7 +27,7 @@ const quiet: RunObserver = { attemptEnded() {}, released() {}, note() {} };
 describe('AttemptPrinter', () => {
   it('prints a copy over 2 GiB whole, a bounded chunk at a time, then removes it and its folder', async () => {
     const written = new Map<string, { bytes: number; biggest: number; nonZero: number; ended: boolean }>();
-    const printer = new AttemptPrinter(true, (t, stream) => {
+    const printer = new AttemptPrinter({ keepOrder: true, lineBuffer: false }, (t, stream) => {
       const seen = { bytes: 0, biggest: 0, nonZero: 0, ended: false };
       written.set(`${t.key}.${stream}`, seen);
       return {
@@ -62,8 +62,32 @@ describe('AttemptPrinter', () => {
     expect(existsSync(printer.dir)).toBe(false);
   }, 120_000);
 
+  it('prints only the attempt that ends its task; with keep-order a retried task keeps its place', async () => {
+    const printed: string[] = [];
+    const printer = new AttemptPrinter({ keepOrder: true, lineBuffer: false }, () => ({
+      write: async (chunk) => void printed.push(chunk.toString()),
+      end: async () => {},
+    }));
+    const observer = printer.tap(quiet);
+    const attempt = (token: number, id: number, text: string) => {
+      writeFileSync(`${printer.prefixOf(token)}.out`, text);
+      return { ...task(token, `k${id}`), id };
+    };
+    const first = attempt(1, 1, 'first try of k1\n');
+    const other = attempt(2, 2, 'k2\n');
+    observer.attemptStarted?.(first);
+    observer.attemptStarted?.(other);
+    observer.attemptEnded(first, { outcome: 'FAILED' } as Settlement, 'PENDING'); // to be retried
+    observer.attemptEnded(other, { outcome: 'SUCCESS' } as Settlement, 'SUCCESS');
+    const again = attempt(3, 1, 'second try of k1\n');
+    observer.attemptStarted?.(again);
+    observer.attemptEnded(again, { outcome: 'SUCCESS' } as Settlement, 'SUCCESS');
+    await printer.finish();
+    expect(printed).toEqual(['second try of k1\n', 'k2\n']);
+  });
+
   it("removes the folder with a copy left by an attempt that never reported (a killed worker's)", async () => {
-    const printer = new AttemptPrinter(false, () => ({ write: async () => {}, end: async () => {} }));
+    const printer = new AttemptPrinter({ keepOrder: false, lineBuffer: false }, () => ({ write: async () => {}, end: async () => {} }));
     writeFileSync(`${printer.prefixOf(3)}.out`, 'half a line');
     await printer.finish();
     expect(existsSync(printer.dir)).toBe(false);

@@ -25,6 +25,7 @@ export interface RetryFailedFlags extends OutputFlags {
   tag?: boolean;
   keepOrder?: boolean;
   results?: string;
+  lineBuffer?: boolean;
 }
 
 /**
@@ -38,7 +39,7 @@ export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promi
   requireFilter(flags.cluster, '--cluster');
   // Without --run, -j has nothing to size; it is still checked, as a typo should not pass silently.
   if (!flags.run && flags.concurrency !== undefined) parseConcurrency(flags.concurrency);
-  if (!flags.run && (flags.print || flags.tag || flags.keepOrder || flags.results !== undefined)) throw new UsageError('--print, --tag, --keep-order and --results go with --run');
+  if (!flags.run && (flags.print || flags.tag || flags.keepOrder || flags.lineBuffer || flags.results !== undefined)) throw new UsageError('--print, --tag, --keep-order, --line-buffer and --results go with --run');
   if (!flags.run) {
     const { name, reset } = await withBatch(flags, io, async (store, batch) => ({ name: batch.name, reset: await resetFailed(store, batch, flags) }));
     if (flags.json) line(io.stdout, JSON.stringify({ batch: name, reset }));
@@ -47,8 +48,8 @@ export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promi
   }
   // Flags → plan → start → report → drive, as `run` does, with the batch's stored definition
   // (never a job file that happens to be in the current folder); -j is parsed once, by the plan.
-  const { db, trustStoreOwner, json, quiet, verbose, color, concurrency, print, tag, keepOrder, results } = flags;
-  const runFlags: RawRunFlags = { db, trustStoreOwner, json, quiet, verbose, color, concurrency, print, tag, keepOrder, results };
+  const { db, trustStoreOwner, json, quiet, verbose, color, concurrency, print, tag, keepOrder, lineBuffer, results } = flags;
+  const runFlags: RawRunFlags = { db, trustStoreOwner, json, quiet, verbose, color, concurrency, print, tag, keepOrder, lineBuffer, results };
   const trust = trustedOwners(trustStoreOwner);
   const input = inputFromFlags(runFlags, io.cwd); // every flag checked before a store is opened
   const dbPath = resolveDbPath(flags.db, io.cwd, io.env);

@@ -14,11 +14,11 @@ export const GROUPS: [heading: string, options: string[]][] = [
   ['Handler and workers:', ['--exec', '--handler', '--pipe', '--concurrency', '--max-tasks-per-worker', '--max-worker-memory', '--follow']],
   [
     'Retries and time:',
-    ['--retries', '--backoff', '--backoff-factor', '--max-backoff', '--jitter', '--timeout', '--heartbeat-timeout', '--permanent-codes', '--permanent-errors', '--max-failures', '--max-runtime', '--no-wait', '--grace', '--load-timeout', '--lease'],
+    ['--retries', '--backoff', '--backoff-factor', '--max-backoff', '--jitter', '--timeout', '--heartbeat-timeout', '--permanent-codes', '--permanent-errors', '--retry-quiet', '--max-failures', '--max-runtime', '--no-wait', '--grace', '--load-timeout', '--lease'],
   ],
   [
     'Output:',
-    ['--output', '--force', '--print', '--tag', '--keep-order', '--results', '--json', '--quiet', '--verbose', '--color', '--no-color', '--progress-interval', '--metrics-file'],
+    ['--output', '--force', '--print', '--tag', '--keep-order', '--line-buffer', '--results', '--json', '--quiet', '--verbose', '--color', '--no-color', '--progress-interval', '--metrics-file'],
   ],
   ['Store:', ['--db', '--trust-store-owner', '--history-warn']],
 ];
