@@ -35,7 +35,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
 
   poolOptions(common(program.command('run [source]')))
     .description('split <source> into tasks (idempotently) and run the batch to the end')
-    .option('--job <file>', 'job file with run options (default ./splitdance.json when present); flags win')
+    .option('--job <file>', 'job file with run options (default: ./splitdance.json when present and no --exec/--handler is given); flags win')
     .option('--dry-run', 'print the plan (tasks, first keys, handler, store, what is done) and write nothing')
     .option('--sample <n>', 'run a deterministic sample: a fraction (0.1, 10%) or a number of tasks, chosen by key hash')
     .option('--rerun-changed', 're-run succeeded tasks whose file changed (size or mtime) since, and list records (--key-field) that changed')

@@ -65,7 +65,7 @@ export class RunReporter implements BatchObserver {
       // Notes, the batch name and the source path are data: escaped, like every line of data.
       for (const n of info.notes) this.human(printable(n));
       this.human(
-        `batch ${this.c.bold(printable(info.batch))}: ${plural(info.total, 'task')} (${info.inserted} new) from ${printable(info.source)}, ${plural(info.workers, 'worker')}, store ${printable(info.store)}`,
+        `batch ${this.c.bold(printable(info.batch))}: ${plural(info.total, 'task')} (${info.inserted} new) from ${printable(info.source)}, ${plural(info.workers, 'worker')}, store ${printable(info.store)}${info.jobFile === null ? '' : `, job file ${printable(info.jobFile)}`}`,
       );
     }
     if (this.mode === 'tty') {

@@ -2,7 +2,7 @@ import { realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { checkBatchName, defaultBatchName, expandBatchName, stdinBatchName } from './batch-name.js';
-import { findJobFile } from './job-file-path.js';
+import { findJobFile, skippedJobFileNote } from './job-file-path.js';
 import { DEFAULT_SETTINGS, describeHandler, mergeSettings, settingsOf, storedDefinition, type JobSettings } from './job-definition.js';
 import { inputFromFlags, invocationOf, layerInputs, printOf, type Invocation, type RawRunFlags, type RunInput } from './run-options.js';
 import { sampled, type Sample } from '../split/sample.js';
@@ -34,6 +34,8 @@ export interface RunPlan {
   kind: SourceKind;
   dbPath: string;
   batchName: string;
+  /** The job file this run read, as the user named it (`./splitdance.json`, --job's text); null: none. */
+  jobFile: string | null;
   existing: StoredBatch | undefined;
   /** Has a handler, or stages that each have theirs. */
   settings: JobSettings;
@@ -72,7 +74,9 @@ export async function planRun(
   options: PlanOptions = {},
 ): Promise<RunPlan> {
   const fromFlags = options.input ?? inputFromFlags(cliFlags, cwd);
-  const jobPath = options.storedOnly ? null : findJobFile(cliFlags.job, cwd);
+  const handlerGiven = cliFlags.exec !== undefined || cliFlags.handler !== undefined;
+  const jobFile = options.storedOnly ? { used: null, skipped: null } : findJobFile(cliFlags.job, cwd, handlerGiven);
+  const jobPath = jobFile.used?.path ?? null;
   const fromFile: RunInput | null = jobPath ? (await import('./job-file.js')).readJobFile(jobPath, cwd) : null;
   const input = fromFile ? layerInputs(fromFile, fromFlags) : fromFlags; // flags win over the file
   if (sourceArg !== undefined && cliFlags.items !== undefined) {
@@ -118,6 +122,7 @@ export async function planRun(
     existing && changed.length
       ? [`batch ${batchName}: ${changed.join(', ')} changed for the unfinished tasks (handler now ${describeHandler(settings.handler, settings.stages)})`]
       : [];
+  if (jobFile.skipped !== null) notes.unshift(skippedJobFileNote(jobFile.skipped));
   if (file) notes.push(...file.notes);
   if (settings.handler?.kind === 'exec') notes.push(...templateWarnings(settings.handler.template, kind, '--exec', settings.handler.pipe === true));
   for (const st of settings.stages) if (st.handler.kind === 'exec') notes.push(...templateWarnings(st.handler.template, kind, `stage ${JSON.stringify(st.name)}'s exec`, st.handler.pipe === true));
@@ -128,6 +133,7 @@ export async function planRun(
     kind,
     dbPath: db,
     batchName,
+    jobFile: jobFile.used?.shown ?? null,
     existing,
     settings,
     changed,

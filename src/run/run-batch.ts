@@ -32,6 +32,8 @@ export interface RunStart {
   total: number;
   inserted: number;
   workers: number;
+  /** The job file the run read, as the user named it; null: none. */
+  jobFile: string | null;
   notes: string[];
 }
 
@@ -65,6 +67,8 @@ export interface BatchRun {
   cwd: string;
   /** Said at the start, before the batch line. */
   notes: string[];
+  /** The job file the run's plan read (named on the batch line); null: none. */
+  jobFile: string | null;
   /** Tasks this run added to the batch. */
   inserted: number;
   /** The command that resumes the batch once paused, quoted when a pause stops the run. */
@@ -118,7 +122,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
   // An owner that cannot be proven dead is left to the coordinator's own watch, which takes its
   // tasks once its renewals are seen to stop for a lease (a fresh watch has seen nothing stop).
   const { released } = await recoverStale(store, batch.id, coordinator.owner, new RenewalWatch(inv.leaseMs), Date.now(), (lost) => coordinator.lostElsewhere(lost));
-  observer.start({ batch: batch.name, source: batch.source, store: describeStore(run.dbPath), total, inserted: run.inserted, workers: pool.size, notes });
+  observer.start({ batch: batch.name, source: batch.source, store: describeStore(run.dbPath), total, inserted: run.inserted, workers: pool.size, jobFile: run.jobFile, notes });
   // The pools started here to follow a newer definition (the caller shuts down its own).
   const followers: WorkerPool[] = [];
   // A signal while following a definition change (the coordinator was already stopping, or

@@ -48,7 +48,7 @@ function reporter(mode: ReportMode, keep: number) {
   const io: Io = { stdout: out.stream, stderr: err.stream, cwd: '/', env: {}, tty: false, stdoutTty: false };
   const counts: Counts = { total: 0, pending: 0, retrying: 0, running: 0, queued: 0, succeeded: 0, failed: 0, cancelled: 0 };
   const r = new RunReporter(io, mode, new Chalk({ level: 0 }), async () => counts, 3_600_000);
-  r.start({ batch: 'b', source: '/src', store: 'store.db', total: 0, inserted: 0, workers: 1, notes: [] });
+  r.start({ batch: 'b', source: '/src', store: 'store.db', total: 0, inserted: 0, workers: 1, jobFile: null, notes: [] });
   return { r, err, counts };
 }
 

@@ -57,12 +57,61 @@ describe('job file', () => {
 
     const c = projectWithFiles(2);
     writeFileSync(join(c.dir, 'splitdance.json'), JSON.stringify({ source: 'src', exec: 'exit 3', retries: 5, batch: 'from-file' }));
-    const rc = await runCli(['run', '--exec', 'true', '--retries', '0'], { cwd: c.dir });
+    const rc = await runCli(['run', '--job', 'splitdance.json', '--exec', 'true', '--retries', '0'], { cwd: c.dir });
     expect(rc.code, rc.stderr).toBe(0);
     const jc = storedJob(c.dir);
     expect(jc.handler).toEqual({ kind: 'exec', template: 'true' });
     expect(jc.retries).toBe(0);
     expect(query(dbPathIn(c.dir), 'SELECT name FROM batches')).toEqual([{ name: 'from-file' }]);
+  });
+
+  it('./splitdance.json is read when the command line gives no handler, and the start line names it', async () => {
+    const p = projectWithFiles(2);
+    writeFileSync(join(p.dir, 'splitdance.json'), JSON.stringify({ source: 'src', exec: 'cat {} > {out}', output: 'out/{rel}', retries: 0, batch: 'from-file' }));
+    const r = await runCli(['run'], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/^batch from-file: 2 tasks .*, job file \.\/splitdance\.json$/m);
+    expect(readFileSync(join(p.dir, 'out/f000.log'), 'utf8')).toBe('line 0\n');
+    const json = await runCli(['run', '--json', '--batch', 'again'], { cwd: p.dir });
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout.split('\n')[0]!)).toMatchObject({ event: 'start', batch: 'again', jobFile: './splitdance.json' });
+  });
+
+  it('with --exec or --handler on the command line, ./splitdance.json is not read, and one line says so (not with --quiet)', async () => {
+    const p = projectWithFiles(2);
+    // Each of these would change what the one-liner does if the file were read.
+    writeFileSync(join(p.dir, 'splitdance.json'), JSON.stringify({ source: 'src', exec: 'exit 3', output: 'out/{rel}', retries: 5, timeout: '1s', batch: 'from-file' }));
+    const note = 'not using ./splitdance.json: the command line gives the handler; --job splitdance.json uses it';
+    const r = await runCli(['run', 'src', '--exec', 'cat {} >/dev/null'], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr.split('\n')).toContain(note);
+    expect(r.stderr).not.toMatch(/job file/);
+    const job = storedJob(p.dir);
+    expect(job).toMatchObject({ handler: { kind: 'exec', template: 'cat {} >/dev/null' }, retries: 3 });
+    expect(job.output ?? null).toBeNull();
+    expect(job.timeoutMs ?? null).toBeNull();
+    expect(query(dbPathIn(p.dir), 'SELECT name FROM batches')).not.toContainEqual({ name: 'from-file' });
+
+    const m = await runCli(['run', 'src', '--handler', handler('ok'), '--batch', 'module'], { cwd: p.dir });
+    expect(m.code, m.stderr).toBe(0);
+    expect(m.stderr.split('\n')).toContain(note);
+    const quiet = await runCli(['run', 'src', '--exec', 'cat {} >/dev/null', '--batch', 'quiet', '--quiet'], { cwd: p.dir });
+    expect(quiet.code, quiet.stderr).toBe(0);
+    expect(quiet.stderr).toBe('');
+    const json = await runCli(['run', 'src', '--exec', 'cat {} >/dev/null', '--batch', 'json', '--json'], { cwd: p.dir });
+    expect(JSON.parse(json.stdout.split('\n')[0]!)).toMatchObject({ event: 'start', jobFile: null, notes: expect.arrayContaining([note]) });
+  });
+
+  it('a batch created from a job file resumes with its stored options when a later command line gives the handler', async () => {
+    const p = projectWithFiles(3);
+    writeFileSync(join(p.dir, 'splitdance.json'), JSON.stringify({ source: 'src', exec: 'cat {} > {out}', output: 'out/{rel}', retries: 0, batch: 'from-file' }));
+    const first = await runCli(['run', '--sample', '1'], { cwd: p.dir });
+    expect(first.code, first.stderr).toBe(0);
+    const r = await runCli(['run', 'src', '--batch', 'from-file', '--exec', 'cat {} > {out}'], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/not using \.\/splitdance\.json/);
+    for (const k of p.keys) expect(readFileSync(join(p.dir, 'out', k), 'utf8')).toMatch(/^line \d\n$/); // the stored output
+    expect(storedJob(p.dir)).toMatchObject({ retries: 0, output: { template: 'out/{rel}' } });
   });
 
   it('the shipped JSON Schema is the one the CLI generates (regenerate with npm run schema)', async () => {
