@@ -43,7 +43,23 @@ export interface RunSummary {
   reason: string;
   counts: Counts;
   elapsedMs: number;
+  /**
+   * A run that ends unfinished (exit 3) names the tasks left waiting for a retry after failing,
+   * the first RETRYING_NAMED of them (`counts.retrying` has them all): a nightly `--no-wait`
+   * run whose next night is a new batch would otherwise never say which file keeps failing.
+   */
+  retrying: RetryingTask[];
 }
+
+export interface RetryingTask {
+  key: string;
+  attempts: number;
+  lastError: string | null;
+  nextRunAt: number;
+}
+
+/** Retrying tasks a run's end names at most (like the failures `--quiet` repeats); the rest are counted. */
+export const RETRYING_NAMED = 100;
 
 /** What a run tells whoever shows it, from its start to its end (the CLI's reporter). */
 export interface BatchObserver extends RunObserver {
@@ -167,7 +183,16 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
       exitCode = EXIT.FAILED;
       reason = `done, but --print could not print the output of ${plural(printer.lost, 'attempt')} (said above)`;
     }
-    await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Math.round(monotonicMs() - started) });
+    const retrying =
+      exitCode === EXIT.INCOMPLETE && counts.retrying > 0
+        ? (await ridingOut(() => store.listTasks({ batchId: batch.id, status: 'PENDING', attemptedOnly: true, limit: RETRYING_NAMED }), (m) => observer.note(m))).map((t) => ({
+            key: t.key,
+            attempts: t.attempts,
+            lastError: t.lastError,
+            nextRunAt: t.nextRunAt,
+          }))
+        : [];
+    await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Math.round(monotonicMs() - started), retrying });
     return exitCode;
   } catch (err) {
     observer.failed(err);
