@@ -3,6 +3,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { checkBatchName, defaultBatchName, expandBatchName, stdinBatchName } from './batch-name.js';
 import { findJobFile, skippedJobFileNote } from './job-file-path.js';
+import { keepStoredOutputs } from './stored-outputs.js';
 import { DEFAULT_SETTINGS, describeHandler, mergeSettings, settingsOf, storedDefinition, type JobSettings } from './job-definition.js';
 import { inputFromFlags, invocationOf, layerInputs, printOf, type Invocation, type RawRunFlags, type RunInput } from './run-options.js';
 import { sampled, type Sample } from '../split/sample.js';
@@ -77,7 +78,7 @@ export async function planRun(
   const handlerGiven = cliFlags.exec !== undefined || cliFlags.handler !== undefined;
   const jobFile = options.storedOnly ? { used: null, skipped: null } : findJobFile(cliFlags.job, cwd, handlerGiven);
   const jobPath = jobFile.used?.path ?? null;
-  const fromFile: RunInput | null = jobPath ? (await import('./job-file.js')).readJobFile(jobPath, cwd) : null;
+  const fromFile: RunInput | null = jobPath ? (await import('./job-file.js')).readJobFile(jobPath) : null;
   const input = fromFile ? layerInputs(fromFile, fromFlags) : fromFlags; // flags win over the file
   if (sourceArg !== undefined && cliFlags.items !== undefined) {
     throw new UsageError(`give the list either as the source or as --items, not both (got ${sourceArg} and --items ${cliFlags.items})`);
@@ -97,6 +98,8 @@ export async function planRun(
   const existing = await findBatch(batchName);
   if (existing) checkSameSource(existing.source, source, batchName);
   const stored = existing ? settingsOf(storedDefinition(existing)) : DEFAULT_SETTINGS;
+  // A batch's outputs stay where it put them, whichever folder the job file's output was relative to when it was created.
+  if (existing && fromFile && fromFlags.settings.output === undefined) input.settings = keepStoredOutputs(input.settings, stored);
   const asItems = stdin || (sourceArg === undefined && input.items === true) || stored.items !== null;
   if (asItems && !input.settings.items && !stored.items) input.settings.items = { format: 'lines', keyField: null, colsep: null };
   if (!asItems && input.settings.items) {

@@ -1,9 +1,10 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT, handler, runCli } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
+import Database from 'better-sqlite3';
 
 const storedJob = (dir: string) => JSON.parse(query<{ job: string }>(dbPathIn(dir), 'SELECT job FROM batches')[0]!.job);
 
@@ -112,6 +113,63 @@ describe('job file', () => {
     expect(r.stderr).toMatch(/not using \.\/splitdance\.json/);
     for (const k of p.keys) expect(readFileSync(join(p.dir, 'out', k), 'utf8')).toMatch(/^line \d\n$/); // the stored output
     expect(storedJob(p.dir)).toMatchObject({ retries: 0, output: { template: 'out/{rel}' } });
+  });
+
+  it('every path in a job file is relative to its folder, wherever run is started; flags stay relative to the working folder', async () => {
+    const p = projectWithFiles(0);
+    const jobs = join(p.dir, 'jobs');
+    mkdirSync(join(jobs, 'data'), { recursive: true });
+    writeFileSync(join(jobs, 'data', 'a.log'), 'a\n');
+    writeFileSync(join(jobs, 'copy.mjs'), "import { copyFile } from 'node:fs/promises';\nexport default async (task) => { await copyFile(task.path, task.out); };\n");
+    writeFileSync(join(jobs, 'job.json'), JSON.stringify({ source: 'data', handler: './copy.mjs', output: 'out/{rel}', metricsFile: 'metrics.prom', batch: 'one' }));
+    const stages = [
+      { name: 'copy', exec: 'cat {} > {out}', output: 'staged/{rel}' },
+      { name: 'beside', needs: ['copy'], exec: 'cat {inputs.copy.out} > {out}', output: '{dir}/{name}.beside' }, // absolute once rendered
+    ];
+    writeFileSync(join(jobs, 'stages.json'), JSON.stringify({ source: 'data', stages, batch: 'two' }));
+    const away = join(p.dir, 'elsewhere');
+    mkdirSync(away);
+    for (const job of ['job.json', 'stages.json']) {
+      const r = await runCli(['run', '--job', join('..', 'jobs', job)], { cwd: away });
+      expect(r.code, r.stderr).toBe(0);
+    }
+    expect(readFileSync(join(jobs, 'out', 'a.log'), 'utf8')).toBe('a\n');
+    expect(existsSync(join(jobs, 'metrics.prom'))).toBe(true);
+    expect(readFileSync(join(jobs, 'staged', 'a.log'), 'utf8')).toBe('a\n');
+    expect(readFileSync(join(jobs, 'data', 'a.log.beside'), 'utf8')).toBe('a\n');
+    expect(existsSync(join(away, 'out'))).toBe(false);
+    expect(existsSync(join(away, 'staged'))).toBe(false);
+    // The store is not a path of the job file: the working folder's, as for every command.
+    expect(existsSync(dbPathIn(away))).toBe(true);
+
+    const flag = await runCli(['run', '--job', '../jobs/job.json', '--batch', 'three', '--output', 'flag/{rel}'], { cwd: away });
+    expect(flag.code, flag.stderr).toBe(0);
+    expect(readFileSync(join(away, 'flag', 'a.log'), 'utf8')).toBe('a\n');
+  });
+
+  it('a batch whose stored output is relative to the working folder (an older version) keeps writing there', async () => {
+    const p = projectWithFiles(0);
+    const jobs = join(p.dir, 'jobs');
+    mkdirSync(join(jobs, 'data'), { recursive: true });
+    for (const n of ['a', 'b', 'c']) writeFileSync(join(jobs, 'data', `${n}.log`), `${n}\n`);
+    writeFileSync(join(jobs, 'job.json'), JSON.stringify({ source: 'data', exec: 'cat {} > {out}', output: 'out/{rel}', batch: 'old' }));
+    const first = await runCli(['run', '--job', 'jobs/job.json', '--sample', '1'], { cwd: p.dir });
+    expect(first.code, first.stderr).toBe(0);
+    // What a version before this rule stored: the working folder as the output's base, and the file put there.
+    const db = new Database(dbPathIn(p.dir));
+    const job = JSON.parse((db.prepare('SELECT job FROM batches').get() as { job: string }).job);
+    expect(job.output).toEqual({ template: 'out/{rel}', base: jobs });
+    db.prepare('UPDATE batches SET job = ?').run(JSON.stringify({ ...job, output: { template: 'out/{rel}', base: p.dir } }));
+    db.close();
+    const [done] = query<{ task_key: string }>(dbPathIn(p.dir), "SELECT task_key FROM tasks WHERE status = 'SUCCESS'");
+    mkdirSync(join(p.dir, 'out'));
+    renameSync(join(jobs, 'out', done!.task_key), join(p.dir, 'out', done!.task_key));
+
+    const r = await runCli(['run', '--job', 'jobs/job.json'], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).not.toMatch(/changed/);
+    for (const n of ['a', 'b', 'c']) expect(readFileSync(join(p.dir, 'out', `${n}.log`), 'utf8')).toBe(`${n}\n`);
+    expect(JSON.parse(query<{ job: string }>(dbPathIn(p.dir), 'SELECT job FROM batches')[0]!.job).output.base).toBe(p.dir);
   });
 
   it('the shipped JSON Schema is the one the CLI generates (regenerate with npm run schema)', async () => {
