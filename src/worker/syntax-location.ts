@@ -27,7 +27,8 @@ export function syntaxLocations(err: Error, modulePath: string): { shown: Syntax
   const esbuild = [...err.message.matchAll(/^(.+?):(\d+):(\d+): ERROR: (.*)$/gm)].map((m) => ({ file: m[1]!, line: Number(m[2]), column: Number(m[3]) + 1, message: m[4]! }));
   if (esbuild.length) return { shown: esbuild.slice(0, SHOWN), more: Math.max(0, esbuild.length - SHOWN) + Math.max(0, totalOf(err.message) - esbuild.length) };
   if (err.name !== 'SyntaxError') return { shown: [], more: 0 };
-  const own = v8Location(err.stack ?? '', err.message) ?? v8Location(checkSyntax(modulePath), err.message);
+  // A SyntaxError thrown at run time (JSON.parse at the top of the module) has no place: --check then finds none.
+  const own = v8Location(err.stack ?? '', err.message) ?? (/\.[cm]?js$/.test(modulePath) ? v8Location(checkSyntax(modulePath), err.message) : null);
   return { shown: own ? [own] : [], more: 0 };
 }
 
