@@ -37,7 +37,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
   poolOptions(common(program.command('run [source]')))
     .usage('[options] [source | ::: VALUES… | :::: FILE…]')
     .description('split <source> into tasks (idempotently) and run the batch to the end')
-    .option('--job <file>', 'job file with run options (default ./splitdance.json when present); flags win')
+    .option('--job <file>', 'job file with run options (default: ./splitdance.json when present and no --exec/--handler is given); flags win')
     .option('--dry-run', 'print the plan and the command of the first 20 tasks (all with --verbose); write nothing')
     .option('--sample <n>', 'run a deterministic sample: a fraction (0.1, 10%) or a number of tasks, chosen by key hash')
     .option('--rerun-changed', 're-run succeeded tasks whose file changed (size or mtime) since, and list records (--key-field) that changed')

@@ -1,6 +1,6 @@
 import cliProgress from 'cli-progress';
 import type { ChalkInstance } from 'chalk';
-import type { BatchObserver, RunStart, RunSummary } from '../run/run-batch.js';
+import type { BatchObserver, RetryingTask, RunStart, RunSummary } from '../run/run-batch.js';
 import type { RawRunFlags } from '../job/run-options.js';
 import type { ClaimedTask, Counts, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
 import type { PrintedStream } from '../run/attempt-printer.js';
@@ -79,7 +79,7 @@ export class RunReporter implements BatchObserver {
       // Notes, the batch name and the source path are data: escaped, like every line of data.
       for (const n of info.notes) this.human(printable(n));
       this.human(
-        `batch ${this.c.bold(printable(info.batch))}: ${plural(info.total, 'task')} (${info.inserted} new) from ${printable(info.source)}, ${plural(info.workers, 'worker')}, store ${printable(info.store)}`,
+        `batch ${this.c.bold(printable(info.batch))}: ${plural(info.total, 'task')} (${info.inserted} new) from ${printable(info.source)}, ${plural(info.workers, 'worker')}, store ${printable(info.store)}${info.jobFile === null ? '' : `, job file ${printable(info.jobFile)}`}`,
       );
     }
     if (this.mode === 'tty') {
@@ -175,6 +175,11 @@ export class RunReporter implements BatchObserver {
     }
     if (this.mode === 'quiet' && summary.exitCode === 0) return;
     if (this.mode === 'quiet') for (const f of this.failures.report()) this.human(f);
+    const target = { batch: summary.batch, db: givenDb(this.dbFlag, this.io) };
+    for (const t of summary.retrying) this.human(this.retryingLine(t));
+    const unnamed = k.retrying - summary.retrying.length;
+    if (unnamed > 0) this.human(`… and ${plural(unnamed, 'more retrying task')}`);
+    if (summary.retrying.length) this.human(`see them: ${suggest(target, ['tasks', '--status', 'retrying'])}`);
     const parts = [`${k.succeeded} succeeded${this.upToDateHere ? ` (${this.upToDateHere} up to date, not run)` : ''}`, `${k.failed} failed`];
     if (k.cancelled) parts.push(`${k.cancelled} cancelled`);
     if (k.pending + k.retrying + k.running + k.queued) parts.push(`${k.pending + k.retrying + k.running + k.queued} unfinished`);
@@ -182,10 +187,15 @@ export class RunReporter implements BatchObserver {
     this.human(`${head}: ${parts.join(', ')} of ${k.total} in ${formatMs(summary.elapsedMs)} (batch ${printable(summary.batch)})`);
     this.sayNothingRan(summary);
     if (k.failed) {
-      const target = { batch: summary.batch, db: givenDb(this.dbFlag, this.io) };
       const retry = this.definitionChanged ? 'retry them with the new handler, now stored' : 'retry them';
       this.human(`see the failures: ${suggest(target, ['status'])}; ${retry}: ${suggest(target, ['retry-failed', '--run'])}`);
     }
+  }
+
+  /** A task left waiting for a retry when the run ends unfinished, said like a FAILED one. */
+  private retryingLine(t: RetryingTask): string {
+    const due = t.nextRunAt > Date.now() ? `, next in ${formatMs(t.nextRunAt - Date.now())}` : '';
+    return `${this.c.yellow('retrying')} ${printable(t.key)} after ${plural(t.attempts, 'attempt')}${due}: ${printable(t.lastError ?? 'failed')}`;
   }
 
   /**

@@ -86,21 +86,25 @@ const StageSchema = z
       .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'expected a stage name of letters, digits, _ . and - (it starts every task key: name/item)')
       .describe('stage name; its tasks are keyed name/itemkey'),
     exec: z.string().min(1).describe("shell command per task; {inputs.STAGE.FIELD} reads a needed stage's result").optional(),
-    handler: z.string().min(1).describe('a .js, .mjs or .ts module, relative to this file; task.inputs holds the needed results').optional(),
+    handler: z.string().min(1).describe("a .js, .mjs or .ts module, relative to this file's folder; task.inputs holds the needed results").optional(),
     needs: z.array(z.string()).describe('stages that must succeed for the same item first').optional(),
-    output: z.string().min(1).describe("the stage's declared output, relative to the working directory; {inputs.STAGE.out} names it in later stages").optional(),
+    output: z.string().min(1).describe("the stage's declared output, relative to this file's folder (a placeholder that gives an absolute path first, such as {dir}/x, stays absolute); {inputs.STAGE.out} names it in later stages").optional(),
     pipe: z.boolean().describe("with exec: the command reads its chunk's bytes, or its item, on stdin").optional(),
     ...policy,
   })
   .strict()
   .refine((s) => (s.exec === undefined) !== (s.handler === undefined), { message: 'give the stage exactly one of "exec" or "handler"' });
 
-/** `splitdance.json`: every `run` option, camelCase, plus stages. Unknown fields are errors. */
+/**
+ * `splitdance.json`: every `run` option, camelCase, plus stages. Unknown fields are errors.
+ * Every path in it is relative to the file's folder, wherever `run` is started; only flags
+ * given on the command line are relative to the working folder.
+ */
 export const JobFileSchema = z
   .object({
     $schema: z.string().optional(),
-    source: z.string().min(1).describe('directory or file to split, relative to this file').optional(),
-    items: z.string().min(1).describe('a list: one task per line (or JSON Lines record), relative to this file; "-" for stdin').optional(),
+    source: z.string().min(1).describe("directory or file to split, relative to this file's folder").optional(),
+    items: z.string().min(1).describe('a list: one task per line (or JSON Lines record), relative to this file\'s folder; "-" for stdin').optional(),
     jsonl: z.boolean().describe('the list is JSON Lines (also by its .jsonl/.ndjson name)').optional(),
     keyField: z.string().min(1).describe("JSON Lines: key each record by this field (default: the record's canonical text)").optional(),
     colsep: z
@@ -118,7 +122,7 @@ export const JobFileSchema = z
     pipe: z.boolean().describe("with exec: the command reads its chunk's bytes, or its item, on stdin").optional(),
     batch: z.string().min(1).describe("batch name; {date} expands to YYYY-MM-DD").optional(),
     exec: z.string().min(1).describe("shell command per task, e.g. 'gzip -k {}'").optional(),
-    handler: z.string().min(1).describe('a .js, .mjs or .ts module, relative to this file').optional(),
+    handler: z.string().min(1).describe("a .js, .mjs or .ts module, relative to this file's folder").optional(),
     include: z.array(z.string().min(1, 'expected a non-empty glob')).optional(),
     exclude: z.array(z.string().min(1, 'expected a non-empty glob')).optional(),
     chunkSize: size.optional(),
@@ -132,7 +136,7 @@ export const JobFileSchema = z
     output: z
       .string()
       .min(1)
-      .describe("each task's declared output, e.g. 'out/{rel}.gz', relative to the working directory: the command writes {out}, renamed there on success; a task whose output is newer than its input is not run")
+      .describe("each task's declared output, e.g. 'out/{rel}.gz', relative to this file's folder (a placeholder that gives an absolute path first, such as {dir}/x, stays absolute): the command writes {out}, renamed there on success; a task whose output is newer than its input is not run")
       .optional(),
     concurrency: z
       .union([count(1, MAX_CONCURRENCY), z.string()])
@@ -166,7 +170,10 @@ export const JobFileSchema = z
     lineBuffer: z.boolean().describe('print the output line by line as it comes, each line whole, like GNU parallel --line-buffer (implies print)').optional(),
     stages: z.array(StageSchema).min(1).describe('a per-item pipeline: one task per stage and item').optional(),
   })
-  .strict();
+  .strict()
+  .describe(
+    "a splitdance job: every run option, plus stages. Every path in it (source, items, handler, output, metricsFile, a stage's handler and output) is relative to this file's folder, wherever run is started; flags on the command line are relative to the working folder",
+  );
 
 export type JobFile = z.output<typeof JobFileSchema>;
 
@@ -175,7 +182,6 @@ export function jobFileJsonSchema(): unknown {
   return z.toJSONSchema(JobFileSchema, { io: 'input' });
 }
 
-/** Reads and validates a job file into a typed RunInput (paths made absolute against the file's folder; declared outputs against `cwd`, where `run` starts). */
 /** No field of a job file nests deeper (stages' fields are at depth 3); the checks below recurse. */
 const MAX_DEPTH = 64;
 
@@ -196,7 +202,12 @@ function checkDepth(data: unknown, path: string): void {
   }
 }
 
-export function readJobFile(path: string, cwd = process.cwd()): RunInput {
+/**
+ * Reads and validates a job file into a typed RunInput. Every path is made absolute against
+ * the file's folder, and a declared output's relative part is rendered there (its `base`), so
+ * a job file means the same from any working folder.
+ */
+export function readJobFile(path: string): RunInput {
   let data: unknown;
   try {
     data = JSON.parse(readFileSync(path, 'utf8'));
@@ -215,7 +226,7 @@ export function readJobFile(path: string, cwd = process.cwd()): RunInput {
   if (j.stages && j.output !== undefined) {
     throw new UsageError(`job file ${path}: with "stages", each stage declares its own "output"; move the top-level one into a stage`);
   }
-  // Relative to the working directory (SPEC §4), like --output: where `run` is started.
+  // Relative to the job file's folder, like every path in it (--output is relative to the working folder).
   const outputOf = (template: string | undefined, needs: string[], field: string) => {
     if (template === undefined) return undefined;
     try {
@@ -223,7 +234,7 @@ export function readJobFile(path: string, cwd = process.cwd()): RunInput {
     } catch (err) {
       throw new UsageError(`job file ${path}: ${(err as Error).message}`);
     }
-    return { template, base: cwd };
+    return { template, base: here };
   };
   if (j.source !== undefined && j.items !== undefined) throw new UsageError(`job file ${path}: give either "source" or "items", not both`);
   if (j.pipe && j.exec === undefined) throw new UsageError(`job file ${path}: "pipe" goes with "exec" (a module handler reads its chunk or item with task.read())`);

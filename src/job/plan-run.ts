@@ -4,7 +4,8 @@ import { UsageError } from '../errors.js';
 import { argsBatchName, checkBatchName, defaultBatchName, expandBatchName, stdinBatchName } from './batch-name.js';
 import { checkArgsMode, checkGroupFile, checkNoOtherSource, groupsShape, lateOptions, plannedGroups, readableGroups, readOnce, Spools } from './command-line-items.js';
 import { ARGS_SOURCE, checkArgGroups } from '../split/arg-groups.js';
-import { findJobFile } from './job-file-path.js';
+import { findJobFile, skippedJobFileNote } from './job-file-path.js';
+import { keepStoredOutputs } from './stored-outputs.js';
 import { DEFAULT_SETTINGS, describeHandler, mergeSettings, settingsOf, storedDefinition, type JobSettings } from './job-definition.js';
 import { inputFromFlags, invocationOf, layerInputs, printOf, type Invocation, type RawRunFlags, type RunInput } from './run-options.js';
 import { sampled, type Sample } from '../split/sample.js';
@@ -38,6 +39,8 @@ export interface RunPlan {
   kind: SourceKind;
   dbPath: string;
   batchName: string;
+  /** The job file this run read, as the user named it (`./splitdance.json`, --job's text); null: none. */
+  jobFile: string | null;
   existing: StoredBatch | undefined;
   /** Has a handler, or stages that each have theirs. */
   settings: JobSettings;
@@ -76,8 +79,10 @@ export async function planRun(
   options: PlanOptions = {},
 ): Promise<RunPlan> {
   const fromFlags = options.input ?? inputFromFlags(cliFlags, cwd);
-  const jobPath = options.storedOnly ? null : findJobFile(cliFlags.job, cwd);
-  const fromFile: RunInput | null = jobPath ? (await import('./job-file.js')).readJobFile(jobPath, cwd) : null;
+  const handlerGiven = cliFlags.exec !== undefined || cliFlags.handler !== undefined;
+  const jobFile = options.storedOnly ? { used: null, skipped: null } : findJobFile(cliFlags.job, cwd, handlerGiven);
+  const jobPath = jobFile.used?.path ?? null;
+  const fromFile: RunInput | null = jobPath ? (await import('./job-file.js')).readJobFile(jobPath) : null;
   const input = fromFile ? layerInputs(fromFile, fromFlags) : fromFlags; // flags win over the file
   if (sourceArg !== undefined && cliFlags.items !== undefined) {
     throw new UsageError(`give the list either as the source or as --items, not both (got ${sourceArg} and --items ${cliFlags.items})`);
@@ -111,6 +116,8 @@ export async function planRun(
   const existing = await findBatch(batchName);
   if (existing) checkSameSource(existing.source, source, batchName);
   const stored = existing ? settingsOf(storedDefinition(existing)) : DEFAULT_SETTINGS;
+  // A batch's outputs stay where it put them, whichever folder the job file's output was relative to when it was created.
+  if (existing && fromFile && fromFlags.settings.output === undefined) input.settings = keepStoredOutputs(input.settings, stored);
   const asItems = asArgs || stdin || (sourceArg === undefined && input.items === true) || stored.items !== null;
   const blocks = sourceArg === '-' && pipes(input.settings.handler ?? stored.handler);
   if (blocks) blockInput(input, cliFlags, existing !== undefined);
@@ -145,6 +152,7 @@ export async function planRun(
     existing && changed.length
       ? [`batch ${batchName}: ${changed.join(', ')} changed for the unfinished tasks (handler now ${describeHandler(settings.handler, settings.stages)})`]
       : [];
+  if (jobFile.skipped !== null) notes.unshift(skippedJobFileNote(jobFile.skipped));
   if (file) notes.push(...file.notes);
   if (settings.handler?.kind === 'exec') notes.push(...templateWarnings(settings.handler.template, kind, '--exec', settings.handler.pipe === true));
   for (const st of settings.stages) if (st.handler.kind === 'exec') notes.push(...templateWarnings(st.handler.template, kind, `stage ${JSON.stringify(st.name)}'s exec`, st.handler.pipe === true));
@@ -155,6 +163,7 @@ export async function planRun(
     kind,
     dbPath: db,
     batchName,
+    jobFile: jobFile.used?.shown ?? null,
     existing,
     settings,
     changed,

@@ -33,6 +33,8 @@ export interface RunStart {
   total: number;
   inserted: number;
   workers: number;
+  /** The job file the run read, as the user named it; null: none. */
+  jobFile: string | null;
   notes: string[];
 }
 
@@ -42,7 +44,23 @@ export interface RunSummary {
   reason: string;
   counts: Counts;
   elapsedMs: number;
+  /**
+   * A run that ends unfinished (exit 3) names the tasks left waiting for a retry after failing,
+   * the first RETRYING_NAMED of them (`counts.retrying` has them all): a nightly `--no-wait`
+   * run whose next night is a new batch would otherwise never say which file keeps failing.
+   */
+  retrying: RetryingTask[];
 }
+
+export interface RetryingTask {
+  key: string;
+  attempts: number;
+  lastError: string | null;
+  nextRunAt: number;
+}
+
+/** Retrying tasks a run's end names at most (like the failures `--quiet` repeats); the rest are counted. */
+export const RETRYING_NAMED = 100;
 
 /** What a run tells whoever shows it, from its start to its end (the CLI's reporter). */
 export interface BatchObserver extends RunObserver {
@@ -66,6 +84,8 @@ export interface BatchRun {
   cwd: string;
   /** Said at the start, before the batch line. */
   notes: string[];
+  /** The job file the run's plan read (named on the batch line); null: none. */
+  jobFile: string | null;
   /** Tasks this run added to the batch. */
   inserted: number;
   /** The command that resumes the batch once paused, quoted when a pause stops the run. */
@@ -124,7 +144,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
   // An owner that cannot be proven dead is left to the coordinator's own watch, which takes its
   // tasks once its renewals are seen to stop for a lease (a fresh watch has seen nothing stop).
   const { released } = await recoverStale(store, batch.id, coordinator.owner, new RenewalWatch(inv.leaseMs), Date.now(), (lost) => coordinator.lostElsewhere(lost));
-  observer.start({ batch: batch.name, source: batch.source, store: describeStore(run.dbPath), total, inserted: run.inserted, workers: pool.size, notes });
+  observer.start({ batch: batch.name, source: batch.source, store: describeStore(run.dbPath), total, inserted: run.inserted, workers: pool.size, jobFile: run.jobFile, notes });
   // The pools started here to follow a newer definition (the caller shuts down its own).
   const followers: WorkerPool[] = [];
   // A signal while following a definition change (the coordinator was already stopping, or
@@ -174,7 +194,16 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
       exitCode = EXIT.FAILED;
       reason = `done, but --results could not write the files of ${plural(results.lost, 'task')} (said above)`;
     }
-    await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Math.round(monotonicMs() - started) });
+    const retrying =
+      exitCode === EXIT.INCOMPLETE && counts.retrying > 0
+        ? (await ridingOut(() => store.listTasks({ batchId: batch.id, status: 'PENDING', attemptedOnly: true, limit: RETRYING_NAMED }), (m) => observer.note(m))).map((t) => ({
+            key: t.key,
+            attempts: t.attempts,
+            lastError: t.lastError,
+            nextRunAt: t.nextRunAt,
+          }))
+        : [];
+    await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Math.round(monotonicMs() - started), retrying });
     return exitCode;
   } catch (err) {
     observer.failed(err);

@@ -78,7 +78,7 @@ export async function startRun(what: PlannedStart | StoredStart, place: RunPlace
   let store: TaskStore | null = null;
   try {
     if (signals.seen()) return await stopped(pool, null, signals);
-    const run: BatchRun = { settings, inv, dbPath: place.dbPath, cwd: place.cwd, notes: [], inserted: 0, resume: '' };
+    const run: BatchRun = { settings, inv, dbPath: place.dbPath, cwd: place.cwd, notes: [], inserted: 0, resume: '', jobFile: what.kind === 'planned' ? what.plan.jobFile : null };
     let batch: BatchRecord;
     if (what.kind === 'stored') {
       batch = what.batch;

@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { UsageError } from '../errors.js';
 import { inPackage } from '../package-root.js';
 import type { Handler } from './handler-types.js';
+import { describeLocation, syntaxLocations } from './syntax-location.js';
 
 const LOADABLE = new Set(['.js', '.mjs', '.cjs']);
 let selfResolving = false;
@@ -52,7 +53,7 @@ export async function loadHandler(path: string): Promise<Handler> {
     // TypeScript is compiled on the fly by tsx's loader API (Node 20 cannot strip types itself).
     mod = TYPESCRIPT.has(ext) ? await (await import('tsx/esm/api')).tsImport(url, import.meta.url) : await import(url);
   } catch (err) {
-    throw new UsageError(`handler module ${path} failed to load: ${loadError(err)}`);
+    throw new UsageError(`handler module ${path} ${loadError(err, abs)}`);
   }
   // A CommonJS module's `module.exports = fn` arrives as `default`; `exports.default = fn` as default.default.
   let fn = mod.default;
@@ -66,11 +67,19 @@ export async function loadHandler(path: string): Promise<Handler> {
 }
 
 /**
- * A load error in one line (SPEC §9): its first line, without the query tsx's loader puts on
- * the URLs it names (`?namespace=…`), which points at no file a person could open.
+ * Why a module failed to load (SPEC §9), after its name: its error's first line, without the query tsx's
+ * loader puts on the URLs it names (`?namespace=…`), which points at no file a person could
+ * open. A syntax error instead names where it is, a line of its own per place (at most a few):
+ * `handler.ts:3:12: Unexpected "="`, which the first line of esbuild's and of an ES module's
+ * error leave out.
  */
-export function loadError(err: unknown): string {
+export function loadError(err: unknown, modulePath: string): string {
   const e = err instanceof Error ? err : new Error(String(err));
+  const { shown, more } = syntaxLocations(e, modulePath);
+  if (shown.length) {
+    const places = shown.map((l) => `\n  ${describeLocation(l)}`).join('');
+    return `has a syntax error:${places}${more ? `\n  … and ${more} more` : ''}`;
+  }
   const first = e.message.split('\n').find((l) => l.trim() !== '') ?? '';
-  return `${e.name}: ${first.replace(/\?namespace=[^\s'"]*/g, '').trim()}`;
+  return `failed to load: ${e.name}: ${first.replace(/\?namespace=[^\s'"]*/g, '').trim()}`;
 }

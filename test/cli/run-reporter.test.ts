@@ -48,7 +48,7 @@ function reporter(mode: ReportMode, keep: number) {
   const io: Io = { stdout: out.stream, stderr: err.stream, cwd: '/', env: {}, tty: false, stdoutTty: false };
   const counts: Counts = { total: 0, pending: 0, retrying: 0, running: 0, queued: 0, succeeded: 0, failed: 0, cancelled: 0 };
   const r = new RunReporter(io, mode, new Chalk({ level: 0 }), async () => counts, 3_600_000);
-  r.start({ batch: 'b', source: '/src', store: 'store.db', total: 0, inserted: 0, workers: 1, notes: [] });
+  r.start({ batch: 'b', source: '/src', store: 'store.db', total: 0, inserted: 0, workers: 1, jobFile: null, notes: [] });
   return { r, err, counts };
 }
 
@@ -104,7 +104,7 @@ describe('what run keeps of its failures is bounded', () => {
     const grown = heapAfterGc() - before;
     expect(grown).toBeLessThan(BOUND);
     counts.total = counts.failed = FAILURES;
-    await r.finish({ batch: 'b', exitCode: 1, reason: 'finished with failures', counts, elapsedMs: 1000 });
+    await r.finish({ batch: 'b', exitCode: 1, reason: 'finished with failures', counts, elapsedMs: 1000, retrying: [] });
     const failed = err.lines.filter((l) => l.startsWith('FAILED '));
     expect(failed).toHaveLength(MAX_LINES);
     expect(failed[0]).toMatch(/^FAILED item-0 after 2 attempts: Ea x+/);
@@ -117,7 +117,7 @@ describe('what run keeps of its failures is bounded', () => {
     const many = reporter('quiet', 100);
     for (let i = 0; i < 50; i++) many.r.attemptEnded(task(i), { ...failure(0, null), error: `ENOENT: no such file '/src/item-${i}'` }, 'FAILED');
     many.r.attemptEnded(task(50), { ...failure(0, null), error: 'EACCES: denied' }, 'FAILED');
-    await many.r.finish({ batch: 'b', exitCode: 1, reason: 'finished with failures', counts: many.counts, elapsedMs: 1 });
+    await many.r.finish({ batch: 'b', exitCode: 1, reason: 'finished with failures', counts: many.counts, elapsedMs: 1, retrying: [] });
     const shown = many.err.lines.filter((l) => l.startsWith('FAILED '));
     expect(shown).toHaveLength(PER_KIND + 1);
     expect(shown.at(-1)).toBe('FAILED item-50 after 1 attempt: EACCES: denied');
@@ -125,7 +125,7 @@ describe('what run keeps of its failures is bounded', () => {
 
     const few = reporter('quiet', 100);
     for (let i = 0; i < 3; i++) few.r.attemptEnded(task(i), { ...failure(0, null), error: `boom ${i}` }, 'FAILED');
-    await few.r.finish({ batch: 'b', exitCode: 1, reason: 'finished with failures', counts: few.counts, elapsedMs: 1 });
+    await few.r.finish({ batch: 'b', exitCode: 1, reason: 'finished with failures', counts: few.counts, elapsedMs: 1, retrying: [] });
     expect(few.err.lines.slice(0, 3)).toEqual(['FAILED item-0 after 1 attempt: boom 0', 'FAILED item-1 after 1 attempt: boom 1', 'FAILED item-2 after 1 attempt: boom 2']);
     expect(few.err.lines.join('\n')).not.toContain('more failed task');
   });

@@ -3,16 +3,18 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT, runCli, tempDir } from '../helpers/cli.js';
 import { query } from '../helpers/store.js';
+import { copyDemo } from '../helpers/project.js';
 
 describe("the README's first command", () => {
   it('runs the demo job over fixtures/logs end to end with a TypeScript handler', async () => {
     const cwd = tempDir();
     const db = join(cwd, 'store.db');
-    const job = join(ROOT, 'fixtures/jobs/clean-logs.json');
+    copyDemo(cwd);
+    const job = 'fixtures/jobs/clean-logs.json'; // as the README types it, in a copy of the repository's fixtures
     const r = await runCli(['run', '--job', job, '--db', db], { cwd });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/done: 7 succeeded, 0 failed of 7/);
-    // The declared output, relative to where `run` was started.
+    // The declared output, relative to the job file's folder: the repository's demo-output/.
     const cleaned = readFileSync(join(cwd, 'demo-output/cleaned/2025/01/app.log'), 'utf8');
     expect(cleaned).not.toMatch(/user \d+/);
     const results = query<{ result: string }>(db, 'SELECT result FROM tasks').map((t) => JSON.parse(t.result));

@@ -1,9 +1,10 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT, handler, runCli } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
+import Database from 'better-sqlite3';
 
 const storedJob = (dir: string) => JSON.parse(query<{ job: string }>(dbPathIn(dir), 'SELECT job FROM batches')[0]!.job);
 
@@ -57,12 +58,118 @@ describe('job file', () => {
 
     const c = projectWithFiles(2);
     writeFileSync(join(c.dir, 'splitdance.json'), JSON.stringify({ source: 'src', exec: 'exit 3', retries: 5, batch: 'from-file' }));
-    const rc = await runCli(['run', '--exec', 'true', '--retries', '0'], { cwd: c.dir });
+    const rc = await runCli(['run', '--job', 'splitdance.json', '--exec', 'true', '--retries', '0'], { cwd: c.dir });
     expect(rc.code, rc.stderr).toBe(0);
     const jc = storedJob(c.dir);
     expect(jc.handler).toEqual({ kind: 'exec', template: 'true' });
     expect(jc.retries).toBe(0);
     expect(query(dbPathIn(c.dir), 'SELECT name FROM batches')).toEqual([{ name: 'from-file' }]);
+  });
+
+  it('./splitdance.json is read when the command line gives no handler, and the start line names it', async () => {
+    const p = projectWithFiles(2);
+    writeFileSync(join(p.dir, 'splitdance.json'), JSON.stringify({ source: 'src', exec: 'cat {} > {out}', output: 'out/{rel}', retries: 0, batch: 'from-file' }));
+    const r = await runCli(['run'], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/^batch from-file: 2 tasks .*, job file \.\/splitdance\.json$/m);
+    expect(readFileSync(join(p.dir, 'out/f000.log'), 'utf8')).toBe('line 0\n');
+    const json = await runCli(['run', '--json', '--batch', 'again'], { cwd: p.dir });
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout.split('\n')[0]!)).toMatchObject({ event: 'start', batch: 'again', jobFile: './splitdance.json' });
+  });
+
+  it('with --exec or --handler on the command line, ./splitdance.json is not read, and one line says so (not with --quiet)', async () => {
+    const p = projectWithFiles(2);
+    // Each of these would change what the one-liner does if the file were read.
+    writeFileSync(join(p.dir, 'splitdance.json'), JSON.stringify({ source: 'src', exec: 'exit 3', output: 'out/{rel}', retries: 5, timeout: '1s', batch: 'from-file' }));
+    const note = 'not using ./splitdance.json: the command line gives the handler; --job splitdance.json uses it';
+    const r = await runCli(['run', 'src', '--exec', 'cat {} >/dev/null'], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr.split('\n')).toContain(note);
+    expect(r.stderr).not.toMatch(/job file/);
+    const job = storedJob(p.dir);
+    expect(job).toMatchObject({ handler: { kind: 'exec', template: 'cat {} >/dev/null' }, retries: 3 });
+    expect(job.output ?? null).toBeNull();
+    expect(job.timeoutMs ?? null).toBeNull();
+    expect(query(dbPathIn(p.dir), 'SELECT name FROM batches')).not.toContainEqual({ name: 'from-file' });
+
+    const m = await runCli(['run', 'src', '--handler', handler('ok'), '--batch', 'module'], { cwd: p.dir });
+    expect(m.code, m.stderr).toBe(0);
+    expect(m.stderr.split('\n')).toContain(note);
+    const quiet = await runCli(['run', 'src', '--exec', 'cat {} >/dev/null', '--batch', 'quiet', '--quiet'], { cwd: p.dir });
+    expect(quiet.code, quiet.stderr).toBe(0);
+    expect(quiet.stderr).toBe('');
+    const json = await runCli(['run', 'src', '--exec', 'cat {} >/dev/null', '--batch', 'json', '--json'], { cwd: p.dir });
+    expect(JSON.parse(json.stdout.split('\n')[0]!)).toMatchObject({ event: 'start', jobFile: null, notes: expect.arrayContaining([note]) });
+  });
+
+  it('a batch created from a job file resumes with its stored options when a later command line gives the handler', async () => {
+    const p = projectWithFiles(3);
+    writeFileSync(join(p.dir, 'splitdance.json'), JSON.stringify({ source: 'src', exec: 'cat {} > {out}', output: 'out/{rel}', retries: 0, batch: 'from-file' }));
+    const first = await runCli(['run', '--sample', '1'], { cwd: p.dir });
+    expect(first.code, first.stderr).toBe(0);
+    const r = await runCli(['run', 'src', '--batch', 'from-file', '--exec', 'cat {} > {out}'], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/not using \.\/splitdance\.json/);
+    for (const k of p.keys) expect(readFileSync(join(p.dir, 'out', k), 'utf8')).toMatch(/^line \d\n$/); // the stored output
+    expect(storedJob(p.dir)).toMatchObject({ retries: 0, output: { template: 'out/{rel}' } });
+  });
+
+  it('every path in a job file is relative to its folder, wherever run is started; flags stay relative to the working folder', async () => {
+    const p = projectWithFiles(0);
+    const jobs = join(p.dir, 'jobs');
+    mkdirSync(join(jobs, 'data'), { recursive: true });
+    writeFileSync(join(jobs, 'data', 'a.log'), 'a\n');
+    writeFileSync(join(jobs, 'copy.mjs'), "import { copyFile } from 'node:fs/promises';\nexport default async (task) => { await copyFile(task.path, task.out); };\n");
+    writeFileSync(join(jobs, 'job.json'), JSON.stringify({ source: 'data', handler: './copy.mjs', output: 'out/{rel}', metricsFile: 'metrics.prom', batch: 'one' }));
+    const stages = [
+      { name: 'copy', exec: 'cat {} > {out}', output: 'staged/{rel}' },
+      { name: 'beside', needs: ['copy'], exec: 'cat {inputs.copy.out} > {out}', output: '{dir}/{name}.beside' }, // absolute once rendered
+    ];
+    writeFileSync(join(jobs, 'stages.json'), JSON.stringify({ source: 'data', stages, batch: 'two' }));
+    const away = join(p.dir, 'elsewhere');
+    mkdirSync(away);
+    for (const job of ['job.json', 'stages.json']) {
+      const r = await runCli(['run', '--job', join('..', 'jobs', job)], { cwd: away });
+      expect(r.code, r.stderr).toBe(0);
+    }
+    expect(readFileSync(join(jobs, 'out', 'a.log'), 'utf8')).toBe('a\n');
+    expect(existsSync(join(jobs, 'metrics.prom'))).toBe(true);
+    expect(readFileSync(join(jobs, 'staged', 'a.log'), 'utf8')).toBe('a\n');
+    expect(readFileSync(join(jobs, 'data', 'a.log.beside'), 'utf8')).toBe('a\n');
+    expect(existsSync(join(away, 'out'))).toBe(false);
+    expect(existsSync(join(away, 'staged'))).toBe(false);
+    // The store is not a path of the job file: the working folder's, as for every command.
+    expect(existsSync(dbPathIn(away))).toBe(true);
+
+    const flag = await runCli(['run', '--job', '../jobs/job.json', '--batch', 'three', '--output', 'flag/{rel}'], { cwd: away });
+    expect(flag.code, flag.stderr).toBe(0);
+    expect(readFileSync(join(away, 'flag', 'a.log'), 'utf8')).toBe('a\n');
+  });
+
+  it('a batch whose stored output is relative to the working folder (an older version) keeps writing there', async () => {
+    const p = projectWithFiles(0);
+    const jobs = join(p.dir, 'jobs');
+    mkdirSync(join(jobs, 'data'), { recursive: true });
+    for (const n of ['a', 'b', 'c']) writeFileSync(join(jobs, 'data', `${n}.log`), `${n}\n`);
+    writeFileSync(join(jobs, 'job.json'), JSON.stringify({ source: 'data', exec: 'cat {} > {out}', output: 'out/{rel}', batch: 'old' }));
+    const first = await runCli(['run', '--job', 'jobs/job.json', '--sample', '1'], { cwd: p.dir });
+    expect(first.code, first.stderr).toBe(0);
+    // What a version before this rule stored: the working folder as the output's base, and the file put there.
+    const db = new Database(dbPathIn(p.dir));
+    const job = JSON.parse((db.prepare('SELECT job FROM batches').get() as { job: string }).job);
+    expect(job.output).toEqual({ template: 'out/{rel}', base: jobs });
+    db.prepare('UPDATE batches SET job = ?').run(JSON.stringify({ ...job, output: { template: 'out/{rel}', base: p.dir } }));
+    db.close();
+    const [done] = query<{ task_key: string }>(dbPathIn(p.dir), "SELECT task_key FROM tasks WHERE status = 'SUCCESS'");
+    mkdirSync(join(p.dir, 'out'));
+    renameSync(join(jobs, 'out', done!.task_key), join(p.dir, 'out', done!.task_key));
+
+    const r = await runCli(['run', '--job', 'jobs/job.json'], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).not.toMatch(/changed/);
+    for (const n of ['a', 'b', 'c']) expect(readFileSync(join(p.dir, 'out', `${n}.log`), 'utf8')).toBe(`${n}\n`);
+    expect(JSON.parse(query<{ job: string }>(dbPathIn(p.dir), 'SELECT job FROM batches')[0]!.job).output.base).toBe(p.dir);
   });
 
   it('the shipped JSON Schema is the one the CLI generates (regenerate with npm run schema)', async () => {

@@ -92,6 +92,42 @@ describe('cron', () => {
     expect(query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM attempts WHERE outcome = 'SUCCESS'")[0]!.n).toBe(60);
   });
 
+  it('the README recipe: each night names the file left retrying and the one FAILED, with their errors (also --quiet); the next night runs both again', async () => {
+    const p = projectWithFiles(4); // f000.log … f003.log
+    writeFileSync(join(p.src, 'bad.log'), 'bad\n');
+    writeFileSync(join(p.src, 'worse.log'), 'worse\n');
+    const out = join(p.dir, 'converted');
+    // bad.log fails every night and is retried (exit 1); worse.log fails for good at once (exit 2).
+    const convert = 'echo {/} >> ../runs; grep -q worse {} && { echo "cannot read {/}" >&2; exit 2; }; grep -q bad {} && { echo "cannot convert {/}" >&2; exit 1; }; cat {} > {out}';
+    const night = (name: string) =>
+      runCli(['run', p.src, '--batch', name, '--exec', convert, '--output', `${out}/{rel}.json`, '--permanent-codes', '2', '--backoff', '1h', '--no-wait', '--quiet'], { cwd: p.src });
+    for (const name of ['nightly-2026-12-02', 'nightly-2026-12-03']) {
+      const r = await night(name);
+      expect(r.code).toBe(3); // a retry is due later
+      expect(r.stdout).toBe('');
+      const lines = r.stderr.split('\n');
+      expect(lines).toContain('FAILED worse.log after 1 attempt: exit code 2: cannot read worse.log');
+      expect(lines).toEqual(expect.arrayContaining([expect.stringMatching(/^retrying bad\.log after 1 attempt, next in [^:]+: exit code 1: cannot convert bad\.log$/)]));
+      expect(lines).toContain(`see them: splitdance tasks --status retrying --batch ${name}`);
+      for (const l of lines.filter((x) => x.startsWith('see them'))) expect(l.length, l).toBeLessThanOrEqual(80);
+      const tasks = JSON.parse((await runCli(['tasks', '--json', '--batch', name], { cwd: p.src })).stdout) as { key: string; status: string; attempts: number }[];
+      expect(tasks.filter((t) => t.status !== 'SUCCESS').map((t) => [t.key, t.status, t.attempts])).toEqual([['bad.log', 'PENDING', 1], ['worse.log', 'FAILED', 1]]);
+    }
+    // The second night ran the two failing files again, and only them: the others were up to date.
+    expect(readFileSync(join(p.dir, 'runs'), 'utf8').split('\n').slice(6).sort()).toEqual(['', 'bad.log', 'worse.log']);
+  });
+
+  it('a run that ends unfinished names its first 100 retrying tasks and counts the rest', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'list'), Array.from({ length: 103 }, (_, i) => `item-${String(i).padStart(3, '0')}\n`).join(''));
+    const r = await runCli(['run', '--items', 'list', '--exec', 'echo no {} >&2; exit 1', '--backoff', '1h', '--no-wait', '--quiet'], { cwd: dir });
+    expect(r.code).toBe(3);
+    const retrying = r.stderr.split('\n').filter((l) => l.startsWith('retrying '));
+    expect(retrying).toHaveLength(100);
+    expect(retrying[0]).toMatch(/^retrying item-000 after 1 attempt, next in .*: exit code 1: no item-000$/);
+    expect(r.stderr.split('\n')).toContain('… and 3 more retrying tasks');
+  });
+
   it('runs as cron would (no TTY, env -i, another cwd, absolute --db) through two nights', async () => {
     const p = projectWithFiles(30);
     const state = tempDir('sd-state-');

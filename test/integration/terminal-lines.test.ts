@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ROOT, runCli } from '../helpers/cli.js';
-import { projectWithFiles } from '../helpers/project.js';
+import { runCli } from '../helpers/cli.js';
+import { copyDemo, projectWithFiles } from '../helpers/project.js';
 import { runInPty, screenLines } from '../helpers/pty.js';
 
 // SPEC §7: every line the plain mode prints also reaches a terminal, after the bar — the failure
@@ -10,7 +10,7 @@ import { runInPty, screenLines } from '../helpers/pty.js';
 describe('a run on a terminal prints every line of the plain mode', () => {
   it("the README's demo (run --job fixtures/jobs/clean-logs.json) ends with its summary line", async () => {
     const p = projectWithFiles(0);
-    const r = await runInPty(['run', '--job', join(ROOT, 'fixtures/jobs/clean-logs.json'), '--db', join(p.dir, 'store.db')], { cwd: p.dir });
+    const r = await runInPty(['run', '--job', copyDemo(p.dir), '--db', join(p.dir, 'store.db')], { cwd: p.dir });
     expect(r.code, r.output).toBe(0);
     expect(screenLines(r.output).at(-1)).toMatch(/^done: 7 succeeded, 0 failed of 7 in \S+ \(batch logs-[0-9a-f]+\)$/);
   });
@@ -24,7 +24,7 @@ describe('a run on a terminal prints every line of the plain mode', () => {
     for (let i = 0; i < 6; i++) expect(lines.filter((l) => l.startsWith(`FAILED f00${i}.log after 1 attempt:`)), r.output).toHaveLength(1);
     const verdict = lines.findIndex((l) => l.startsWith('finished with failures: 2 succeeded, 6 failed of 8'));
     expect(verdict, r.output).toBeGreaterThan(0);
-    expect(lines[verdict - 1]).toMatch(/8\/8 \|/); // the bar's last frame comes before the summary
+    expect(lines[verdict - 1]).toMatch(/8\/8 ·/); // the bar's last frame comes before the summary
     expect(lines[verdict + 1]).toMatch(/^see the failures: splitdance status --batch src-[0-9a-f]+; retry them: /);
   });
 

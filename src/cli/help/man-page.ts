@@ -73,7 +73,7 @@ export function manPage(commands: CommandModel[], version: string): string {
     '.SH FILES',
     item('.splitdance/splitdance.db', 'the default store, under the current directory'),
     item('.splitdance/logs/', "each attempt's captured output"),
-    item('splitdance.json', 'the job file read from the current directory when present'),
+    item('splitdance.json', 'the job file read from the current directory when present, unless the command line gives --exec or --handler'),
     '.SH SEE ALSO',
     roff('parallel(1), xargs(1); the README and docs/ of the package.'),
     '',
