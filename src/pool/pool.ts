@@ -289,16 +289,20 @@ export class WorkerPool {
       this.events.exited(slot, [...running, ...queued.filter((t) => started.includes(t))], detail ? `${why}: ${detail}` : why, stillQueued, signal);
     };
     const tokens = [...slot.marks.keys()];
-    if (tokens.length === 0) return report([]);
+    const marks = tokens.map((t) => slot.marks.get(t)!);
+    slot.groups.clear();
+    slot.marks.clear();
+    if (tokens.length === 0) {
+      report([]);
+      return;
+    }
     // Its attempts end, and may run again, only once nothing of them is left: a command its
     // helper started without saying so (killed in between) is found by its attempt's mark.
     const helper = slot.proc instanceof InProcessWorker ? slot.proc.helperCommandLine : slot.pid ? helperCommandLine(slot.pid) : null;
-    const sweep = killLeftovers({ groups, marks: tokens.map((t) => slot.marks.get(t)!), helper })
+    const sweep = killLeftovers({ groups, marks, helper })
       .then((found) => report(tokens.filter((_, i) => found.has(i))))
       .finally(() => this.sweeps.delete(sweep));
     this.sweeps.add(sweep);
-    slot.groups.clear();
-    slot.marks.clear();
   }
 
   private async replace(): Promise<void> {
