@@ -21,7 +21,8 @@ export interface Recovered {
  * heartbeating owner into a dead one (renewal-watch.ts). Their attempts are recorded LOST and
  * stay counted. An owner on this host whose process exists keeps its tasks whatever its lease
  * says. What a dead owner on this host started and left running (its helpers were killed with
- * it) is killed, and waited for, before its tasks are released to run again. `beforeRelease`
+ * it) is killed, and waited for, before its tasks are released to run again: while one of
+ * those processes outlives its SIGKILL, the owner keeps its tasks. `beforeRelease`
  * (their temporary files go) runs inside the release, before it is committed.
  */
 export async function recoverStale(
@@ -38,7 +39,10 @@ export async function recoverStale(
   const judged = new Set([...dead, ...live]);
   const renewing = watch.renewing(owners.filter((o) => !judged.has(o.owner)));
   const watching = owners.some((o) => o.expired && renewing.includes(o.owner));
-  if (dead.length > 0) await killOwnerProcesses(dead);
-  const released = await store.releaseStale(batchId, now, dead, self, [...live, ...renewing], beforeRelease);
-  return { released, liveHere: live.length > 0, watching };
+  // A dead owner one of whose processes outlived its SIGKILL (frozen, in an uninterruptible
+  // sleep) keeps its tasks, as a live one does, until a later look finds them all gone.
+  const lingering = dead.length > 0 ? await killOwnerProcesses(dead) : [];
+  const gone = dead.filter((o) => !lingering.includes(o));
+  const released = await store.releaseStale(batchId, now, gone, self, [...live, ...lingering, ...renewing], beforeRelease);
+  return { released, liveHere: live.length > 0 || lingering.length > 0, watching };
 }

@@ -52,6 +52,11 @@ export class InProcessWorker extends EventEmitter {
     return this.spawner.pid ?? undefined;
   }
 
+  /** How /proc shows its helper's command line, and that of a command the helper was starting (spawner.ts). */
+  get helperCommandLine(): string {
+    return this.spawner.commandLine;
+  }
+
   send(msg: ToWorker): boolean {
     if (!this.connected) return false;
     this.core.handle(msg);

@@ -1,7 +1,9 @@
 /** The worker processes' lifecycles (start, replace the dead, recycle the worn, shut down) behind the API the coordinator calls. */
 import { UsageError, errorLine, type ResourceError } from '../errors.js';
 import { monotonicMs } from '../wall-steps.js';
+import { attemptMark, killLeftovers } from '../worker/attempt-processes.js';
 import { killGroup, processStopped } from '../worker/kill-group.js';
+import { helperCommandLine } from '../worker/spawner.js';
 import type { FromWorker, HandlerSpec, TaskMessage } from '../worker/protocol.js';
 import { InProcessWorker } from './in-process-worker.js';
 import type { PoolEvents, PoolWorker } from './pool-events.js';
@@ -40,6 +42,8 @@ export class WorkerPool {
   private readonly loads = new LoadTally();
   /** Why the last worker that could not be started at all (no process to be had) failed. */
   private startFailure: ResourceError | null = null;
+  /** Dead workers' leftovers being killed: their attempts are reported once each is done. */
+  private readonly sweeps = new Set<Promise<void>>();
 
   private events: PoolEvents = { done() {}, dropped() {}, exited() {}, started() {}, idle() {}, heartbeat() {}, ran() {}, shrunk() {} };
 
@@ -139,6 +143,7 @@ export class WorkerPool {
   /** Queues attempts on the worker, in order, in one message. */
   dispatch(worker: PoolWorker, tasks: TaskMessage[]): void {
     slots.queueAttempts(worker as Slot, tasks.map((t) => t.token), monotonicMs());
+    for (const t of tasks) if (this.reportsStarts(t.stage)) (worker as Slot).marks.set(t.token, attemptMark(t));
     send(worker as Slot, { type: 'run', tasks });
   }
 
@@ -168,6 +173,7 @@ export class WorkerPool {
     const timer = setTimeout(() => this.workers.forEach((w) => this.kill(w)), graceMs);
     await Promise.all(exits);
     clearTimeout(timer);
+    await Promise.all(this.sweeps);
   }
 
   /**
@@ -189,6 +195,7 @@ export class WorkerPool {
       avgMs: null,
       headSince: 0,
       groups: new Map(),
+      marks: new Map(),
       stoppedSince: null,
       tasksRun: 0,
       ready: false,
@@ -268,8 +275,8 @@ export class WorkerPool {
       else reject(new UsageError(`the worker could not start the handler (${this.loads.why(why)})${detail ? `: ${detail}` : ''}`));
     }
     const { running, queued } = slots.emptyQueue(slot, slot.groups);
-    for (const pgid of slot.groups.values()) killGroup(pgid, 'SIGKILL');
-    slot.groups.clear();
+    const groups = [...slot.groups.values()];
+    for (const pgid of groups) killGroup(pgid, 'SIGKILL');
     // A forked worker leads its own group, where its module handler's children are: they
     // must not outlive it (its attempt may run again elsewhere at once).
     if (slot.pid) killGroup(slot.pid, 'SIGKILL');
@@ -277,7 +284,25 @@ export class WorkerPool {
     // given up on (LoadTally), and the coordinator ends the run.
     // One that never came up is not replaced: the machine is at a limit (see cannotStart).
     if (this.running && !this.closing && !atLimit && !this.loads.givenUp) void this.replace();
-    this.events.exited(slot, running, detail ? `${why}: ${detail}` : why, queued, signal);
+    const report = (started: number[]) => {
+      const stillQueued = queued.filter((t) => !started.includes(t));
+      this.events.exited(slot, [...running, ...queued.filter((t) => started.includes(t))], detail ? `${why}: ${detail}` : why, stillQueued, signal);
+    };
+    const tokens = [...slot.marks.keys()];
+    const marks = tokens.map((t) => slot.marks.get(t)!);
+    slot.groups.clear();
+    slot.marks.clear();
+    if (tokens.length === 0) {
+      report([]);
+      return;
+    }
+    // Its attempts end, and may run again, only once nothing of them is left: a command its
+    // helper started without saying so (killed in between) is found by its attempt's mark.
+    const helper = slot.proc instanceof InProcessWorker ? slot.proc.helperCommandLine : slot.pid ? helperCommandLine(slot.pid) : null;
+    const sweep = killLeftovers({ groups, marks, helper })
+      .then((found) => report(tokens.filter((_, i) => found.has(i))))
+      .finally(() => this.sweeps.delete(sweep));
+    this.sweeps.add(sweep);
   }
 
   private async replace(): Promise<void> {

@@ -13,6 +13,8 @@ export interface Slot extends PoolWorker, slots.SlotState {
   stderr: string;
   /** Its started exec attempts' process groups, by token, until each is done. */
   groups: Map<number, number>;
+  /** Its exec attempts' environment marks (attempt-processes.ts), by token, until each is done or given back. */
+  marks: Map<number, string[]>;
 }
 
 /** The messages a worker sends about its attempts, once its handler is ready. */
@@ -46,6 +48,7 @@ export function route(slot: Slot, msg: AttemptMessage, events: PoolEvents, limit
     finishAttempt(slot, msg.result, msg.rss, events, limits, closing);
   } else if (msg.type === 'dropped') {
     const dropped = slots.takeBack(slot, msg.tokens);
+    for (const t of dropped) slot.marks.delete(t);
     const why = slot.retiring ? 'its worker was being recycled (--max-worker-memory)' : 'taken back unstarted from a worker busy with a slow attempt';
     events.dropped(slot, dropped, why);
     retireIfIdle(slot);
@@ -55,6 +58,7 @@ export function route(slot: Slot, msg: AttemptMessage, events: PoolEvents, limit
 function finishAttempt(slot: Slot, msg: DoneMessage, rss: number, events: PoolEvents, limits: RecycleLimits, closing: boolean): void {
   if (!slots.endHead(slot, msg.token, msg.durationMs, monotonicMs())) return;
   slot.groups.delete(msg.token);
+  slot.marks.delete(msg.token);
   const { maxTasksPerWorker, maxWorkerMemory } = limits;
   const tooBig = maxWorkerMemory !== null && rss > maxWorkerMemory;
   const worn = (maxTasksPerWorker && slot.tasksRun >= maxTasksPerWorker) || tooBig;

@@ -63,7 +63,9 @@ export function runExec(
     let ended = await launched;
     if (ended.kind === 'dropped') return 'dropped';
     if (ended.kind === 'died') {
-      // Whether it started is unknown; a group we know of is killed (its worker dies with the helper).
+      // Whether it started is unknown; a group we know of is killed (its worker dies with the
+      // helper). One the helper started without saying so is found by the pool, by the
+      // attempt's environment, before the attempt ends (attempt-processes.ts).
       (group as GroupStop | null)?.kill();
     } else if (ended.kind === 'ran' && fallback !== null && ended.signal && !aborted) {
       ended = { ...ended, code: 128 + constants.signals[ended.signal], signal: null };

@@ -29,7 +29,9 @@
  * monotonic clock, which Node's hrtime also reads, so a wall clock that jumps changes nothing)
  *   "<id> D"                  given back unstarted (after a D request)
  * A log the command left empty is removed again, so silent tasks leave no files. The worker
- * starts it with its own pid as argument 1. When stdin closes or this helper is re-parented
+ * starts it with its own pid as argument 1 (and, ignored here, a number that tells it from the
+ * worker's other helpers: a command being spawned reads as its helper in /proc until its exec,
+ * and a worker whose helper died mid-spawn finds it by that command line). When stdin closes or this helper is re-parented
  * (the worker is gone), the running command is killed with its group, nothing queued starts
  * (looked at before every start, not only when the input is read), and the spawner exits: it
  * never leaves orphans behind (also when it was stopped with SIGSTOP as its worker died: the

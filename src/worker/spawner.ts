@@ -54,6 +54,8 @@ export class Spawner {
   private failedStart: NodeJS.ErrnoException | null = null;
 
   private static usable: boolean | undefined;
+  /** Helpers this process has started. */
+  private static started = 0;
 
   /**
    * Whether the helper can be used: built, runs on this machine (a binary copied from
@@ -71,12 +73,15 @@ export class Spawner {
     // Its own process group: a kill aimed at the worker's group leaves it alive to see its
     // stdin close and kill its commands. The worker's IPC channel keeps the worker alive;
     // the helper must not (it exits by itself when stdin closes).
-    // Its argument names this process: a helper whose parent is not (or no longer) this one starts nothing.
-    const child = spawn(BINARY, [String(process.pid)], { stdio: ['pipe', 'pipe', 'inherit'], detached: true });
+    // Its argument names this process: a helper whose parent is not (or no longer) this one
+    // starts nothing. The second, which it ignores, tells it from this process's other helpers
+    // (commandLine).
+    const serial = ++Spawner.started;
+    const child = spawn(BINARY, [String(process.pid), String(serial)], { stdio: ['pipe', 'pipe', 'inherit'], detached: true });
     child.unref();
     // Without a descriptor for its pipes (EMFILE) Node gives the child none, and says so by 'error'.
     (child.stdout as unknown as { unref(): void } | null)?.unref();
-    return new Spawner(child);
+    return new Spawner(child, helperCommandLine(process.pid, serial));
   }
 
   get pid(): number | null {
@@ -108,7 +113,14 @@ export class Spawner {
     this.child.stdin?.end();
   }
 
-  private constructor(private readonly child: ChildProcessByStdio<Writable, Readable, null>) {
+  private constructor(
+    private readonly child: ChildProcessByStdio<Writable, Readable, null>,
+    /**
+     * How /proc shows this helper's command line (latin1): also that of a command it was
+     * starting as it died, which has not reached its own program yet (see killLeftovers).
+     */
+    readonly commandLine: string,
+  ) {
     child.stdout?.setEncoding('utf8');
     child.stdout?.on('data', (text: string) => this.read(text));
     child.stdin?.on('error', () => {}); // a dead helper: handled by 'close'
@@ -196,6 +208,15 @@ export class Spawner {
     this.pending.clear();
     for (const listener of this.exitListeners) listener(code, signal);
   }
+}
+
+/**
+ * How /proc/PID/cmdline begins (read as latin1) for the helper a process `workerPid` started,
+ * and for a command that helper is starting (between its spawn and its exec the command
+ * shares the helper's memory, and reads as it); with `serial`, that one helper of the worker's.
+ */
+export function helperCommandLine(workerPid: number, serial?: number): string {
+  return Buffer.from([BINARY, String(workerPid), ...(serial === undefined ? [] : [String(serial)]), ''].join('\0'), 'utf8').toString('latin1');
 }
 
 /**

@@ -2,6 +2,7 @@ import { serializeError, type SerializedError } from '../errors.js';
 import { discardOutput, finishOutput, prepareOutput } from '../output/commit-output.js';
 import type { FolderId } from '../output/output-folders.js';
 import type { OutputPaths } from '../output/output-path.js';
+import { taskVars } from './attempt-processes.js';
 import type { Handler } from './handler-types.js';
 import { HeartbeatThrottle } from './heartbeat-throttle.js';
 import type { Launcher } from './launcher.js';
@@ -212,16 +213,4 @@ function withOutput<T extends ExecOutcome | 'dropped'>(task: TaskMessage, folder
     if (o.ok) host.send({ type: 'ran', token: task.token });
     return (await finishOutput(out, o, how, folder)) as T;
   });
-}
-
-/** What an exec attempt gets over the worker's environment. */
-function taskVars(task: TaskMessage): Record<string, string> {
-  return {
-    SPLITDANCE_KEY: task.key,
-    SPLITDANCE_PATH: task.payload.path,
-    SPLITDANCE_BATCH: task.batch,
-    SPLITDANCE_ATTEMPT: String(task.attempt),
-    ...(task.output ? { SPLITDANCE_OUT: task.output.temp } : {}),
-    ...(task.stage ? { SPLITDANCE_STAGE: task.stage } : {}),
-  };
 }

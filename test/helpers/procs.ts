@@ -51,3 +51,13 @@ export function processState(pid: number): string {
     return 'gone';
   }
 }
+
+/** Whether signal `signo` (9: SIGKILL) is pending for the process, as /proc shows its pending sets. */
+export function signalPending(pid: number, signo: number): boolean {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    return [...status.matchAll(/^(?:SigPnd|ShdPnd):\s*([0-9a-f]+)/gm)].some((m) => (BigInt(`0x${m[1]}`) & (1n << BigInt(signo - 1))) !== 0n);
+  } catch {
+    return false;
+  }
+}

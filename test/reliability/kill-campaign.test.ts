@@ -96,8 +96,16 @@ describe('the kill campaign (R46)', () => {
       const target = TARGETS[Math.floor(rand() * TARGETS.length)]!;
       const ours = processesWithEnv(p.dir);
       if (target === 'helper') {
-        const helpers = ours.filter((pid) => comm(pid) === 'spawner');
-        if (helpers.length === 0) continue; // none running at this moment: draw again
+        // A run just restarted has no helper until its pool starts, which takes seconds under a
+        // loaded machine's start-up of Node: wait for one (a kill of the run's start-up is the
+        // other targets'), or every draw of this target could fall before one exists.
+        let helpers = ours.filter((pid) => comm(pid) === 'spawner');
+        for (const until = Date.now() + 30_000; helpers.length === 0 && Date.now() < until; ) {
+          const over = await Promise.race([run.result, sleep(20).then(() => null)]);
+          if (over) break;
+          helpers = processesWithEnv(p.dir).filter((pid) => comm(pid) === 'spawner');
+        }
+        if (helpers.length === 0) continue; // the run ended, or none came: draw again
         kill(helpers[Math.floor(rand() * helpers.length)]!, 'SIGKILL');
         k++;
         hits.set(target, (hits.get(target) ?? 0) + 1);

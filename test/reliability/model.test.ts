@@ -54,7 +54,7 @@ vi.mock('../../src/lease-owner.js', async (importOriginal) => {
 
 // The model's dead owners are made up: no process of theirs is left to kill, and looking for
 // one (a read of every process's environment) would only slow the thousands of recoveries.
-vi.mock('../../src/worker/owner-processes.js', () => ({ killOwnerProcesses: async () => 0 }));
+vi.mock('../../src/worker/owner-processes.js', async (original) => ({ ...(await original<object>()), killOwnerProcesses: async () => [] }));
 
 // ---------------------------------------------------------------------------------------
 // Commands and configuration
