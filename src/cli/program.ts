@@ -177,6 +177,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .command('completion [shell]')
     .description('print the shell completion script for bash, zsh or fish')
     .addOption(new Option('--batches', "print the store's batch names (what the scripts call)").hideHelp())
+    .addOption(new Option('--keys <prefix>', "print the batch's task keys that start with this (what the scripts call)").hideHelp())
+    .addOption(new Option('--batch <name>').hideHelp())
     .addOption(new Option('--db <path|url>').hideHelp())
     .action(async (shell: string | undefined, opts) => {
       const { commandModel } = await import('./help/command-model.js');
