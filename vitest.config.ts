@@ -9,5 +9,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 30_000,
     reporters: ['default'],
+    // Once per run: where a missing service's skip line is marked as said (test/helpers/services.ts).
+    globalSetup: ['test/helpers/global-setup.ts'],
   },
 });

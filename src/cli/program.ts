@@ -24,11 +24,13 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
     })
     .showHelpAfterError('(run with --help for usage)');
 
-  const common = (cmd: Command) =>
+  // A command with no JSON to give (logs, watch) still takes --json, to refuse it naming what
+  // does give JSON, but does not list it in its --help (nor its completion, nor the man page).
+  const common = (cmd: Command, { json = true }: { json?: boolean } = {}) =>
     cmd
       .option('--db <path|url>', 'the store: a SQLite file (default .splitdance/splitdance.db, or $SPLITDANCE_DB) or a postgres:// URL')
       .option('--trust-store-owner <user>', "use a SQLite store that belongs to this user as your own: it chooses what runs (repeatable; see docs/trust-model.md)", collect)
-      .option('--json', 'machine-readable output on stdout')
+      .addOption(json ? new Option('--json', 'machine-readable output on stdout') : new Option('--json').hideHelp())
       .option('--quiet', 'print nothing on success')
       .option('--verbose', 'more detail, stack traces on errors')
       .option('--color [when]', 'colours: always (also when piped), never or auto (the default: on a terminal, not with TERM=dumb or NO_COLOR)', colorWhen)
@@ -109,7 +111,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
     .option('--batch <name>', 'only this batch (default: every batch in the store)')
     .action(async (opts) => setExit(await (await import('./commands/metrics.js')).metricsCommand(opts, io)));
 
-  common(program.command('watch'))
+  common(program.command('watch'), { json: false })
     .description('follow a batch live until it is done: counts, rate, ETA, running tasks, latest failures')
     .option('--batch <name>', 'batch (default: the most recent; a named one not created yet is waited for)')
     .option('--interval <duration>', 'how often to look again (default 1s)')
@@ -130,7 +132,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
     .option('--batch <name>', 'batch (default: the most recent)')
     .action(async (key: string, opts) => setExit(await (await import('./commands/show.js')).showCommand(key, opts, io)));
 
-  common(program.command('logs [key]'))
+  common(program.command('logs [key]'), { json: false })
     .description('full captured output of the last attempt (or --attempt N); without a key, of every task (--batch B) or every failed one (--failed)')
     .option('--batch <name>', 'batch (default: the most recent)')
     .option('--attempt <n>', 'attempt number')
@@ -188,6 +190,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
     .command('completion [shell]')
     .description('print the shell completion script for bash, zsh or fish')
     .addOption(new Option('--batches', "print the store's batch names (what the scripts call)").hideHelp())
+    .addOption(new Option('--keys <prefix>', "print the batch's task keys that start with this (what the scripts call)").hideHelp())
+    .addOption(new Option('--batch <name>').hideHelp())
     .addOption(new Option('--db <path|url>').hideHelp())
     .action(async (shell: string | undefined, opts) => {
       const { commandModel } = await import('./help/command-model.js');

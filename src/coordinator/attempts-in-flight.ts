@@ -78,6 +78,13 @@ export class AttemptsInFlight {
     return this.entries.size;
   }
 
+  /** The attempts that have started (the rest wait queued on their slot). */
+  get startedCount(): number {
+    let n = 0;
+    for (const e of this.entries.values()) if (e.head) n++;
+    return n;
+  }
+
   /** Takes claimed tasks in flight, or settles those that must not run; nothing is sent yet (`send`). */
   prepare(worker: PoolWorker, claimed: ClaimedTask[], now: number, queued: ReadonlySet<number>): Prepared {
     const { outputs, rules } = this.settings;

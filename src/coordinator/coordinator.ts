@@ -166,8 +166,14 @@ export class Coordinator {
     this.schedule();
   }
 
+  /** Attempts running now (SPEC §7: those queued on a slot are `queued`, never running). */
   get running(): number {
-    return this.attempts.size;
+    return this.attempts.startedCount;
+  }
+
+  /** Attempts claimed and waiting on a slot behind another. */
+  get queued(): number {
+    return this.attempts.size - this.attempts.startedCount;
   }
 
   /**

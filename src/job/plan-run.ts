@@ -10,6 +10,7 @@ import { DEFAULT_SETTINGS, describeHandler, mergeSettings, settingsOf, storedDef
 import { inputFromFlags, invocationOf, layerInputs, printOf, type Invocation, type RawRunFlags, type RunInput } from './run-options.js';
 import { sampled, type Sample } from '../split/sample.js';
 import { sourceKind, splitSource, type SourceKind } from '../split/split-source.js';
+import { isOneChunk } from '../split/chunk-file.js';
 import { expandStages, layoutOf } from './stages.js';
 import { checkTemplate } from '../template/exec-template.js';
 import { ITEM_PLACEHOLDER } from '../template/placeholder.js';
@@ -154,8 +155,10 @@ export async function planRun(
       : [];
   if (jobFile.skipped !== null) notes.unshift(skippedJobFileNote(jobFile.skipped));
   if (file) notes.push(...file.notes);
-  if (settings.handler?.kind === 'exec') notes.push(...templateWarnings(settings.handler.template, kind, '--exec', settings.handler.pipe === true));
-  for (const st of settings.stages) if (st.handler.kind === 'exec') notes.push(...templateWarnings(st.handler.template, kind, `stage ${JSON.stringify(st.name)}'s exec`, st.handler.pipe === true));
+  // A file that is one chunk: its command reading the whole file reads its own chunk, no warning.
+  const warnKind = kind === 'file' && splitPath !== null && isOneChunk(splitPath, settings.lines ? { kind: 'lines', lines: settings.lines } : { kind: 'bytes', chunkSize: settings.chunkSize }) ? 'one-chunk file' : kind;
+  if (settings.handler?.kind === 'exec') notes.push(...templateWarnings(settings.handler.template, warnKind, '--exec', settings.handler.pipe === true));
+  for (const st of settings.stages) if (st.handler.kind === 'exec') notes.push(...templateWarnings(st.handler.template, warnKind, `stage ${JSON.stringify(st.name)}'s exec`, st.handler.pipe === true));
   const sample = input.sample ?? null;
   const plan: RunPlan = {
     flags: cliFlags,

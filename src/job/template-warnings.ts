@@ -20,10 +20,11 @@ function placeholdersOf(template: string): Set<string> {
  * Templates that run but cannot be what was meant, said once at the start of the run (no
  * silent no-ops, SPEC §6): a command that names no task (GNU parallel appends `{}`;
  * splitdance runs a template as written), and a command over a chunked file that gets the
- * whole file's path for every chunk. `what` names the template for the message (`--exec`,
- * or the stage).
+ * whole file's path for every chunk (not a file that is one chunk: its command reading the
+ * whole file reads its own chunk). `what` names the template for the message (`--exec`, or the
+ * stage).
  */
-export function templateWarnings(template: string, kind: SourceKind, what: string, pipe = false): string[] {
+export function templateWarnings(template: string, kind: SourceKind | 'one-chunk file', what: string, pipe = false): string[] {
   // With --pipe the command's task is on its stdin: no placeholder is needed, and a chunk gets only its bytes.
   if (pipe) return [];
   const names = placeholdersOf(template);

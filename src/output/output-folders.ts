@@ -8,11 +8,15 @@ import { strictFoldersOf, type OutputPaths } from './output-path.js';
  * the key `a/x.log` names `out/a`), so anyone who can write a shared output folder could plant
  * a link there (`out/a -> /elsewhere`) and send the attempt's temporary file and the rename
  * that follows to the link's target, replacing a file there. Node has no `openat`, so each
- * folder is checked by path: lstat (a symlink fails the task for good, naming it), made 0700
+ * folder is checked by path: lstat (a symlink fails the task for good, naming it), made
  * when missing, and the last one opened with O_NOFOLLOW and compared (device and inode) with
  * what the walk saw. The anchor and the folders above it are followed as the user typed them
- * (`out -> /mnt/big/out` is theirs to make).
+ * (`out -> /mnt/big/out` is theirs to make). The folders are the user's data, like the files
+ * in them: made with the umask's mode (`mkdir -p`'s), not 0700 (the store's logs stay private).
  */
+
+/** An output folder's mode before the umask: as `mkdir` makes one. */
+const FOLDER_MODE = 0o777;
 
 /** Which folder a walk ended on. */
 export interface FolderId {
@@ -29,7 +33,7 @@ export interface FolderProblem {
 }
 
 /**
- * Walks the output's folders below its anchor: `make` creates the missing ones (0700, whatever
+ * Walks the output's folders below its anchor: `make` creates the missing ones (mode 0777 less
  * the umask) and the anchor itself, as `mkdir -p` would. Returns the last folder's identity, or
  * why the output cannot be written there (a symlink or a file among them fails for good).
  */
@@ -38,7 +42,7 @@ export function walkOutputFolders(out: OutputPaths, make: boolean): FolderId | F
   const names = strictNames(folder, strictFoldersOf(out.temp));
   let at = names.reduce((dir) => dirname(dir), folder);
   try {
-    if (make) mkdirSync(at, { recursive: true, mode: 0o700 });
+    if (make) mkdirSync(at, { recursive: true, mode: FOLDER_MODE });
     let st = statSync(at); // the anchor: followed, as the user typed it
     for (const name of names) {
       at = join(at, name);
@@ -85,7 +89,7 @@ function lstatOrMake(path: string, make: boolean): Stats {
     if (!make || (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
   try {
-    mkdirSync(path, { mode: 0o700 });
+    mkdirSync(path, { mode: FOLDER_MODE });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err; // made meanwhile: checked below like any other
   }

@@ -55,10 +55,21 @@ function drawnEnd(a: BatchAttempt, now: number): number {
 }
 
 /**
- * Axis labels precise enough to tell the ticks apart, all in one unit picked by the span
- * (+1.5 s… for seconds, +13.8 h… for two days) so a long batch never reads "+2m" twice.
+ * Axis labels since the first attempt, precise enough to tell the ticks apart: under a minute
+ * in one unit (`1.5 s`, `250 ms`); from a minute to 100 hours as a clock (`0:42`, `1:30`,
+ * `2:05:00`: a quarter of the span is at least 15 s, so whole seconds tell them apart, where
+ * `+0.71 min` had to be worked out); beyond, in one unit (`+13.8 h` never reads twice).
  */
-function tick(ms: number, span: number): string {
+export function tick(ms: number, span: number): string {
+  if (span >= 60_000 && span < 100 * 3_600_000) return clock(ms);
   const unit = unitFor(span);
-  return `+${inUnit(ms, unit)} ${unit.name}`;
+  return `${inUnit(ms, unit)} ${unit.name}`;
+}
+
+/** `m:ss`, or `h:mm:ss` from an hour. */
+function clock(ms: number): string {
+  const total = Math.round(ms / 1000);
+  const [h, m, sec] = [Math.floor(total / 3600), Math.floor((total % 3600) / 60), total % 60];
+  const ss = String(sec).padStart(2, '0');
+  return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${ss}` : `${m}:${ss}`;
 }

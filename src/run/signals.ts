@@ -22,9 +22,10 @@ export function drainOnSignals(coordinator: Coordinator, graceMs: number, note: 
       coordinator.killAll();
       return;
     }
-    note(
-      `${signal}: no new tasks; waiting up to ${formatMs(graceMs)} for ${plural(coordinator.running, 'running attempt')} (send it again to stop at once)`,
-    );
+    // Counted before stop() gives the queued ones back: running and queued apart (SPEC §7).
+    const queued = coordinator.queued;
+    note(`${signal}: no new tasks; waiting up to ${formatMs(graceMs)} for ${plural(coordinator.running, 'running attempt')}`);
+    note(`${queued ? `${plural(queued, 'queued attempt')} ${queued === 1 ? 'goes' : 'go'} back unstarted; ` : ''}send ${signal} again to stop at once`);
     coordinator.stop({ kind: 'signal', signal });
     graceTimer = longTimeout(() => {
       if (coordinator.running) note(`grace period over: stopping ${plural(coordinator.running, 'running attempt')} (ctx.signal / SIGTERM, then SIGKILL)`);

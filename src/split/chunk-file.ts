@@ -45,6 +45,17 @@ export function* chunkFile(path: string, mode: ChunkMode, sizes?: number[]): Gen
   }
 }
 
+/** Whether the file is one chunk as it is now (reads at most its first chunk's bytes). */
+export function isOneChunk(path: string, mode: ChunkMode): boolean {
+  const chunks = chunkFile(path, mode);
+  try {
+    chunks.next();
+    return chunks.next().done === true;
+  } finally {
+    chunks.return(undefined);
+  }
+}
+
 /** Chunk ends in [from, to) when cutting about every `chunkSize` bytes at the next newline. */
 function* byteBounds(fd: number, from: number, to: number, chunkSize: number): Generator<number> {
   let start = from;

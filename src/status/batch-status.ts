@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { EXIT } from '../exit-codes.js';
 import type { BatchAttempt, BatchRecord, Counts, ErrorCount, QueryStore, StageCounts } from '../store/task-store.js';
-import { RATE_WINDOW, etaSeconds, tasksPerSecond } from './busy-rate.js';
+import { RATE_WINDOW, etaSeconds, tasksPerSecond, type RetriesAhead } from './busy-rate.js';
 import { clusterErrors, type ErrorCluster } from './error-signature.js';
 import { ownerHolds, type OwnerHold } from './owner-state.js';
 
@@ -52,8 +52,9 @@ export async function batchStatus(store: QueryStore, batch: BatchRecord): Promis
   const { firstStartedAt, lastFinishedAt } = await store.activity(batch.id);
   const open = c.pending + c.retrying + c.running + c.queued;
   const finished = c.succeeded + c.failed + c.cancelled;
-  const rate = finished > 0 ? rateOf(await store.recentAttempts(batch.id, RATE_WINDOW), finished, c.running + c.queued) : null;
+  const rate = finished > 0 ? rateOf(await store.recentAttempts(batch.id, RATE_WINDOW), finished, c.running + c.queued, longestRetryWaitMs(batch)) : null;
   const due = open > 0 ? await store.nextDueAt(batch.id) : null;
+  const now = Date.now();
   const clusters = clusterErrors(await store.topErrors(batch.id, 1000));
   const pending = c.succeeded > 0 ? await store.pendingOutputs(batch.id) : [];
   return {
@@ -64,8 +65,8 @@ export async function batchStatus(store: QueryStore, batch: BatchRecord): Promis
     startedAt: iso(firstStartedAt),
     updatedAt: iso(lastUpdateMs(batch, lastFinishedAt)),
     tasksPerSecond: rate,
-    etaSeconds: etaSeconds(open, rate),
-    nextRetryAt: due !== null && due > Date.now() && c.retrying > 0 ? iso(due) : null,
+    etaSeconds: etaSeconds(open, rate, await retriesAhead(store, batch, c.retrying, due, now)),
+    nextRetryAt: due !== null && due > now && c.retrying > 0 ? iso(due) : null,
     upToDate: c.succeeded > 0 ? await store.upToDateCount(batch.id) : 0,
     changed: await store.changedCount(batch.id),
     topErrors: clusters.slice(0, 10).map((cl) => ({ error: cl.error, count: cl.count, example: cl.example, cluster: cl.id, signature: cl.signature })),
@@ -111,16 +112,41 @@ export function lastUpdateMs(batch: BatchRecord, lastFinishedAt: number | null):
 }
 
 /**
- * Tasks per second of running time, from the most recent attempts. LOST and INTERRUPTED
- * attempts end when someone noticed, not when they ran, so they are not running time. When the
- * window holds every attempt of the batch, tasks per attempt is exact; on a bigger batch it is
- * the window's own (its tasks over its attempts), so `status` never counts a million attempts.
+ * Tasks per second of running time, from the most recent attempts (`runningMs`: each run's
+ * time from its first attempt to its last, its waits for retries included). LOST and
+ * INTERRUPTED attempts end when someone noticed, not when they ran, so they are not running
+ * time. When the window holds every attempt of the batch, tasks per attempt is exact; on a
+ * bigger batch it is the window's own (its tasks over its attempts), so `status` never counts
+ * a million attempts.
  */
-function rateOf(recent: BatchAttempt[], finished: number, running: number): number | null {
+function rateOf(recent: BatchAttempt[], finished: number, running: number, maxGapMs: number): number | null {
   const ran = recent.filter((a) => a.outcome !== 'LOST' && a.outcome !== 'INTERRUPTED');
-  if (recent.length < RATE_WINDOW) return tasksPerSecond(ran, finished, recent.length - running);
+  if (recent.length < RATE_WINDOW) return tasksPerSecond(ran, finished, recent.length - running, maxGapMs);
   const ended = recent.filter((a) => a.outcome !== null);
-  return tasksPerSecond(ran, new Set(ended.map((a) => a.key)).size, ended.length);
+  return tasksPerSecond(ran, new Set(ended.map((a) => a.key)).size, ended.length, maxGapMs);
+}
+
+/**
+ * The longest a retry of the batch waits (its `--max-backoff`, or a stage's, spread by its
+ * jitter): a run's gap between two attempts longer than this was not spent on the batch.
+ */
+export function longestRetryWaitMs(batch: BatchRecord): number {
+  const policies = [batch.job, ...(hasStages(batch) ? (batch.job.stages as Record<string, unknown>[]) : [])];
+  let longest = 0;
+  for (const p of policies) {
+    const max = typeof p.maxBackoffMs === 'number' ? p.maxBackoffMs : 0;
+    const jitter = typeof p.jitter === 'number' ? p.jitter : 0;
+    longest = Math.max(longest, max * (1 + Math.max(0, jitter)));
+  }
+  return longest;
+}
+
+/** The backoff still ahead of the batch (for the ETA), or undefined when nothing waits for a retry. */
+export async function retriesAhead(store: QueryStore, batch: BatchRecord, retrying: number, nextDue: number | null, now: number): Promise<RetriesAhead | undefined> {
+  if (retrying === 0) return undefined;
+  const last = await store.lastRetryDueAt(batch.id);
+  if (last === null) return undefined;
+  return { retrying, firstDueInMs: Math.max(0, (nextDue ?? now) - now), lastDueInMs: Math.max(0, last - now) };
 }
 
 /** Whether the batch's stored job declares stages. */

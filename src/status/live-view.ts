@@ -1,6 +1,6 @@
 import { parseOwner } from '../lease-owner.js';
 import type { BatchAttempt, BatchRecord, Counts, Outcome, QueryStore, StageCounts } from '../store/task-store.js';
-import { hasStages, inPipelineOrder } from './batch-status.js';
+import { hasStages, inPipelineOrder, retriesAhead } from './batch-status.js';
 import { etaSeconds } from './busy-rate.js';
 import { ownerHolds, type OwnerHold } from './owner-state.js';
 
@@ -110,6 +110,8 @@ export class LiveView {
     const base = this.samples[0]!;
     const spanMs = now - base.at;
     const rate = spanMs > 0 ? ((finished - base.finished) * 1000) / spanMs : null;
+    // The backoff still ahead bounds the ETA from below (two index reads, only while something waits for a retry).
+    const ahead = c.retrying > 0 && rate ? await retriesAhead(this.store, this.batch, c.retrying, await this.store.nextDueAt(this.batch.id), now) : undefined;
 
     const byAge = running
       .map((t) => ({ key: t.key, workerId: t.workerId, host: hostOf(t.leaseOwner), startedAt: t.startedAt ?? now, elapsedMs: Math.max(0, now - (t.startedAt ?? now)) }))
@@ -127,7 +129,7 @@ export class LiveView {
       stages: inPipelineOrder(this.batch, stages),
       ratePerSecond: rate,
       rateSpanMs: spanMs,
-      etaSeconds: etaSeconds(open, rate),
+      etaSeconds: etaSeconds(open, rate, ahead),
       runningTasks: byAge.slice(0, this.caps.running),
       moreRunning: Math.max(0, c.running - Math.min(byAge.length, this.caps.running)),
       strandedOwners: holds.filter((h) => h.state === 'dead' || h.state === 'stopped'),

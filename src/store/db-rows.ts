@@ -65,6 +65,7 @@ export interface AttemptDbRow {
   output_tail: string | null;
   log_path: string | null;
   job_version: number | null;
+  owner: string;
 }
 
 export function toBatch(r: BatchDbRow): BatchRecord {

@@ -286,6 +286,8 @@ export interface TaskFilter {
 /** An attempt with its task's key, for reports. */
 export interface BatchAttempt extends AttemptRow {
   key: string;
+  /** The coordinator (a `run` or a `worker`) that made the attempt: its lease owner. */
+  owner: string;
 }
 
 export interface PruneResult {

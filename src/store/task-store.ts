@@ -162,6 +162,11 @@ export interface QueryStore extends StoreInfo, BatchProgress {
    * (ascending whole ms), in one pass over its attempts: for `metrics`.
    */
   attemptStats(batchId: number, boundsMs: readonly number[]): Promise<AttemptStats>;
+  /**
+   * The latest due time of a task waiting for a retry (PENDING with attempts), or null: the
+   * backoff still ahead, which an ETA cannot undercut. Read through the state index, newest due first.
+   */
+  lastRetryDueAt(batchId: number): Promise<number | null>;
   /** First and last activity of the batch, for rates. */
   activity(batchId: number): Promise<{ firstStartedAt: number | null; lastFinishedAt: number | null }>;
 }

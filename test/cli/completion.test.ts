@@ -123,6 +123,97 @@ describe.skipIf(missing('fish', 'the fish completion test'))('fish completion', 
   });
 });
 
+/**
+ * A folder named like a batch, and a task key that is a shell command: what a person typing
+ * TAB at a terminal gets. Issue 41: `complete -o filenames` made bash insert `--batch gz3/`
+ * when a folder `gz3` existed; `--items` and task keys did not complete.
+ */
+describe('batch names are words, --items a file, show/logs a task key', () => {
+  let here = '';
+  beforeAll(async () => {
+    here = tempDir();
+    mkdirSync(join(here, 'src'));
+    mkdirSync(join(here, 'gz3'));
+    writeFileSync(join(here, 'src/a.txt'), 'a\n');
+    writeFileSync(join(here, 'src/$(touch PWNED).txt'), 'b\n');
+    writeFileSync(join(here, 'list.txt'), 'x\n');
+    expect((await runCli(['run', 'src', '--exec', 'true', '--batch', 'gz3'], { cwd: here })).code).toBe(0);
+    expect((await runCli(['run', '--items', 'list.txt', '--exec', 'true', '--batch', 'later'], { cwd: here })).code).toBe(0);
+  }, 60_000);
+
+  /** Types each line (ending in TAB, then Enter) into an interactive `shell` and returns the screen. */
+  async function typeAtTerminal(shell: string, setup: string, lines: string[]): Promise<string> {
+    const child = spawn('script', ['-qec', shell, '/dev/null'], { cwd: here, env: { ...env, TERM: 'xterm', PS1: '$ ' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let screen = '';
+    child.stdout.on('data', (b) => (screen += b));
+    const until = async (what: RegExp) => {
+      for (const end = Date.now() + 20_000; !what.test(screen); await new Promise((r) => setTimeout(r, 50))) {
+        if (Date.now() > end) throw new Error(`${shell} never showed ${what}: ${JSON.stringify(screen.slice(-800))}`);
+      }
+    };
+    child.stdin.write(`${setup}; echo LOADED\n`);
+    await until(/LOADED\r?\n/);
+    for (const [i, line] of lines.entries()) {
+      child.stdin.write(line);
+      // What the completion inserted is on the screen once the shell has redrawn the line; then Enter.
+      await new Promise((r) => setTimeout(r, 1500));
+      child.stdin.write(`\necho DONE${i}\n`);
+      await until(new RegExp(`[\\r\\n]DONE${i}\\r?\\n`));
+    }
+    child.stdin.end('exit\n');
+    await new Promise((r) => child.on('close', r));
+    return screen;
+  }
+
+  it('bash at a terminal: `--batch gz<TAB>` is `gz3 ` beside a folder gz3, and a hostile key is inserted quoted', async () => {
+    const screen = await typeAtTerminal('bash --norc --noprofile -i', 'source <(splitdance completion bash)', [
+      'splitdance status --batch gz\t',
+      'splitdance show --batch gz3 \\$\t',
+    ]);
+    expect(screen).not.toContain('gz3/');
+    expect(screen).toMatch(/batch \S*gz3\S* \(/);
+    expect(screen).toContain('splitdance show --batch gz3 \\$\\(touch\\ PWNED\\).txt');
+    expect(screen).toMatch(/\$\(touch PWNED\)\.txt\S* in batch gz3: SUCCESS/);
+    expect(readdirSync(here)).not.toContain('PWNED');
+  }, 60_000);
+
+  it('bash: --items completes files, show and logs the keys of the batch on the line (the latest without one)', () => {
+    const complete = (line: string[]) => {
+      const words = line.map((w) => `'${w.replace(/'/g, `'\\''`)}'`).join(' ');
+      const r = spawnSync('bash', ['-c', `source <(splitdance completion bash) || exit 9; COMP_WORDS=(${words}); COMP_CWORD=${line.length - 1}; _splitdance; printf '%s\\n' "\${COMPREPLY[@]}"`], { cwd: here, env, encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+      return r.stdout.split('\n').filter(Boolean).sort();
+    };
+    expect(complete(['splitdance', 'run', '--items', 'li'])).toEqual(['list.txt']);
+    expect(complete(['splitdance', 'show', ''])).toEqual(['x']);
+    expect(complete(['splitdance', 'logs', '--batch', 'gz3', ''])).toEqual(['\\$\\(touch\\ PWNED\\).txt', 'a.txt']);
+    expect(complete(['splitdance', 'show', '--batch', "'gz3'", 'a'])).toEqual(['a.txt']);
+    expect(complete(['splitdance', 'show', '--batch', 'no-such-batch', ''])).toEqual([]);
+    expect(readdirSync(here)).not.toContain('PWNED');
+  });
+
+  it.skipIf(missing('zsh', 'the zsh completion test'))('zsh at a terminal: the keys of the --batch on the line, inserted quoted', async () => {
+    const screen = await typeAtTerminal('zsh -f -i', 'autoload -Uz compinit; compinit -u -D; source <(splitdance completion zsh)', [
+      'splitdance show --batch gz3 a\t',
+      'splitdance logs --batch gz3 \\$\t',
+    ]);
+    expect(screen).toContain('splitdance show --batch gz3 a.txt');
+    expect(screen).toContain('splitdance logs --batch gz3 \\$\\(touch\\ PWNED\\).txt');
+    expect(readdirSync(here)).not.toContain('PWNED');
+  }, 60_000);
+
+  it.skipIf(missing('fish', 'the fish completion test'))('fish: --items completes files, show the keys of the batch on the line', () => {
+    const complete = (line: string) => {
+      const r = spawnSync('fish', ['-c', `splitdance completion fish | source; or exit 9; complete -C ${JSON.stringify(line)}`], { cwd: here, env, encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+      return r.stdout.split('\n').filter(Boolean).map((l) => l.split('\t')[0]).sort();
+    };
+    expect(complete('splitdance run --items li')).toEqual(['list.txt']);
+    expect(complete('splitdance show --batch gz3 ')).toEqual(['$(touch PWNED).txt', 'a.txt']);
+    expect(readdirSync(here)).not.toContain('PWNED');
+  });
+});
+
 describe.skipIf(missing('man', 'the man page test'))('the man page', () => {
   it('renders with man, naming every command, the grouped run options and the placeholders', () => {
     const r = spawnSync('man', ['./splitdance.1'], { cwd: ROOT, env: { ...process.env, MANWIDTH: '100', MANPAGER: 'cat', PAGER: 'cat' }, encoding: 'utf8' });

@@ -29,6 +29,16 @@ function readmePlaceholders(): string[] {
 }
 
 describe('--help', () => {
+  it('of logs and watch does not list --json, which they refuse naming what gives JSON (SPEC §6: status, tasks, show)', async () => {
+    for (const cmd of ['logs', 'watch']) expect(await help(cmd), `${cmd} --help`).not.toContain('--json');
+    for (const cmd of ['status', 'tasks', 'show']) expect(await help(cmd), `${cmd} --help`).toContain('--json');
+    const logs = await runCli(['logs', 'k', '--json'], { cwd: tempDir() });
+    expect([logs.code, logs.stderr]).toEqual([2, 'splitdance: error: logs has no --json; `show --json KEY` gives output tails\n']);
+    const watch = await runCli(['watch', '--json'], { cwd: tempDir() });
+    expect([watch.code, watch.stderr]).toEqual([2, 'splitdance: error: watch has no --json: `status --json` prints one snapshot\n']);
+    for (const line of `${logs.stderr}${watch.stderr}`.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
+  });
+
   it('of every command shows 2 to 4 examples, each a splitdance command line', async () => {
     expect(commands).toEqual(expect.arrayContaining(['run', 'worker', 'status', 'tasks', 'show', 'logs', 'retry-failed', 'completion']));
     const texts = await Promise.all([[], ...commands.map((c) => [c])].map((c) => help(...c)));

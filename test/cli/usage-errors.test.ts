@@ -46,7 +46,7 @@ describe('flags refused before any store is opened: the command throws, main() e
     [
       ['logs', '--json', 'k'],
       (io) => logsCommand('k', { json: true }, io),
-      'logs has no --json: it prints the output as the task wrote it; `show --json KEY` gives each attempt with its output tail and log path',
+      'logs has no --json; `show --json KEY` gives output tails',
     ],
     [['logs'], (io) => logsCommand(undefined, {}, io), 'give a task KEY, or --batch B for every task of a batch, or --failed for the failed ones'],
     [['logs', '--batch', 'b', '--attempt', '2'], (io) => logsCommand(undefined, { batch: 'b', attempt: '2' }, io), '--attempt goes with a task KEY'],

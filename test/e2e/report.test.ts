@@ -165,6 +165,7 @@ function attempt(workerId: string, startedAt: number, endedAt: number): BatchAtt
     attempt: 1,
     workerId,
     host: 'h',
+    owner: 'run-1',
     pid: 1,
     startedAt,
     endedAt,

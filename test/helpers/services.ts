@@ -1,4 +1,6 @@
 import { spawnSync } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import { join } from 'node:path';
 import { LIBFAKETIME } from './faketime.js';
 
 /**
@@ -62,14 +64,29 @@ function present(service: Service): boolean {
 const said = new Set<Service>();
 
 /**
- * True when `service` is missing. The first time a file asks, it prints one line: what is
- * skipped, and how to run it.
+ * Whether this is the first time in the test run that `service` is found missing: a mark in the
+ * run's folder (global-setup.ts), made exclusively so one file of the run wins; in this process
+ * only when run without it.
+ */
+function firstToSay(service: Service): boolean {
+  if (said.has(service)) return false;
+  said.add(service);
+  const runDir = process.env.SPLITDANCE_TEST_RUN_DIR;
+  if (!runDir) return true;
+  try {
+    closeSync(openSync(join(runDir, `missing-${service}`), 'wx'));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * True when `service` is missing. The first time a file of the run asks, it prints one line:
+ * what is skipped, and how to run it.
  */
 export function missing(service: Service, what = 'the tests that need it'): boolean {
   if (present(service)) return false;
-  if (!said.has(service)) {
-    said.add(service);
-    console.warn(`skipping ${what}: no ${service}; to run them, ${HOW[service]}`);
-  }
+  if (firstToSay(service)) console.warn(`skipping ${what}: no ${service}; to run them, ${HOW[service]}`);
   return true;
 }

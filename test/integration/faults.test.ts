@@ -148,6 +148,21 @@ describe('signals', () => {
     await waitFor(() => liveProcesses(marker).length === 0, 2000, 'the killed attempts to be gone');
   });
 
+  // Issue 41: at -j 2 the message said "4 running attempts": the queued ones counted as running (SPEC §7).
+  it('SIGINT at -j 2 says 2 running attempts, and the queued ones apart; each line fits 80 columns', async () => {
+    const p = projectWithFiles(20);
+    const marker = `sleep 2.${process.pid}4`;
+    const child = startCli(['run', 'src', '--exec', marker, '-j', '2', '--grace', '300ms'], { cwd: p.dir });
+    await waitFor(() => sleeps(marker) === 2, 20_000, 'two running attempts');
+    await waitFor(() => query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM tasks WHERE status = 'RUNNING'")[0]!.n === 4, 20_000, 'two queued behind them');
+    child.kill('SIGINT');
+    const r = await child.result;
+    expect(r.code).toBe(130);
+    expect(r.stderr).toContain('SIGINT: no new tasks; waiting up to 300ms for 2 running attempts\n');
+    expect(r.stderr).toContain('2 queued attempts go back unstarted; send SIGINT again to stop at once\n');
+    for (const line of r.stderr.split('\n').filter((l) => /^SIGINT:|send SIGINT again/.test(l))) expect(line.length).toBeLessThanOrEqual(80);
+  });
+
   it('after the grace, a module handler sees ctx.signal fire; its attempt is INTERRUPTED, not charged', async () => {
     const p = projectWithFiles(6);
     const markers = join(p.dir, 'markers');

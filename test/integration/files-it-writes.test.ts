@@ -244,16 +244,21 @@ describe("declared outputs' temporary files", () => {
     expect(readFileSync(join(b, 'named.txt'), 'utf8')).toBe('part\nrest\n');
   });
 
-  it('output folders are created 0700, also under umask 000; the output file follows the umask', async () => {
+  // Issue 41: output folders were 0700 whatever the umask; they are the user's data, as the files are.
+  it.each([
+    ['000', 0o777, 0o666],
+    ['027', 0o750, 0o640],
+  ])('under umask %s, output folders and files follow the umask; the store and its logs stay private', async (umask, folder, file) => {
     const p = projectWithFiles(1);
     const code = await new Promise<number | null>((done) => {
-      const cmd = `umask 000; exec "${process.execPath}" "${BIN}" run src --exec 'cat {} > {out}' --output 'out/deep/{rel}' --quiet`;
+      const cmd = `umask ${umask}; exec "${process.execPath}" "${BIN}" run src --exec 'cat {} > {out}' --output 'out/deep/{rel}' --quiet`;
       spawn('sh', ['-c', cmd], { cwd: p.dir, stdio: 'ignore' }).on('close', done);
     });
     expect(code).toBe(0);
-    expect(statSync(join(p.dir, 'out')).mode & 0o777).toBe(0o700);
-    expect(statSync(join(p.dir, 'out', 'deep')).mode & 0o777).toBe(0o700);
-    expect(statSync(join(p.dir, 'out', 'deep', p.keys[0]!)).mode & 0o777).toBe(0o666);
+    expect(statSync(join(p.dir, 'out')).mode & 0o777).toBe(folder);
+    expect(statSync(join(p.dir, 'out', 'deep')).mode & 0o777).toBe(folder);
+    expect(statSync(join(p.dir, 'out', 'deep', p.keys[0]!)).mode & 0o777).toBe(file);
+    expect(statSync(join(p.dir, '.splitdance')).mode & 0o777).toBe(0o700);
   });
 });
 

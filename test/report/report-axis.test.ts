@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { durationRange, unitFor } from '../../src/report/axis.js';
 import { durationBuckets } from '../../src/report/histogram.js';
+import { tick } from '../../src/report/charts.js';
 
 describe('duration histogram buckets', () => {
   const cases: [string, number[]][] = [
@@ -34,5 +35,17 @@ describe('duration histogram buckets', () => {
     expect(label(105_000, 110_000, 110_000)).toBe('105–110 s'); // not 1.75–1.83 min
     expect(label(3 * 3_600_000, 6 * 3_600_000, 57 * 3_600_000)).toBe('3–6 h');
     expect(label(0, 2 * 86_400_000, 40 * 86_400_000)).toBe('0–2 d');
+  });
+});
+
+// Issue 41: the timeline's axis read `+0.71 min`; from a minute on it reads as a clock.
+describe('timeline ticks', () => {
+  it('read as a clock from a minute to 100 hours, in one unit otherwise, five apart', () => {
+    const ticks = (span: number) => [0, 0.25, 0.5, 0.75, 1].map((f) => tick(span * f, span));
+    expect(ticks(171_000)).toEqual(['0:00', '0:43', '1:26', '2:08', '2:51']);
+    expect(ticks(2 * 3_600_000)).toEqual(['0:00', '30:00', '1:00:00', '1:30:00', '2:00:00']);
+    expect(ticks(21_000)).toEqual(['0 s', '5.25 s', '10.5 s', '15.75 s', '21 s']);
+    expect(ticks(800)).toEqual(['0 ms', '200 ms', '400 ms', '600 ms', '800 ms']);
+    expect(new Set(ticks(60_000)).size).toBe(5);
   });
 });

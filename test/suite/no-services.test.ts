@@ -28,7 +28,7 @@ function pathWithoutServices(): string {
 
 function freshCloneEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, PATH: pathWithoutServices() };
-  for (const name of ['SPLITDANCE_PG_URL', 'SPLITDANCE_CHROMIUM', 'CI', 'VITEST', 'VITEST_POOL_ID', 'VITEST_WORKER_ID']) delete env[name];
+  for (const name of ['SPLITDANCE_PG_URL', 'SPLITDANCE_CHROMIUM', 'SPLITDANCE_TEST_RUN_DIR', 'CI', 'VITEST', 'VITEST_POOL_ID', 'VITEST_WORKER_ID']) delete env[name];
   return env;
 }
 
@@ -72,5 +72,13 @@ describe('the suite on a machine without PostgreSQL, Chromium, promtool, GNU par
     expect(r.out).toContain('skipping the alert-rule checks: no promtool; to run them, install promtool');
     expect(r.out).toContain('skipping the PostgreSQL tests: no postgres; to run them, set SPLITDANCE_PG_URL');
     expect(r.out).toMatch(/Tests\s+.*skipped/);
+  });
+
+  // Issue 41: `npm test` printed the PostgreSQL line once per file that asks (28 times).
+  it('says each missing service once per run, however many files need it', { timeout: 120_000 }, async () => {
+    const files = ['test/store/pg-clock.test.ts', 'test/store/postgres.test.ts', 'test/integration/pg-restart.test.ts', 'test/integration/lease-expiry.test.ts'];
+    const r = await vitest(['run', ...files, '-t', 'no test is named this'], freshCloneEnv());
+    expect(r.code, r.out).toBe(0);
+    expect(r.out.split('skipping the PostgreSQL tests: no postgres').length - 1, r.out).toBe(1);
   });
 });

@@ -35,7 +35,7 @@ const CHUNK = 64 * 1024;
  */
 export async function logsCommand(key: string | undefined, flags: LogsFlags, io: Io): Promise<number> {
   // The output is the task's bytes as they were: there is no JSON of it to give (show --json has the tail).
-  if (flags.json) throw new UsageError('logs has no --json: it prints the output as the task wrote it; `show --json KEY` gives each attempt with its output tail and log path');
+  if (flags.json) throw new UsageError('logs has no --json; `show --json KEY` gives output tails');
   const n = flags.attempt === undefined ? null : parseCount(flags.attempt, '--attempt', { min: 1 });
   if (key === undefined && flags.batch === undefined && !flags.failed) {
     throw new UsageError('give a task KEY, or --batch B for every task of a batch, or --failed for the failed ones');

@@ -23,9 +23,11 @@ export interface CommandModel {
   options: OptionModel[];
   /** Whether its operand is a path (run's source). */
   fileOperand: boolean;
+  /** Whether its operand is a task key (show, logs): completed from the batch's keys. */
+  keyOperand: boolean;
 }
 
-const FILE_VALUES = new Set(['--db', '--job', '--handler', '--html', '--metrics-file', '--arg-file']);
+const FILE_VALUES = new Set(['--db', '--job', '--handler', '--html', '--metrics-file', '--items', '--arg-file', '--results']);
 
 function completes(long: string | undefined): OptionModel['completes'] {
   if (long === '--batch') return 'batches';
@@ -43,6 +45,7 @@ export function commandModel(program: Command): CommandModel[] {
       usage: c.usage(),
       description: c.description(),
       fileOperand: c.registeredArguments.some((a) => a.name() === 'source'),
+      keyOperand: c.registeredArguments.some((a) => a.name() === 'key'),
       options: c.options
         .filter((o) => !o.hidden)
         .map((o) => ({

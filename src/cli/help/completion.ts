@@ -16,15 +16,50 @@ export function bashCompletion(commands: CommandModel[]): string {
   const valued = [...new Set(commands.flatMap((c) => c.options.filter((o) => o.value).flatMap(flagsOf)))];
   const files = [...new Set(commands.flatMap((c) => c.options.filter((o) => o.completes === 'files').flatMap(flagsOf)))];
   const withFiles = commands.filter((c) => c.fileOperand).map((c) => c.name);
+  const withKeys = commands.filter((c) => c.keyOperand).map((c) => c.name);
+  // Not `complete -o filenames`: batch names and keys are words, not paths (a folder named like
+  // a batch would get a `/`, and bash would quote them a second time); file completion turns
+  // it on for itself (compopt).
   return `# bash completion for splitdance: source <(splitdance completion bash)
-_splitdance_batches() {
-  local db="" i name
-  for ((i = 1; i < \${#COMP_WORDS[@]} - 1; i++)); do
-    [[ \${COMP_WORDS[i]} == --db ]] && db=\${COMP_WORDS[i + 1]}
+# A word as typed, its surrounding quotes and backslashes removed (never evaluated).
+_splitdance_dequote() {
+  local value=$1
+  value=\${value#[\\\'\\"]}
+  value=\${value%[\\\'\\"]}
+  printf '%s' "\${value//\\\\/}"
+}
+
+# The value of the last \`FLAG VALUE\` before the word being completed, dequoted.
+_splitdance_flag() {
+  local i value=""
+  for ((i = 1; i < COMP_CWORD - 1; i++)); do
+    [[ \${COMP_WORDS[i]} == "$1" ]] && value=\${COMP_WORDS[i + 1]}
   done
+  _splitdance_dequote "$value"
+}
+
+_splitdance_files() {
+  compopt -o filenames 2>/dev/null
+  mapfile -t COMPREPLY < <(compgen -f -- "$1")
+}
+
+_splitdance_batches() {
+  local db name
+  db=$(_splitdance_flag --db)
   while IFS= read -r name; do
     [[ $name == "$1"* ]] && COMPREPLY+=("$(printf '%q' "$name")")
   done < <(splitdance completion --batches \${db:+--db "$db"} 2>/dev/null)
+}
+
+# Task keys of the --batch on the line (the most recent batch without one), inserted quoted:
+# a key is data, never run.
+_splitdance_keys() {
+  local db batch key
+  db=$(_splitdance_flag --db)
+  batch=$(_splitdance_flag --batch)
+  while IFS= read -r key; do
+    COMPREPLY+=("$(printf '%q' "$key")")
+  done < <(splitdance completion --keys "$1" \${batch:+--batch "$batch"} \${db:+--db "$db"} 2>/dev/null)
 }
 
 _splitdance() {
@@ -36,9 +71,9 @@ _splitdance() {
   fi
   local cmd=\${COMP_WORDS[1]}
   case $prev in
-    --batch) _splitdance_batches "$cur"; return ;;
+    --batch) _splitdance_batches "$(_splitdance_dequote "$cur")"; return ;;
     --status) COMPREPLY=($(compgen -W ${sq(STATUSES.join(' '))} -- "$cur")); return ;;
-    ${files.join('|')}) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    ${files.join('|')}) _splitdance_files "$cur"; return ;;
     ${valued.filter((f) => !files.includes(f) && f !== '--batch' && f !== '--status').join('|')}) return ;;
   esac
   case $cmd in
@@ -50,10 +85,12 @@ ${byCommand}
   elif [[ $cmd == completion ]]; then
     COMPREPLY=($(compgen -W ${sq(SHELLS.join(' '))} -- "$cur"))
   elif [[ ${sq(` ${withFiles.join(' ')} `)} == *" $cmd "* ]]; then
-    COMPREPLY=($(compgen -f -- "$cur"))
+    _splitdance_files "$cur"
+  elif [[ ${sq(` ${withKeys.join(' ')} `)} == *" $cmd "* ]]; then
+    _splitdance_keys "$(_splitdance_dequote "$cur")"
   fi
 }
-complete -o filenames -F _splitdance splitdance
+complete -F _splitdance splitdance
 `;
 }
 
@@ -69,17 +106,26 @@ export function zshCompletion(commands: CommandModel[]): string {
   const list = commands.map((c) => `    ${sq(`${c.name}:${c.description.replace(/:/g, '\\:')}`)}`).join('\n');
   const cases = commands
     .map((c) => {
-      const operand = c.fileOperand ? " '1:source:_files'" : c.name === 'completion' ? ` '1:shell:(${SHELLS.join(' ')})'` : '';
+      const operand = c.fileOperand ? " '1:source:_files'" : c.keyOperand ? " '1:key:_splitdance_keys'" : c.name === 'completion' ? ` '1:shell:(${SHELLS.join(' ')})'` : '';
       return `    ${c.name}) _arguments -s ${c.options.flatMap(zshSpec).join(' ')}${operand} ;;`;
     })
     .join('\n');
   return `#compdef splitdance
 # zsh completion for splitdance: splitdance completion zsh > "\${fpath[1]}/_splitdance"
 _splitdance_batches() {
-  local -a names
-  local db=\${opt_args[--db]}
-  names=(\${(f)"$(splitdance completion --batches \${db:+--db "$db"} 2>/dev/null)"})
+  local -a names args
+  [[ -n \${opt_args[--db]} ]] && args+=(--db "\${(Q)opt_args[--db]}")
+  names=(\${(f)"$(splitdance completion --batches "\${args[@]}" 2>/dev/null)"})
   compadd -a names
+}
+
+# Task keys of the --batch on the line (the most recent batch without one); compadd quotes them.
+_splitdance_keys() {
+  local -a keys args
+  [[ -n \${opt_args[--db]} ]] && args+=(--db "\${(Q)opt_args[--db]}")
+  [[ -n \${opt_args[--batch]} ]] && args+=(--batch "\${(Q)opt_args[--batch]}")
+  keys=(\${(f)"$(splitdance completion --keys "\${(Q)PREFIX}" "\${args[@]}" 2>/dev/null)"})
+  compadd -a keys
 }
 
 _splitdance() {
@@ -114,6 +160,7 @@ export function fishCompletion(commands: CommandModel[]): string {
   for (const c of commands) {
     const when = `-n '__fish_seen_subcommand_from ${c.name}'`;
     if (c.fileOperand) lines.push(`complete -c splitdance ${when} -F`);
+    if (c.keyOperand) lines.push(`complete -c splitdance ${when} -a '(__fish_splitdance_keys)'`);
     if (c.name === 'completion') lines.push(`complete -c splitdance ${when} -a ${fq(SHELLS.join(' '))}`);
     for (const o of c.options) {
       const names = [o.long ? `-l ${o.long.slice(2)}` : '', o.short ? `-s ${o.short.slice(1)}` : ''].filter(Boolean).join(' ');
@@ -141,6 +188,18 @@ function __fish_splitdance_db
       echo $words[(math $i + 1)]
     end
   end
+end
+
+# Task keys of the --batch on the line (the most recent batch without one): fish escapes them.
+function __fish_splitdance_keys
+  set -l words (commandline -opc)
+  set -l args
+  for i in (seq (count $words))
+    if contains -- $words[$i] --db --batch; and test $i -lt (count $words)
+      set -a args $words[$i] $words[(math $i + 1)]
+    end
+  end
+  splitdance completion --keys (commandline -ct) $args 2>/dev/null
 end
 `;
 }

@@ -224,6 +224,11 @@ export class PostgresStore implements TaskStore {
     return row!.due === null ? null : this.clock.fromServer(Number(row!.due));
   }
 
+  async lastRetryDueAt(batchId: number): Promise<number | null> {
+    const [row] = await this.db.read((sql) => sql.rows<{ due: number | string }>(this.st.lastRetryDue, [batchId]));
+    return row ? this.clock.fromServer(Number(row.due)) : null;
+  }
+
   async topErrors(batchId: number, limit: number): Promise<ErrorCount[]> {
     return this.db.read((sql) => sql.rows<ErrorCount>(this.st.failedErrors, [batchId, limit]));
   }
@@ -253,7 +258,7 @@ export class PostgresStore implements TaskStore {
 
   async recentAttempts(batchId: number, limit: number): Promise<BatchAttempt[]> {
     const rows = await this.db.read((sql) => sql.rows<AttemptDbRow & { task_key: string }>(this.st.batchAttempts, [batchId, limit]));
-    return rows.reverse().map((r) => ({ ...toAttemptRow(r), key: r.task_key }));
+    return rows.reverse().map((r) => ({ ...toAttemptRow(r), key: r.task_key, owner: r.owner }));
   }
 
   async batchAttempts(batchId: number, limit: number): Promise<{ attempts: BatchAttempt[]; total: number }> {

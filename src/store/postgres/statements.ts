@@ -264,6 +264,8 @@ function reportStatements(s: string) {
     progress: `SELECT EXISTS (SELECT 1 FROM ${s}.tasks WHERE batch_id = $1 AND status IN ('PENDING', 'RUNNING')) AS open, ${lastFinishedOf(s)} AS last FROM ${s}.batches AS b WHERE id = $1`,
     /** $1 batchId */
     nextDue: `SELECT min(next_run_at) AS due FROM ${s}.tasks AS c WHERE batch_id = $1 AND status = 'PENDING' AND ${needsMet}`,
+    /** $1 batchId — the retry due last (the state index, read from its high end). */
+    lastRetryDue: `SELECT next_run_at AS due FROM ${s}.tasks WHERE batch_id = $1 AND status = 'PENDING' AND attempts > 0 ORDER BY next_run_at DESC LIMIT 1`,
     /** $1 batchId — per stage, for batches with stages (tasks_by_stage). */
     stageCounts: `
       SELECT stage, status, attempts > 0 AS tried, count(*) AS n FROM ${s}.tasks

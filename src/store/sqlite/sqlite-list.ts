@@ -64,6 +64,10 @@ export function nextDueAt(c: SqliteConn, batchId: number): number | null {
   return c.read(() => c.st.nextDue.get(batchId) as { due: number | null }).due;
 }
 
+export function lastRetryDueAt(c: SqliteConn, batchId: number): number | null {
+  return (c.read(() => c.st.lastRetryDue.get(batchId) as { due: number } | undefined))?.due ?? null;
+}
+
 export function topErrors(c: SqliteConn, batchId: number, limit: number): ErrorCount[] {
   return c.read(() => c.st.failedErrors.all({ batchId, limit }) as ErrorCount[]);
 }
@@ -128,7 +132,7 @@ export function attemptsOf(c: SqliteConn, taskId: number): AttemptRow[] {
 
 export function recentAttempts(c: SqliteConn, batchId: number, limit: number): BatchAttempt[] {
   const rows = c.read(() => c.st.batchAttempts.all({ batchId, limit }) as (AttemptDbRow & { task_key: string })[]);
-  return rows.reverse().map((r) => ({ ...toAttemptRow(r), key: r.task_key }));
+  return rows.reverse().map((r) => ({ ...toAttemptRow(r), key: r.task_key, owner: r.owner }));
 }
 
 export function batchAttemptCount(c: SqliteConn, batchId: number): number {

@@ -176,6 +176,10 @@ export class SqliteStore implements TaskStore {
     return list.attemptStats(this.c, batchId, boundsMs);
   }
 
+  async lastRetryDueAt(batchId: number): Promise<number | null> {
+    return list.lastRetryDueAt(this.c, batchId);
+  }
+
   async activity(batchId: number): Promise<{ firstStartedAt: number | null; lastFinishedAt: number | null }> {
     return list.activity(this.c, batchId);
   }

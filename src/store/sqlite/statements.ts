@@ -127,6 +127,8 @@ export const SQL = {
   progress: `SELECT EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_by_state WHERE batch_id = @batchId AND status IN ('PENDING', 'RUNNING')) AS open, last_finished_at AS last FROM batches WHERE id = @batchId`,
   /** ?batchId — only tasks whose needs are met: one waiting for a running need is not "due". */
   nextDue: `SELECT min(next_run_at) AS due FROM tasks AS c WHERE batch_id = ? AND status = 'PENDING' AND ${NEEDS_MET}`,
+  /** ?batchId — the retry due last (served by tasks_by_state, read from its high end). */
+  lastRetryDue: `SELECT next_run_at AS due FROM tasks INDEXED BY tasks_by_state WHERE batch_id = ? AND status = 'PENDING' AND attempts > 0 ORDER BY next_run_at DESC LIMIT 1`,
   /** @batchId — per stage, for batches with stages (served by tasks_by_stage alone). */
   stageCounts: `
     SELECT stage, status, attempts > 0 AS tried, count(*) AS n FROM tasks INDEXED BY tasks_by_stage

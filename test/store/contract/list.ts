@@ -45,6 +45,34 @@ export function listContract(h: Harness): void {
       expect(await h.store.nextDueAt(id)).toBeNull();
     });
 
+    it('lastRetryDueAt is the latest due time of a task waiting for a retry, or null', async () => {
+      const id = await setup(3);
+      const now = Date.now();
+      expect(await h.store.lastRetryDueAt(id)).toBeNull();
+      const [a, b, c] = await claim(id, now, { slots: 3 });
+      expect(await h.store.lastRetryDueAt(id)).toBeNull();
+      await h.store.settle([ending(a!, 'FAILED', now + 1, { retryAt: now + 900 }), ending(b!, 'FAILED', now + 1, { retryAt: now + 300 }), ending(c!, 'SUCCESS', now + 1)]);
+      expect(await h.store.lastRetryDueAt(id)).toBe(now + 900);
+      const d = await claimOne(id, now + 300);
+      await h.store.settle([ending(d, 'SUCCESS', now + 301)]);
+      expect(await h.store.lastRetryDueAt(id)).toBe(now + 900);
+      const e = await claimOne(id, now + 900);
+      await h.store.settle([ending(e, 'SUCCESS', now + 901)]);
+      expect(await h.store.lastRetryDueAt(id)).toBeNull();
+    });
+
+    it('recentAttempts name the coordinator that made each attempt', async () => {
+      const id = await setup(2);
+      const now = Date.now();
+      const a = await claimOne(id, now, { owner: 'owner-A' });
+      const b = await claimOne(id, now, { owner: 'owner-B' });
+      await h.store.settle([ending(a, 'SUCCESS', now + 1), ending(b, 'SUCCESS', now + 2)]);
+      expect((await h.store.recentAttempts(id, 10)).map((x) => [x.key, x.owner])).toEqual([
+        [a.key, 'owner-A'],
+        [b.key, 'owner-B'],
+      ]);
+    });
+
     it('progress: unfinished while a task is PENDING (retrying too) or RUNNING, and the time of the last committed outcome', async () => {
       const id = await setup(2, { maxAttempts: 2 });
       expect(await h.store.progress(id)).toEqual({ unfinished: true, lastFinishedAt: null });
