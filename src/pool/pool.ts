@@ -139,6 +139,7 @@ export class WorkerPool {
   /** Queues attempts on the worker, in order, in one message. */
   dispatch(worker: PoolWorker, tasks: TaskMessage[]): void {
     slots.queueAttempts(worker as Slot, tasks.map((t) => t.token), monotonicMs());
+    for (const t of tasks) t.slot = (worker as Slot).number;
     send(worker as Slot, { type: 'run', tasks });
   }
 
@@ -184,6 +185,7 @@ export class WorkerPool {
     }
     const slot: Slot = {
       id: `${this.options.idPrefix}w${this.next++}`,
+      number: slots.freeNumber(this.workers),
       pid: proc.pid ?? null,
       queue: [],
       avgMs: null,
