@@ -42,7 +42,7 @@ describe("an item's path placeholders", () => {
     expect(value('{//}', task('a.txt'))).toBe('.');
   });
 
-  it('{name} {stem} {dir} are {/} {/.} {//}; {ext} is what {.} takes off, its dot kept; {rel} and {} are the text', () => {
+  it('{name} {stem} {dir} are {/} {/.} {//}; {ext} is what {.} takes off, its dot kept; {rel} and {} are the text (a file keeps its own)', () => {
     for (const v of VALUES) {
       const t = task(v);
       expect([value('{name}', t), value('{stem}', t), value('{dir}', t)], v).toEqual([value('{/}', t), value('{/.}', t), value('{//}', t)]);
@@ -50,6 +50,9 @@ describe("an item's path placeholders", () => {
       expect([value('{rel}', t), value('{}', t)], v).toEqual([v, v]);
     }
     expect(value('{ext}', task('tree/sub/one.txt'))).toBe('.txt');
+    // A file of a folder source keeps its own.
+    const t: TemplateTask = { ...task('x'), payload: { version: 1, path: '/data/logs/app.log', rel: 'logs/app.log' } };
+    expect(['{.}', '{/}', '{//}', '{/.}', '{ext}', '{rel}'].map((f) => value(f, t))).toEqual(['/data/logs/app', 'app.log', '/data/logs', 'app', '.log', 'logs/app.log']);
   });
 
   it('per field, {1.} {2/} {2//} {1/.} {2.} are what GNU parallel gives with --colsep', () => {
@@ -59,10 +62,5 @@ describe("an item's path placeholders", () => {
     const theirs = parallelSays(forms, rows, ',');
     const ours = rows.map((r) => forms.map((f) => value(f, task(r, ','))));
     expect(ours).toEqual(theirs);
-  });
-
-  it('a file of a folder source keeps its own path placeholders', () => {
-    const t: TemplateTask = { ...task('x'), payload: { version: 1, path: '/data/logs/app.log', rel: 'logs/app.log' } };
-    expect(['{.}', '{/}', '{//}', '{/.}', '{ext}', '{rel}'].map((f) => value(f, t))).toEqual(['/data/logs/app', 'app.log', '/data/logs', 'app', '.log', 'logs/app.log']);
   });
 });
