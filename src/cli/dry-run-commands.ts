@@ -51,7 +51,8 @@ function entryOf(plan: RunPlan, spec: TaskSpec, seq: number): DryRunEntry {
   const stage = spec.stage ?? '';
   const handler: HandlerSpec | null = plan.settings.stages.length ? (plan.settings.stages.find((x) => x.name === stage)?.handler ?? null) : plan.settings.handler;
   if (handler === null || handler.kind === 'module') return { key: spec.key, payload: spec.payload };
-  const task = { key: spec.key, batch: plan.batchName, stage, seq, attempt: 1, payload: spec.payload, inputs: {} };
+  // `{attempt}` and `{%}` as the first attempt in the first slot would see them.
+  const task = { key: spec.key, batch: plan.batchName, stage, seq, attempt: 1, slot: 1, payload: spec.payload, inputs: {} };
   try {
     const out = outputFor(plan.settings, stage);
     const output = out ? outputPathsOf(out, task, '0'.repeat(32), 1) : null;

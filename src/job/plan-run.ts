@@ -14,6 +14,7 @@ import { isOneChunk } from '../split/chunk-file.js';
 import { expandStages, layoutOf } from './stages.js';
 import { checkTemplate } from '../template/exec-template.js';
 import { ITEM_PLACEHOLDER } from '../template/placeholder.js';
+import { checkPlaceholders } from '../template/placeholder-attempts.js';
 import { templateWarnings } from './template-warnings.js';
 import { formatMs } from './units.js';
 import { plural, printable } from '../printable.js';
@@ -144,7 +145,15 @@ export async function planRun(
     throw new UsageError(`no handler: give --exec 'COMMAND {}' or --handler ./module.js (a new batch has none stored)${lateOptions(cliFlags.groups ?? [])}`);
   }
   if (blocks) refuseItemPlaceholders(settings);
-  if (settings.handler?.kind === 'exec') checkTemplate(settings.handler.template, [], settings.output !== null, kind === 'items');
+  // Where each template came from, for a refusal to name: the command line, the job file, or the batch as stored.
+  const from = (flag: string, field: string, inFlags: boolean, inFile: boolean) =>
+    inFlags ? flag : inFile ? `"${field}" of ${jobPath}` : `the stored ${flag} of batch ${batchName}`;
+  if (settings.handler?.kind === 'exec') {
+    const what = from('--exec', 'exec', fromFlags.settings.handler?.kind === 'exec', fromFile?.settings.handler?.kind === 'exec');
+    checkTemplate(settings.handler.template, [], settings.output !== null, kind === 'items', what);
+  }
+  if (settings.output) checkPlaceholders(settings.output.template, from('--output', 'output', fromFlags.settings.output != null, fromFile?.settings.output != null));
+  for (const st of settings.stages) if (st.output) checkPlaceholders(st.output.template, `stage "${st.name}"'s output`);
   const itemOutput = [settings.output, ...settings.stages.map((s) => s.output)].find((o) => o && ITEM_PLACEHOLDER.test(o.template));
   if (itemOutput && kind !== 'items') throw new UsageError(`--output ${JSON.stringify(itemOutput.template)} uses a placeholder of an item, and this source is not a list; give the list with --items FILE (or \`run -\`)`);
   if (input.finished && kind !== 'file') throw new UsageError(`--finished tells that a chunked file is complete; ${printable(sourceGiven)} is ${kind === 'items' ? 'a list' : 'a directory'}: leave --finished out`);
@@ -266,7 +275,7 @@ function checkStages(settings: JobSettings, stored: JobSettings, existing: Store
     throw new UsageError(`batch ${batch} has stages, each with its own handler; --exec/--handler cannot replace them (edit the stages in the job file)`);
   }
   if (settings.output) throw new UsageError(`batch ${batch} has stages: each declares its own "output" in the job file; --output cannot give them one`);
-  for (const s of settings.stages) if (s.handler.kind === 'exec') checkTemplate(s.handler.template, s.needs, s.output !== undefined, settings.items !== null);
+  for (const s of settings.stages) if (s.handler.kind === 'exec') checkTemplate(s.handler.template, s.needs, s.output !== undefined, settings.items !== null, `stage "${s.name}"'s exec`);
 }
 
 /**

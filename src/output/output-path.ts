@@ -4,6 +4,7 @@ import { PermanentError, UsageError } from '../errors.js';
 import { leadingBytes } from '../replaceable-path.js';
 import { placeholderValue } from '../template/exec-template.js';
 import { placeholderAt } from '../template/placeholder.js';
+import { checkPlaceholders } from '../template/placeholder-attempts.js';
 import type { TemplateTask } from '../template/template-task.js';
 
 /**
@@ -25,11 +26,12 @@ export interface OutputPaths {
 
 const INPUT = /\{inputs\.([A-Za-z0-9_-][A-Za-z0-9_.-]*)\}/g;
 /** Placeholders that would give one task several outputs, or none to be up to date against. */
-const PER_ATTEMPT = ['{attempt}', '{out}'];
+const PER_ATTEMPT = ['{attempt}', '{out}', '{%}'];
 
 /** Refuses, before anything is written, a template no task could have a stable output path from. */
 export function checkOutputTemplate(template: string, needs: string[], field = '--output'): void {
   if (template.trim() === '') throw new UsageError(`${field} needs a path template, e.g. ${field} 'out/{rel}.gz'`);
+  checkPlaceholders(template, field);
   for (const p of PER_ATTEMPT) {
     if (template.includes(p)) throw new UsageError(`${field} cannot use ${p}: a task's output path must be the same for every attempt`);
   }

@@ -143,6 +143,7 @@ export class WorkerPool {
   /** Queues attempts on the worker, in order, in one message. */
   dispatch(worker: PoolWorker, tasks: TaskMessage[]): void {
     slots.queueAttempts(worker as Slot, tasks.map((t) => t.token), monotonicMs());
+    for (const t of tasks) t.slot = (worker as Slot).number;
     for (const t of tasks) if (this.reportsStarts(t.stage)) (worker as Slot).marks.set(t.token, attemptMark(t));
     send(worker as Slot, { type: 'run', tasks });
   }
@@ -190,6 +191,7 @@ export class WorkerPool {
     }
     const slot: Slot = {
       id: `${this.options.idPrefix}w${this.next++}`,
+      number: slots.freeNumber(this.workers),
       pid: proc.pid ?? null,
       queue: [],
       avgMs: null,

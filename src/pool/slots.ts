@@ -21,6 +21,19 @@ export interface SlotState extends SlotTiming {
   stoppedSince: number | null;
 }
 
+/**
+ * The number a new worker takes (`{%}`, GNU parallel's job slot): the lowest that no live
+ * worker holds. A worker runs one attempt at a time and keeps its number until it has
+ * exited (a recycled one too), so no two attempts running at once share one, and with at
+ * most `-j` workers every number is in 1…`-j`.
+ */
+export function freeNumber(slots: Iterable<{ readonly number: number }>): number {
+  const held = new Set([...slots].map((s) => s.number));
+  let n = 1;
+  while (held.has(n)) n++;
+  return n;
+}
+
 /** Whether the slot is handed attempts: its handler has loaded and it is not being recycled. */
 const open = (slot: SlotState): boolean => slot.ready && !slot.retiring;
 

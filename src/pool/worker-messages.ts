@@ -7,6 +7,8 @@ import type { WorkerProcess } from './worker-process.js';
 
 /** A worker as the pool holds it: its place in the schedule (slots.ts) and its process. */
 export interface Slot extends PoolWorker, slots.SlotState {
+  /** `{%}`: 1…`-j`, the lowest no other live worker of the pool holds (a replacement takes the dead one's). */
+  readonly number: number;
   queue: number[];
   proc: WorkerProcess;
   /** The tail of its stderr, for the message when it dies. */

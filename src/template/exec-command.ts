@@ -1,6 +1,7 @@
 import { PermanentError } from '../errors.js';
 import { placeholderValue } from './exec-template.js';
 import type { Placeholder } from './placeholder.js';
+import { checkPlaceholders } from './placeholder-attempts.js';
 import { joinQuoted, type QuotedLine } from './quoted-line.js';
 import { simpleCommandWords } from './simple-command.js';
 import type { TemplateTask } from './template-task.js';
@@ -58,6 +59,7 @@ function wordOf(parts: (string | number)[], values: string[]): string {
 function compile(template: string): Compiled {
   let line: QuotedLine;
   try {
+    checkPlaceholders(template, '--exec');
     line = quoteByContext(template);
   } catch (err) {
     if ((err as Error).name === 'UsageError') throw new PermanentError((err as Error).message);

@@ -1,7 +1,9 @@
 import { basename, dirname, extname } from 'node:path';
 import { PermanentError, UsageError } from '../errors.js';
 import { ITEM_PLACEHOLDER, type Placeholder } from './placeholder.js';
+import { checkPlaceholders } from './placeholder-attempts.js';
 import { fieldsOf, itemText, recordField } from './item-values.js';
+import { extensionOf, folderOf, nameOf, stemOf, withoutExtension } from './parallel-path.js';
 import { shellQuote } from './quoted-line.js';
 import type { TemplateTask } from './template-task.js';
 import { quoteByContext } from './template-quoting.js';
@@ -12,11 +14,13 @@ export { shellQuote };
 
 /**
  * Rejects templates that could never run, or whose placeholders could not be passed
- * exactly (unclosed quotes, a placeholder inside backquotes…), before any task is written;
+ * exactly (unclosed quotes, a placeholder inside backquotes, a brace text meant as a
+ * placeholder that is none…), before any task is written; `what` names where it came from;
  * `needs` (a stage's) are the stages whose results `{inputs.STAGE.FIELD}` may read.
  */
-export function checkTemplate(template: string, needs: string[] = [], hasOutput = true, items = true): void {
+export function checkTemplate(template: string, needs: string[] = [], hasOutput = true, items = true, what = '--exec'): void {
   if (template.trim() === '') throw new UsageError('--exec needs a command, e.g. --exec \'gzip -k {}\'');
+  checkPlaceholders(template, what);
   const itemOnly = ITEM_PLACEHOLDER.exec(template);
   if (!items && itemOnly) {
     throw new UsageError(`--exec template: ${itemOnly[0]} is a placeholder of an item, and this source is not a list; give the list with --items FILE (or \`run -\` for stdin)`);
@@ -47,7 +51,15 @@ export function placeholderValue({ name, input, field }: Placeholder, task: Temp
   if (input !== undefined) return inputValue(task.inputs, input);
   if (field !== undefined) return recordField(task.payload, field);
   const { path, rel, start, end } = task.payload;
-  if (name !== undefined && /^[1-9]/.test(name)) return fieldsOf(task.payload)[Number(name) - 1] ?? '';
+  const fieldForm = name === undefined ? null : /^([1-9][0-9]*)(.*)$/.exec(name);
+  if (fieldForm) {
+    // `{1}`, and GNU parallel's `{1.}` `{1/}` `{1//}` `{1/.}`: the field read as a path.
+    const value = fieldsOf(task.payload)[Number(fieldForm[1]) - 1] ?? '';
+    return fieldForm[2] ? itemPath(fieldForm[2], value) : value;
+  }
+  // An item's path placeholders read the item's text as a path, as GNU parallel does (SPEC §3);
+  // the list's own path (`-` for stdin) is never what they mean.
+  if (task.payload.item !== undefined && name !== undefined && ITEM_PATH.has(name)) return itemPath(name, itemText(task.payload));
   switch (name) {
     case '':
       // An item's `{}` is the item, as in GNU parallel and rush; a file's is its path.
@@ -81,6 +93,10 @@ export function placeholderValue({ name, input, field }: Placeholder, task: Temp
       return task.batch;
     case '#':
       return String(task.seq);
+    case '%':
+      // The pool numbers every attempt it hands out; only a rendering outside an attempt lacks one.
+      if (task.slot === undefined) throw new PermanentError('{%} is the slot an attempt runs in, and this is not an attempt');
+      return String(task.slot);
     case 'stage':
       return task.stage;
     case 'out':
@@ -89,6 +105,29 @@ export function placeholderValue({ name, input, field }: Placeholder, task: Temp
       return task.output.temp;
   }
   throw new Error(`no value for the placeholder ${name}`); // PLACEHOLDER matches only the names above
+}
+
+/** The path placeholders an item's text answers (`rel`: the item itself, which no source root is above). */
+const ITEM_PATH = new Set(['rel', 'name', '/', 'stem', '/.', 'ext', 'dir', '//', '.']);
+
+/** An item's text (or one of its fields) read as a path by a path placeholder, as GNU parallel reads it. */
+function itemPath(form: string, text: string): string {
+  switch (form) {
+    case '.':
+      return withoutExtension(text);
+    case '/':
+    case 'name':
+      return nameOf(text);
+    case '//':
+    case 'dir':
+      return folderOf(text);
+    case '/.':
+    case 'stem':
+      return stemOf(text);
+    case 'ext':
+      return extensionOf(text);
+  }
+  return text;
 }
 
 /**

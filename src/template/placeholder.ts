@@ -1,5 +1,5 @@
 /** The placeholders of an `--exec` template (SPEC §4), as written; what they stand for is exec-template.ts's. */
-export const PLACEHOLDER = /\{(key|rel|name|stem|ext|dir|start|end|attempt|batch|stage|out|item|[1-9][0-9]{0,3}|\/\/|\/\.|\/|\.|#|)\}|\{inputs\.([A-Za-z0-9_.-]+)\}|\{item\.([A-Za-z0-9_.-]+)\}/y;
+export const PLACEHOLDER = /\{(key|rel|name|stem|ext|dir|start|end|attempt|batch|stage|out|item|[1-9][0-9]{0,3}(?:\/\/|\/\.|\/|\.)?|\/\/|\/\.|\/|\.|#|%|)\}|\{inputs\.([A-Za-z0-9_.-]+)\}|\{item\.([A-Za-z0-9_.-]+)\}/y;
 
 /** A placeholder as written (`{}`, `{inputs.a.out}`, `{item.id}`): its name, or the path of a stage input or of a record's field. */
 export interface Placeholder {
@@ -21,5 +21,5 @@ export function placeholderAt(t: string, at: number): Placeholder | null {
   return m ? placeholderOf(m) : null;
 }
 
-/** Placeholders that only an item of a list has (`{item}`, `{1}`, `{item.id}`). */
-export const ITEM_PLACEHOLDER = /\{(item|[1-9][0-9]{0,3})\}|\{item\.[A-Za-z0-9_.-]+\}/;
+/** Placeholders that only an item of a list has (`{item}`, `{1}`, `{1.}`, `{item.id}`). */
+export const ITEM_PLACEHOLDER = /\{(item|[1-9][0-9]{0,3}(?:\/\/|\/\.|\/|\.)?)\}|\{item\.[A-Za-z0-9_.-]+\}/;

@@ -24,6 +24,12 @@ export interface TemplateTask {
   /** `{#}`: the task's sequence number in its batch. */
   seq: number;
   attempt: number;
+  /**
+   * `{%}`: the pool's slot the attempt runs in, 1…`-j` (GNU parallel's job slot): no two
+   * attempts running at once in one pool share it. Set when the attempt is handed out; the
+   * planning pass has none.
+   */
+  slot?: number;
   payload: TaskPayload;
   /** The stored results of the stages it needs, by stage (empty without stages): `{inputs.STAGE.FIELD}`. */
   inputs: Record<string, unknown>;

@@ -32,6 +32,12 @@ export interface Task {
 
 export interface TaskContext {
   attempt: number;
+  /**
+   * The slot the attempt runs in, 1…`-j` (`{%}` of `--exec`, GNU parallel's job slot): no two
+   * attempts running at once in one `run` or `worker` share it, so it can pick a per-slot
+   * resource (a GPU, a port). Another host's run numbers its own slots from 1.
+   */
+  slot: number;
   /** Fires on timeout or shutdown: stop and throw. */
   signal: AbortSignal;
   /** Appends a line to the task's captured output. */

@@ -48,6 +48,7 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
   };
   const ctx = {
     attempt: msg.attempt,
+    slot: msg.slot ?? 1,
     signal: controller.signal,
     log: (...args: unknown[]) => capture.write(`${format(...args)}\n`),
     heartbeat,

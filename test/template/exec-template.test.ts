@@ -203,14 +203,14 @@ describe('renderExec: placeholders (SPEC §4)', () => {
     expect(readdirSync(work).sort()).toEqual(["in'put.count", "in'put.txt"]);
   });
 
-  it('unknown braces are left alone (awk programs, {foo})', () => {
+  it('braces no placeholder is meant by are left alone (awk programs, { foo })', () => {
     const p = join(work, 'cols.txt');
     writeFileSync(p, 'a b\nc d\n');
     const t3 = task({ payload: { path: p, rel: 'cols.txt' } });
     const rendered = renderTemplate("awk '{print $2}' {}", t3);
     expect(rendered).toBe(`awk '{print $2}' ${shellQuote(p)}`);
     expect(sh(rendered)).toBe('b\nd\n');
-    expect(renderTemplate('echo {foo} {{}}', t3)).toBe(`echo {foo} {${shellQuote(p)}}`);
+    expect(renderTemplate('echo { foo } {{}}', t3)).toBe(`echo { foo } {${shellQuote(p)}}`);
   });
 });
 
@@ -474,7 +474,7 @@ describe('checkTemplate: where a value cannot be passed exactly, or quotes do no
       'x=$(case {ext} in .gz) echo gz;; *) echo other;; esac); echo "$x {}"',
       "cat <<EOF > {}.txt\nhello $HOME\nEOF\nwc -c {}.txt",
       'cat <<< {}',
-      'echo {foo} {{}} \\{}',
+      'echo { foo } {{}} \\{}',
       // The value as an argument of the inner shell, or of options before the script: exact.
       `sh -c -- 'cat "$1"' _ {}`,
       `bash -O extglob -c 'cat "$1"' -- {}`,

@@ -109,8 +109,8 @@ const placeholder = fc.constantFrom<keyof Values>('key', 'rel', 'batch').map((n)
 /** Inside '…' or "…": text and placeholders joined, each with what sh makes of it. */
 const quotedIn = (q: string, text: fc.Arbitrary<Piece>) =>
   fc.array(fc.oneof(text, placeholder), { maxLength: 4 }).map((ps): Piece => ({ src: q + ps.map((p) => p.src).join('') + q, out: (v) => ps.map((p) => p.out(v)).join('') }));
-/** Literal characters of each kind; no lone `{` (next to `}` it would make a placeholder). */
-const anyChar = fc.constantFrom('a', ' ', '\t', '\n', '*', '?', ';', '|', '&', '>', '#', '~', '!', '=', '-', '(', ')', '{x}', 'é');
+/** Literal characters of each kind; no lone `{` (next to `}` it would make a placeholder), and braces no placeholder is meant by. */
+const anyChar = fc.constantFrom('a', ' ', '\t', '\n', '*', '?', ';', '|', '&', '>', '#', '~', '!', '=', '-', '(', ')', '{ x }', 'é');
 const simplePiece: fc.Arbitrary<Piece> = fc.oneof(
   fc.stringMatching(/^[A-Za-z0-9_./,:@%+=-]{1,5}$/).map((s) => lit(s)),
   placeholder,
