@@ -96,11 +96,23 @@ export function decideSettlement(task: ClaimedTask, ending: Ending, rules: Retry
     // A command that exits non-zero by itself and says nothing on stderr (grep finding no
     // match, diff, test) gave an answer; it would give the same one in 5 s. Anything on
     // stderr, a signal or a timeout is a fault, retried (a failing service says why).
-    return failure('FAILED', `exit code ${m.exitCode} with nothing on stderr: ${QUIET_NOT_RETRIED}`, true, m);
+    return failure('FAILED', `exit code ${m.exitCode}${exitCause(m.error, m.exitCode)} with nothing on stderr: ${QUIET_NOT_RETRIED}`, true, m);
   }
   const error = m.error ? (ending.outOfMemory ? outOfMemory(errorLine(m.error)) : errorLine(m.error)) : 'failed';
   const permanent = m.error?.retryable === false || (m.exitCode !== null && rules.permanentCodes.includes(m.exitCode));
   return failure('FAILED', error, permanent, m);
+}
+
+/**
+ * The cause the worker gave in brackets after an exit code (`exit code 3 (no log kept: … is
+ * full): …`), kept when a quiet failure's error is worded anew: why it has no whole log.
+ */
+function exitCause(error: Parameters<typeof errorLine>[0] | null | undefined, code: number | null): string {
+  if (!error) return '';
+  const rest = errorLine(error).slice(`exit code ${code}`.length);
+  if (!errorLine(error).startsWith(`exit code ${code} (`)) return '';
+  const end = rest.search(/\)(?=: |$)/);
+  return end > 0 ? rest.slice(0, end + 1) : '';
 }
 
 /**

@@ -45,13 +45,14 @@ describe('run on a terminal 80 columns wide', () => {
     const src = join(dir, 'src');
     mkdirSync(src);
     for (const n of [1, 2, 3]) writeFileSync(join(src, `${n}.txt`), `${n}\n`);
-    // The first task, once the bar is up, has the terminal resized; the two after it run 1 s each.
+    // The second task has the terminal resized: the bar is drawn at 80 columns while the first
+    // runs (1 s), and at 40 after the resize, while the second and third run (1 s each).
     const started = join(dir, 'started');
-    const exec = `touch ${started}; sleep 1`;
+    const exec = `if [ {key} = 2.txt ]; then touch ${started}; fi; sleep 1`;
     const r = await runInPty(['run', 'src', '--exec', exec, '-j', '1', '--no-color'], { cwd: dir, columns: COLUMNS, resize: { columns: 40, once: started } });
     expect(r.code, r.output).toBe(0);
     const drawn = frames(r.output);
-    expect(drawn[0]!.length).toBeGreaterThan(40); // before the resize: the width of 80
+    expect(Math.max(...drawn.map((f) => f.length))).toBeGreaterThan(40); // before the resize: the width of 80
     const last = drawn[drawn.length - 1]!;
     expect(last.length, last).toBeLessThan(40);
     expect(last).toMatch(/^3\/3 · /);

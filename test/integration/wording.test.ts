@@ -39,6 +39,6 @@ describe('the words of a run', () => {
     slow.kill('SIGTERM');
     const s = await slow.result;
     expect(s.code).toBe(143);
-    expect(s.stderr).toMatch(/SIGTERM: no new tasks; waiting up to 30s for 1 running attempt \(send it again/);
+    expect(s.stderr).toMatch(/SIGTERM: no new tasks; waiting up to 30s for 1 running attempt\nsend SIGTERM again to stop at once\n/);
   });
 });
