@@ -193,7 +193,8 @@ export async function planRun(
           lines: settings.lines,
           items: kind === 'items' ? { mode: settings.items!, shown: onceList ? sourceGiven : source, ...(asArgs ? { groups: argGroups } : {}) } : null,
           sizes: settings.fileState?.sizes ?? null,
-          skip: storeFiles(db),
+          // The store's files, and --results' folder: results are never split as inputs of the next run.
+          skip: [...storeFiles(db), ...(inv.results ? [inv.results] : [])],
           onSkip,
         });
       return expandStages(sample ? sampled(make, sample) : make(), settings);

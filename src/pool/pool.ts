@@ -285,7 +285,12 @@ export class WorkerPool {
     // Replace the dead once the pool is running; a handler that keeps failing to load is
     // given up on (LoadTally), and the coordinator ends the run.
     // One that never came up is not replaced: the machine is at a limit (see cannotStart).
-    if (this.running && !this.closing && !atLimit && !this.loads.givenUp) void this.replace();
+    // One whose attempts' commands are being swept is replaced once they are gone: its
+    // replacement takes its number ({%}), which no two running commands may share.
+    const replace = () => {
+      if (this.running && !this.closing && !atLimit && !this.loads.givenUp) void this.replace();
+    };
+    if (slot.marks.size === 0) replace();
     const report = (started: number[]) => {
       const stillQueued = queued.filter((t) => !started.includes(t));
       this.events.exited(slot, [...running, ...queued.filter((t) => started.includes(t))], detail ? `${why}: ${detail}` : why, stillQueued, signal);
@@ -303,7 +308,10 @@ export class WorkerPool {
     const helper = slot.proc instanceof InProcessWorker ? slot.proc.helperCommandLine : slot.pid ? helperCommandLine(slot.pid) : null;
     const sweep = killLeftovers({ groups, marks, helper })
       .then((found) => report(tokens.filter((_, i) => found.has(i))))
-      .finally(() => this.sweeps.delete(sweep));
+      .finally(() => {
+        this.sweeps.delete(sweep);
+        replace();
+      });
     this.sweeps.add(sweep);
   }
 

@@ -28,6 +28,15 @@ function tree(dir: string): Record<string, string | null> {
 const EXEC = 'echo out {}; echo err {} >&2';
 
 describe('run --results DIR', () => {
+  it('a DIR inside a directory source is never split: the next run has no new tasks', async () => {
+    const p = projectWithFiles(3);
+    for (let run = 0; run < 3; run++) {
+      const r = await runCli(['run', 'src', '--exec', 'cat {}', '--results', 'src/res', '--batch', `b${run}`, '--force'], { cwd: p.dir });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toMatch(/: 3 tasks \(3 new\)/);
+    }
+  });
+
   it('makes the same files as parallel --results on the same list: DIR/1/KEY/{stdout,stderr,seq}, / as \\_ and \\ as \\\\', async () => {
     const dir = tempDir();
     const items = ['a', 'b c', 'x/y', 'c\\d', 'tab\there', "it's"];
