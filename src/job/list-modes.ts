@@ -47,7 +47,7 @@ export function pipes(handler: JobSettings['handler'] | undefined): boolean {
  */
 export function blockInput(input: RunInput, flags: RawRunFlags, existing: boolean): void {
   if (input.settings.items) {
-    throw new UsageError('`run - --pipe` cuts stdin into blocks of lines; --jsonl, --key-field and --colsep read it as a list: to give each item on stdin, use --items - --pipe');
+    throw new UsageError('`run - --pipe` cuts stdin into blocks of lines; --jsonl, --key-field, --colsep, -0 and -d read it as a list: to give each item on stdin, use --items - --pipe');
   }
   input.settings.items = { format: 'blocks', keyField: null, colsep: null };
   const size = input.settings.chunkSize;
