@@ -1,7 +1,8 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ROOT, sleep, startCli, waitFor } from '../helpers/cli.js';
+import { writeGatedScript } from '../helpers/gated-script.js';
 import { processState, processesWithEnv, signalPending } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, logEntries } from '../helpers/store.js';
@@ -48,21 +49,7 @@ afterEach(() => {
 describe('a dead run whose command outlives its SIGKILL (R40)', () => {
   it.skipIf(!canFreeze || !helperBuilt)('the rerun keeps the task until the command is gone: never twice at once', async () => {
     const p = projectWithFiles(1);
-    const script = join(p.dir, 'gated.sh');
-    writeFileSync(
-      script,
-      [
-        '#!/bin/sh',
-        'exec 9>>"$CANARY_DIR/$SPLITDANCE_KEY.lock"',
-        `flock -n 9 || printf '{"type":"double","key":"%s","pid":%s,"holder":0}\\n' "$SPLITDANCE_KEY" $$ >> "$SIDE_EFFECT_LOG"`,
-        's=$(date +%s%3N)',
-        `printf '{"type":"start","key":"%s","attempt":%s,"pid":%s,"at":%s,"run":"%s"}\\n' "$SPLITDANCE_KEY" "$SPLITDANCE_ATTEMPT" $$ "$s" "$RUN" >> "$SIDE_EFFECT_LOG"`,
-        'while [ ! -e "$GATE" ]; do sleep 0.02; done',
-        `printf '{"type":"end","key":"%s","attempt":%s,"pid":%s,"start":%s,"end":%s}\\n' "$SPLITDANCE_KEY" "$SPLITDANCE_ATTEMPT" $$ "$s" "$(date +%s%3N)" >> "$SIDE_EFFECT_LOG"`,
-        '',
-      ].join('\n'),
-    );
-    chmodSync(script, 0o755);
+    const script = writeGatedScript(p.dir, '"$GATE"');
     const env = { SIDE_EFFECT_LOG: p.log, CANARY_DIR: p.dir, SD_MARK: p.dir };
     const args = ['run', 'src', '--exec', `sh ${script}`, '-j', '1', '--retries', '2', '--quiet'];
     cleanups.push(() => processesWithEnv(p.dir).forEach((pid) => process.kill(pid, 'SIGKILL')));

@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ROOT, handler, startCli, waitFor } from '../helpers/cli.js';
+import { writeGatedScript } from '../helpers/gated-script.js';
 import { childrenOf, processState, processesWithEnv, signalPending } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, logEntries, runningCount } from '../helpers/store.js';
@@ -46,21 +47,7 @@ afterEach(() => {
 async function gatedRun(forked = false) {
   const p = projectWithFiles(2);
   marks.push(p.dir);
-  const script = join(p.dir, 'gated.sh');
-  writeFileSync(
-    script,
-    [
-      '#!/bin/sh',
-      'exec 9>>"$CANARY_DIR/$SPLITDANCE_KEY.lock"',
-      `flock -n 9 || printf '{"type":"double","key":"%s","pid":%s,"holder":0}\\n' "$SPLITDANCE_KEY" $$ >> "$SIDE_EFFECT_LOG"`,
-      's=$(date +%s%3N)',
-      `printf '{"type":"start","key":"%s","attempt":%s,"pid":%s,"at":%s}\\n' "$SPLITDANCE_KEY" "$SPLITDANCE_ATTEMPT" $$ "$s" >> "$SIDE_EFFECT_LOG"`,
-      'while [ ! -e "$GATES/$SPLITDANCE_KEY" ]; do sleep 0.02; done',
-      `printf '{"type":"end","key":"%s","attempt":%s,"pid":%s,"start":%s,"end":%s}\\n' "$SPLITDANCE_KEY" "$SPLITDANCE_ATTEMPT" $$ "$s" "$(date +%s%3N)" >> "$SIDE_EFFECT_LOG"`,
-      '',
-    ].join('\n'),
-  );
-  chmodSync(script, 0o755);
+  const script = writeGatedScript(p.dir, '"$GATES/$SPLITDANCE_KEY"');
   const env = { SIDE_EFFECT_LOG: p.log, CANARY_DIR: p.dir, SD_MARK: p.dir, GATES: p.dir };
   // /bin/sh by its path: the helper's spawn makes one execve, not one per PATH entry.
   const exec = `/bin/sh ${script}`;

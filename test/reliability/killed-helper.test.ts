@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ROOT, runCli, startCli, waitFor } from '../helpers/cli.js';
+import { writeGatedScript } from '../helpers/gated-script.js';
 import { processState, processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, logEntries, runningCount } from '../helpers/store.js';
@@ -35,22 +36,7 @@ const helperOf = (mark: string) => processesWithEnv(mark).find((pid) => readFile
  */
 function gatedProject(files: number) {
   const p = projectWithFiles(files);
-  const script = join(p.dir, 'gated.sh');
-  writeFileSync(
-    script,
-    [
-      '#!/bin/sh',
-      'now() { date +%s%3N; }',
-      'exec 9>>"$CANARY_DIR/$SPLITDANCE_KEY.lock"',
-      `flock -n 9 || printf '{"type":"double","key":"%s","pid":%s,"holder":0}\\n' "$SPLITDANCE_KEY" $$ >> "$SIDE_EFFECT_LOG"`,
-      's=$(now)',
-      `printf '{"type":"start","key":"%s","attempt":%s,"pid":%s,"at":%s,"run":"%s"}\\n' "$SPLITDANCE_KEY" "$SPLITDANCE_ATTEMPT" $$ "$s" "$RUN" >> "$SIDE_EFFECT_LOG"`,
-      'while [ ! -e "$GATE" ]; do sleep 0.02; done',
-      `printf '{"type":"end","key":"%s","attempt":%s,"pid":%s,"start":%s,"end":%s}\\n' "$SPLITDANCE_KEY" "$SPLITDANCE_ATTEMPT" $$ "$s" "$(now)" >> "$SIDE_EFFECT_LOG"`,
-      '',
-    ].join('\n'),
-  );
-  chmodSync(script, 0o755);
+  const script = writeGatedScript(p.dir, '"$GATE"');
   const gate = join(p.dir, 'gate');
   return { ...p, script, gate, env: { SIDE_EFFECT_LOG: p.log, CANARY_DIR: p.dir, SD_MARK: p.dir, GATE: gate } };
 }
