@@ -79,10 +79,16 @@ function parse(text: string, maxDepth: number): ExactJson {
       i++;
       value = c === '{' ? {} : [];
     } else if (c === '"') value = readString();
-    else if (c === 't' && text.startsWith('true', i)) (value = true), (i += 4);
-    else if (c === 'f' && text.startsWith('false', i)) (value = false), (i += 5);
-    else if (c === 'n' && text.startsWith('null', i)) (value = null), (i += 4);
-    else {
+    else if (c === 't' && text.startsWith('true', i)) {
+      value = true;
+      i += 4;
+    } else if (c === 'f' && text.startsWith('false', i)) {
+      value = false;
+      i += 5;
+    } else if (c === 'n' && text.startsWith('null', i)) {
+      value = null;
+      i += 4;
+    } else {
       NUMBER.lastIndex = i;
       const m = NUMBER.exec(text);
       if (m === null) fail('unexpected character');

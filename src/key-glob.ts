@@ -128,7 +128,7 @@ class Parser {
   private star(): Fragment {
     const at = this.i;
     let n = 0;
-    while (this.chars[this.i] === '*') (this.i++, n++);
+    for (; this.chars[this.i] === '*'; n++) this.i++;
     const before = at === 0 ? '/' : this.chars[at - 1];
     const after = this.i === this.chars.length ? '/' : this.chars[this.i];
     if (n < 2 || before !== '/' || after !== '/') return this.loop(NOT_SLASH);

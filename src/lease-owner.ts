@@ -51,7 +51,7 @@ function procIsOurs(): boolean {
 }
 
 /** State and start time of a process from /proc, or null when it does not exist (or /proc is absent). */
-export function procStat(pid: number): { state: string; start: string } | null {
+function procStat(pid: number): { state: string; start: string } | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) may hold spaces and parentheses, so count from the last ')'.
@@ -62,7 +62,7 @@ export function procStat(pid: number): { state: string; start: string } | null {
   }
 }
 
-export function processStartTime(pid: number): string | null {
+function processStartTime(pid: number): string | null {
   return procStat(pid)?.start ?? null;
 }
 

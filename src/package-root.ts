@@ -10,7 +10,7 @@ let root: string | undefined;
  * dist/ (the compiled modules) or one of dist/bundle/'s chunks (the CLI), each at another
  * depth, so no path here is relative to a module.
  */
-export function packageRoot(): string {
+function packageRoot(): string {
   if (root !== undefined) return root;
   let dir = dirname(fileURLToPath(import.meta.url));
   while (!existsSync(join(dir, 'package.json'))) {

@@ -6,7 +6,7 @@
  */
 
 /** A jump at least this large (ms) is a step, not drift or the rounding of Date.now(). */
-export const STEP_MS = 250;
+const STEP_MS = 250;
 
 /** A clock that never steps, for durations within this process (the clock Node's timers run on). */
 export const monotonicMs = (): number => performance.now();

@@ -61,7 +61,11 @@ function noteLostOutput(io: Io): void {
   if (err && !lost.has('stderr')) io.stderr.write(`splitdance: ${describeLoss('stdout', err)}; the rest of its output was discarded, the batch ran on\n`);
 }
 
-/** An error that is neither bad input nor the store: a bug in splitdance (exit 70), said as such. */
+/**
+ * An error that is neither bad input nor the store: a bug in splitdance (exit 70), said as such.
+ * Also what `bin/splitdance.js` calls for an error that escapes `main`.
+ * @public
+ */
 export function reportBug(err: unknown, io: Pick<Io, 'stderr'>, verbose: boolean): number {
   const e = err instanceof Error ? err : new Error(String(err));
   io.stderr.write(`splitdance: unexpected error (a bug in splitdance, exit 70): ${printable(e.message, { lines: true })}\n`);

@@ -5,7 +5,7 @@ import { printable } from './format.js';
 /** How `watch` shows its facts: a frame for a terminal, one plain line for a pipe or a file. */
 
 /** Elapsed time as a clock reads: `9.4s`, `3:07`, `1:02:09`. */
-export function clock(ms: number): string {
+function clock(ms: number): string {
   const s = Math.floor(ms / 1000);
   if (s < 60) return `${(ms / 1000).toFixed(1)}s`;
   const two = (n: number) => String(n).padStart(2, '0');

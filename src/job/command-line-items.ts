@@ -10,7 +10,7 @@ import { printable } from '../printable.js';
 import type { ArgGroup } from '../split/arg-groups.js';
 import type { ItemsMode } from '../split/items.js';
 
-export const GROUP_MARKERS = [':::', '::::', ':::+', '::::+'] as const;
+const GROUP_MARKERS = [':::', '::::', ':::+', '::::+'] as const;
 export type GroupMarker = (typeof GROUP_MARKERS)[number];
 
 /** A group as the command line gives it: its marker and the words up to the next one. */
@@ -119,7 +119,7 @@ export function lateOptions(groups: RawArgGroup[]): string {
 /** Checks a group's file before it is read: it must exist and be a file (or stdin, or a FIFO). */
 export function checkGroupFile(g: PlannedGroup): void {
   if (!g.file || g.file === '-' || readOnce(g.file)) return;
-  let dir = false;
+  let dir: boolean;
   try {
     dir = statSync(g.file).isDirectory();
   } catch (err) {

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 
 /** The job file `run` reads from the current directory when --job is not given. */
-export const JOB_FILE = 'splitdance.json';
+const JOB_FILE = 'splitdance.json';
 
 /** The run's job file: where it is, and how a person named it (`./splitdance.json`, or --job's own text). */
 export interface JobFileChoice {

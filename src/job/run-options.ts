@@ -116,7 +116,7 @@ export interface Invocation {
   results: string | null;
 }
 
-export const DEFAULT_INVOCATION: Invocation = {
+const DEFAULT_INVOCATION: Invocation = {
   concurrency: availableParallelism(),
   noWait: false,
   maxFailures: null,
@@ -289,7 +289,7 @@ export function parseConcurrency(value: string, option = '-j/--concurrency'): nu
   return workers;
 }
 
-export function parseCodes(value: string): number[] {
+function parseCodes(value: string): number[] {
   const codes = value.split(',').map((s) => s.trim()).filter(Boolean);
   if (codes.length === 0 || codes.some((c) => !/^\d+$/.test(c) || Number(c) > 255 || Number(c) === 0)) {
     throw new UsageError(`--permanent-codes expects exit codes 1-255 separated by commas, e.g. 2,64; got "${value}"`);
@@ -301,7 +301,7 @@ export function parseCodes(value: string): number[] {
  * A `--permanent-errors` pattern: plain JavaScript regex source, no flags. Validated here so a
  * typo is exit 2 before anything is written; stored as given, compiled once per run (retry-rules.ts).
  */
-export function checkRegex(source: string, option: string): string {
+function checkRegex(source: string, option: string): string {
   // An empty filter is never "everything" (SPEC §9): here it would make every failure final.
   if (source === '') throw new UsageError(`${option} is empty, which would match every failure; give a pattern such as 'Invalid header'`);
   try {
@@ -316,7 +316,7 @@ export function checkRegex(source: string, option: string): string {
  * A `--colsep` pattern splits every item, hostile ones included, so it must split in time
  * linear in the item (linear-regex.ts): a pattern that cannot is exit 2, with the reason.
  */
-export function checkColsep(source: string, option: string): string {
+function checkColsep(source: string, option: string): string {
   // Empty would split every item into its characters: a shell variable left unset, most likely.
   if (source === '') throw new UsageError(`${option} is empty; give the pattern that separates the fields of an item, e.g. ${option} ,`);
   try {

@@ -43,7 +43,7 @@ function outputBlocked(path: string): string | null {
  * on disk. Returns the error that fails the attempt instead, and whether a retry could help,
  * or null. Asynchronous: the sync waits on the disk in libuv's threads, never in the event loop.
  */
-export async function checkOutput(out: OutputPaths, how: string, folder: FolderId | null): Promise<{ message: string; retryable: boolean } | null> {
+async function checkOutput(out: OutputPaths, how: string, folder: FolderId | null): Promise<{ message: string; retryable: boolean } | null> {
   // The folders again: a link planted while the command ran fails it, and so does a folder
   // replaced by another (its file is not where the rename would take it from).
   const walked = walkOutputFolders(out, false);

@@ -44,7 +44,7 @@ export function inputsOf(payload: { path: string; item?: string; block?: string 
 }
 
 /** The declared outputs of the needed stages, from their stored results (`{ out }`). */
-export function neededOutputs(inputs: Record<string, unknown>): string[] {
+function neededOutputs(inputs: Record<string, unknown>): string[] {
   const outs: string[] = [];
   for (const result of Object.values(inputs)) {
     const out = result !== null && typeof result === 'object' && Object.hasOwn(result, 'out') ? (result as { out: unknown }).out : undefined;

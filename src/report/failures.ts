@@ -13,7 +13,7 @@ import type { ClusterDetail, ReportData, TaskDetail } from './report-data.js';
 /** An error as the store keeps it now (an older version stored them whole: a 10 MB one stays 4 KiB here). */
 const escError = (e: string | null | undefined) => esc(e == null ? e : cutError(e));
 
-export const clusterAnchor = (id: string) => `cluster-${id.replace(/[^0-9a-z]/gi, '')}`;
+const clusterAnchor = (id: string) => `cluster-${id.replace(/[^0-9a-z]/gi, '')}`;
 export const taskAnchor = (id: number) => `task-${Math.trunc(id)}`;
 
 function keyLinks(c: ClusterDetail): string {

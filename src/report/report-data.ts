@@ -3,7 +3,7 @@ import { clusterId, errorSignature } from '../status/error-signature.js';
 import type { AttemptRow, BatchAttempt, BatchRecord, QueryStore, TaskRow } from '../store/task-store.js';
 
 /** At most this many attempts are drawn; a bigger batch shows its most recent ones. */
-export const MAX_BARS = 5000;
+const MAX_BARS = 5000;
 
 export interface ClusterDetail {
   id: string;
@@ -21,7 +21,7 @@ export interface TaskDetail {
 }
 
 /** Tasks listed (and detailed) per failure cluster; the rest are one `status`/`show` away. */
-export const CLUSTER_TASKS = 20;
+const CLUSTER_TASKS = 20;
 
 export interface ReportData {
   status: BatchStatus;

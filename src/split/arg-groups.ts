@@ -138,7 +138,7 @@ export function* readArgGroups(groups: ArgGroup[], mode: ItemsMode): Generator<T
 }
 
 /** The key of a combination: see readArgGroups. A value that is not UTF-8 keys by the hash of its exact bytes. */
-export function argsKey(values: Value[]): string {
+function argsKey(values: Value[]): string {
   const only = values.length === 1 ? values[0]! : null;
   if (only && only.text !== '' && !only.text.startsWith('[')) return itemKey(only.text, only.raw);
   const exact = values.every((v) => v.raw === null);

@@ -16,7 +16,7 @@ export function parseSample(value: string): Sample {
 }
 
 /** A key's place in the sample order: stable across runs and machines. */
-export function keyHash(key: string): number {
+function keyHash(key: string): number {
   return createHash('sha1').update(key).digest().readUInt32BE(0);
 }
 

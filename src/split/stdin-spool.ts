@@ -67,7 +67,7 @@ export async function spoolStdin(stdin: NodeJS.ReadableStream & { isTTY?: boolea
  * its process gone). A folder without an owner (being made, or left by a version that recorded
  * none) or owned by a live or remote process is left alone.
  */
-export function removeDeadSpools(dir: string): void {
+function removeDeadSpools(dir: string): void {
   let names: string[];
   try {
     names = readdirSync(dir);

@@ -130,7 +130,7 @@ function rateOf(recent: BatchAttempt[], finished: number, running: number, maxGa
  * The longest a retry of the batch waits (its `--max-backoff`, or a stage's, spread by its
  * jitter): a run's gap between two attempts longer than this was not spent on the batch.
  */
-export function longestRetryWaitMs(batch: BatchRecord): number {
+function longestRetryWaitMs(batch: BatchRecord): number {
   const policies = [batch.job, ...(hasStages(batch) ? (batch.job.stages as Record<string, unknown>[]) : [])];
   let longest = 0;
   for (const p of policies) {

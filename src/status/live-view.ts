@@ -13,14 +13,14 @@ import { ownerHolds, type OwnerHold } from './owner-state.js';
  */
 
 /** How far back "rate over the last minute" looks. */
-export const RATE_WINDOW_MS = 60_000;
+const RATE_WINDOW_MS = 60_000;
 /** Attempts read per tick to find new failures (newest first, bounded). */
-export const RECENT_ATTEMPTS = 300;
+const RECENT_ATTEMPTS = 300;
 /** The first tick's look back: failures from before the watch began. */
-export const FIRST_LOOK_ATTEMPTS = 3000;
+const FIRST_LOOK_ATTEMPTS = 3000;
 const FAILED_OUTCOMES: ReadonlySet<Outcome> = new Set(['FAILED', 'TIMEOUT', 'CRASHED', 'LOST']);
 
-export interface RunningTask {
+interface RunningTask {
   key: string;
   workerId: string | null;
   /** The machine of the coordinator holding the lease ('' when unknown). */

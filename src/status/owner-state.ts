@@ -8,7 +8,7 @@ import type { TaskRow } from '../store/task-store.js';
  * (killed: the next `run` or `worker` takes its tasks back, recorded LOST), or one elsewhere,
  * which this machine cannot see (its lease decides).
  */
-export type OwnerState = 'alive' | 'stopped' | 'dead' | 'elsewhere';
+type OwnerState = 'alive' | 'stopped' | 'dead' | 'elsewhere';
 
 export interface OwnerHold {
   owner: string;
@@ -18,7 +18,7 @@ export interface OwnerHold {
   tasks: number;
 }
 
-export function ownerState(owner: string): OwnerState {
+function ownerState(owner: string): OwnerState {
   if (isDeadOwner(owner)) return 'dead';
   if (!isLiveLocalOwner(owner)) return 'elsewhere';
   return isStopped(parseOwner(owner)!.pid) ? 'stopped' : 'alive';

@@ -30,8 +30,8 @@ export function extensionOf(text: string): string {
  * `tree/sub`; `a.txt`, `x/` and `` → `.`; `/x` → `/`; `a/b/` → `a`).
  */
 export function folderOf(text: string): string {
-  let [name, dir] = fileparse(text);
-  dir = stripTrailingSlashes(dir);
+  const [name, parent] = fileparse(text);
+  let dir = stripTrailingSlashes(parent);
   if (name === '') {
     [, dir] = fileparse(dir);
     dir = stripTrailingSlashes(dir);

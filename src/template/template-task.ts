@@ -7,7 +7,7 @@ import type { TaskPayload } from '../store/task-store.js';
  * that path). A structural slice, so output/'s paths and the worker's message are one without
  * a conversion, and template/ needs nothing from the floors above it.
  */
-export interface TemplateOutput {
+interface TemplateOutput {
   temp: string;
 }
 

@@ -24,8 +24,8 @@ export function bashCompletion(commands: CommandModel[]): string {
 # A word as typed, its surrounding quotes and backslashes removed (never evaluated).
 _splitdance_dequote() {
   local value=$1
-  value=\${value#[\\\'\\"]}
-  value=\${value%[\\\'\\"]}
+  value=\${value#[\\'\\"]}
+  value=\${value%[\\'\\"]}
   printf '%s' "\${value//\\\\/}"
 }
 

@@ -6,7 +6,7 @@ import type { Command, Option } from 'commander';
  * when it is listed here, and under OTHER (never lost, never misfiled) when it is not. Names of
  * options still to come may be listed ahead of them.
  */
-export const GROUPS: [heading: string, options: string[]][] = [
+const GROUPS: [heading: string, options: string[]][] = [
   [
     'Source and batch:',
     ['--job', '--batch', '--include', '--exclude', '--chunk-size', '--block', '--lines', '--finished', '--items', '--jsonl', '--key-field', '--colsep', '--null', '--delimiter', '--arg-file', '--sample', '--rerun-changed', '--dry-run'],
@@ -27,7 +27,7 @@ export const GROUPS: [heading: string, options: string[]][] = [
 export const OTHER = 'Other options:';
 
 /** The heading of an option, by its long flag (or its short one when it has none). */
-export function groupOf(flag: string): string {
+function groupOf(flag: string): string {
   for (const [heading, names] of GROUPS) if (names.includes(flag)) return heading;
   return OTHER;
 }
