@@ -54,7 +54,7 @@ export async function serveBatches(s: Serving): Promise<number> {
   const exitForSeen = () => exitFor(s.signals.seen()!);
   if (s.batch !== undefined && !(await awaitBatch(dbPath, s.batch, signal, s.say, { trust }))) return exitForSeen();
   let worst: number = EXIT.OK;
-  // Between batches too, a server restarting is waited out as a run waits it out (outage.ts).
+  // Between batches too, a server restarting is waited out as a run waits it out (outage.ts), saying so.
   const note = s.say;
   let saidWaiting = false;
   const poll = new PollBackoff(FOLLOW_POLL_MS, FOLLOW_POLL_MAX_MS);
