@@ -4,7 +4,7 @@ import type { RawRunFlags } from '../job/run-options.js';
 import type { ShutdownSignal } from '../coordinator/run-types.js';
 import { runBatch } from '../run/run-batch.js';
 import { signalOutcome } from '../run/run-outcome.js';
-import { watchSignalsDuringStartup } from '../run/signals.js';
+import { installSignals, type CommandSignals } from '../run/signals.js';
 import { startRun, type PlannedStart, type RunPlace, type StartedRun } from '../run/start-run.js';
 import type { Io } from './io.js';
 import { RunReporter } from './run-reporter.js';
@@ -14,6 +14,7 @@ import { trustedOwners } from '../store/open-store.js';
 /**
  * Starts a planned batch (start-run.ts: the workers load the handler before the store is
  * written) and drives it to its end; a signal before any task started ends it with nothing run.
+ * The command's signals are installed once, for all of it, and removed when it ends.
  */
 export async function startAndDrive(
   plan: RunPlan,
@@ -22,10 +23,9 @@ export async function startAndDrive(
   options: { beforeWrite?: PlannedStart['beforeWrite']; definitionChanged?: boolean; sayNothingRan?: boolean } = {},
 ): Promise<number> {
   const db = givenDb(flags.db, io);
-  const signals = watchSignalsDuringStartup();
-  let start;
+  const signals = installSignals();
   try {
-    start = await startRun(
+    const start = await startRun(
       {
         kind: 'planned',
         plan,
@@ -33,13 +33,13 @@ export async function startAndDrive(
         historyNote: (n) => `the store holds ${n} attempts of history; \`${suggest({ db }, ['prune', '--older-than', '30d'])}\` removes finished batches`,
       },
       runPlace(plan.dbPath, flags, io),
-      signals,
+      signals.signal,
     );
+    if ('signal' in start) return interruptedBeforeStart(start.signal, io);
+    return await driveRun(start.started, flags, io, signals, { definitionChanged: options.definitionChanged, sayNothingRan: options.sayNothingRan });
   } finally {
-    signals.dispose(); // the coordinator's drain handlers take over
+    signals.dispose();
   }
-  if ('signal' in start) return interruptedBeforeStart(start.signal, io);
-  return driveRun(start.started, flags, io, { definitionChanged: options.definitionChanged, sayNothingRan: options.sayNothingRan });
 }
 
 /** Drives `started` to its end with a reporter for `flags`; returns the exit code. Its pool (and a store the start opened) are closed however it ends. */
@@ -47,6 +47,7 @@ export async function driveRun(
   started: StartedRun,
   flags: Pick<RawRunFlags, 'json' | 'quiet' | 'color' | 'db'>,
   io: Io,
+  signals: CommandSignals,
   options: { definitionChanged?: boolean; sayNothingRan?: boolean } = {},
 ): Promise<number> {
   try {
@@ -55,7 +56,7 @@ export async function driveRun(
     reporter.tag = run.inv.print?.tag ?? false;
     reporter.definitionChanged = options.definitionChanged ?? false;
     if (options.sayNothingRan) reporter.nothingRan = { outputs: run.settings.output !== null || run.settings.stages.some((s) => s.output !== undefined) };
-    return await runBatch(store, batch, pool, run, reporter);
+    return await runBatch(store, batch, pool, run, reporter, signals);
   } finally {
     await started.close();
   }

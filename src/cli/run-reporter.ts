@@ -1,6 +1,6 @@
 import cliProgress from 'cli-progress';
 import type { ChalkInstance } from 'chalk';
-import type { BatchObserver, RetryingTask, RunStart, RunSummary } from '../run/run-batch.js';
+import type { BatchObserver, RunStart, RunSummary } from '../run/run-batch.js';
 import type { RawRunFlags } from '../job/run-options.js';
 import type { ClaimedTask, Counts, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
 import type { PrintedStream } from '../run/attempt-printer.js';
@@ -11,7 +11,8 @@ import { longInterval, type LongTimer } from '../long-timer.js';
 import { plural, printable } from './format.js';
 import { line, liveTerminal, type Io } from './io.js';
 import { colors } from './colors.js';
-import { givenDb, shellWord, suggest } from './suggest.js';
+import { givenDb } from './suggest.js';
+import { summaryLines } from './run-summary.js';
 import { monotonicMs } from '../wall-steps.js';
 import { ErrorKinds, FailureDigest, MAX_KINDS } from './failure-digest.js';
 import { barLine, type BarFacts } from './bar-line.js';
@@ -175,45 +176,9 @@ export class RunReporter implements BatchObserver {
     }
     if (this.mode === 'quiet' && summary.exitCode === 0) return;
     if (this.mode === 'quiet') for (const f of this.failures.report()) this.human(f);
+    const here = { attempts: this.attemptsHere, inserted: this.insertedHere, upToDate: this.upToDateHere };
     const target = { batch: summary.batch, db: givenDb(this.dbFlag, this.io) };
-    for (const t of summary.retrying) this.human(this.retryingLine(t));
-    const unnamed = k.retrying - summary.retrying.length;
-    if (unnamed > 0) this.human(`… and ${plural(unnamed, 'more retrying task')}`);
-    if (summary.retrying.length) this.human(`see them: ${suggest(target, ['tasks', '--status', 'retrying'])}`);
-    const parts = [`${k.succeeded} succeeded${this.upToDateHere ? ` (${this.upToDateHere} up to date, not run)` : ''}`, `${k.failed} failed`];
-    if (k.cancelled) parts.push(`${k.cancelled} cancelled`);
-    if (k.pending + k.retrying + k.running + k.queued) parts.push(`${k.pending + k.retrying + k.running + k.queued} unfinished`);
-    const head = summary.exitCode === 0 ? this.c.green('done') : this.c.yellow(summary.reason);
-    this.human(`${head}: ${parts.join(', ')} of ${k.total} in ${formatMs(summary.elapsedMs)} (batch ${printable(summary.batch)})`);
-    this.sayNothingRan(summary);
-    if (k.failed) {
-      const retry = this.definitionChanged ? 'retry them with the new handler, now stored' : 'retry them';
-      this.human(`see the failures: ${suggest(target, ['status'])}; ${retry}: ${suggest(target, ['retry-failed', '--run'])}`);
-    }
-  }
-
-  /** A task left waiting for a retry when the run ends unfinished, said like a FAILED one. */
-  private retryingLine(t: RetryingTask): string {
-    const due = t.nextRunAt > Date.now() ? `, next in ${formatMs(t.nextRunAt - Date.now())}` : '';
-    return `${this.c.yellow('retrying')} ${printable(t.key)} after ${plural(t.attempts, 'attempt')}${due}: ${printable(t.lastError ?? 'failed')}`;
-  }
-
-  /**
-   * Every task was already finished and this run added none and ran none: one line saying so
-   * (a second run of a stdin one-liner prints nothing on stdout), and one with the way to run
-   * them again (a new batch; with `--force` where declared outputs would be up to date) when
-   * all succeeded; with failures the next line names `retry-failed --run`. 80 columns each
-   * for a batch name of up to about 20 characters (a default stdin batch is 14).
-   */
-  private sayNothingRan(summary: RunSummary): void {
-    const k = summary.counts;
-    if (!this.nothingRan || this.attemptsHere > 0 || this.insertedHere > 0 || k.total === 0) return;
-    if (k.pending + k.retrying + k.running + k.queued > 0) return;
-    const all = k.failed + k.cancelled === 0;
-    const one = k.total === 1;
-    const tasks = one ? 'the one task' : `all ${k.total} tasks`;
-    this.human(`nothing ran: ${tasks} of batch ${printable(summary.batch)} ${all ? (one ? 'was' : 'were') : 'had'} already ${all ? 'done' : 'finished'}`);
-    if (all) this.human(`to run ${one ? 'it' : 'them'} again, add --batch ${printable(shellWord(`${summary.batch}-2`))}${this.nothingRan.outputs ? ' --force' : ''} (a new batch)`);
+    for (const l of summaryLines(summary, here, { definitionChanged: this.definitionChanged, nothingRan: this.nothingRan }, this.c, target)) this.human(l);
   }
 
   /**

@@ -27,6 +27,8 @@ export interface PoolOptions {
   /** A worker whose handler module has not loaded after this long is killed: a usage error naming the module. */
   loadTimeoutMs: number;
   idPrefix: string;
+  /** Commands through Node's own spawn, never the spawner helper (--print and --results need stdout and stderr apart). */
+  nodeSpawn?: boolean;
 }
 
 /**
@@ -184,7 +186,7 @@ export class WorkerPool {
   private spawn(): Promise<void> {
     let proc: WorkerProcess;
     try {
-      proc = startWorkerProcess(this.execOnly);
+      proc = startWorkerProcess(this.execOnly, this.options.nodeSpawn ?? false);
     } catch (err) {
       // Some refusals (ENOMEM) are thrown at once instead of reported by 'error'.
       return Promise.reject(this.cannotStart(err as NodeJS.ErrnoException));

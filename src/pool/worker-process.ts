@@ -29,12 +29,14 @@ export interface WorkerProcess extends EventEmitter {
 /**
  * Starts a worker's process: `--exec` batches (`execOnly`) run inside the coordinator through
  * spawner helpers when they are built; module handlers (and exec without the helper) in forked
- * worker processes, each leading its own process group (`detached`). Throws the errno of a
- * refusal reported at once (ENOMEM); others come as an 'error' event with no 'exit'.
+ * worker processes, each leading its own process group (`detached`). `nodeSpawn`: no helper
+ * here, and the forked worker is told by its environment to use none either (spawner.ts reads
+ * SPLITDANCE_SPAWNER, which a user may also set). Throws the errno of a refusal reported at
+ * once (ENOMEM); others come as an 'error' event with no 'exit'.
  */
-export function startWorkerProcess(execOnly: boolean): WorkerProcess {
-  const spawner = execOnly ? Spawner.start() : null;
-  return spawner
-    ? new InProcessWorker(spawner)
-    : fork(workerEntry(), [], { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
+export function startWorkerProcess(execOnly: boolean, nodeSpawn = false): WorkerProcess {
+  const spawner = execOnly && !nodeSpawn ? Spawner.start() : null;
+  if (spawner) return new InProcessWorker(spawner);
+  const env = nodeSpawn ? { ...process.env, SPLITDANCE_SPAWNER: 'node' } : process.env;
+  return fork(workerEntry(), [], { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json', env });
 }

@@ -4,6 +4,7 @@ import type { HandlerSpec } from '../worker/protocol.js';
 import { WorkerPool, type PoolOptions } from '../pool/pool.js';
 import { ownerId } from '../lease-owner.js';
 import { markChildren } from '../worker/owner-processes.js';
+import { unlessAborted } from './signals.js';
 
 /** How long a stopped attempt gets between SIGTERM and SIGKILL, in the pool and the coordinator. */
 export const KILL_GRACE_MS = 2000;
@@ -20,32 +21,32 @@ export function poolOptionsOf(limits: PoolLimits, handlers: Record<string, Handl
     maxWorkerMemory: limits.maxWorkerMemory,
     loadTimeoutMs: limits.loadTimeoutMs,
     idPrefix: `${process.pid}.`,
+    // The spawner helper gives a command one file for stdout and stderr; --print and --results
+    // need them apart, which Node's own spawn (pipes) gives.
+    nodeSpawn: Boolean(limits.print || limits.results),
   };
 }
 
 /**
  * A pool with one worker that has loaded the handlers: a handler that does not load (or not
  * within --load-timeout) throws here (a UsageError, the pool already shut down), before the
- * caller writes anything. A signal (`interrupted` settles) while it loads shuts it down and
+ * caller writes anything. The command's signal aborting while it loads shuts it down and
  * gives null, so SIGINT/SIGTERM end a start-up stuck in an import. The run grows it once it
  * knows how much work there is (growToWork).
  */
 export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>): Promise<WorkerPool>;
-export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>, interrupted: Promise<unknown>): Promise<WorkerPool | null>;
-export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>, interrupted?: Promise<unknown>): Promise<WorkerPool | null> {
-  // The spawner helper gives a command one file for stdout and stderr; --print and --results
-  // need them apart, which Node's own spawn (pipes) gives. Set for this process and the workers it forks.
-  if (limits.print || limits.results) process.env.SPLITDANCE_SPAWNER = 'node';
+export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>, signal: AbortSignal): Promise<WorkerPool | null>;
+export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>, signal?: AbortSignal): Promise<WorkerPool | null> {
   // Every process the run starts carries its owner: a later run finds what it left if it dies with its helpers.
   markChildren(ownerId());
   const pool = new WorkerPool(poolOptionsOf(limits, handlers));
   const started = pool.start(1).then(() => true);
-  if (!interrupted) {
+  if (!signal) {
     await started;
     return pool;
   }
   started.catch(() => undefined); // settled below, or left behind by the signal
-  if (await Promise.race([started, interrupted.then(() => false)])) return pool;
+  if (await unlessAborted(started, signal)) return pool;
   await pool.shutdown();
   return null;
 }

@@ -20,7 +20,7 @@ import { AttemptResults } from './attempt-results.js';
 import { DeclaredOutputs } from '../coordinator/declared-outputs.js';
 import { rulesOf } from '../coordinator/retry-rules.js';
 import { outcomeOf } from './run-outcome.js';
-import { drainOnSignals, watchSignalsDuringStartup } from './signals.js';
+import { drainOnSignals, type CommandSignals } from './signals.js';
 import { monotonicMs } from '../wall-steps.js';
 
 /** Where printed output goes for an observer that does not show it. */
@@ -98,8 +98,10 @@ export interface BatchRun {
  * stops claiming and lets its running attempts finish; this then loads the new handler in a
  * new pool and goes on with it, so no attempt starts under a definition older than the stored
  * one. The caller shuts down the pool it passed; the pools started here are shut down here.
+ * `signals` are the command's (installed once, signals.ts): while a coordinator runs they drain
+ * it; one seen before it starts, or while a definition change is followed, ends the run with 130/143.
  */
-export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecord, pool: WorkerPool, run: BatchRun, observer: BatchObserver): Promise<number> {
+export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecord, pool: WorkerPool, run: BatchRun, observer: BatchObserver, signals: CommandSignals): Promise<number> {
   const { inv } = run;
   const notes = [...run.notes];
   const before = await growToWork(pool, store, batch.id, (m) => notes.push(m));
@@ -147,9 +149,6 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
   observer.start({ batch: batch.name, source: batch.source, store: describeStore(run.dbPath), total, inserted: run.inserted, workers: pool.size, jobFile: run.jobFile, notes });
   // The pools started here to follow a newer definition (the caller shuts down its own).
   const followers: WorkerPool[] = [];
-  // A signal while following a definition change (the coordinator was already stopping, or
-  // none runs) must still end the run with 130/143.
-  const signals = watchSignalsDuringStartup();
   // From here on the observer's progress timer runs: however this ends (a store error thrown by
   // the coordinator or by the last counts), it is closed, or it alone would keep the process
   // alive after the error boundary printed the error (a hang instead of exit 4).
@@ -157,24 +156,31 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
     await metrics?.start(inv.progressIntervalMs);
     if (released.length) seen.released(released);
     let stop: StopReason;
+    // A signal seen while no coordinator drains (the run starting, or a definition change being
+    // followed) ends the run with 130/143, with nothing more claimed.
+    const signalled = (): StopReason | null => {
+      const signal = signals.seen();
+      return signal ? { kind: 'signal', signal } : null;
+    };
     for (;;) {
-      const removeSignals = drainOnSignals(coordinator, inv.graceMs, (m) => observer.note(m));
+      const early = signalled();
+      if (early) {
+        stop = early;
+        break;
+      }
+      const removeDrain = drainOnSignals(coordinator, inv.graceMs, (m) => observer.note(m), signals);
       try {
         stop = await coordinator.run();
       } finally {
-        removeSignals();
+        removeDrain();
       }
       if (stop.kind !== 'definition-changed') break;
-      if (signals.seen()) {
-        stop = { kind: 'signal', signal: signals.seen()! };
-        break;
-      }
+      stop = signalled() ?? stop;
+      if (stop.kind === 'signal') break;
       const next = await follow(store, batch, run.inv, (m) => observer.note(m));
       followers.push(next.pool);
-      if (signals.seen()) {
-        stop = { kind: 'signal', signal: signals.seen()! };
-        break;
-      }
+      stop = signalled() ?? stop;
+      if (stop.kind === 'signal') break;
       batch = next.batch;
       coordinator = coordinatorFor(batch, next.pool, next.settings, (await store.counts(batch.id)).failed - before.failed);
     }
@@ -212,7 +218,6 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
     await printer?.finish();
     results?.finish();
     metrics?.stop();
-    signals.dispose();
     observer.close();
     for (const p of followers) await p.shutdown();
   }

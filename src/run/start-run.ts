@@ -9,14 +9,9 @@ import { nonEmpty } from '../split/split-source.js';
 import { openStore, type TrustedOwners } from '../store/open-store.js';
 import type { BatchRecord, TaskStore } from '../store/task-store.js';
 import { startPool } from './batch-pool.js';
+import { signalOf } from './signals.js';
 import { enqueuePlan } from './enqueue-plan.js';
 import type { BatchRun } from './run-batch.js';
-
-/** The signals seen while a run starts (signals.ts): a step that can wait long races `signalled`. */
-export interface StartSignals {
-  seen(): ShutdownSignal | null;
-  signalled: Promise<void>;
-}
 
 /** Where the store is and how the run names itself to a person. */
 export interface RunPlace {
@@ -67,17 +62,18 @@ export type Start = { started: StartedRun } | { signal: ShutdownSignal };
 /**
  * Starts a run: a pool whose first worker has loaded the handlers (a handler that does not
  * load throws a UsageError here, before anything is written), then — for a planned batch —
- * the store opened (created, migrated) and the batch enqueued. A signal at any step ends
- * the start with nothing half-done. Throws with everything it started shut down.
+ * the store opened (created, migrated) and the batch enqueued. The command's signal
+ * (signals.ts; its reason names the signal) aborting at any step ends the start with nothing
+ * half-done. Throws with everything it started shut down.
  */
-export async function startRun(what: PlannedStart | StoredStart, place: RunPlace, signals: StartSignals): Promise<Start> {
+export async function startRun(what: PlannedStart | StoredStart, place: RunPlace, signal: AbortSignal): Promise<Start> {
   const settings = what.kind === 'planned' ? what.plan.settings : what.settings;
   const inv = what.kind === 'planned' ? what.plan.inv : what.inv;
-  const pool = await startPool(inv, handlersOf(settings), signals.signalled);
-  if (!pool) return { signal: signals.seen()! };
+  const pool = await startPool(inv, handlersOf(settings), signal);
+  if (!pool) return { signal: signalOf(signal)! };
   let store: TaskStore | null = null;
   try {
-    if (signals.seen()) return await stopped(pool, null, signals);
+    if (signal.aborted) return await stopped(pool, null, signal);
     const run: BatchRun = { settings, inv, dbPath: place.dbPath, cwd: place.cwd, notes: [], inserted: 0, resume: '', jobFile: what.kind === 'planned' ? what.plan.jobFile : null };
     let batch: BatchRecord;
     if (what.kind === 'stored') {
@@ -98,7 +94,7 @@ export async function startRun(what: PlannedStart | StoredStart, place: RunPlace
       if (history > plan.inv.historyWarn) plan.notes.push(what.historyNote(history));
       if (plan.sample) plan.notes.push(`sample: ${enqueued.inserted} new task(s) of the source (${describeSample(plan)})`);
       run.notes = plan.notes;
-      if (signals.seen()) return await stopped(pool, store, signals);
+      if (signal.aborted) return await stopped(pool, store, signal);
     }
     run.resume = place.resume(batch.name);
     const owned = store;
@@ -122,10 +118,10 @@ export async function startRun(what: PlannedStart | StoredStart, place: RunPlace
   }
 }
 
-async function stopped(pool: WorkerPool, store: TaskStore | null, signals: StartSignals): Promise<Start> {
+async function stopped(pool: WorkerPool, store: TaskStore | null, signal: AbortSignal): Promise<Start> {
   await pool.shutdown();
   await store?.close();
-  return { signal: signals.seen()! };
+  return { signal: signalOf(signal)! };
 }
 
 function describeSample(plan: RunPlan): string {

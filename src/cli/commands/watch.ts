@@ -8,15 +8,14 @@ import { line, liveTerminal, type Io, type OutputFlags } from '../io.js';
 import { colors } from '../colors.js';
 import { withBatch } from '../with-store.js';
 import { fit, frameLines, plainLine } from '../watch-frame.js';
-import { awaitBatch } from '../await-batch.js';
+import { awaitBatch } from '../../run/await-batch.js';
+import { installSignals, pause } from '../../run/signals.js';
 
 export interface WatchFlags extends OutputFlags {
   db?: string;
   batch?: string;
   interval?: string;
 }
-
-type Stop = 'key' | 'SIGINT' | 'SIGTERM';
 
 /** Cursor home, then each line cleared to its end and everything below the frame: redrawn in place, no flicker. */
 const HOME = '\x1b[H';
@@ -42,8 +41,10 @@ export async function watchCommand(flags: WatchFlags, io: Io): Promise<number> {
   try {
     if (flags.batch !== undefined) {
       const db = resolveDbPath(flags.db, io.cwd, io.env);
-      const signal = await awaitBatch(db, flags.batch, flags.quiet ?? false, io, () => stopper.stop, { readonly: true });
-      if (signal) return stopper.exitCode();
+      const say = (m: string) => {
+        if (!flags.quiet) line(io.stderr, m);
+      };
+      if (!(await awaitBatch(db, flags.batch, stopper.signal, say, { readonly: true }))) return stopper.exitCode();
     }
     return await withBatch(flags, io, (store, batch) => follow(new LiveView(store, batch), intervalMs, flags, io, stopper), { readonly: true });
   } finally {
@@ -59,9 +60,8 @@ async function follow(view: LiveView, intervalMs: number, flags: WatchFlags, io:
       if (screen) screen.draw(facts, stopper.keys);
       else line(io.stdout, plainLine(facts));
       if (facts.done) return verdict(facts);
-      if (stopper.stop) return stopper.exitCode();
-      await stopper.sleep(intervalMs);
-      if (stopper.stop) return stopper.exitCode();
+      if (stopper.signal.aborted) return stopper.exitCode();
+      if (await pause(intervalMs, stopper.signal)) return stopper.exitCode();
     }
   } finally {
     screen?.close();
@@ -99,24 +99,23 @@ class Screen {
 
 /**
  * What ends a watch besides the batch finishing: `q` or Ctrl-C typed on a terminal (stdin in
- * raw mode, so the keys arrive without Enter and Ctrl-C as a byte), SIGINT and SIGTERM.
- * `dispose` puts stdin back in the mode it was in, on every way out.
+ * raw mode, so the keys arrive without Enter and Ctrl-C as a byte), SIGINT and SIGTERM (not
+ * SIGHUP: a watch whose terminal closed just ends). One AbortSignal, `signal`, aborts at the
+ * first of them. `dispose` removes the signal handlers and puts stdin back in the mode it was
+ * in, on every way out.
  */
 class Stopper {
-  stop: Stop | null = null;
   readonly keys: boolean;
-  private wake: (() => void) | null = null;
+  private readonly signals = installSignals(['SIGINT', 'SIGTERM']);
+  private readonly typed = new AbortController();
+  readonly signal = AbortSignal.any([this.signals.signal, this.typed.signal]);
   private readonly stdin = process.stdin;
-  private readonly onInt = () => this.end('SIGINT');
-  private readonly onTerm = () => this.end('SIGTERM');
   private readonly onData = (chunk: Buffer) => {
     const text = chunk.toString('latin1');
-    if (text.includes('q') || text.includes('Q') || text.includes('\x03')) this.end('key');
+    if (text.includes('q') || text.includes('Q') || text.includes('\x03')) this.typed.abort('key');
   };
 
   constructor() {
-    process.on('SIGINT', this.onInt);
-    process.on('SIGTERM', this.onTerm);
     this.keys = Boolean(this.stdin.isTTY);
     if (this.keys) {
       this.stdin.setRawMode(true);
@@ -125,32 +124,13 @@ class Stopper {
     }
   }
 
-  private end(why: Stop): void {
-    this.stop ??= why;
-    this.wake?.();
-  }
-
-  sleep(ms: number): Promise<void> {
-    return new Promise((done) => {
-      const timer = setTimeout(() => {
-        this.wake = null;
-        done();
-      }, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        this.wake = null;
-        done();
-      };
-    });
-  }
-
+  /** Being asked to stop is a normal end (0), but for SIGTERM: 143. */
   exitCode(): number {
-    return this.stop === 'SIGTERM' ? EXIT.SIGTERM : EXIT.OK;
+    return this.signal.reason === 'SIGTERM' ? EXIT.SIGTERM : EXIT.OK;
   }
 
   dispose(): void {
-    process.off('SIGINT', this.onInt);
-    process.off('SIGTERM', this.onTerm);
+    this.signals.dispose();
     if (this.keys) {
       this.stdin.off('data', this.onData);
       this.stdin.setRawMode(false);

@@ -1,26 +1,27 @@
 import { expandBatchName } from '../job/batch-name.js';
+import { printable } from '../printable.js';
 import { isOldSchema, openExistingStore, type TrustedOwners } from '../store/open-store.js';
 import { redactUrl } from '../store/postgres/pg-url.js';
-import { printable } from './format.js';
-import { line, type Io } from './io.js';
+import { PollBackoff } from './poll-backoff.js';
+import { pause } from './signals.js';
 
-/** How often a worker looks again for the batch it was told to join. */
+/** How often a command looks again for the batch it was told to follow. */
 const POLL_MS = 500;
 
 /**
- * `worker --batch B` started before B exists (workers launched beside the `run` that
- * creates it, or before it): waits until the store and the batch are there, saying so once.
- * Returns the signal that ended the wait, or null once the batch exists.
+ * `worker --batch B` (or `watch --batch B`) started before B exists (workers launched beside the
+ * `run` that creates it, or before it): waits until the store and the batch are there, telling
+ * `say` so once. True once the batch exists; false when `signal` aborted the wait.
  */
-export async function awaitBatch<S extends string>(
+export async function awaitBatch(
   db: string,
   name: string,
-  quiet: boolean,
-  io: Io,
-  seen: () => S | null,
+  signal: AbortSignal,
+  say: (m: string) => void,
   { readonly = false, trust = [] }: { readonly?: boolean; trust?: TrustedOwners } = {},
-): Promise<S | null> {
+): Promise<boolean> {
   const expanded = expandBatchName(name);
+  const poll = new PollBackoff(POLL_MS);
   let said = false;
   for (;;) {
     // `readonly`: a command that only looks (watch), which may read another user's store.
@@ -31,13 +32,12 @@ export async function awaitBatch<S extends string>(
       throw err;
     });
     try {
-      if (store && (await store.findBatch(expanded))) return null;
+      if (store && (await store.findBatch(expanded))) return true;
     } finally {
       await store?.close();
     }
-    if (!said && !quiet) line(io.stderr, `waiting for batch "${printable(expanded)}" to appear in ${printable(redactUrl(db))} (polling every ${POLL_MS} ms; Ctrl-C stops)`);
+    if (!said) say(`waiting for batch "${printable(expanded)}" to appear in ${printable(redactUrl(db))} (polling ${poll.describe()}; Ctrl-C stops)`);
     said = true;
-    for (let waited = 0; waited < POLL_MS && !seen(); waited += 100) await new Promise((r) => setTimeout(r, 100));
-    if (seen()) return seen();
+    if (await pause(poll.next(), signal)) return false;
   }
 }
