@@ -7,6 +7,7 @@ import { logRoot, resolveDbPath } from '../../store/open-store.js';
 import type { AttemptRow, BatchRecord, CommandStore } from '../../store/task-store.js';
 import { printable } from '../format.js';
 import { drained, line, type Io, type OutputFlags } from '../io.js';
+import { PollBackoff } from '../../run/poll-backoff.js';
 import { suggest } from '../suggest.js';
 import { defaultedNote, withBatch } from '../with-store.js';
 import { findTask } from '../task-json.js';
@@ -19,7 +20,7 @@ export interface LogsFlags extends OutputFlags {
   failed?: boolean;
 }
 
-/** How often `--follow` looks for new output and for the attempt's end. */
+/** How often `--follow` looks for new output and for the attempt's end: a fixed 200 ms (poll-backoff.ts). */
 const FOLLOW_POLL_MS = 200;
 const CHUNK = 64 * 1024;
 
@@ -112,12 +113,13 @@ class LogReader {
       else closeSync(fd);
       return 0;
     }
+    const poll = new PollBackoff(FOLLOW_POLL_MS);
     for (;;) {
       const now = (await this.store.attemptsOf(taskId)).find((a) => a.id === attempt.id);
       fd ??= openLogForReading(path);
       if (fd !== null) at = await this.copy(fd, at);
       if (!now || now.endedAt !== null) break;
-      await new Promise((r) => setTimeout(r, FOLLOW_POLL_MS));
+      await new Promise((r) => setTimeout(r, poll.next()));
     }
     if (fd !== null) {
       await this.copy(fd, at); // what it wrote between the last look and its end
