@@ -1,14 +1,16 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { BIN, ROOT, runCli, tempDir } from '../helpers/cli.js';
+import { BIN, tempDir } from '../helpers/cli.js';
+import { mainIn } from '../helpers/in-process-cli.js';
 import { missing } from '../helpers/services.js';
 
 /**
  * `splitdance completion bash|zsh|fish` scripts load in their shells and complete commands,
  * options, `--status` values and the store's batch names, a hostile name included, which is
- * offered as text and never run; `man ./splitdance.1` renders the page the build wrote.
+ * offered as text and never run. The shells call the installed binary; the stores they read are
+ * made in-process. (`completion` itself, called in-process, and the man page: test/cli/completion.test.ts.)
  */
 const HOSTILE = '$(touch pwned)';
 let dir = '';
@@ -19,9 +21,9 @@ beforeAll(async () => {
   mkdirSync(join(dir, 'src'));
   writeFileSync(join(dir, 'src/a.txt'), 'a\n');
   for (const batch of ['nightly-1', HOSTILE, 'night two']) {
-    expect((await runCli(['run', 'src', '--exec', 'true', '--batch', batch], { cwd: dir })).code).toBe(0);
+    expect((await mainIn(dir, ['run', 'src', '--exec', 'true', '--batch', batch])).code).toBe(0);
   }
-  expect((await runCli(['run', 'src', '--exec', 'true', '--batch', 'elsewhere', '--db', 'other.db'], { cwd: dir })).code).toBe(0);
+  expect((await mainIn(dir, ['run', 'src', '--exec', 'true', '--batch', 'elsewhere', '--db', 'other.db'])).code).toBe(0);
   // The scripts call `splitdance` from PATH, as an installed package provides it.
   const bin = join(dir, 'bin');
   mkdirSync(bin);
@@ -57,16 +59,6 @@ describe('bash completion', () => {
     expect(complete(['splitdance', 'status', '--db', 'other.db', '--batch', ''])).toEqual(['elsewhere']);
     nothingRan();
   });
-
-  it('--batches without a store prints nothing, exits 0 and creates none', async () => {
-    const empty = tempDir();
-    const r = await runCli(['completion', '--batches'], { cwd: empty });
-    expect([r.code, r.stdout]).toEqual([0, '']);
-    expect(existsSync(join(empty, '.splitdance'))).toBe(false);
-    const bad = await runCli(['completion', 'tcsh'], { cwd: empty });
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/^splitdance: error: completion needs a shell: bash, zsh or fish, not "tcsh"/);
-  });
 });
 
 describe.skipIf(missing('zsh', 'the zsh completion test'))('zsh completion', () => {
@@ -85,7 +77,7 @@ describe.skipIf(missing('zsh', 'the zsh completion test'))('zsh completion at a 
     const here = tempDir();
     mkdirSync(join(here, 'src'));
     writeFileSync(join(here, 'src/a.txt'), 'a\n');
-    expect((await runCli(['run', 'src', '--exec', 'true', '--batch', 'n2;touch PWNED;'], { cwd: here })).code).toBe(0);
+    expect((await mainIn(here, ['run', 'src', '--exec', 'true', '--batch', 'n2;touch PWNED;'])).code).toBe(0);
     const shell = spawn('script', ['-qec', 'zsh -f -i', '/dev/null'], { cwd: here, env: { ...env, TERM: 'xterm' }, stdio: ['pipe', 'pipe', 'pipe'] });
     let screen = '';
     shell.stdout.on('data', (b) => (screen += b));
@@ -137,8 +129,8 @@ describe('batch names are words, --items a file, show/logs a task key', () => {
     writeFileSync(join(here, 'src/a.txt'), 'a\n');
     writeFileSync(join(here, 'src/$(touch PWNED).txt'), 'b\n');
     writeFileSync(join(here, 'list.txt'), 'x\n');
-    expect((await runCli(['run', 'src', '--exec', 'true', '--batch', 'gz3'], { cwd: here })).code).toBe(0);
-    expect((await runCli(['run', '--items', 'list.txt', '--exec', 'true', '--batch', 'later'], { cwd: here })).code).toBe(0);
+    expect((await mainIn(here, ['run', 'src', '--exec', 'true', '--batch', 'gz3'])).code).toBe(0);
+    expect((await mainIn(here, ['run', '--items', 'list.txt', '--exec', 'true', '--batch', 'later'])).code).toBe(0);
   }, 60_000);
 
   /** Types each line (ending in TAB, then Enter) into an interactive `shell` and returns the screen. */
@@ -211,18 +203,5 @@ describe('batch names are words, --items a file, show/logs a task key', () => {
     expect(complete('splitdance run --items li')).toEqual(['list.txt']);
     expect(complete('splitdance show --batch gz3 ')).toEqual(['$(touch PWNED).txt', 'a.txt']);
     expect(readdirSync(here)).not.toContain('PWNED');
-  });
-});
-
-describe.skipIf(missing('man', 'the man page test'))('the man page', () => {
-  it('renders with man, naming every command, the grouped run options and the placeholders', () => {
-    const r = spawnSync('man', ['./splitdance.1'], { cwd: ROOT, env: { ...process.env, MANWIDTH: '100', MANPAGER: 'cat', PAGER: 'cat' }, encoding: 'utf8' });
-    expect(r.status, r.stderr).toBe(0);
-    expect(r.stderr).toBe('');
-    const page = r.stdout.replace(/.\x08/g, '');
-    for (const cmd of ['run', 'worker', 'status', 'watch', 'tasks', 'show', 'logs', 'retry-failed', 'completion']) expect(page).toContain(`splitdance ${cmd} `);
-    expect(page).toMatch(/Retries and time:[\s\S]*--max-backoff <duration>/);
-    expect(page).toMatch(/PLACEHOLDERS[\s\S]*\{inputs\.STAGE\.FIELD\}/);
-    expect(page).toMatch(/EXIT STATUS[\s\S]*130, 143/);
   });
 });
