@@ -5,16 +5,17 @@ import { describe, expect, it } from 'vitest';
 import { groupOptions, OTHER } from '../../src/cli/help/option-groups.js';
 import { buildProgram } from '../../src/cli/program.js';
 import { placeholderAt } from '../../src/template/placeholder.js';
-import { ROOT, runCli, tempDir } from '../helpers/cli.js';
+import { ROOT, tempDir } from '../helpers/cli.js';
+import { mainIn } from '../helpers/in-process-cli.js';
 
 /**
  * --help teaches (issue 30): every command shows examples, `run --help` groups its options and
  * lists the placeholders of the README's table, repeatable options show no `(default: [])`,
- * and commander's errors speak with splitdance's prefix and useful hints.
+ * and commander's errors speak with splitdance's prefix and useful hints. Called in-process.
  */
 const program = buildProgram({} as never, () => undefined);
 const commands = program.commands.map((c) => c.name());
-const help = async (...args: string[]) => (await runCli([...args, '--help'], { cwd: tempDir() })).stdout;
+const help = async (...args: string[]) => (await mainIn(tempDir(), [...args, '--help'])).stdout;
 
 /** The `{…}` spellings in a text. */
 const spellings = (text: string) => [...text.matchAll(/`?(\{[^}\s`]*\})`?/g)].map((m) => m[1]!);
@@ -32,9 +33,9 @@ describe('--help', () => {
   it('of logs and watch does not list --json, which they refuse naming what gives JSON (SPEC §6: status, tasks, show)', async () => {
     for (const cmd of ['logs', 'watch']) expect(await help(cmd), `${cmd} --help`).not.toContain('--json');
     for (const cmd of ['status', 'tasks', 'show']) expect(await help(cmd), `${cmd} --help`).toContain('--json');
-    const logs = await runCli(['logs', 'k', '--json'], { cwd: tempDir() });
+    const logs = await mainIn(tempDir(), ['logs', 'k', '--json']);
     expect([logs.code, logs.stderr]).toEqual([2, 'splitdance: error: logs has no --json; `show --json KEY` gives output tails\n']);
-    const watch = await runCli(['watch', '--json'], { cwd: tempDir() });
+    const watch = await mainIn(tempDir(), ['watch', '--json']);
     expect([watch.code, watch.stderr]).toEqual([2, 'splitdance: error: watch has no --json: `status --json` prints one snapshot\n']);
     for (const line of `${logs.stderr}${watch.stderr}`.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
   });
@@ -90,7 +91,7 @@ describe('--help', () => {
 });
 
 describe('usage errors', () => {
-  const cli = (...args: string[]) => runCli(args, { cwd: tempDir() });
+  const cli = (...args: string[]) => mainIn(tempDir(), args);
 
   it("carry splitdance's one prefix, commander's as ours, exit 2", async () => {
     for (const args of [['run', '--bogus'], ['sttus'], ['run', '--retries'], ['run', '--max-failures', 'abc', 'src', '--exec', 'true']]) {
@@ -111,7 +112,7 @@ describe('usage errors', () => {
   it('accept --jobs and -P as -j', async () => {
     for (const flag of ['--jobs', '-P', '-j']) {
       const dir = tempDir();
-      const r = await runCli(['run', join(ROOT, 'fixtures/logs'), '--exec', 'true', flag, '3', '--db', join(dir, 's.db')], { cwd: dir });
+      const r = await mainIn(dir, ['run', join(ROOT, 'fixtures/logs'), '--exec', 'true', flag, '3', '--db', join(dir, 's.db')]);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stderr, flag).toMatch(/, 3 workers, /);
     }

@@ -12,7 +12,7 @@ import { reportCommand } from '../../src/cli/commands/report.js';
 import { showCommand } from '../../src/cli/commands/show.js';
 import { statusCommand } from '../../src/cli/commands/status.js';
 import { tasksCommand } from '../../src/cli/commands/tasks.js';
-import { runCli, tempDir } from '../helpers/cli.js';
+import { tempDir } from '../helpers/cli.js';
 import { captureIo, mainIn, shown, usageErrorOf } from '../helpers/in-process-cli.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
@@ -36,7 +36,7 @@ function state(dir: string): string {
 }
 
 async function cli(cwd: string, args: string[], code = 0): Promise<void> {
-  const r = await runCli(args, { cwd });
+  const r = await mainIn(cwd, args);
   expect(r.code, `${shown(args)}: ${r.stderr}`).toBe(code);
 }
 

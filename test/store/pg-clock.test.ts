@@ -1,20 +1,24 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { mainIn, withProcessEnv } from '../helpers/in-process-cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 
 /**
  * One clock on a PostgreSQL store: every time the CLI writes is on the server's clock, so
- * machines whose clocks disagree still agree on leases, backoff and history. The CLI runs
- * with its process clock (Date.now) an hour ahead, as on a machine whose clock is wrong.
+ * machines whose clocks disagree still agree on leases, backoff and history. The command runs
+ * in-process with this process's clock (Date.now) an hour ahead, as on a machine whose clock is
+ * wrong, and so do its worker processes (NODE_OPTIONS). The times are read with SQL: what is
+ * stored in those columns is what the test is about.
  */
 const URL_ = PG_URL;
 const SKEW_MS = 3_600_000;
 const sql = pgQuery;
 const freshDb = pgSchemas('clock');
+
+afterEach(() => void vi.restoreAllMocks());
 
 const serverNow = async () => Number((await sql<{ now: string }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now'))[0]!.now);
 
@@ -25,10 +29,10 @@ describe.skipIf(!URL_)('the PostgreSQL store keeps one clock', () => {
     const skew = join(p.dir, 'skew-clock.mjs');
     writeFileSync(skew, `const real = Date.now; Date.now = () => real() + ${SKEW_MS};\n`);
     const before = await serverNow();
-    const r = await runCli(['run', 'src', '--db', db, '--exec', 'true {}'], {
-      cwd: p.dir,
-      env: { NODE_OPTIONS: `--import ${pathToFileURL(skew).href}` },
-    });
+    const real = Date.now.bind(Date);
+    vi.spyOn(Date, 'now').mockImplementation(() => real() + SKEW_MS);
+    const r = await withProcessEnv({ NODE_OPTIONS: `--import ${pathToFileURL(skew).href}` }, () => mainIn(p.dir, ['run', 'src', '--db', db, '--exec', 'true {}']));
+    vi.restoreAllMocks();
     const after = await serverNow();
     expect(r.code, r.stderr).toBe(0);
     const times = await sql<{ what: string; t: string }>(

@@ -2,7 +2,8 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BIN, handler, runCli } from '../helpers/cli.js';
+import { BIN, handler } from '../helpers/cli.js';
+import { mainIn } from '../helpers/in-process-cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { missing } from '../helpers/services.js';
 import { dbPathIn } from '../helpers/store.js';
@@ -11,7 +12,8 @@ import { dbPathIn } from '../helpers/store.js';
 // user's run). SQLite says "unable to open database file", and `status` blamed the folder,
 // though the folder is writable. The message names the file. File modes do not stop root,
 // so the commands run as `nobody` (setpriv), the store and its folder given to that user and
-// the -wal/-shm files left to root, mode 0600.
+// the -wal/-shm files left to root, mode 0600: the commands are CLI processes of that user (the
+// store they open is made in-process).
 
 const NOBODY = 65534;
 const canDropRoot = !missing('root', 'the unreadable -wal/-shm tests (they run commands as nobody)') && spawnSync('setpriv', ['--version']).status === 0;
@@ -24,7 +26,7 @@ afterEach(() => {
 /** A finished batch whose store, held open here, has a -wal and a -shm file; the store is nobody's, those two root's. */
 async function storeWithRootSidecars(): Promise<{ dir: string; db: string }> {
   const p = projectWithFiles(2);
-  const r = await runCli(['run', 'src', '--handler', handler('ok'), '--quiet'], { cwd: p.dir });
+  const r = await mainIn(p.dir, ['run', 'src', '--handler', handler('ok'), '--quiet']);
   expect(r.code, r.stderr).toBe(0);
   const db = dbPathIn(p.dir);
   const conn = new Database(db);

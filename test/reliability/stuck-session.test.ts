@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { handler, runCli, sleep, startCli, waitFor } from '../helpers/cli.js';
+import { mainIn, mainInEnv, withProcessEnv } from '../helpers/in-process-cli.js';
 import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 import { processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
@@ -13,8 +14,18 @@ import { startProxy } from '../helpers/tcp-proxy.js';
 // (idle_in_transaction_session_timeout, set on every session of the store), and another host's
 // recovery skips rows it cannot lock instead of waiting out the lock timeout: the other host
 // keeps working, and takes the frozen host's tasks once their lease and the locks are gone.
+// The hosts are CLI processes (one is stopped, its network cut); the batch is enqueued and
+// read in-process. Which rows host A holds locked, and its LOST attempts, are read with SQL:
+// no command names a lease owner's rows.
 
 const freshDb = pgSchemas('stuck');
+
+/** The batch's counts as `status --json` gives them: how many tasks, how many succeeded. */
+async function finished(cwd: string, db: string): Promise<{ total: number; succeeded: number }> {
+  const r = await mainIn(cwd, ['status', '--json', '--db', db]);
+  const { total, succeeded } = JSON.parse(r.stdout) as { total: number; succeeded: number };
+  return { total, succeeded };
+}
 
 const stateOf = (pid: number) => {
   try {
@@ -40,11 +51,11 @@ const sessionsOf = (ports: number[]) =>
 
 describe.skipIf(!PG_URL)('a host frozen in the middle of a transaction (R32)', () => {
   it('a host cut off from the server in the middle of a transaction: the other host keeps working, the cut-off one exits 4 naming the outage', async () => {
-    const { db, schema } = freshDb();
+    const { db } = freshDb();
     const p = projectWithFiles(24, 'sd-cutoff-');
     const env = { SIDE_EFFECT_LOG: p.log, SLEEP_MS: '300', SPLITDANCE_BUSY_TIMEOUT_MS: '2000' };
     const common = ['-j', '2', '--lease', '2s'];
-    const enqueued = await runCli(['run', 'src', '--db', db, '--handler', handler('record'), '--retries', '3', ...common, '--max-runtime', '1ms'], { cwd: p.dir, env });
+    const enqueued = await withProcessEnv(env, () => mainInEnv(p.dir, ['run', 'src', '--db', db, '--handler', handler('record'), '--retries', '3', ...common, '--max-runtime', '1ms'], env));
     expect(enqueued.code, enqueued.stderr).toBe(3);
     // Host A reaches the server through a proxy; it stops inside a heartbeat transaction, its
     // network is cut there (the proxy stops forwarding, closing nothing), and it goes on.
@@ -65,8 +76,7 @@ describe.skipIf(!PG_URL)('a host frozen in the middle of a transaction (R32)', (
       expect(b.signal, `host B hung: ${b.stderr}`).toBeNull();
       expect(b.code, b.stderr).toBe(0);
       expect(b.stderr).not.toMatch(/locked/);
-      const statuses = await pgQuery<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM ${schema}.tasks GROUP BY status`);
-      expect(statuses).toEqual([{ status: 'SUCCESS', n: 24 }]);
+      expect(await finished(p.dir, db)).toEqual({ total: 24, succeeded: 24 });
 
       const r = await a.result;
       expect(r.signal, `host A hung: ${r.stderr}`).toBeNull();
@@ -86,7 +96,7 @@ describe.skipIf(!PG_URL)('a host frozen in the middle of a transaction (R32)', (
     // A lock timeout of 2 s: before the fix, host B gave up on host A's locked rows after it.
     const env = { SIDE_EFFECT_LOG: p.log, SLEEP_MS: '300', SPLITDANCE_BUSY_TIMEOUT_MS: '2000' };
     const common = ['--db', db, '-j', '2', '--lease', '2s'];
-    const enqueued = await runCli(['run', 'src', '--handler', handler('record'), '--retries', '3', ...common, '--max-runtime', '1ms'], { cwd: p.dir, env });
+    const enqueued = await withProcessEnv(env, () => mainInEnv(p.dir, ['run', 'src', '--handler', handler('record'), '--retries', '3', ...common, '--max-runtime', '1ms'], env));
     expect(enqueued.code, enqueued.stderr).toBe(3);
 
     // Host A stops itself inside its second lease heartbeat: its RUNNING rows stay locked.
@@ -107,8 +117,7 @@ describe.skipIf(!PG_URL)('a host frozen in the middle of a transaction (R32)', (
       expect(b.code, b.stderr).toBe(0);
       expect(b.stderr).not.toMatch(/locked/);
 
-      const statuses = await pgQuery<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM ${schema}.tasks GROUP BY status`);
-      expect(statuses).toEqual([{ status: 'SUCCESS', n: 24 }]);
+      expect(await finished(p.dir, db)).toEqual({ total: 24, succeeded: 24 });
       // A's tasks came back through recovery (LOST), once its lease and its locks were gone.
       const lost = await pgQuery<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.attempts WHERE outcome = 'LOST' AND host = 'host-a'`);
       expect(lost[0]!.n).toBeGreaterThan(0);

@@ -1,12 +1,15 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { runCli, startCli, waitFor } from '../helpers/cli.js';
+import { startCli, waitFor } from '../helpers/cli.js';
+import { mainIn } from '../helpers/in-process-cli.js';
 import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 import { projectWithFiles } from '../helpers/project.js';
 
 // SPEC §5: `worker --follow` keeps polling for new batches — also when the store does not exist
 // yet (SQLite file or PostgreSQL schema): it waits for it, as `worker --batch B` waits for B.
+// The worker is a CLI process, ended by SIGTERM; the batches it works on are made and read
+// in-process.
 
 const freshPg = pgSchemas('wfollow');
 
@@ -22,10 +25,10 @@ async function followsAStoreCreatedLater(db: string): Promise<void> {
 
   // The store appears with a batch whose tasks failed; once they are reset, the waiting worker runs them.
   const exec = 'test -e ok && echo {key} >> by-worker.txt';
-  expect((await runCli(['run', 'src', '--db', db, '--exec', exec, '--retries', '0', '-j', '1'], { cwd: p.dir })).code).toBe(1);
+  expect((await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', exec, '--retries', '0', '-j', '1'])).code).toBe(1);
   writeFileSync(join(p.dir, 'ok'), '');
-  expect((await runCli(['retry-failed', '--db', db], { cwd: p.dir })).code).toBe(0);
-  const succeeded = async () => JSON.parse((await runCli(['status', '--json', '--db', db], { cwd: p.dir })).stdout).succeeded as number;
+  expect((await mainIn(p.dir, ['retry-failed', '--db', db])).code).toBe(0);
+  const succeeded = async () => JSON.parse((await mainIn(p.dir, ['status', '--json', '--db', db])).stdout).succeeded as number;
   const until = Date.now() + 60_000;
   while ((await succeeded()) < 3 && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
   expect(await succeeded(), stderr).toBe(3);
@@ -49,7 +52,7 @@ describe('worker --follow with nothing to do', () => {
   it.skipIf(!PG_URL)('PostgreSQL: keeps its session open between polls instead of connecting for each (a backend start each time)', async () => {
     const { db, schema } = freshPg();
     const p = projectWithFiles(2);
-    expect((await runCli(['run', 'src', '--db', db, '--exec', 'true', '-j', '1'], { cwd: p.dir })).code).toBe(0);
+    expect((await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', 'true', '-j', '1'])).code).toBe(0);
     const worker = startCli(['worker', '--follow', '--db', db, '-j', '1'], { cwd: p.dir, timeoutMs: 120_000 });
     onTestFinished(() => void worker.kill('SIGKILL'));
     // The worker's sessions: the last statement each ran names the schema (no other client uses it now).

@@ -1,13 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { mainIn } from '../helpers/in-process-cli.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { CONTROL, SGR, envWithoutColorHints, runInPty } from '../helpers/pty.js';
+import { CONTROL, SGR, runInPty } from '../helpers/pty.js';
 
 // SPEC §7: on a TTY a progress bar and colours; not on a TTY no bar and no control characters.
 // SPEC §6: `tasks` prints every task when piped, the first 50 on a TTY unless --limit says otherwise.
-// The terminal is a real pseudo-terminal (util-linux `script`), not an isTTY override.
+// The terminal is a real pseudo-terminal (util-linux `script`), not an isTTY override; the store
+// the commands there read is made in-process. In a pipe: test/cli/piped-output.test.ts.
 
 /** The progress bar's own text, `{value}/{total} · {rate}/s · ETA …`. */
 const barFor = (total: number) => new RegExp(`\\d+/${total} · [\\d.]+/s · ETA `);
@@ -49,23 +50,6 @@ describe('run on a terminal and in a pipe', () => {
     for (const l of lines) expect(() => JSON.parse(l), l).not.toThrow();
     expect(r.output).not.toContain('\x1b');
   });
-
-  it('in a pipe: no bar and no control characters; timestamped progress lines, one line per failure, a summary', async () => {
-    const p = projectWithFiles(6);
-    // f001 fails for good; f002 takes long enough that at least one 100 ms progress line is due.
-    const exec = 'case {key} in f001.log) echo broken >&2; exit 1;; f002.log) sleep 0.6;; esac';
-    const r = await runCli(['run', 'src', '--exec', exec, '--retries', '0', '-j', '2', '--progress-interval', '100ms'], {
-      cwd: p.dir,
-      cleanEnv: true,
-      env: envWithoutColorHints(),
-    });
-    expect(r.code).toBe(1);
-    expect(r.stdout + r.stderr).not.toMatch(CONTROL);
-    expect(r.stderr).not.toMatch(barFor(6));
-    expect(r.stderr).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \d+\/6 done/m);
-    expect(r.stderr.split('\n').filter((l) => l.includes('f001.log') && l.includes('FAILED'))).toHaveLength(1);
-    expect(r.stderr).toMatch(/5 succeeded, 1 failed of 6/);
-  });
 });
 
 describe('inspection commands on a terminal and in a pipe', () => {
@@ -74,7 +58,7 @@ describe('inspection commands on a terminal and in a pipe', () => {
     const p = projectWithFiles(60);
     dir = p.dir;
     const exec = 'case {key} in f007.log) echo "it broke" >&2; exit 1;; *) echo fine;; esac';
-    expect((await runCli(['run', 'src', '--exec', exec, '--retries', '0', '-j', '2'], { cwd: dir })).code).toBe(1);
+    expect((await mainIn(dir, ['run', 'src', '--exec', exec, '--retries', '0', '-j', '2'])).code).toBe(1);
   });
 
   it('status is coloured on a terminal, and not with --no-color or NO_COLOR=1', async () => {
@@ -86,16 +70,6 @@ describe('inspection commands on a terminal and in a pipe', () => {
       expect(r.code).toBe(1);
       expect(r.output).toContain('59 succeeded');
       expect(r.output).not.toMatch(SGR);
-    }
-  });
-
-  it('every inspection command in a pipe writes no control characters', async () => {
-    const piped = { cwd: dir, cleanEnv: true, env: envWithoutColorHints() };
-    for (const args of [['status'], ['tasks'], ['show', 'f007.log'], ['logs', 'f007.log'], ['batches']]) {
-      const r = await runCli(args, piped);
-      expect(r.code, args.join(' ')).toBe(args[0] === 'status' ? 1 : 0);
-      expect(r.stdout.length, args.join(' ')).toBeGreaterThan(0);
-      expect(r.stdout + r.stderr, args.join(' ')).not.toMatch(CONTROL);
     }
   });
 
@@ -125,14 +99,6 @@ describe('inspection commands on a terminal and in a pipe', () => {
     const r = await runInPty(['tasks', '--json'], { cwd: dir });
     expect(r.code).toBe(0);
     expect(JSON.parse(r.output)).toHaveLength(60);
-  });
-
-  it('tasks in a pipe prints all 60, one tab-separated line each', async () => {
-    const r = await runCli(['tasks'], { cwd: dir });
-    expect(r.code).toBe(0);
-    const lines = r.stdout.trim().split('\n');
-    expect(lines).toHaveLength(60);
-    expect(lines.every((l) => /^f\d{3}\.log\t/.test(l))).toBe(true);
   });
 
   // `tasks` decides "terminal" from stdout, not stderr: piped on from a terminal, it prints data.

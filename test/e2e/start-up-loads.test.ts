@@ -1,10 +1,11 @@
-/** What a command's start-up loads: only what the command needs, so a start-up gain cannot silently regress. */
+/** What the binary's start-up loads: only what the command needs, so a start-up gain cannot silently regress. */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { BIN, ROOT, runCli, tempDir } from '../helpers/cli.js';
+import { mainIn } from '../helpers/in-process-cli.js';
 
 const TRACE = join(ROOT, 'test/helpers/trace-imports.mjs');
 
@@ -52,7 +53,7 @@ describe('start-up loads only what the command needs', () => {
     dir = tempDir('sd-startup-');
     mkdirSync(join(dir, 'src'));
     writeFileSync(join(dir, 'src', 'a.txt'), 'a\n');
-    const r = await runCli(['run', 'src', '--exec', 'true', '--quiet'], { cwd: dir });
+    const r = await mainIn(dir, ['run', 'src', '--exec', 'true', '--quiet']);
     expect(r.code, r.stderr).toBe(0);
   });
 

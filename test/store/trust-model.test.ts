@@ -2,18 +2,20 @@ import Database from 'better-sqlite3';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { handler, runCli } from '../helpers/cli.js';
-import { PG_URL, pgSchemas } from '../helpers/pg.js';
-import { missing } from '../helpers/services.js';
+import { mainIn } from '../helpers/in-process-cli.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { dbPathIn, query } from '../helpers/store.js';
+import { dbPathIn } from '../helpers/store.js';
 
 const mode = (path: string) => statSync(path).mode & 0o7777;
+
+// Called in-process: real stores, real worker processes. The stored command changed below is
+// what a writer of the store can do, so it is changed with SQL. Hiding a --db password from a
+// handler's ancestors needs the CLI as a process: test/e2e/db-password-hidden.test.ts.
 
 describe('the trust model: whoever writes the store chooses what runs', () => {
   it('an existing 0644 store (and its -wal, -shm) in a 0755 .splitdance folder is narrowed to 0600 / 0700 by the next run', async () => {
     const p = projectWithFiles(2);
-    expect((await runCli(['run', 'src', '--exec', 'true'], { cwd: p.dir })).code).toBe(0);
+    expect((await mainIn(p.dir, ['run', 'src', '--exec', 'true'])).code).toBe(0);
     const db = dbPathIn(p.dir);
     const hold = new Database(db); // keeps the -wal and -shm files in place
     hold.pragma('user_version');
@@ -21,7 +23,7 @@ describe('the trust model: whoever writes the store chooses what runs', () => {
     expect(files.length).toBeGreaterThan(1);
     for (const f of files) chmodSync(f, 0o644);
     chmodSync(join(p.dir, '.splitdance'), 0o755);
-    const r = await runCli(['run', 'src', '--batch', 'again', '--exec', 'true'], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['run', 'src', '--batch', 'again', '--exec', 'true']);
     hold.close();
     expect(r.code, r.stderr).toBe(0);
     for (const f of files.filter((x) => existsSync(x))) expect(mode(f), f).toBe(0o600);
@@ -30,16 +32,16 @@ describe('the trust model: whoever writes the store chooses what runs', () => {
 
   it('a store others may write (0666 file, 0777 .splitdance) is refused with exit 4, not narrowed: what it holds may have been changed', async () => {
     const p = projectWithFiles(2);
-    expect((await runCli(['run', 'src', '--exec', 'true'], { cwd: p.dir })).code).toBe(0);
+    expect((await mainIn(p.dir, ['run', 'src', '--exec', 'true'])).code).toBe(0);
     const db = dbPathIn(p.dir);
     chmodSync(db, 0o666);
-    const r = await runCli(['run', 'src', '--batch', 'again', '--exec', 'true'], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['run', 'src', '--batch', 'again', '--exec', 'true']);
     expect(r.code, r.stderr).toBe(4);
     expect(r.stderr).toContain(`the store file ${db} may be written by other users (mode 0666)`);
     expect(mode(db)).toBe(0o666);
     chmodSync(db, 0o600);
     chmodSync(join(p.dir, '.splitdance'), 0o777);
-    const folder = await runCli(['worker'], { cwd: p.dir });
+    const folder = await mainIn(p.dir, ['worker']);
     expect(folder.code, folder.stderr).toBe(4);
     expect(folder.stderr).toMatch(/the store's folder .*\.splitdance may be written by other users \(mode 0777\).*chmod go-w/);
     expect(mode(join(p.dir, '.splitdance'))).toBe(0o777);
@@ -50,11 +52,11 @@ describe('the trust model: whoever writes the store chooses what runs', () => {
     const shared = join(p.dir, 'shared');
     mkdirSync(shared, { mode: 0o700 });
     const old = join(shared, 'old.db');
-    expect((await runCli(['run', 'src', '--exec', 'true', '--db', old], { cwd: p.dir })).code).toBe(0);
+    expect((await mainIn(p.dir, ['run', 'src', '--exec', 'true', '--db', old])).code).toBe(0);
     const before = readFileSync(old);
     chmodSync(shared, 0o777);
     for (const args of [['run', 'src', '--exec', 'true', '--db', join(shared, 'new.db')], ['run', 'src', '--batch', 'b', '--exec', 'true', '--db', old], ['worker', '--db', old]]) {
-      const r = await runCli(args, { cwd: p.dir });
+      const r = await mainIn(p.dir, args);
       expect(r.code, args.join(' ')).toBe(4);
       expect(r.stderr).toMatch(new RegExp(`the store's folder ${shared} may be written by other users \\(mode 0777\\).*chmod go-w`));
     }
@@ -62,48 +64,24 @@ describe('the trust model: whoever writes the store chooses what runs', () => {
     expect(readFileSync(old).equals(before)).toBe(true);
     // A sticky folder (like /tmp): others cannot replace a file they do not own.
     chmodSync(shared, 0o1777);
-    expect((await runCli(['run', 'src', '--exec', 'true', '--db', join(shared, 'new.db')], { cwd: p.dir })).code).toBe(0);
+    expect((await mainIn(p.dir, ['run', 'src', '--exec', 'true', '--db', join(shared, 'new.db')])).code).toBe(0);
   });
 
   it('a worker names the stored definition it starts running, a URL password masked: one changed in the store is seen', async () => {
     const p = projectWithFiles(2);
-    expect((await runCli(['run', 'src', '--exec', 'exit 1', '--retries', '0'], { cwd: p.dir })).code).toBe(1);
-    expect((await runCli(['retry-failed'], { cwd: p.dir })).code).toBe(0);
+    expect((await mainIn(p.dir, ['run', 'src', '--exec', 'exit 1', '--retries', '0'])).code).toBe(1);
+    expect((await mainIn(p.dir, ['retry-failed'])).code).toBe(0);
     // What a writer of the store can do: change the stored command.
     const marker = join(p.dir, 'ran-from-store');
     const template = `echo https://bob:hunter2@example.invalid/{key} >> ${marker}`;
     const db = new Database(dbPathIn(p.dir));
     db.prepare("UPDATE batches SET job = json_set(job, '$.handler.template', ?)").run(template);
     db.close();
-    const w = await runCli(['worker'], { cwd: p.dir });
+    const w = await mainIn(p.dir, ['worker']);
     expect(w.code, w.stderr).toBe(0);
-    const [batch] = query<{ name: string }>(dbPathIn(p.dir), 'SELECT name FROM batches');
-    expect(w.stderr).toContain(`batch ${batch!.name}: running its stored definition --exec "echo https://bob:***@example.invalid/{key} >> ${marker}"`);
+    const [batch] = JSON.parse((await mainIn(p.dir, ['batches', '--json'])).stdout) as { batch: string }[];
+    expect(w.stderr).toContain(`batch ${batch!.batch}: running its stored definition --exec "echo https://bob:***@example.invalid/{key} >> ${marker}"`);
     expect(w.stderr).not.toContain('hunter2');
     expect(readFileSync(marker, 'utf8')).toMatch(/hunter2/); // it did run: the line above is the warning
   });
 });
-
-describe.skipIf(missing('postgres'))('a --db password out of the process list and of handlers', () => {
-  const schema = pgSchemas('sd_trust');
-  it('a handler sees no password in its ancestors\' command lines, nor SPLITDANCE_DB holding one', async () => {
-    const password = new URL(PG_URL!).password;
-    expect(password.length).toBeGreaterThan(0);
-    const p = projectWithFiles(2);
-    const { db } = schema();
-    const viaFlag = await runCli(['run', 'src', '--batch', 'flag', '--db', db, '--handler', handler('ancestry'), '-j', '1'], { cwd: p.dir });
-    expect(viaFlag.code, viaFlag.stderr).toBe(0);
-    const viaEnv = await runCli(['run', 'src', '--batch', 'env', '--handler', handler('ancestry'), '-j', '1'], { cwd: p.dir, env: { SPLITDANCE_DB: db } });
-    expect(viaEnv.code, viaEnv.stderr).toBe(0);
-    for (const batch of ['flag', 'env']) {
-      const shown = JSON.parse((await runCli(['show', 'f000.log', '--json', '--db', db, '--batch', batch], { cwd: p.dir })).stdout);
-      const seen = shown.result as { splitdanceDb: string | null; cmdlines: string[] };
-      expect(seen.splitdanceDb).toBeNull();
-      const coordinator = seen.cmdlines.find((c) => c.includes('splitdance.js'));
-      expect(coordinator, seen.cmdlines.join('\n')).toBeDefined();
-      if (batch === 'flag') expect(coordinator).toMatch(/--db postgres:\/\/[^ ]*:\*\*\*@/);
-      for (const c of seen.cmdlines) expect(c).not.toContain(`:${password}@`);
-    }
-  });
-});
-

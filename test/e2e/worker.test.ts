@@ -1,7 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import { handler, runCli, startCli, waitFor } from '../helpers/cli.js';
+import { handler, sleep, startCli, waitFor } from '../helpers/cli.js';
+import { mainIn, mainInEnv, withProcessEnv } from '../helpers/in-process-cli.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { dbPathIn, query, sideEffects } from '../helpers/store.js';
+import { sideEffects } from '../helpers/store.js';
+
+// Workers joining a store: several coordinators at once, so each is a process of its own (one
+// process is one lease owner); --follow is ended by SIGTERM. The batches are enqueued and read
+// in-process.
+
+/** `splitdance ARGV` in-process, its worker processes given `env` (a fixture handler reads it there). */
+const inProcess = (cwd: string, argv: string[], env: Record<string, string>) => withProcessEnv(env, () => mainInEnv(cwd, argv, env));
+
+/** Each batch's name, task count and successes, from `batches --json`. */
+async function batchCounts(cwd: string): Promise<{ batch: string; total: number; succeeded: number }[]> {
+  const rows = JSON.parse((await mainIn(cwd, ['batches', '--json'])).stdout) as { batch: string; total: number; succeeded: number }[];
+  return rows.map(({ batch, total, succeeded }) => ({ batch, total, succeeded })).sort((a, b) => a.batch.localeCompare(b.batch));
+}
 
 describe('splitdance worker', () => {
   it('joins the unfinished batches with their stored handlers; two workers together run each task once', async () => {
@@ -9,23 +23,19 @@ describe('splitdance worker', () => {
     const env = { SIDE_EFFECT_LOG: p.log, SLEEP_MS: '10' };
     // Enqueue two batches and stop at once: the store holds the work and the handlers.
     for (const b of ['one', 'two']) {
-      const r = await runCli(['run', 'src', '--batch', b, '--handler', handler('record'), '--max-runtime', '1ms', '-j', '1'], { cwd: p.dir, env });
+      const r = await inProcess(p.dir, ['run', 'src', '--batch', b, '--handler', handler('record'), '--max-runtime', '1ms', '-j', '1'], env);
       expect(r.code, r.stderr).toBe(3);
     }
     const [a, b] = await Promise.all([0, 1].map(() => startCli(['worker', '-j', '2', '--quiet'], { cwd: p.dir, env }).result));
     expect(a.code, a.stderr).toBe(0);
     expect(b.code, b.stderr).toBe(0);
-    const rows = query<{ name: string; status: string; n: number }>(
-      dbPathIn(p.dir),
-      'SELECT b.name, t.status, count(*) AS n FROM tasks t JOIN batches b ON b.id = t.batch_id GROUP BY b.name, t.status',
-    );
-    expect(rows).toEqual([
-      { name: 'one', status: 'SUCCESS', n: 40 },
-      { name: 'two', status: 'SUCCESS', n: 40 },
+    expect(await batchCounts(p.dir)).toEqual([
+      { batch: 'one', total: 40, succeeded: 40 },
+      { batch: 'two', total: 40, succeeded: 40 },
     ]);
     const effects = sideEffects(p.log);
     expect(effects.length).toBe(80);
-    const again = await runCli(['worker'], { cwd: p.dir });
+    const again = await mainIn(p.dir, ['worker']);
     expect(again.code).toBe(0);
     expect(again.stderr).toMatch(/no batch in the store has work left/);
   });
@@ -36,15 +46,14 @@ describe('splitdance worker --follow', () => {
     const p = projectWithFiles(5);
     const env = { SIDE_EFFECT_LOG: p.log };
     // A store must exist before a worker can join it.
-    expect((await runCli(['run', 'src', '--batch', 'first', '--handler', handler('record')], { cwd: p.dir, env })).code).toBe(0);
+    expect((await inProcess(p.dir, ['run', 'src', '--batch', 'first', '--handler', handler('record')], env)).code).toBe(0);
     const follower = startCli(['worker', '--follow', '-j', '1'], { cwd: p.dir, env, timeoutMs: 100_000 });
-    const late = await runCli(['run', 'src', '--batch', 'late', '--handler', handler('record'), '--max-runtime', '1ms', '-j', '1'], { cwd: p.dir, env });
+    const late = await inProcess(p.dir, ['run', 'src', '--batch', 'late', '--handler', handler('record'), '--max-runtime', '1ms', '-j', '1'], env);
     expect(late.code).toBe(3);
-    await waitFor(
-      () => query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM tasks t JOIN batches b ON b.id = t.batch_id WHERE b.name = 'late' AND t.status = 'SUCCESS'")[0]!.n === 5,
-      60_000,
-      'the follower to finish the late batch',
-    );
+    const lateDone = async () => (await batchCounts(p.dir)).find((b) => b.batch === 'late')?.succeeded === 5;
+    for (const end = Date.now() + 60_000; !(await lateDone()); await sleep(100)) {
+      if (Date.now() > end) throw new Error('timed out waiting for the follower to finish the late batch');
+    }
     follower.kill('SIGTERM');
     const r = await follower.result;
     expect(r.code, r.stderr).toBe(143);
@@ -61,11 +70,11 @@ describe('splitdance worker --batch B before B exists', () => {
     early.stderr!.on('data', (b) => (said += b));
     await waitFor(() => /waiting for batch "later"/.test(said), 15_000, 'the worker to say it waits');
     expect(early.exitCode).toBeNull();
-    const run = await runCli(['run', 'src', '--batch', 'later', '--handler', handler('record'), '-j', '1'], { cwd: p.dir, env });
+    const run = await inProcess(p.dir, ['run', 'src', '--batch', 'later', '--handler', handler('record'), '-j', '1'], env);
     expect(run.code, run.stderr).toBe(0);
     const r = await early.result;
     expect(r.code, r.stderr).toBe(0);
-    expect(query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")[0]!.n).toBe(20);
+    expect(await batchCounts(p.dir)).toEqual([{ batch: 'later', total: 20, succeeded: 20 }]);
     expect(new Set(sideEffects(p.log).map((e) => e.key)).size).toBe(20);
   }, 90_000);
 });

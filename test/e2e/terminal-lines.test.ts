@@ -1,11 +1,12 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { mainIn } from '../helpers/in-process-cli.js';
 import { copyDemo, projectWithFiles } from '../helpers/project.js';
 import { runInPty, screenLines } from '../helpers/pty.js';
 
 // SPEC §7: every line the plain mode prints also reaches a terminal, after the bar — the failure
-// lines, the clusters and the final summary. The terminal is a real pseudo-terminal.
+// lines, the clusters and the final summary. The terminal is a real pseudo-terminal; the stores
+// the commands there read are made in-process.
 
 describe('a run on a terminal prints every line of the plain mode', () => {
   it("the README's demo (run --job fixtures/jobs/clean-logs.json) ends with its summary line", async () => {
@@ -32,8 +33,8 @@ describe('a run on a terminal prints every line of the plain mode', () => {
     const p = projectWithFiles(5);
     const db = join(p.dir, 'store.db');
     const exec = 'test {key} != f001.log';
-    expect((await runCli(['run', 'src', '--exec', exec, '--db', db, '--retries', '0', '-j', '1'], { cwd: p.dir })).code).toBe(1);
-    expect((await runCli(['retry-failed', '--db', db], { cwd: p.dir })).code).toBe(0); // PENDING again, for the worker
+    expect((await mainIn(p.dir, ['run', 'src', '--exec', exec, '--db', db, '--retries', '0', '-j', '1'])).code).toBe(1);
+    expect((await mainIn(p.dir, ['retry-failed', '--db', db])).code).toBe(0); // PENDING again, for the worker
     const w = await runInPty(['worker', '--db', db, '-j', '1'], { cwd: p.dir });
     expect(w.code, w.output).toBe(1);
     const lines = screenLines(w.output);
