@@ -1,5 +1,5 @@
-import type { BatchDbRow } from '../db-rows.js';
-import { PRUNE_CHUNK, chunkBounds, chunkDone, rangesDone, startCursor, type PruneCursor, type PruneStep } from '../prune-in-chunks.js';
+import type { BatchDbRow } from '../shared/db-rows.js';
+import { PRUNE_CHUNK, chunkBounds, chunkDone, rangesDone, startCursor, type PruneCursor, type PruneStep } from '../shared/prune-in-chunks.js';
 import type { Sql } from './pg-db.js';
 import type { Statements } from './statements.js';
 import { taskIdRange } from './pg-list.js';

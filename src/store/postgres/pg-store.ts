@@ -35,14 +35,14 @@ import { atOnce, claim, releaseStale, settle, settleAndClaimAtOnce } from './pg-
 import { selectTasks, taskIdRange } from './pg-list.js';
 import { lockKey } from './pg-locks.js';
 import { parsePgUrl } from './pg-url.js';
-import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../db-rows.js';
+import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../shared/db-rows.js';
 import { cascade, revive } from './pg-stages.js';
 import { budgets } from '../budget.js';
 import { checkBounds, foldAttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
 import { eachTaskPage } from '../shared/task-pages.js';
 import { cancel } from './pg-cancel.js';
 import { pendingOutputOf, type PendingOutputRow } from '../shared/pending-outputs.js';
-import { pruneInChunks } from '../prune-in-chunks.js';
+import { pruneInChunks } from '../shared/prune-in-chunks.js';
 import { pruneChunk } from './pg-prune.js';
 import { prepareStatements, type Statements } from './statements.js';
 
