@@ -1,5 +1,5 @@
 import { expandBatchName } from '../job/batch-name.js';
-import { isOldSchema, openExistingStore, type TrustedOwners } from '../store/open-store.js';
+import { isOldSchema, openStore, type TrustedOwners } from '../store/open-store.js';
 import { redactUrl } from '../store/postgres/pg-url.js';
 import { printable } from './format.js';
 import { line, type Io } from './io.js';
@@ -24,10 +24,10 @@ export async function awaitBatch<S extends string>(
   let said = false;
   for (;;) {
     // `readonly`: a command that only looks (watch), which may read another user's store.
-    const store = await openExistingStore(db, readonly ? { readonly, inspect: true } : { trust }).catch((err: unknown) => {
+    const store = await openStore(db, 'existing', readonly ? { readonly, inspect: true } : { trust }).catch((err: unknown) => {
       // A store the `run` it waits for is creating right now is at schema 0 until its first
-      // transaction commits: opened for writing, the open waits for that (as openForReading does).
-      if (readonly && isOldSchema(err)) return openExistingStore(db);
+      // transaction commits: opened for writing, the open waits for that (as a `read` open does).
+      if (readonly && isOldSchema(err)) return openStore(db, 'existing');
       throw err;
     });
     try {

@@ -8,7 +8,7 @@ import { EXIT } from '../../exit-codes.js';
 import { describeHandler, settingsOf, storedDefinition } from '../../job/job-definition.js';
 import { inputFromFlags, invocationOf, type Invocation, type RawRunFlags } from '../../job/run-options.js';
 import { handlersOf } from '../../job/stages.js';
-import { describeStore, isPostgresUrl, openExistingStore, openStore, resolveDbPath, trustedOwners, type TrustedOwners } from '../../store/open-store.js';
+import { describeStore, isPostgresUrl, openStore, resolveDbPath, trustedOwners, type TrustedOwners } from '../../store/open-store.js';
 import type { BatchRecord, QueryStore, TaskStore } from '../../store/task-store.js';
 import { printable } from '../format.js';
 import { line, type Io } from '../io.js';
@@ -76,7 +76,7 @@ async function serve(
   try {
     for (;;) {
       // --follow keeps polling for new batches, so also for a store that does not exist yet.
-      store ??= flags.follow ? await ridingOut(() => openExistingStore(dbPath, { trust }), note) : await ridingOut(() => openStore(dbPath, { create: false, trust }), note);
+      store ??= flags.follow ? await ridingOut(() => openStore(dbPath, 'existing', { trust }), note) : await ridingOut(() => openStore(dbPath, 'write', { trust }), note);
       if (!store) {
         if (!saidWaiting && !flags.quiet) line(io.stderr, `waiting for the store ${printable(describeStore(dbPath))} to be created (polling every ${FOLLOW_POLL_MS / 1000}–${FOLLOW_POLL_MAX_MS / 1000} s; Ctrl-C stops)`);
         saidWaiting = true;
