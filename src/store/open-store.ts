@@ -18,13 +18,14 @@ import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { StoreError, UsageError } from '../errors.js';
 // pg-url.ts needs no driver: recognising and redacting a URL never loads node-postgres.
-import { isPostgresUrl, looksLikeUrl, redactUrl } from './postgres/pg-url.js';
+import { isPostgresUrl, looksLikeUrl } from './postgres/pg-url.js';
+import { describeStore } from './describe-store.js';
 import type { PeekedBatch } from './records.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 import type { TaskStore } from './task-store.js';
 import { trustedOwners, type TrustedOwners } from './sqlite/store-owner.js';
 
-export { isPostgresUrl, trustedOwners, type TrustedOwners };
+export { describeStore, isPostgresUrl, trustedOwners, type TrustedOwners };
 
 /** How an open treats a store's owner: `trust` names owners used as one's own; `inspect` only looks, so any owner's store may be read. */
 export interface OwnerOptions {
@@ -46,7 +47,7 @@ export function resolveDbPath(flag: string | undefined, cwd: string, env: NodeJS
   const given = flag ?? fromEnv ?? DEFAULT_DB;
   if (isPostgresUrl(given)) return given;
   if (looksLikeUrl(given)) {
-    throw new UsageError(`--db ${redactUrl(given)} is not a store splitdance knows; give a file path or a postgres:// URL`);
+    throw new UsageError(`--db ${describeStore(given)} is not a store splitdance knows; give a file path or a postgres:// URL`);
   }
   return isAbsolute(given) ? given : resolve(cwd, given);
 }
@@ -54,11 +55,6 @@ export function resolveDbPath(flag: string | undefined, cwd: string, env: NodeJS
 /** Where attempt logs go: beside a SQLite store; under the working directory for a shared server. */
 export function logRoot(db: string, cwd: string): string {
   return isPostgresUrl(db) ? join(cwd, '.splitdance', 'logs') : join(dirname(db), 'logs');
-}
-
-/** A store's name for anything printed or stored: a URL's password masked (see `redactUrl`). */
-export function describeStore(db: string): string {
-  return redactUrl(db);
 }
 
 /**
