@@ -1,5 +1,5 @@
 import { StoreError, UsageError } from '../../errors.js';
-import type { PgTarget } from './pg-url.js';
+import type { PgTarget } from './pg-target.js';
 import { busyTimeoutMs } from '../shared/busy-timeout.js';
 import { TEST_HOOKS } from '../../test-hooks.js';
 

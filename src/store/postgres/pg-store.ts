@@ -33,7 +33,7 @@ import { PgDb } from './pg-db.js';
 import { enqueue } from './pg-enqueue.js';
 import { atOnce, claim, releaseStale, settle, settleAndClaimAtOnce } from './pg-lease.js';
 import { selectTasks, taskIdRange } from './pg-list.js';
-import { parsePgUrl } from './pg-url.js';
+import { parsePgUrl } from './pg-target.js';
 import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../shared/db-rows.js';
 import { checkBounds, foldAttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
 import { eachTaskPage } from '../shared/task-pages.js';
