@@ -14,7 +14,7 @@ const { settingsOf } = await import(`${dist}/job/job-definition.js`);
 const { rulesOf } = await import(`${dist}/coordinator/retry-rules.js`);
 const { DeclaredOutputs } = await import(`${dist}/coordinator/declared-outputs.js`);
 
-const store = await openStore(db, { create: false });
+const store = await openStore(db, 'write');
 // Client-side wall time of each claim (alone, or with the settlements it carries): the round
 // trip as the coordinator waits for it, its own event-loop delays included.
 const claims = [];

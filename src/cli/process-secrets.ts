@@ -1,4 +1,5 @@
-import { redactUrl } from '../store/postgres/pg-url.js';
+// Not open-store.js: every command, --version too, loads this at start, and that loads the SQLite driver.
+import { describeStore } from '../store/describe-store.js';
 
 /**
  * Keeps a store password out of what other processes can read, where a process can (see
@@ -13,12 +14,12 @@ export function hideStoreSecrets(argv: string[]): NodeJS.ProcessEnv {
   if (shown.some((a, i) => a !== argv[i])) process.title = [process.argv0, ...shown.slice(1)].join(' ');
   const env = { ...process.env };
   const db = process.env.SPLITDANCE_DB;
-  if (db !== undefined && redactUrl(db.trim()) !== db.trim()) delete process.env.SPLITDANCE_DB;
+  if (db !== undefined && describeStore(db.trim()) !== db.trim()) delete process.env.SPLITDANCE_DB;
   return env;
 }
 
 function redactArg(arg: string): string {
   const eq = arg.indexOf('=');
-  if (arg.startsWith('--') && eq > 0) return `${arg.slice(0, eq + 1)}${redactUrl(arg.slice(eq + 1))}`;
-  return redactUrl(arg);
+  if (arg.startsWith('--') && eq > 0) return `${arg.slice(0, eq + 1)}${describeStore(arg.slice(eq + 1))}`;
+  return describeStore(arg);
 }

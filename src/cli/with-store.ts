@@ -1,4 +1,4 @@
-import { openForReading, openStore, resolveDbPath, trustedOwners } from '../store/open-store.js';
+import { openStore, resolveDbPath, trustedOwners } from '../store/open-store.js';
 import type { BatchRecord, CommandStore } from '../store/task-store.js';
 import { printable } from './format.js';
 import type { Io } from './io.js';
@@ -26,7 +26,7 @@ export async function withBatch<T>(
   { readonly = false }: { readonly?: boolean } = {},
 ): Promise<T> {
   const db = resolveDbPath(flags.db, io.cwd, io.env);
-  const store = readonly ? await openForReading(db) : await openStore(db, { create: false, trust: trustedOwners(flags.trustStoreOwner) });
+  const store = readonly ? await openStore(db, 'read') : await openStore(db, 'write', { trust: trustedOwners(flags.trustStoreOwner) });
   try {
     const dbGiven = givenDb(flags.db, io);
     const batch = await resolveBatch(store, flags.batch, dbGiven);

@@ -1,7 +1,6 @@
 import { expandBatchName } from '../job/batch-name.js';
 import { printable } from '../printable.js';
-import { isOldSchema, openExistingStore, type TrustedOwners } from '../store/open-store.js';
-import { redactUrl } from '../store/postgres/pg-url.js';
+import { describeStore, isOldSchema, openStore, type TrustedOwners } from '../store/open-store.js';
 import { PollBackoff } from './poll-backoff.js';
 import { pause } from './signals.js';
 
@@ -25,10 +24,10 @@ export async function awaitBatch(
   let said = false;
   for (;;) {
     // `readonly`: a command that only looks (watch), which may read another user's store.
-    const store = await openExistingStore(db, readonly ? { readonly, inspect: true } : { trust }).catch((err: unknown) => {
+    const store = await openStore(db, 'existing', readonly ? { readonly, inspect: true } : { trust }).catch((err: unknown) => {
       // A store the `run` it waits for is creating right now is at schema 0 until its first
-      // transaction commits: opened for writing, the open waits for that (as openForReading does).
-      if (readonly && isOldSchema(err)) return openExistingStore(db);
+      // transaction commits: opened for writing, the open waits for that (as a `read` open does).
+      if (readonly && isOldSchema(err)) return openStore(db, 'existing');
       throw err;
     });
     try {
@@ -36,7 +35,7 @@ export async function awaitBatch(
     } finally {
       await store?.close();
     }
-    if (!said) say(`waiting for batch "${printable(expanded)}" to appear in ${printable(redactUrl(db))} (polling ${poll.describe()}; Ctrl-C stops)`);
+    if (!said) say(`waiting for batch "${printable(expanded)}" to appear in ${printable(describeStore(db))} (polling ${poll.describe()}; Ctrl-C stops)`);
     said = true;
     if (await pause(poll.next(), signal)) return false;
   }

@@ -6,7 +6,7 @@ import { describeHandler, settingsOf, storedDefinition } from '../job/job-defini
 import type { Invocation } from '../job/run-options.js';
 import { handlersOf } from '../job/stages.js';
 import { printable } from '../printable.js';
-import { describeStore, isPostgresUrl, openExistingStore, openStore } from '../store/open-store.js';
+import { describeStore, isPostgresUrl, openStore } from '../store/open-store.js';
 import type { BatchRecord, QueryStore, TaskStore } from '../store/task-store.js';
 import { awaitBatch } from './await-batch.js';
 import { PollBackoff } from './poll-backoff.js';
@@ -65,7 +65,7 @@ export async function serveBatches(s: Serving): Promise<number> {
   try {
     for (;;) {
       // --follow keeps polling for new batches, so also for a store that does not exist yet.
-      store ??= s.follow ? await ridingOut(() => openExistingStore(dbPath, { trust }), note) : await ridingOut(() => openStore(dbPath, { create: false, trust }), note);
+      store ??= s.follow ? await ridingOut(() => openStore(dbPath, 'existing', { trust }), note) : await ridingOut(() => openStore(dbPath, 'write', { trust }), note);
       if (!store) {
         if (!saidWaiting) s.say(`waiting for the store ${printable(describeStore(dbPath))} to be created (polling ${poll.describe()}; Ctrl-C stops)`);
         saidWaiting = true;

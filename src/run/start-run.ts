@@ -84,7 +84,7 @@ export async function startRun(what: PlannedStart | StoredStart, place: RunPlace
       const split = plan.split((path, reason) => skipped.push({ path, reason }));
       // An empty new source is exit 2 before the store exists.
       const specs = plan.existing ? split : nonEmpty(split, plan.source, plan.kind);
-      store = await openStore(place.dbPath, { create: true, trust: place.trust });
+      store = await openStore(place.dbPath, 'create', { trust: place.trust });
       await what.beforeWrite?.(store);
       const enqueued = await enqueuePlan(store, plan, specs, skipped);
       plan.doneReading();

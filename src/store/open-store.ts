@@ -1,30 +1,31 @@
 /**
  * Where a store is, and the one way to open it for each purpose:
  *
- * - create: `openStore(db, { create: true })` — `run`, which makes the store if it is missing.
- * - write: `openStore(db, { create: false })` — the commands that change an existing store.
- * - read: `openForReading(db)` — the commands that only look (status, tasks, batches, …).
+ * - create: `openStore(db, 'create')` — `run`, which makes the store if it is missing.
+ * - write: `openStore(db, 'write')` — the commands that change an existing store.
+ * - existing: `openStore(db, 'existing')` — a store that may not exist yet: null instead of an
+ *   error (`run --dry-run`, `worker --follow`, a worker waiting for its batch).
+ * - read: `openStore(db, 'read')` — the commands that only look (status, tasks, batches, …).
  * - peek: `peekBatch(db, name)` — a batch's stored definition, read without a single write.
  *
- * Only `openForReading` (and `inspect`) may open another user's SQLite store: every other open
- * leads to running what the store holds, and refuses a store that is not the user's own or
- * that others may write, unless its owner is in `trust` (--trust-store-owner; store-owner.ts).
+ * Only `read` (and `inspect`) may open another user's SQLite store: every other open leads to
+ * running what the store holds, and refuses a store that is not the user's own or that others
+ * may write, unless its owner is in `trust` (--trust-store-owner; store-owner.ts).
  *
- * `openExistingStore` is the create-less open for a store that may not exist yet: null
- * instead of an error (`run --dry-run`, `worker --follow`, a worker waiting for its batch).
  * Every writing open upgrades an older schema; a read-only open refuses it (`isOldSchema`).
  */
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { StoreError, UsageError } from '../errors.js';
 // pg-url.ts needs no driver: recognising and redacting a URL never loads node-postgres.
-import { isPostgresUrl, looksLikeUrl, redactUrl } from './postgres/pg-url.js';
+import { isPostgresUrl, looksLikeUrl } from './postgres/pg-url.js';
+import { describeStore } from './describe-store.js';
 import type { PeekedBatch } from './records.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 import type { TaskStore } from './task-store.js';
 import { trustedOwners, type TrustedOwners } from './sqlite/store-owner.js';
 
-export { isPostgresUrl, trustedOwners, type TrustedOwners };
+export { describeStore, isPostgresUrl, trustedOwners, type TrustedOwners };
 
 /** How an open treats a store's owner: `trust` names owners used as one's own; `inspect` only looks, so any owner's store may be read. */
 export interface OwnerOptions {
@@ -46,7 +47,7 @@ export function resolveDbPath(flag: string | undefined, cwd: string, env: NodeJS
   const given = flag ?? fromEnv ?? DEFAULT_DB;
   if (isPostgresUrl(given)) return given;
   if (looksLikeUrl(given)) {
-    throw new UsageError(`--db ${redactUrl(given)} is not a store splitdance knows; give a file path or a postgres:// URL`);
+    throw new UsageError(`--db ${describeStore(given)} is not a store splitdance knows; give a file path or a postgres:// URL`);
   }
   return isAbsolute(given) ? given : resolve(cwd, given);
 }
@@ -54,11 +55,6 @@ export function resolveDbPath(flag: string | undefined, cwd: string, env: NodeJS
 /** Where attempt logs go: beside a SQLite store; under the working directory for a shared server. */
 export function logRoot(db: string, cwd: string): string {
   return isPostgresUrl(db) ? join(cwd, '.splitdance', 'logs') : join(dirname(db), 'logs');
-}
-
-/** A store's name for anything printed or stored: a URL's password masked (see `redactUrl`). */
-export function describeStore(db: string): string {
-  return redactUrl(db);
 }
 
 /**
@@ -69,18 +65,44 @@ export function isOldSchema(err: unknown): boolean {
   return err instanceof StoreError && err.code === 'OLD_SCHEMA';
 }
 
-/** Opens the store for writing (create, write); an older schema is upgraded by this open. */
-export async function openStore(db: string, { create, trust }: { create: boolean; trust?: TrustedOwners }): Promise<TaskStore> {
-  return open(db, { create, trust });
-}
+/**
+ * What an open is for: `create` makes the store if it is missing; `write` opens an existing
+ * one for changing; `existing` opens one that may not exist yet (null when there is none);
+ * `read` only looks. Every writing open upgrades an older schema.
+ */
+export type OpenMode = 'create' | 'write' | 'existing' | 'read';
+
+/** `existing`: `readonly` (SQLite) opens without a single write (no WAL switch, no migration, no checkpoint). */
+export type ExistingOptions = { readonly?: boolean } & OwnerOptions;
 
 /**
- * Opens the store if it exists (a SQLite file, or a PostgreSQL schema that holds one);
- * null when there is none yet, so `run` can load the handler before creating anything.
- * `readonly` (SQLite) opens without a single write (no WAL switch, no migration, no
- * checkpoint): for --dry-run, which refuses an older schema rather than upgrade it.
+ * Opens the store at `db` for `mode` (see OpenMode):
+ *
+ * - `create`, `write`: for writing; an older schema is upgraded by this open.
+ * - `existing`: the store if it exists (a SQLite file, or a PostgreSQL schema that holds one);
+ *   null when there is none yet, so `run` can load the handler before creating anything.
+ *   With `readonly` it refuses an older schema rather than upgrade it (--dry-run).
+ * - `read`: for reading only, so a command that only looks works on a store it cannot write
+ *   (a read-only mount, a backup, another user's store). A store with an older schema is
+ *   opened for writing once instead, so the upgrade that any command would do still happens
+ *   where it can.
  */
-export async function openExistingStore(db: string, options: { readonly?: boolean } & OwnerOptions = {}): Promise<TaskStore | null> {
+export async function openStore(db: string, mode: 'create' | 'write', options?: { trust?: TrustedOwners }): Promise<TaskStore>;
+export async function openStore(db: string, mode: 'existing', options?: ExistingOptions): Promise<TaskStore | null>;
+export async function openStore(db: string, mode: 'read'): Promise<TaskStore>;
+export async function openStore(db: string, mode: OpenMode, options: ExistingOptions = {}): Promise<TaskStore | null> {
+  switch (mode) {
+    case 'create':
+    case 'write':
+      return open(db, { create: mode === 'create', trust: options.trust });
+    case 'existing':
+      return openExisting(db, options);
+    case 'read':
+      return openForReading(db);
+  }
+}
+
+async function openExisting(db: string, options: ExistingOptions): Promise<TaskStore | null> {
   if (!isPostgresUrl(db) && !existsSync(db)) return null;
   try {
     return await open(db, { create: false, ...options });
@@ -90,13 +112,7 @@ export async function openExistingStore(db: string, options: { readonly?: boolea
   }
 }
 
-/**
- * Opens a store for reading only, so a command that only looks works on a store it cannot
- * write (a read-only mount, a backup, another user's store). A store with an older schema is
- * opened for writing once instead, so the upgrade that any command would do still happens
- * where it can.
- */
-export async function openForReading(db: string): Promise<TaskStore> {
+async function openForReading(db: string): Promise<TaskStore> {
   try {
     return await open(db, { create: false, readonly: true, inspect: true });
   } catch (err) {
@@ -121,12 +137,12 @@ export async function peekBatch(db: string, name: string, trust: TrustedOwners =
 async function peekPostgres(db: string, name: string): Promise<PeekedBatch | undefined> {
   let store;
   try {
-    store = await openExistingStore(db, { readonly: true });
+    store = await openStore(db, 'existing', { readonly: true });
   } catch (err) {
     // An older schema cannot be read read-only; PostgreSQL's upgrade is one transaction
     // under an advisory lock, and is then done by this open (a documented exception).
     if (!isOldSchema(err)) throw err;
-    store = await openExistingStore(db);
+    store = await openStore(db, 'existing');
   }
   if (!store) return undefined;
   try {

@@ -1,62 +1,15 @@
 /** The records the store's verbs take and return: rows, specs, claims, settlements, counts. */
-// A leaf (budget.ts imports nothing either), so the verb interfaces, both stores and every
-// caller share these types without an import circle. All times are milliseconds since the epoch.
+// Leaves (budget.ts, task-status.ts, task-spec.ts import nothing; read-records.ts only those),
+// so the verb interfaces, both stores and every caller share these types without an import
+// circle. This file holds the batch and the lease (claims, settlements, recovery) and re-exports
+// the rest: callers import records from here. All times are milliseconds since the epoch.
+import type { Outcome } from './task-status.js';
+import type { TaskPayload } from './task-spec.js';
+
 export type { Budget } from './budget.js';
-
-export const TASK_STATUSES = ['PENDING', 'RUNNING', 'SUCCESS', 'FAILED', 'CANCELLED'] as const;
-export type TaskStatus = (typeof TASK_STATUSES)[number];
-
-export const OUTCOMES = ['SUCCESS', 'FAILED', 'TIMEOUT', 'CRASHED', 'LOST', 'INTERRUPTED'] as const;
-export type Outcome = (typeof OUTCOMES)[number];
-
-/** The stored JSON a task carries; `version` lets later releases change its shape. */
-export interface TaskPayload {
-  version: 1;
-  /** Absolute path of the file this task reads. */
-  path: string;
-  /** Path relative to the source root (the file itself for a file source). */
-  rel: string;
-  start?: number;
-  end?: number;
-  /** An item of a list (items source): its text, as the line holds it without its line end. */
-  item?: string;
-  /** A JSON Lines item: the parsed record (an integer beyond 2^53 is its text, a string; `item` holds the line exactly). */
-  record?: unknown;
-  /** An item that is not valid UTF-8: its exact bytes, base64 (`item` then holds a lossy text). */
-  bytes?: string;
-  /**
-   * An item given as `:::` / `::::` groups: its values, exactly, one per group (`{1}`, `{2}`…);
-   * `item` is them joined by a space (`{}`).
-   */
-  args?: string[];
-  /**
-   * A block of stdin (`run - --pipe`): its bytes, stored with the task so nothing needs stdin
-   * again; its text when it is valid UTF-8, else base64 with `base64` set. `start` and `end`
-   * are its byte offsets in the stream; `path` and `rel` are `-`.
-   */
-  block?: string;
-  base64?: true;
-  /** `--colsep` of the list: the regex that splits `item` into `{1}`, `{2}`… (absent: whitespace). */
-  colsep?: string;
-  /**
-   * Re-queued by `--rerun-changed` for a record edited in the list: it runs even where its
-   * declared output is in place, since an item's output does not say which record made it.
-   */
-  rerun?: true;
-}
-
-/** What the splitter produces for one task. */
-export interface TaskSpec {
-  key: string;
-  payload: TaskPayload;
-  /** `size:mtimeMs` of the file (for chunks, of the whole file they come from). */
-  fingerprint: string | null;
-  /** With stages: the stage, the split item's key, the stages it needs, its budget. */
-  stage?: string;
-  item?: string;
-  needs?: string[];
-  maxAttempts?: number;
-}
+export { TASK_STATUSES, OUTCOMES, type TaskStatus, type Outcome } from './task-status.js';
+export type * from './task-spec.js';
+export type * from './read-records.js';
 
 export interface BatchRecord {
   id: number;
@@ -78,28 +31,6 @@ export interface BatchRecord {
 export interface PeekedBatch {
   job: unknown;
   source: string;
-}
-
-export interface NewBatch {
-  name: string;
-  source: string;
-  job: Record<string, unknown>;
-  maxAttempts: number;
-}
-
-export interface EnqueueOptions {
-  /** Re-queue succeeded tasks whose file changed (`--rerun-changed`). */
-  rerunChanged?: boolean;
-  /** Count the specs whose key came more than once (a list's repeated items): `repeated`. */
-  countRepeated?: boolean;
-  /**
-   * The tasks run what their payloads hold, not the source as it is now (a list's items): a
-   * fingerprint stands for the payload, so a task whose fingerprint the source no longer gives
-   * keeps its payload, whatever its status, and counts as `changed`; with `rerunChanged`, every
-   * such task not RUNNING takes the new payload and goes back to PENDING with a fresh budget.
-   * Of specs repeating a key, the first is the one that counts, as for the insert.
-   */
-  itemPayloads?: boolean;
 }
 
 export interface EnqueueResult {
@@ -207,97 +138,6 @@ export interface BatchMoves {
   lastFinishedAt: number | null;
 }
 
-/**
- * Disjoint counts that add up to `total`. `running` and `queued` are both RUNNING tasks
- * (claimed, their attempt counted): `queued` ones wait behind another attempt on their slot.
- */
-export interface Counts {
-  total: number;
-  pending: number;
-  retrying: number;
-  running: number;
-  queued: number;
-  succeeded: number;
-  failed: number;
-  cancelled: number;
-}
-
-export interface TaskRow {
-  id: number;
-  key: string;
-  stage: string;
-  /** `{#}`: its sequence number in its batch. */
-  seq: number;
-  status: TaskStatus;
-  attempts: number;
-  maxAttempts: number;
-  nextRunAt: number;
-  leaseOwner: string | null;
-  leaseExpiresAt: number | null;
-  workerId: string | null;
-  createdAt: number;
-  startedAt: number | null;
-  finishedAt: number | null;
-  lastError: string | null;
-  result: string | null;
-  payload: TaskPayload;
-  fingerprint: string | null;
-  /** The split item of a stage task (null without stages) and the stages it needs. */
-  item: string | null;
-  needs: string[];
-  /** SUCCESS without running: its declared output was up to date. */
-  upToDate: boolean;
-}
-
-export interface AttemptRow {
-  id: number;
-  attempt: number;
-  workerId: string;
-  host: string;
-  pid: number | null;
-  startedAt: number;
-  endedAt: number | null;
-  outcome: Outcome | null;
-  exitCode: number | null;
-  signal: string | null;
-  error: string | null;
-  durationMs: number | null;
-  outputTail: string | null;
-  logPath: string | null;
-  /** The batch's job version the attempt was claimed under (its handler); null before versions were recorded. */
-  jobVersion: number | null;
-}
-
-export interface TaskFilter {
-  batchId: number;
-  status?: TaskStatus;
-  /** Matches when the key matches this predicate (globs are compiled by the caller). */
-  keyMatches?: (key: string) => boolean;
-  errorContains?: string;
-  /** Only tasks attempted at least once (with status PENDING: "retrying"). */
-  attemptedOnly?: boolean;
-  /** Matches on the last error (e.g. its normalised signature). */
-  errorMatches?: (error: string | null) => boolean;
-  /** `slowest`: finished tasks, longest last attempt first. Default: creation order. */
-  order?: 'created' | 'slowest';
-  limit?: number;
-}
-
-/** An attempt with its task's key, for reports. */
-export interface BatchAttempt extends AttemptRow {
-  key: string;
-  /** The coordinator (a `run` or a `worker`) that made the attempt: its lease owner. */
-  owner: string;
-}
-
-export interface PruneResult {
-  batches: string[];
-  tasks: number;
-  attempts: number;
-  /** Log files of the removed attempts, for the caller to delete. */
-  logPaths: string[];
-}
-
 /** A RUNNING task recovery is taking back: its lost attempt, and what renders that attempt's declared output. */
 export interface LostAttempt {
   key: string;
@@ -332,39 +172,4 @@ export interface PendingOutput {
   temp: string;
   /** The output path (the stored result's `out`), or null when the result names none. */
   out: string | null;
-}
-
-/** What `cancel` did: PENDING tasks ended, RUNNING ones asked to stop, dependents ended with them. */
-export interface CancelResult {
-  cancelled: number;
-  stopping: number;
-  dependents: number;
-}
-
-export interface StageCounts extends Counts {
-  stage: string;
-}
-
-export interface ErrorCount {
-  error: string;
-  count: number;
-  /** One task key with this error. */
-  example: string;
-}
-
-/**
- * What the ended attempts of a batch add up to, for `metrics`: counts per outcome and a
- * duration histogram. Both stores compute it in SQL (one pass over the batch's attempts)
- * and fold the grouped rows the same way (attempt-stats.ts).
- */
-export interface AttemptStats {
-  /** Ended attempts per outcome; every outcome is present (0 when none). Running ones are not counted. */
-  outcomes: Record<Outcome, number>;
-  /** The bounds asked for (ms). */
-  boundsMs: number[];
-  /** Cumulative: `buckets[i]` ended attempts with a recorded duration ≤ `boundsMs[i]`. */
-  buckets: number[];
-  /** Ended attempts with a recorded duration (a LOST attempt has none until a late report), and their sum. */
-  count: number;
-  sumMs: number;
 }

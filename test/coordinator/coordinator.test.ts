@@ -110,7 +110,7 @@ describe('the coordinator tick, in-process (fake slots, a real SQLite store)', (
 
   beforeEach(async () => {
     dir = tempDir('sd-tick-');
-    store = await openStore(join(dir, 'store.db'), { create: true });
+    store = await openStore(join(dir, 'store.db'), 'create');
   });
   afterEach(async () => {
     await store.close();

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Outage, isUnavailable } from '../../src/coordinator/outage.js';
 import { StoreError } from '../../src/errors.js';
 import { CONNECT_TIMEOUT_MS, pgStoreError } from '../../src/store/postgres/pg-errors.js';
-import { parsePgUrl } from '../../src/store/postgres/pg-url.js';
+import { parsePgUrl } from '../../src/store/postgres/pg-target.js';
 
 const t = parsePgUrl('postgres://u:pw@h:1/db');
 const pgErr = (message: string, code?: string) => pgStoreError(Object.assign(new Error(message), code ? { code } : {}), t);

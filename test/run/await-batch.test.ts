@@ -10,7 +10,7 @@ import { tempDir } from '../helpers/cli.js';
 // once, the wait is said once.
 
 async function createBatch(db: string, name: string): Promise<void> {
-  const store = await openStore(db, { create: true });
+  const store = await openStore(db, 'create');
   try {
     const job = definitionOf(join(db, '..'), { ...DEFAULT_SETTINGS, handler: { kind: 'exec', template: 'true' } });
     await store.enqueue({ name, source: '.', job, maxAttempts: 1 }, [{ key: 'k', payload: { version: 1, path: 'k', rel: 'k' }, fingerprint: 'k:1' }]);

@@ -15,7 +15,7 @@ let dir: string;
 let store: TaskStore;
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sd-status-'));
-  store = await openStore(join(dir, 'store.db'), { create: true });
+  store = await openStore(join(dir, 'store.db'), 'create');
 });
 afterEach(async () => {
   await store.close();

@@ -14,7 +14,7 @@ if (PG_URL) backends.push(['PostgreSQL', () => freshDb().db]);
 
 describe.each(backends)('releaseLostClaims (%s)', (_, location) => {
   it('gives back, uncharged, only the RUNNING tasks of this owner that the run does not know', async () => {
-    const store = await openStore(location(), { create: true });
+    const store = await openStore(location(), 'create');
     try {
       const { batch } = await store.enqueue(newBatch(), keys(4).map(spec));
       const now = Date.now();

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { describeStore, resolveDbPath } from '../../src/store/open-store.js';
 import { pgStoreError } from '../../src/store/postgres/pg-errors.js';
-import { isPostgresUrl, parsePgUrl, redactUrl } from '../../src/store/postgres/pg-url.js';
+import { parsePgUrl } from '../../src/store/postgres/pg-target.js';
+import { isPostgresUrl, redactUrl } from '../../src/store/postgres/pg-url.js';
 
 /** The one redaction of a store's name (SPEC §9), on the forms a URL can hold a password in. */
 describe('redactUrl', () => {
@@ -46,6 +47,34 @@ describe('isPostgresUrl', () => {
 
   it('refuses another scheme instead of making a file named after it, without its password', () => {
     expect(() => resolveDbPath('mysql://u:s3cret@h/db', '/work', {})).toThrow(/mysql:\/\/u:\*\*\*@h\/db is not a store/);
+  });
+});
+
+/** Where the server is, the database and the user, as the driver's own parser reads the URL. */
+describe('parsePgUrl', () => {
+  const cases: [string, { server: string; database: string; user: string; connectionString: string }][] = [
+    ['postgres://u:pw@h:5433/db?schema=s', { server: 'h:5433', database: 'db', user: 'u', connectionString: 'postgres://u:pw@h:5433/db' }],
+    ['postgresql://u:pw@/db?host=/run/postgresql', { server: 'socket /run/postgresql', database: 'db', user: 'u', connectionString: 'postgresql://u:pw@/db?host=/run/postgresql' }],
+    ['postgres://u:pw@%2Frun%2Fpg/db', { server: 'socket /run/pg', database: 'db', user: 'u', connectionString: 'postgres://u:pw@%2Frun%2Fpg/db' }],
+    ['postgres://u@[::1]:5433/db', { server: '[::1]:5433', database: 'db', user: 'u', connectionString: 'postgres://u@[::1]:5433/db' }],
+    ['postgres://u:pw@h/db?port=6000', { server: 'h:6000', database: 'db', user: 'u', connectionString: 'postgres://u:pw@h/db?port=6000' }],
+    ['postgres://u:pw@h', { server: 'h:5432', database: 'u', user: 'u', connectionString: 'postgres://u:pw@h' }],
+    ['postgres://u@h/db?user=other', { server: 'h:5432', database: 'db', user: 'other', connectionString: 'postgres://u@h/db?user=other' }],
+    // TLS parameters pass to the driver untouched; parsing here reads no certificate file.
+    ['postgres://u:pw@h/db?sslmode=require&sslcert=/nonexistent/cert.pem', { server: 'h:5432', database: 'db', user: 'u', connectionString: 'postgres://u:pw@h/db?sslmode=require&sslcert=/nonexistent/cert.pem' }],
+  ];
+  for (const [given, want] of cases) {
+    it(`reads ${given}`, () => {
+      const t = parsePgUrl(given);
+      expect({ server: t.server, database: t.database, user: t.user, connectionString: t.connectionString }).toEqual(want);
+    });
+  }
+
+  it('refuses what does not parse, without its password', () => {
+    for (const bad of ['postgres://u:s3cret@[::1', 'postgres://u:s3cret@host:notaport/db', 'postgres://u:s3cret@h st/db']) {
+      expect(() => parsePgUrl(bad), bad).toThrow(/is not a valid PostgreSQL URL/);
+      expect(() => parsePgUrl(bad), bad).not.toThrow(/s3cret/);
+    }
   });
 });
 

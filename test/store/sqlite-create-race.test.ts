@@ -12,7 +12,7 @@ const OPENER = `
 const [dist, path, at] = process.argv.slice(1);
 const { openStore } = await import(dist + '/store/open-store.js');
 while (Date.now() < Number(at)) {}
-try { const s = await openStore(path, { create: true }); console.log(s.identity.length === 32 ? 'ok' : 'no identity'); await s.close(); }
+try { const s = await openStore(path, 'create'); console.log(s.identity.length === 32 ? 'ok' : 'no identity'); await s.close(); }
 catch (e) { console.log('ERR ' + e.message); }`;
 
 function openAt(path: string, at: number): Promise<string> {

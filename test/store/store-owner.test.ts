@@ -3,7 +3,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync,
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StoreError, UsageError } from '../../src/errors.js';
-import { openExistingStore, openForReading, openStore, peekBatch, trustedOwners } from '../../src/store/open-store.js';
+import { openStore, peekBatch, trustedOwners } from '../../src/store/open-store.js';
 import type { TaskStore } from '../../src/store/task-store.js';
 import { tempDir } from '../helpers/cli.js';
 import { missing } from '../helpers/services.js';
@@ -34,7 +34,7 @@ function freshDir(): string {
 /** A store with one batch in `dir/.splitdance`, closed (its WAL folded into the file, no -wal or -shm left). */
 async function storeIn(dir: string): Promise<string> {
   const path = join(dir, '.splitdance', 'splitdance.db');
-  const s = await openStore(path, { create: true });
+  const s = await openStore(path, 'create');
   await s.enqueue(newBatch('b'), keys(3).map(spec));
   await s.close();
   expect(readdirSync(join(dir, '.splitdance')).filter((f) => f.startsWith('splitdance.db-'))).toEqual([]);
@@ -53,9 +53,9 @@ async function expectRefusedEverywhere(path: string, message: RegExp, trust: num
   const before = readFileSync(path);
   const listing = readdirSync(join(path, '..')).sort();
   const opens: [string, () => Promise<unknown>][] = [
-    ['create', () => openStore(path, { create: true, trust })],
-    ['write', () => openStore(path, { create: false, trust })],
-    ['existing, read-only (run --dry-run)', () => openExistingStore(path, { readonly: true, trust })],
+    ['create', () => openStore(path, 'create', { trust })],
+    ['write', () => openStore(path, 'write', { trust })],
+    ['existing, read-only (run --dry-run)', () => openStore(path, 'existing', { readonly: true, trust })],
     ['peek (run)', () => peekBatch(path, 'b', trust)],
   ];
   for (const [what, open] of opens) {
@@ -79,7 +79,7 @@ describe.skipIf(missing('root', 'the store-owner tests (they give files to nobod
     giveToNobody(path);
     await expectRefusedEverywhere(path, /belongs to nobody \(uid 65534\), not to you \(root\).*--trust-store-owner nobody/);
     expect(companionsOf(path)).toEqual([]);
-    const s = await openStore(path, { create: false, trust: trustedOwners(['nobody']) });
+    const s = await openStore(path, 'write', { trust: trustedOwners(['nobody']) });
     opened.push(s);
     expect((await s.listBatches()).map((b) => b.name)).toEqual(['b']);
   });
@@ -139,7 +139,7 @@ describe.skipIf(missing('root', 'the store-owner tests (they give files to nobod
     expect(statSync(path).size).toBe(0);
     expect(statSync(path).uid).toBe(NOBODY);
     // A store of the user's own in that folder is fine: others cannot replace a file they do not own.
-    const own = await openStore(join(shared, 'own.db'), { create: true });
+    const own = await openStore(join(shared, 'own.db'), 'create');
     opened.push(own);
   });
 
@@ -147,7 +147,7 @@ describe.skipIf(missing('root', 'the store-owner tests (they give files to nobod
     const path = await storeIn(freshDir());
     chmodSync(path, 0o644);
     chmodSync(join(path, '..'), 0o755);
-    const s = await openStore(path, { create: false });
+    const s = await openStore(path, 'write');
     opened.push(s);
     expect(statSync(path).mode & 0o777).toBe(0o600);
     expect(statSync(join(path, '..')).mode & 0o777).toBe(0o700);
@@ -157,7 +157,7 @@ describe.skipIf(missing('root', 'the store-owner tests (they give files to nobod
     const path = await storeIn(freshDir());
     giveToNobody(path);
     const before = readFileSync(path);
-    const s = await openForReading(path);
+    const s = await openStore(path, 'read');
     expect((await s.listBatches()).map((b) => b.name)).toEqual(['b']);
     await s.close();
     expect(companionsOf(path)).toEqual([]);
@@ -168,7 +168,7 @@ describe.skipIf(missing('root', 'the store-owner tests (they give files to nobod
     owner.prepare("UPDATE batches SET name = 'renamed'").run();
     giveToNobody(path);
     expect(statSync(`${path}-wal`).size).toBeGreaterThan(0);
-    const again = await openForReading(path);
+    const again = await openStore(path, 'read');
     expect((await again.listBatches()).map((b) => b.name)).toEqual(['renamed']);
     await again.close();
     owner.close();

@@ -1,10 +1,10 @@
-import { openForReading, resolveDbPath } from '../../store/open-store.js';
+import { openStore, resolveDbPath } from '../../store/open-store.js';
 import { cell, iso, table } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 
 /** `splitdance batches`: every batch with its counts (reads only, so a read-only store works). */
 export async function batchesCommand(flags: OutputFlags & { db?: string }, io: Io): Promise<number> {
-  const store = await openForReading(resolveDbPath(flags.db, io.cwd, io.env));
+  const store = await openStore(resolveDbPath(flags.db, io.cwd, io.env), 'read');
   try {
     const rows = [];
     for (const b of await store.listBatches()) {

@@ -1,5 +1,5 @@
 import { UsageError } from '../../errors.js';
-import { openForReading, resolveDbPath } from '../../store/open-store.js';
+import { openStore, resolveDbPath } from '../../store/open-store.js';
 import type { CommandModel } from '../help/command-model.js';
 import { bashCompletion, fishCompletion, zshCompletion } from '../help/completion.js';
 import type { Io } from '../io.js';
@@ -29,7 +29,7 @@ export async function completionCommand(
 ): Promise<number> {
   if (flags.batches || flags.keys !== undefined) {
     try {
-      const store = await openForReading(resolveDbPath(flags.db, io.cwd, io.env));
+      const store = await openStore(resolveDbPath(flags.db, io.cwd, io.env), 'read');
       try {
         if (flags.batches) {
           for (const b of await store.listBatches()) if (oneLine(b.name)) io.stdout.write(`${b.name}\n`);

@@ -1,6 +1,6 @@
 import { batchMetrics } from '../../status/batch-metrics.js';
 import { prometheusText } from '../../status/prometheus-text.js';
-import { openForReading, resolveDbPath } from '../../store/open-store.js';
+import { openStore, resolveDbPath } from '../../store/open-store.js';
 import type { Io } from '../io.js';
 import { resolveBatch } from '../resolve-batch.js';
 import { givenDb } from '../suggest.js';
@@ -15,7 +15,7 @@ export interface MetricsFlags {
  * a scrape wants), or for `--batch B` only. Reads only, so a read-only store works.
  */
 export async function metricsCommand(flags: MetricsFlags, io: Io): Promise<number> {
-  const store = await openForReading(resolveDbPath(flags.db, io.cwd, io.env));
+  const store = await openStore(resolveDbPath(flags.db, io.cwd, io.env), 'read');
   try {
     const batches = flags.batch === undefined ? await store.listBatches() : [await resolveBatch(store, flags.batch, givenDb(flags.db, io))];
     const facts = [];

@@ -1,7 +1,7 @@
 import { UsageError } from '../../errors.js';
 import { MAX_AGE, parseDuration } from '../../job/units.js';
 import { batchLogBytes, batchLogFolder, removeBatchLogs } from '../../store/log-layout.js';
-import { logRoot, openForReading, openStore, resolveDbPath, trustedOwners } from '../../store/open-store.js';
+import { logRoot, openStore, resolveDbPath, trustedOwners } from '../../store/open-store.js';
 import type { BatchRecord, TaskStore } from '../../store/task-store.js';
 import { printable, size } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
@@ -38,7 +38,7 @@ export async function pruneCommand(flags: PruneFlags, io: Io): Promise<number> {
   }
   const before = flags.batch !== undefined ? Number.MAX_SAFE_INTEGER : Date.now() - parseDuration(flags.olderThan ?? '30d', '--older-than', MAX_AGE);
   const dbPath = resolveDbPath(flags.db, io.cwd, io.env);
-  const store = flags.dryRun ? await openForReading(dbPath) : await openStore(dbPath, { create: false, trust: trustedOwners(flags.trustStoreOwner) });
+  const store = flags.dryRun ? await openStore(dbPath, 'read') : await openStore(dbPath, 'write', { trust: trustedOwners(flags.trustStoreOwner) });
   try {
     const root = logRoot(dbPath, io.cwd);
     const only = flags.batch === undefined ? undefined : await finishedBatch(store, flags, io);

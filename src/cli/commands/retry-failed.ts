@@ -53,7 +53,7 @@ export async function retryFailedCommand(flags: RetryFailedFlags, io: Io): Promi
   const trust = trustedOwners(trustStoreOwner);
   const input = inputFromFlags(runFlags, io.cwd); // every flag checked before a store is opened
   const dbPath = resolveDbPath(flags.db, io.cwd, io.env);
-  const store = await openStore(dbPath, { create: false, trust });
+  const store = await openStore(dbPath, 'write', { trust });
   let batch: BatchRecord;
   try {
     batch = await resolveBatch(store, flags.batch);

@@ -1,6 +1,6 @@
 import { planRun, type PlanOptions, type RunPlan } from '../../job/plan-run.js';
 import type { RawRunFlags } from '../../job/run-options.js';
-import { isOldSchema, openExistingStore, peekBatch, resolveDbPath, trustedOwners, type TrustedOwners } from '../../store/open-store.js';
+import { isOldSchema, openStore, peekBatch, resolveDbPath, trustedOwners, type TrustedOwners } from '../../store/open-store.js';
 import type { TaskStore } from '../../store/task-store.js';
 import { startAndDrive } from '../drive-run.js';
 import { printPlan } from '../dry-run.js';
@@ -21,7 +21,7 @@ export async function runCommand(sourceArg: string | undefined, cliFlags: RunFla
   // What a run reads from the store (even --dry-run's plan) is what it would run: the store must be one the user trusts.
   const trust = trustedOwners(cliFlags.trustStoreOwner);
   if (cliFlags.dryRun) {
-    const store = await openExistingStore(dbPath, { readonly: true, trust });
+    const store = await openStore(dbPath, 'existing', { readonly: true, trust });
     try {
       const plan = await planRun(sourceArg, cliFlags, io.cwd, async (name) => store?.findBatch(name), dbPath, options);
       return await printPlan(plan, store, io);
@@ -43,7 +43,7 @@ const DEFINITION = new Set(['handler', 'stages', 'output']);
 async function checkNotFinished(plan: RunPlan, dbPath: string, trust: TrustedOwners): Promise<void> {
   let store: TaskStore | null;
   try {
-    store = await openExistingStore(dbPath, { readonly: true, trust });
+    store = await openStore(dbPath, 'existing', { readonly: true, trust });
   } catch (err) {
     if (isOldSchema(err)) return; // upgraded by this run's open; nothing to compare yet
     throw err;

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { failpoint } from '../failpoint.js';
 import { CONNECT_TIMEOUT_MS, IDLE_IN_TRANSACTION_MS, LOCK_TIMEOUT_MS, LONG_QUERY_TIMEOUT_MS, QUERY_TIMEOUT_MS, isBroken, isRetryable, pgStoreError } from './pg-errors.js';
-import type { PgTarget } from './pg-url.js';
+import type { PgTarget } from './pg-target.js';
 
 /** A named statement: prepared once per pooled connection, on first use. */
 export interface Statement {

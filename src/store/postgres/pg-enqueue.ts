@@ -1,7 +1,7 @@
 import type { EnqueueOptions, EnqueueResult, NewBatch, TaskSpec } from '../records.js';
 import type { PgDb, Sql } from './pg-db.js';
 import { lockKey } from './pg-locks.js';
-import { toBatch, type BatchDbRow } from '../db-rows.js';
+import { toBatch, type BatchDbRow } from '../shared/db-rows.js';
 import { needsColumn } from '../shared/json-columns.js';
 import { stagingChunks } from '../shared/staging-chunks.js';
 import type { Statements } from './statements.js';

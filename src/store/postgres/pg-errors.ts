@@ -1,6 +1,6 @@
 import { StoreError, UsageError } from '../../errors.js';
-import type { PgTarget } from './pg-url.js';
-import { busyTimeoutMs } from '../busy-timeout.js';
+import type { PgTarget } from './pg-target.js';
+import { busyTimeoutMs } from '../shared/busy-timeout.js';
 import { TEST_HOOKS } from '../../test-hooks.js';
 
 /** Milliseconds a statement waits for another session's row or table lock before exit 4 (`lock_timeout`). */

@@ -1,8 +1,8 @@
 import type { ClaimRequest, ClaimedTask, LostAttempt, ReleasedTask, Settlement } from '../records.js';
 import type { Sql } from './pg-db.js';
-import { toClaimedTask, toLost, type TaskDbRow } from '../db-rows.js';
+import { toClaimedTask, toLost, type TaskDbRow } from '../shared/db-rows.js';
 import { cascade, inputsOf } from './pg-stages.js';
-import { lateReportNote } from '../late-report.js';
+import { lateReportNote } from '../shared/late-report.js';
 import { lostError } from '../shared/lost.js';
 import { inputsByStage } from '../shared/json-columns.js';
 import type { Statements } from './statements.js';

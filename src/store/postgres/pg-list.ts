@@ -1,6 +1,6 @@
 import type { TaskFilter, TaskRow } from '../records.js';
 import type { Sql } from './pg-db.js';
-import { toTaskRow, type TaskDbRow } from '../db-rows.js';
+import { toTaskRow, type TaskDbRow } from '../shared/db-rows.js';
 import type { Statements } from './statements.js';
 
 /** Rows per FETCH: memory stays bounded however many tasks the JS predicates reject. */

@@ -1,6 +1,6 @@
-import { cascadeCancel, cascadeRevive } from '../stage-graph.js';
+import { cascadeCancel, cascadeRevive } from '../shared/stage-graph.js';
 import type { Sql } from './pg-db.js';
-import { toSibling, type SiblingDbRow } from '../db-rows.js';
+import { toSibling, type SiblingDbRow } from '../shared/db-rows.js';
 import type { Statements } from './statements.js';
 import { inputsByStage } from '../shared/json-columns.js';
 

@@ -33,21 +33,13 @@ import { PgDb } from './pg-db.js';
 import { enqueue } from './pg-enqueue.js';
 import { atOnce, claim, releaseStale, settle, settleAndClaimAtOnce } from './pg-lease.js';
 import { selectTasks, taskIdRange } from './pg-list.js';
-import { lockKey } from './pg-locks.js';
-import { parsePgUrl } from './pg-url.js';
-import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../db-rows.js';
-import { cascade, revive } from './pg-stages.js';
-import { budgets } from '../budget.js';
+import { parsePgUrl } from './pg-target.js';
+import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../shared/db-rows.js';
 import { checkBounds, foldAttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
 import { eachTaskPage } from '../shared/task-pages.js';
-import { cancel } from './pg-cancel.js';
 import { pendingOutputOf, type PendingOutputRow } from '../shared/pending-outputs.js';
-import { pruneInChunks } from '../prune-in-chunks.js';
-import { pruneChunk } from './pg-prune.js';
+import * as admin from './pg-admin.js';
 import { prepareStatements, type Statements } from './statements.js';
-
-/** Ids per `resetFailed` statement, so a million failed tasks never make one giant array. */
-const RESET_CHUNK = 1000;
 
 /**
  * The PostgreSQL TaskStore: the SQLite store's tables and semantics in one schema of a
@@ -60,6 +52,8 @@ const RESET_CHUNK = 1000;
 export class PostgresStore implements TaskStore {
   private readonly st: Statements;
   private readonly clock = new ServerClock();
+  /** What the admin verbs (pg-admin.ts) run on. */
+  private readonly c: admin.PgConn;
 
   private constructor(
     readonly location: string,
@@ -67,6 +61,7 @@ export class PostgresStore implements TaskStore {
     readonly identity: string,
   ) {
     this.st = prepareStatements(db.target.schema);
+    this.c = { db, st: this.st, clock: this.clock };
   }
 
   /**
@@ -127,22 +122,11 @@ export class PostgresStore implements TaskStore {
   }
 
   async updateJob(batchId: number, job: Record<string, unknown>, budget: Budget): Promise<number> {
-    return this.db.transaction(async (sql) => {
-      const now = this.clock.now();
-      // Task rows first, the batch row last, the order settle locks them in.
-      for (const [stage, maxAttempts] of budgets(budget)) await sql.run(this.st.updateMaxAttempts, [batchId, maxAttempts, stage]);
-      const failed = await sql.rows<{ item_key: string | null }>(this.st.failExhausted, [batchId, now]);
-      await cascade(sql, this.st, batchId, failed.map((r) => r.item_key), now);
-      // The batch row last, as settle locks it, so the two cannot deadlock. FOR UPDATE waits for
-      // the claims that read the old version (they never wait on tasks: SKIP LOCKED).
-      await sql.run(this.st.lockBatchForJob, [batchId]);
-      const [row] = await sql.rows<{ job_version: number }>(this.st.updateJob, [batchId, JSON.stringify(job), now]);
-      return row?.job_version ?? 0;
-    });
+    return admin.updateJob(this.c, batchId, job, budget);
   }
 
   async setPaused(batchId: number, paused: boolean): Promise<void> {
-    await this.db.transaction((sql) => sql.run(this.st.setPaused, [batchId, paused, this.clock.now()]));
+    return admin.setPaused(this.c, batchId, paused);
   }
 
   async claim(req: ClaimRequest): Promise<ClaimedTask[]> {
@@ -268,9 +252,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async pruneFinished(before: number, onChunk?: (batch: string, logPaths: string[]) => void, only?: number): Promise<PruneResult> {
-    const cutoff = this.clock.toServer(before);
-    const batches = await this.db.read((sql) => sql.rows<BatchDbRow>(this.st.finishedBatches, [cutoff, only ?? null]));
-    return pruneInChunks(batches, (b, at) => this.db.transaction((sql) => pruneChunk(sql, this.st, { batch: b, lock: this.batchKey(b.name), cutoff }, at)), onChunk);
+    return admin.pruneFinished(this.c, before, onChunk, only);
   }
 
   async prunableBatches(before: number, only?: number): Promise<BatchRecord[]> {
@@ -283,27 +265,11 @@ export class PostgresStore implements TaskStore {
   }
 
   async retryFailed(filter: TaskFilter): Promise<number> {
-    return this.db.transaction(async (sql) => {
-      const [batch] = await sql.rows<{ name: string }>(this.st.batchName, [filter.batchId]);
-      if (!batch) return 0;
-      await sql.run(this.st.lockBatchWork, [this.batchKey(batch.name)]);
-      const ids = (await selectTasks(sql, this.st, { ...filter, status: 'FAILED' })).map((t) => t.id);
-      let n = 0;
-      const items: (string | null)[] = [];
-      for (let i = 0; i < ids.length; i += RESET_CHUNK) {
-        const reset = await sql.rows<{ item_key: string | null }>(this.st.resetFailed, [ids.slice(i, i + RESET_CHUNK)]);
-        n += reset.length;
-        items.push(...reset.map((r) => r.item_key));
-      }
-      // Their dependents wait for them again; a reset task whose own need is still dead is cancelled.
-      await revive(sql, this.st, filter.batchId, items);
-      await cascade(sql, this.st, filter.batchId, items, this.clock.now());
-      return n;
-    });
+    return admin.retryFailed(this.c, filter);
   }
 
   async cancel(filter: Pick<TaskFilter, 'batchId' | 'keyMatches'>): Promise<CancelResult> {
-    return this.db.transaction((sql) => cancel(sql, this.st, filter, this.clock.now()));
+    return admin.cancel(this.c, filter);
   }
 
   async stageCounts(batchId: number): Promise<StageCounts[]> {
@@ -324,10 +290,6 @@ export class PostgresStore implements TaskStore {
     await this.db.close();
   }
 
-  /** The advisory lock that serialises enqueue, retryFailed and prune of one batch. */
-  private batchKey(name: string): string {
-    return lockKey('batch', this.db.target.schema, name);
-  }
 
   private async count(st: Statements[keyof Statements], values: unknown[]): Promise<number> {
     const [row] = await this.db.read((sql) => sql.rows<{ n: number }>(st, values));

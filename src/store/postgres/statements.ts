@@ -1,16 +1,18 @@
 import { SERVER_NOW } from './pg-clock.js';
 import type { Statement } from './pg-db.js';
-import { lastFinishedOf, settleStatements } from './settle-statements.js';
+import { enqueueStatements } from './enqueue-statements.js';
+import { reportStatements } from './report-statements.js';
+import { settleStatements } from './settle-statements.js';
 import { claimCtes, needsMetIn, startsMarked, tickStatement } from './tick-statement.js';
 
-/** The first staged spec of each key: of a list's repeated items the first is the task (as for the insert). */
-const FIRST_STAGED = '(SELECT DISTINCT ON (stage, task_key) stage, task_key, payload, fingerprint FROM pg_temp.staging ORDER BY stage, task_key, ord)';
-
 /**
- * Every SQL statement of the PostgreSQL store, named like their SQLite twins and prepared
- * once per pooled connection. Each one's comment lists its positional parameters. Tables
- * are qualified with the store's schema (`s`, a validated plain identifier), so no
- * connection state such as search_path is needed.
+ * The PostgreSQL store's named statements, prepared once per pooled connection and named like
+ * their SQLite twins: the batch, lease and recovery statements here, the rest from one file per
+ * concern (enqueue-statements.ts, settle-statements.ts, tick-statement.ts, report-statements.ts)
+ * merged into one set. Each one's comment lists its positional parameters. Tables are
+ * qualified with the store's schema (`s`, a validated plain identifier), so no connection state
+ * such as search_path is needed. (A few statements are built where they run instead: the task
+ * list's cursor in pg-list.ts, the migrations in migrate.ts.)
  */
 function sql(s: string) {
   const needsMet = needsMetIn(s);
@@ -33,7 +35,6 @@ function sql(s: string) {
     lockBatchWork: 'SELECT pg_advisory_xact_lock($1::bigint)',
     /** $1 batchId $2 paused $3 now */
     setPaused: `UPDATE ${s}.batches SET paused = $2, updated_at = $3 WHERE id = $1`,
-    /** $1 batchId $2 job $3 now */
     /**
      * $1 batchId — updateJob's lock on the batch row: FOR UPDATE, the one row lock a claim's
      * FOR KEY SHARE (claimVersion) waits for, so no claim checks the old version while a new
@@ -73,72 +74,7 @@ function sql(s: string) {
     outputsPlaced: `
       UPDATE ${s}.tasks AS t SET output_temp = NULL
       FROM unnest($1::bigint[], $2::text[]) AS p(id, temp) WHERE t.id = p.id AND t.output_temp = p.temp`,
-    /** $1 batchId */
-    maxSeq: `SELECT coalesce(max(seq), 0) AS base FROM ${s}.tasks WHERE batch_id = $1`,
-    /** $1 batchId — the batch's highest task number, for a read (maxSeq's, named as count() reads it). */
-    lastSeq: `SELECT coalesce(max(seq), 0) AS n FROM ${s}.tasks WHERE batch_id = $1`,
-    /** $1 batchId $2 base $3 maxAttempts $4 now — copies pg_temp.staging; keys already in the batch are skipped. */
-    insertStaged: `
-      INSERT INTO ${s}.tasks (batch_id, task_key, stage, item_key, needs, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint)
-      SELECT $1, task_key, stage, item_key, needs, $2 + ord, payload, coalesce(max_attempts, $3), $4, fingerprint, fingerprint
-      FROM pg_temp.staging ORDER BY ord
-      ON CONFLICT (batch_id, stage, task_key) DO NOTHING`,
-    /**
-     * $1 batchId — records what the source shows now; unfinished tasks will run on it, so it
-     * becomes their fingerprint too. Touches only rows whose file changed.
-     */
-    observeStaged: `
-      UPDATE ${s}.tasks AS t
-      SET seen_fingerprint = st.fingerprint,
-          fingerprint = CASE WHEN t.status = 'SUCCESS' THEN t.fingerprint ELSE st.fingerprint END
-      FROM pg_temp.staging AS st
-      WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
-        AND t.seen_fingerprint IS DISTINCT FROM st.fingerprint`,
-    /**
-     * $1 batchId — itemPayloads (see EnqueueOptions): what the source gives each task now, from
-     * the first staged spec of its key; a row stored without a fingerprint (an older version)
-     * takes it when its line is the same (compared as the JSON text of `item`).
-     */
-    observeItems: `
-      UPDATE ${s}.tasks AS t
-      SET seen_fingerprint = st.fingerprint,
-          fingerprint = CASE WHEN t.fingerprint IS NULL AND (t.payload::json -> 'item')::text IS NOT DISTINCT FROM (st.payload::json -> 'item')::text
-            THEN st.fingerprint ELSE t.fingerprint END
-      FROM ${FIRST_STAGED} AS st
-      WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
-        AND t.seen_fingerprint IS DISTINCT FROM st.fingerprint`,
-    /**
-     * $1 batchId — itemPayloads with --rerun-changed: the new payload, marked `rerun` (it runs
-     * even where its declared output is in place), back to PENDING with a fresh budget. An item
-     * with a stage task RUNNING is left whole for the next time, so no stage runs on the new
-     * record after one on the old.
-     */
-    requeueItems: `
-      UPDATE ${s}.tasks AS t
-      SET status = 'PENDING', attempts = 0, earlier_attempts = t.earlier_attempts + t.attempts, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
-          fingerprint = t.seen_fingerprint, payload = left(st.payload, -1) || ',"rerun":true}'
-      FROM ${FIRST_STAGED} AS st
-      WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
-        AND t.status <> 'RUNNING' AND t.seen_fingerprint IS DISTINCT FROM t.fingerprint
-        AND NOT (t.item_key IS NOT NULL AND EXISTS (
-          SELECT 1 FROM ${s}.tasks AS r WHERE r.batch_id = t.batch_id AND r.item_key = t.item_key AND r.status = 'RUNNING'))`,
-    /** $1 batchId — itemPayloads: the items (with stages, not their tasks) whose record the source changed, and the first of them. */
-    countChangedItems: `
-      SELECT count(DISTINCT coalesce(item_key, task_key)) AS n,
-        (SELECT coalesce(item_key, task_key) FROM ${s}.tasks WHERE batch_id = $1 AND seen_fingerprint IS DISTINCT FROM fingerprint ORDER BY seq LIMIT 1) AS example
-      FROM ${s}.tasks WHERE batch_id = $1 AND seen_fingerprint IS DISTINCT FROM fingerprint`,
-    /** $1 batchId — succeeded tasks that were up to date, so nothing ran (the partial index tasks_up_to_date). */
-    countUpToDate: `SELECT count(*) AS n FROM ${s}.tasks WHERE batch_id = $1 AND status = 'SUCCESS' AND up_to_date`,
-    /** $1 batchId — succeeded tasks whose file changed since (served by tasks_changed). */
-    countChanged: `
-      SELECT count(*) AS n FROM ${s}.tasks
-      WHERE batch_id = $1 AND status = 'SUCCESS' AND seen_fingerprint IS DISTINCT FROM fingerprint`,
-    /** $1 batchId — --rerun-changed: back to PENDING with a fresh budget, to run on the new file. */
-    requeueChanged: `
-      UPDATE ${s}.tasks
-      SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
-          fingerprint = seen_fingerprint
-      WHERE batch_id = $1 AND status = 'SUCCESS' AND seen_fingerprint IS DISTINCT FROM fingerprint`,
+    ...enqueueStatements(s),
 
     /**
      * $1 batchId $2 now $3 owner $4 leaseMs $5 workerIds text[] $6 host $7 pids int[] $8 jobVersion
@@ -247,121 +183,6 @@ function sql(s: string) {
       WHERE id = $1 AND outcome IS NULL`,
     ...settleStatements(s),
     ...reportStatements(s),
-  };
-}
-
-/** The read side: counts, listings, history and prune. */
-function reportStatements(s: string) {
-  const needsMet = needsMetIn(s);
-  return {
-    /** $1 batchId — covered by tasks_by_state (index-only once the batch is a minority of the table). */
-    counts: `
-      SELECT status, attempts > 0 AS tried, count(*) AS n FROM ${s}.tasks
-      WHERE batch_id = $1 GROUP BY status, tried
-      UNION ALL
-      SELECT 'QUEUED', false, count(*) FROM ${s}.tasks WHERE batch_id = $1 AND status = 'RUNNING' AND queued`,
-    /** $1 batchId — index lookups (tasks_by_state, the batch's finish rows), whatever the batch's size. */
-    progress: `SELECT EXISTS (SELECT 1 FROM ${s}.tasks WHERE batch_id = $1 AND status IN ('PENDING', 'RUNNING')) AS open, ${lastFinishedOf(s)} AS last FROM ${s}.batches AS b WHERE id = $1`,
-    /** $1 batchId */
-    nextDue: `SELECT min(next_run_at) AS due FROM ${s}.tasks AS c WHERE batch_id = $1 AND status = 'PENDING' AND ${needsMet}`,
-    /** $1 batchId — the retry due last (the state index, read from its high end). */
-    lastRetryDue: `SELECT next_run_at AS due FROM ${s}.tasks WHERE batch_id = $1 AND status = 'PENDING' AND attempts > 0 ORDER BY next_run_at DESC LIMIT 1`,
-    /** $1 batchId — per stage, for batches with stages (tasks_by_stage). */
-    stageCounts: `
-      SELECT stage, status, attempts > 0 AS tried, count(*) AS n FROM ${s}.tasks
-      WHERE batch_id = $1 AND item_key IS NOT NULL GROUP BY stage, status, tried
-      UNION ALL
-      SELECT stage, 'QUEUED', false, count(*) FROM ${s}.tasks
-      WHERE batch_id = $1 AND status = 'RUNNING' AND queued GROUP BY stage
-      ORDER BY stage`,
-    /** $1 batchId $2 limit */
-    failedErrors: `
-      SELECT coalesce(last_error, '(no error recorded)') AS error, count(*) AS count, min(task_key) AS example
-      FROM ${s}.tasks WHERE batch_id = $1 AND status = 'FAILED'
-      GROUP BY 1 ORDER BY count DESC, error LIMIT $2`,
-    /** $1 batchId */
-    activity: `SELECT first_started_at AS first, ${lastFinishedOf(s)} AS last FROM ${s}.batches AS b WHERE id = $1`,
-    /** $1 batchId $2 status (NULL = any) $3 attempted (NULL = any, true = attempts > 0) $4 error substring (NULL = any) */
-    listTasks: `
-      SELECT * FROM ${s}.tasks
-      WHERE batch_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::boolean IS NULL OR attempts > 0)
-        AND ($4::text IS NULL OR strpos(last_error, $4) > 0)
-      ORDER BY id`,
-    /** listTasks's parameters, and $5 from $6 to: the page of the tasks with ids in [$5, $6], by primary key (see openTasks). */
-    taskPage: `
-      SELECT * FROM ${s}.tasks
-      WHERE id BETWEEN $5 AND $6 AND batch_id + 0 = $1 AND ($2::text IS NULL OR status = $2) AND ($3::boolean IS NULL OR attempts > 0)
-        AND ($4::text IS NULL OR strpos(last_error, $4) > 0)
-      ORDER BY id`,
-    /** $1 batchId $2 limit — RUNNING tasks, earliest started first (only RUNNING index entries are read). */
-    runningTasks: `
-      SELECT * FROM ${s}.tasks WHERE status = 'RUNNING' AND batch_id = $1 AND NOT queued ORDER BY started_at, id LIMIT $2`,
-    /** Same parameters as listTasks; finished tasks, longest last attempt first (NULLs last, as in SQLite). */
-    slowestTasks: `
-      SELECT * FROM ${s}.tasks
-      WHERE batch_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::boolean IS NULL OR attempts > 0)
-        AND ($4::text IS NULL OR strpos(last_error, $4) > 0) AND finished_at IS NOT NULL
-      ORDER BY finished_at - started_at DESC NULLS LAST, id`,
-    /** $1 ids bigint[] — a fresh retry budget; the attempts history is kept. */
-    resetFailed: `
-      UPDATE ${s}.tasks SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, finished_at = NULL, last_error = NULL
-      WHERE id = ANY($1::bigint[]) AND status = 'FAILED'
-      RETURNING item_key`,
-    /** $1 batchId $2 key $3 stage (the key's first segment: a stage task's key starts with its stage) */
-    taskByKey: `SELECT * FROM ${s}.tasks WHERE batch_id = $1 AND task_key = $2 AND stage IN ('', $3)`,
-    /** $1 taskId */
-    attemptsOf: `SELECT * FROM ${s}.attempts WHERE task_id = $1 ORDER BY id`,
-    /** $1 batchId $2 limit — the most recent attempts, returned newest first (the caller reverses). */
-    batchAttempts: `
-      SELECT a.*, t.task_key FROM ${s}.attempts a JOIN ${s}.tasks t ON t.id = a.task_id
-      WHERE t.batch_id = $1 ORDER BY a.id DESC LIMIT $2`,
-    /**
-     * $1 batchId $2 bounds bigint[] (ascending whole ms) — ended attempts per outcome and duration
-     * bucket; the bucket is how many bounds lie below the duration (≤ a bound is inside it).
-     */
-    attemptStats: `
-      SELECT a.outcome, width_bucket(a.duration_ms - 1, $2::bigint[]) AS bucket, count(*) AS n, sum(a.duration_ms) AS sum_ms
-      FROM ${s}.tasks t JOIN ${s}.attempts a ON a.task_id = t.id
-      WHERE t.batch_id = $1 AND a.outcome IS NOT NULL GROUP BY 1, 2`,
-    /** $1 batchId */
-    batchAttemptCount: `SELECT count(*) AS n FROM ${s}.attempts a JOIN ${s}.tasks t ON t.id = a.task_id WHERE t.batch_id = $1`,
-    /** $1 before $2 batchId (NULL = any) — batches with nothing PENDING or RUNNING, last active before $1. */
-    finishedBatches: `
-      SELECT b.* FROM ${s}.batches b
-      WHERE ($2::bigint IS NULL OR b.id = $2)
-        AND NOT EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.batch_id = b.id AND t.status IN ('PENDING', 'RUNNING'))
-        AND greatest(b.updated_at, coalesce((SELECT max(finished_at) FROM ${s}.tasks t WHERE t.batch_id = b.id), 0)) < $1
-      ORDER BY b.id`,
-    /** $1 batchId — the delete takes this lock anyway; taking it first makes the re-check see every commit before it. */
-    lockBatchForDelete: `SELECT id FROM ${s}.batches WHERE id = $1 FOR UPDATE`,
-    /** $1 batchId $2 before — still finished and idle, checked (under the batch's locks) before every chunk of a prune. */
-    stillPrunable: `
-      SELECT 1 AS ok FROM ${s}.batches b
-      WHERE b.id = $1
-        AND NOT EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.batch_id = b.id AND t.status IN ('PENDING', 'RUNNING'))
-        AND greatest(b.updated_at, coalesce(${lastFinishedOf(s)}, 0)) < $2`,
-    /** $1 batchId — the span of the batch's task ids (tasks_by_state holds the id: an index-only pass). */
-    taskIdRange: `SELECT min(id) AS lo, max(id) AS hi FROM ${s}.tasks WHERE batch_id = $1`,
-    /**
-     * $1 batchId $2 from $3 to $4 afterTask $5 afterAttempt $6 n — one chunk of a pruned batch's
-     * attempts: those of its tasks with ids in [$2, $3], after ($4, $5), the first $6 in (task,
-     * attempt) order; returns them with their log paths (see prune-in-chunks.ts). Read through
-     * attempts_by_task from where the last chunk stopped, so never the index entries of the rows
-     * chunks before it deleted (dead until a vacuum). \`batch_id + 0\`: never the batch's index,
-     * which would read the whole batch for every chunk.
-     */
-    pruneAttempts: `
-      DELETE FROM ${s}.attempts WHERE id IN (
-        SELECT a.id FROM ${s}.attempts a JOIN ${s}.tasks t ON t.id = a.task_id
-        WHERE a.task_id BETWEEN $2 AND $3 AND (a.task_id, a.id) > ($4::bigint, $5::bigint)
-          AND t.id BETWEEN $2 AND $3 AND t.batch_id + 0 = $1
-        ORDER BY a.task_id, a.id LIMIT $6)
-      RETURNING task_id, id, log_path AS path`,
-    /** $1 batchId $2 from $3 to — the pruned batch's tasks with ids in [$2, $3] (their attempts are gone already), by primary key. */
-    pruneTasks: `DELETE FROM ${s}.tasks WHERE id BETWEEN $2 AND $3 AND batch_id + 0 = $1`,
-    /** $1 batchId — tasks and attempts go with it (ON DELETE CASCADE). */
-    deleteBatch: `DELETE FROM ${s}.batches WHERE id = $1`,
-    historySize: `SELECT count(*) AS n FROM ${s}.attempts`,
   };
 }
 

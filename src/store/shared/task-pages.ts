@@ -1,5 +1,5 @@
 import type { TaskFilter, TaskRow } from '../records.js';
-import { toTaskRow, type TaskDbRow } from '../db-rows.js';
+import { toTaskRow, type TaskDbRow } from './db-rows.js';
 
 /**
  * Task ids per page of a listing: a page holds at most this many rows (with their payloads and

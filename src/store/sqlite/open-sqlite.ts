@@ -7,7 +7,7 @@ import { loadMigrations, newestVersion } from '../shared/migrations.js';
 import { checkStoreOwners, isAnotherUsers, type TrustedOwners } from './store-owner.js';
 import { readAnotherUsers, readableOrSnapshot, sidecarRefused } from './read-only.js';
 import { inPackage } from '../../package-root.js';
-import { busyTimeoutMs } from '../busy-timeout.js';
+import { busyTimeoutMs } from '../shared/busy-timeout.js';
 import { sqliteAddon } from './addon.js';
 
 type Db = Database.Database;

@@ -2,7 +2,7 @@
 import Database from 'better-sqlite3';
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { StoreError } from '../../errors.js';
-import { busyTimeoutMs } from '../busy-timeout.js';
+import { busyTimeoutMs } from '../shared/busy-timeout.js';
 import { sqliteAddon } from './addon.js';
 
 type Db = Database.Database;

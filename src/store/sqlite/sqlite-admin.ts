@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Budget, CancelResult, PruneResult, TaskFilter, TaskStatus } from '../records.js';
-import type { BatchDbRow } from '../db-rows.js';
+import type { BatchDbRow } from '../shared/db-rows.js';
 import { budgets } from '../budget.js';
-import { PRUNE_CHUNK, chunkBounds, chunkDone, pruneInChunks, rangesDone, startCursor, type PruneCursor, type PruneStep } from '../prune-in-chunks.js';
+import { PRUNE_CHUNK, chunkBounds, chunkDone, pruneInChunks, rangesDone, startCursor, type PruneCursor, type PruneStep } from '../shared/prune-in-chunks.js';
 import type { SqliteConn } from './sqlite-conn.js';
 import { selectTasks } from './sqlite-list.js';
 import { cascade, revive } from './sqlite-stages.js';

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { EnqueueOptions, EnqueueResult, NewBatch, TaskSpec } from '../records.js';
-import { toBatch, type BatchDbRow } from '../db-rows.js';
+import { toBatch, type BatchDbRow } from '../shared/db-rows.js';
 import { needsColumn } from '../shared/json-columns.js';
 import { stagingChunks, type StagedSpec } from '../shared/staging-chunks.js';
 import { failpoint } from '../failpoint.js';

@@ -1,8 +1,8 @@
 import type { ClaimRequest, ClaimedTask, LostAttempt, ReleasedTask, Settlement, TaskStatus } from '../records.js';
-import { attemptNumber, toClaimedTask, toLost, type ClaimedDbRow, type TaskDbRow } from '../db-rows.js';
+import { attemptNumber, toClaimedTask, toLost, type ClaimedDbRow, type TaskDbRow } from '../shared/db-rows.js';
 import { lostError } from '../shared/lost.js';
 import type { SqliteConn } from './sqlite-conn.js';
-import { lateReportNote } from '../late-report.js';
+import { lateReportNote } from '../shared/late-report.js';
 import { cascade, inputsOf } from './sqlite-stages.js';
 import type { Statements } from './statements.js';
 

@@ -1,5 +1,5 @@
 import type { AttemptRow, AttemptStats, BatchAttempt, BatchMoves, BatchRecord, Counts, ErrorCount, RunningOwner, StageCounts, TaskFilter, TaskRow, TaskStatus } from '../records.js';
-import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../db-rows.js';
+import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../shared/db-rows.js';
 import type Database from 'better-sqlite3';
 import type { SqliteConn } from './sqlite-conn.js';
 import { checkBounds, foldAttemptStats, type AttemptStatsRow } from '../attempt-stats.js';

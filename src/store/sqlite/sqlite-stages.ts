@@ -1,5 +1,5 @@
-import { cascadeCancel, cascadeRevive, type Sibling } from '../stage-graph.js';
-import { toSibling, type ClaimedDbRow, type SiblingDbRow } from '../db-rows.js';
+import { cascadeCancel, cascadeRevive, type Sibling } from '../shared/stage-graph.js';
+import { toSibling, type ClaimedDbRow, type SiblingDbRow } from '../shared/db-rows.js';
 import type { Statements } from './statements.js';
 import { inputsByStage } from '../shared/json-columns.js';
 

@@ -1,4 +1,4 @@
-import type { TaskStatus } from './records.js';
+import type { TaskStatus } from '../records.js';
 
 /**
  * How the tasks of one split item (one per stage) affect each other. Both stores load an

@@ -1,4 +1,4 @@
-import type { Settlement } from './records.js';
+import type { Settlement } from '../records.js';
 
 /**
  * A settlement fenced off because its attempt was recorded LOST (its owner was taken for

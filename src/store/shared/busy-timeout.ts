@@ -1,4 +1,4 @@
-import { UsageError } from '../errors.js';
+import { UsageError } from '../../errors.js';
 
 /** Node's timers and SQLite's busy handler both take a 32-bit signed count of milliseconds. */
 const MAX_MS = 2_147_483_647;

@@ -1,6 +1,6 @@
-import type { AttemptRow, BatchRecord, ClaimedTask, Counts, Outcome, LostAttempt, StageCounts, TaskRow, TaskStatus } from './records.js';
+import type { AttemptRow, BatchRecord, ClaimedTask, Counts, Outcome, LostAttempt, StageCounts, TaskRow, TaskStatus } from '../records.js';
 import type { Sibling } from './stage-graph.js';
-import { parseNeeds } from './shared/json-columns.js';
+import { parseNeeds } from './json-columns.js';
 
 /**
  * Raw rows as both drivers return them (the same columns in SQLite and PostgreSQL; the

@@ -1,4 +1,4 @@
-import type { BatchRecord, PruneResult } from './records.js';
+import type { BatchRecord, PruneResult } from '../records.js';
 
 /**
  * Rows per prune transaction: a few milliseconds of deleting, so a run sharing the store waits

@@ -1,0 +1,72 @@
+/** What a source gives the store for each task (its payload and key) and what `enqueue` takes with it. */
+
+/** The stored JSON a task carries; `version` lets later releases change its shape. */
+export interface TaskPayload {
+  version: 1;
+  /** Absolute path of the file this task reads. */
+  path: string;
+  /** Path relative to the source root (the file itself for a file source). */
+  rel: string;
+  start?: number;
+  end?: number;
+  /** An item of a list (items source): its text, as the line holds it without its line end. */
+  item?: string;
+  /** A JSON Lines item: the parsed record (an integer beyond 2^53 is its text, a string; `item` holds the line exactly). */
+  record?: unknown;
+  /** An item that is not valid UTF-8: its exact bytes, base64 (`item` then holds a lossy text). */
+  bytes?: string;
+  /**
+   * An item given as `:::` / `::::` groups: its values, exactly, one per group (`{1}`, `{2}`…);
+   * `item` is them joined by a space (`{}`).
+   */
+  args?: string[];
+  /**
+   * A block of stdin (`run - --pipe`): its bytes, stored with the task so nothing needs stdin
+   * again; its text when it is valid UTF-8, else base64 with `base64` set. `start` and `end`
+   * are its byte offsets in the stream; `path` and `rel` are `-`.
+   */
+  block?: string;
+  base64?: true;
+  /** `--colsep` of the list: the regex that splits `item` into `{1}`, `{2}`… (absent: whitespace). */
+  colsep?: string;
+  /**
+   * Re-queued by `--rerun-changed` for a record edited in the list: it runs even where its
+   * declared output is in place, since an item's output does not say which record made it.
+   */
+  rerun?: true;
+}
+
+/** What the splitter produces for one task. */
+export interface TaskSpec {
+  key: string;
+  payload: TaskPayload;
+  /** `size:mtimeMs` of the file (for chunks, of the whole file they come from). */
+  fingerprint: string | null;
+  /** With stages: the stage, the split item's key, the stages it needs, its budget. */
+  stage?: string;
+  item?: string;
+  needs?: string[];
+  maxAttempts?: number;
+}
+
+export interface NewBatch {
+  name: string;
+  source: string;
+  job: Record<string, unknown>;
+  maxAttempts: number;
+}
+
+export interface EnqueueOptions {
+  /** Re-queue succeeded tasks whose file changed (`--rerun-changed`). */
+  rerunChanged?: boolean;
+  /** Count the specs whose key came more than once (a list's repeated items): `repeated`. */
+  countRepeated?: boolean;
+  /**
+   * The tasks run what their payloads hold, not the source as it is now (a list's items): a
+   * fingerprint stands for the payload, so a task whose fingerprint the source no longer gives
+   * keeps its payload, whatever its status, and counts as `changed`; with `rerunChanged`, every
+   * such task not RUNNING takes the new payload and goes back to PENDING with a fresh budget.
+   * Of specs repeating a key, the first is the one that counts, as for the insert.
+   */
+  itemPayloads?: boolean;
+}
