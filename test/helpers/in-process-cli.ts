@@ -69,3 +69,14 @@ export function setProcessEnv(vars: Record<string, string | undefined>): () => v
   put(vars);
   return () => put(before);
 }
+
+/**
+ * `splitdance ARGV` in this process as on a terminal (stdout and stderr both, `TERM=xterm-256color`
+ * unless `env` says otherwise): its exit code, and stdout then stderr as one text.
+ */
+export async function mainOnTerminal(cwd: string, argv: string[], env: Record<string, string> = {}): Promise<{ code: number; output: string }> {
+  const c = captureIo(cwd);
+  Object.assign(c.io, { tty: true, stdoutTty: true, env: { TERM: 'xterm-256color', ...env } });
+  const code = await main(['node', 'splitdance', ...argv], c.io);
+  return { code, output: c.stdout() + c.stderr() };
+}
