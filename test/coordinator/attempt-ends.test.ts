@@ -61,6 +61,7 @@ describe.each(paths)('a worker SIGKILLed mid-attempt ($name)', ({ args, env, ski
     const p = projectWithFiles(1);
     const marker = `1.${process.pid}${Math.floor(Math.random() * 1000)}`;
     restore = setProcessEnv({ SPLITDANCE_SPAWNER: undefined, ...env, SLEEP_MS: '1000', SD_MARK: p.dir });
+    await attemptsOf(p.dir, p.keys[0]!); // loads `show` before the 1 s attempt starts (no store yet: none)
     const before = new Set(workers(worker));
     const run = mainIn(p.dir, ['run', 'src', ...args(marker), '--retries', '1', '--backoff', '10ms']);
     // The attempt is running once its row exists and its worker is up.
@@ -68,7 +69,7 @@ describe.each(paths)('a worker SIGKILLed mid-attempt ($name)', ({ args, env, ski
     await until(async () => {
       victims = workers(worker).filter((pid) => !before.has(pid));
       return victims.length > 0 && (await attemptsOf(p.dir, p.keys[0]!)).length === 1;
-    }, 10_000, 'the attempt running');
+    }, 30_000, 'the attempt running');
     expect(victims).toHaveLength(1);
     process.kill(victims[0]!, 'SIGKILL');
     const r = await run;
