@@ -8,7 +8,8 @@ import { projectWithFiles } from '../helpers/project.js';
 import { logEntries, type LogEntry } from '../helpers/store.js';
 
 // Every process an attempt starts must be gone when the attempt is recorded as over: a
-// timeout, a shutdown, a success that left `cmd &` behind, a coordinator SIGKILL. What
+// timeout, a success that left `cmd &` behind, a crashed worker (a shutdown and a coordinator
+// SIGKILL, which need the CLI as a process: test/reliability/attempt-groups.test.ts). What
 // outlives its attempt could run beside the task's next attempt, so each test keeps a
 // side-effect log of starts and ends and checks that the attempts of one key never overlap.
 
