@@ -87,3 +87,38 @@ export async function withProcessEnv<T>(vars: Record<string, string>, body: () =
     }
   }
 }
+
+/** `splitdance ARGV` in this process with `env` as the command's environment (SPLITDANCE_DB, a PostgreSQL URL, colour hints). */
+export async function mainWithEnv(cwd: string, argv: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  const c = captureIo(cwd);
+  c.io.env = { ...env };
+  const code = await main(['node', 'splitdance', ...argv], c.io);
+  return { code, stdout: c.stdout(), stderr: c.stderr() };
+}
+
+/**
+ * Sets `vars` in this process's environment, which the workers a command forks inherit (a
+ * fixture handler's SLEEP_MS, a side-effect log); the returned function puts back what was there.
+ */
+export function setProcessEnv(vars: Record<string, string | undefined>): () => void {
+  const before = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  const put = (values: Record<string, string | undefined>) => {
+    for (const [k, v] of Object.entries(values)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
+  put(vars);
+  return () => put(before);
+}
+
+/**
+ * `splitdance ARGV` in this process as on a terminal (stdout and stderr both, `TERM=xterm-256color`
+ * unless `env` says otherwise): its exit code, and stdout then stderr as one text.
+ */
+export async function mainOnTerminal(cwd: string, argv: string[], env: Record<string, string> = {}): Promise<{ code: number; output: string }> {
+  const c = captureIo(cwd);
+  Object.assign(c.io, { tty: true, stdoutTty: true, env: { TERM: 'xterm-256color', ...env } });
+  const code = await main(['node', 'splitdance', ...argv], c.io);
+  return { code, output: c.stdout() + c.stderr() };
+}

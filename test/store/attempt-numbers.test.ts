@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { mainIn } from '../helpers/in-process-cli.js';
 import { PG_URL, pgSchemas } from '../helpers/pg.js';
 import { projectWithFiles } from '../helpers/project.js';
 
@@ -12,10 +12,11 @@ import { projectWithFiles } from '../helpers/project.js';
 const freshPg = pgSchemas('attemptno');
 
 /** One task that fails (printing which attempt it was) until a file `fixed` exists. */
-async function failTwiceThenFix(db: string): Promise<{ dir: string; run: (args: string[]) => ReturnType<typeof runCli> }> {
+async function failTwiceThenFix(db: string): Promise<{ dir: string; run: (args: string[]) => ReturnType<typeof mainIn> }> {
   const p = projectWithFiles(1);
-  const run = (args: string[]) => runCli([...args, '--db', db], { cwd: p.dir });
-  const exec = 'echo "attempt {attempt} env $SPLITDANCE_ATTEMPT"; echo {attempt} >> seen; test -e fixed';
+  const run = (args: string[]) => mainIn(p.dir, [...args, '--db', db]);
+  // Paths are absolute: in this process, the commands run in the test runner's folder.
+  const exec = `echo "attempt {attempt} env $SPLITDANCE_ATTEMPT"; echo {attempt} >> ${p.dir}/seen; test -e ${p.dir}/fixed`;
   const first = await run(['run', 'src', '--exec', exec, '--retry-quiet', '--retries', '1', '--backoff', '1ms', '--jitter', '0']);
   expect(first.code, first.stderr).toBe(1);
   writeFileSync(join(p.dir, 'fixed'), '');

@@ -2,10 +2,14 @@ import { readFileSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
+import { mainIn } from '../helpers/in-process-cli.js';
 import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
+// Two coordinator processes (each its own pid in the lease owner, its own environment and
+// module cache), so the runs are CLI processes; what is asked of the store afterwards runs here.
+//
 // Issue 16 item 7 (SPEC §5): two `run`s of one batch with different handlers. The second
 // stores its definition (a new job version); the first, still running, lets its running
 // attempt finish and follows it: no attempt starts with the old handler after the update,
@@ -139,9 +143,9 @@ function definitionChangeSuite(name: string, access: () => { dir: string; log: s
 
       // `show` says which definition each attempt ran.
       const followed = attempts.find((a) => a.owner.includes(firstPid) && a.job_version === 2)!;
-      const shown = await runCli(['show', followed.key, '--batch', 'b', '--json', ...store.args], opts);
+      const shown = await mainIn(dir, ['show', followed.key, '--batch', 'b', '--json', ...store.args]);
       expect(JSON.parse(shown.stdout).attempts.filter((a: { outcome: string }) => a.outcome !== 'INTERRUPTED').map((a: { jobVersion: number }) => a.jobVersion)).toEqual([2]);
-      const human = await runCli(['show', followed.key, '--batch', 'b', ...store.args], opts);
+      const human = await mainIn(dir, ['show', followed.key, '--batch', 'b', ...store.args]);
       expect(human.stdout).toMatch(/#1 .* job v2/);
     }, 90_000);
 
@@ -163,7 +167,7 @@ function definitionChangeSuite(name: string, access: () => { dir: string; log: s
       // A ran only before the update; nothing ran after; the rest waits, PENDING and unattempted.
       const attempts = await store.attempts();
       expect(attempts.filter((a) => a.job_version === 1).every((a) => a.outcome === 'SUCCESS')).toBe(true);
-      const status = await runCli(['status', '--batch', 'b', '--json', ...store.args], opts);
+      const status = await mainIn(dir, ['status', '--batch', 'b', '--json', ...store.args]);
       const counts = JSON.parse(status.stdout);
       expect(counts.running).toBe(0);
       expect(counts.pending).toBeGreaterThan(0);

@@ -2,8 +2,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT, runCli, tempDir } from '../helpers/cli.js';
-import { query } from '../helpers/store.js';
 import { copyDemo } from '../helpers/project.js';
+
+/** Each task's stored result, as `tasks --json` gives it. */
+const resultsOf = (json: string) => (JSON.parse(json) as { result: { lines: number; INFO: number; WARN: number; ERROR: number; out: string } }[]).map((t) => t.result);
 
 describe("the README's first command", () => {
   it('runs the demo job over fixtures/logs end to end with a TypeScript handler', async () => {
@@ -17,7 +19,8 @@ describe("the README's first command", () => {
     // The declared output, relative to the job file's folder: the repository's demo-output/.
     const cleaned = readFileSync(join(cwd, 'demo-output/cleaned/2025/01/app.log'), 'utf8');
     expect(cleaned).not.toMatch(/user \d+/);
-    const results = query<{ result: string }>(db, 'SELECT result FROM tasks').map((t) => JSON.parse(t.result));
+    const results = resultsOf((await runCli(['tasks', '--json', '--db', db], { cwd })).stdout);
+    expect(results).toHaveLength(7);
     expect(results.every((x) => x.lines > 0 && x.INFO + x.WARN + x.ERROR === x.lines && x.out.startsWith(join(cwd, 'demo-output/cleaned/')))).toBe(true);
     // A new batch over the same logs (tomorrow's cron run) finds every cleaned file up to date.
     const again = await runCli(['run', '--job', job, '--db', db, '--batch', 'tomorrow'], { cwd });
@@ -31,7 +34,7 @@ describe("the README's first command", () => {
     const r = await runCli(['run', '--job', join(ROOT, 'fixtures/jobs/log-pipeline.json'), '--db', db], { cwd, env: { SPLITDANCE_DEMO_OUT: join(cwd, 'out') } });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/done: 21 succeeded, 0 failed of 21/);
-    const counted = JSON.parse(query<{ result: string }>(db, "SELECT result FROM tasks WHERE task_key = 'count/2025/01/app.log'")[0]!.result);
+    const counted = JSON.parse((await runCli(['show', 'count/2025/01/app.log', '--json', '--db', db], { cwd })).stdout).result;
     expect(counted.ERROR).toBeGreaterThan(0);
     const logs = await runCli(['logs', 'alert/2025/01/app.log', '--db', db], { cwd });
     expect(logs.stdout.trim()).toBe(`2025/01/app.log: ${counted.ERROR} errors`);

@@ -1,12 +1,13 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { handler, runCli } from '../helpers/cli.js';
+import { handler } from '../helpers/cli.js';
+import { mainIn } from '../helpers/in-process-cli.js';
 import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn } from '../helpers/store.js';
 
-/** --permanent-errors and --heartbeat-timeout, through the built CLI, on each store. */
+/** --permanent-errors and --heartbeat-timeout, through the command run in this process, on each store. */
 
 interface Attempt {
   outcome: string;
@@ -42,7 +43,7 @@ const STORES: [string, () => Store][] = [
 ];
 
 const attempts = async (dir: string, store: Store, key: string): Promise<Attempt[]> => {
-  const r = await runCli(['show', key, '--json', ...store.args], { cwd: dir });
+  const r = await mainIn(dir, ['show', key, '--json', ...store.args]);
   expect(r.code, r.stderr).toBe(0);
   return JSON.parse(r.stdout).attempts;
 };
@@ -65,22 +66,17 @@ describe.each(STORES)('failure rules (%s)', (_name, storeOf) => {
       const store = storeOf();
       const p = projectWithFiles(3);
       // (a+)+$ against 60 a's then "b": 2^60 steps of backtracking, hours on the coordinator's loop.
-      const r = await runCli(
-        ['run', 'src', ...store.args, '--exec', `printf '%060d' 0 | tr 0 a; echo b; exit 1`, '--retry-quiet', '--permanent-errors', '(a+)+$', '--retries', '1', '--backoff', '10ms', '-j', '2'],
-        { cwd: p.dir, timeoutMs: 90_000 },
-      );
-      expect(r.signal).toBeNull();
+      // A stalled loop would never return: the test's own time limit is the bound.
+      const r = await mainIn(p.dir, ['run', 'src', ...store.args, '--exec', `printf '%060d' 0 | tr 0 a; echo b; exit 1`, '--retry-quiet', '--permanent-errors', '(a+)+$', '--retries', '1', '--backoff', '10ms', '-j', '2']);
       expect(r.code).toBe(1);
       // Not final at the first failure: the pattern never answered, so each task had its retry.
       for (const key of p.keys) expect((await attempts(p.dir, store, key)).map((a) => a.outcome)).toEqual(['FAILED', 'FAILED']);
-    });
+    }, 90_000);
 
     it('an attempt whose output matches fails its task after one attempt; another failure is retried', async () => {
       const store = storeOf();
       const p = projectWithFiles(2);
-      const r = await runCli(['run', 'src', ...store.args, '--exec', FAILING, '--permanent-errors', 'Invalid header', '--permanent-errors', '^nothing$', '--retries', '2', '--backoff', '50ms'], {
-        cwd: p.dir,
-      });
+      const r = await mainIn(p.dir, ['run', 'src', ...store.args, '--exec', FAILING, '--permanent-errors', 'Invalid header', '--permanent-errors', '^nothing$', '--retries', '2', '--backoff', '50ms']);
       expect(r.code, r.stderr).toBe(1);
       expect((await attempts(p.dir, store, 'f000.log')).map((a) => a.outcome)).toEqual(['FAILED']);
       expect((await attempts(p.dir, store, 'f001.log')).map((a) => a.outcome)).toEqual(['FAILED', 'FAILED', 'FAILED']);
@@ -90,9 +86,9 @@ describe.each(STORES)('failure rules (%s)', (_name, storeOf) => {
       const store = storeOf();
       const p = projectWithFiles(2);
       const args = ['--exec', FAILING, '--permanent-errors', 'Invalid header', '--retries', '2', '--backoff', '50ms'];
-      const r = await runCli(['run', 'src', ...store.args, ...args, '--max-runtime', '1ms', '-j', '1'], { cwd: p.dir });
+      const r = await mainIn(p.dir, ['run', 'src', ...store.args, ...args, '--max-runtime', '1ms', '-j', '1']);
       expect(r.code, r.stderr).toBe(3);
-      const w = await runCli(['worker', ...store.args], { cwd: p.dir });
+      const w = await mainIn(p.dir, ['worker', ...store.args]);
       expect(w.code, w.stderr).toBe(1);
       // An attempt the first run's 1ms limit stopped is INTERRUPTED, uncounted.
       const counted = async (key: string) => (await attempts(p.dir, store, key)).filter((a) => a.outcome !== 'INTERRUPTED').map((a) => a.outcome);
@@ -104,7 +100,7 @@ describe.each(STORES)('failure rules (%s)', (_name, storeOf) => {
       const store = storeOf();
       const p = projectWithFiles(1);
       // fail.mjs throws "cannot process …: boom" every time.
-      const r = await runCli(['run', 'src', ...store.args, '--handler', handler('fail'), '--permanent-errors', 'b[o]+m$', '--backoff', '50ms'], { cwd: p.dir });
+      const r = await mainIn(p.dir, ['run', 'src', ...store.args, '--handler', handler('fail'), '--permanent-errors', 'b[o]+m$', '--backoff', '50ms']);
       expect(r.code, r.stderr).toBe(1);
       expect(await attempts(p.dir, store, 'f000.log')).toHaveLength(1);
     });
@@ -113,7 +109,7 @@ describe.each(STORES)('failure rules (%s)', (_name, storeOf) => {
       const store = storeOf();
       const p = projectWithFiles(2);
       writeFileSync(join(p.dir, 'job.json'), JSON.stringify({ source: 'src', exec: FAILING, retries: 1, backoff: '50ms', permanentErrors: ['Invalid header'] }));
-      expect((await runCli(['run', '--job', 'job.json', ...store.args], { cwd: p.dir })).code).toBe(1);
+      expect((await mainIn(p.dir, ['run', '--job', 'job.json', ...store.args])).code).toBe(1);
       expect(await attempts(p.dir, store, 'f000.log')).toHaveLength(1);
       expect(await attempts(p.dir, store, 'f001.log')).toHaveLength(2);
 
@@ -123,7 +119,7 @@ describe.each(STORES)('failure rules (%s)', (_name, storeOf) => {
         { name: 'lax', exec: FAILING },
       ];
       writeFileSync(join(s.dir, 'job.json'), JSON.stringify({ source: 'src', retries: 1, backoff: '50ms', stages }));
-      expect((await runCli(['run', '--job', 'job.json', ...store.args], { cwd: s.dir })).code).toBe(1);
+      expect((await mainIn(s.dir, ['run', '--job', 'job.json', ...store.args])).code).toBe(1);
       expect(await attempts(s.dir, store, 'strict/f000.log')).toHaveLength(1);
       expect(await attempts(s.dir, store, 'lax/f000.log')).toHaveLength(2);
     });
@@ -131,23 +127,23 @@ describe.each(STORES)('failure rules (%s)', (_name, storeOf) => {
     it('an invalid pattern is exit 2 naming it, in a flag, a job file or a stage, and nothing is written', async () => {
       const store = storeOf();
       const p = projectWithFiles(1);
-      const r = await runCli(['run', 'src', ...store.args, '--exec', 'true', '--permanent-errors', 'ok', '--permanent-errors', '(['], { cwd: p.dir });
+      const r = await mainIn(p.dir, ['run', 'src', ...store.args, '--exec', 'true', '--permanent-errors', 'ok', '--permanent-errors', '([']);
       expect(r.code).toBe(2);
       expect(r.stderr).toContain('--permanent-errors "([": Invalid regular expression');
       writeFileSync(join(p.dir, 'job.json'), JSON.stringify({ source: 'src', exec: 'true', permanentErrors: ['fine', 'a{2,1}'] }));
-      const j = await runCli(['run', '--job', 'job.json', ...store.args], { cwd: p.dir });
+      const j = await mainIn(p.dir, ['run', '--job', 'job.json', ...store.args]);
       expect(j.code).toBe(2);
       expect(j.stderr).toMatch(/field "permanentErrors\.1": Invalid regular expression.*\(received "a\{2,1\}"\)/);
       writeFileSync(join(p.dir, 'job.json'), JSON.stringify({ source: 'src', stages: [{ name: 'a', exec: 'true', permanentErrors: ['*'] }] }));
-      const s = await runCli(['run', '--job', 'job.json', ...store.args], { cwd: p.dir });
+      const s = await mainIn(p.dir, ['run', '--job', 'job.json', ...store.args]);
       expect(s.code).toBe(2);
       expect(s.stderr).toMatch(/field "stages\.0\.permanentErrors\.0": Invalid regular expression/);
       // An empty pattern would match every failure: refused, not taken as "everything".
-      const e = await runCli(['run', 'src', ...store.args, '--exec', 'true', '--permanent-errors', ''], { cwd: p.dir });
+      const e = await mainIn(p.dir, ['run', 'src', ...store.args, '--exec', 'true', '--permanent-errors', '']);
       expect(e.code).toBe(2);
       expect(e.stderr).toContain('--permanent-errors is empty, which would match every failure');
       writeFileSync(join(p.dir, 'job.json'), JSON.stringify({ source: 'src', exec: 'true', permanentErrors: [''] }));
-      const ej = await runCli(['run', '--job', 'job.json', ...store.args], { cwd: p.dir });
+      const ej = await mainIn(p.dir, ['run', '--job', 'job.json', ...store.args]);
       expect(ej.code).toBe(2);
       expect(ej.stderr).toContain('field "permanentErrors.0": expected a pattern; an empty one would match every failure');
       expect(await store.touched(p.dir)).toBe(false);
@@ -158,7 +154,7 @@ describe.each(STORES)('failure rules (%s)', (_name, storeOf) => {
     it('a module that stops calling ctx.heartbeat() (printing all the while) is stopped: TIMEOUT "no heartbeat for 1s"', async () => {
       const store = storeOf();
       const p = projectWithFiles(1);
-      const r = await runCli(['run', 'src', ...store.args, '--handler', handler('heartbeat-then-silent'), '--heartbeat-timeout', '1s', '--retries', '0'], { cwd: p.dir });
+      const r = await mainIn(p.dir, ['run', 'src', ...store.args, '--handler', handler('heartbeat-then-silent'), '--heartbeat-timeout', '1s', '--retries', '0']);
       expect(r.code, r.stderr).toBe(1);
       expect(await attempts(p.dir, store, 'f000.log')).toMatchObject([{ outcome: 'TIMEOUT', error: 'TIMEOUT: no heartbeat for 1s; killed' }]);
     });
@@ -166,7 +162,7 @@ describe.each(STORES)('failure rules (%s)', (_name, storeOf) => {
     it('a module that keeps calling ctx.heartbeat() for 3s succeeds', async () => {
       const store = storeOf();
       const p = projectWithFiles(1);
-      const r = await runCli(['run', 'src', ...store.args, '--handler', handler('heartbeat-steady'), '--heartbeat-timeout', '1s', '--retries', '0'], { cwd: p.dir });
+      const r = await mainIn(p.dir, ['run', 'src', ...store.args, '--handler', handler('heartbeat-steady'), '--heartbeat-timeout', '1s', '--retries', '0']);
       expect(r.code, r.stderr).toBe(0);
       expect((await attempts(p.dir, store, 'f000.log')).map((a) => a.outcome)).toEqual(['SUCCESS']);
     });
@@ -176,7 +172,7 @@ describe.each(STORES)('failure rules (%s)', (_name, storeOf) => {
       const p = projectWithFiles(1);
       const pidFile = join(p.dir, 'sleep.pid');
       const exec = `echo hi; sh -c 'echo $$ > ${pidFile}; exec sleep 30'`;
-      const r = await runCli(['run', 'src', ...store.args, '--exec', exec, '--heartbeat-timeout', '1s', '--retries', '0'], { cwd: p.dir });
+      const r = await mainIn(p.dir, ['run', 'src', ...store.args, '--exec', exec, '--heartbeat-timeout', '1s', '--retries', '0']);
       expect(r.code, r.stderr).toBe(1);
       expect(await attempts(p.dir, store, 'f000.log')).toMatchObject([{ outcome: 'TIMEOUT', error: 'TIMEOUT: no heartbeat for 1s; killed' }]);
       expect(alive(Number(readFileSync(pidFile, 'utf8')))).toBe(false);
@@ -186,7 +182,7 @@ describe.each(STORES)('failure rules (%s)', (_name, storeOf) => {
       const store = storeOf();
       const p = projectWithFiles(2);
       const exec = 'for i in $(seq 15); do case {key} in f000.log) echo $i;; *) echo $i >&2;; esac; sleep 0.2; done';
-      const r = await runCli(['run', 'src', ...store.args, '--exec', exec, '--heartbeat-timeout', '1s', '--retries', '0'], { cwd: p.dir });
+      const r = await mainIn(p.dir, ['run', 'src', ...store.args, '--exec', exec, '--heartbeat-timeout', '1s', '--retries', '0']);
       expect(r.code, r.stderr).toBe(0);
       for (const key of p.keys) expect((await attempts(p.dir, store, key)).map((a) => a.outcome)).toEqual(['SUCCESS']);
     });

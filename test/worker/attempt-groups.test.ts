@@ -1,13 +1,15 @@
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { handler, runCli, startCli, waitFor } from '../helpers/cli.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { handler, waitFor } from '../helpers/cli.js';
+import { mainIn, setProcessEnv } from '../helpers/in-process-cli.js';
 import { processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { dbPathIn, logEntries, query, type LogEntry } from '../helpers/store.js';
+import { logEntries, type LogEntry } from '../helpers/store.js';
 
 // Every process an attempt starts must be gone when the attempt is recorded as over: a
-// timeout, a shutdown, a success that left `cmd &` behind, a coordinator SIGKILL. What
+// timeout, a success that left `cmd &` behind, a crashed worker (a shutdown and a coordinator
+// SIGKILL, which need the CLI as a process: test/reliability/attempt-groups.test.ts). What
 // outlives its attempt could run beside the task's next attempt, so each test keeps a
 // side-effect log of starts and ends and checks that the attempts of one key never overlap.
 
@@ -60,7 +62,25 @@ function overlaps(entries: LogEntry[]): string[] {
   return found;
 }
 
-const outcomes = (dir: string) => query<{ outcome: string }>(dbPathIn(dir), 'SELECT outcome FROM attempts ORDER BY id').map((r) => r.outcome);
+/** Each task's attempts (`show --json`), the tasks in key order. */
+async function attemptsByKey(dir: string): Promise<{ outcome: string; startedAt: string }[][]> {
+  const tasks = JSON.parse((await mainIn(dir, ['tasks', '--json'])).stdout) as { key: string }[];
+  return Promise.all(tasks.map(async (t) => JSON.parse((await mainIn(dir, ['show', t.key, '--json'])).stdout).attempts));
+}
+
+const outcomes = async (dir: string) => (await attemptsByKey(dir)).flat().map((a) => a.outcome);
+
+/**
+ * The run is this process: its workers inherit this process's environment, so a test's
+ * variables (the side-effect log, the launcher) are set here and put back after it.
+ */
+let restoreEnv = () => {};
+afterEach(() => restoreEnv());
+
+function runIn(dir: string, argv: string[], env: Record<string, string>) {
+  restoreEnv = setProcessEnv({ SPLITDANCE_SPAWNER: undefined, ...env });
+  return mainIn(dir, argv);
+}
 
 // The command's shell dies of the TERM; its child ignores TERM (inherited `trap '' TERM`).
 const IGNORES_TERM = (script: string, seconds: number) => `sh -c 'trap "" TERM; ${script} ${seconds}' & wait`;
@@ -68,12 +88,9 @@ const IGNORES_TERM = (script: string, seconds: number) => `sh -c 'trap "" TERM; 
 describe.each(modes)('process groups through the $name', ({ env }) => {
   it('--timeout: a child ignoring SIGTERM gets SIGKILL after the grace, and the next attempt starts only after it is gone', async () => {
     const p = recordingProject(1);
-    const r = await runCli(['run', 'src', '--exec', IGNORES_TERM(p.script, 5), '--timeout', '500ms', '--retries', '1', '--backoff', '10ms'], {
-      cwd: p.dir,
-      env: { ...env, ...p.env },
-    });
+    const r = await runIn(p.dir, ['run', 'src', '--exec', IGNORES_TERM(p.script, 5), '--timeout', '500ms', '--retries', '1', '--backoff', '10ms'], { ...env, ...p.env });
     expect(r.code, r.stderr).toBe(1);
-    expect(outcomes(p.dir)).toEqual(['TIMEOUT', 'TIMEOUT']);
+    expect(await outcomes(p.dir)).toEqual(['TIMEOUT', 'TIMEOUT']);
     await waitFor(() => processesWithEnv(p.dir).length === 0, 1000, 'nothing of the run alive after it exits');
     const entries = logEntries(p.log);
     expect(entries.filter((e) => e.type === 'start')).toHaveLength(2);
@@ -81,58 +98,28 @@ describe.each(modes)('process groups through the $name', ({ env }) => {
     expect(overlaps(entries)).toEqual([]);
   });
 
-  it('shutdown: after the grace, a child ignoring SIGTERM is killed; nothing outlives the run', async () => {
-    const p = recordingProject(1);
-    const run = startCli(['run', 'src', '--exec', IGNORES_TERM(p.script, 6), '--grace', '200ms'], { cwd: p.dir, env: { ...env, ...p.env } });
-    await waitFor(() => logEntries(p.log).length === 1, 10_000, 'the attempt to start');
-    run.kill('SIGTERM');
-    const r = await run.result;
-    expect(r.code, r.stderr).toBe(143);
-    expect(r.stderr).toMatch(/then SIGKILL/);
-    expect(outcomes(p.dir)).toEqual(['INTERRUPTED']);
-    await waitFor(() => processesWithEnv(p.dir).length === 0, 1000, 'nothing of the run alive after it exits');
-    expect(logEntries(p.log).filter((e) => e.type === 'end')).toEqual([]);
-  });
-
   it('a successful attempt that left `cmd &` running: it is stopped before the attempt is recorded', async () => {
     const p = recordingProject(2);
     // The command returns once its background child has logged its start (so the child is
     // surely running when the attempt ends, however loaded the machine is).
     const started = `until grep -q "\\"key\\":\\"$SPLITDANCE_KEY\\"" "$SIDE_EFFECT_LOG" 2>/dev/null; do sleep 0.02; done`;
-    const r = await runCli(['run', 'src', '--exec', `${p.script} 30 & ${started}; echo started`], { cwd: p.dir, env: { ...env, ...p.env } });
+    const r = await runIn(p.dir, ['run', 'src', '--exec', `${p.script} 30 & ${started}; echo started`], { ...env, ...p.env });
     expect(r.code, r.stderr).toBe(0);
-    expect(outcomes(p.dir)).toEqual(['SUCCESS', 'SUCCESS']);
+    expect(await outcomes(p.dir)).toEqual(['SUCCESS', 'SUCCESS']);
     expect(processesWithEnv(p.dir)).toEqual([]); // gone by the time the run has exited
     expect(logEntries(p.log).filter((e) => e.type === 'start')).toHaveLength(2);
   });
 });
 
 describe('a module handler\'s child processes', () => {
-  it('are killed when the coordinator is SIGKILLed (within 1 s); the next run never runs the task beside them', async () => {
-    const p = recordingProject(1);
-    const env = { ...p.env, CHILD_SCRIPT: `${p.script} 4` };
-    const args = ['run', 'src', '--handler', handler('spawn-child'), '--retries', '3'];
-    const run = startCli(args, { cwd: p.dir, env });
-    await waitFor(() => logEntries(p.log).length === 1, 10_000, 'the child to start');
-    run.kill('SIGKILL');
-    await run.result;
-    await waitFor(() => processesWithEnv(p.dir).length === 0, 1000, 'the worker and its handler\'s child gone');
-    const again = await runCli(args, { cwd: p.dir, env });
-    expect(again.code, again.stderr).toBe(0);
-    await waitFor(() => processesWithEnv(p.dir).length === 0, 1000, 'nothing of the run alive after it exits');
-    const entries = logEntries(p.log);
-    expect(entries.filter((e) => e.type === 'end')).toHaveLength(1); // only the second run's
-    expect(overlaps(entries)).toEqual([]);
-  });
-
   it('outlive a timed-out attempt whose handler gave up only until they end: the next attempt starts after them', async () => {
     const p = recordingProject(1);
     // The child ignores the TERM its attempt's end sends and finishes before the KILL would come (2 s).
     const env = { ...p.env, CHILD_SCRIPT: `trap "" TERM; ${p.script} 1.5` };
     const args = ['run', 'src', '--handler', handler('spawn-child'), '--timeout', '1s', '--retries', '2', '--backoff', '10ms'];
-    const r = await runCli(args, { cwd: p.dir, env });
+    const r = await runIn(p.dir, args, env);
     expect(r.code, r.stderr).toBe(1);
-    expect(outcomes(p.dir)).toEqual(['TIMEOUT', 'TIMEOUT', 'TIMEOUT']);
+    expect(await outcomes(p.dir)).toEqual(['TIMEOUT', 'TIMEOUT', 'TIMEOUT']);
     await waitFor(() => processesWithEnv(p.dir).length === 0, 1000, 'nothing of the run alive after it exits');
     const entries = logEntries(p.log);
     expect(entries.filter((e) => e.type === 'start')).toHaveLength(3);
@@ -145,21 +132,21 @@ describe('a module handler\'s child processes', () => {
     // Each child notes when its TERM came, then exits; the handler succeeds as soon as it started.
     const script = `trap 'echo "$SPLITDANCE_KEY $(date +%s%3N)" >> ${stops}; exit 0' TERM; sleep 30 & wait`;
     const env = { ...p.env, CHILD_SCRIPT: script, RESOLVE_AT_ONCE: '1' };
-    const r = await runCli(['run', 'src', '--handler', handler('spawn-child'), '-j', '1'], { cwd: p.dir, env });
+    const r = await runIn(p.dir, ['run', 'src', '--handler', handler('spawn-child'), '-j', '1'], env);
     expect(r.code, r.stderr).toBe(0);
     await waitFor(() => processesWithEnv(p.dir).length === 0, 3000, 'nothing of the run alive after it exits');
     const stoppedAt = new Map(readFileSync(stops, 'utf8').trim().split('\n').map((l) => l.split(' ') as [string, string]).map(([k, t]) => [k, Number(t)]));
-    const second = query<{ started_at: number }>(dbPathIn(p.dir), "SELECT a.started_at FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE t.task_key = 'f001.log'")[0]!;
+    const second = (await attemptsByKey(p.dir))[1]![0]!; // f001.log's attempt
     // Stopped when its own attempt ended, not when the worker did (after the second attempt).
-    expect(stoppedAt.get('f000.log')).toBeLessThanOrEqual(second.started_at);
+    expect(stoppedAt.get('f000.log')).toBeLessThanOrEqual(Date.parse(second.startedAt));
   });
 
   it('die with a worker that crashes: the retry never runs beside them', async () => {
     const p = recordingProject(1);
     const env = { ...p.env, CHILD_SCRIPT: `${p.script} 1.5`, EXIT_WORKER_MS: '300' };
-    const r = await runCli(['run', 'src', '--handler', handler('spawn-child'), '--retries', '1', '--backoff', '10ms'], { cwd: p.dir, env });
+    const r = await runIn(p.dir, ['run', 'src', '--handler', handler('spawn-child'), '--retries', '1', '--backoff', '10ms'], env);
     expect(r.code, r.stderr).toBe(1);
-    expect(outcomes(p.dir)).toEqual(['CRASHED', 'CRASHED']);
+    expect(await outcomes(p.dir)).toEqual(['CRASHED', 'CRASHED']);
     await waitFor(() => processesWithEnv(p.dir).length === 0, 3000, 'nothing of the run alive after it exits');
     const entries = logEntries(p.log);
     expect(entries.filter((e) => e.type === 'start')).toHaveLength(2);

@@ -1,11 +1,11 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { BIN, handler, runCli, tempDir } from '../helpers/cli.js';
+import { handler, tempDir } from '../helpers/cli.js';
+import { mainIn, setProcessEnv } from '../helpers/in-process-cli.js';
 import { PG_URL, pgSchemas } from '../helpers/pg.js';
-import { missing } from '../helpers/services.js';
 import { dbPathIn } from '../helpers/store.js';
 
 const freshPg = pgSchemas('outputs');
@@ -40,25 +40,25 @@ function project(n: number): { dir: string; src: string; out: string; keys: stri
   return { dir, src, out: join(dir, 'out'), keys: keys.sort() };
 }
 
-const statusOf = async (args: string[], cwd: string) => JSON.parse((await runCli(['status', '--json', ...args], { cwd })).stdout);
+const statusOf = async (args: string[], cwd: string) => JSON.parse((await mainIn(cwd, ['status', '--json', ...args])).stdout);
 const tasksOf = async (args: string[], cwd: string) =>
-  JSON.parse((await runCli(['tasks', '--json', ...args], { cwd })).stdout) as { key: string; status: string; upToDate: boolean }[];
+  JSON.parse((await mainIn(cwd, ['tasks', '--json', ...args])).stdout) as { key: string; status: string; upToDate: boolean }[];
 
 describe.each(STORES)('declared outputs on $store', ({ db: dbFor }) => {
   it('40 files → gzip: every output correct, nothing temporary left; a new batch runs only what changed', async () => {
     const p = project(40);
     const db = dbFor(p.dir);
     const gzip = ['--exec', 'gzip -c {} > {out}', '--output', 'out/{rel}.gz', '--db', db, '-j', '2'];
-    const first = await runCli(['run', 'src', '--batch', 'night-1', ...gzip], { cwd: p.dir });
+    const first = await mainIn(p.dir, ['run', 'src', '--batch', 'night-1', ...gzip]);
     expect(first.code, first.stderr).toBe(0);
     expect(filesUnder(p.out)).toEqual(p.keys.map((k) => `${k}.gz`).sort());
     for (const k of p.keys) expect(gunzipSync(readFileSync(join(p.out, `${k}.gz`))).toString()).toBe(readFileSync(join(p.src, k), 'utf8'));
 
     // The next night: a new batch over the same folder runs nothing, and says so everywhere.
-    const dry = await runCli(['run', 'src', '--batch', 'night-2', ...gzip, '--dry-run', '--json'], { cwd: p.dir });
+    const dry = await mainIn(p.dir, ['run', 'src', '--batch', 'night-2', ...gzip, '--dry-run', '--json']);
     expect(JSON.parse(dry.stdout).upToDate).toBe(40);
     const before = new Map(p.keys.map((k) => [k, statSync(join(p.out, `${k}.gz`)).mtimeMs]));
-    const second = await runCli(['run', 'src', '--batch', 'night-2', ...gzip, '--json'], { cwd: p.dir });
+    const second = await mainIn(p.dir, ['run', 'src', '--batch', 'night-2', ...gzip, '--json']);
     expect(second.code, second.stderr).toBe(0);
     const end = JSON.parse(second.stdout.trim().split('\n').at(-1)!);
     expect(end).toMatchObject({ event: 'end', succeeded: 40, upToDate: 40 });
@@ -66,22 +66,22 @@ describe.each(STORES)('declared outputs on $store', ({ db: dbFor }) => {
     const s2 = await statusOf(['--batch', 'night-2', '--db', db], p.dir);
     expect(s2).toMatchObject({ total: 40, succeeded: 40, upToDate: 40, done: true });
     expect((await tasksOf(['--batch', 'night-2', '--db', db], p.dir)).every((t) => t.status === 'SUCCESS' && t.upToDate)).toBe(true);
-    const show = await runCli(['show', p.keys[0]!, '--batch', 'night-2', '--db', db], { cwd: p.dir });
+    const show = await mainIn(p.dir, ['show', p.keys[0]!, '--batch', 'night-2', '--db', db]);
     expect(show.stdout).toContain('up to date');
-    const human = await runCli(['status', '--batch', 'night-2', '--db', db], { cwd: p.dir });
+    const human = await mainIn(p.dir, ['status', '--batch', 'night-2', '--db', db]);
     expect(human.stdout).toContain('40 succeeded (40 up to date, not run)');
 
     // One input touched: the third night runs exactly that one.
     const touched = p.keys[7]!;
     writeFileSync(join(p.src, touched), 'changed\n');
-    const third = await runCli(['run', 'src', '--batch', 'night-3', ...gzip], { cwd: p.dir });
+    const third = await mainIn(p.dir, ['run', 'src', '--batch', 'night-3', ...gzip]);
     expect(third.code, third.stderr).toBe(0);
     const ran = (await tasksOf(['--batch', 'night-3', '--db', db], p.dir)).filter((t) => !t.upToDate).map((t) => t.key);
     expect(ran).toEqual([touched]);
     expect(gunzipSync(readFileSync(join(p.out, `${touched}.gz`))).toString()).toBe('changed\n');
 
     // --force runs them all anyway.
-    const forced = await runCli(['run', 'src', '--batch', 'night-4', ...gzip, '--force'], { cwd: p.dir });
+    const forced = await mainIn(p.dir, ['run', 'src', '--batch', 'night-4', ...gzip, '--force']);
     expect(forced.code, forced.stderr).toBe(0);
     expect((await statusOf(['--batch', 'night-4', '--db', db], p.dir)).upToDate).toBe(0);
     expect(filesUnder(p.out)).toEqual(p.keys.map((k) => `${k}.gz`).sort());
@@ -92,9 +92,9 @@ describe.each(STORES)('declared outputs on $store', ({ db: dbFor }) => {
     const db = dbFor(p.dir);
     // f00 writes nothing; f01 writes part of its output and fails; f02 succeeds.
     const exec = 'case {key} in *f00*) true;; *f01*) echo partial > {out}; exit 3;; *) cat {} > {out};; esac';
-    const r = await runCli(['run', 'src', '--exec', exec, '--output', 'out/{rel}.txt', '--db', db, '--retries', '0'], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['run', 'src', '--exec', exec, '--output', 'out/{rel}.txt', '--db', db, '--retries', '0']);
     expect(r.code, r.stderr).toBe(1);
-    const tasks = JSON.parse((await runCli(['tasks', '--json', '--db', db], { cwd: p.dir })).stdout) as { key: string; status: string; lastError: string }[];
+    const tasks = JSON.parse((await mainIn(p.dir, ['tasks', '--json', '--db', db])).stdout) as { key: string; status: string; lastError: string }[];
     const byKey = new Map(tasks.map((t) => [t.key, t]));
     expect(byKey.get('sub/f00.log')!.lastError).toBe(`declared output not written: ${join(p.out, 'sub/f00.log.txt')} (the command must write it to {out})`);
     expect(byKey.get('f01.log')!.status).toBe('FAILED');
@@ -102,7 +102,7 @@ describe.each(STORES)('declared outputs on $store', ({ db: dbFor }) => {
     expect(filesUnder(p.out)).toEqual(['f02.log.txt']);
 
     // A timeout kills a command half-way through its output: that goes too.
-    const slow = await runCli(['run', 'src', '--batch', 'slow', '--exec', 'echo part > {out}; sleep 30', '--output', 'slow/{rel}', '--db', db, '--timeout', '300ms', '--retries', '0'], { cwd: p.dir });
+    const slow = await mainIn(p.dir, ['run', 'src', '--batch', 'slow', '--exec', 'echo part > {out}; sleep 30', '--output', 'slow/{rel}', '--db', db, '--timeout', '300ms', '--retries', '0']);
     expect(slow.code, slow.stderr).toBe(1);
     expect(slow.stderr).toContain('TIMEOUT');
     expect(filesUnder(join(p.dir, 'slow'))).toEqual([]);
@@ -119,23 +119,23 @@ describe.each(STORES)('declared outputs on $store', ({ db: dbFor }) => {
       ],
     };
     writeFileSync(join(p.dir, 'job.json'), JSON.stringify(job));
-    const r = await runCli(['run', '--job', 'job.json', '--db', db], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['run', '--job', 'job.json', '--db', db]);
     expect(r.code, r.stderr).toBe(0);
     for (const k of p.keys) {
       const input = readFileSync(join(p.src, k), 'utf8');
       expect(readFileSync(join(p.out, 'upper', k), 'utf8')).toBe(input.toUpperCase());
       expect(readFileSync(join(p.out, 'count', `${k}.n`), 'utf8').trim()).toBe(String(Buffer.byteLength(input)));
     }
-    const shown = JSON.parse((await runCli(['show', `upper/${p.keys[0]}`, '--json', '--db', db], { cwd: p.dir })).stdout);
+    const shown = JSON.parse((await mainIn(p.dir, ['show', `upper/${p.keys[0]}`, '--json', '--db', db])).stdout);
     expect(shown.result.out).toBe(join(p.out, 'upper', p.keys[0]!));
     expect(filesUnder(p.out).filter((f) => f.includes('.tmp'))).toEqual([]);
 
     // An earlier stage's newer output makes its dependents run again, as make would.
-    const again = await runCli(['run', '--job', 'job.json', '--db', db, '--batch', 'again', '--json'], { cwd: p.dir });
+    const again = await mainIn(p.dir, ['run', '--job', 'job.json', '--db', db, '--batch', 'again', '--json']);
     expect(JSON.parse(again.stdout.trim().split('\n').at(-1)!)).toMatchObject({ succeeded: 8, upToDate: 8 });
     const later = new Date(Date.now() + 60_000);
     utimesSync(join(p.out, 'upper', p.keys[1]!), later, later);
-    const third = await runCli(['run', '--job', 'job.json', '--db', db, '--batch', 'third', '--json'], { cwd: p.dir });
+    const third = await mainIn(p.dir, ['run', '--job', 'job.json', '--db', db, '--batch', 'third', '--json']);
     expect(JSON.parse(third.stdout.trim().split('\n').at(-1)!)).toMatchObject({ succeeded: 8, upToDate: 7 });
   });
 
@@ -150,48 +150,15 @@ describe.each(STORES)('declared outputs on $store', ({ db: dbFor }) => {
       ],
     };
     writeFileSync(join(p.dir, 'job.json'), JSON.stringify(job));
-    const r = await runCli(['run', '--job', 'job.json', '--db', db], { cwd: p.dir, env: { RESULT_NAME: '../../../escaped' } });
+    const restore = setProcessEnv({ RESULT_NAME: '../../../escaped' }); // read by the handler, in the workers this process forks
+    const r = await mainIn(p.dir, ['run', '--job', 'job.json', '--db', db]).finally(restore);
     expect(r.code, r.stderr).toBe(1);
-    const b = JSON.parse((await runCli(['show', `b/${p.keys[0]}`, '--json', '--db', db], { cwd: p.dir })).stdout);
+    const b = JSON.parse((await mainIn(p.dir, ['show', `b/${p.keys[0]}`, '--json', '--db', db])).stdout);
     expect(b.status).toBe('FAILED');
     expect(b.attemptsCount).toBe(1); // permanent: no retry could help
     expect(b.lastError).toContain('outside the folder the template names');
     expect(existsSync(join(p.dir, '..', 'escaped'))).toBe(false);
     expect(filesUnder(p.dir).filter((f) => f.includes('escaped'))).toEqual([]);
-  });
-});
-
-const hasStrace = !missing('strace', 'the fsync → commit → rename → fsync order test');
-
-describe.skipIf(!hasStrace)('declared outputs: the order that makes a success durable', () => {
-  it('the temporary file is synced, the success committed naming it, and only then renamed onto the output and its folder synced', async () => {
-    const p = project(1);
-    const trace = join(p.dir, 'trace.txt');
-    // strace in front of the CLI: -y names each descriptor's file, so the calls can be ordered by
-    // path; -s shows the pages written to the WAL, so the commit recording the temporary file is found.
-    const args = ['-f', '-y', '-qq', '-s', '65536', '-e', 'trace=fsync,fdatasync,rename,renameat,renameat2,pwrite64', '-o', trace];
-    const run = ['run', 'src', '--exec', 'gzip -c {} > {out}', '--output', 'out/{rel}.gz', '-j', '1'];
-    const r = await new Promise<{ code: number | null }>((done) => {
-      spawn('strace', [...args, process.execPath, BIN, ...run], { cwd: p.dir, stdio: 'ignore' }).on('close', (code) => done({ code }));
-    });
-    expect(r.code).toBe(0);
-    const lines = readFileSync(trace, 'utf8').split('\n');
-    const output = join(p.out, `${p.keys[0]}.gz`);
-    const folder = join(output, '..');
-    const prefix = join(folder, `.${basename(output)}.splitdance-`);
-    const at = (test: (l: string) => boolean, what: string) => {
-      const i = lines.findIndex(test);
-      expect(i, what).toBeGreaterThanOrEqual(0);
-      return i;
-    };
-    const renamed = at((l) => /rename/.test(l) && l.includes(prefix) && l.includes(`"${output}"`), 'rename onto the output');
-    const temp = lines[renamed]!.slice(lines[renamed]!.indexOf(prefix)).split('"')[0]!;
-    const synced = at((l) => /fsync\(\d+</.test(l) && l.includes(`<${temp}>`), 'fsync of the temporary file');
-    const committed = at((l) => /pwrite64\(\d+<[^>]*splitdance\.db-wal>/.test(l) && l.includes(basename(temp)), 'the commit recording the temporary file');
-    const dirSynced = lines.findIndex((l, i) => i > renamed && /fsync\(\d+</.test(l) && l.includes(`<${folder}>`));
-    expect(synced).toBeLessThan(committed);
-    expect(committed).toBeLessThan(renamed);
-    expect(dirSynced, 'fsync of the output folder after the rename').toBeGreaterThan(renamed);
   });
 });
 
@@ -204,7 +171,7 @@ describe('declared outputs: bad input is refused before anything is written', ()
   ];
   it.each(cases)('%s: exit 2, no store', async (_what, args, message) => {
     const p = project(2);
-    const r = await runCli(['run', 'src', ...args], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['run', 'src', ...args]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(message);
     expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
@@ -213,7 +180,7 @@ describe('declared outputs: bad input is refused before anything is written', ()
   it('an output in the job file of a batch with stages belongs to a stage', async () => {
     const p = project(1);
     writeFileSync(join(p.dir, 'job.json'), JSON.stringify({ source: 'src', output: 'out/{rel}', stages: [{ name: 'a', exec: 'cat {} > {out}' }] }));
-    const r = await runCli(['run', '--job', 'job.json'], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['run', '--job', 'job.json']);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('each stage declares its own "output"');
     expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
@@ -222,23 +189,23 @@ describe('declared outputs: bad input is refused before anything is written', ()
   it('two tasks on one output file are refused: files with one stem, or the chunks of one file', async () => {
     const p = project(2);
     writeFileSync(join(p.src, 'f01.txt'), 'other\n');
-    const stems = await runCli(['run', 'src', '--exec', 'cat {} > {out}', '--output', 'out/{stem}.gz'], { cwd: p.dir });
+    const stems = await mainIn(p.dir, ['run', 'src', '--exec', 'cat {} > {out}', '--output', 'out/{stem}.gz']);
     expect(stems.code).toBe(2);
     expect(stems.stderr).toContain('gives two tasks one output file: f01.log and f01.txt both write');
     writeFileSync(join(p.dir, 'big.txt'), 'x\n'.repeat(100));
-    const chunks = await runCli(['run', 'big.txt', '--lines', '10', '--exec', 'cat {} > {out}', '--output', 'out/{name}.part'], { cwd: p.dir });
+    const chunks = await mainIn(p.dir, ['run', 'big.txt', '--lines', '10', '--exec', 'cat {} > {out}', '--output', 'out/{name}.part']);
     expect(chunks.code).toBe(2);
     expect(chunks.stderr).toContain('big.txt:00000 and big.txt:00001 both write');
     expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
     // {key} tells chunks apart.
-    const ok = await runCli(['run', 'big.txt', '--lines', '10', '--exec', 'echo {start} > {out}', '--output', 'out/{key}.part'], { cwd: p.dir });
+    const ok = await mainIn(p.dir, ['run', 'big.txt', '--lines', '10', '--exec', 'echo {start} > {out}', '--output', 'out/{key}.part']);
     expect(ok.code, ok.stderr).toBe(0);
     expect(filesUnder(p.out)).toHaveLength(10);
   });
 
   it('the input file itself is never an output', async () => {
     const p = project(1);
-    const r = await runCli(['run', 'src', '--exec', 'cat {} > {out}', '--output', '{}', '--retries', '0'], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['run', 'src', '--exec', 'cat {} > {out}', '--output', '{}', '--retries', '0']);
     expect(r.code).toBe(2); // found by the planning pass, before anything is written
     expect(r.stderr).toContain('is the input file itself');
     expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);

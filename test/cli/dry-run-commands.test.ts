@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { runCli, tempDir } from '../helpers/cli.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/cli.js';
+import { mainIn, setProcessEnv } from '../helpers/in-process-cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 
 // Issue 41 item 16: `run --dry-run` prints, after the plan, the command each task would run
@@ -27,7 +28,7 @@ describe('run --dry-run prints the commands', () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'list.txt'), `${HOSTILE.join('\n')}\n`);
     const template = "printf '[%s]' {#} {}";
-    const r = await runCli(['run', '--items', 'list.txt', '--exec', template, '--dry-run'], { cwd: dir });
+    const r = await mainIn(dir, ['run', '--items', 'list.txt', '--exec', template, '--dry-run']);
     expect(r.code, r.stderr).toBe(0);
     const ours = commandLines(r.stdout);
     expect(ours).toHaveLength(HOSTILE.length);
@@ -42,7 +43,7 @@ describe('run --dry-run prints the commands', () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'list.txt'), 'a\tb\nesc\x1b[31mred\n');
     const template = "printf '<%s>' {}\nprintf '#%s' {attempt}";
-    const r = await runCli(['run', '--items', 'list.txt', '--exec', template, '--dry-run'], { cwd: dir });
+    const r = await mainIn(dir, ['run', '--items', 'list.txt', '--exec', template, '--dry-run']);
     expect(r.code, r.stderr).toBe(0);
     const ours = commandLines(r.stdout);
     expect(ours).toHaveLength(2);
@@ -53,14 +54,14 @@ describe('run --dry-run prints the commands', () => {
 
   it('shows the first 20 and says so; --verbose shows every one; --json carries them', async () => {
     const p = projectWithFiles(23);
-    const r = await runCli(['run', 'src', '--exec', 'gzip -k {}', '--dry-run'], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['run', 'src', '--exec', 'gzip -k {}', '--dry-run']);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('commands (the first 20; --verbose prints every one):\n');
     const first = commandLines(r.stdout);
     expect(first).toEqual(p.keys.slice(0, 20).map((k) => `gzip -k '${join(p.src, k)}'`));
-    const all = await runCli(['run', 'src', '--exec', 'gzip -k {}', '--dry-run', '--verbose'], { cwd: p.dir });
+    const all = await mainIn(p.dir, ['run', 'src', '--exec', 'gzip -k {}', '--dry-run', '--verbose']);
     expect(commandLines(all.stdout)).toEqual(p.keys.map((k) => `gzip -k '${join(p.src, k)}'`));
-    const json = JSON.parse((await runCli(['run', 'src', '--exec', 'gzip -k {}', '--dry-run', '--json'], { cwd: p.dir })).stdout);
+    const json = JSON.parse((await mainIn(p.dir, ['run', 'src', '--exec', 'gzip -k {}', '--dry-run', '--json'])).stdout);
     expect(json.commands).toHaveLength(20);
     expect(json.commands[0]).toEqual({ key: 'f000.log', command: `gzip -k '${join(p.src, 'f000.log')}'` });
     expect(json.moreCommands).toBe(true);
@@ -69,17 +70,17 @@ describe('run --dry-run prints the commands', () => {
   it('of a batch that exists: leaves out finished tasks, numbers new ones as the run will, and leaves the store untouched', async () => {
     const p = projectWithFiles(3);
     const db = join(p.dir, 'store.db');
-    const exec = 'echo {#} {key} >> seen.txt';
-    expect((await runCli(['run', 'src', '--db', db, '--exec', exec], { cwd: p.dir })).code).toBe(0);
+    const exec = `echo {#} {key} >> ${p.dir}/seen.txt`; // absolute: in this process, commands run in the test runner's folder
+    expect((await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', exec])).code).toBe(0);
     writeFileSync(join(p.src, 'a-new.log'), 'x\n');
-    const before = (await runCli(['tasks', '--db', db, '--json'], { cwd: p.dir })).stdout;
-    const dry = await runCli(['run', 'src', '--db', db, '--exec', exec, '--dry-run'], { cwd: p.dir });
+    const before = (await mainIn(p.dir, ['tasks', '--db', db, '--json'])).stdout;
+    const dry = await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', exec, '--dry-run']);
     expect(dry.code, dry.stderr).toBe(0);
-    expect(commandLines(dry.stdout)).toEqual(["echo '4' 'a-new.log' >> seen.txt"]);
-    expect((await runCli(['tasks', '--db', db, '--json'], { cwd: p.dir })).stdout).toBe(before);
-    expect((await runCli(['run', 'src', '--db', db, '--exec', exec], { cwd: p.dir })).code).toBe(0);
+    expect(commandLines(dry.stdout)).toEqual([`echo '4' 'a-new.log' >> ${p.dir}/seen.txt`]);
+    expect((await mainIn(p.dir, ['tasks', '--db', db, '--json'])).stdout).toBe(before);
+    expect((await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', exec])).code).toBe(0);
     expect(readFileSync(join(p.dir, 'seen.txt'), 'utf8')).toContain('4 a-new.log\n'); // what the dry run showed
-    const done = await runCli(['run', 'src', '--db', db, '--exec', exec, '--dry-run'], { cwd: p.dir });
+    const done = await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', exec, '--dry-run']);
     expect(commandLines(done.stdout)).toEqual(['(none: every task is finished or up to date)']);
   });
 
@@ -87,7 +88,7 @@ describe('run --dry-run prints the commands', () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'list.txt'), 'one\ntwo words\n');
     writeFileSync(join(dir, 'h.mjs'), 'export default async () => null;\n');
-    const r = await runCli(['run', '--items', 'list.txt', '--handler', 'h.mjs', '--dry-run'], { cwd: dir });
+    const r = await mainIn(dir, ['run', '--items', 'list.txt', '--handler', 'h.mjs', '--dry-run']);
     expect(r.code, r.stderr).toBe(0);
     const lines = commandLines(r.stdout);
     expect(lines.map((l) => JSON.parse(l.slice(0, l.indexOf(' {'))))).toEqual(['one', 'two words']);
@@ -96,10 +97,15 @@ describe('run --dry-run prints the commands', () => {
 });
 
 describe('-k', () => {
+  // --print sets the launcher in this process's environment (run/batch-pool.ts): put it back.
+  let restore = () => {};
+  afterEach(() => restore());
+
   it('is --keep-order, as in GNU parallel', async () => {
     const p = projectWithFiles(4);
+    restore = setProcessEnv({ SPLITDANCE_SPAWNER: process.env.SPLITDANCE_SPAWNER });
     const exec = 'n=$(cut -c6- "$SPLITDANCE_PATH"); sleep 0.$((4 - n)); echo {key}';
-    const r = await runCli(['run', 'src', '--exec', exec, '--print', '-k', '-j', '4'], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['run', 'src', '--exec', exec, '--print', '-k', '-j', '4']);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe(p.keys.map((k) => `${k}\n`).join(''));
   });
