@@ -8,7 +8,7 @@ import { installSignals, type CommandSignals } from '../run/signals.js';
 import { startRun, type PlannedStart, type RunPlace, type StartedRun } from '../run/start-run.js';
 import type { Io } from './io.js';
 import { RunReporter } from './run-reporter.js';
-import { givenDb, suggest } from './suggest.js';
+import { givenDb, commandLineFor } from './suggested-commands.js';
 import { trustedOwners } from '../store/open-store.js';
 
 /**
@@ -30,7 +30,7 @@ export async function startAndDrive(
         kind: 'planned',
         plan,
         beforeWrite: options.beforeWrite,
-        historyNote: (n) => `the store holds ${n} attempts of history; \`${suggest({ db }, ['prune', '--older-than', '30d'])}\` removes finished batches`,
+        historyNote: (n) => `the store holds ${n} attempts of history; \`${commandLineFor({ db }, ['prune', '--older-than', '30d'])}\` removes finished batches`,
       },
       runPlace(plan.dbPath, flags, io),
       signals.signal,
@@ -64,7 +64,7 @@ export async function driveRun(
 
 /** Where a run's store is, and how a person resumes its batch once paused (with the --db they gave). */
 export function runPlace(dbPath: string, flags: Pick<RawRunFlags, 'db' | 'trustStoreOwner'>, io: Io): RunPlace {
-  return { dbPath, trust: trustedOwners(flags.trustStoreOwner), cwd: io.cwd, resume: (batch) => suggest({ batch, db: givenDb(flags.db, io) }, ['resume']) };
+  return { dbPath, trust: trustedOwners(flags.trustStoreOwner), cwd: io.cwd, resume: (batch) => commandLineFor({ batch, db: givenDb(flags.db, io) }, ['resume']) };
 }
 
 /** A signal came while the run started: nothing ran. */

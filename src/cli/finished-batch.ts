@@ -3,7 +3,7 @@ import { describeHandler, settingsOf, storedDefinition } from '../job/job-defini
 import type { RunPlan } from '../job/plan-run.js';
 import { plural, printable } from '../printable.js';
 import type { QueryStore } from '../store/task-store.js';
-import { shellWord } from './suggest.js';
+import { shellWord } from './suggested-commands.js';
 
 /**
  * SPEC §6, no silent no-ops: a `run` that changes the handler, output or an option of a

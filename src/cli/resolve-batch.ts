@@ -2,7 +2,7 @@ import { UsageError } from '../errors.js';
 import { expandBatchName } from '../job/batch-name.js';
 import type { BatchRecord, QueryStore } from '../store/task-store.js';
 import { printable } from './format.js';
-import { suggest } from './suggest.js';
+import { commandLineFor } from './suggested-commands.js';
 
 /**
  * The batch a command acts on: `--batch NAME`, or the most recently created one. `db` is
@@ -12,7 +12,7 @@ export async function resolveBatch(store: QueryStore, name: string | undefined, 
   if (name !== undefined) {
     const expanded = expandBatchName(name);
     const batch = await store.findBatch(expanded);
-    if (!batch) throw new UsageError(`no batch named "${printable(expanded)}" in ${printable(store.location)}; \`${suggest({ db }, ['batches'])}\` lists them`);
+    if (!batch) throw new UsageError(`no batch named "${printable(expanded)}" in ${printable(store.location)}; \`${commandLineFor({ db }, ['batches'])}\` lists them`);
     return batch;
   }
   const latest = await store.latestBatch();

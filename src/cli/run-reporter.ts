@@ -11,7 +11,7 @@ import { longInterval, type LongTimer } from '../long-timer.js';
 import { plural, printable } from './format.js';
 import { line, liveTerminal, type Io } from './io.js';
 import { colors } from './colors.js';
-import { givenDb } from './suggest.js';
+import { givenDb } from './suggested-commands.js';
 import { summaryLines } from './run-summary.js';
 import { monotonicMs } from '../wall-steps.js';
 import { ErrorKinds, FailureDigest, MAX_KINDS } from './failure-digest.js';

@@ -3,7 +3,7 @@ import type { ChalkInstance } from 'chalk';
 import type { RetryingTask, RunSummary } from '../run/run-batch.js';
 import { formatMs } from '../job/units.js';
 import { plural, printable } from './format.js';
-import { shellWord, suggest, type Target } from './suggest.js';
+import { shellWord, commandLineFor, type Target } from './suggested-commands.js';
 
 /** What the reporter counted of this run, beside the batch's counts. */
 export interface RunTally {
@@ -29,7 +29,7 @@ export function summaryLines(summary: RunSummary, here: RunTally, options: Summa
   for (const t of summary.retrying) lines.push(retryingLine(t, c));
   const unnamed = k.retrying - summary.retrying.length;
   if (unnamed > 0) lines.push(`… and ${plural(unnamed, 'more retrying task')}`);
-  if (summary.retrying.length) lines.push(`see them: ${suggest(target, ['tasks', '--status', 'retrying'])}`);
+  if (summary.retrying.length) lines.push(`see them: ${commandLineFor(target, ['tasks', '--status', 'retrying'])}`);
   const parts = [`${k.succeeded} succeeded${here.upToDate ? ` (${here.upToDate} up to date, not run)` : ''}`, `${k.failed} failed`];
   if (k.cancelled) parts.push(`${k.cancelled} cancelled`);
   if (k.pending + k.retrying + k.running + k.queued) parts.push(`${k.pending + k.retrying + k.running + k.queued} unfinished`);
@@ -38,7 +38,7 @@ export function summaryLines(summary: RunSummary, here: RunTally, options: Summa
   if (options.nothingRan) lines.push(...nothingRanLines(summary, here, options.nothingRan));
   if (k.failed) {
     const retry = options.definitionChanged ? 'retry them with the new handler, now stored' : 'retry them';
-    lines.push(`see the failures: ${suggest(target, ['status'])}; ${retry}: ${suggest(target, ['retry-failed', '--run'])}`);
+    lines.push(`see the failures: ${commandLineFor(target, ['status'])}; ${retry}: ${commandLineFor(target, ['retry-failed', '--run'])}`);
   }
   return lines;
 }

@@ -2,7 +2,7 @@
 import { UsageError } from '../errors.js';
 import type { AttemptRow, BatchRecord, QueryStore, TaskRow } from '../store/task-store.js';
 import { iso, printable } from './format.js';
-import { suggest, type Target } from './suggest.js';
+import { commandLineFor, type Target } from './suggested-commands.js';
 
 export async function findTask(
   store: QueryStore,
@@ -11,7 +11,7 @@ export async function findTask(
   target: Target,
 ): Promise<{ task: TaskRow; attempts: AttemptRow[] }> {
   const task = await store.getTask(batch.id, key);
-  if (!task) throw new UsageError(`no task "${printable(key)}" in batch ${printable(batch.name)}; \`${suggest(target, ['tasks'])}\` lists the keys`);
+  if (!task) throw new UsageError(`no task "${printable(key)}" in batch ${printable(batch.name)}; \`${commandLineFor(target, ['tasks'])}\` lists the keys`);
   return { task, attempts: await store.attemptsOf(task.id) };
 }
 

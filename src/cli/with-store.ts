@@ -3,7 +3,7 @@ import type { BatchRecord, CommandStore } from '../store/task-store.js';
 import { printable } from './format.js';
 import type { Io } from './io.js';
 import { resolveBatch } from './resolve-batch.js';
-import { givenDb, type Target } from './suggest.js';
+import { givenDb, type Target } from './suggested-commands.js';
 
 /** How a command reached its batch: what suggestions name, and whether it was the default. */
 export interface BatchContext {

@@ -2,7 +2,7 @@ import { UsageError } from '../../errors.js';
 import { keyMatcher, matchesEveryUnfinished, requireFilter } from '../filters.js';
 import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
-import { givenDb, suggest } from '../suggest.js';
+import { givenDb, commandLineFor } from '../suggested-commands.js';
 import { withBatch } from '../with-store.js';
 
 export interface CancelFlags extends OutputFlags {
@@ -28,7 +28,7 @@ export async function cancelCommand(flags: CancelFlags, io: Io): Promise<number>
       const c = await store.counts(batch.id);
       const unfinished = c.total - c.succeeded - c.failed - c.cancelled;
       if (await matchesEveryUnfinished(store, batch.id, keyMatches, unfinished)) {
-        const all = suggest({ batch: batch.name, db: givenDb(flags.db, io) }, ['cancel', '--key', key!, '--all']);
+        const all = commandLineFor({ batch: batch.name, db: givenDb(flags.db, io) }, ['cancel', '--key', key!, '--all']);
         throw new UsageError(`--key matches every one of the ${unfinished} unfinished tasks of batch ${printable(batch.name)}, and a cancel is for good; to cancel them all: ${all}`);
       }
     }

@@ -8,7 +8,7 @@ import type { AttemptRow, BatchRecord, CommandStore } from '../../store/task-sto
 import { printable } from '../format.js';
 import { drained, line, type Io, type OutputFlags } from '../io.js';
 import { PollBackoff } from '../../run/poll-backoff.js';
-import { suggest } from '../suggest.js';
+import { commandLineFor } from '../suggested-commands.js';
 import { defaultedNote, withBatch } from '../with-store.js';
 import { findTask } from '../task-json.js';
 
@@ -55,7 +55,7 @@ export async function logsCommand(key: string | undefined, flags: LogsFlags, io:
       const shown = printable(key);
       if (attempts.length === 0) throw new UsageError(`task "${shown}" has not been attempted yet`);
       const attempt = n === null ? attempts[attempts.length - 1]! : [...attempts].reverse().find((a) => a.attempt === n);
-      if (!attempt) throw new UsageError(`task "${shown}" has no attempt ${n}; \`${suggest(target, ['show'], key)}\` lists its attempts`);
+      if (!attempt) throw new UsageError(`task "${shown}" has no attempt ${n}; \`${commandLineFor(target, ['show'], key)}\` lists its attempts`);
       if (attempt.endedAt === null) return log.running(task.id, attempt, shown, flags.follow === true);
       const fd = log.open(attempt, shown);
       if (fd === null) {

@@ -3,7 +3,7 @@ import { prometheusText } from '../../status/prometheus-text.js';
 import { openStore, resolveDbPath } from '../../store/open-store.js';
 import type { Io } from '../io.js';
 import { resolveBatch } from '../resolve-batch.js';
-import { givenDb } from '../suggest.js';
+import { givenDb } from '../suggested-commands.js';
 
 export interface MetricsFlags {
   db?: string;

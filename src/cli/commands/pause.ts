@@ -1,6 +1,6 @@
 import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
-import { suggest } from '../suggest.js';
+import { commandLineFor } from '../suggested-commands.js';
 import { withBatch } from '../with-store.js';
 
 export interface PauseFlags extends OutputFlags {
@@ -23,8 +23,8 @@ export async function setPausedCommand(paused: boolean, flags: PauseFlags, io: I
       line(
         io.stderr,
         paused
-          ? `batch ${name} paused: running attempts finish, nothing new starts; \`${suggest(target, ['resume'])}\` continues it`
-          : `batch ${name} resumed: \`${suggest(target, ['run'], batch.source)}\` or \`${suggest(target, ['worker'])}\` continues it`,
+          ? `batch ${name} paused: running attempts finish, nothing new starts; \`${commandLineFor(target, ['resume'])}\` continues it`
+          : `batch ${name} resumed: \`${commandLineFor(target, ['run'], batch.source)}\` or \`${commandLineFor(target, ['worker'])}\` continues it`,
       );
     }
     return 0;

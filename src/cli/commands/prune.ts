@@ -6,7 +6,7 @@ import type { BatchRecord, TaskStore } from '../../store/task-store.js';
 import { printable, size } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { resolveBatch } from '../resolve-batch.js';
-import { suggest, givenDb } from '../suggest.js';
+import { commandLineFor, givenDb } from '../suggested-commands.js';
 
 export interface PruneFlags extends OutputFlags {
   db?: string;
@@ -60,7 +60,7 @@ async function finishedBatch(store: TaskStore, flags: PruneFlags, io: Io): Promi
     const target = { batch: batch.name, db: givenDb(flags.db, io) };
     throw new UsageError(
       `batch "${printable(batch.name)}" is not finished (${open} of ${c.total} tasks pending, retrying or running): nothing pruned; ` +
-        `\`${suggest(target, ['cancel'])}\` ends its unfinished tasks, then prune it`,
+        `\`${commandLineFor(target, ['cancel'])}\` ends its unfinished tasks, then prune it`,
     );
   }
   return batch;

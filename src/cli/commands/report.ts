@@ -7,7 +7,7 @@ import { loadReport } from '../../report/report-data.js';
 import { batchFolderName } from '../../store/log-layout.js';
 import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
-import { suggest } from '../suggest.js';
+import { commandLineFor } from '../suggested-commands.js';
 import { withBatch } from '../with-store.js';
 
 export interface ReportFlags extends OutputFlags {
@@ -25,7 +25,7 @@ export async function reportCommand(flags: ReportFlags, io: Io): Promise<number>
       const file = resolve(io.cwd, flags.html ?? `splitdance-report-${batchFolderName(batch.name)}.html`);
       checkReportPath(file, resolveDbPath(flags.db, io.cwd, io.env), io.cwd);
       const data = await loadReport(store, batch);
-      const html = renderReport(data, { retryCluster: (id) => suggest(target, ['retry-failed', '--cluster', id, '--run']) });
+      const html = renderReport(data, { retryCluster: (id) => commandLineFor(target, ['retry-failed', '--cluster', id, '--run']) });
       await writeReport(file, html);
       if (flags.json) line(io.stdout, JSON.stringify({ batch: batch.name, file, attempts: data.attempts.length }));
       else if (!flags.quiet) line(io.stderr, `report for batch ${printable(batch.name)}: ${printable(file)}`);

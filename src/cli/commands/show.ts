@@ -2,7 +2,7 @@ import type { AttemptRow, TaskRow } from '../../store/task-store.js';
 import { cell, duration, iso, plural, printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { colors } from '../colors.js';
-import { suggest } from '../suggest.js';
+import { commandLineFor } from '../suggested-commands.js';
 import { withBatch } from '../with-store.js';
 import { findTask, taskJson } from '../task-json.js';
 
@@ -38,7 +38,7 @@ export async function showCommand(key: string, flags: ShowFlags, io: Io): Promis
       if (task.result) out.push(`result: ${p(task.result)}`);
       if (outputPending) {
         out.push(
-          c.yellow(`declared output not in place: ${p(outputPending.out ?? '?')} (its rename failed); the file waits at ${p(outputPending.temp)}: \`${suggest(target, ['run'], batch.source)}\` puts it in place or says why it cannot`),
+          c.yellow(`declared output not in place: ${p(outputPending.out ?? '?')} (its rename failed); the file waits at ${p(outputPending.temp)}: \`${commandLineFor(target, ['run'], batch.source)}\` puts it in place or says why it cannot`),
         );
       }
       if (task.status === 'PENDING' && task.nextRunAt > Date.now()) out.push(`next attempt due ${iso(task.nextRunAt)}`);
@@ -56,7 +56,7 @@ export async function showCommand(key: string, flags: ShowFlags, io: Io): Promis
         if (task.upToDate && i === attempts.length - 1) out.push('    up to date: nothing ran');
         if (a.error) out.push(`    error: ${p(a.error)}`);
         if (a.outputTail) out.push(...a.outputTail.trimEnd().split('\n').slice(-5).map((l) => `    | ${cell(l, 200)}`));
-        if (a.logPath) out.push(`    full output: ${suggest(target, ['logs', '--attempt', String(a.attempt)], task.key)}`);
+        if (a.logPath) out.push(`    full output: ${commandLineFor(target, ['logs', '--attempt', String(a.attempt)], task.key)}`);
       });
       line(io.stdout, out.join('\n'));
       return 0;

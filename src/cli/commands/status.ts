@@ -3,7 +3,7 @@ import { batchStatus, PENDING_OUTPUTS_LISTED, retryingClusters, verdict } from '
 import { duration, printable, size } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { colors } from '../colors.js';
-import { suggest } from '../suggest.js';
+import { commandLineFor } from '../suggested-commands.js';
 import { withBatch } from '../with-store.js';
 
 export interface StatusFlags extends OutputFlags {
@@ -44,7 +44,7 @@ export async function statusCommand(flags: StatusFlags, io: Io): Promise<number>
       }
       for (const o of s.owners) {
         const held = `${o.tasks} task${o.tasks === 1 ? '' : 's'} held by`;
-        if (o.state === 'dead') out.push(c.yellow(`${held} a dead coordinator (pid ${o.pid} on this machine): the next \`${suggest(target, ['run'], s.source)}\` or \`${suggest(target, ['worker'])}\` takes them back`));
+        if (o.state === 'dead') out.push(c.yellow(`${held} a dead coordinator (pid ${o.pid} on this machine): the next \`${commandLineFor(target, ['run'], s.source)}\` or \`${commandLineFor(target, ['worker'])}\` takes them back`));
         else if (o.state === 'stopped') out.push(c.yellow(`${held} a stopped coordinator (pid ${o.pid} on this machine, SIGSTOP or Ctrl-Z): \`kill -CONT ${o.pid}\` lets it go on; they are not taken while it exists`));
       }
       if (s.outputsPending) {
@@ -57,20 +57,20 @@ export async function statusCommand(flags: StatusFlags, io: Io): Promise<number>
         out.push(`rate ${s.tasksPerSecond.toFixed(2)} tasks/s${s.etaSeconds ? `, ETA ${duration(s.etaSeconds * 1000)}` : ''}`);
       }
       if (s.nextRetryAt) out.push(`next retry due ${s.nextRetryAt} (in ${duration(Math.max(0, Date.parse(s.nextRetryAt) - Date.now()))})`);
-      if (s.changed) out.push(`${s.changed} succeeded task(s) have changed files since: \`${suggest(target, ['run', '--rerun-changed'], s.source)}\` re-runs them`);
+      if (s.changed) out.push(`${s.changed} succeeded task(s) have changed files since: \`${commandLineFor(target, ['run', '--rerun-changed'], s.source)}\` re-runs them`);
       if (s.clusters.length) {
         out.push('failures by error:');
         for (const cl of s.clusters.slice(0, 10)) out.push(`  [${cl.id}] ${cl.count} × ${printable(cl.error)}   e.g. ${printable(cl.example)}`);
-        out.push(`  (retry one group by its [id], e.g.: ${suggest(target, ['retry-failed', '--cluster', s.clusters[0]!.id])})`);
+        out.push(`  (retry one group by its [id], e.g.: ${commandLineFor(target, ['retry-failed', '--cluster', s.clusters[0]!.id])})`);
       }
       const retrying = s.retrying ? await retryingClusters(store, batch) : [];
       if (retrying.length) {
         out.push('retrying, by error:');
         for (const cl of retrying.slice(0, 10)) out.push(`  ${cl.count} × ${printable(cl.error)}   e.g. ${printable(cl.example)}`);
       }
-      const retry = `\`${suggest(target, ['retry-failed', '--run'])}\` retries them`;
+      const retry = `\`${commandLineFor(target, ['retry-failed', '--run'])}\` retries them`;
       const resume = s.outputsPending && s.pending + s.retrying + s.running + s.queued === 0 ? 'puts the outputs in place or says why it cannot' : 'resumes it';
-      out.push(s.done ? (s.failed ? `finished with failures: ${retry}` : 'finished') : `not finished: \`${suggest(target, ['run'], s.source)}\` ${resume}`);
+      out.push(s.done ? (s.failed ? `finished with failures: ${retry}` : 'finished') : `not finished: \`${commandLineFor(target, ['run'], s.source)}\` ${resume}`);
       io.stdout.write(`${out.join('\n')}\n`);
       return verdict(s);
     },

@@ -46,13 +46,13 @@ export async function watchCommand(flags: WatchFlags, io: Io): Promise<number> {
       };
       if (!(await awaitBatch(db, flags.batch, stopper.signal, say, { readonly: true }))) return stopper.exitCode();
     }
-    return await withBatch(flags, io, (store, batch) => follow(new LiveView(store, batch), intervalMs, flags, io, stopper), { readonly: true });
+    return await withBatch(flags, io, (store, batch) => drawUntilDone(new LiveView(store, batch), intervalMs, flags, io, stopper), { readonly: true });
   } finally {
     stopper.dispose();
   }
 }
 
-async function follow(view: LiveView, intervalMs: number, flags: WatchFlags, io: Io, stopper: Stopper): Promise<number> {
+async function drawUntilDone(view: LiveView, intervalMs: number, flags: WatchFlags, io: Io, stopper: Stopper): Promise<number> {
   const screen = liveTerminal(io, 'stdout') ? new Screen(io, flags) : null;
   try {
     for (;;) {

@@ -35,13 +35,13 @@ export class ServerClock {
   }
 
   /** Re-bases the offset when this process's wall clock stepped since it was set: the server's did not. */
-  private follow(): void {
+  private rebaseOnWallSteps(): void {
     if (this.steps) this.offset -= this.steps.take();
   }
 
   /** Now, on the server's clock. */
   now(): number {
-    this.follow();
+    this.rebaseOnWallSteps();
     return Date.now() + this.offset;
   }
 
@@ -49,13 +49,13 @@ export class ServerClock {
   toServer(ms: number): number;
   toServer(ms: number | null): number | null;
   toServer(ms: number | null): number | null {
-    this.follow();
+    this.rebaseOnWallSteps();
     return ms === null ? null : ms + this.offset;
   }
 
   /** A stored time on this process's clock. */
   fromServer(ms: number): number {
-    this.follow();
+    this.rebaseOnWallSteps();
     return ms - this.offset;
   }
 

@@ -25,7 +25,7 @@ export function givenDb(flag: string | undefined, io: Pick<Io, 'cwd' | 'env'>): 
  * after `--` so it is never read as an option. A URL store shows its redacted form (a
  * password is never printed; the user supplies it again).
  */
-export function suggest(target: Target, words: string[], operand?: string): string {
+export function commandLineFor(target: Target, words: string[], operand?: string): string {
   const argv = ['splitdance', ...words];
   if (target.batch !== undefined) argv.push('--batch', target.batch);
   if (target.db !== undefined) argv.push('--db', describeStore(target.db));
