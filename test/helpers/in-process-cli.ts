@@ -45,3 +45,33 @@ export async function usageErrorOf(call: Promise<unknown>): Promise<UsageError> 
 
 /** An argv as a shell would show it: empty words quoted. */
 export const shown = (argv: string[]) => argv.map((a) => (a === '' || /\s/.test(a) ? `'${a}'` : a)).join(' ');
+
+/**
+ * Runs `call` with `vars` set in this process's environment, restored after: the worker
+ * processes a command forks inherit it (a fixture handler's SLEEP_MS, SIDE_EFFECT_LOG, …),
+ * as they would a shell's. Tests in one file run one at a time, so no other test sees them.
+ */
+export async function withProcessEnv<T>(vars: Record<string, string>, call: () => Promise<T>): Promise<T> {
+  const before = new Map(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
+  try {
+    return await call();
+  } finally {
+    for (const [k, v] of before) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
+/** `mainIn` with `vars` in the environment the command's worker processes inherit (see withProcessEnv). */
+export function mainInEnv(cwd: string, argv: string[], vars: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  return withProcessEnv(vars, () => mainIn(cwd, argv));
+}
+
+/** `--json` output of a command that must exit 0, parsed. */
+export async function jsonOf<T = unknown>(cwd: string, argv: string[]): Promise<T> {
+  const r = await mainIn(cwd, [...argv, '--json']);
+  expect(r.code, `${shown(argv)}: ${r.stderr}`).toBe(0);
+  return JSON.parse(r.stdout) as T;
+}
