@@ -122,3 +122,15 @@ export async function mainOnTerminal(cwd: string, argv: string[], env: Record<st
   const code = await main(['node', 'splitdance', ...argv], c.io);
   return { code, output: c.stdout() + c.stderr() };
 }
+
+/** `mainIn` with `vars` in the environment the command's worker processes inherit (see withProcessEnv). */
+export function mainInProcessEnv(cwd: string, argv: string[], vars: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  return withProcessEnv(vars, () => mainIn(cwd, argv));
+}
+
+/** `--json` output of a command that must exit 0, parsed. */
+export async function jsonOf<T = unknown>(cwd: string, argv: string[]): Promise<T> {
+  const r = await mainIn(cwd, [...argv, '--json']);
+  expect(r.code, `${shown(argv)}: ${r.stderr}`).toBe(0);
+  return JSON.parse(r.stdout) as T;
+}

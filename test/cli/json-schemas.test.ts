@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { runCli } from '../helpers/cli.js';
+import { mainIn } from '../helpers/in-process-cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 
 /**
@@ -167,14 +167,13 @@ function events(stdout: string, what: string): string[] {
 describe('every --json output against its schema', () => {
   it('run, status, tasks, show, batches, dry-run, report, pause, resume, retry-failed, worker, cancel and prune print one schema each; logs refuses --json', async () => {
     const p = projectWithFiles(3);
-    const opts = { cwd: p.dir };
-    const exec = "case {key} in f002.log) echo bad >&2; exit 3;; esac; echo ok";
-    const run = await runCli(['run', 'src', '--batch', 'b', '--exec', exec, '--retries', '0', '--json'], opts);
+        const exec = "case {key} in f002.log) echo bad >&2; exit 3;; esac; echo ok";
+    const run = await mainIn(p.dir, ['run', 'src', '--batch', 'b', '--exec', exec, '--retries', '0', '--json']);
     expect(run.code).toBe(1);
     expect(events(run.stdout, 'run')).toEqual(['start', 'attempt', 'attempt', 'attempt', 'end']);
 
     const check = async (args: string[], schema: z.ZodType, code = 0) => {
-      const r = await runCli([...args, '--json'], opts);
+      const r = await mainIn(p.dir, [...args, '--json']);
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(code);
       oneLine(schema, r.stdout, args.join(' '));
       return JSON.parse(r.stdout);
@@ -189,14 +188,14 @@ describe('every --json output against its schema', () => {
     await check(['pause', '--batch', 'b'], SCHEMAS.paused);
     await check(['resume', '--batch', 'b'], SCHEMAS.paused);
     await check(['retry-failed', '--batch', 'b'], SCHEMAS.retryFailed);
-    const worker = await runCli(['worker', '--batch', 'b', '--json'], opts);
+    const worker = await mainIn(p.dir, ['worker', '--batch', 'b', '--json']);
     expect(worker.code).toBe(1);
     expect(events(worker.stdout, 'worker')).toEqual(['start', 'attempt', 'end']);
     await check(['cancel', '--batch', 'b'], SCHEMAS.cancel);
     expect(await check(['prune', '--batch', 'b', '--dry-run'], SCHEMAS.prune)).toMatchObject({ dryRun: true, batches: ['b'] });
     expect(await check(['prune', '--batch', 'b'], SCHEMAS.prune)).toMatchObject({ dryRun: false, batches: ['b'] });
 
-    const logs = await runCli(['logs', 'f000.log', '--json'], opts);
+    const logs = await mainIn(p.dir, ['logs', 'f000.log', '--json']);
     expect(logs.code).toBe(2);
     expect(logs.stdout).toBe('');
     expect(logs.stderr).toMatch(/logs has no --json/);

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { mainIn } from '../helpers/in-process-cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
 import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 
+// Ids are the schema's own (no verb shows them), so they are read with SQL.
 // SPEC §5: fencing tokens, attempt ids and task ids never repeat in a store's life, `prune`
 // included (RELIABILITY R24: a run frozen before a prune must not find its token on a new task).
 
@@ -13,14 +14,14 @@ describe('ids after prune (SQLite)', () => {
   it('a batch run after prune gets attempt (token), task and batch ids never used before', async () => {
     const p = projectWithFiles(3);
     const db = dbPathIn(p.dir);
-    expect((await runCli(['run', 'src', '--batch', 'first', '--exec', 'true'], { cwd: p.dir })).code).toBe(0);
+    expect((await mainIn(p.dir, ['run', 'src', '--batch', 'first', '--exec', 'true'])).code).toBe(0);
     const max = (table: string) => query<{ n: number }>(db, `SELECT max(id) AS n FROM ${table}`)[0]!.n;
     const used = { attempts: max('attempts'), tasks: max('tasks'), batches: max('batches') };
     expect(used).toEqual({ attempts: 3, tasks: 3, batches: 1 });
 
     expect(await pruneAll(p.dir)).toEqual(['first']);
 
-    expect((await runCli(['run', 'src', '--batch', 'second', '--exec', 'true'], { cwd: p.dir })).code).toBe(0);
+    expect((await mainIn(p.dir, ['run', 'src', '--batch', 'second', '--exec', 'true'])).code).toBe(0);
     const min = (table: string) => query<{ n: number }>(db, `SELECT min(id) AS n FROM ${table}`)[0]!.n;
     expect(min('attempts')).toBeGreaterThan(used.attempts);
     expect(min('tasks')).toBeGreaterThan(used.tasks);
@@ -32,7 +33,7 @@ describe('ids after prune (SQLite)', () => {
 async function pruneAll(cwd: string, db: string[] = []): Promise<string[]> {
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
-    const r = await runCli(['prune', '--older-than', '1ms', '--json', ...db], { cwd });
+    const r = await mainIn(cwd, ['prune', '--older-than', '1ms', '--json', ...db]);
     expect(r.code, r.stderr).toBe(0);
     const pruned = JSON.parse(r.stdout).batches as string[];
     if (pruned.length > 0) return pruned;
@@ -48,12 +49,12 @@ describe.skipIf(!PG_URL)('ids after prune (PostgreSQL)', () => {
     const { schema, db: url } = freshSchema();
     const db = ['--db', url];
     const p = projectWithFiles(3);
-    expect((await runCli(['run', 'src', '--batch', 'first', '--exec', 'true', ...db], { cwd: p.dir })).code).toBe(0);
+    expect((await mainIn(p.dir, ['run', 'src', '--batch', 'first', '--exec', 'true', ...db])).code).toBe(0);
     const ids = async (fn: 'min' | 'max', table: string) =>
       Number((await pgRows<{ n: string }>(`SELECT ${fn}(id) AS n FROM ${schema}.${table}`))[0]!.n);
     const used = { attempts: await ids('max', 'attempts'), tasks: await ids('max', 'tasks'), batches: await ids('max', 'batches') };
     expect(await pruneAll(p.dir, db)).toEqual(['first']);
-    expect((await runCli(['run', 'src', '--batch', 'second', '--exec', 'true', ...db], { cwd: p.dir })).code).toBe(0);
+    expect((await mainIn(p.dir, ['run', 'src', '--batch', 'second', '--exec', 'true', ...db])).code).toBe(0);
     expect(await ids('min', 'attempts')).toBeGreaterThan(used.attempts);
     expect(await ids('min', 'tasks')).toBeGreaterThan(used.tasks);
     expect(await ids('min', 'batches')).toBeGreaterThan(used.batches);

@@ -2,10 +2,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { mainInProcessEnv } from '../helpers/in-process-cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { missing } from '../helpers/services.js';
-import { dbPathIn, query } from '../helpers/store.js';
+import { attemptsIn } from '../helpers/read-store.js';
+import { dbPathIn } from '../helpers/store.js';
 
 // A full log folder must not change what an attempt's outcome is, and must say why the
 // output has no log. Logs live under the store's folder (`.splitdance/logs/`), which each
@@ -44,7 +45,8 @@ interface Attempt {
   output_tail: string | null;
   log_path: string | null;
 }
-const attempts = (dir: string) => query<Attempt>(dbPathIn(dir), 'SELECT outcome, exit_code, error, output_tail, log_path FROM attempts ORDER BY id');
+const attempts = async (dir: string): Promise<Attempt[]> =>
+  (await attemptsIn(dbPathIn(dir))).map((a) => ({ outcome: a.outcome!, exit_code: a.exitCode, error: a.error, output_tail: a.outputTail, log_path: a.logPath }));
 
 const modes = [
   { name: 'spawner helper', env: {} as Record<string, string> },
@@ -54,9 +56,9 @@ const modes = [
 describe.skipIf(!isRoot).each(modes)('a full log folder, through the $name', ({ env }) => {
   it('does not fail a command that succeeds; its tail says why it has no log', async () => {
     const p = projectWithFullLogDisk(3);
-    const r = await runCli(['run', 'src', '--exec', 'echo hello {}', '--retries', '0'], { cwd: p.dir, env });
+    const r = await mainInProcessEnv(p.dir, ['run', 'src', '--exec', 'echo hello {}', '--retries', '0'], env);
     expect(r.code, r.stderr).toBe(0);
-    const rows = attempts(p.dir);
+    const rows = await attempts(p.dir);
     expect(rows.map((a) => a.outcome)).toEqual(['SUCCESS', 'SUCCESS', 'SUCCESS']);
     for (const a of rows) {
       expect(a.exit_code).toBe(0);
@@ -67,9 +69,9 @@ describe.skipIf(!isRoot).each(modes)('a full log folder, through the $name', ({ 
 
   it('fails a failing command with its own exit code, naming the full log folder as the reason it has no log', async () => {
     const p = projectWithFullLogDisk(1);
-    const r = await runCli(['run', 'src', '--exec', 'echo hello {}; exit 3', '--retries', '0'], { cwd: p.dir, env });
+    const r = await mainInProcessEnv(p.dir, ['run', 'src', '--exec', 'echo hello {}; exit 3', '--retries', '0'], env);
     expect(r.code, r.stderr).toBe(1);
-    const [a] = attempts(p.dir);
+    const [a] = await attempts(p.dir);
     expect(a).toMatchObject({ outcome: 'FAILED', exit_code: 3, log_path: null });
     expect(a!.error).toMatch(/^exit code 3 \(no (log|output) kept: .*(is full|ENOSPC)/);
   });
@@ -83,9 +85,9 @@ describe.skipIf(!isRoot)('a log folder that fills up while the command runs, thr
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', logs]);
     mounts.push(logs);
     // The command fills the disk its log is on, then prints: its echo fails (ENOSPC), exit 1.
-    const r = await runCli(['run', 'src', '--exec', `dd if=/dev/zero of=${logs}/fill bs=4k 2>/dev/null; echo hello`, '--retries', '0'], { cwd: p.dir });
+    const r = await mainInProcessEnv(p.dir, ['run', 'src', '--exec', `dd if=/dev/zero of=${logs}/fill bs=4k 2>/dev/null; echo hello`, '--retries', '0'], {});
     expect(r.code, r.stderr).toBe(1);
-    const [a] = attempts(p.dir);
+    const [a] = await attempts(p.dir);
     expect(a!.error).toMatch(/^exit code 1 \(its log folder .* filled up while it ran/);
   });
 });

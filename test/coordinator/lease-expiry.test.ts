@@ -1,10 +1,11 @@
 import Database from 'better-sqlite3';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { mainIn } from '../helpers/in-process-cli.js';
+import { taskWithAttempts } from '../helpers/read-store.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { dbPathIn, query } from '../helpers/store.js';
 import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
@@ -22,11 +23,18 @@ const startTicks = (pid: number) => {
 };
 const REMOTE = 'elsewhere.example/0badc0de:4242:123456';
 
-/** The CLI as a plain process on this host (no simulated host identity inherited from the runner). */
-function cliEnv(): { cleanEnv: true; env: NodeJS.ProcessEnv } {
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
-  delete env.SPLITDANCE_HOST_ID;
-  return { cleanEnv: true, env };
+/**
+ * A live process on this host other than this one (the run, in-process, is this process: its
+ * own pid would name the run itself as the owner), with its start time; killed after the test.
+ */
+const alive: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of alive.splice(0)) c.kill('SIGKILL');
+});
+function livePid(): { pid: number; start: string } {
+  const child = spawn('sleep', ['60'], { stdio: 'ignore' });
+  alive.push(child);
+  return { pid: child.pid!, start: startTicks(child.pid!) };
 }
 
 interface Forged {
@@ -43,10 +51,9 @@ interface Forged {
  */
 async function batchWithForeignClaim(owner: string, expiresAt: number): Promise<Forged> {
   const p = projectWithFiles(2);
-  const opts = { cwd: p.dir, ...cliEnv() };
   // One retry, so the lost attempt (which counts) leaves the task a second one.
-  expect((await runCli(['run', 'src', '--exec', 'exit 1', '--retry-quiet', '--retries', '1', '--backoff', '10ms'], opts)).code).toBe(1);
-  expect((await runCli(['retry-failed'], opts)).code).toBe(0);
+  expect((await mainIn(p.dir, ['run', 'src', '--exec', 'exit 1', '--retry-quiet', '--retries', '1', '--backoff', '10ms'])).code).toBe(1);
+  expect((await mainIn(p.dir, ['retry-failed'])).code).toBe(0);
   const dbPath = dbPathIn(p.dir);
   const db = new Database(dbPath);
   const now = Date.now();
@@ -71,41 +78,37 @@ async function batchWithForeignClaim(owner: string, expiresAt: number): Promise<
 
 const EXEC = (ran: string) => `echo {key} >> '${ran}'`;
 const ranKeys = (ran: string) => (existsSync(ran) ? readFileSync(ran, 'utf8').split('\n').filter(Boolean) : []);
+/** The task's lease columns as stored (its fencing token is a column no command shows). */
 const taskRow = (db: string, key: string) =>
   query<{ status: string; attempts: number; lease_owner: string | null; lease_token: number | null }>(
     db,
     'SELECT status, attempts, lease_owner, lease_token FROM tasks WHERE task_key = ?',
     key,
   )[0]!;
-const attemptsOf = (db: string, key: string) =>
-  query<{ id: number; outcome: string | null; error: string | null; started_at: number; ended_at: number | null }>(
-    db,
-    'SELECT a.id, a.outcome, a.error, a.started_at, a.ended_at FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE t.task_key = ? ORDER BY a.id',
-    key,
-  );
+const attemptsOf = async (db: string, key: string) =>
+  (await taskWithAttempts(db, key)).attempts.map((a) => ({ id: a.id, outcome: a.outcome, error: a.error, started_at: a.startedAt, ended_at: a.endedAt }));
 
 describe('lease expiry through the CLI (SQLite)', () => {
   it('a task held by another host is not taken while its lease is valid, and is taken back (LOST) once it expired', async () => {
     const f = await batchWithForeignClaim(REMOTE, Date.now() + 10 * 60_000);
-    const opts = { cwd: f.dir, ...cliEnv() };
 
-    const held = await runCli(['run', 'src', '--exec', EXEC(f.ran), '--no-wait'], opts);
+    const held = await mainIn(f.dir, ['run', 'src', '--exec', EXEC(f.ran), '--no-wait']);
     expect(held.code).toBe(3); // f000 is still someone else's
     expect(ranKeys(f.ran)).toEqual(['f001.log']);
     expect(taskRow(f.db, 'f000.log')).toEqual({ status: 'RUNNING', attempts: 1, lease_owner: REMOTE, lease_token: f.token });
-    expect(attemptsOf(f.db, 'f000.log').at(-1)).toMatchObject({ id: f.token, outcome: null, ended_at: null });
+    expect((await attemptsOf(f.db, 'f000.log')).at(-1)).toMatchObject({ id: f.token, outcome: null, ended_at: null });
 
     // The remote coordinator stopped heartbeating a while ago.
     const db = new Database(f.db);
     db.prepare("UPDATE tasks SET lease_expires_at = ? WHERE task_key = 'f000.log'").run(Date.now() - 1000);
     db.close();
     // It is taken once its renewals are seen to stop for a lease (R39): a --no-wait run stays for that.
-    const taken = await runCli(['run', 'src', '--no-wait', '--lease', '3s'], opts);
+    const taken = await mainIn(f.dir, ['run', 'src', '--no-wait', '--lease', '3s']);
     expect(taken.code, taken.stderr).toBe(0);
     expect(taken.stderr).toContain('recovered 1 task');
     expect(ranKeys(f.ran)).toEqual(['f001.log', 'f000.log']);
     expect(taskRow(f.db, 'f000.log')).toEqual({ status: 'SUCCESS', attempts: 2, lease_owner: null, lease_token: null });
-    const attempts = attemptsOf(f.db, 'f000.log');
+    const attempts = await attemptsOf(f.db, 'f000.log');
     expect(attempts.slice(-2).map((a) => a.outcome)).toEqual(['LOST', 'SUCCESS']);
     expect(attempts.at(-2)).toMatchObject({ id: f.token });
     expect(attempts.at(-2)!.error).toContain('expired');
@@ -115,10 +118,10 @@ describe('lease expiry through the CLI (SQLite)', () => {
     const expiresAt = Date.now() + 1500;
     const f = await batchWithForeignClaim(REMOTE, expiresAt);
     // Once expired, the silent owner is watched for a lease (R39): a short one keeps that short.
-    const r = await runCli(['run', 'src', '--exec', EXEC(f.ran), '--lease', '3s'], { cwd: f.dir, ...cliEnv() });
+    const r = await mainIn(f.dir, ['run', 'src', '--exec', EXEC(f.ran), '--lease', '3s']);
     expect(r.code).toBe(0);
     expect(ranKeys(f.ran).sort()).toEqual(['f000.log', 'f001.log']);
-    const [lost, success] = attemptsOf(f.db, 'f000.log').slice(-2);
+    const [lost, success] = (await attemptsOf(f.db, 'f000.log')).slice(-2);
     // Its end is unknown (the remote owner never reported): NULL, not the takeover time.
     expect(lost).toMatchObject({ id: f.token, outcome: 'LOST', ended_at: null });
     expect(success!.outcome).toBe('SUCCESS');
@@ -127,17 +130,20 @@ describe('lease expiry through the CLI (SQLite)', () => {
 
   it.each([
     ['whose process has exited', async () => deadPid()],
-    ['whose pid now belongs to a later process', async () => ({ pid: process.pid, start: String(Number(startTicks(process.pid)) - 1) })],
+    ['whose pid now belongs to a later process', async () => {
+      const { pid, start } = livePid();
+      return { pid, start: String(Number(start) - 1) };
+    }],
   ])('an owner on this host %s is taken back at once, whatever its lease', async (_what, victim) => {
     const { pid, start } = await victim();
     const owner = `${MACHINE}:${pid}:${start}`;
     const f = await batchWithForeignClaim(owner, Date.now() + 60 * 60_000);
     const started = Date.now();
-    const r = await runCli(['run', 'src', '--exec', EXEC(f.ran), '--no-wait'], { cwd: f.dir, ...cliEnv() });
+    const r = await mainIn(f.dir, ['run', 'src', '--exec', EXEC(f.ran), '--no-wait']);
     expect(r.code).toBe(0);
     expect(Date.now() - started).toBeLessThan(30_000);
     expect(ranKeys(f.ran).sort()).toEqual(['f000.log', 'f001.log']);
-    const attempts = attemptsOf(f.db, 'f000.log');
+    const attempts = await attemptsOf(f.db, 'f000.log');
     expect(attempts.slice(-2).map((a) => a.outcome)).toEqual(['LOST', 'SUCCESS']);
     expect(attempts.at(-2)!.error).toContain('died');
   });
@@ -145,9 +151,10 @@ describe('lease expiry through the CLI (SQLite)', () => {
   // SPEC §5, RELIABILITY R23: such an owner (e.g. a coordinator stopped with SIGSTOP past its
   // lease) keeps its tasks; recovery passes the live local owners to the store, which skips them.
   it('an owner on this host whose process is alive keeps its task, even past its lease', async () => {
-    const owner = `${MACHINE}:${process.pid}:${startTicks(process.pid)}`;
+    const { pid, start } = livePid();
+    const owner = `${MACHINE}:${pid}:${start}`;
     const f = await batchWithForeignClaim(owner, Date.now() - 60_000);
-    const r = await runCli(['run', 'src', '--exec', EXEC(f.ran), '--no-wait'], { cwd: f.dir, ...cliEnv() });
+    const r = await mainIn(f.dir, ['run', 'src', '--exec', EXEC(f.ran), '--no-wait']);
     expect(ranKeys(f.ran)).toEqual(['f001.log']);
     expect(taskRow(f.db, 'f000.log')).toEqual({ status: 'RUNNING', attempts: 1, lease_owner: owner, lease_token: f.token });
     expect(r.code).toBe(3);
@@ -172,9 +179,8 @@ async function pgBatchWithForeignClaim(owner: string, expiresAt: number): Promis
   const schema = fresh.schema;
   const db = ['--db', fresh.db];
   const p = projectWithFiles(2);
-  const opts = { cwd: p.dir, ...cliEnv() };
-  expect((await runCli(['run', 'src', '--exec', 'exit 1', '--retry-quiet', '--retries', '1', '--backoff', '10ms', ...db], opts)).code).toBe(1);
-  expect((await runCli(['retry-failed', ...db], opts)).code).toBe(0);
+  expect((await mainIn(p.dir, ['run', 'src', '--exec', 'exit 1', '--retry-quiet', '--retries', '1', '--backoff', '10ms', ...db])).code).toBe(1);
+  expect((await mainIn(p.dir, ['retry-failed', ...db])).code).toBe(0);
   const now = Date.now();
   const [{ id }] = await pgQuery<{ id: string }>(`SELECT id FROM ${schema}.tasks WHERE task_key = 'f000.log'`);
   const [{ id: token }] = await pgQuery<{ id: string }>(
@@ -194,23 +200,22 @@ describe.skipIf(!PG_URL)('lease expiry through the CLI (PostgreSQL)', () => {
   it('an owner on this host whose process has exited is taken back at once, whatever its lease', async () => {
     const { pid, start } = await deadPid();
     const f = await pgBatchWithForeignClaim(`${MACHINE}:${pid}:${start}`, Date.now() + 60 * 60_000);
-    const r = await runCli(['run', 'src', '--exec', EXEC(f.ran), '--no-wait', ...f.db], { cwd: f.dir, ...cliEnv() });
+    const r = await mainIn(f.dir, ['run', 'src', '--exec', EXEC(f.ran), '--no-wait', ...f.db]);
     expect(r.code, r.stderr).toBe(0);
     expect(ranKeys(f.ran).sort()).toEqual(['f000.log', 'f001.log']);
-    const outcomes = await pgQuery<{ outcome: string }>(
-      `SELECT a.outcome FROM ${f.schema}.attempts a JOIN ${f.schema}.tasks t ON t.id = a.task_id WHERE t.task_key = 'f000.log' ORDER BY a.id`,
-    );
+    const outcomes = (await taskWithAttempts(f.db[1]!, 'f000.log')).attempts;
     expect(outcomes.slice(-2).map((o) => o.outcome)).toEqual(['LOST', 'SUCCESS']);
   });
 
   // As on SQLite: a live owner on this host keeps its tasks past its lease (SPEC §5, R23).
   it('an owner on this host whose process is alive keeps its task, even past its lease', async () => {
-    const owner = `${MACHINE}:${process.pid}:${startTicks(process.pid)}`;
+    const { pid, start } = livePid();
+    const owner = `${MACHINE}:${pid}:${start}`;
     const f = await pgBatchWithForeignClaim(owner, Date.now() - 60_000);
-    const r = await runCli(['run', 'src', '--exec', EXEC(f.ran), '--no-wait', ...f.db], { cwd: f.dir, ...cliEnv() });
+    const r = await mainIn(f.dir, ['run', 'src', '--exec', EXEC(f.ran), '--no-wait', ...f.db]);
     expect(ranKeys(f.ran)).toEqual(['f001.log']);
-    const [row] = await pgQuery<{ status: string; lease_owner: string }>(`SELECT status, lease_owner FROM ${f.schema}.tasks WHERE task_key = 'f000.log'`);
-    expect(row).toEqual({ status: 'RUNNING', lease_owner: owner });
+    const { task } = await taskWithAttempts(f.db[1]!, 'f000.log');
+    expect({ status: task.status, lease_owner: task.leaseOwner }).toEqual({ status: 'RUNNING', lease_owner: owner });
     expect(r.code).toBe(3);
   });
 });

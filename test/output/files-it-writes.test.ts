@@ -1,12 +1,12 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BIN, handler, runCli, sleep, startCli, waitFor } from '../helpers/cli.js';
-import { processesWithEnv } from '../helpers/procs.js';
+import { handler } from '../helpers/cli.js';
+import { jsonOf, mainIn, mainInProcessEnv } from '../helpers/in-process-cli.js';
 import { missing } from '../helpers/services.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { dbPathIn, query } from '../helpers/store.js';
+import { dbPathIn } from '../helpers/store.js';
 
 // SPEC §9, "Files splitdance writes": a path it replaces (--output, --metrics-file, report
 // --html) is missing or a regular file, never a device, FIFO, folder or symlink, never the
@@ -17,14 +17,6 @@ const mounts: string[] = [];
 afterAll(() => {
   for (const m of mounts) execFileSync('umount', ['-l', m]);
 });
-
-function signal(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(pid, sig);
-  } catch {
-    // gone already
-  }
-}
 
 /** A private copy of /dev/null (`mknod c 1 3`, root only) — never the system's own. */
 function devNull(dir: string): string {
@@ -63,7 +55,7 @@ describe('a path splitdance replaces must be missing or a regular file', () => {
         ['--exec', 'cat {}', '--metrics-file', thing.path],
         ['--exec', 'cat {} > {out}', '--output', thing.path],
       ]) {
-        const r = await runCli(['run', 'src', ...args], { cwd: p.dir });
+        const r = await mainIn(p.dir, ['run', 'src', ...args]);
         expect(r.code, `${thing.name} ${args.join(' ')}: ${r.stderr}`).toBe(2);
         expect(r.stderr).toContain(`is ${thing.name}`);
         expect(r.stderr.trim().split('\n')).toHaveLength(1);
@@ -75,40 +67,40 @@ describe('a path splitdance replaces must be missing or a regular file', () => {
 
   it('report --html at a device, FIFO, folder or symlink, or its default name planted as a symlink: exit 2, the thing and its target intact', async () => {
     const p = projectWithFiles(1);
-    const ran = await runCli(['run', 'src', '--exec', 'true', '--batch', 'b'], { cwd: p.dir });
+    const ran = await mainIn(p.dir, ['run', 'src', '--exec', 'true', '--batch', 'b']);
     expect(ran.code, ran.stderr).toBe(0);
     for (const thing of notFiles(p.dir)) {
-      const r = await runCli(['report', '--html', thing.path], { cwd: p.dir });
+      const r = await mainIn(p.dir, ['report', '--html', thing.path]);
       expect(r.code, `${thing.name}: ${r.stderr}`).toBe(2);
       expect(thing.kept(), thing.name).toBe(true);
     }
     // The store's own file is never a report.
     const store = dbPathIn(p.dir);
     const before = readFileSync(store);
-    const onStore = await runCli(['report', '--html', store], { cwd: p.dir });
+    const onStore = await mainIn(p.dir, ['report', '--html', store]);
     expect(onStore.code, onStore.stderr).toBe(2);
     expect(onStore.stderr).toContain("the store's");
     expect(readFileSync(store).equals(before)).toBe(true);
     // The default name, planted beforehand as a symlink to a file of the user's.
-    const made = await runCli(['report', '--json'], { cwd: p.dir });
+    const made = await mainIn(p.dir, ['report', '--json']);
     const name = JSON.parse(made.stdout).file as string;
     rmSync(name);
     const victim = join(p.dir, 'notes.txt');
     writeFileSync(victim, 'mine\n');
     symlinkSync(victim, name);
-    const r = await runCli(['report'], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['report']);
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toContain('is a symlink');
     expect(readFileSync(victim, 'utf8')).toBe('mine\n');
     // A regular file is replaced, keeping its mode; a new one is 0600.
-    const fresh = await runCli(['report', '--html', 'r.html'], { cwd: p.dir });
+    const fresh = await mainIn(p.dir, ['report', '--html', 'r.html']);
     expect(fresh.code, fresh.stderr).toBe(0);
     expect(statSync(join(p.dir, 'r.html')).mode & 0o777).toBe(0o600);
   });
 
   it.skipIf(!isRoot)('report on a full disk: exit 2 naming the file and the fix, not "unexpected error"', async () => {
     const p = projectWithFiles(1);
-    expect((await runCli(['run', 'src', '--exec', 'true'], { cwd: p.dir })).code).toBe(0);
+    expect((await mainIn(p.dir, ['run', 'src', '--exec', 'true'])).code).toBe(0);
     const full = join(p.dir, 'full');
     mkdirSync(full);
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', full]);
@@ -118,7 +110,7 @@ describe('a path splitdance replaces must be missing or a regular file', () => {
     } catch {
       // dd ends with ENOSPC: the disk is full
     }
-    const r = await runCli(['report', '--html', join(full, 'r.html')], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['report', '--html', join(full, 'r.html')]);
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toContain('no space left');
     expect(r.stderr).not.toContain('unexpected error');
@@ -135,11 +127,11 @@ describe('the store path', () => {
     execFileSync('mkfifo', [odd[0]!]);
     if (isRoot) odd.push(devNull(p.dir));
     for (const cmd of [['status'], ['tasks'], ['batches'], ['report', '--html', join(p.dir, 'r.html')], ['run', 'src', '--exec', 'true', '--dry-run']]) {
-      const r = await runCli([...cmd, '--db', empty], { cwd: p.dir });
+      const r = await mainIn(p.dir, [...cmd, '--db', empty]);
       if (cmd[0] !== 'run') expect(r.code, `${cmd[0]}: ${r.stderr}`).toBe(4);
       expect(statSync(empty).size, cmd[0]).toBe(0);
       for (const db of odd) {
-        const o = await runCli([...cmd, '--db', db], { cwd: p.dir });
+        const o = await mainIn(p.dir, [...cmd, '--db', db]);
         expect(o.code, `${cmd[0]} --db ${db}: ${o.stderr}`).toBe(4);
         expect(o.stderr).toMatch(/is a (device|FIFO), not a store file/);
       }
@@ -152,29 +144,29 @@ describe('the store path', () => {
 describe("the store's files and the tasks' inputs are never outputs", () => {
   it("--metrics-file or --output naming the live store's files or its logs folder: exit 2, every batch kept", async () => {
     const p = projectWithFiles(2);
-    const first = await runCli(['run', 'src', '--exec', 'true', '--batch', 'kept'], { cwd: p.dir });
+    const first = await mainIn(p.dir, ['run', 'src', '--exec', 'true', '--batch', 'kept']);
     expect(first.code, first.stderr).toBe(0);
     const db = dbPathIn(p.dir);
     for (const path of [db, `${db}-wal`, `${db}-shm`, `${db}-journal`, join(p.dir, '.splitdance', 'logs', 'm.prom')]) {
-      const metrics = await runCli(['run', 'src', '--exec', 'true', '--batch', 'new', '--metrics-file', path], { cwd: p.dir });
+      const metrics = await mainIn(p.dir, ['run', 'src', '--exec', 'true', '--batch', 'new', '--metrics-file', path]);
       expect(metrics.code, metrics.stderr).toBe(2);
       expect(metrics.stderr).toContain("the store's");
     }
     for (const template of ['.splitdance/splitdance.db', '.splitdance/logs/{name}', '.splitdance/{name}']) {
-      const out = await runCli(['run', 'src', '--exec', 'cat {} > {out}', '--batch', 'new', '--output', template], { cwd: p.dir });
+      const out = await mainIn(p.dir, ['run', 'src', '--exec', 'cat {} > {out}', '--batch', 'new', '--output', template]);
       expect(out.code, `${template}: ${out.stderr}`).toBe(2);
       expect(out.stderr).toContain("the store's");
     }
-    expect(query(db, 'SELECT name FROM batches')).toEqual([{ name: 'kept' }]);
+    expect((await jsonOf<{ batch: string }[]>(p.dir, ['batches'])).map((b) => ({ name: b.batch }))).toEqual([{ name: 'kept' }]);
   });
 
   it("a constant --output over two tasks is a collision; one naming another task's input is refused: exit 2, the input intact", async () => {
     const p = projectWithFiles(2);
-    const constant = await runCli(['run', 'src', '--exec', 'cat {} > {out}', '--output', 'out/all.txt'], { cwd: p.dir });
+    const constant = await mainIn(p.dir, ['run', 'src', '--exec', 'cat {} > {out}', '--output', 'out/all.txt']);
     expect(constant.code, constant.stderr).toBe(2);
     expect(constant.stderr).toContain('gives two tasks one output file');
     const input = join(p.src, p.keys[1]!);
-    const other = await runCli(['run', 'src', '--exec', 'cat {} > {out}', '--output', `src/${p.keys[1]}`], { cwd: p.dir });
+    const other = await mainIn(p.dir, ['run', 'src', '--exec', 'cat {} > {out}', '--output', `src/${p.keys[1]}`]);
     expect(other.code, other.stderr).toBe(2);
     expect(other.stderr).toContain(`would overwrite the input of ${p.keys[1]}`);
     expect(readFileSync(input, 'utf8')).toBe('line 1\n');
@@ -196,12 +188,12 @@ describe("declared outputs' temporary files", () => {
       writeFileSync(join(out, `.${p.keys[1]}.splitdance-${id}.tmp`), 'planted\n');
     }
     const exec = `case {} in *${p.keys[1]}) true;; *) cat {} > {out};; esac`; // f001 writes nothing
-    const r = await runCli(['run', 'src', '--exec', exec, '--output', 'out/{rel}', '--retries', '0'], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['run', 'src', '--exec', exec, '--output', 'out/{rel}', '--retries', '0']);
     expect(r.code, r.stderr).toBe(1);
     expect(readFileSync(victim, 'utf8')).toBe('precious\n');
     expect(lstatSync(join(out, p.keys[0]!)).isFile()).toBe(true);
     expect(readFileSync(join(out, p.keys[0]!), 'utf8')).toBe('line 0\n');
-    const tasks = JSON.parse((await runCli(['tasks', '--json'], { cwd: p.dir })).stdout) as { key: string; status: string; lastError: string }[];
+    const tasks = JSON.parse((await mainIn(p.dir, ['tasks', '--json'])).stdout) as { key: string; status: string; lastError: string }[];
     expect(tasks.find((t) => t.key === p.keys[1])).toMatchObject({ status: 'FAILED', lastError: expect.stringContaining('declared output not written') });
     expect(existsSync(join(out, p.keys[1]!))).toBe(false);
   });
@@ -210,38 +202,12 @@ describe("declared outputs' temporary files", () => {
     const p = projectWithFiles(3);
     // Each attempt appends two lines with a pause between, so a shared temporary file would mix them.
     const exec = 'echo "$SPLITDANCE_BATCH 1" >> {out}; sleep 0.3; echo "$SPLITDANCE_BATCH 2" >> {out}';
-    const run = (name: string) => runCli(['run', 'src', '--exec', exec, '--output', 'out/{rel}', '--db', join(p.dir, `${name}.db`), '--batch', name, '--force'], { cwd: p.dir });
+    const run = (name: string) => mainIn(p.dir, ['run', 'src', '--exec', exec, '--output', 'out/{rel}', '--db', join(p.dir, `${name}.db`), '--batch', name, '--force']);
     const [a, b] = await Promise.all([run('alpha'), run('beta')]);
     expect(a.code, a.stderr).toBe(0);
     expect(b.code, b.stderr).toBe(0);
     for (const k of p.keys) expect(['alpha 1\nalpha 2\n', 'beta 1\nbeta 2\n']).toContain(readFileSync(join(p.dir, 'out', k), 'utf8'));
     expect(readdirSync(join(p.dir, 'out')).sort()).toEqual(p.keys);
-  });
-
-  it('of an {inputs…} output template are removed by the next run after a kill of the whole tree', async () => {
-    const p = projectWithFiles(1);
-    const job = {
-      source: 'src',
-      stages: [
-        { name: 'a', handler: handler('write-out'), output: 'out/a/{rel}' },
-        { name: 'b', needs: ['a'], exec: 'echo part > {out}; [ -n "$FAST" ] || sleep 30; echo rest >> {out}', output: 'out/b/{inputs.a.name}.txt' },
-      ],
-    };
-    writeFileSync(join(p.dir, 'job.json'), JSON.stringify(job));
-    const marker = `${p.dir}#tree`;
-    const env = { RESULT_NAME: 'named', SIM_MACHINE: marker };
-    const first = startCli(['run', '--job', 'job.json', '--quiet'], { cwd: p.dir, env });
-    const b = join(p.dir, 'out', 'b');
-    await waitFor(() => existsSync(b) && readdirSync(b).some((f) => f.endsWith('.tmp')), 20_000, "stage b's temporary file");
-    for (let round = 0; round < 50 && processesWithEnv(marker).length; round++) {
-      for (const pid of processesWithEnv(marker)) signal(pid, 'SIGKILL');
-      await sleep(20);
-    }
-    await first.result;
-    const again = await runCli(['run', '--job', 'job.json', '--quiet'], { cwd: p.dir, env: { ...env, FAST: '1' } });
-    expect(again.code, again.stderr).toBe(0);
-    expect(readdirSync(b)).toEqual(['named.txt']);
-    expect(readFileSync(join(b, 'named.txt'), 'utf8')).toBe('part\nrest\n');
   });
 
   // Issue 41: output folders were 0700 whatever the umask; they are the user's data, as the files are.
@@ -250,11 +216,14 @@ describe("declared outputs' temporary files", () => {
     ['027', 0o750, 0o640],
   ])('under umask %s, output folders and files follow the umask; the store and its logs stay private', async (umask, folder, file) => {
     const p = projectWithFiles(1);
-    const code = await new Promise<number | null>((done) => {
-      const cmd = `umask ${umask}; exec "${process.execPath}" "${BIN}" run src --exec 'cat {} > {out}' --output 'out/deep/{rel}' --quiet`;
-      spawn('sh', ['-c', cmd], { cwd: p.dir, stdio: 'ignore' }).on('close', done);
-    });
-    expect(code).toBe(0);
+    const old = process.umask(parseInt(umask, 8));
+    let r: Awaited<ReturnType<typeof mainIn>>;
+    try {
+      r = await mainIn(p.dir, ['run', 'src', '--exec', 'cat {} > {out}', '--output', 'out/deep/{rel}', '--quiet']);
+    } finally {
+      process.umask(old);
+    }
+    expect(r.code, r.stderr).toBe(0);
     expect(statSync(join(p.dir, 'out')).mode & 0o777).toBe(folder);
     expect(statSync(join(p.dir, 'out', 'deep')).mode & 0o777).toBe(folder);
     expect(statSync(join(p.dir, 'out', 'deep', p.keys[0]!)).mode & 0o777).toBe(file);
@@ -278,33 +247,11 @@ describe('an output path only a stage result names', () => {
       ],
     };
     writeFileSync(join(p.dir, 'job.json'), JSON.stringify(job));
-    const r = await runCli(['run', '--job', 'job.json'], { cwd: p.dir, env: { RESULT_NAME: name } });
+    const r = await mainInProcessEnv(p.dir, ['run', '--job', 'job.json'], { RESULT_NAME: name });
     expect(r.code, r.stderr).toBe(1);
-    const b = JSON.parse((await runCli(['show', `b/${p.keys[0]}`, '--json'], { cwd: p.dir })).stdout);
+    const b = JSON.parse((await mainIn(p.dir, ['show', `b/${p.keys[0]}`, '--json'])).stdout);
     expect(b).toMatchObject({ status: 'FAILED', attemptsCount: 1 });
     expect(b.lastError).toMatch(message);
     expect(readdirSync(join(p.dir, 'out', 'b', 'taken'))).toEqual([]);
-  });
-});
-
-const hasStrace = !missing('strace', 'the exclusive-create test of the metrics file');
-
-describe.skipIf(!hasStrace)('temporary files are created exclusively', () => {
-  it('the metrics file: its temporary file is opened O_EXCL (never through a planted symlink) with a name no one can guess', async () => {
-    const p = projectWithFiles(1);
-    const trace = join(p.dir, 'trace.txt');
-    const run = ['run', 'src', '--exec', 'true', '--metrics-file', 'm/x.prom'];
-    const code = await new Promise<number | null>((done) => {
-      spawn('strace', ['-f', '-qq', '-e', 'trace=open,openat', '-o', trace, process.execPath, BIN, ...run], { cwd: p.dir, stdio: 'ignore' }).on('close', done);
-    });
-    expect(code).toBe(0);
-    const opens = readFileSync(trace, 'utf8').split('\n').filter((l) => l.includes('/.x.prom.'));
-    expect(opens.length).toBeGreaterThan(0);
-    for (const l of opens) {
-      expect(l).toContain('O_EXCL');
-      expect(l).toMatch(/\.x\.prom\.[0-9a-f]{24}\.tmp"/);
-    }
-    expect(statSync(join(p.dir, 'm')).mode & 0o777).toBe(0o700);
-    expect(statSync(join(p.dir, 'm', 'x.prom')).mode & 0o777).toBe(0o600);
   });
 });

@@ -2,9 +2,10 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync,
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { batchFolderName } from '../../src/store/log-layout.js';
-import { runCli, type CliResult } from '../helpers/cli.js';
+import { mainInProcessEnv } from '../helpers/in-process-cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { PG_URL, pgSchemas } from '../helpers/pg.js';
+import { readStore } from '../helpers/read-store.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
 /**
@@ -15,12 +16,13 @@ import { dbPathIn, query } from '../helpers/store.js';
 
 const mode = (path: string) => statSync(path).mode & 0o777;
 
-async function cli(args: string[], cwd: string, env: Record<string, string> = {}, expected = 0): Promise<CliResult> {
-  const r = await runCli(args, { cwd, env });
+async function cli(args: string[], cwd: string, env: Record<string, string> = {}, expected = 0): Promise<{ code: number; stdout: string; stderr: string }> {
+  const r = await mainInProcessEnv(cwd, args, env);
   expect(r.code, `${args.join(' ')}\n${r.stderr}`).toBe(expected);
   return r;
 }
 
+/** The store's identity, which names its log folder (the layout itself: no command shows it). */
 const identityOf = (db: string) => query<{ id: string }>(db, 'SELECT id FROM store_identity')[0]!.id;
 
 /** Where the layout puts a batch's logs for a SQLite store at `db`. */
@@ -28,7 +30,12 @@ const folderOf = (db: string, batch: string) => join(dirname(db), 'logs', identi
 
 /** Every attempt with its recorded log path, oldest first. */
 const attemptLogs = (db: string) =>
-  query<{ id: number; key: string; log_path: string | null }>(db, 'SELECT a.id, t.task_key AS key, a.log_path FROM attempts a JOIN tasks t ON t.id = a.task_id ORDER BY a.id');
+  readStore(db, async (store) => {
+    const found: { id: number; key: string; log_path: string | null }[] = [];
+    for (const b of await store.listBatches())
+      for (const t of await store.listTasks({ batchId: b.id })) for (const a of await store.attemptsOf(t.id)) found.push({ id: a.id, key: t.key, log_path: a.logPath });
+    return found.sort((a, b) => a.id - b.id);
+  });
 
 /** Leaves the batch unfinished (a retry due in an hour), so `prune` must keep it and its logs. */
 const unfinished = (batch: string, words: string) => ['run', 'src', '--batch', batch, '--exec', `echo ${words} {/}; exit 1`, '--retry-quiet', '--retries', '1', '--backoff', '1h', '--no-wait'];
@@ -127,7 +134,7 @@ describe('logs of one store and one batch', () => {
     renameSync(db, old);
     for (const side of ['-wal', '-shm']) if (existsSync(db + side)) renameSync(db + side, old + side);
     await cli(['run', 'src', '--batch', 'nightly', '--exec', 'echo second {/}'], p.dir);
-    const oldLog = attemptLogs(old)[0]!.log_path!;
+    const oldLog = (await attemptLogs(old))[0]!.log_path!;
     expect(readFileSync(oldLog, 'utf8')).toBe('first f000.log\n');
     expect(await logsOf(p.dir, 'f000.log', ['--batch', 'nightly'])).toBe('second f000.log\n');
     expect(await logsOf(p.dir, 'f000.log', ['--db', 'old.db', '--batch', 'nightly'])).toBe('first f000.log\n');
@@ -205,7 +212,7 @@ describe.each(modes)('--exec logs through $name', ({ env }) => {
     await cli(['run', 'src', '--batch', 'x/y', '--exec', 'echo out {/}; echo err >&2'], p.dir, env);
     const db = dbPathIn(p.dir);
     const folder = folderOf(db, 'x/y');
-    for (const a of attemptLogs(db)) {
+    for (const a of await attemptLogs(db)) {
       expect(a.log_path).toBe(join(folder, `${a.id}.log`));
       expect(readFileSync(a.log_path!, 'utf8')).toBe(`out ${a.key}\nerr\n`);
       expect(mode(a.log_path!)).toBe(0o600);
@@ -243,7 +250,7 @@ describe('module handler logs', () => {
     symlinkSync(target, join(folder, '2.log'));
     await cli(['run', 'src', '--batch', 'second', '--handler', mod], p.dir);
     expect(readFileSync(target, 'utf8')).toBe('precious\n');
-    expect(attemptLogs(db).map((a) => a.log_path)).toEqual([join(folderOf(db, 'first'), '1.log'), join(folder, '2.log')]);
+    expect((await attemptLogs(db)).map((a) => a.log_path)).toEqual([join(folderOf(db, 'first'), '1.log'), join(folder, '2.log')]);
     expect(mode(join(folder, '2.log'))).toBe(0o600);
     expect(await logsOf(p.dir, 'f000.log', ['--batch', 'second'])).toBe('said f000.log\n');
   });

@@ -1,0 +1,43 @@
+// A store read through its own verbs (task-store.ts), not with SQL: what a test checks of tasks and attempts.
+import { openStore } from '../../src/store/open-store.js';
+import type { AttemptRow, BatchRecord, TaskRow } from '../../src/store/records.js';
+import type { TaskStore } from '../../src/store/task-store.js';
+
+/** Opens the store at `db` read-only for `read`, then closes it. */
+export async function readStore<T>(db: string, read: (store: TaskStore) => Promise<T>): Promise<T> {
+  const store = await openStore(db, 'read');
+  try {
+    return await read(store);
+  } finally {
+    await store.close();
+  }
+}
+
+async function batchOf(store: TaskStore, name?: string): Promise<BatchRecord> {
+  const batch = name === undefined ? await store.latestBatch() : await store.findBatch(name);
+  if (!batch) throw new Error(`no batch ${name ?? '(latest)'} in the store`);
+  return batch;
+}
+
+/** A batch's record (the latest without a name): its stored job, its id. */
+export const batchRecord = (db: string, name?: string) => readStore(db, (s) => batchOf(s, name));
+
+/** Every task of a batch (the latest without a name), in the store's order. */
+export const tasksIn = (db: string, batch?: string): Promise<TaskRow[]> =>
+  readStore(db, async (s) => s.listTasks({ batchId: (await batchOf(s, batch)).id }));
+
+/** One task of a batch and its attempts, oldest first. */
+export const taskWithAttempts = (db: string, key: string, batch?: string): Promise<{ task: TaskRow; attempts: AttemptRow[] }> =>
+  readStore(db, async (s) => {
+    const task = await s.getTask((await batchOf(s, batch)).id, key);
+    if (!task) throw new Error(`no task ${key}`);
+    return { task, attempts: await s.attemptsOf(task.id) };
+  });
+
+/** Every attempt of a batch's tasks, by task in the store's order, each task's oldest first. */
+export const attemptsIn = (db: string, batch?: string): Promise<(AttemptRow & { key: string })[]> =>
+  readStore(db, async (s) => {
+    const out: (AttemptRow & { key: string })[] = [];
+    for (const t of await s.listTasks({ batchId: (await batchOf(s, batch)).id })) for (const a of await s.attemptsOf(t.id)) out.push({ ...a, key: t.key });
+    return out;
+  });
