@@ -201,6 +201,16 @@ export interface Settlement {
   startedAt?: number;
 }
 
+/**
+ * A settlement the store applied, and its task's status as the same transaction left it: the
+ * store, not a claim-time copy, decides whether a failure ended its task (the budget may have
+ * changed since the claim; `cancel` makes an interrupted attempt's task CANCELLED).
+ */
+export interface Applied {
+  token: number;
+  status: TaskStatus;
+}
+
 /** Whether a batch has a task left to finish (PENDING or RUNNING), and when an outcome of it was last committed. */
 export interface BatchMoves {
   unfinished: boolean;
