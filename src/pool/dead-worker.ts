@@ -8,7 +8,18 @@ import type { PooledWorker } from './worker-messages.js';
 
 
 /**
- * Empties a dead worker: kills its attempts' process groups and its own, then `report`s its
+ * SIGKILLs the worker's exec attempts' process groups and its own: a forked worker leads its
+ * own group, where its module handler's children are (undefined: no worker of this pool).
+ */
+export function killWorker(worker: PooledWorker | undefined): void {
+  if (!worker) return;
+  for (const pgid of worker.groups.values()) killGroup(pgid, 'SIGKILL');
+  if (worker.pid) killGroup(worker.pid, 'SIGKILL');
+}
+
+/**
+ * Empties a dead worker: kills its attempts' process groups and its own (its module handler's
+ * children must not outlive it: its attempt may run again elsewhere at once), then `report`s its
  * attempts — `running`, those that had started; `queued`, those that never did. `replace` is
  * called once the worker's slot ({%}) may be taken again: at once, or, when its exec attempts'
  * commands are being swept, once they are gone (no two running commands may share a slot).
@@ -17,10 +28,7 @@ import type { PooledWorker } from './worker-messages.js';
 export function handBack(worker: PooledWorker, report: (running: number[], queued: number[]) => void, replace: () => void): Promise<void> | null {
   const { running, queued } = slots.emptyQueue(worker, worker.groups);
   const groups = [...worker.groups.values()];
-  for (const pgid of groups) killGroup(pgid, 'SIGKILL');
-  // A forked worker leads its own group, where its module handler's children are: they
-  // must not outlive it (its attempt may run again elsewhere at once).
-  if (worker.pid) killGroup(worker.pid, 'SIGKILL');
+  killWorker(worker);
   if (worker.marks.size === 0) replace();
   const told = (started: number[]) => report([...running, ...queued.filter((t) => started.includes(t))], queued.filter((t) => !started.includes(t)));
   const tokens = [...worker.marks.keys()];

@@ -2,9 +2,9 @@
 import { UsageError, errorLine, type ResourceError } from '../errors.js';
 import { monotonicMs } from '../wall-steps.js';
 import { attemptMark } from '../worker/attempt-processes.js';
-import { killGroup, processStopped } from '../worker/kill-group.js';
+import { processStopped } from '../worker/kill-group.js';
 import type { FromWorker, HandlerSpec, TaskMessage } from '../worker/protocol.js';
-import { handBack } from './dead-worker.js';
+import { handBack, killWorker } from './dead-worker.js';
 import { InProcessWorker } from './in-process-worker.js';
 import type { PoolEvents, PoolWorker } from './pool-events.js';
 import * as slots from './slots.js';
@@ -46,9 +46,7 @@ export class WorkerPool {
   private startFailure: ResourceError | null = null;
   /** Dead workers' leftovers being killed: their attempts are reported once each is done. */
   private readonly sweeps = new Set<Promise<void>>();
-
   private events: PoolEvents = { done() {}, dropped() {}, exited() {}, started() {}, idle() {}, heartbeat() {}, ran() {}, shrunk() {} };
-
   private readonly execOnly: boolean;
 
   constructor(private readonly options: PoolOptions) {
@@ -99,8 +97,7 @@ export class WorkerPool {
 
   /** Null while the pool has a worker; else why it has none: why none could be started, if that is why. */
   whyEmpty(): Error | null {
-    if (this.workers.size > 0) return null;
-    return this.startFailure ?? new Error('every worker died and none could be restarted; see the errors above');
+    return this.workers.size > 0 ? null : (this.startFailure ?? new Error('every worker died and none could be restarted; see the errors above'));
   }
 
   /** One entry per attempt the pool can take now: a worker appears once per free place in its window. */
@@ -135,8 +132,7 @@ export class WorkerPool {
 
   /** Asks the worker to give back its queued attempts (reported through `dropped`). */
   drop(worker: PoolWorker): void {
-    const w = this.handles.get(worker);
-    if (w) send(w, { type: 'drop' });
+    send(this.handles.get(worker), { type: 'drop' });
   }
 
   /** Asks every worker holding queued attempts to give them back (the run is stopping). */
@@ -156,22 +152,17 @@ export class WorkerPool {
 
   /** Stops one running attempt of the worker (its timeout). */
   abort(worker: PoolWorker, token: number): void {
-    const w = this.handles.get(worker);
-    if (w) send(w, { type: 'abort', token, reason: 'timeout' });
+    send(this.handles.get(worker), { type: 'abort', token, reason: 'timeout' });
   }
 
   /** A shutdown: stops every attempt the worker started and takes back its queued ones (see `dropped`). */
   interrupt(worker: PoolWorker): void {
-    const w = this.handles.get(worker);
-    if (w?.queue.length) send(w, { type: 'abort', token: null, reason: 'shutdown' });
+    if (worker.queue.length) send(this.handles.get(worker), { type: 'abort', token: null, reason: 'shutdown' });
   }
 
   /** SIGKILLs the worker's process group and its exec attempts' groups. */
   kill(worker: PoolWorker): void {
-    const w = this.handles.get(worker);
-    if (!w) return;
-    for (const pgid of w.groups.values()) killGroup(pgid, 'SIGKILL');
-    if (w.pid) killGroup(w.pid, 'SIGKILL');
+    killWorker(this.handles.get(worker));
   }
 
   /** Stops every worker: close their channels (they exit by themselves), then kill stragglers. */
@@ -248,8 +239,8 @@ export class WorkerPool {
         const another = loadEnded || this.running ? null : () => this.spawn().then(resolve, reject);
         this.exited(worker, code, signal, boot, reject, another);
       });
-      const watchMemory = this.options.maxWorkerMemory !== null;
-      send(worker, { type: 'load', handlers: this.options.handlers, killGraceMs: this.options.killGraceMs, watchMemory });
+      const { handlers, killGraceMs, maxWorkerMemory } = this.options;
+      send(worker, { type: 'load', handlers, killGraceMs, watchMemory: maxWorkerMemory !== null });
     });
   }
 
@@ -278,8 +269,7 @@ export class WorkerPool {
     const replace = () => {
       if (this.running && !this.closing && !atLimit && !this.loads.givenUp) void this.replace();
     };
-    const reason = detail ? `${why}: ${detail}` : why;
-    const sweep = handBack(worker, (running, queued) => this.events.exited(worker, running, reason, queued, signal), replace);
+    const sweep = handBack(worker, (running, queued) => this.events.exited(worker, running, detail ? `${why}: ${detail}` : why, queued, signal), replace);
     if (sweep) {
       this.sweeps.add(sweep);
       const swept = () => this.sweeps.delete(sweep);

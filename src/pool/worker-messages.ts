@@ -33,9 +33,9 @@ export interface RecycleLimits {
   maxWorkerMemory: number | null;
 }
 
-/** Sends while the worker's channel is open; a closed one will report its end through 'exit'. */
-export function send(worker: PooledWorker, msg: ToWorker): void {
-  if (worker.proc.connected) worker.proc.send(msg);
+/** Sends while the worker's channel is open; a closed one will report its end through 'exit'. Undefined: a handle of no worker of this pool. */
+export function send(worker: PooledWorker | undefined, msg: ToWorker): void {
+  if (worker?.proc.connected) worker.proc.send(msg);
 }
 
 /**
