@@ -6,9 +6,9 @@ import { discardOutput } from '../output/commit-output.js';
 import type { OutputPaths } from '../output/output-path.js';
 import type { TaskMessage } from '../worker/protocol.js';
 import type { Queued } from './commit-queue.js';
-import { resultWithOut, type DeclaredOutputs } from './declared-outputs.js';
+import type { DeclaredOutputs } from './declared-outputs.js';
 import type { PoolWorker } from '../pool/pool.js';
-import type { RunPool } from './run-types.js';
+import type { AttemptPool } from './run-types.js';
 import { OomKills } from './oom-kills.js';
 import { decideSettlement, killedOutright, upToDateSettlement, type Ending, type RetryRules, type TimedOut } from './settlement.js';
 import { SilenceWatch } from './silence-watch.js';
@@ -70,7 +70,7 @@ export class AttemptsInFlight {
   readonly oomKills = new OomKills();
 
   constructor(
-    private readonly pool: RunPool,
+    private readonly pool: AttemptPool,
     private readonly settings: AttemptSettings,
   ) {}
 
@@ -219,19 +219,12 @@ export class AttemptsInFlight {
   private settle(entry: Inflight, ending: Ending, now: number): Queued {
     entry.timers.forEach((t) => t.cancel());
     this.entries.delete(entry.task.token);
-    const { settlement, terminal } = decideSettlement(entry.task, ending, this.settings.rules(entry.task.stage), now, entry.startedAt, entry.waited);
-    let output: OutputPaths | null = null;
-    if (entry.output) {
-      // A worker removes what a failure left; one that died (or was killed) could not, and a
-      // report settled as anything but a success leaves its file too. A success's file waits at
-      // its temporary path, recorded with the commit, renamed once it won.
-      if (ending.kind !== 'reported' || settlement.outcome !== 'SUCCESS') discardOutput(entry.output);
-      else {
-        settlement.result = resultWithOut(settlement.result, entry.output.path);
-        settlement.outputTemp = entry.output.temp;
-        output = entry.output;
-      }
-    }
-    return { task: entry.task, settlement, terminal, output };
+    const { settlement, terminal } = decideSettlement(entry.task, ending, this.settings.rules(entry.task.stage), now, entry.startedAt, entry.waited, entry.output);
+    // A worker removes what a failure left; one that died (or was killed) could not, and a
+    // report settled as anything but a success leaves its file too. A success's file waits at
+    // its temporary path, recorded with the commit, renamed once it won.
+    const kept = settlement.outputTemp !== undefined ? entry.output : null;
+    if (entry.output && !kept) discardOutput(entry.output);
+    return { task: entry.task, settlement, terminal, output: kept };
   }
 }

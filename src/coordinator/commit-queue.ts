@@ -4,7 +4,6 @@ import { formatMs } from '../job/units.js';
 import { WallSteps } from '../wall-steps.js';
 import type { OutputPaths } from '../output/output-path.js';
 import type { RunStore } from './run-types.js';
-import { isUnavailable } from './outage.js';
 
 /** An attempt's settlement, waiting for the next commit. */
 export interface Queued {
@@ -94,6 +93,19 @@ export class CommitQueue {
   }
 
   /**
+   * The time to claim at, on the clock the retries are on: read before looking for a step (a
+   * step after the read leaves it on that clock), and read again after each step followed.
+   */
+  async clockNow(store: RunStore, note: (message: string) => void): Promise<number> {
+    for (;;) {
+      const now = Date.now();
+      const said = await this.followSteps(store);
+      if (said === null) return now;
+      if (said) note(said);
+    }
+  }
+
+  /**
    * A step of this machine's wall clock (say NTP stepping it back 10 minutes) would stretch every
    * waiting backoff by the step, or (forward) end it early: the retries this run scheduled are
    * moved by the step, before anything is claimed on the new clock. A retry someone else claimed
@@ -115,25 +127,4 @@ export class CommitQueue {
     this.step = 0;
     return said;
   }
-}
-
-/**
- * How each committed attempt's task stands now: its status, or null for an attempt the commit
- * fenced off (its lease was taken over). Whether a failure ended its task is the store's call:
- * the budget may have changed since the claim (an interrupted attempt of a task `cancel`
- * stopped ends it CANCELLED).
- */
-export async function statusesAfterCommit(store: RunStore, ended: Queued[], applied: ReadonlySet<number>): Promise<{ q: Queued; status: TaskStatus | null }[]> {
-  const failedIds = ended.filter((q) => q.settlement.outcome !== 'SUCCESS').map((q) => q.task.id);
-  // Committed already: a store gone meanwhile only costs the exact status (guessed below).
-  const status = await store.statuses(failedIds).catch((err: unknown) => {
-    if (isUnavailable(err)) return new Map<number, TaskStatus>();
-    throw err;
-  });
-  return ended.map((q) => {
-    if (!applied.has(q.settlement.token)) return { q, status: null };
-    let now = status.get(q.task.id) ?? (q.settlement.outcome === 'SUCCESS' ? 'SUCCESS' : q.terminal ? 'FAILED' : 'PENDING');
-    if (now === 'RUNNING') now = 'PENDING'; // already claimed again, by another coordinator: it was a retry
-    return { q, status: now };
-  });
 }

@@ -77,7 +77,7 @@ export class OutputPlacement {
    * reply of a commit that landed was lost, and the retry found its own success). When the
    * store cannot tell (it went down), a fenced-off attempt's file stays and recovery decides.
    */
-  async afterCommit(store: RunStore, batchId: number, ended: Queued[], applied: ReadonlySet<number>): Promise<void> {
+  async afterCommit(store: RunStore, batchId: number, ended: Queued[], applied: ReadonlyMap<number, unknown>): Promise<void> {
     const fenced = ended.some((q) => q.output && !applied.has(q.settlement.token));
     const pending = fenced ? await store.pendingOutputs(batchId).catch(() => null) : [];
     for (const q of ended) {

@@ -31,27 +31,20 @@ export type StopReason =
 /** What a run's coordinator needs of its store: the lease verbs, and the two reads that find claims an outage lost. */
 export type RunStore = LeaseStore & Pick<QueryStore, 'listTasks' | 'attemptsOf'>;
 
-/** What a coordinator needs of its pool of workers (pool/pool.ts): slots to fill, attempts to hand out and stop, lifecycles. */
-export type RunPool = Pick<
-  WorkerPool,
-  | 'attach'
-  | 'quiesce'
-  | 'dropQueued'
-  | 'freeSlots'
-  | 'needsWork'
-  | 'hasIdleWorker'
-  | 'reportsStarts'
-  | 'dispatch'
-  | 'abort'
-  | 'interrupt'
-  | 'kill'
-  | 'stuck'
-  | 'stopped'
-  | 'drop'
-  | 'shutdown'
-  | 'size'
-  | 'emptyBecause'
->;
+/**
+ * What the tick needs of its pool of workers (pool/pool.ts): its events, the places to fill,
+ * whether it wants work, and its end. What attempts in flight and upkeep need apart.
+ */
+export type TickPool = Pick<WorkerPool, 'attach' | 'freePlaces' | 'needsWork' | 'hasIdleWorker' | 'whyEmpty' | 'quiesce' | 'dropQueued' | 'shutdown'>;
+
+/** What the attempts in flight need of the pool: hand them to a worker, stop them, kill their worker. */
+export type AttemptPool = Pick<WorkerPool, 'reportsStarts' | 'dispatch' | 'abort' | 'interrupt' | 'kill'>;
+
+/** What upkeep needs of the pool: workers stuck behind a slow attempt or stopped, to take back from or kill. */
+export type UpkeepPool = Pick<WorkerPool, 'stuck' | 'stopped' | 'drop' | 'kill'>;
+
+/** The whole pool a coordinator runs on. */
+export type RunPool = TickPool & AttemptPool & UpkeepPool;
 
 /** How a coordinator runs its batch: the retry rules, leases, limits and where things go. */
 export interface CoordinatorOptions {

@@ -1,10 +1,16 @@
-/** Every Settlement is built here: what an attempt's end (or a task settled without running) does to its task. */
+/**
+ * Every Settlement is built here, whole, ready to commit: an attempt's end (decideSettlement,
+ * its declared output's `out` and temporary path included), a task found up to date
+ * (upToDateSettlement), and a claim an outage lost (lostClaimSettlement). No other file adds to one.
+ */
 import ms from 'ms';
 import { errorLine, type SerializedError } from '../errors.js';
+import type { OutputPaths } from '../output/output-path.js';
 import { cutError } from '../stored-text.js';
 import type { ClaimedTask, Outcome, Settlement } from '../store/task-store.js';
 import type { DoneMessage } from '../worker/protocol.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
+import { resultWithOut } from './declared-outputs.js';
 import { GuardedMatcher } from './guarded-match.js';
 
 export interface RetryRules {
@@ -34,11 +40,21 @@ export type Ending =
 /**
  * Turns an attempt's ending into the settlement to commit and says whether it ends the
  * task. This is where retry decisions live: workers only report. `startedAt`: when the
- * coordinator saw it start (its claim, unless `waited`: it waited queued on its slot). A
+ * coordinator saw it start (its claim, unless `waited`: it waited queued on its worker). A
  * worker that reports when it started and how long it ran is believed over both: it may
  * have run the attempt while this process was busy or frozen, and its row should say so.
+ * `output`: the attempt's declared output; a success's result then carries its `out`, and
+ * its temporary path is recorded with the commit (renamed once that commit wins).
  */
-export function decideSettlement(task: ClaimedTask, ending: Ending, rules: RetryRules, now: number, startedAt: number, waited = false): {
+export function decideSettlement(
+  task: ClaimedTask,
+  ending: Ending,
+  rules: RetryRules,
+  now: number,
+  startedAt: number,
+  waited = false,
+  output: OutputPaths | null = null,
+): {
   settlement: Settlement;
   terminal: boolean;
 } {
@@ -88,7 +104,8 @@ export function decideSettlement(task: ClaimedTask, ending: Ending, rules: Retry
   const m = ending.msg;
   if (m.ok) {
     const s = settlement('SUCCESS', null, m);
-    s.result = m.result;
+    s.result = output ? resultWithOut(m.result, output.path) : m.result;
+    if (output) s.outputTemp = output.temp;
     return { settlement: s, terminal: true };
   }
   if (ending.timedOut) return timedOut(ending.timedOut, m);

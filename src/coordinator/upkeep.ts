@@ -1,7 +1,7 @@
 /** What keeps a run's hold on its batch valid beside the claim: leases, dead owners, stuck workers, pause and definition changes. */
 import { StoreError } from '../errors.js';
 import type { BatchRecord, ClaimedTask, LeaseStore, LostAttempt, ReleasedTask } from '../store/task-store.js';
-import type { RunPool, StopReason } from './run-types.js';
+import type { StopReason, UpkeepPool } from './run-types.js';
 import type { PoolWorker } from '../pool/pool.js';
 import { recoverStale } from './recovery.js';
 import { RenewalWatch } from './renewal-watch.js';
@@ -39,7 +39,7 @@ export class Upkeep {
     private readonly store: LeaseStore,
     private readonly batch: BatchRecord,
     private readonly owner: string,
-    private readonly pool: RunPool,
+    private readonly pool: UpkeepPool,
     private readonly timing: { pollMs: number; leaseMs: number },
     private readonly note: (message: string) => void,
     /** Told the attempts recovery records LOST, inside the release (their temporary files go). */

@@ -1,16 +1,16 @@
 /** The worker processes' lifecycles (start, replace the dead, recycle the worn, shut down) behind the API the coordinator calls. */
 import { UsageError, errorLine, type ResourceError } from '../errors.js';
 import { monotonicMs } from '../wall-steps.js';
-import { attemptMark, killLeftovers } from '../worker/attempt-processes.js';
-import { killGroup, processStopped } from '../worker/kill-group.js';
-import { helperCommandLine } from '../worker/spawner.js';
+import { attemptMark } from '../worker/attempt-processes.js';
+import { processStopped } from '../worker/kill-group.js';
 import type { FromWorker, HandlerSpec, TaskMessage } from '../worker/protocol.js';
+import { handBack, killWorker } from './dead-worker.js';
 import { InProcessWorker } from './in-process-worker.js';
 import type { PoolEvents, PoolWorker } from './pool-events.js';
 import * as slots from './slots.js';
 import { notLoaded, refused } from './start-failure.js';
 import { BootWatch, LoadTally } from './start-watch.js';
-import { route, send, type Slot } from './worker-messages.js';
+import { pooledWorker, route, send, type PooledWorker } from './worker-messages.js';
 import { startWorkerProcess, type WorkerProcess } from './worker-process.js';
 
 export type { PoolEvents, PoolWorker } from './pool-events.js';
@@ -37,7 +37,9 @@ export interface PoolOptions {
  * Ctrl-C reaches only the coordinator, which decides how the workers stop.
  */
 export class WorkerPool {
-  private readonly workers = new Set<Slot>();
+  private readonly workers = new Set<PooledWorker>();
+  /** Each handle this pool gave out, to the worker it names (a dead one's too: what is sent to it goes nowhere). */
+  private readonly handles = new WeakMap<PoolWorker, PooledWorker>();
   private next = 1;
   private closing = false;
   private running = false;
@@ -46,9 +48,7 @@ export class WorkerPool {
   private startFailure: ResourceError | null = null;
   /** Dead workers' leftovers being killed: their attempts are reported once each is done. */
   private readonly sweeps = new Set<Promise<void>>();
-
   private events: PoolEvents = { done() {}, dropped() {}, exited() {}, started() {}, idle() {}, heartbeat() {}, ran() {}, shrunk() {} };
-
   private readonly execOnly: boolean;
 
   constructor(private readonly options: PoolOptions) {
@@ -97,14 +97,14 @@ export class WorkerPool {
     return `started ${this.workers.size} of ${wanted} workers and runs with those: ${(refused.reason as Error).message}`;
   }
 
-  /** Why no worker could be started, when that is why the pool is empty. */
-  get emptyBecause(): ResourceError | null {
-    return this.workers.size === 0 ? this.startFailure : null;
+  /** Null while the pool has a worker; else why it has none: why none could be started, if that is why. */
+  whyEmpty(): Error | null {
+    return this.workers.size > 0 ? null : (this.startFailure ?? new Error('every worker died and none could be restarted; see the errors above'));
   }
 
   /** One entry per attempt the pool can take now: a worker appears once per free place in its window. */
-  freeSlots(): PoolWorker[] {
-    return slots.freeSlots(this.workers, this.options.maxTasksPerWorker, monotonicMs());
+  freePlaces(): PoolWorker[] {
+    return slots.freePlaces(this.workers, this.options.maxTasksPerWorker, monotonicMs());
   }
 
   /** Whether a stage's attempts say when they start (`spawned`): its exec commands do. */
@@ -127,14 +127,14 @@ export class WorkerPool {
     return slots.stuck(this.workers, ms, monotonicMs());
   }
 
-  /** Workers whose process (a forked worker, an `--exec` slot's helper) has been stopped (SIGSTOP) for `ms` or more while holding attempts: see slots.ts. Looked at once a poll. */
+  /** Workers whose process (a forked worker, an `--exec` worker's spawner helper) has been stopped (SIGSTOP) for `ms` or more while holding attempts: see slots.ts. Looked at once a poll. */
   stopped(ms: number, now = Date.now()): PoolWorker[] {
     return slots.stopped(this.workers, ms, now, processStopped);
   }
 
   /** Asks the worker to give back its queued attempts (reported through `dropped`). */
   drop(worker: PoolWorker): void {
-    send(worker as Slot, { type: 'drop' });
+    send(this.handles.get(worker), { type: 'drop' });
   }
 
   /** Asks every worker holding queued attempts to give them back (the run is stopping). */
@@ -144,26 +144,27 @@ export class WorkerPool {
 
   /** Queues attempts on the worker, in order, in one message. */
   dispatch(worker: PoolWorker, tasks: TaskMessage[]): void {
-    slots.queueAttempts(worker as Slot, tasks.map((t) => t.token), monotonicMs());
-    for (const t of tasks) t.slot = (worker as Slot).number;
-    for (const t of tasks) if (this.reportsStarts(t.stage)) (worker as Slot).marks.set(t.token, attemptMark(t));
-    send(worker as Slot, { type: 'run', tasks });
+    const w = this.handles.get(worker);
+    if (!w) return;
+    slots.queueAttempts(w, tasks.map((t) => t.token), monotonicMs());
+    for (const t of tasks) t.slot = w.slot;
+    for (const t of tasks) if (this.reportsStarts(t.stage)) w.marks.set(t.token, attemptMark(t));
+    send(w, { type: 'run', tasks });
   }
 
   /** Stops one running attempt of the worker (its timeout). */
   abort(worker: PoolWorker, token: number): void {
-    send(worker as Slot, { type: 'abort', token, reason: 'timeout' });
+    send(this.handles.get(worker), { type: 'abort', token, reason: 'timeout' });
   }
 
   /** A shutdown: stops every attempt the worker started and takes back its queued ones (see `dropped`). */
   interrupt(worker: PoolWorker): void {
-    if (worker.queue.length) send(worker as Slot, { type: 'abort', token: null, reason: 'shutdown' });
+    if (worker.queue.length) send(this.handles.get(worker), { type: 'abort', token: null, reason: 'shutdown' });
   }
 
   /** SIGKILLs the worker's process group and its exec attempts' groups. */
   kill(worker: PoolWorker): void {
-    for (const pgid of (worker as Slot).groups.values()) killGroup(pgid, 'SIGKILL');
-    if (worker.pid) killGroup(worker.pid, 'SIGKILL');
+    killWorker(this.handles.get(worker));
   }
 
   /** Stops every worker: close their channels (they exit by themselves), then kill stragglers. */
@@ -191,43 +192,29 @@ export class WorkerPool {
       // Some refusals (ENOMEM) are thrown at once instead of reported by 'error'.
       return Promise.reject(this.cannotStart(err as NodeJS.ErrnoException));
     }
-    const slot: Slot = {
-      id: `${this.options.idPrefix}w${this.next++}`,
-      number: slots.freeNumber(this.workers),
-      pid: proc.pid ?? null,
-      queue: [],
-      avgMs: null,
-      headSince: 0,
-      groups: new Map(),
-      marks: new Map(),
-      stoppedSince: null,
-      tasksRun: 0,
-      ready: false,
-      retiring: false,
-      proc,
-      stderr: '',
-    };
-    this.workers.add(slot);
+    const worker = pooledWorker(`${this.options.idPrefix}w${this.next++}`, slots.freeSlot(this.workers), proc);
+    this.workers.add(worker);
+    this.handles.set(worker, worker);
     return new Promise((resolve, reject) => {
       let loadEnded = false; // timed out or failed: this worker's start is answered
       const loading = setTimeout(() => {
         loadEnded = true;
         reject(notLoaded(this.options.handlers, this.options.loadTimeoutMs));
-        this.kill(slot);
+        this.kill(worker);
       }, this.options.loadTimeoutMs);
       proc.once('exit', () => clearTimeout(loading));
-      const boot = new BootWatch(slot.pid, proc instanceof InProcessWorker);
+      const boot = new BootWatch(worker.pid, proc instanceof InProcessWorker);
       proc.stderr?.on('data', (b: Buffer) => {
         const text = b.toString();
         boot.heard(text);
-        slot.stderr = (slot.stderr + text).slice(-STDERR_KEEP);
+        worker.stderr = (worker.stderr + text).slice(-STDERR_KEEP);
       });
       proc.on('message', (msg: FromWorker) => {
         if (msg.type === 'booted') {
           boot.up();
         } else if (msg.type === 'ready') {
           clearTimeout(loading);
-          slot.ready = true;
+          worker.ready = true;
           this.loads.loaded();
           resolve();
           this.events.idle();
@@ -236,7 +223,7 @@ export class WorkerPool {
           loadEnded = true;
           reject(new UsageError(errorLine(msg.error).replace(/^UsageError: /, '')));
         } else {
-          route(slot, msg, this.events, this.options, this.closing);
+          route(worker, msg, this.events, this.options, this.closing);
         }
       });
       proc.on('error', (err: NodeJS.ErrnoException) => {
@@ -245,17 +232,17 @@ export class WorkerPool {
         if (!err.syscall?.startsWith('spawn')) return;
         boot.end();
         clearTimeout(loading); // no 'exit' will clear it: a pending load timer would hold the process
-        this.workers.delete(slot);
+        this.workers.delete(worker);
         reject(this.cannotStart(err));
       });
       proc.on('exit', (code: number | null, signal: NodeJS.Signals | null) => {
         boot.end();
         // Before the pool runs, the start-up waits on this worker: another one takes its place.
         const another = loadEnded || this.running ? null : () => this.spawn().then(resolve, reject);
-        this.exited(slot, code, signal, boot, reject, another);
+        this.exited(worker, code, signal, boot, reject, another);
       });
-      const watchMemory = this.options.maxWorkerMemory !== null;
-      send(slot, { type: 'load', handlers: this.options.handlers, killGraceMs: this.options.killGraceMs, watchMemory });
+      const { handlers, killGraceMs, maxWorkerMemory } = this.options;
+      send(worker, { type: 'load', handlers, killGraceMs, watchMemory: maxWorkerMemory !== null });
     });
   }
 
@@ -265,56 +252,31 @@ export class WorkerPool {
    * nothing about the handler: during the start-up, `another` worker takes its place (in a
    * campaign, 40 of 76 such kills hit the first worker, which ended runs with exit 2).
    */
-  private exited(slot: Slot, code: number | null, signal: NodeJS.Signals | null, boot: BootWatch, reject: (err: Error) => void, another: (() => void) | null): void {
-    this.workers.delete(slot);
+  private exited(worker: PooledWorker, code: number | null, signal: NodeJS.Signals | null, boot: BootWatch, reject: (err: Error) => void, another: (() => void) | null): void {
+    this.workers.delete(worker);
     const why = signal ? `worker killed by ${signal}` : `worker exited with code ${code}`;
-    const detail = slot.stderr.trim().split('\n').pop();
+    const detail = worker.stderr.trim().split('\n').pop();
     const atLimit = boot.failure(why, signal);
     if (atLimit) {
       this.startFailure = atLimit;
       reject(this.startFailure);
-    } else if (!slot.ready) {
+    } else if (!worker.ready) {
       const killed = this.loads.died(signal);
       if (killed && another && !this.closing && !this.loads.givenUp) another();
       else reject(new UsageError(`the worker could not start the handler (${this.loads.why(why)})${detail ? `: ${detail}` : ''}`));
     }
-    const { running, queued } = slots.emptyQueue(slot, slot.groups);
-    const groups = [...slot.groups.values()];
-    for (const pgid of groups) killGroup(pgid, 'SIGKILL');
-    // A forked worker leads its own group, where its module handler's children are: they
-    // must not outlive it (its attempt may run again elsewhere at once).
-    if (slot.pid) killGroup(slot.pid, 'SIGKILL');
     // Replace the dead once the pool is running; a handler that keeps failing to load is
-    // given up on (LoadTally), and the coordinator ends the run.
-    // One that never came up is not replaced: the machine is at a limit (see cannotStart).
-    // One whose attempts' commands are being swept is replaced once they are gone: its
-    // replacement takes its number ({%}), which no two running commands may share.
+    // given up on (LoadTally), and the coordinator ends the run. One that never came up is
+    // not replaced: the machine is at a limit (see cannotStart).
     const replace = () => {
       if (this.running && !this.closing && !atLimit && !this.loads.givenUp) void this.replace();
     };
-    if (slot.marks.size === 0) replace();
-    const report = (started: number[]) => {
-      const stillQueued = queued.filter((t) => !started.includes(t));
-      this.events.exited(slot, [...running, ...queued.filter((t) => started.includes(t))], detail ? `${why}: ${detail}` : why, stillQueued, signal);
-    };
-    const tokens = [...slot.marks.keys()];
-    const marks = tokens.map((t) => slot.marks.get(t)!);
-    slot.groups.clear();
-    slot.marks.clear();
-    if (tokens.length === 0) {
-      report([]);
-      return;
+    const sweep = handBack(worker, (running, queued) => this.events.exited(worker, running, detail ? `${why}: ${detail}` : why, queued, signal), replace);
+    if (sweep) {
+      this.sweeps.add(sweep);
+      const swept = () => this.sweeps.delete(sweep);
+      sweep.then(swept, swept);
     }
-    // Its attempts end, and may run again, only once nothing of them is left: a command its
-    // helper started without saying so (killed in between) is found by its attempt's mark.
-    const helper = slot.proc instanceof InProcessWorker ? slot.proc.helperCommandLine : slot.pid ? helperCommandLine(slot.pid) : null;
-    const sweep = killLeftovers({ groups, marks, helper })
-      .then((found) => report(tokens.filter((_, i) => found.has(i))))
-      .finally(() => {
-        this.sweeps.delete(sweep);
-        replace();
-      });
-    this.sweeps.add(sweep);
   }
 
   private async replace(): Promise<void> {

@@ -6,9 +6,9 @@ import * as slots from './slots.js';
 import type { WorkerProcess } from './worker-process.js';
 
 /** A worker as the pool holds it: its place in the schedule (slots.ts) and its process. */
-export interface Slot extends PoolWorker, slots.SlotState {
-  /** `{%}`: 1…`-j`, the lowest no other live worker of the pool holds (a replacement takes the dead one's). */
-  readonly number: number;
+export interface PooledWorker extends PoolWorker, slots.WorkerState {
+  /** Its slot, `{%}`: 1…`-j`, the lowest no other live worker of the pool holds (a replacement takes the dead one's). */
+  readonly slot: number;
   queue: number[];
   proc: WorkerProcess;
   /** The tail of its stderr, for the message when it dies. */
@@ -17,6 +17,11 @@ export interface Slot extends PoolWorker, slots.SlotState {
   groups: Map<number, number>;
   /** Its exec attempts' environment marks (attempt-processes.ts), by token, until each is done or given back. */
   marks: Map<number, string[]>;
+}
+
+/** A worker just started, its handler not loaded yet: it holds `slot` ({%}) until it has exited. */
+export function pooledWorker(id: string, slot: number, proc: WorkerProcess): PooledWorker {
+  return { id, slot, pid: proc.pid ?? null, queue: [], avgMs: null, headSince: 0, groups: new Map(), marks: new Map(), stoppedSince: null, tasksRun: 0, ready: false, retiring: false, proc, stderr: '' };
 }
 
 /** The messages a worker sends about its attempts, once its handler is ready. */
@@ -28,51 +33,51 @@ export interface RecycleLimits {
   maxWorkerMemory: number | null;
 }
 
-/** Sends while the worker's channel is open; a closed one will report its end through 'exit'. */
-export function send(slot: Slot, msg: ToWorker): void {
-  if (slot.proc.connected) slot.proc.send(msg);
+/** Sends while the worker's channel is open; a closed one will report its end through 'exit'. Undefined: a handle of no worker of this pool. */
+export function send(worker: PooledWorker | undefined, msg: ToWorker): void {
+  if (worker?.proc.connected) worker.proc.send(msg);
 }
 
 /**
- * What an attempt message changes on the worker's slot, then tells the coordinator. No worker
+ * What an attempt message changes on the worker, then tells the coordinator. No worker
  * starts recycling once the pool is `closing`.
  */
-export function route(slot: Slot, msg: AttemptMessage, events: PoolEvents, limits: RecycleLimits, closing: boolean): void {
+export function route(worker: PooledWorker, msg: AttemptMessage, events: PoolEvents, limits: RecycleLimits, closing: boolean): void {
   if (msg.type === 'spawned') {
-    if (!slot.queue.includes(msg.token)) return;
-    slot.groups.set(msg.token, msg.pgid);
-    events.started(slot, msg.token);
+    if (!worker.queue.includes(msg.token)) return;
+    worker.groups.set(msg.token, msg.pgid);
+    events.started(worker, msg.token);
   } else if (msg.type === 'heartbeat') {
     events.heartbeat(msg.token);
   } else if (msg.type === 'ran') {
     events.ran(msg.token);
   } else if (msg.type === 'done') {
-    finishAttempt(slot, msg.result, msg.rss, events, limits, closing);
+    finishAttempt(worker, msg.result, msg.rss, events, limits, closing);
   } else if (msg.type === 'dropped') {
-    const dropped = slots.takeBack(slot, msg.tokens);
-    for (const t of dropped) slot.marks.delete(t);
-    const why = slot.retiring ? 'its worker was being recycled (--max-worker-memory)' : 'taken back unstarted from a worker busy with a slow attempt';
-    events.dropped(slot, dropped, why);
-    retireIfIdle(slot);
+    const dropped = slots.takeBack(worker, msg.tokens);
+    for (const t of dropped) worker.marks.delete(t);
+    const why = worker.retiring ? 'its worker was being recycled (--max-worker-memory)' : 'taken back unstarted from a worker busy with a slow attempt';
+    events.dropped(worker, dropped, why);
+    retireIfIdle(worker);
   }
 }
 
-function finishAttempt(slot: Slot, msg: DoneMessage, rss: number, events: PoolEvents, limits: RecycleLimits, closing: boolean): void {
-  if (!slots.endHead(slot, msg.token, msg.durationMs, monotonicMs())) return;
-  slot.groups.delete(msg.token);
-  slot.marks.delete(msg.token);
+function finishAttempt(worker: PooledWorker, msg: DoneMessage, rss: number, events: PoolEvents, limits: RecycleLimits, closing: boolean): void {
+  if (!slots.endHead(worker, msg.token, msg.durationMs, monotonicMs())) return;
+  worker.groups.delete(msg.token);
+  worker.marks.delete(msg.token);
   const { maxTasksPerWorker, maxWorkerMemory } = limits;
   const tooBig = maxWorkerMemory !== null && rss > maxWorkerMemory;
-  const worn = (maxTasksPerWorker && slot.tasksRun >= maxTasksPerWorker) || tooBig;
-  if (worn && !closing && !slot.retiring) {
-    slot.retiring = true; // no new attempts; it exits once its queue is empty
-    if (tooBig && slot.queue.length > 1) send(slot, { type: 'drop' }); // and runs none of the queued ones
+  const worn = (maxTasksPerWorker && worker.tasksRun >= maxTasksPerWorker) || tooBig;
+  if (worn && !closing && !worker.retiring) {
+    worker.retiring = true; // no new attempts; it exits once its queue is empty
+    if (tooBig && worker.queue.length > 1) send(worker, { type: 'drop' }); // and runs none of the queued ones
   }
-  events.done(slot, msg);
-  retireIfIdle(slot);
+  events.done(worker, msg);
+  retireIfIdle(worker);
 }
 
 /** A recycled worker that holds nothing more closes its channel: it exits by itself, and 'exit' spawns the replacement. */
-function retireIfIdle(slot: Slot): void {
-  if (slot.retiring && slot.queue.length === 0 && slot.proc.connected) slot.proc.disconnect();
+function retireIfIdle(worker: PooledWorker): void {
+  if (worker.retiring && worker.queue.length === 0 && worker.proc.connected) worker.proc.disconnect();
 }

@@ -145,7 +145,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
   // Tasks a dead coordinator on this host left RUNNING are taken back now, not after their lease.
   // An owner that cannot be proven dead is left to the coordinator's own watch, which takes its
   // tasks once its renewals are seen to stop for a lease (a fresh watch has seen nothing stop).
-  const { released } = await recoverStale(store, batch.id, coordinator.owner, new RenewalWatch(inv.leaseMs), Date.now(), (lost) => coordinator.lostElsewhere(lost));
+  const { released } = await recoverStale(store, batch.id, coordinator.owner, new RenewalWatch(inv.leaseMs), Date.now(), (lost) => coordinator.discardLostOutputs(lost));
   observer.start({ batch: batch.name, source: batch.source, store: describeStore(run.dbPath), total, inserted: run.inserted, workers: pool.size, jobFile: run.jobFile, notes });
   // The pools started here to follow a newer definition (the caller shuts down its own).
   const followers: WorkerPool[] = [];

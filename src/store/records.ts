@@ -3,7 +3,7 @@
 // so the verb interfaces, both stores and every caller share these types without an import
 // circle. This file holds the batch and the lease (claims, settlements, recovery) and re-exports
 // the rest: callers import records from here. All times are milliseconds since the epoch.
-import type { Outcome } from './task-status.js';
+import type { Outcome, TaskStatus } from './task-status.js';
 import type { TaskPayload } from './task-spec.js';
 
 export type { Budget } from './budget.js';
@@ -130,6 +130,16 @@ export interface Settlement {
    * worker); the attempt row's start moves there, so timelines show when it really ran.
    */
   startedAt?: number;
+}
+
+/**
+ * A settlement the store applied, and its task's status as the same transaction left it: the
+ * store, not a claim-time copy, decides whether a failure ended its task (the budget may have
+ * changed since the claim; `cancel` makes an interrupted attempt's task CANCELLED).
+ */
+export interface Applied {
+  token: number;
+  status: TaskStatus;
 }
 
 /** Whether a batch has a task left to finish (PENDING or RUNNING), and when an outcome of it was last committed. */

@@ -6,6 +6,7 @@
  * re-exported here so a caller imports the store's vocabulary from one place.
  */
 import type {
+  Applied,
   AttemptRow,
   AttemptStats,
   BatchAttempt,
@@ -78,9 +79,12 @@ export interface LeaseStore extends StoreInfo, BatchProgress {
    * settle, then claim, in one transaction: what a coordinator does on every tick. `placed`:
    * declared outputs now in place (as outputsPlaced), confirmed first, so the claim sees them.
    */
-  settleAndClaim(settlements: Settlement[], request: ClaimRequest, placed?: { taskId: number; temp: string }[]): Promise<{ applied: number[]; claimed: ClaimedTask[] }>;
-  /** Commit attempt outcomes in one transaction; returns the tokens that still held their task, in the order given. */
-  settle(settlements: Settlement[]): Promise<number[]>;
+  settleAndClaim(settlements: Settlement[], request: ClaimRequest, placed?: { taskId: number; temp: string }[]): Promise<{ applied: Applied[]; claimed: ClaimedTask[] }>;
+  /**
+   * Commit attempt outcomes in one transaction; returns those whose token still held its task,
+   * in the order given, each with the status the commit left its task in (the others were fenced off).
+   */
+  settle(settlements: Settlement[]): Promise<Applied[]>;
   /** Current status of the given tasks (the store, not a claim-time copy, decides whether a failure ended a task). */
   statuses(taskIds: number[]): Promise<Map<number, TaskStatus>>;
   /**

@@ -7,15 +7,13 @@ import { tailWithNote } from './output-capture.js';
 import type { DoneMessage, TaskMessage } from './protocol.js';
 import { taskInput } from './task-bytes.js';
 
-export type ExecOutcome = Omit<DoneMessage, 'token'>;
-
 export interface RunningExec {
   /** TERM its process group, KILL after the grace (one still queued in the launcher is TERMed the moment it starts). */
   abort(): void;
   /** KILL its process group now (its worker is going away). */
   kill(): void;
   /** Its outcome, or 'dropped' when the launcher gave it back unstarted. */
-  done: Promise<ExecOutcome | 'dropped'>;
+  done: Promise<DoneMessage | 'dropped'>;
 }
 
 /**
@@ -41,12 +39,12 @@ export function runExec(
     ({ argv, fallback } = renderExec(template, task));
   } catch (err) {
     // e.g. {inputs.x.y} naming a field the needed stage's result lacks: the attempt fails, nothing runs.
-    return notRun(serializeError(err));
+    return notRun(task.token, serializeError(err));
   }
   if ([...argv, fallback ?? '', ...Object.values(vars)].some((s) => s.includes('\0'))) {
     // Only a stage result can put one there ({inputs…}); no program can receive it, and a retry would not help.
     const message = `the command line holds a NUL byte (from a placeholder's value), which no command can receive: ${JSON.stringify(fallback ?? argv[2]).slice(0, 200)}`;
-    return notRun({ name: 'Error', message, retryable: false });
+    return notRun(task.token, { name: 'Error', message, retryable: false });
   }
   let group: GroupStop | null = null;
   let aborted = false;
@@ -59,7 +57,7 @@ export function runExec(
     if (aborted) group.begin();
   });
 
-  const done = (async (): Promise<ExecOutcome | 'dropped'> => {
+  const done = (async (): Promise<DoneMessage | 'dropped'> => {
     let ended = await launched;
     if (ended.kind === 'dropped') return 'dropped';
     if (ended.kind === 'died') {
@@ -77,7 +75,7 @@ export function runExec(
     const lingered = ended.kind === 'ran' && ended.lingers === false ? (g?.settled(), false) : await g?.ended();
     // Its end: when it exited, or once what it left running was stopped.
     const endedAt = ended.kind === 'ran' && !lingered ? ended.endedAt : Date.now();
-    return outcomeOf(ended, started, endedAt, aborted);
+    return doneMessage(task.token, ended, started, endedAt, aborted);
   })();
 
   return {
@@ -92,7 +90,8 @@ export function runExec(
   };
 }
 
-function outcomeOf(ended: Exclude<Launched, { kind: 'dropped' }>, started: number, endedAt: number, aborted: boolean): ExecOutcome {
+/** The attempt's done message (protocol.ts), as the worker sends it. */
+function doneMessage(token: number, ended: Exclude<Launched, { kind: 'dropped' }>, started: number, endedAt: number, aborted: boolean): DoneMessage {
   const durationMs = started ? Math.max(0, endedAt - started) : 0;
   if (ended.kind === 'ran') {
     const { code, signal, outputTail, logPath, note, cause, unprinted, wroteStderr } = ended;
@@ -104,6 +103,7 @@ function outcomeOf(ended: Exclude<Launched, { kind: 'dropped' }>, started: numbe
     // a disk that filled (cause) may be why it failed.
     const quiet = !ok && !aborted && !unprinted && !cause && signal === null && code !== null && code >= 1 && code <= 128 && wroteStderr === false;
     return {
+      token,
       ...(quiet ? { quiet: true as const } : {}),
       ok,
       result: null,
@@ -121,17 +121,13 @@ function outcomeOf(ended: Exclude<Launched, { kind: 'dropped' }>, started: numbe
     : ended.message;
   const signal = ended.kind === 'died' ? ended.signal : null;
   const retryable = ended.kind === 'died' || ended.retryable !== false;
-  return { ok: false, result: null, error: { name: 'Error', message, retryable }, exitCode: null, signal, outputTail: null, logPath: null, durationMs, startedAt: started };
-}
-
-/** The outcome of an attempt that failed before anything ran. */
-function notRunOutcome(error: NonNullable<DoneMessage['error']>): ExecOutcome {
-  return { ok: false, result: null, error, exitCode: null, signal: null, outputTail: null, logPath: null, durationMs: 0, startedAt: 0 };
+  return { token, ok: false, result: null, error: { name: 'Error', message, retryable }, exitCode: null, signal, outputTail: null, logPath: null, durationMs, startedAt: started };
 }
 
 /** An attempt that fails before anything runs. */
-export function notRun(error: NonNullable<DoneMessage['error']>): RunningExec {
-  return { abort() {}, kill() {}, done: Promise.resolve(notRunOutcome(error)) };
+export function notRun(token: number, error: NonNullable<DoneMessage['error']>): RunningExec {
+  const done: DoneMessage = { token, ok: false, result: null, error, exitCode: null, signal: null, outputTail: null, logPath: null, durationMs: 0, startedAt: 0 };
+  return { abort() {}, kill() {}, done: Promise.resolve(done) };
 }
 
 function describeExit(code: number | null, signal: string | null, tail: string | null, cause?: string): string {

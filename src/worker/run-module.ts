@@ -12,7 +12,7 @@ import { monotonicMs } from '../wall-steps.js';
 
 export interface RunningModule {
   abort(reason: string): void;
-  done: Promise<Omit<DoneMessage, 'token'>>;
+  done: Promise<DoneMessage>;
 }
 
 type Write = typeof process.stdout.write;
@@ -54,7 +54,7 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
     heartbeat,
   };
 
-  const done = (async () => {
+  const done = (async (): Promise<DoneMessage> => {
     let ok = false;
     let result: string | null = null;
     let error = null;
@@ -84,7 +84,7 @@ export function runModule(handler: Handler, msg: TaskMessage, heartbeat: () => v
     const { outputTail, logPath, note } = capture.finish();
     // Rounded down: `started` is the wall clock in whole ms, rounded down too, so start + duration
     // never passes the real end, and the next attempt of this worker never seems to overlap it.
-    return { ok, result, error, exitCode: null, signal: null, outputTail: tailWithNote(outputTail, note), logPath, durationMs: Math.floor(monotonicMs() - clock), startedAt: started };
+    return { token: msg.token, ok, result, error, exitCode: null, signal: null, outputTail: tailWithNote(outputTail, note), logPath, durationMs: Math.floor(monotonicMs() - clock), startedAt: started };
   })();
 
   return {

@@ -9,7 +9,7 @@ import type { Launcher } from './launcher.js';
 import { loadHandler } from './load-handler.js';
 import { NodeLauncher } from './node-launcher.js';
 import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from './protocol.js';
-import { notRun, runExec, type ExecOutcome } from './run-exec.js';
+import { notRun, runExec } from './run-exec.js';
 import { runModule } from './run-module.js';
 
 export interface WorkerHost {
@@ -123,7 +123,7 @@ export class WorkerCore {
     // --pipe feeds the command's stdin, which only Node's spawn does here (the helper gives /dev/null).
     const launcher = pipe ? (this.pipeLauncher ??= new NodeLauncher()) : this.host.launcher();
     const running = why
-      ? notRun(why)
+      ? notRun(task.token, why)
       : runExec(template, task, this.killGraceMs, taskVars(task), launcher, (pgid) => this.host.send({ type: 'spawned', token: task.token, pgid }), pipe);
     const active: Active = { token: task.token, kind: 'exec', output: task.output, abort: () => running.abort(), kill: () => running.kill() };
     this.active.push(active);
@@ -136,7 +136,7 @@ export class WorkerCore {
     // Made on the first ctx.heartbeat(): an attempt that never calls it costs nothing.
     let heartbeat: HeartbeatThrottle | undefined;
     const beat = () => (heartbeat ??= new HeartbeatThrottle(() => this.host.send({ type: 'heartbeat', token: task.token }))).beat();
-    const running = why ? notRun(why) : runModule(fn, task, beat);
+    const running = why ? notRun(task.token, why) : runModule(fn, task, beat);
     const active: Active = {
       token: task.token,
       kind: 'module',
@@ -168,7 +168,7 @@ export class WorkerCore {
    * Reports the attempt's outcome after every earlier one's: a crash, a timeout or a process
    * group is then never pinned on the wrong attempt. Given back unstarted, it is `dropped`.
    */
-  private report(active: Active, done: Promise<ExecOutcome | 'dropped'>): void {
+  private report(active: Active, done: Promise<DoneMessage | 'dropped'>): void {
     void done.then((outcome) => {
       if (outcome === 'dropped') {
         this.forget(active);
@@ -176,10 +176,8 @@ export class WorkerCore {
       }
     });
     this.reported = this.reported.then(async () => {
-      const outcome = await done;
-      if (outcome === 'dropped') return;
-      const { ok, result: value, error, exitCode, signal, outputTail, logPath, durationMs, startedAt, quiet } = outcome;
-      const result: DoneMessage = { token: active.token, ok, result: value, error, exitCode, signal, outputTail, logPath, durationMs, startedAt, ...(quiet ? { quiet } : {}) };
+      const result = await done;
+      if (result === 'dropped') return;
       // Handed to the channel before a module attempt after it starts: if that one kills this
       // process, this outcome has left already.
       await new Promise<void>((written) => this.host.send({ type: 'done', result, rss: this.watchMemory ? this.host.peakRss() : 0 }, written));
@@ -205,7 +203,7 @@ function prepared(task: TaskMessage): { why: SerializedError | null; folder: Fol
  * The outcome once a declared output is synced (success) or removed (anything else). A success
  * says `ran` first: a slow disk's sync (seconds on a busy one) is not the command's time.
  */
-function withOutput<T extends ExecOutcome | 'dropped'>(task: TaskMessage, folder: FolderId | null, done: Promise<T>, how: string, host: WorkerHost): Promise<T> {
+function withOutput<T extends DoneMessage | 'dropped'>(task: TaskMessage, folder: FolderId | null, done: Promise<T>, how: string, host: WorkerHost): Promise<T> {
   const out = task.output;
   if (!out) return done;
   return done.then(async (o) => {

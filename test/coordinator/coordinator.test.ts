@@ -40,7 +40,7 @@ class FakePool implements RunPool {
   }
   quiesce(): void {}
   dropQueued(): void {}
-  freeSlots(): PoolWorker[] {
+  freePlaces(): PoolWorker[] {
     return this.workers.filter((w) => w.queue.length === 0);
   }
   needsWork(): boolean {
@@ -79,10 +79,7 @@ class FakePool implements RunPool {
   }
   drop(): void {}
   async shutdown(): Promise<void> {}
-  get size(): number {
-    return this.workers.length;
-  }
-  get emptyBecause(): null {
+  whyEmpty(): null {
     return null;
   }
 }

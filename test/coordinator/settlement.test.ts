@@ -54,6 +54,21 @@ const reported = (msg: DoneMessage, timedOut: TimedOut = false): Ending => ({ ki
 const err = (over: Partial<SerializedError> = {}): SerializedError => ({ name: 'Error', message: 'boom', retryable: true, ...over });
 
 describe('decideSettlement', () => {
+  it('builds the whole settlement: a success with a declared output carries its `out` in the result and its temporary path; nothing else does', () => {
+    const output = { path: '/out/a.txt', temp: '/out/.a.txt.77.tmp' };
+    const ok = decideSettlement(claimed(1), reported(done({ ok: true, exitCode: 0, result: '{"n":1}' })), rules(), NOW, STARTED, false, output).settlement;
+    expect(ok).toMatchObject({ outcome: 'SUCCESS', result: JSON.stringify({ n: 1, out: '/out/a.txt' }), outputTemp: output.temp });
+    const plain = decideSettlement(claimed(1), reported(done({ ok: true, exitCode: 0, result: '[1]' })), rules(), NOW, STARTED, false, output).settlement;
+    expect(plain.result).toBe(JSON.stringify({ out: '/out/a.txt', value: [1] }));
+    const without = decideSettlement(claimed(1), reported(done({ ok: true, exitCode: 0, result: '{"n":1}' })), rules(), NOW, STARTED).settlement;
+    expect(without.result).toBe('{"n":1}');
+    expect('outputTemp' in without).toBe(false);
+    const failed = decideSettlement(claimed(1), reported(done({ error: err() })), rules(), NOW, STARTED, false, output).settlement;
+    expect('outputTemp' in failed || 'result' in failed).toBe(false);
+    const died = decideSettlement(claimed(1), { kind: 'died', why: 'worker killed by SIGKILL', timedOut: false, signal: 'SIGKILL' }, rules(), NOW, STARTED, false, output).settlement;
+    expect('outputTemp' in died).toBe(false);
+  });
+
   it('SUCCESS: terminal, result and output kept, no error', () => {
     const { settlement, terminal } = decideSettlement(
       claimed(1),

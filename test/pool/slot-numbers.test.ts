@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { freeNumber } from '../../src/pool/slots.js';
+import { freeSlot } from '../../src/pool/slots.js';
 import { tempDir } from '../helpers/cli.js';
 import { mainIn } from '../helpers/in-process-cli.js';
 import { dbPathIn, query } from '../helpers/store.js';
@@ -55,9 +55,9 @@ describe('{%}', () => {
   }, 60_000);
 
   it('a new worker takes the lowest number no live worker holds', () => {
-    expect(freeNumber([])).toBe(1);
-    expect(freeNumber([{ number: 1 }, { number: 3 }])).toBe(2);
-    expect(freeNumber([{ number: 2 }, { number: 1 }])).toBe(3);
+    expect(freeSlot([])).toBe(1);
+    expect(freeSlot([{ slot: 1 }, { slot: 3 }])).toBe(2);
+    expect(freeSlot([{ slot: 2 }, { slot: 1 }])).toBe(3);
   });
 
   it('--output cannot use {%}: an output path is the same for every attempt', async () => {

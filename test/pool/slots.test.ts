@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import {
   emptyQueue,
   endHead,
-  freeSlots,
+  freePlaces,
   hasIdleWorker,
   needsWork,
   queueAttempts,
@@ -12,15 +12,15 @@ import {
   stuck,
   takeBack,
   windowOf,
-  type SlotState,
+  type WorkerState,
 } from '../../src/pool/slots.js';
 
-type TestSlot = SlotState & { id: string };
+type TestSlot = WorkerState & { id: string };
 
 const NOW = 1_000_000;
 
 /** A ready worker holding nothing, no duration known yet, its head (if any) started NOW. */
-function slot(id: string, given: Partial<SlotState> = {}): TestSlot {
+function slot(id: string, given: Partial<WorkerState> = {}): TestSlot {
   return { id, pid: null, queue: [], tasksRun: 0, ready: true, retiring: false, avgMs: null, headSince: NOW, stoppedSince: null, ...given };
 }
 
@@ -54,13 +54,13 @@ describe('free slots: one entry per attempt a worker can take now', () => {
   ];
   for (const [name, workers, maxTasks, expected] of cases) {
     it(`${name} → [${expected}]`, () => {
-      expect(ids(freeSlots(workers, maxTasks, NOW))).toBe(expected);
+      expect(ids(freePlaces(workers, maxTasks, NOW))).toBe(expected);
     });
   }
 
   it('takes the workers from any iterable and returns them as given (the pool passes its Set)', () => {
     const a = slot('a');
-    expect(freeSlots(new Set([a]), null, NOW)[0]).toBe(a);
+    expect(freePlaces(new Set([a]), null, NOW)[0]).toBe(a);
   });
 });
 
@@ -99,9 +99,9 @@ describe("a worker's window as its attempts get longer, then shorter", () => {
     const s = slot('a', { avgMs: 10, queue: holding(1), headSince: NOW });
     // Slow means longer than 3 × 10 ms + 4 ms.
     expect(windowOf(s, null, NOW + 34)).toBe(2);
-    expect(ids(freeSlots([s], null, NOW + 34))).toBe('a');
+    expect(ids(freePlaces([s], null, NOW + 34))).toBe('a');
     expect(windowOf(s, null, NOW + 35)).toBe(1);
-    expect(ids(freeSlots([s], null, NOW + 35))).toBe('');
+    expect(ids(freePlaces([s], null, NOW + 35))).toBe('');
   });
 
   it('an idle worker is never slow, however long ago its last attempt began', () => {
@@ -143,7 +143,7 @@ describe('hasIdleWorker: some worker has nothing to do', () => {
 });
 
 describe('stuck: attempts queued behind a long one while another worker is idle', () => {
-  const long = (given: Partial<SlotState> = {}) => slot('a', { avgMs: 10, queue: holding(3), headSince: NOW - 2000, ...given });
+  const long = (given: Partial<WorkerState> = {}) => slot('a', { avgMs: 10, queue: holding(3), headSince: NOW - 2000, ...given });
   // [case, workers, the stuck ones] for stuck(1000 ms)
   const cases: [string, TestSlot[], string][] = [
     ['running 2 s with two waiting, and an idle worker', [long(), slot('b')], 'a'],

@@ -618,20 +618,20 @@ async function runScenario({ cfg, cmds }: Scenario, mode: BudgetMode = 'safe'): 
           return d;
         });
         const applied = await storeOf(o.slot).settle(decisions.map((d) => d.settlement));
-        const expected: number[] = [];
+        const expected: { token: number; status: string }[] = [];
         for (const d of decisions) {
           const s = d.settlement;
           if (m.settle(s.token, s.taskId, s.outcome, s.retryAt)) {
-            expected.push(s.token);
-            saw(`settle: ${s.outcome} -> ${m.task(s.taskId).status}`);
-            // settlement.ts's "terminal" is the claim-time guess; the coordinator asks the store
-            // (statuses), which must report what the model says.
+            // settlement.ts's "terminal" is the claim-time guess; the coordinator believes the
+            // status settle returns (as statuses() would read it), which must be what the model says.
             const after = m.task(s.taskId).status;
+            expected.push({ token: s.token, status: after });
+            saw(`settle: ${s.outcome} -> ${after}`);
             const told = (await storeOf(o.slot).statuses([s.taskId])).get(s.taskId);
             same(told, after, `statuses() for ${s.outcome}`);
           }
         }
-        same(applied, expected, `settle by ${o.id}: applied tokens`);
+        same(applied, expected, `settle by ${o.id}: applied tokens and their tasks' statuses`);
         saw('settle: fenced within a group', decisions.length - expected.length);
         return;
       }

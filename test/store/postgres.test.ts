@@ -119,7 +119,7 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
           }),
         );
         for (const [i, tick] of ticks.entries()) {
-          expect(tick.applied.sort()).toEqual(endings[i]!.map((e) => e.token).sort());
+          expect(tick.applied.map((a) => a.token).sort()).toEqual(endings[i]!.map((e) => e.token).sort());
           for (const t of previous[i]!) held.delete(t.id);
         }
         for (const [i, tick] of ticks.entries()) {
@@ -301,7 +301,7 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
         expect(err.name).toBe('StoreError');
         expect(err.message).toMatch(/locked by another session for 1000 ms/);
         await foreign.query('ROLLBACK');
-        expect(await s.settle([ending(t!, 'SUCCESS', now + 2)])).toEqual([t!.token]);
+        expect(await s.settle([ending(t!, 'SUCCESS', now + 2)])).toEqual([{ token: t!.token, status: 'SUCCESS' }]);
         expect((await s.claim(req(3))).map((x) => x.key)).toEqual(['k001']);
       } finally {
         await foreign.end();
@@ -354,7 +354,7 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
         // Every session of the store's pool has a foreign twin mid-settle; at the store's lock
         // timeout (1 s here) a settle that waited would end in a StoreError.
         const rest = claimed.slice(mine.length);
-        expect(await s.settle(rest.map((t) => ending(t, 'SUCCESS', now + 2)))).toEqual(rest.map((t) => t.token));
+        expect(await s.settle(rest.map((t) => ending(t, 'SUCCESS', now + 2)))).toEqual(rest.map((t) => ({ token: t.token, status: 'SUCCESS' })));
         for (const c of foreign) await c.query('COMMIT');
       } finally {
         for (const c of foreign) await c.end();

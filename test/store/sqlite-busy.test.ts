@@ -100,6 +100,6 @@ describe('SqliteStore under a foreign write lock', () => {
       expect(ms).toBeGreaterThanOrEqual(250);
     }
     foreign.exec('ROLLBACK');
-    expect(await store.settle([settlement])).toEqual([t!.token]);
+    expect(await store.settle([settlement])).toEqual([{ token: t!.token, status: 'SUCCESS' }]);
   });
 });

@@ -289,7 +289,7 @@ describe('SqliteStore with two connections on one file', () => {
       for (const [i, p] of previous.entries()) {
         const via = i % 2 ? a : b;
         const s = p.task.id % 4 === 0 ? ending(p.task, 'FAILED', now + 1, { retryAt: now + 2 }) : ending(p.task, 'SUCCESS', now + 1);
-        expect(await via.settle([s])).toEqual([p.task.token]);
+        expect((await via.settle([s])).map((x) => x.token)).toEqual([p.task.token]);
         held.delete(p.task.id);
       }
       previous = [...ga.map((task) => ({ store: a, task })), ...gb.map((task) => ({ store: b, task }))];
@@ -362,7 +362,7 @@ describe('SqliteStore grouped statements', () => {
     // 118 results of ~100 KB (over 10 MB together: several groups) and two too large for a group.
     const result = (t: ClaimedTask) => JSON.stringify(`${t.key} "${'q"'.repeat(t.seq === 7 || t.seq === 90 ? 200_000 : 50_000)}`);
     const applied = await s.settle(claimed.map((t) => ending(t, 'SUCCESS', now + t.seq, { result: result(t), outputTail: `tail ${t.key}` })));
-    expect(applied).toEqual(claimed.map((t) => t.token));
+    expect(applied).toEqual(claimed.map((t) => ({ token: t.token, status: 'SUCCESS' })));
     for (const t of claimed) {
       const row = await s.getTask(batch.id, t.key);
       expect(row, t.key).toMatchObject({ status: 'SUCCESS', finishedAt: now + t.seq });

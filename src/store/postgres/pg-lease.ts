@@ -1,4 +1,4 @@
-import type { ClaimRequest, ClaimedTask, LostAttempt, ReleasedTask, Settlement } from '../records.js';
+import type { Applied, ClaimRequest, ClaimedTask, LostAttempt, ReleasedTask, Settlement, TaskStatus } from '../records.js';
 import type { Sql } from './pg-db.js';
 import { toClaimedTask, toLost, type TaskDbRow } from '../shared/db-rows.js';
 import { cascade, inputsOf } from './pg-stages.js';
@@ -33,13 +33,13 @@ export async function claim(sql: Sql, st: Statements, req: ClaimRequest & { leas
 }
 
 /**
- * Applies each settlement only while its token still holds the task; returns the tokens that
- * did. One statement whatever the count (tasks, attempts, the batches' latest finish), one more
+ * Applies each settlement only while its token still holds the task; returns those that did,
+ * in the order given, with the status each task was left in. One statement whatever the count (tasks, attempts, the batches' latest finish), one more
  * for late reports of attempts already recorded LOST, and the stage cascade of failed items.
  */
-export async function settle(sql: Sql, st: Statements, settlements: Settlement[]): Promise<number[]> {
+export async function settle(sql: Sql, st: Statements, settlements: Settlement[]): Promise<Applied[]> {
   const ss = [...settlements].sort((a, b) => a.taskId - b.taskId);
-  const held = await sql.rows<{ token: number | string; batch_id: number; status: string; item_key: string | null }>(st.settleTasks, reportParams(ss));
+  const held = await sql.rows<{ token: number | string; batch_id: number; status: TaskStatus; item_key: string | null }>(st.settleTasks, reportParams(ss));
   const byToken = new Map(held.map((h) => [Number(h.token), h]));
   const applied = ss.filter((s) => byToken.has(s.token)); // the others were fenced off: another attempt holds the task now
   /** Per batch, the items with a stage task that failed or was cancelled: their dependents end too. */
@@ -64,7 +64,15 @@ export async function settle(sql: Sql, st: Statements, settlements: Settlement[]
       late.map((s) => s.startedAt ?? null),
     ]);
   }
-  return settlements.filter((s) => byToken.has(s.token)).map((s) => s.token);
+  return appliedOf(settlements, new Map(held.map((h) => [Number(h.token), h.status])));
+}
+
+/** The settlements whose token held its task (`held`: token → the status it was left in), in the order given. */
+function appliedOf(settlements: Settlement[], held: ReadonlyMap<number, TaskStatus>): Applied[] {
+  return settlements.flatMap((s) => {
+    const status = held.get(s.token);
+    return status === undefined ? [] : [{ token: s.token, status }];
+  });
 }
 
 /**
@@ -151,10 +159,10 @@ export async function settleAndClaimAtOnce(
   st: Statements,
   settlements: Settlement[],
   req: ClaimRequest & { leaseFrom: number | null },
-): Promise<{ applied: number[]; claimed: ClaimedTask[] }> {
+): Promise<{ applied: Applied[]; claimed: ClaimedTask[] }> {
   const ss = [...settlements].sort((a, b) => a.taskId - b.taskId);
   const started = req.started ?? [];
-  const rows = await sql.rows<(TaskDbRow & { n: number; lease_token: number | string }) & { applied: (number | string)[]; inputs: { stage: string; result: string | null }[] | null }>(st.tick, [
+  const rows = await sql.rows<(TaskDbRow & { n: number; lease_token: number | string }) & { applied: (number | string)[]; applied_status: TaskStatus[]; inputs: { stage: string; result: string | null }[] | null }>(st.tick, [
     ...reportParams(ss),
     ss.map((s) => lateReportNote(s)),
     started.map((x) => x.taskId),
@@ -162,7 +170,8 @@ export async function settleAndClaimAtOnce(
     started.map((x) => x.at),
     ...claimParams(req, req.jobVersion ?? null),
   ]);
-  const held = new Set(rows[0]!.applied.map(Number));
+  const { applied, applied_status: status } = rows[0]!;
+  const held = new Map(applied.map((token, i) => [Number(token), status[i]!]));
   const claimed = rows.filter((t) => t.id !== null).map((t) => toClaimedTask(t, Number(t.lease_token), t.worker_id!, t.inputs === null ? {} : inputsByStage(t.inputs)));
-  return { applied: settlements.filter((s) => held.has(s.token)).map((s) => s.token), claimed };
+  return { applied: appliedOf(settlements, held), claimed };
 }

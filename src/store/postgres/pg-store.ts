@@ -1,4 +1,5 @@
 import type {
+  Applied,
   AttemptRow,
   AttemptStats,
   BatchAttempt,
@@ -135,7 +136,7 @@ export class PostgresStore implements TaskStore {
   }
 
   /** A coordinator's tick in one transaction: commit what finished, then claim for the free slots. */
-  async settleAndClaim(settlements: Settlement[], req: ClaimRequest, placed: { taskId: number; temp: string }[] = []): Promise<{ applied: number[]; claimed: ClaimedTask[] }> {
+  async settleAndClaim(settlements: Settlement[], req: ClaimRequest, placed: { taskId: number; temp: string }[] = []): Promise<{ applied: Applied[]; claimed: ClaimedTask[] }> {
     if (settlements.length === 0 && req.slots.length === 0 && !req.started?.length && placed.length === 0) return { applied: [], claimed: [] };
     const onServer = this.clock.settlements(settlements);
     // The common tick, successes and a claim: one statement, one round trip (tick-statement.ts).
@@ -163,7 +164,7 @@ export class PostgresStore implements TaskStore {
     return [];
   }
 
-  async settle(settlements: Settlement[]): Promise<number[]> {
+  async settle(settlements: Settlement[]): Promise<Applied[]> {
     if (settlements.length === 0) return [];
     const onServer = this.clock.settlements(settlements);
     return this.db.transaction((sql) => settle(sql, this.st, onServer));

@@ -1,4 +1,4 @@
-import type { ClaimRequest, ClaimedTask, LostAttempt, ReleasedTask, Settlement, TaskStatus } from '../records.js';
+import type { Applied, ClaimRequest, ClaimedTask, LostAttempt, ReleasedTask, Settlement, TaskStatus } from '../records.js';
 import { attemptNumber, toClaimedTask, toLost, type ClaimedDbRow, type TaskDbRow } from '../shared/db-rows.js';
 import { lostError } from '../shared/lost.js';
 import type { SqliteConn } from './sqlite-conn.js';
@@ -70,11 +70,11 @@ function* bySize(settlements: Settlement[]): Generator<Settlement[]> {
 type Settled = { id: number; batch_id: number; status: TaskStatus; item_key: string | null };
 
 /**
- * Commits the outcomes, each fenced by its token; returns the tokens that still held their
- * task, in the order given. Per group of settlements: one statement for the tasks, one for
+ * Commits the outcomes, each fenced by its token; returns those whose token still held its
+ * task, in the order given, with the status each task was left in. Per group of settlements: one statement for the tasks, one for
  * the attempt rows; then one per batch for its last activity, and two for any stage cascade.
  */
-export function settle(st: Statements, settlements: Settlement[]): number[] {
+export function settle(st: Statements, settlements: Settlement[]): Applied[] {
   if (settlements.length === 0) return [];
   // A token listed again is a repeat of its first settlement: only the first can land.
   const firsts = new Map<number, Settlement>();
@@ -83,7 +83,7 @@ export function settle(st: Statements, settlements: Settlement[]): number[] {
   // holds it must be read first, as the task statement tells only which tasks changed.
   const ids = [...firsts.values()].map((s) => s.taskId);
   const holders = new Set(ids).size < ids.length ? new Set((st.holders.all(JSON.stringify(ids)) as { token: number }[]).map((r) => r.token)) : null;
-  const applied = new Set<Settlement>();
+  const applied = new Map<Settlement, TaskStatus>();
   const finished = new Map<number, number>(); // batch → latest end of an outcome other than INTERRUPTED
   const ended = new Map<number, (string | null)[]>(); // batch → items with a stage task that failed or was cancelled
   for (const group of bySize(settlements)) {
@@ -98,7 +98,7 @@ export function settle(st: Statements, settlements: Settlement[]): number[] {
       const row = changed.get(s.taskId);
       const held = row !== undefined && firsts.get(s.token) === s && (holders === null || holders.has(s.token));
       if (held) {
-        applied.add(s);
+        applied.set(s, row.status);
         if (s.outcome !== 'INTERRUPTED') finished.set(row.batch_id, Math.max(finished.get(row.batch_id) ?? s.endedAt, s.endedAt));
         if (row.item_key !== null && (row.status === 'FAILED' || row.status === 'CANCELLED')) {
           ended.set(row.batch_id, [...(ended.get(row.batch_id) ?? []), row.item_key]);
@@ -111,7 +111,10 @@ export function settle(st: Statements, settlements: Settlement[]): number[] {
   }
   for (const [batchId, endedAt] of finished) st.markFinished.run({ batchId, endedAt });
   for (const [batchId, items] of ended) cascade(st, batchId, items, Date.now());
-  return settlements.filter((s) => applied.has(s)).map((s) => s.token);
+  return settlements.flatMap((s) => {
+    const status = applied.get(s);
+    return status === undefined ? [] : [{ token: s.token, status }];
+  });
 }
 
 export function heartbeat(c: SqliteConn, owner: string, leaseExpiresAt: number): number[] {

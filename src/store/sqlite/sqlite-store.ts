@@ -54,7 +54,7 @@ export class SqliteStore implements TaskStore {
    * One transaction for a coordinator's tick: commit the finished attempts, then claim for
    * the free slots. Halves the commits per task compared with settle + claim.
    */
-  async settleAndClaim(settlements: T.Settlement[], req: T.ClaimRequest, placed: { taskId: number; temp: string }[] = []): Promise<{ applied: number[]; claimed: T.ClaimedTask[] }> {
+  async settleAndClaim(settlements: T.Settlement[], req: T.ClaimRequest, placed: { taskId: number; temp: string }[] = []): Promise<{ applied: T.Applied[]; claimed: T.ClaimedTask[] }> {
     if (settlements.length === 0 && req.slots.length === 0 && !req.started?.length && placed.length === 0) return { applied: [], claimed: [] };
     return this.c.write(() => {
       if (placed.length) this.c.st.outputsPlaced.run({ list: placedList(placed) });
@@ -62,7 +62,7 @@ export class SqliteStore implements TaskStore {
     });
   }
 
-  async settle(settlements: T.Settlement[]): Promise<number[]> {
+  async settle(settlements: T.Settlement[]): Promise<T.Applied[]> {
     if (settlements.length === 0) return [];
     return this.c.write(() => settle(this.c.st, settlements));
   }

@@ -71,7 +71,7 @@ export function claimContract(h: Harness): void {
       const id = await setup(2);
       const now = Date.now();
       const first = await claimOne(id, now);
-      expect(await h.store.settle([ending(first, 'FAILED', now + 10, { retryAt: now + 1000 })])).toEqual([first.token]);
+      expect(await h.store.settle([ending(first, 'FAILED', now + 10, { retryAt: now + 1000 })])).toEqual([{ token: first.token, status: 'PENDING' }]);
       expect(await task(id, first.key)).toMatchObject({ status: 'PENDING', nextRunAt: now + 1000 });
       // The other task is due; the delayed one is skipped.
       const other = await claimOne(id, now + 20);
@@ -123,7 +123,7 @@ export function claimContract(h: Harness): void {
             ? ending(t, 'FAILED', now + 5, { retryAt: now + 6 })
             : ending(t, 'SUCCESS', now + 5, { result: JSON.stringify({ round }) }),
         );
-        expect((await h.store.settle(settlements)).sort()).toEqual(settlements.map((s) => s.token).sort());
+        expect((await h.store.settle(settlements)).map((a) => a.token).sort()).toEqual(settlements.map((s) => s.token).sort());
         for (const t of previous) held.delete(t.id);
         previous = [...a, ...b];
         if (previous.length === 0 && (await h.store.nextDueAt(id)) === null) break;

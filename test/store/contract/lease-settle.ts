@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { ClaimedTask } from '../../../src/store/task-store.js';
+import type { Applied, ClaimedTask } from '../../../src/store/task-store.js';
 import { HOST, LEASE_MS, ending, type Harness } from './harness.js';
+
+/** The tokens of the applied settlements, sorted as `.sort()` sorts numbers (as text). */
+const tokens = (applied: Applied[]) => applied.map((a) => a.token).sort();
 
 /** The TaskStore contract, lease verbs: settling attempts, fencing, retries. */
 export function settleContract(h: Harness): void {
@@ -11,7 +14,7 @@ export function settleContract(h: Harness): void {
       const now = Date.now();
       const t = await claimOne(id, now);
       const s = ending(t, 'SUCCESS', now + 250, { durationMs: 250, result: '{"lines":42}', outputTail: 'done\n' });
-      expect(await h.store.settle([s])).toEqual([t.token]);
+      expect(await h.store.settle([s])).toEqual([{ token: t.token, status: 'SUCCESS' }]);
       const row = await task(id, t.key);
       expect(row).toMatchObject({ status: 'SUCCESS', result: '{"lines":42}', finishedAt: now + 250, attempts: 1, leaseOwner: null, leaseExpiresAt: null });
       const [a] = await h.store.attemptsOf(t.id);
@@ -37,7 +40,7 @@ export function settleContract(h: Harness): void {
         { ...ending(a!, 'SUCCESS', now + 1, { result: '{"out":"/o/a"}' }), upToDate: true },
         ending(b!, 'SUCCESS', now + 1, { result: '{"out":"/o/b"}' }),
       ]);
-      expect(applied.sort()).toEqual([a!.token, b!.token].sort());
+      expect(tokens(applied)).toEqual([a!.token, b!.token].sort());
       expect(await task(id, a!.key)).toMatchObject({ status: 'SUCCESS', upToDate: true, result: '{"out":"/o/a"}' });
       expect(await task(id, b!.key)).toMatchObject({ status: 'SUCCESS', upToDate: false });
       expect(await h.store.upToDateCount(id)).toBe(1);
@@ -48,6 +51,45 @@ export function settleContract(h: Harness): void {
       expect(await h.store.upToDateCount(id)).toBe(1);
     });
 
+    it("returns each applied settlement's task status as its commit left it, in the order given (the coordinator reads no status back)", async () => {
+      const id = await setup(7, { maxAttempts: 2 });
+      const now = Date.now();
+      const [ok, retried, permanent, interrupted, cancelled] = await claim(id, now, { slots: 5 });
+      // stale: its lease lapsed and another owner holds the task now.
+      const stale = await claimOne(id, now, { owner: 'owner-C', leaseMs: 1000 });
+      await h.store.releaseStale(id, now + 2000, [], 'owner-B');
+      const fresh = await claimOne(id, now + 2000, { owner: 'owner-B' });
+      expect(fresh.key).toBe(stale.key);
+      expect(await h.store.cancel({ batchId: id, keyMatches: (k) => k === cancelled!.key })).toMatchObject({ stopping: 1 });
+      const applied = await h.store.settle([
+        ending(retried!, 'FAILED', now + 1, { retryAt: now + 50 }),
+        ending(ok!, 'SUCCESS', now + 1),
+        ending(stale, 'SUCCESS', now + 1),
+        ending(permanent!, 'FAILED', now + 1, { retryAt: null }),
+        ending(interrupted!, 'INTERRUPTED', now + 1),
+        ending(cancelled!, 'FAILED', now + 1, { retryAt: now + 50 }),
+      ]);
+      expect(applied).toEqual([
+        { token: retried!.token, status: 'PENDING' },
+        { token: ok!.token, status: 'SUCCESS' },
+        { token: permanent!.token, status: 'FAILED' },
+        { token: interrupted!.token, status: 'PENDING' },
+        { token: cancelled!.token, status: 'CANCELLED' },
+      ]);
+      for (const t of [retried!, ok!, permanent!, interrupted!, cancelled!]) {
+        expect((await task(id, t.key)).status).toBe(applied.find((a) => a.token === t.token)!.status);
+      }
+      // The same from a tick's transaction: a failure out of attempts beside a success, then
+      // successes alone (on PostgreSQL, one statement).
+      const again = await claimOne(id, now + 100);
+      const request = (at: number) => ({ batchId: id, owner: 'owner-A', host: HOST, now: at, leaseMs: LEASE_MS, slots: [{ workerId: 'w1', pid: 1 }] });
+      const tick = await h.store.settleAndClaim([ending(again, 'FAILED', now + 101, { retryAt: null }), ending(fresh, 'SUCCESS', now + 101)], { ...request(now + 102), owner: 'owner-B' });
+      expect(tick.applied).toEqual([{ token: again.token, status: 'FAILED' }, { token: fresh.token, status: 'SUCCESS' }]);
+      const last = tick.claimed[0]!;
+      const end = await h.store.settleAndClaim([ending(last, 'SUCCESS', now + 103)], { ...request(now + 104), owner: 'owner-B', slots: [] });
+      expect(end).toEqual({ applied: [{ token: last.token, status: 'SUCCESS' }], claimed: [] });
+    });
+
     it('commits nothing for an empty list', async () => {
       expect(await h.store.settle([])).toEqual([]);
     });
@@ -56,7 +98,7 @@ export function settleContract(h: Harness): void {
       const id = await setup(1);
       const now = Date.now();
       const t = await claimOne(id, now);
-      expect(await h.store.settle([ending(t, 'SUCCESS', now + 1, { result: '1' })])).toEqual([t.token]);
+      expect(await h.store.settle([ending(t, 'SUCCESS', now + 1, { result: '1' })])).toEqual([{ token: t.token, status: 'SUCCESS' }]);
       expect(await h.store.settle([ending(t, 'FAILED', now + 2, { retryAt: now + 3 })])).toEqual([]);
       expect(await task(id, t.key)).toMatchObject({ status: 'SUCCESS', result: '1', attempts: 1 });
       expect((await h.store.attemptsOf(t.id))[0]).toMatchObject({ outcome: 'SUCCESS', endedAt: now + 1 });
@@ -80,7 +122,7 @@ export function settleContract(h: Harness): void {
       const attempts = await h.store.attemptsOf(stale.id);
       expect(attempts.map((a) => a.outcome)).toEqual(['LOST', null]);
 
-      expect(await h.store.settle([ending(fresh, 'SUCCESS', now + 2200, { result: '"fresh"' })])).toEqual([fresh.token]);
+      expect(await h.store.settle([ending(fresh, 'SUCCESS', now + 2200, { result: '"fresh"' })])).toEqual([{ token: fresh.token, status: 'SUCCESS' }]);
       expect(await task(id, stale.key)).toMatchObject({ status: 'SUCCESS', result: '"fresh"' });
       expect((await h.store.attemptsOf(stale.id)).map((a) => a.outcome)).toEqual(['LOST', 'SUCCESS']);
     });
@@ -107,7 +149,7 @@ export function settleContract(h: Harness): void {
       // Once only: a second late report changes nothing; the fresh attempt settles as usual.
       expect(await h.store.settle([ending(stale, 'SUCCESS', now + 9000, { result: '"stale"' })])).toEqual([]);
       expect((await h.store.attemptsOf(stale.id))[0]).toEqual(filled);
-      expect(await h.store.settle([ending(fresh, 'SUCCESS', now + 2200, { result: '"fresh"' })])).toEqual([fresh.token]);
+      expect(await h.store.settle([ending(fresh, 'SUCCESS', now + 2200, { result: '"fresh"' })])).toEqual([{ token: fresh.token, status: 'SUCCESS' }]);
       expect((await h.store.attemptsOf(stale.id)).map((a) => [a.outcome, a.endedAt])).toEqual([
         ['LOST', now + 1500],
         ['SUCCESS', now + 2200],
@@ -148,7 +190,7 @@ export function settleContract(h: Harness): void {
         ending(b!, 'SUCCESS', now + 2),
         ending(c!, 'FAILED', now + 2, { retryAt: now + 100 }),
       ]);
-      expect(applied.sort()).toEqual([a!.token, c!.token].sort());
+      expect(tokens(applied)).toEqual([a!.token, c!.token].sort());
     });
 
     it('commits a group of successes row by row: each its own result and attempt fields, stale ones fenced', async () => {
@@ -173,7 +215,7 @@ export function settleContract(h: Harness): void {
         ending(c!, 'SUCCESS', now + 12, { result: '"stale"' }),
         ending(d!, 'SUCCESS', now + 13, { result: JSON.stringify('x'.repeat(100_000)) }),
       ]);
-      expect(applied.sort()).toEqual([a!.token, b!.token, d!.token].sort());
+      expect(tokens(applied)).toEqual([a!.token, b!.token, d!.token].sort());
       expect(await task(id, a!.key)).toMatchObject({ status: 'SUCCESS', result: weird, finishedAt: now + 10 });
       expect(await task(id, b!.key)).toMatchObject({ status: 'SUCCESS', result: null, finishedAt: now + 11 });
       expect(await task(id, c!.key)).toMatchObject({ status: 'RUNNING', leaseOwner: 'owner-B', result: null });
@@ -196,7 +238,7 @@ export function settleContract(h: Harness): void {
         ending(fresh, 'SUCCESS', now + 2100, { result: '"fresh"' }),
         ending(stale, 'SUCCESS', now + 2100, { result: '"stale"' }),
       ]);
-      expect(applied).toEqual([fresh.token]);
+      expect(applied).toEqual([{ token: fresh.token, status: 'SUCCESS' }]);
       expect(await task(id, fresh.key)).toMatchObject({ status: 'SUCCESS', result: '"fresh"' });
       expect((await h.store.attemptsOf(fresh.id)).map((a) => a.outcome)).toEqual(['LOST', 'SUCCESS']);
     });
@@ -233,7 +275,7 @@ export function settleContract(h: Harness): void {
           ],
         }),
       );
-      expect(tick.applied.sort()).toEqual([p!.token, q!.token].sort());
+      expect(tokens(tick.applied)).toEqual([p!.token, q!.token].sort());
       expect(tick.claimed.map((t) => [t.key, t.workerId, t.attempt])).toEqual([['k003', 'w2', 1]]);
       const [lost] = await h.store.attemptsOf(stale!.id);
       expect(lost).toMatchObject({ outcome: 'LOST', endedAt: now + 1500, durationMs: 1500 });
@@ -248,7 +290,7 @@ export function settleContract(h: Harness): void {
 
       // Under another job version: the successes commit, nothing is claimed.
       const other = await h.store.settleAndClaim([ending(r!, 'SUCCESS', now + 2020)], request(now + 2020, [slot('w1', false)], { jobVersion: jobVersion + 1 }));
-      expect(other).toEqual({ applied: [r!.token], claimed: [] });
+      expect(other).toEqual({ applied: [{ token: r!.token, status: 'SUCCESS' }], claimed: [] });
       expect(await task(id, r!.key)).toMatchObject({ status: 'SUCCESS' });
       const same = await h.store.settleAndClaim([], request(now + 2021, [slot('w1', false)], { jobVersion }));
       expect(same.claimed.map((t) => t.key)).toEqual(['k004']);
@@ -265,7 +307,7 @@ export function settleContract(h: Harness): void {
         [ending(a!, 'SUCCESS', now + 1, { result: '"a"' }), ending(b!, 'FAILED', now + 1, { retryAt: now + 2 })],
         request(now + 2),
       );
-      expect(tick.applied.sort()).toEqual([a!.token, b!.token].sort());
+      expect(tokens(tick.applied)).toEqual([a!.token, b!.token].sort());
       // The task that just failed is due again and claimed in the same tick, before the never-tried one.
       expect(tick.claimed.map((t) => [t.key, t.attempt, t.workerId])).toEqual([
         [b!.key, 2, 'w1'],
@@ -280,7 +322,7 @@ export function settleContract(h: Harness): void {
       expect(await task(id, a!.key)).toMatchObject({ status: 'SUCCESS' });
       expect(await h.store.settleAndClaim([], { ...request(now + 3), slots: [] })).toEqual({ applied: [], claimed: [] });
       const last = await h.store.settleAndClaim(tick.claimed.map((t) => ending(t, 'SUCCESS', now + 4)), { ...request(now + 4), slots: [] });
-      expect(last.applied.sort()).toEqual(tick.claimed.map((t) => t.token).sort());
+      expect(tokens(last.applied)).toEqual(tick.claimed.map((t) => t.token).sort());
       expect(last.claimed).toEqual([]);
       expect(await countsAddUp(id)).toMatchObject({ succeeded: 3, running: 0 });
     });
@@ -295,7 +337,7 @@ export function settleContract(h: Harness): void {
         const t = await claimOne(id, at);
         expect(t.attempt).toBe(attempt);
         const s = ending(t, 'FAILED', at + 10, { error: `ENOENT: try ${attempt}`, exitCode: 2, retryAt: at + 50 });
-        expect(await h.store.settle([s])).toEqual([t.token]);
+        expect(tokens(await h.store.settle([s]))).toEqual([t.token]);
         const row = await task(id, t.key);
         if (attempt < 3) {
           expect(row).toMatchObject({ status: 'PENDING', attempts: attempt, nextRunAt: at + 50, lastError: `ENOENT: try ${attempt}`, finishedAt: null });
@@ -345,7 +387,7 @@ export function settleContract(h: Harness): void {
         const t = await claimOne(id, now + i * 10);
         expect(t.attempt).toBe(1);
         const s = ending(t, 'INTERRUPTED', now + i * 10 + 5, { error: 'INTERRUPTED: stopped by a signal; not counted' });
-        expect(await h.store.settle([s])).toEqual([t.token]);
+        expect(tokens(await h.store.settle([s]))).toEqual([t.token]);
         expect(await task(id, t.key)).toMatchObject({ status: 'PENDING', attempts: 0, leaseOwner: null });
         expect(await countsAddUp(id)).toMatchObject({ pending: 1, retrying: 0, running: 0 });
       }

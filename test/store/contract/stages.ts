@@ -52,7 +52,7 @@ export function stagesContract(h: Harness): void {
         leaseMs: 1000,
         slots: [{ workerId: 'w1', pid: null }, { workerId: 'w2', pid: null }, { workerId: 'w3', pid: null }],
       });
-      expect(tick.applied).toEqual([first[1]!.token]);
+      expect(tick.applied).toEqual([{ token: first[1]!.token, status: 'SUCCESS' }]);
       expect(tick.claimed.map((t) => t.key).sort()).toEqual(['pkg/b', 'thumb/b']);
       expect(tick.claimed.map((t) => t.inputs)).toEqual([{ transcode: { out: 'b.ts' } }, { transcode: { out: 'b.ts' } }]);
     });
