@@ -45,3 +45,45 @@ export async function usageErrorOf(call: Promise<unknown>): Promise<UsageError> 
 
 /** An argv as a shell would show it: empty words quoted. */
 export const shown = (argv: string[]) => argv.map((a) => (a === '' || /\s/.test(a) ? `'${a}'` : a)).join(' ');
+
+export interface StartedIn {
+  /** The command's end: its exit code and everything it printed. */
+  done: Promise<{ code: number; stdout: string; stderr: string }>;
+  /** What it printed so far. */
+  stdout(): string;
+  stderr(): string;
+}
+
+/**
+ * `splitdance ARGV` started in this process with `env` as its Io's environment: the test goes on
+ * while it runs (another command, a look at the store) and awaits `done` later.
+ */
+export function startIn(cwd: string, argv: string[], env: NodeJS.ProcessEnv = {}): StartedIn {
+  const c = captureIo(cwd);
+  c.io.env = env;
+  const done = main(['node', 'splitdance', ...argv], c.io).then((code) => ({ code, stdout: c.stdout(), stderr: c.stderr() }));
+  return { done, stdout: c.stdout, stderr: c.stderr };
+}
+
+/** `mainIn` with `env` as the Io's environment (SPLITDANCE_DB, NO_COLOR, …). */
+export function mainInEnv(cwd: string, argv: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
+  return startIn(cwd, argv, env).done;
+}
+
+/**
+ * Runs `body` with `vars` set in this process's environment, then puts it back as it was. Worker
+ * processes inherit this process's environment (not the Io's): what a fixture handler reads
+ * (SIDE_EFFECT_LOG, STALL_KEY, …) is set here. Tests in a file run one at a time.
+ */
+export async function withProcessEnv<T>(vars: Record<string, string>, body: () => Promise<T>): Promise<T> {
+  const before = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
+  try {
+    return await body();
+  } finally {
+    for (const [k, v] of Object.entries(before)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
