@@ -119,6 +119,7 @@ describe('retry-failed --run', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(existsSync(join(p.dir, 'hijacked'))).toBe(false);
     expect(existsSync(join(p.src, 'hijacked'))).toBe(false);
+    expect(existsSync(join(process.cwd(), 'hijacked'))).toBe(false); // where commands called in-process run
     expect((await storedBatches(dbPathIn(p.dir)))[0]!.job).toEqual(jobBefore);
     expect(await statusCounts(p.dir)).toEqual({ SUCCESS: 2 });
   });

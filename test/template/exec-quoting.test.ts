@@ -42,6 +42,8 @@ describe('--exec quoting follows where the placeholder stands (SPEC §4)', () =>
     expect(shown.attempts[0].outputTail).toBe(`18 ${join(src, '$(touch PWNED).log')}\n`);
 
     expect(allFiles(dir).filter((f) => f.includes('PWNED') && !f.startsWith('src/'))).toEqual([]);
+    // Commands called in-process run in this process's folder: nothing landed there either.
+    expect(readdirSync(process.cwd()).filter((f) => f.includes('PWNED'))).toEqual([]);
     expect(readdirSync(src).sort()).toEqual([...NAMES].sort());
   });
 
@@ -92,5 +94,6 @@ describe('a word a second shell reads again as code', () => {
     const ok = await mainIn(dir, ['run', 'src', '--exec', `sh -c -- 'cat -- "$1"' _ {}`]);
     expect(ok.code, ok.stderr).toBe(0);
     expect(allFiles(dir).filter((f) => f.includes('PWNED') && !f.includes(';'))).toEqual([]);
+    expect(readdirSync(process.cwd()).filter((f) => f.includes('PWNED'))).toEqual([]);
   });
 });
