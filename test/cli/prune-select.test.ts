@@ -13,7 +13,6 @@ describe('prune: look first, pick one', () => {
     const opts = { cwd: p.dir };
     for (const b of ['a', 'b', 'c']) expect((await mainIn(opts.cwd, ['run', 'src', '--batch', b, '--exec', 'echo hello {key}'])).code).toBe(0);
     expect((await mainIn(opts.cwd, ['run', 'src', '--batch', 'live', '--exec', 'false', '--retry-quiet', '--backoff', '1h', '--no-wait'])).code).toBe(3);
-    const db = dbPathIn(p.dir);
     const logs = join(p.dir, '.splitdance', 'logs');
     // Every batch with its task counts, every attempt, and every log file: what a prune would delete.
     const snapshot = async () => ({

@@ -1,6 +1,7 @@
 // What `tasks --json`, `status --json` and `show --json` say, called in-process: tests read the store through them, not SQL.
 import { expect } from 'vitest';
-import type { BatchRecord } from '../../src/store/records.js';
+import { join, resolve } from 'node:path';
+import type { AttemptRow, BatchRecord, TaskRow } from '../../src/store/records.js';
 import { openExistingStore } from '../../src/store/open-store.js';
 import { mainIn } from './in-process-cli.js';
 
@@ -14,18 +15,6 @@ export interface TaskJson {
   startedAt: string | null;
   finishedAt: string | null;
   result: unknown;
-}
-
-export interface AttemptJson {
-  attempt: number;
-  outcome: string | null;
-  startedAt: string;
-  endedAt: string | null;
-  workerId: string;
-  host: string;
-  pid: number | null;
-  error: string | null;
-  outputTail: string | null;
 }
 
 /** `tasks --json ARGS`, which must succeed. */
@@ -49,15 +38,28 @@ export async function statusJson(cwd: string, args: string[] = []): Promise<Reco
   return JSON.parse(r.stdout) as Record<string, number | boolean | string | unknown[]>;
 }
 
-/** The attempts of every task (`show --json` of each key of `tasks --json`), in key order. */
-export async function allAttempts(cwd: string, args: string[] = []): Promise<(AttemptJson & { key: string })[]> {
-  const all: (AttemptJson & { key: string })[] = [];
-  for (const t of await tasksJson(cwd, args)) {
-    const r = await mainIn(cwd, ['show', '--json', ...args, '--', t.key]);
-    expect(r.code, r.stderr).toBe(0);
-    for (const a of (JSON.parse(r.stdout) as { attempts: AttemptJson[] }).attempts) all.push({ ...a, key: t.key });
+/**
+ * Every attempt of every task of a batch (`--batch NAME` in `args`, else the latest; `--db PATH`,
+ * else the folder's store), as `show --json` lists them, read through the store's verbs
+ * (`listTasks`, `attemptsOf`) on one read-only connection, each with its task's row.
+ */
+export async function allAttempts(cwd: string, args: string[] = []): Promise<(AttemptRow & { key: string; task: TaskRow })[]> {
+  const flag = (name: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+  const db = flag('--db');
+  const store = await openExistingStore(db === undefined ? join(cwd, '.splitdance', 'splitdance.db') : resolve(cwd, db), { readonly: true });
+  expect(store, `a store for ${cwd}`).not.toBeNull();
+  try {
+    const name = flag('--batch');
+    const batch = name === undefined ? await store!.latestBatch() : await store!.findBatch(name);
+    expect(batch, `batch ${name ?? '(latest)'}`).toBeDefined();
+    const all: (AttemptRow & { key: string; task: TaskRow })[] = [];
+    for (const t of (await store!.listTasks({ batchId: batch!.id })).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))) {
+      for (const a of await store!.attemptsOf(t.id)) all.push({ ...a, key: t.key, task: t });
+    }
+    return all;
+  } finally {
+    await store!.close();
   }
-  return all;
 }
 
 /** Every batch the store at `db` holds, read through the store's own verb (`listBatches`), in creation order. */
@@ -69,4 +71,19 @@ export async function storedBatches(db: string): Promise<BatchRecord[]> {
   } finally {
     await store!.close();
   }
+}
+
+/** Until `check` (which may ask the CLI) is true, looking every 20 ms; fails after `timeoutMs`. */
+export async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** How many tasks the store holds RUNNING (attempts queued on a slot included), per `tasks --json`; 0 while there is no store or batch yet. */
+export async function runningTasks(cwd: string, args: string[] = []): Promise<number> {
+  const r = await mainIn(cwd, ['tasks', '--json', '--status', 'RUNNING', ...args]);
+  return r.code === 0 ? (JSON.parse(r.stdout) as unknown[]).length : 0;
 }
