@@ -87,3 +87,17 @@ export async function runningTasks(cwd: string, args: string[] = []): Promise<nu
   const r = await mainIn(cwd, ['tasks', '--json', '--status', 'RUNNING', ...args]);
   return r.code === 0 ? (JSON.parse(r.stdout) as unknown[]).length : 0;
 }
+
+/** The task rows of a batch (`batch`, else the latest) of the store at `db`, through `listTasks`; [] while there is no store or batch yet. */
+export async function storedTasks(db: string, batch?: string): Promise<TaskRow[]> {
+  const store = await openExistingStore(db, { readonly: true }).catch(() => null);
+  if (!store) return [];
+  try {
+    const b = batch === undefined ? await store.latestBatch() : await store.findBatch(batch);
+    return b ? await store.listTasks({ batchId: b.id }) : [];
+  } catch {
+    return []; // a store being created: its tables are not there yet
+  } finally {
+    await store.close();
+  }
+}
