@@ -1,8 +1,9 @@
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli, tempDir } from '../helpers/cli.js';
-import { dbPathIn, query } from '../helpers/store.js';
+import { tempDir } from '../helpers/cli.js';
+import { allAttempts, tasksJson } from '../helpers/json-views.js';
+import { mainIn } from '../helpers/in-process-cli.js';
 
 // File names that break a template quoted the wrong way for where its placeholder stands.
 const NAMES = ['$(touch PWNED).log', `it's a "quoted" name.log`, '`touch PWNED2` \\ back.log', 'plain.log'];
@@ -21,15 +22,15 @@ describe('--exec quoting follows where the placeholder stands (SPEC §4)', () =>
 
     const templates = ['wc -c "{}"', "wc -c '{}'", 'wc -c {}', 'test "$(cat "{}")" = "{name}"'];
     for (const [i, template] of templates.entries()) {
-      const r = await runCli(['run', 'src', '--exec', template, '--batch', `b${i}`, '--retries', '0'], { cwd: dir });
+      const r = await mainIn(dir, ['run', 'src', '--exec', template, '--batch', `b${i}`, '--retries', '0']);
       expect(r.code, `${template}\n${r.stderr}`).toBe(0);
     }
 
-    const rows = query<{ batch: string; task_key: string; status: string; output_tail: string | null }>(
-      dbPathIn(dir),
-      `SELECT b.name AS batch, t.task_key, t.status, a.output_tail
-         FROM tasks t JOIN batches b ON b.id = t.batch_id JOIN attempts a ON a.task_id = t.id ORDER BY b.name, t.task_key`,
-    );
+    const rows: { batch: string; task_key: string; status: string; output_tail: string | null }[] = [];
+    for (const batch of templates.map((_, i) => `b${i}`)) {
+      const status = new Map((await tasksJson(dir, ['--batch', batch])).map((t) => [t.key, t.status]));
+      for (const a of await allAttempts(dir, ['--batch', batch])) rows.push({ batch, task_key: a.key, status: status.get(a.key)!, output_tail: a.outputTail });
+    }
     expect(rows).toHaveLength(templates.length * NAMES.length); // one attempt each: none failed, none retried
     for (const row of rows) {
       expect(row.status, `${row.batch} ${row.task_key}`).toBe('SUCCESS');
@@ -37,10 +38,12 @@ describe('--exec quoting follows where the placeholder stands (SPEC §4)', () =>
       // wc printed the exact path it was given; the `test` template prints nothing
       expect(row.output_tail).toBe(row.batch === 'b3' ? null : `${Buffer.byteLength(row.task_key)} ${path}\n`);
     }
-    const shown = JSON.parse((await runCli(['show', '$(touch PWNED).log', '--batch', 'b0', '--json'], { cwd: dir })).stdout);
+    const shown = JSON.parse((await mainIn(dir, ['show', '$(touch PWNED).log', '--batch', 'b0', '--json'])).stdout);
     expect(shown.attempts[0].outputTail).toBe(`18 ${join(src, '$(touch PWNED).log')}\n`);
 
     expect(allFiles(dir).filter((f) => f.includes('PWNED') && !f.startsWith('src/'))).toEqual([]);
+    // Commands called in-process run in this process's folder: nothing landed there either.
+    expect(readdirSync(process.cwd()).filter((f) => f.includes('PWNED'))).toEqual([]);
     expect(readdirSync(src).sort()).toEqual([...NAMES].sort());
   });
 
@@ -54,7 +57,7 @@ describe('--exec quoting follows where the placeholder stands (SPEC §4)', () =>
       ['echo $(cat {}', /the \$\( at character 6 is never closed/],
       ['wc -c `ls {}`', /\{\} stands inside `…`.*write \$\(…\) instead of backquotes/],
     ] as const) {
-      const r = await runCli(['run', 'src', '--exec', template], { cwd: dir });
+      const r = await mainIn(dir, ['run', 'src', '--exec', template]);
       expect(r.code, template).toBe(2);
       expect(r.stderr).toMatch(message);
       expect(r.stderr).not.toMatch(/\n\s+at /);
@@ -81,15 +84,16 @@ describe('a word a second shell reads again as code', () => {
       ['su -c "cat {}"', /script of a shell's -c/],
       ['ssh localhost cat {}', /the command ssh hands to the remote shell/],
     ] as const) {
-      const r = await runCli(['run', 'src', '--exec', template], { cwd: dir });
+      const r = await mainIn(dir, ['run', 'src', '--exec', template]);
       expect(r.code, template).toBe(2);
       expect(r.stderr).toMatch(message);
       expect(existsSync(join(dir, '.splitdance')), template).toBe(false);
     }
     expect(allFiles(dir).filter((f) => f.includes('PWNED') && !f.includes(';'))).toEqual([]);
     // The fix the message gives runs the file exactly.
-    const ok = await runCli(['run', 'src', '--exec', `sh -c -- 'cat -- "$1"' _ {}`], { cwd: dir });
+    const ok = await mainIn(dir, ['run', 'src', '--exec', `sh -c -- 'cat -- "$1"' _ {}`]);
     expect(ok.code, ok.stderr).toBe(0);
     expect(allFiles(dir).filter((f) => f.includes('PWNED') && !f.includes(';'))).toEqual([]);
+    expect(readdirSync(process.cwd()).filter((f) => f.includes('PWNED'))).toEqual([]);
   });
 });

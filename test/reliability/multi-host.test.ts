@@ -6,7 +6,7 @@ import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
 import { processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { countBy, logEntries, sideEffects } from '../helpers/store.js';
-import { checkHistory, type AttemptRow, type TaskRow } from '../reliability/invariants.js';
+import { checkHistory, type AttemptRow, type TaskRow } from './invariants.js';
 
 // Three machines share one PostgreSQL store, simulated on this one: each process tree gets its
 // own host identity (SPLITDANCE_HOST_ID), so no host can look at another's pids. One host is lost

@@ -1,10 +1,11 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli, startCli, waitFor } from '../helpers/cli.js';
+import { mainIn, startIn } from '../helpers/in-process-cli.js';
+import { allAttempts, statusCounts, storedTasks, waitUntil } from '../helpers/json-views.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
-import { dbPathIn, query, runningCount } from '../helpers/store.js';
+import { PG_URL, pgSchemas } from '../helpers/pg.js';
+import { dbPathIn } from '../helpers/store.js';
 
 /**
  * SPEC §5: every duration works as written up to at least 365 days, or is refused with exit 2
@@ -16,13 +17,13 @@ const DAY = 86_400_000;
 /** Four tasks of 0.2 s on two workers: long enough for a timer fired at once to show. */
 async function shortBatch(flags: string[]) {
   const p = projectWithFiles(4);
-  const r = await runCli(['run', 'src', '--exec', 'sleep 0.2', '-j', '2', '--retries', '0', ...flags], { cwd: p.dir });
+  const r = await mainIn(p.dir, ['run', 'src', '--exec', 'sleep 0.2', '-j', '2', '--retries', '0', ...flags]);
   return { p, r };
 }
 
-function expectAllSucceeded(dir: string): void {
-  expect(query<{ status: string }>(dbPathIn(dir), 'SELECT DISTINCT status FROM tasks')).toEqual([{ status: 'SUCCESS' }]);
-  expect(query<{ outcome: string }>(dbPathIn(dir), 'SELECT DISTINCT outcome FROM attempts')).toEqual([{ outcome: 'SUCCESS' }]);
+async function expectAllSucceeded(dir: string): Promise<void> {
+  expect(Object.keys(await statusCounts(dir))).toEqual(['SUCCESS']);
+  expect([...new Set((await allAttempts(dir)).map((a) => a.outcome))]).toEqual(['SUCCESS']);
 }
 
 describe('durations longer than Node timers take (24.8 days) work as written', () => {
@@ -33,7 +34,7 @@ describe('durations longer than Node timers take (24.8 days) work as written', (
         expect(r.code, r.stderr).toBe(0);
         expect(r.stderr).not.toMatch(/TimeoutOverflowWarning/);
         expect(r.stderr).toMatch(/done: 4 succeeded, 0 failed of 4/);
-        expectAllSucceeded(p.dir);
+        await expectAllSucceeded(p.dir);
       });
     }
   }
@@ -46,12 +47,13 @@ describe('durations longer than Node timers take (24.8 days) work as written', (
 
   it('--lease 366d: a running task holds its lease for 366 days', async () => {
     const p = projectWithFiles(1);
-    const child = startCli(['run', 'src', '--exec', 'sleep 1', '--lease', '366d'], { cwd: p.dir });
-    await waitFor(() => runningCount(dbPathIn(p.dir)) === 1, 20_000, 'a running attempt');
-    const [row] = query<{ lease_expires_at: number }>(dbPathIn(p.dir), "SELECT lease_expires_at FROM tasks WHERE status = 'RUNNING'");
-    expect(row!.lease_expires_at - Date.now()).toBeGreaterThan(366 * DAY - 60_000);
-    expect(row!.lease_expires_at - Date.now()).toBeLessThanOrEqual(366 * DAY);
-    const r = await child.result;
+    const child = startIn(p.dir, ['run', 'src', '--exec', 'sleep 1', '--lease', '366d']);
+    const running = async () => (await storedTasks(dbPathIn(p.dir))).filter((t) => t.status === 'RUNNING');
+    await waitUntil(async () => (await running()).length === 1, 20_000, 'a running attempt');
+    const [row] = await running();
+    expect(row!.leaseExpiresAt! - Date.now()).toBeGreaterThan(366 * DAY - 60_000);
+    expect(row!.leaseExpiresAt! - Date.now()).toBeLessThanOrEqual(366 * DAY);
+    const r = await child.done;
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).not.toMatch(/TimeoutOverflowWarning/);
   });
@@ -60,10 +62,10 @@ describe('durations longer than Node timers take (24.8 days) work as written', (
     it(`--backoff ${value}: a failed attempt's retry is due in ${value}; --no-wait exits 3 leaving it`, async () => {
       const p = projectWithFiles(1);
       const before = Date.now();
-      const r = await runCli(['run', 'src', '--exec', 'exit 1', '--retry-quiet', '--backoff', value, '--max-backoff', value, '--jitter', '0', '--no-wait'], { cwd: p.dir });
+      const r = await mainIn(p.dir, ['run', 'src', '--exec', 'exit 1', '--retry-quiet', '--backoff', value, '--max-backoff', value, '--jitter', '0', '--no-wait']);
       expect(r.code, r.stderr).toBe(3);
       expect(r.stderr).not.toMatch(/TimeoutOverflowWarning/);
-      const [task] = JSON.parse((await runCli(['tasks', '--json'], { cwd: p.dir })).stdout);
+      const [task] = JSON.parse((await mainIn(p.dir, ['tasks', '--json'])).stdout);
       expect(task).toMatchObject({ status: 'PENDING', attempts: 1 });
       const dueIn = Date.parse(task.nextRunAt) - before;
       const days = Number.parseInt(value, 10);
@@ -71,23 +73,12 @@ describe('durations longer than Node timers take (24.8 days) work as written', (
       expect(dueIn).toBeLessThan(days * DAY + 60_000);
     });
   }
-
-  it('SIGTERM with --grace 25d lets a running 1 s task finish, then exits 143', async () => {
-    const p = projectWithFiles(1);
-    const child = startCli(['run', 'src', '--exec', 'sleep 1', '--grace', '25d'], { cwd: p.dir });
-    await waitFor(() => runningCount(dbPathIn(p.dir)) === 1, 20_000, 'a running attempt');
-    child.kill('SIGTERM');
-    const r = await child.result;
-    expect(r.code, r.stderr).toBe(143);
-    expect(r.stderr).not.toMatch(/TimeoutOverflowWarning/);
-    expectAllSucceeded(p.dir);
-  });
 });
 
 describe('durations above the maximum (366d) are refused', () => {
   it('--timeout 400d is exit 2 naming the option, the maximum and the value; no store is created', async () => {
     const p = projectWithFiles(2);
-    const r = await runCli(['run', 'src', '--exec', 'true', '--timeout', '400d'], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['run', 'src', '--exec', 'true', '--timeout', '400d']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--timeout expects a duration of at most 366d; got "400d"/);
     expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
@@ -95,17 +86,17 @@ describe('durations above the maximum (366d) are refused', () => {
 
   it('--max-runtime 2y is exit 2 (1y is fine: 365.25 days)', async () => {
     const p = projectWithFiles(1);
-    const r = await runCli(['run', 'src', '--exec', 'true', '--max-runtime', '2y'], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['run', 'src', '--exec', 'true', '--max-runtime', '2y']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--max-runtime expects a duration of at most 366d; got "2y"/);
-    const ok = await runCli(['run', 'src', '--exec', 'true', '--max-runtime', '1y'], { cwd: p.dir });
+    const ok = await mainIn(p.dir, ['run', 'src', '--exec', 'true', '--max-runtime', '1y']);
     expect(ok.code, ok.stderr).toBe(0);
   });
 
   it('a job file with "timeout": "400d" is exit 2 naming the field, the maximum and the value; no store is created', async () => {
     const p = projectWithFiles(2);
     writeFileSync(join(p.dir, 'splitdance.json'), JSON.stringify({ source: 'src', exec: 'true', timeout: '400d' }));
-    const r = await runCli(['run'], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['run']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/field "timeout": .*at most 366d.*"400d"/);
     expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
@@ -115,7 +106,7 @@ describe('durations above the maximum (366d) are refused', () => {
     const p = projectWithFiles(1);
     const stages = [{ name: 'a', exec: 'true', backoff: '400d' }];
     writeFileSync(join(p.dir, 'splitdance.json'), JSON.stringify({ source: 'src', stages }));
-    const r = await runCli(['run'], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['run']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/field "stages.0.backoff": .*at most 366d.*"400d"/);
     expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
@@ -123,40 +114,39 @@ describe('durations above the maximum (366d) are refused', () => {
 });
 
 const URL = PG_URL;
-const sql = pgQuery;
 const freshDb = pgSchemas('longdur');
 
 describe.skipIf(!URL)('long durations on a PostgreSQL store', () => {
   it('--backoff 365d: the retry is due in 365 days (next_run_at), shown by tasks --json', async () => {
-    const { db, schema } = freshDb();
+    const { db } = freshDb();
     const p = projectWithFiles(1);
     const before = Date.now();
-    const r = await runCli(['run', 'src', '--db', db, '--exec', 'exit 1', '--retry-quiet', '--backoff', '365d', '--max-backoff', '365d', '--jitter', '0', '--no-wait'], {
-      cwd: p.dir,
-    });
+    const r = await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', 'exit 1', '--retry-quiet', '--backoff', '365d', '--max-backoff', '365d', '--jitter', '0', '--no-wait']);
     expect(r.code, r.stderr).toBe(3);
-    const [row] = await sql<{ next_run_at: string }>(`SELECT next_run_at FROM ${schema}.tasks`);
+    const [row] = await storedTasks(db);
     // The store keeps times on the server's clock (a few ms of offset at most).
-    expect(Number(row!.next_run_at) - before).toBeGreaterThan(365 * DAY - 60_000);
-    const [task] = JSON.parse((await runCli(['tasks', '--json', '--db', db], { cwd: p.dir })).stdout);
+    expect(row!.nextRunAt - before).toBeGreaterThan(365 * DAY - 60_000);
+    const [task] = JSON.parse((await mainIn(p.dir, ['tasks', '--json', '--db', db])).stdout);
     expect(Date.parse(task.nextRunAt) - before).toBeGreaterThanOrEqual(365 * DAY - 60_000);
     expect(Date.parse(task.nextRunAt) - before).toBeLessThan(365 * DAY + 60_000);
   });
 
   it('--lease 366d: a running task holds its lease for 366 days; the batch succeeds', async () => {
-    const { db, schema } = freshDb();
+    const { db } = freshDb();
     const p = projectWithFiles(1);
-    const child = startCli(['run', 'src', '--db', db, '--exec', 'sleep 1', '--lease', '366d', '--timeout', '366d', '--grace', '366d'], { cwd: p.dir });
+    const child = startIn(p.dir, ['run', 'src', '--db', db, '--exec', 'sleep 1', '--lease', '366d', '--timeout', '366d', '--grace', '366d']);
+    let ended = false;
+    void child.done.then(() => (ended = true));
     const before = Date.now();
     let lease: number | null = null;
-    while (lease === null && child.exitCode === null && Date.now() - before < 20_000) {
-      const rows = await sql<{ l: string }>(`SELECT lease_expires_at AS l FROM ${schema}.tasks WHERE status = 'RUNNING'`).catch(() => []);
-      if (rows[0]) lease = Number(rows[0].l);
+    while (lease === null && !ended && Date.now() - before < 20_000) {
+      const running = (await storedTasks(db)).find((t) => t.status === 'RUNNING');
+      if (running) lease = running.leaseExpiresAt;
     }
     expect(lease, 'the lease of the running attempt').not.toBeNull();
     expect(lease! - before).toBeGreaterThan(366 * DAY - 60_000);
     expect(lease! - before).toBeLessThan(366 * DAY + 60_000);
-    const r = await child.result;
+    const r = await child.done;
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).not.toMatch(/TimeoutOverflowWarning/);
   });
