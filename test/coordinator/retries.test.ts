@@ -49,7 +49,7 @@ describe('retries and backoff', () => {
     const retries = attempts.filter((a) => a.attempt === 2 && a.outcome !== 'INTERRUPTED');
     const keys = ['029', '049', '069', '089', '109', '129', '149', '169', '189', '199'].map((n) => `ids.txt:00${n}`);
     expect(retries.map((a) => a.key).sort()).toEqual(keys);
-    const firstOf = new Map<string, { id: number; outcome: string }>();
+    const firstOf = new Map<string, { id: number; outcome: string | null }>();
     for (const a of attempts) if (!firstOf.has(a.key)) firstOf.set(a.key, a);
     // Attempts queued on a worker that crashed end INTERRUPTED, uncharged, and run again as never tried.
     const charged = attempts.filter((a) => a.attempt === 1 && keys.includes(a.key) && a.outcome !== 'INTERRUPTED');
