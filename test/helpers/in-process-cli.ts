@@ -46,14 +46,6 @@ export async function usageErrorOf(call: Promise<unknown>): Promise<UsageError> 
 /** An argv as a shell would show it: empty words quoted. */
 export const shown = (argv: string[]) => argv.map((a) => (a === '' || /\s/.test(a) ? `'${a}'` : a)).join(' ');
 
-/** `splitdance ARGV` in this process with `env` as the command's environment (its Io's: SPLITDANCE_DB, NO_COLOR, …). */
-export async function mainInEnv(cwd: string, argv: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
-  const c = captureIo(cwd);
-  c.io.env = env;
-  const code = await main(['node', 'splitdance', ...argv], c.io);
-  return { code, stdout: c.stdout(), stderr: c.stderr() };
-}
-
 /**
  * Sets `vars` in this process's environment, which the worker processes and commands a
  * command starts inherit (a handler's SIDE_EFFECT_LOG, a mark to find them by); returns the
