@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { mainIn, mainOnTerminal, mainWithEnv } from '../helpers/in-process-cli.js';
+import { mainIn, mainOnTerminal, mainInEnv } from '../helpers/in-process-cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { SGR } from '../helpers/pty.js';
 
@@ -24,7 +24,7 @@ describe('colours, TERM=dumb and headers', () => {
       expect(r.stdout, flag).toMatch(SGR);
     }
     // Asked for explicitly, it wins over NO_COLOR and TERM=dumb too.
-    expect((await mainWithEnv(dir, ['status', '--color=always'], { NO_COLOR: '1', TERM: 'dumb' })).stdout).toMatch(SGR);
+    expect((await mainInEnv(dir, ['status', '--color=always'], { NO_COLOR: '1', TERM: 'dumb' })).stdout).toMatch(SGR);
     expect((await mainIn(dir, ['status', '--color=auto'])).stdout).not.toMatch(SGR);
     for (const flag of ['--color=never', '--no-color']) expect((await mainOnTerminal(dir, ['status', flag])).output, flag).not.toMatch(SGR);
     expect((await mainOnTerminal(dir, ['status', '--color=auto'])).output).toMatch(SGR);

@@ -88,14 +88,6 @@ export async function withProcessEnv<T>(vars: Record<string, string>, body: () =
   }
 }
 
-/** `splitdance ARGV` in this process with `env` as the command's environment (SPLITDANCE_DB, a PostgreSQL URL, colour hints). */
-export async function mainWithEnv(cwd: string, argv: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const c = captureIo(cwd);
-  c.io.env = { ...env };
-  const code = await main(['node', 'splitdance', ...argv], c.io);
-  return { code, stdout: c.stdout(), stderr: c.stderr() };
-}
-
 /**
  * Sets `vars` in this process's environment, which the workers a command forks inherit (a
  * fixture handler's SLEEP_MS, a side-effect log); the returned function puts back what was there.

@@ -3,9 +3,11 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sleep, startCli, waitFor } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { dbPathIn, query } from '../helpers/store.js';
+import { dbPathIn, storedAttempts } from '../helpers/store.js';
 
 /**
+ * On the binary: the test freezes the coordinator's process (SIGSTOP), which in-process would be this one.
+ *
  * No slot waits for the coordinator (SPEC §5, queued attempts): each slot holds its next
  * attempt before the current one ends, and starts it on its own. Proven by freezing the
  * coordinator (SIGSTOP) while a slot runs: the slot's next attempt still starts.
@@ -25,11 +27,11 @@ async function frozenCoordinatorRunsNext(args: string[], dir: string, starts: st
   }
   const r = await run.result;
   expect(r.code, r.stderr).toBe(0);
-  const db = dbPathIn(dir);
-  expect(query(db, "SELECT outcome, count(*) AS n FROM attempts GROUP BY outcome")).toEqual([{ outcome: 'SUCCESS', n: 3 }]);
+  const attempts = await storedAttempts(dbPathIn(dir));
+  expect(attempts.map((a) => a.outcome)).toEqual(['SUCCESS', 'SUCCESS', 'SUCCESS']);
   expect(lines(starts).sort()).toEqual([...new Set(lines(starts))].sort()); // each ran once
   // Attempt rows say when each really started: one slot's attempts follow each other.
-  const rows = query<{ s: number; e: number }>(db, 'SELECT started_at AS s, ended_at AS e FROM attempts ORDER BY started_at');
+  const rows = attempts.map((a) => ({ s: a.startedAt, e: a.endedAt })).sort((a, b) => a.s - b.s);
   for (let i = 1; i < rows.length; i++) expect(rows[i]!.s - rows[i - 1]!.s, `attempt ${i + 1} started after attempt ${i}`).toBeGreaterThanOrEqual(350);
 }
 

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { mainIn } from '../helpers/in-process-cli.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { envWithoutColorHints, runInPty, screenLines } from '../helpers/pty.js';
 
 // SPEC §7: the first failure of each new error cluster is printed as it happens — also while
-// its task is still retrying — once per cluster, not once per task, on a terminal and without.
+// its task is still retrying — once per cluster, not once per task, on a terminal and without
+// (on a terminal: test/e2e/retry-errors-terminal.test.ts). The gz/ folder the commands write into
+// is missing wherever they run (here: this process's working directory, the repository).
 // `status` shows the clusters of retrying tasks too.
 
 /** 12 tasks, two kinds of error: f000–f003 "alpha", the rest cannot write into a folder that does not exist. */
@@ -17,7 +18,8 @@ const errorLines = (lines: string[]) => lines.filter((l) => /^error f\d{3}\.log 
 describe('errors while retrying', () => {
   it('without a terminal: one line per kind of error, while the tasks are retrying, before the run ends', async () => {
     const p = projectWithFiles(12);
-    const r = await runCli(['run', 'src', ...ARGS, '--progress-interval', '300ms'], { cwd: p.dir, cleanEnv: true, env: envWithoutColorHints() });
+    // An empty environment (no colour hints) and no terminal: mainIn's Io.
+    const r = await mainIn(p.dir, ['run', 'src', ...ARGS, '--progress-interval', '300ms']);
     expect(r.code, r.stderr).toBe(3);
     const lines = r.stderr.split('\n');
     const errors = errorLines(lines);
@@ -29,16 +31,7 @@ describe('errors while retrying', () => {
     expect(lines.slice(first).some((l) => / done · .* 12 retrying/.test(l)), r.stderr).toBe(true);
     expect(r.stderr).not.toMatch(/^FAILED/m);
 
-    const status = await runCli(['status'], { cwd: p.dir });
+    const status = await mainIn(p.dir, ['status']);
     expect(status.stdout).toMatch(/retrying, by error:\n {2}8 × exit code 2: .*\n {2}4 × exit code 3: alpha broke {3}e\.g\. f000\.log/);
-  });
-
-  it('on a terminal: the same lines above the bar', async () => {
-    const p = projectWithFiles(12);
-    const r = await runInPty(['run', 'src', ...ARGS], { cwd: p.dir });
-    expect(r.code, r.output).toBe(3);
-    const errors = errorLines(screenLines(r.output));
-    expect(errors, r.output).toHaveLength(2);
-    expect(errors.filter((l) => l.includes('alpha broke'))).toHaveLength(1);
   });
 });

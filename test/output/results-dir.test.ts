@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { runCli, tempDir } from '../helpers/cli.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/cli.js';
+import { mainIn, setProcessEnv } from '../helpers/in-process-cli.js';
 import { projectWithFiles, writeFiles } from '../helpers/project.js';
 
 // Issue 41 item 14: `--results DIR` writes each task's final stdout, stderr and seq in GNU
@@ -27,11 +28,19 @@ function tree(dir: string): Record<string, string | null> {
 /** Bare placeholders: parallel quotes `{}` inside "…" as if it stood bare (its output would differ for that reason alone). */
 const EXEC = 'echo out {}; echo err {} >&2';
 
+// --results picks the launcher by setting SPLITDANCE_SPAWNER in this process (src/run/batch-pool.ts): put back after each test.
+let restoreEnv = () => {};
+afterEach(() => restoreEnv());
+
 describe('run --results DIR', () => {
+  beforeEach(() => {
+    restoreEnv = setProcessEnv({ SPLITDANCE_SPAWNER: process.env.SPLITDANCE_SPAWNER });
+  });
+
   it('a DIR inside a directory source is never split: the next run has no new tasks', async () => {
     const p = projectWithFiles(3);
     for (let run = 0; run < 3; run++) {
-      const r = await runCli(['run', 'src', '--exec', 'cat {}', '--results', 'src/res', '--batch', `b${run}`, '--force'], { cwd: p.dir });
+      const r = await mainIn(p.dir, ['run', 'src', '--exec', 'cat {}', '--results', 'src/res', '--batch', `b${run}`, '--force']);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stderr).toMatch(/: 3 tasks \(3 new\)/);
     }
@@ -41,7 +50,7 @@ describe('run --results DIR', () => {
     const dir = tempDir();
     const items = ['a', 'b c', 'x/y', 'c\\d', 'tab\there', "it's"];
     writeFileSync(join(dir, 'list.txt'), `${items.join('\n')}\n`);
-    const r = await runCli(['run', '--items', 'list.txt', '--exec', EXEC, '--results', 'ours', '-j', '1'], { cwd: dir });
+    const r = await mainIn(dir, ['run', '--items', 'list.txt', '--exec', EXEC, '--results', 'ours', '-j', '1']);
     expect(r.code, r.stderr).toBe(0);
     execFileSync('parallel', ['--will-cite', '-j', '1', '--results', 'theirs', EXEC, '::::', 'list.txt'], { cwd: dir });
     expect(tree(join(dir, 'ours'))).toEqual(tree(join(dir, 'theirs')));
@@ -51,7 +60,7 @@ describe('run --results DIR', () => {
   it('a directory source: the key 2025/01/app.log is one folder, 2025\\_01\\_app.log, as parallel names that argument', async () => {
     const dir = tempDir();
     writeFiles(join(dir, 'logs'), { '2025/01/app.log': 'x\n', '2025/02/app.log': 'y\n' });
-    const r = await runCli(['run', 'logs', '--exec', 'cat {}', '--results', 'res'], { cwd: dir });
+    const r = await mainIn(dir, ['run', 'logs', '--exec', 'cat {}', '--results', 'res']);
     expect(r.code, r.stderr).toBe(0);
     expect(readFileSync(join(dir, 'res/1/2025\\_01\\_app.log/stdout'), 'utf8')).toBe('x\n');
     expect(readFileSync(join(dir, 'res/1/2025\\_02\\_app.log/stdout'), 'utf8')).toBe('y\n');
@@ -65,7 +74,7 @@ describe('run --results DIR', () => {
     const items = ['..', '.', '../../escape', 'esc\x1b[2Jx', '\\.', 'two\nlines', '/', `${long}`, `${long}2`, '-'];
     // JSON Lines keyed by a field: a key may hold a newline there.
     writeFileSync(join(dir, 'list.jsonl'), items.map((k) => `${JSON.stringify({ k })}\n`).join(''));
-    const r = await runCli(['run', '--items', 'list.jsonl', '--key-field', 'k', '--exec', 'printf %s {item.k}', '--results', res], { cwd: dir });
+    const r = await mainIn(dir, ['run', '--items', 'list.jsonl', '--key-field', 'k', '--exec', 'printf %s {item.k}', '--results', res]);
     expect(r.code, r.stderr).toBe(0);
     expect(readdirSync(dir).sort()).toEqual(['.splitdance', 'deep', 'list.jsonl']);
     expect(readdirSync(join(dir, 'deep'))).toEqual(['res']);
@@ -91,7 +100,7 @@ describe('run --results DIR', () => {
     writeFileSync(join(dir, 'list.txt'), 'flaky\nbroken\nfine\n');
     // flaky fails its first attempt, broken every attempt; each prints its attempt number.
     const exec = 'echo "{} attempt {attempt}"; echo "e{attempt}" >&2; case {} in flaky) test {attempt} -gt 1;; broken) false;; esac';
-    const r = await runCli(['run', '--items', 'list.txt', '--exec', exec, '--retries', '2', '--backoff', '100ms', '--results', 'res'], { cwd: dir });
+    const r = await mainIn(dir, ['run', '--items', 'list.txt', '--exec', exec, '--retries', '2', '--backoff', '100ms', '--results', 'res']);
     expect(r.code, r.stderr).toBe(1);
     expect(tree(join(dir, 'res'))).toEqual({
       '1': null,
@@ -113,13 +122,13 @@ describe('run --results DIR', () => {
   it('works next to --print -k, and a rerun that runs nothing leaves the files alone', async () => {
     const p = projectWithFiles(3);
     const args = ['run', 'src', '--exec', 'echo {key}', '--results', 'res', '--print', '-k'];
-    const r = await runCli(args, { cwd: p.dir });
+    const r = await mainIn(p.dir, args);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe(p.keys.map((k) => `${k}\n`).join(''));
     for (const k of p.keys) expect(readFileSync(join(p.dir, 'res/1', k, 'stdout'), 'utf8')).toBe(`${k}\n`);
     writeFileSync(join(p.dir, 'res/1/f000.log/stdout'), 'kept\n');
     const before = statSync(join(p.dir, 'res/1/f001.log/stdout')).mtimeMs;
-    const again = await runCli(args, { cwd: p.dir });
+    const again = await mainIn(p.dir, args);
     expect(again.code, again.stderr).toBe(0);
     expect(readFileSync(join(p.dir, 'res/1/f000.log/stdout'), 'utf8')).toBe('kept\n');
     expect(statSync(join(p.dir, 'res/1/f001.log/stdout')).mtimeMs).toBe(before);
@@ -130,7 +139,14 @@ describe('run --results DIR', () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'list.txt'), 'one\n');
     writeFileSync(join(dir, 'h.mjs'), "export default async (task) => { console.log('hi', task.item); console.error('warn'); };\n");
-    const r = await runCli(['run', '--items', 'list.txt', '--handler', 'h.mjs', '--results', 'res'], { cwd: dir, under: ['sh', '-c', 'umask 027; exec "$@"', 'sh'] });
+    // The workers inherit this process's umask, as they would the CLI's.
+    const umask = process.umask(0o027);
+    let r: Awaited<ReturnType<typeof mainIn>>;
+    try {
+      r = await mainIn(dir, ['run', '--items', 'list.txt', '--handler', 'h.mjs', '--results', 'res']);
+    } finally {
+      process.umask(umask);
+    }
     expect(r.code, r.stderr).toBe(0);
     expect(readFileSync(join(dir, 'res/1/one/stdout'), 'utf8')).toBe('hi one\n');
     expect(readFileSync(join(dir, 'res/1/one/stderr'), 'utf8')).toBe('warn\n');
@@ -144,7 +160,7 @@ describe('run --results DIR', () => {
     mkdirSync(join(dir, 'res/1'), { recursive: true });
     mkdirSync(join(dir, 'elsewhere'));
     symlinkSync(join(dir, 'elsewhere'), join(dir, 'res/1/a'));
-    const r = await runCli(['run', '--items', 'list.txt', '--exec', 'echo {}', '--results', 'res'], { cwd: dir });
+    const r = await mainIn(dir, ['run', '--items', 'list.txt', '--exec', 'echo {}', '--results', 'res']);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/--results: the files of a could not be written .*is a symlink/);
     expect(readdirSync(join(dir, 'elsewhere'))).toEqual([]);
@@ -155,13 +171,13 @@ describe('run --results DIR', () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'list.txt'), 'a\n');
     writeFileSync(join(dir, 'taken'), '');
-    const bad = await runCli(['run', '--items', 'list.txt', '--exec', 'echo {}', '--results', 'taken'], { cwd: dir });
+    const bad = await mainIn(dir, ['run', '--items', 'list.txt', '--exec', 'echo {}', '--results', 'taken']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--results .*taken is not a folder/);
     expect(existsSync(join(dir, '.splitdance'))).toBe(false);
     mkdirSync(join(dir, 'jobs'));
     writeFileSync(join(dir, 'jobs/job.json'), JSON.stringify({ items: '../list.txt', exec: 'echo {}', results: 'res' }));
-    const r = await runCli(['run', '--job', 'jobs/job.json'], { cwd: dir });
+    const r = await mainIn(dir, ['run', '--job', 'jobs/job.json']);
     expect(r.code, r.stderr).toBe(0);
     expect(readFileSync(join(dir, 'jobs/res/1/a/stdout'), 'utf8')).toBe('a\n');
   });

@@ -3,9 +3,10 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ROOT, runCli } from '../helpers/cli.js';
+import { ROOT } from '../helpers/cli.js';
+import { mainIn } from '../helpers/in-process-cli.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { dbPathIn, query } from '../helpers/store.js';
+import { dbPathIn, query, storedTasks } from '../helpers/store.js';
 
 // SPEC §2: the schema is versioned and migrated on open (PRAGMA user_version); a store written by
 // a newer version is refused, never rewritten. These tests build a store the way the first
@@ -141,7 +142,7 @@ describe('upgrading an older SQLite store', () => {
       attempts: query(db, 'SELECT * FROM attempts ORDER BY id'),
     };
 
-    const status = await runCli(['status', '--json'], { cwd: p.dir });
+    const status = await mainIn(p.dir, ['status', '--json']);
     expect(status.stderr).toBe('');
     expect(status.code).toBe(3); // the verdict: not done yet
     expect(JSON.parse(status.stdout)).toMatchObject({
@@ -156,7 +157,7 @@ describe('upgrading an older SQLite store', () => {
       done: false,
     });
     expect(userVersion(db)).toBe(CURRENT);
-    const tasks = await runCli(['tasks', '--json'], { cwd: p.dir });
+    const tasks = await mainIn(p.dir, ['tasks', '--json']);
     expect(tasks.code).toBe(0);
     expect(JSON.parse(tasks.stdout).map((t: { key: string; status: string; attempts: number }) => [t.key, t.status, t.attempts])).toEqual([
       ['a.log', 'SUCCESS', 1],
@@ -169,18 +170,18 @@ describe('upgrading an older SQLite store', () => {
     // No handler given: the run resumes the batch with the handler the old version stored.
     // e.log's owner was written before owners named their PID namespace, so it is judged by its
     // lease, and taken once its renewals have been seen to stop for one: a short lease keeps that short.
-    const run = await runCli(['run', 'src', '--lease', '3s'], { cwd: p.dir });
+    const run = await mainIn(p.dir, ['run', 'src', '--lease', '3s']);
     expect(run.code).toBe(1); // c.log stays FAILED
     expect(readFileSync(ran, 'utf8').split('\n').filter(Boolean).sort()).toEqual(['d.log', 'e.log', 'sub/b.log']);
-    const after = query<{ task_key: string; status: string; attempts: number }>(db, 'SELECT task_key, status, attempts FROM tasks ORDER BY id');
-    expect(after.map((t) => [t.task_key, t.status, t.attempts])).toEqual([
+    const after = await storedTasks(db);
+    expect(after.map((t) => [t.key, t.status, t.attempts])).toEqual([
       ['a.log', 'SUCCESS', 1],
       ['c.log', 'FAILED', 2],
       ['d.log', 'SUCCESS', 2],
       ['e.log', 'SUCCESS', 2],
       ['sub/b.log', 'SUCCESS', 1],
     ]);
-    expect(query<{ n: number }>(db, 'SELECT count(*) AS n FROM batches')[0]!.n).toBe(1);
+    expect(JSON.parse((await mainIn(p.dir, ['batches', '--json'])).stdout)).toHaveLength(1);
     expect(query(db, 'SELECT id, name, source, job, created_at FROM batches')).toEqual(before.batch);
     // Finished rows are untouched, column for column (the migrations only add columns).
     const finished = query<Record<string, unknown>>(db, "SELECT * FROM tasks WHERE task_key IN ('a.log', 'c.log') ORDER BY id");
@@ -200,7 +201,7 @@ describe('a store from a newer version', () => {
   it('is refused with exit 4 by every command and left byte-identical', async () => {
     const p = projectWithFiles(3);
     const db = dbPathIn(p.dir);
-    expect((await runCli(['run', 'src', '--exec', 'true'], { cwd: p.dir })).code).toBe(0);
+    expect((await mainIn(p.dir, ['run', 'src', '--exec', 'true'])).code).toBe(0);
     const handle = new Database(db);
     handle.pragma(`user_version = ${CURRENT + 1}`);
     handle.pragma('wal_checkpoint(TRUNCATE)');
@@ -210,7 +211,7 @@ describe('a store from a newer version', () => {
     const listing = readdirSync(join(db, '..')).sort();
 
     for (const args of [['status'], ['tasks'], ['batches'], ['show', 'f000.log'], ['run', 'src'], ['run', 'src', '--exec', 'true'], ['retry-failed'], ['prune']]) {
-      const r = await runCli(args, { cwd: p.dir });
+      const r = await mainIn(p.dir, args);
       expect(r.code, args.join(' ')).toBe(4);
       expect(r.stderr, args.join(' ')).toContain(`schema version ${CURRENT + 1}`);
       expect(r.stderr, args.join(' ')).toContain('upgrade splitdance');

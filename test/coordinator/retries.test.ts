@@ -1,19 +1,20 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FIXTURES, handler, runCli, tempDir } from '../helpers/cli.js';
+import { FIXTURES, handler, tempDir } from '../helpers/cli.js';
+import { mainIn, setProcessEnv } from '../helpers/in-process-cli.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { dbPathIn, query } from '../helpers/store.js';
+import { dbPathIn, storedAttempts, storedTasks } from '../helpers/store.js';
 
-const show = async (dir: string, key: string) => JSON.parse((await runCli(['show', key, '--json'], { cwd: dir })).stdout);
+const show = async (dir: string, key: string) => JSON.parse((await mainIn(dir, ['show', key, '--json'])).stdout);
+
+let restoreEnv = () => {};
+afterEach(() => restoreEnv());
 
 describe('retries and backoff', () => {
   it('a handler failing twice then succeeding shows 3 attempts spaced by the backoff', async () => {
     const p = projectWithFiles(1);
-    const r = await runCli(
-      ['run', 'src', '--handler', handler('fail-twice'), '--backoff', '300ms', '--backoff-factor', '2', '--jitter', '0', '-j', '1'],
-      { cwd: p.dir },
-    );
+    const r = await mainIn(p.dir, ['run', 'src', '--handler', handler('fail-twice'), '--backoff', '300ms', '--backoff-factor', '2', '--jitter', '0', '-j', '1']);
     expect(r.code, r.stderr).toBe(0);
     const t = await show(p.dir, 'f000.log');
     expect(t.status).toBe('SUCCESS');
@@ -38,21 +39,17 @@ describe('retries and backoff', () => {
     const tasks = 3000;
     writeFileSync(join(dir, 'ids.txt'), Array.from({ length: tasks }, (_, i) => `${i}\n`).join(''));
     // Lines 20, 40, … 200 are the early tasks: even ones fail, odd ones crash their worker, once.
-    const r = await runCli(['run', 'ids.txt', '--lines', '1', '--handler', handler('fail-once'), '--backoff', '100ms', '-j', '2'], {
-      cwd: dir,
-      env: { FAIL_ONCE: ':00(02|06|10|14|18)9$', CRASH_ONCE: ':00(04|08|12|16)9$|:00199$' },
-    });
+    // Read by the handler, in the workers.
+    restoreEnv = setProcessEnv({ FAIL_ONCE: ':00(02|06|10|14|18)9$', CRASH_ONCE: ':00(04|08|12|16)9$|:00199$' });
+    const r = await mainIn(dir, ['run', 'ids.txt', '--lines', '1', '--handler', handler('fail-once'), '--backoff', '100ms', '-j', '2']);
     expect(r.code, r.stderr).toBe(0);
     // Attempt ids are fencing tokens, drawn in claim order.
-    const attempts = query<{ id: number; key: string; attempt: number; outcome: string }>(
-      dbPathIn(dir),
-      'SELECT a.id, t.task_key AS key, a.attempt, a.outcome FROM attempts a JOIN tasks t ON t.id = a.task_id ORDER BY a.id',
-    );
+    const attempts = await storedAttempts(dbPathIn(dir));
     // A retry queued on a worker that another task's crash took down ends INTERRUPTED and runs again under the same number.
     const retries = attempts.filter((a) => a.attempt === 2 && a.outcome !== 'INTERRUPTED');
     const keys = ['029', '049', '069', '089', '109', '129', '149', '169', '189', '199'].map((n) => `ids.txt:00${n}`);
     expect(retries.map((a) => a.key).sort()).toEqual(keys);
-    const firstOf = new Map<string, { id: number; outcome: string }>();
+    const firstOf = new Map<string, { id: number; outcome: string | null }>();
     for (const a of attempts) if (!firstOf.has(a.key)) firstOf.set(a.key, a);
     // Attempts queued on a worker that crashed end INTERRUPTED, uncharged, and run again as never tried.
     const charged = attempts.filter((a) => a.attempt === 1 && keys.includes(a.key) && a.outcome !== 'INTERRUPTED');
@@ -70,15 +67,15 @@ describe('retries and backoff', () => {
 
   it('a task failing every time ends FAILED after 1 + retries attempts; exit 1', async () => {
     const p = projectWithFiles(2);
-    const r = await runCli(['run', 'src', '--handler', handler('fail'), '--retries', '2', '--backoff', '50ms', '-j', '2'], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['run', 'src', '--handler', handler('fail'), '--retries', '2', '--backoff', '50ms', '-j', '2']);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/FAILED f000\.log after 3 attempts: cannot process .*: boom/);
-    const rows = query<{ status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks');
+    const rows = (await storedTasks(dbPathIn(p.dir))).map(({ status, attempts }) => ({ status, attempts }));
     expect(rows).toEqual([
       { status: 'FAILED', attempts: 3 },
       { status: 'FAILED', attempts: 3 },
     ]);
-    const s = JSON.parse((await runCli(['status', '--json'], { cwd: p.dir })).stdout);
+    const s = JSON.parse((await mainIn(p.dir, ['status', '--json'])).stdout);
     expect(s.topErrors).toHaveLength(1);
     expect(s.topErrors[0].count).toBe(2);
   });
@@ -86,40 +83,37 @@ describe('retries and backoff', () => {
   it('--backoff 0s with more retries than factor^(k-1) can count: every attempt runs, none waits a NaN delay', async () => {
     const p = projectWithFiles(1);
     // 100^(k-1) overflows to Infinity by retry 156; 0 × Infinity was a NaN retry time, and the task ended early.
-    const r = await runCli(['run', 'src', '--exec', 'false', '--retry-quiet', '--retries', '200', '--backoff', '0s', '--backoff-factor', '100'], { cwd: p.dir, timeoutMs: 120_000 });
+    const r = await mainIn(p.dir, ['run', 'src', '--exec', 'false', '--retry-quiet', '--retries', '200', '--backoff', '0s', '--backoff-factor', '100']);
     expect(r.code, r.stderr).toBe(1);
-    expect(query(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks')).toEqual([{ status: 'FAILED', attempts: 201 }]);
-    expect(query(dbPathIn(p.dir), "SELECT count(*) AS n FROM attempts WHERE outcome = 'FAILED'")).toEqual([{ n: 201 }]);
+    expect((await storedTasks(dbPathIn(p.dir))).map(({ status, attempts }) => ({ status, attempts }))).toEqual([{ status: 'FAILED', attempts: 201 }]);
+    expect((await storedAttempts(dbPathIn(p.dir))).filter((a) => a.outcome === 'FAILED')).toHaveLength(201);
 
-    const over = await runCli(['run', 'src', '--batch', 'b', '--exec', 'false', '--backoff-factor', '101'], { cwd: p.dir });
+    const over = await mainIn(p.dir, ['run', 'src', '--batch', 'b', '--exec', 'false', '--backoff-factor', '101']);
     expect(over.code).toBe(2);
     expect(over.stderr).toMatch(/--backoff-factor expects a number from 1 to 100; got "101"/);
   });
 
   it('PermanentError and --permanent-codes fail at once, without retries', async () => {
     const p = projectWithFiles(1);
-    const r = await runCli(['run', 'src', '--handler', handler('permanent'), '--backoff', '50ms'], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['run', 'src', '--handler', handler('permanent'), '--backoff', '50ms']);
     expect(r.code).toBe(1);
     const t = await show(p.dir, 'f000.log');
     expect(t.attempts).toHaveLength(1);
     expect(t.lastError).toBe('PermanentError: input is not a log file');
 
     const c = projectWithFiles(1);
-    expect((await runCli(['run', 'src', '--handler', handler('permanent-class')], { cwd: c.dir })).code).toBe(1);
+    expect((await mainIn(c.dir, ['run', 'src', '--handler', handler('permanent-class')])).code).toBe(1);
     const tc = await show(c.dir, 'f000.log');
     expect(tc.attempts).toHaveLength(1);
     expect(tc.lastError).toBe('PermanentError: f000.log can never succeed');
 
     const q = projectWithFiles(2);
-    const r2 = await runCli(
-      ['run', 'src', '--exec', 'case {key} in f000.log) exit 64;; *) exit 1;; esac', '--permanent-codes', '64', '--retry-quiet', '--retries', '1', '--backoff', '50ms'],
-      { cwd: q.dir },
-    );
+    const r2 = await mainIn(q.dir, ['run', 'src', '--exec', 'case {key} in f000.log) exit 64;; *) exit 1;; esac', '--permanent-codes', '64', '--retry-quiet', '--retries', '1', '--backoff', '50ms']);
     expect(r2.code).toBe(1);
-    const rows = query<{ task_key: string; attempts: number }>(dbPathIn(q.dir), 'SELECT task_key, attempts FROM tasks ORDER BY task_key');
+    const rows = (await storedTasks(dbPathIn(q.dir))).map(({ key, attempts }) => ({ key, attempts })).sort((a, b) => (a.key < b.key ? -1 : 1));
     expect(rows).toEqual([
-      { task_key: 'f000.log', attempts: 1 },
-      { task_key: 'f001.log', attempts: 2 },
+      { key: 'f000.log', attempts: 1 },
+      { key: 'f001.log', attempts: 2 },
     ]);
   });
 
@@ -127,16 +121,16 @@ describe('retries and backoff', () => {
     const p = projectWithFiles(3);
     const marker = `${p.dir}/fixed`;
     const exec = `test -e '${marker}' || exit 3`;
-    expect((await runCli(['run', 'src', '--exec', exec, '--retries', '0'], { cwd: p.dir })).code).toBe(1);
-    const reset = await runCli(['retry-failed', '--key', 'f00[01].log', '--json'], { cwd: p.dir });
+    expect((await mainIn(p.dir, ['run', 'src', '--exec', exec, '--retries', '0'])).code).toBe(1);
+    const reset = await mainIn(p.dir, ['retry-failed', '--key', 'f00[01].log', '--json']);
     expect(reset.code).toBe(0);
     expect(JSON.parse(reset.stdout).reset).toBe(2);
-    const s = JSON.parse((await runCli(['status', '--json'], { cwd: p.dir })).stdout);
+    const s = JSON.parse((await mainIn(p.dir, ['status', '--json'])).stdout);
     expect(s).toMatchObject({ pending: 2, failed: 1, retrying: 0 });
-    await runCli(['run', 'src', '--exec', `touch '${marker}'`], { cwd: p.dir, env: {} }).then((r) => expect(r.code).toBe(1));
-    const after = query<{ task_key: string; status: string }>(dbPathIn(p.dir), 'SELECT task_key, status FROM tasks ORDER BY task_key');
+    await mainIn(p.dir, ['run', 'src', '--exec', `touch '${marker}'`]).then((r) => expect(r.code).toBe(1));
+    const after = (await storedTasks(dbPathIn(p.dir))).sort((a, b) => (a.key < b.key ? -1 : 1));
     expect(after.map((t) => t.status)).toEqual(['SUCCESS', 'SUCCESS', 'FAILED']);
-    const again = await runCli(['retry-failed', '--run'], { cwd: p.dir });
+    const again = await mainIn(p.dir, ['retry-failed', '--run']);
     expect(again.code, again.stderr).toBe(0);
     const t = await show(p.dir, 'f002.log');
     expect(t.status).toBe('SUCCESS');
@@ -147,7 +141,7 @@ describe('retries and backoff', () => {
 describe('TypeScript handlers', () => {
   it('a .ts handler with a type import and an enum runs on Node 20 and its result is stored', async () => {
     const p = projectWithFiles(2);
-    const r = await runCli(['run', 'src', '--handler', join(FIXTURES, 'handlers', 'typed.ts')], { cwd: p.dir });
+    const r = await mainIn(p.dir, ['run', 'src', '--handler', join(FIXTURES, 'handlers', 'typed.ts')]);
     expect(r.code, r.stderr).toBe(0);
     const t = await show(p.dir, 'f001.log');
     expect(t.result).toEqual({ key: 'f001.log', severity: 'High', level: 2 });
