@@ -67,7 +67,7 @@ describe('the suite on a machine without PostgreSQL, Chromium, promtool, GNU par
   });
 
   it('skips what needs a service, each file saying how to run it, and passes', { timeout: 120_000 }, async () => {
-    const r = await vitest(['run', 'test/integration/alert-rules.test.ts', 'test/store/pg-clock.test.ts'], freshCloneEnv());
+    const r = await vitest(['run', 'test/status/alert-rules.test.ts', 'test/store/pg-clock.test.ts'], freshCloneEnv());
     expect(r.code, r.out).toBe(0);
     expect(r.out).toContain('skipping the alert-rule checks: no promtool; to run them, install promtool');
     expect(r.out).toContain('skipping the PostgreSQL tests: no postgres; to run them, set SPLITDANCE_PG_URL');
@@ -76,7 +76,7 @@ describe('the suite on a machine without PostgreSQL, Chromium, promtool, GNU par
 
   // Issue 41: `npm test` printed the PostgreSQL line once per file that asks (28 times).
   it('says each missing service once per run, however many files need it', { timeout: 120_000 }, async () => {
-    const files = ['test/store/pg-clock.test.ts', 'test/store/postgres.test.ts', 'test/integration/pg-restart.test.ts', 'test/integration/lease-expiry.test.ts'];
+    const files = ['test/store/pg-clock.test.ts', 'test/store/postgres.test.ts', 'test/reliability/pg-restart.test.ts', 'test/coordinator/lease-expiry.test.ts'];
     const r = await vitest(['run', ...files, '-t', 'no test is named this'], freshCloneEnv());
     expect(r.code, r.out).toBe(0);
     expect(r.out.split('skipping the PostgreSQL tests: no postgres').length - 1, r.out).toBe(1);
