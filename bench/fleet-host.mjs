@@ -60,7 +60,7 @@ const coordinator = new Coordinator(
   observer,
 );
 // As a run starts: a dead local owner's tasks at once; remote ones are the coordinator's watch's.
-coordinator.lostElsewhere((await recoverStale(store, batch.id, coordinator.owner, new RenewalWatch(leaseMs))).released);
+coordinator.discardLostOutputs((await recoverStale(store, batch.id, coordinator.owner, new RenewalWatch(leaseMs))).released);
 
 parentPort.once('message', async () => {
   let stop;

@@ -27,7 +27,7 @@ export class SimPool {
     this.closing = true;
   }
   async grow() {}
-  freeSlots() {
+  freePlaces() {
     const free = [];
     for (let round = 0; round < this.window; round++) for (const w of this.workers) if (w.queue.length <= round) free.push(w);
     return free;
@@ -48,8 +48,8 @@ export class SimPool {
   stopped() {
     return [];
   }
-  /** Never empty because of a start failure: these slots need no process. */
-  get emptyBecause() {
+  /** Never empty: these slots need no process. */
+  whyEmpty() {
     return null;
   }
   drop(w) {

@@ -54,7 +54,9 @@ export function fleetServer(maxConnections, serverCpu = null) {
     stop() {
       try {
         asPostgres('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']);
-      } catch {}
+      } catch {
+        // already stopped
+      }
       rmSync(dir, { recursive: true, force: true });
     },
   };

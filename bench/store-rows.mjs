@@ -140,7 +140,9 @@ export function withPeakRss(args, cwd, stdin = null) {
         try {
           const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
           if (m) peak = Math.max(peak, Number(m[1]) * 1024);
-        } catch {}
+        } catch {
+          // the process ended between the listing and this read
+        }
       }
     };
     const timer = setInterval(sample, 200);

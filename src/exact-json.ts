@@ -146,7 +146,7 @@ function parse(text: string, maxDepth: number): ExactJson {
     }
     const token = text.slice(i, end + 1);
     i = end + 1;
-    return token.includes('\\') || /[\u0000-\u001f]/.test(token) ? (JSON.parse(token) as string) : token.slice(1, -1);
+    return token.includes('\\') || /[\u0000-\u001f]/.test(token) ? (JSON.parse(token) as string) : token.slice(1, -1); // eslint-disable-line no-control-regex
   }
 }
 

@@ -16,11 +16,12 @@
  * (between two pictographs, as in 👩‍💻).
  */
 const UNSAFE =
-  // eslint-disable-next-line no-control-regex, no-misleading-character-class
+  /* eslint-disable no-control-regex, no-misleading-character-class -- the characters a terminal acts on, matched on purpose */
   /[\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b\u200c\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\u{e0000}-\u{e007f}]|\u200d(?:(?<!\p{Extended_Pictographic}[\ufe0f\u{1f3fb}-\u{1f3ff}]?\u200d)|(?!\p{Extended_Pictographic}))/gu;
+/* eslint-enable no-control-regex, no-misleading-character-class */
 
 /** Whether the text holds a character a terminal would act on (see UNSAFE). */
-export const hasUnsafe = (text: string): boolean => new RegExp(UNSAFE.source, 'u').test(text);
+export const hasUnsafe = (text: string): boolean => new RegExp(UNSAFE.source, 'u').test(text); // eslint-disable-line no-misleading-character-class
 
 /**
  * Data (keys, paths, errors, output, batch names) made safe to print for a person: every

@@ -10,8 +10,7 @@ import { printable } from '../printable.js';
 import type { ArgGroup } from '../split/arg-groups.js';
 import type { ItemsMode } from '../split/items.js';
 
-const GROUP_MARKERS = [':::', '::::', ':::+', '::::+'] as const;
-export type GroupMarker = (typeof GROUP_MARKERS)[number];
+export type GroupMarker = ':::' | '::::' | ':::+' | '::::+';
 
 /** A group as the command line gives it: its marker and the words up to the next one. */
 export interface RawArgGroup {

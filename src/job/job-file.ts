@@ -335,7 +335,7 @@ function describeIssues(issues: z.core.$ZodIssue[]): string {
   return issues
     .map((issue) => {
       if (issue.code === 'unrecognized_keys') {
-        return issue.keys.map((k) => `unknown field "${k}"${commandLineFor(k)}`).join('; ');
+        return issue.keys.map((k) => `unknown field "${k}"${didYouMean(k)}`).join('; ');
       }
       const field = issue.path.join('.') || '(top level)';
       const received = 'input' in issue && issue.input !== undefined ? ` (received ${JSON.stringify(issue.input)})` : '';
@@ -345,7 +345,7 @@ function describeIssues(issues: z.core.$ZodIssue[]): string {
 }
 
 /** "did you mean" for a misspelt field: the known field with the smallest edit distance. */
-function commandLineFor(key: string): string {
+function didYouMean(key: string): string {
   let best = '';
   let bestDistance = Infinity;
   for (const f of FIELDS) {

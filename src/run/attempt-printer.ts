@@ -214,7 +214,9 @@ export class AttemptPrinter {
           }
           for (const c of l.copies) {
             if (this.lock && this.lock !== c) continue;
-            for (let i = 0; i < READS_PER_POLL && (await c.next()); i++) {}
+            for (let i = 0; i < READS_PER_POLL && (await c.next()); i++) {
+              // each look copies one piece
+            }
             this.lock = c.cut ? c : null;
           }
         } catch (err) {

@@ -27,7 +27,7 @@ describe.skipIf(missing('man', 'the man page test'))('the man page', () => {
     const r = spawnSync('man', ['./splitdance.1'], { cwd: ROOT, env: { ...process.env, MANWIDTH: '100', MANPAGER: 'cat', PAGER: 'cat' }, encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stderr).toBe('');
-    const page = r.stdout.replace(/.\x08/g, '');
+    const page = r.stdout.replace(/.\x08/g, ''); // eslint-disable-line no-control-regex
     for (const cmd of ['run', 'worker', 'status', 'watch', 'tasks', 'show', 'logs', 'retry-failed', 'completion']) expect(page).toContain(`splitdance ${cmd} `);
     expect(page).toMatch(/Retries and time:[\s\S]*--max-backoff <duration>/);
     expect(page).toMatch(/PLACEHOLDERS[\s\S]*\{inputs\.STAGE\.FIELD\}/);

@@ -11,7 +11,7 @@ describe('run without a terminal (cron, env -i)', () => {
     const p = projectWithFiles(5);
     const r = await mainIn(p.dir, ['run', 'src', '--exec', 'echo {key}']);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout + r.stderr).not.toMatch(/[\u001b\r]/);
+    expect(r.stdout + r.stderr).not.toMatch(/[\u001b\r]/); // eslint-disable-line no-control-regex
     expect(r.stderr).toMatch(/done: 5 succeeded, 0 failed of 5/);
     expect(statSync(dbPathIn(p.dir)).mode & 0o777).toBe(0o600);
   });

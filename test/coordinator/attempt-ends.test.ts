@@ -47,7 +47,7 @@ const SPAWNER_BUILT = existsSync(join(ROOT, 'dist/native/spawner'));
 // Every way an attempt runs: a module handler in a forked worker, an --exec command through the
 // coordinator's spawner helper (the helper is the worker), and through a forked worker's Node spawn.
 const paths = [
-  { name: 'a module handler', args: (marker: string) => ['--handler', handler('slow')], env: {}, skip: false, worker: 'node' },
+  { name: 'a module handler', args: (_marker: string) => ['--handler', handler('slow')], env: {}, skip: false, worker: 'node' },
   { name: '--exec through the spawner helper', args: (marker: string) => ['--exec', `sleep ${marker}`], env: {}, skip: !SPAWNER_BUILT, worker: 'spawner' },
   { name: "--exec through Node's spawn", args: (marker: string) => ['--exec', `sleep ${marker}`], env: { SPLITDANCE_SPAWNER: 'node' }, skip: false, worker: 'node' },
 ];

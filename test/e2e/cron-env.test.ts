@@ -17,7 +17,7 @@ describe('cron', () => {
     const night1 = await runCli([...args, '--max-runtime', '1s'], { cwd: cronDir, cleanEnv: true, env });
     expect(night1.code).toBe(3);
     expect(night1.stdout).toBe('');
-    expect(night1.stderr).not.toMatch(/[\u001b\r]/);
+    expect(night1.stderr).not.toMatch(/[\u001b\r]/); // eslint-disable-line no-control-regex
     const night2 = await runCli(args, { cwd: cronDir, cleanEnv: true, env });
     expect(night2.code, night2.stderr).toBe(0);
     expect(night2.stdout + night2.stderr).toBe(''); // --quiet: nothing for cron to mail

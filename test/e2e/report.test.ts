@@ -45,7 +45,7 @@ describe('show and report on a batch with retries, a timeout and a permanent fai
     expect(Date.parse(flaky.attempts[1].startedAt) - Date.parse(flaky.attempts[0].endedAt)).toBeGreaterThanOrEqual(200);
     expect(flaky.attempts[0].error).toBe('exit code 1: flaky 42');
     const human = await runCli(['show', 'f001.log'], { cwd: p.dir });
-    expect(human.stdout).toMatch(/#1 .* FAILED [^\n]*\n(?:    [^\n]*\n)+#2 .* SUCCESS .*\(after \d+ms\)/);
+    expect(human.stdout).toMatch(/#1 .* FAILED [^\n]*\n(?: {4}[^\n]*\n)+#2 .* SUCCESS .*\(after \d+ms\)/);
   });
 
   it.runIf(CHROMIUM !== null)('report renders in Chromium: bars, labelled axes, linked failures, hostile text inert, no network', async () => {

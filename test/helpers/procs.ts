@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 /** Live (non-zombie) processes whose command line contains `marker`. */
 export function liveProcesses(marker: string): string[] {
-  let out = '';
+  let out: string;
   try {
     out = execFileSync('ps', ['-eo', 'pid=,stat=,args='], { encoding: 'utf8' });
   } catch {

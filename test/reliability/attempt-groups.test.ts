@@ -13,8 +13,10 @@ import { logEntries, type LogEntry } from '../helpers/store.js';
 // outlives its attempt could run beside the task's next attempt, so each test keeps a
 // side-effect log of starts and ends and checks that the attempts of one key never overlap.
 
+/** The environment as it is (the default launcher). */
+const noEnv: Record<string, string> = {};
 const modes = [
-  { name: 'spawner helper', env: {} as Record<string, string> },
+  { name: 'spawner helper', env: noEnv },
   { name: "Node's spawn", env: { SPLITDANCE_SPAWNER: 'node' } },
 ];
 

@@ -10,8 +10,10 @@ import { projectWithFiles } from '../helpers/project.js';
 /** Live `sleep MARKER` commands (not the coordinator, whose arguments name them too). */
 const sleeping = (marker: string) => liveProcesses(`sleep ${marker}`).filter((l) => /^\s*\d+\s+\S+\s+sleep /.test(l)).length;
 
+/** The environment as it is (the default launcher). */
+const noEnv: Record<string, string> = {};
 const modes = [
-  { name: 'spawner helper', env: {} as Record<string, string> },
+  { name: 'spawner helper', env: noEnv },
   { name: "Node's spawn", env: { SPLITDANCE_SPAWNER: 'node' } },
 ];
 

@@ -33,7 +33,7 @@ function project(): { dir: string; out: string; sizes: Map<string, number> } {
 function watchOutputs(out: string, sizes: Map<string, number>): { stop(): string[] } {
   const bad: string[] = [];
   const timer = setInterval(() => {
-    let names: string[] = [];
+    let names: string[];
     try {
       names = readdirSync(out);
     } catch {

@@ -24,7 +24,7 @@ const task = (token: number, key: string): ClaimedTask => ({
 });
 
 const quiet: RunObserver = { attemptEnded() {}, released() {}, note() {} };
-const SUCCESS = { outcome: 'SUCCESS' } as Settlement;
+const SUCCESS: Settlement = { token: 1, taskId: 1, outcome: 'SUCCESS', endedAt: 0, durationMs: 0, exitCode: 0, signal: null, error: null, outputTail: null, logPath: null };
 
 describe('AttemptPrinter --line-buffer', () => {
   it('prints a 50 MB line in pieces of at most 1 MiB, and no other line inside it; the last piece gets its newline', async () => {

@@ -201,8 +201,10 @@ describe('logs of one store and one batch', () => {
   });
 });
 
+/** The environment as it is (the default launcher). */
+const noEnv: Record<string, string> = {};
 const modes = [
-  { name: 'the spawner helper', env: {} as Record<string, string> },
+  { name: 'the spawner helper', env: noEnv },
   { name: "Node's spawn", env: { SPLITDANCE_SPAWNER: 'node' } },
 ];
 

@@ -48,8 +48,10 @@ interface Attempt {
 const attempts = async (dir: string): Promise<Attempt[]> =>
   (await attemptsIn(dbPathIn(dir))).map((a) => ({ outcome: a.outcome!, exit_code: a.exitCode, error: a.error, output_tail: a.outputTail, log_path: a.logPath }));
 
+/** The environment as it is (the default launcher). */
+const noEnv: Record<string, string> = {};
 const modes = [
-  { name: 'spawner helper', env: {} as Record<string, string> },
+  { name: 'spawner helper', env: noEnv },
   { name: "Node's spawn", env: { SPLITDANCE_SPAWNER: 'node' } },
 ];
 

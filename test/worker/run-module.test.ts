@@ -15,7 +15,7 @@ function message(key: string): TaskMessage {
     payload: { version: 1, path: join(dir, 'in.txt'), rel: 'in.txt' },
     logFile: join(dir, `${key}.log`),
     output: null,
-  } as TaskMessage;
+  };
 }
 
 /** A handler that waits until `go()`, then runs `then` with its context. */

@@ -50,8 +50,10 @@ const SPAWNER_BUILT = existsSync(join(ROOT, 'dist/native/spawner'));
 
 // `--exec` commands start through the spawner helper when it is built, else with Node's
 // spawn (SPLITDANCE_SPAWNER=node); both must behave the same in every observable way.
+/** The environment as it is (the default launcher). */
+const noEnv: Record<string, string> = {};
 const modes = [
-  { name: 'spawner helper', env: {} as Record<string, string>, parent: 'spawner' },
+  { name: 'spawner helper', env: noEnv, parent: 'spawner' },
   { name: "Node's spawn", env: { SPLITDANCE_SPAWNER: 'node' }, parent: 'node' },
 ];
 

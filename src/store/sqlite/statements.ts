@@ -244,7 +244,7 @@ export type Statements = Record<keyof typeof SQL, Database.Statement>;
  * the sixty, and preparing them all took about 3 ms of every command's start-up.
  */
 export function prepareStatements(db: Database.Database): Statements {
-  const st = {} as Statements;
+  const st: Partial<Statements> = {};
   for (const [name, sql] of Object.entries(SQL) as [keyof typeof SQL, string][]) {
     Object.defineProperty(st, name, {
       configurable: true,
@@ -256,6 +256,6 @@ export function prepareStatements(db: Database.Database): Statements {
       },
     });
   }
-  return st;
+  return st as Statements;
 }
 
