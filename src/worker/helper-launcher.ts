@@ -2,7 +2,7 @@ import { closeSync, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { constants } from 'node:os';
 import { dirname } from 'node:path';
 import { describeE2big } from './arg-limits.js';
-import type { Launched, Launcher, LaunchRequest } from './launcher.js';
+import { Launch, type Launched, type Launcher, type LaunchRequest } from './launcher.js';
 import { logSpaceLow } from './log-space.js';
 import { TAIL_BYTES } from './output-capture.js';
 import type { Spawner } from './spawner.js';
@@ -25,7 +25,18 @@ export class HelperLauncher implements Launcher {
 
   constructor(readonly spawner: Spawner) {}
 
-  async launch(request: LaunchRequest, onStarted: (pgid: number, at: number) => void): Promise<Launched> {
+  launch(request: LaunchRequest): Launch {
+    const launch = new Launch();
+    launch.end(this.run(request, launch));
+    return launch;
+  }
+
+  dropQueued(): void {
+    this.spawner.dropQueued();
+  }
+
+  /** Hands the command to the helper, whose client tells `launch` its start; resolves to its end. */
+  private async run(request: LaunchRequest, launch: Launch): Promise<Launched> {
     const { argv, fallback, vars, logFile } = request;
     let noLog: string | null = null;
     const dir = dirname(logFile);
@@ -38,11 +49,10 @@ export class HelperLauncher implements Launcher {
       }
     }
     if (noLog === null && this.spaceLow(dir)) noLog = `the log folder ${dir} is full`;
-    const end = await this.spawner.run(argv, fallback, vars, noLog === null ? logFile : '', onStarted, (errno) => {
-      noLog = `its log ${logFile} could not be created: ${errnoName(errno)}`;
-    });
+    const end = await this.spawner.run(argv, fallback, vars, noLog === null ? logFile : '', launch);
     switch (end.kind) {
       case 'exited': {
+        if (end.logErrno !== null) noLog = `its log ${logFile} could not be created: ${errnoName(end.logErrno)}`;
         const signo = end.status & 0x7f;
         const name = signo ? (SIGNAL_NAMES.get(signo) ?? null) : null;
         const written = end.written > 0;
@@ -73,10 +83,6 @@ export class HelperLauncher implements Launcher {
       case 'spawner-died':
         return end.kind === 'dropped' ? end : { kind: 'died', signal: end.signal };
     }
-  }
-
-  dropQueued(): void {
-    this.spawner.dropQueued();
   }
 
   /** Whether the log folder is full, looked at most every SPACE_CHECK_MS (a statfs per task costs more than some tasks). */

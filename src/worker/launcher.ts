@@ -60,11 +60,45 @@ export type Launched =
   | { kind: 'died'; signal: NodeJS.Signals | null };
 
 export interface Launcher {
-  /**
-   * Queues the command: it starts once every command queued before it has exited.
-   * `onStarted` gets its pid, which is also its process group, and when it started (ms).
-   */
-  launch(request: LaunchRequest, onStarted: (pgid: number, at: number) => void): Promise<Launched>;
+  /** Queues the command: it starts once every command queued before it has exited. */
+  launch(request: LaunchRequest): Launch;
   /** Gives back every queued command that has not started: each ends `dropped`. */
   dropQueued(): void;
+}
+
+/**
+ * One launched command, as one stream: its start — its pid, which is also its process group,
+ * and when it started (ms) — then its end. The launcher (for the helper, its spawner client)
+ * feeds it; run-exec and its worker listen. A start is told synchronously, in the very turn
+ * the launcher learns it, to each listener in the order it subscribed, and at once to one that
+ * subscribes later: an attempt aborted while still queued is TERMed before anything else runs.
+ */
+export class Launch {
+  /** How it ended: ran, never started, dropped, or its launcher died. */
+  readonly ended: Promise<Launched>;
+  private start: { pgid: number; at: number } | null = null;
+  private readonly listeners: ((pgid: number, at: number) => void)[] = [];
+  private finish!: (end: Launched | Promise<Launched>) => void;
+
+  constructor() {
+    this.ended = new Promise((resolve) => (this.finish = resolve));
+  }
+
+  /** Calls `listener` when it starts, or now if it has; never for one that does not start. */
+  onStart(listener: (pgid: number, at: number) => void): void {
+    if (this.start) listener(this.start.pgid, this.start.at);
+    else this.listeners.push(listener);
+  }
+
+  /** The launcher's side: it has started (told once). */
+  started(pgid: number, at: number): void {
+    if (this.start) return;
+    this.start = { pgid, at };
+    for (const listener of this.listeners.splice(0)) listener(pgid, at);
+  }
+
+  /** The launcher's side: how it ended. */
+  end(end: Launched | Promise<Launched>): void {
+    this.finish(end);
+  }
 }

@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { describeE2big } from './arg-limits.js';
 import type { TaskInput } from './task-bytes.js';
-import type { Launched, Launcher, LaunchRequest } from './launcher.js';
+import { Launch, type Launched, type Launcher, type LaunchRequest } from './launcher.js';
 import { oomScoreInherited, raiseOomScore } from './oom-score.js';
 import { OutputCapture } from './output-capture.js';
 import { PrintCopy } from './print-copy.js';
@@ -32,8 +32,7 @@ const PIPE_LINGER_MS = 200;
 
 interface Queued {
   request: LaunchRequest;
-  onStarted(pgid: number, at: number): void;
-  resolve(end: Launched): void;
+  launch: Launch;
 }
 
 /**
@@ -46,15 +45,15 @@ export class NodeLauncher implements Launcher {
   private readonly queue: Queued[] = [];
   private running = false;
 
-  launch(request: LaunchRequest, onStarted: (pgid: number, at: number) => void): Promise<Launched> {
-    return new Promise((resolve) => {
-      this.queue.push({ request, onStarted, resolve });
-      if (!this.running) this.next();
-    });
+  launch(request: LaunchRequest): Launch {
+    const launch = new Launch();
+    this.queue.push({ request, launch });
+    if (!this.running) this.next();
+    return launch;
   }
 
   dropQueued(): void {
-    for (const q of this.queue.splice(0)) q.resolve({ kind: 'dropped' });
+    for (const q of this.queue.splice(0)) q.launch.end({ kind: 'dropped' });
   }
 
   private next(): void {
@@ -72,7 +71,7 @@ export class NodeLauncher implements Launcher {
         }
         return end;
       })
-      .then(q.resolve);
+      .then((end) => q.launch.end(end));
   }
 
   /**
@@ -96,7 +95,7 @@ export class NodeLauncher implements Launcher {
       // Node's spawn runs nothing between fork and exec: a command the coordinator starts
       // itself is raised just after its start (a forked worker's inherit the worker's).
       if (!oomScoreInherited()) raiseOomScore(child.pid);
-      q.onStarted(child.pid, Date.now());
+      q.launch.started(child.pid, Date.now());
     }
     if (stdin && child.stdin) feed(child.stdin, stdin);
     child.stdout!.on('data', (b: Buffer) => {

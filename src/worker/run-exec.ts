@@ -12,6 +12,8 @@ export interface RunningExec {
   abort(): void;
   /** KILL its process group now (its worker is going away). */
   kill(): void;
+  /** Calls `listener` with its process group when its command starts, or now if it has (launcher.ts's Launch); never for one that does not. */
+  onStart(listener: (pgid: number) => void): void;
   /** Its outcome, or 'dropped' when the launcher gave it back unstarted. */
   done: Promise<DoneMessage | 'dropped'>;
 }
@@ -30,7 +32,6 @@ export function runExec(
   killGraceMs: number,
   vars: Record<string, string>,
   launcher: Launcher,
-  onStarted: (pgid: number) => void,
   pipe = false,
 ): RunningExec {
   let argv: string[];
@@ -50,15 +51,15 @@ export function runExec(
   let aborted = false;
   let started = 0;
   const stdin = pipe ? taskInput(task.payload) : undefined;
-  const launched = launcher.launch({ argv, fallback, vars, logFile: task.logFile, print: task.print, ...(stdin ? { stdin } : {}) }, (pgid, at) => {
+  const launch = launcher.launch({ argv, fallback, vars, logFile: task.logFile, print: task.print, ...(stdin ? { stdin } : {}) });
+  // The first to hear its start: its group exists before anyone else hears of it.
+  launch.onStart((pgid, at) => {
     started = at;
     group = new GroupStop(pgid, killGraceMs);
-    onStarted(pgid);
-    if (aborted) group.begin();
   });
 
   const done = (async (): Promise<DoneMessage | 'dropped'> => {
-    let ended = await launched;
+    let ended = await launch.ended;
     if (ended.kind === 'dropped') return 'dropped';
     if (ended.kind === 'died') {
       // Whether it started is unknown; a group we know of is killed (its worker dies with the
@@ -81,10 +82,14 @@ export function runExec(
   return {
     abort() {
       aborted = true;
-      (group as GroupStop | null)?.begin();
+      // Now, or the moment it starts if it is still queued (after its start is reported).
+      launch.onStart(() => (group as GroupStop | null)?.begin());
     },
     kill() {
       (group as GroupStop | null)?.kill();
+    },
+    onStart(listener) {
+      launch.onStart(listener);
     },
     done,
   };
@@ -127,7 +132,7 @@ function doneMessage(token: number, ended: Exclude<Launched, { kind: 'dropped' }
 /** An attempt that fails before anything runs. */
 export function notRun(token: number, error: NonNullable<DoneMessage['error']>): RunningExec {
   const done: DoneMessage = { token, ok: false, result: null, error, exitCode: null, signal: null, outputTail: null, logPath: null, durationMs: 0, startedAt: 0 };
-  return { abort() {}, kill() {}, done: Promise.resolve(done) };
+  return { abort() {}, kill() {}, onStart() {}, done: Promise.resolve(done) };
 }
 
 function describeExit(code: number | null, signal: string | null, tail: string | null, cause?: string): string {

@@ -3,6 +3,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { inPackage } from '../package-root.js';
+import type { Launch } from './launcher.js';
 
 /**
  * Built from src/worker/spawner.c by `npm run build` when a C compiler is present; the same
@@ -13,10 +14,11 @@ const BINARY = inPackage('dist/native/spawner');
 export type SpawnerEnd =
   /**
    * The command ran: its raw wait status, the bytes it wrote to its log, when it ended (ms),
-   * whether processes of its group were left running then, and whether it wrote anything on
-   * stderr (null: not known, its output was discarded).
+   * whether processes of its group were left running then, whether it wrote anything on
+   * stderr (null: not known, its output was discarded), and why its log could not be created
+   * (errno; its output was discarded), if it could not.
    */
-  | { kind: 'exited'; status: number; written: number; endedAt: number; lingers: boolean; wroteStderr: boolean | null }
+  | { kind: 'exited'; status: number; written: number; endedAt: number; lingers: boolean; wroteStderr: boolean | null; logErrno: number | null }
   /** It could not start (errno), e.g. no such command; nothing ran. */
   | { kind: 'spawn-failed'; errno: number }
   /** Given back unstarted (dropQueued). */
@@ -28,8 +30,10 @@ export type SpawnerEnd =
 export const SPAWNER_PROTOCOL = 'splitdance-spawner protocol 3';
 
 interface Pending {
-  onStarted(pid: number, at: number): void;
-  onNoLog(errno: number): void;
+  /** Where its start is told. */
+  launch: Pick<Launch, 'started'>;
+  /** Why its log could not be created (errno), once the helper said so. */
+  logErrno: number | null;
   resolve(end: SpawnerEnd): void;
 }
 
@@ -140,16 +144,10 @@ export class Spawner {
    * Queues argv (argv[0] looked up on PATH; `fallback`, if any, run with /bin/sh -c instead
    * when argv[0] cannot be executed): it starts in its own session once every command queued
    * before it has ended, output into logFile ('' discards it; so does a log that cannot be
-   * created, told by `onNoLog`), with `vars` over this process's environment.
+   * created, told in its end), with `vars` over this process's environment. Its start is told
+   * to `launch` as the helper's reply is read.
    */
-  run(
-    argv: string[],
-    fallback: string | null,
-    vars: Record<string, string>,
-    logFile: string,
-    onStarted: (pid: number, at: number) => void,
-    onNoLog: (errno: number) => void = () => {},
-  ): Promise<SpawnerEnd> {
+  run(argv: string[], fallback: string | null, vars: Record<string, string>, logFile: string, launch: Pick<Launch, 'started'>): Promise<SpawnerEnd> {
     if (this.exited) return Promise.resolve({ kind: 'spawner-died', signal: this.signal });
     const id = this.nextId++;
     const env = Object.entries(vars).map(([k, v]) => `${k}=${v}`);
@@ -158,7 +156,7 @@ export class Spawner {
     // refuses such commands first; this keeps the helper's input well-formed regardless.)
     if (fields.some((f) => f.includes('\0'))) return Promise.resolve({ kind: 'spawn-failed', errno: constants.errno.EINVAL });
     return new Promise<SpawnerEnd>((resolve) => {
-      this.pending.set(id, { onStarted, onNoLog, resolve });
+      this.pending.set(id, { launch, logErrno: null, resolve });
       this.send(fields.join('\0') + '\0');
     });
   }
@@ -189,13 +187,13 @@ export class Spawner {
       const p = this.pending.get(Number(id));
       if (!p) continue;
       if (what === 'S' || what === 'L') {
-        if (what === 'S') p.onStarted(Number(a), wallClock(Number(b)));
-        else p.onNoLog(Number(a));
+        if (what === 'S') p.launch.started(Number(a), wallClock(Number(b)));
+        else p.logErrno = Number(a);
         continue;
       }
       this.pending.delete(Number(id));
       if (what === 'D') p.resolve({ kind: 'dropped' });
-      else if (what === 'X') p.resolve({ kind: 'exited', status: Number(a), written: Number(b), endedAt: wallClock(Number(c)), lingers: d === '1', wroteStderr: e === '0' ? false : e === '1' ? true : null });
+      else if (what === 'X') p.resolve({ kind: 'exited', status: Number(a), written: Number(b), endedAt: wallClock(Number(c)), lingers: d === '1', wroteStderr: e === '0' ? false : e === '1' ? true : null, logErrno: p.logErrno });
       else p.resolve({ kind: 'spawn-failed', errno: Number(a) });
     }
   }

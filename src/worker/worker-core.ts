@@ -122,9 +122,8 @@ export class WorkerCore {
     const { why, folder } = prepared(task);
     // --pipe feeds the command's stdin, which only Node's spawn does here (the helper gives /dev/null).
     const launcher = pipe ? (this.pipeLauncher ??= new NodeLauncher()) : this.host.launcher();
-    const running = why
-      ? notRun(task.token, why)
-      : runExec(template, task, this.killGraceMs, taskVars(task), launcher, (pgid) => this.host.send({ type: 'spawned', token: task.token, pgid }), pipe);
+    const running = why ? notRun(task.token, why) : runExec(template, task, this.killGraceMs, taskVars(task), launcher, pipe);
+    running.onStart((pgid) => this.host.send({ type: 'spawned', token: task.token, pgid }));
     const active: Active = { token: task.token, kind: 'exec', output: task.output, abort: () => running.abort(), kill: () => running.kill() };
     this.active.push(active);
     this.report(active, withOutput(task, folder, running.done, 'the command must write it to {out}', this.host));
