@@ -29,6 +29,8 @@ export interface PoolOptions {
   idPrefix: string;
   /** Commands through Node's own spawn, never the spawner helper (--print and --results need stdout and stderr apart). */
   nodeSpawn?: boolean;
+  /** The command's working directory: workers, helpers and the commands they start run there. */
+  cwd: string;
 }
 
 /**
@@ -187,7 +189,7 @@ export class WorkerPool {
   private spawn(): Promise<void> {
     let proc: WorkerProcess;
     try {
-      proc = startWorkerProcess(this.execOnly, this.options.nodeSpawn ?? false);
+      proc = startWorkerProcess(this.execOnly, this.options.nodeSpawn ?? false, this.options.cwd);
     } catch (err) {
       // Some refusals (ENOMEM) are thrown at once instead of reported by 'error'.
       return Promise.reject(this.cannotStart(err as NodeJS.ErrnoException));

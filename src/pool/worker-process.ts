@@ -31,12 +31,13 @@ export interface WorkerProcess extends EventEmitter {
  * spawner helpers when they are built; module handlers (and exec without the helper) in forked
  * worker processes, each leading its own process group (`detached`). `nodeSpawn`: no helper
  * here, and the forked worker is told by its environment to use none either (spawner.ts reads
- * SPLITDANCE_SPAWNER, which a user may also set). Throws the errno of a refusal reported at
+ * SPLITDANCE_SPAWNER, which a user may also set). Both run in `cwd`, the command's working
+ * directory, and so do the commands they start. Throws the errno of a refusal reported at
  * once (ENOMEM); others come as an 'error' event with no 'exit'.
  */
-export function startWorkerProcess(execOnly: boolean, nodeSpawn = false): WorkerProcess {
-  const spawner = execOnly && !nodeSpawn ? Spawner.start() : null;
+export function startWorkerProcess(execOnly: boolean, nodeSpawn: boolean, cwd: string): WorkerProcess {
+  const spawner = execOnly && !nodeSpawn ? Spawner.start(cwd) : null;
   if (spawner) return new InProcessWorker(spawner);
   const env = nodeSpawn ? { ...process.env, SPLITDANCE_SPAWNER: 'node' } : process.env;
-  return fork(workerEntry(), [], { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json', env });
+  return fork(workerEntry(), [], { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json', env, cwd });
 }

@@ -12,7 +12,8 @@ export const KILL_GRACE_MS = 2000;
 /** What of a run's invocation shapes its pool. */
 export type PoolLimits = Pick<Invocation, 'concurrency' | 'maxTasksPerWorker' | 'maxWorkerMemory' | 'loadTimeoutMs'> & Partial<Pick<Invocation, 'print' | 'results'>>;
 
-export function poolOptionsOf(limits: PoolLimits, handlers: Record<string, HandlerSpec>): PoolOptions {
+/** `cwd`: the command's working directory, where its workers and their commands run (its Io's, which a test's differs from the process's). */
+export function poolOptionsOf(limits: PoolLimits, handlers: Record<string, HandlerSpec>, cwd: string): PoolOptions {
   return {
     size: limits.concurrency,
     handlers,
@@ -24,6 +25,7 @@ export function poolOptionsOf(limits: PoolLimits, handlers: Record<string, Handl
     // The spawner helper gives a command one file for stdout and stderr; --print and --results
     // need them apart, which Node's own spawn (pipes) gives.
     nodeSpawn: Boolean(limits.print || limits.results),
+    cwd,
   };
 }
 
@@ -34,12 +36,12 @@ export function poolOptionsOf(limits: PoolLimits, handlers: Record<string, Handl
  * gives null, so SIGINT/SIGTERM end a start-up stuck in an import. The run grows it once it
  * knows how much work there is (growToWork).
  */
-export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>): Promise<WorkerPool>;
-export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>, signal: AbortSignal): Promise<WorkerPool | null>;
-export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>, signal?: AbortSignal): Promise<WorkerPool | null> {
+export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>, cwd: string): Promise<WorkerPool>;
+export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>, cwd: string, signal: AbortSignal): Promise<WorkerPool | null>;
+export async function startPool(limits: PoolLimits, handlers: Record<string, HandlerSpec>, cwd: string, signal?: AbortSignal): Promise<WorkerPool | null> {
   // Every process the run starts carries its owner: a later run finds what it left if it dies with its helpers.
   markChildren(ownerId());
-  const pool = new WorkerPool(poolOptionsOf(limits, handlers));
+  const pool = new WorkerPool(poolOptionsOf(limits, handlers, cwd));
   const started = pool.start(1).then(() => true);
   if (!signal) {
     await started;

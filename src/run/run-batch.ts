@@ -80,7 +80,7 @@ export interface BatchRun {
   settings: JobSettings;
   inv: Invocation;
   dbPath: string;
-  /** Where a relative store path is resolved, for the logs folder. */
+  /** The command's working directory: a relative store path is resolved there (the logs folder), and the workers run there. */
   cwd: string;
   /** Said at the start, before the batch line. */
   notes: string[];
@@ -177,7 +177,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
       if (stop.kind !== 'definition-changed') break;
       stop = signalled() ?? stop;
       if (stop.kind === 'signal') break;
-      const next = await follow(store, batch, run.inv, (m) => observer.note(m));
+      const next = await follow(store, batch, run, (m) => observer.note(m));
       followers.push(next.pool);
       stop = signalled() ?? stop;
       if (stop.kind === 'signal') break;
@@ -231,7 +231,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
 async function follow(
   store: LeaseStore,
   old: BatchRecord,
-  inv: Invocation,
+  run: Pick<BatchRun, 'inv' | 'cwd'>,
   note: (m: string) => void,
 ): Promise<{ batch: BatchRecord; settings: JobSettings; pool: WorkerPool }> {
   const batch = await store.findBatch(old.name);
@@ -244,7 +244,7 @@ async function follow(
   if (Object.keys(handlers).length === 0) throw new UsageError(`batch ${printable(batch.name)}: another run stored a definition with no handler; this run stops`);
   let pool: WorkerPool;
   try {
-    pool = await startPool(inv, handlers);
+    pool = await startPool(run.inv, handlers, run.cwd);
   } catch (err) {
     throw new UsageError(
       `batch ${printable(batch.name)}: another run changed the handler to ${printable(handler)}, which does not load here: ${printable((err as Error).message)}; this run stops, the unfinished tasks stay PENDING`,

@@ -18,7 +18,7 @@ export interface RunPlace {
   dbPath: string;
   /** Owners whose SQLite stores are used as the user's own (--trust-store-owner). */
   trust: TrustedOwners;
-  /** Where a relative store path is resolved, for the logs folder. */
+  /** The command's working directory: a relative store path is resolved there (the logs folder), and the workers run there. */
   cwd: string;
   /** The command that resumes the batch once paused, for that batch. */
   resume(batch: string): string;
@@ -69,7 +69,7 @@ export type Start = { started: StartedRun } | { signal: ShutdownSignal };
 export async function startRun(what: PlannedStart | StoredStart, place: RunPlace, signal: AbortSignal): Promise<Start> {
   const settings = what.kind === 'planned' ? what.plan.settings : what.settings;
   const inv = what.kind === 'planned' ? what.plan.inv : what.inv;
-  const pool = await startPool(inv, handlersOf(settings), signal);
+  const pool = await startPool(inv, handlersOf(settings), place.cwd, signal);
   if (!pool) return { signal: signalOf(signal)! };
   let store: TaskStore | null = null;
   try {

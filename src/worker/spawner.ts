@@ -72,7 +72,8 @@ export class Spawner {
     return Spawner.usable;
   }
 
-  static start(): Spawner | null {
+  /** `cwd`: where the helper, and so every command it starts, runs (default: this process's). */
+  static start(cwd?: string): Spawner | null {
     if (!Spawner.available()) return null;
     // Its own process group: a kill aimed at the worker's group leaves it alive to see its
     // stdin close and kill its commands. The worker's IPC channel keeps the worker alive;
@@ -81,7 +82,7 @@ export class Spawner {
     // starts nothing. The second, which it ignores, tells it from this process's other helpers
     // (commandLine).
     const serial = ++Spawner.started;
-    const child = spawn(BINARY, [String(process.pid), String(serial)], { stdio: ['pipe', 'pipe', 'inherit'], detached: true });
+    const child = spawn(BINARY, [String(process.pid), String(serial)], { stdio: ['pipe', 'pipe', 'inherit'], detached: true, cwd });
     child.unref();
     // Without a descriptor for its pipes (EMFILE) Node gives the child none, and says so by 'error'.
     (child.stdout as unknown as { unref(): void } | null)?.unref();

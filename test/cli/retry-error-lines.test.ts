@@ -5,7 +5,7 @@ import { projectWithFiles } from '../helpers/project.js';
 // SPEC §7: the first failure of each new error cluster is printed as it happens — also while
 // its task is still retrying — once per cluster, not once per task, on a terminal and without
 // (on a terminal: test/e2e/retry-errors-terminal.test.ts). The gz/ folder the commands write into
-// is missing wherever they run (here: this process's working directory, the repository).
+// is missing in the project they run in.
 // `status` shows the clusters of retrying tasks too.
 
 /** 12 tasks, two kinds of error: f000–f003 "alpha", the rest cannot write into a folder that does not exist. */

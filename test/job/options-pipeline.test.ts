@@ -85,7 +85,7 @@ describe('nothing is written before every input is validated', () => {
 describe('retry-failed --run', () => {
   async function failedBatch() {
     const p = projectWithFiles(2);
-    const r = await mainIn(p.dir, ['run', 'src', '--batch', 'b', '--exec', `test -e ${join(p.dir, 'flag')}`, '--retries', '0']);
+    const r = await mainIn(p.dir, ['run', 'src', '--batch', 'b', '--exec', 'test -e flag', '--retries', '0']);
     expect(r.code).toBe(1);
     const failed = async () => (await statusCounts(p.dir)).FAILED ?? 0;
     expect(await failed()).toBe(2);
@@ -119,7 +119,7 @@ describe('retry-failed --run', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(existsSync(join(p.dir, 'hijacked'))).toBe(false);
     expect(existsSync(join(p.src, 'hijacked'))).toBe(false);
-    expect(existsSync(join(process.cwd(), 'hijacked'))).toBe(false); // where commands called in-process run
+    expect(existsSync(join(process.cwd(), 'hijacked'))).toBe(false); // nor in this process's folder
     expect((await storedBatches(dbPathIn(p.dir)))[0]!.job).toEqual(jobBefore);
     expect(await statusCounts(p.dir)).toEqual({ SUCCESS: 2 });
   });

@@ -40,20 +40,20 @@ const ITEMS = Array.from({ length: 12 }, (_, i) => `video${String(i).padStart(2,
 
 function pipelineProject(stages?: unknown[]): { dir: string; log: string; manifest: string } {
   const dir = tempDir('sd-stages-');
-  stages ??= defaultStages(join(dir, 'manifest.txt'));
+  stages ??= defaultStages();
   writeFiles(join(dir, 'videos'), Object.fromEntries(ITEMS.map((v) => [v, `frames of ${v}\n`])));
   writeFileSync(join(dir, 'pipeline.json'), JSON.stringify({ source: 'videos', retries: 1, backoff: '10ms', stages }, null, 2));
   return { dir, log: join(dir, 'stages.ndjson'), manifest: join(dir, 'manifest.txt') };
 }
 
-/** `manifest` is an absolute path: commands run in this process's working directory, not the command's cwd (in-process). */
-function defaultStages(manifest: string): unknown[] {
+/** The manifest stage appends to manifest.txt in the folder the run is started in (the project). */
+function defaultStages(): unknown[] {
   const stage = handler('stage');
   return [
     { name: 'transcode', handler: stage, retries: 0 },
     { name: 'thumbnail', handler: stage, needs: ['transcode'] },
     { name: 'package', handler: stage, needs: ['transcode'] },
-    { name: 'manifest', needs: ['thumbnail', 'package'], exec: `echo {inputs.thumbnail.out} {inputs.package.out} >> ${manifest}` },
+    { name: 'manifest', needs: ['thumbnail', 'package'], exec: 'echo {inputs.thumbnail.out} {inputs.package.out} >> manifest.txt' },
   ];
 }
 

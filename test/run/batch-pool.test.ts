@@ -22,12 +22,12 @@ describe('the launcher a run needs', () => {
     { flags: { results: '/tmp/results' }, nodeSpawn: true },
     { flags: { print: null, results: null }, nodeSpawn: false },
   ])('$flags: Node spawn $nodeSpawn', ({ flags, nodeSpawn }) => {
-    expect(poolOptionsOf({ ...limits, ...flags }, exec).nodeSpawn).toBe(nodeSpawn);
+    expect(poolOptionsOf({ ...limits, ...flags }, exec, process.cwd()).nodeSpawn).toBe(nodeSpawn);
   });
 
   it('a pool started for --print leaves process.env as it was', async () => {
     const before = process.env.SPLITDANCE_SPAWNER;
-    pools.push(await startPool({ ...limits, print: { tag: false, keepOrder: false, lineBuffer: false } }, exec));
+    pools.push(await startPool({ ...limits, print: { tag: false, keepOrder: false, lineBuffer: false } }, exec, process.cwd()));
     expect(process.env.SPLITDANCE_SPAWNER).toBe(before);
   });
 });

@@ -5,7 +5,6 @@ import { mainIn } from '../helpers/in-process-cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { query } from '../helpers/store.js';
 
-// Commands write to absolute paths: in-process, the worker processes run in the test's working directory.
 // SPEC §6: `run` never ends as a silent no-op. A batch that already finished, given another
 // handler, output or option, runs nothing, writes nothing and says so (exit 2) with the ways on.
 
@@ -19,21 +18,21 @@ describe('a second run of a finished batch with a changed definition', () => {
   it('another --exec: exit 2 naming both handlers and --batch NEW, nothing written, nothing run', async () => {
     const p = projectWithFiles(4);
     const db = join(p.dir, 'store.db');
-    const first = await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', `echo {key} >> ${p.dir}/first.txt`]);
+    const first = await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', 'echo {key} >> first.txt']);
     expect(first.code, first.stderr).toBe(0);
     const before = rows(db);
-    const again = await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', `echo {key} >> ${p.dir}/second.txt`]);
+    const again = await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', 'echo {key} >> second.txt']);
     expect(again.code).toBe(2);
     const message = again.stderr.trim();
     expect(message.split('\n')).toHaveLength(1);
     expect(message).toContain('already finished (4 succeeded)');
-    expect(message).toContain(`--exec "echo {key} >> ${p.dir}/first.txt" → --exec "echo {key} >> ${p.dir}/second.txt"`);
+    expect(message).toContain('--exec "echo {key} >> first.txt" → --exec "echo {key} >> second.txt"');
     expect(message).toMatch(/--batch src-[0-9a-f]+-2/);
     expect(message).not.toContain('done:');
     expect(rows(db)).toEqual(before);
     expect(() => readFileSync(join(p.dir, 'second.txt'))).toThrow();
     // The same handler again is the resume it always was: nothing to do, exit 0.
-    expect((await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', `echo {key} >> ${p.dir}/first.txt`])).code).toBe(0);
+    expect((await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', 'echo {key} >> first.txt'])).code).toBe(0);
   });
 
   it('another --output, or another option: exit 2, and --force is named where outputs are up to date', async () => {
@@ -57,14 +56,14 @@ describe('a second run of a finished batch with a changed definition', () => {
     const db = join(p.dir, 'store.db');
     expect((await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', 'true'])).code).toBe(0);
     writeFileSync(join(p.src, 'new.log'), 'new\n');
-    const added = await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', `echo {key} >> ${p.dir}/ran.txt`]);
+    const added = await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', 'echo {key} >> ran.txt']);
     expect(added.code, added.stderr).toBe(0);
     expect(readFileSync(join(p.dir, 'ran.txt'), 'utf8')).toBe('new.log\n');
     writeFileSync(join(p.src, 'f000.log'), 'changed, and longer\n');
-    const refused = await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', `echo {key} >> ${p.dir}/again.txt`]);
+    const refused = await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', 'echo {key} >> again.txt']);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('--rerun-changed re-runs the 1 task whose files changed');
-    const rerun = await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', `echo {key} >> ${p.dir}/again.txt`, '--rerun-changed']);
+    const rerun = await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', 'echo {key} >> again.txt', '--rerun-changed']);
     expect(rerun.code, rerun.stderr).toBe(0);
     expect(readFileSync(join(p.dir, 'again.txt'), 'utf8')).toBe('f000.log\n');
   });
@@ -74,7 +73,7 @@ describe('a second run of a finished batch with a changed definition', () => {
     const db = join(p.dir, 'store.db');
     const broken = await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', 'exit 1', '--retries', '0']);
     expect(broken.code).toBe(1);
-    const fixed = await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', `echo {key} >> ${p.dir}/fixed.txt`]);
+    const fixed = await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', 'echo {key} >> fixed.txt']);
     expect(fixed.code).toBe(1);
     expect(fixed.stderr).toContain('handler changed for the unfinished tasks');
     expect(fixed.stderr).toMatch(/retry them with the new handler, now stored: splitdance retry-failed --run --batch src-[0-9a-f]+ --db /);

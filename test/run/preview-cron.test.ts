@@ -101,7 +101,7 @@ describe('cron', () => {
     writeFileSync(join(p.src, 'worse.log'), 'worse\n');
     const out = join(p.dir, 'converted');
     // bad.log fails every night and is retried (exit 1); worse.log fails for good at once (exit 2).
-    // Commands called in-process run in the test process's folder: the tally's path is absolute.
+    // The tally is kept outside src/, the folder each night runs in and splits.
     const convert = `echo {/} >> ${join(p.dir, 'runs')}; grep -q worse {} && { echo "cannot read {/}" >&2; exit 2; }; grep -q bad {} && { echo "cannot convert {/}" >&2; exit 1; }; cat {} > {out}`;
     const night = (name: string) =>
       mainIn(p.src, ['run', p.src, '--batch', name, '--exec', convert, '--output', `${out}/{rel}.json`, '--permanent-codes', '2', '--backoff', '1h', '--no-wait', '--quiet']);

@@ -15,8 +15,7 @@ const freshPg = pgSchemas('attemptno');
 async function failTwiceThenFix(db: string): Promise<{ dir: string; run: (args: string[]) => ReturnType<typeof mainIn> }> {
   const p = projectWithFiles(1);
   const run = (args: string[]) => mainIn(p.dir, [...args, '--db', db]);
-  // Paths are absolute: in this process, the commands run in the test runner's folder.
-  const exec = `echo "attempt {attempt} env $SPLITDANCE_ATTEMPT"; echo {attempt} >> ${p.dir}/seen; test -e ${p.dir}/fixed`;
+  const exec = 'echo "attempt {attempt} env $SPLITDANCE_ATTEMPT"; echo {attempt} >> seen; test -e fixed';
   const first = await run(['run', 'src', '--exec', exec, '--retry-quiet', '--retries', '1', '--backoff', '1ms', '--jitter', '0']);
   expect(first.code, first.stderr).toBe(1);
   writeFileSync(join(p.dir, 'fixed'), '');

@@ -25,8 +25,6 @@ afterEach(() => {
   else process.env.SPLITDANCE_SPAWNER = spawnerBefore;
 });
 
-// In this process, commands run in the test process's folder, not in the Io's cwd: paths they
-// test are absolute.
 describe('run --print', () => {
   it("prints each attempt's stdout whole on stdout and its stderr on stderr; the logs keep both", async () => {
     const p = projectWithFiles(8);
@@ -66,7 +64,7 @@ describe('run --print', () => {
   it('the job file\'s "print", worker --print and retry-failed --run --print print too', async () => {
     const p = projectWithFiles(2);
     const db = join(p.dir, 'store.db');
-    writeFileSync(join(p.dir, 'job.json'), JSON.stringify({ source: 'src', exec: `echo got {key}; test -e ${join(p.dir, 'ok')}`, retries: 0, print: true }));
+    writeFileSync(join(p.dir, 'job.json'), JSON.stringify({ source: 'src', exec: 'echo got {key}; test -e ok', retries: 0, print: true }));
     const first = await mainIn(p.dir, ['run', '--job', 'job.json', '--db', db]);
     expect(first.code).toBe(1);
     expect(first.stdout).toContain('got f000.log\n');

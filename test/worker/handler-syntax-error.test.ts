@@ -1,11 +1,11 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { mainIn } from '../helpers/in-process-cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 
-// The location is shown relative to the folder the CLI was started in (the worker processes'
-// working folder), as a person opens it: that takes a CLI process started in that folder.
+// The location is shown relative to the folder the command was started in (its Io's cwd, where
+// its worker processes run), as a person opens it.
 
 describe('a handler module with a syntax error', () => {
   // Each: the module, the line with the error (3), and the column of its first bad character.
@@ -19,7 +19,7 @@ describe('a handler module with a syntax error', () => {
       const p = projectWithFiles(1);
       writeFileSync(join(p.dir, name), text);
       for (const extra of [[], ['--verbose']]) {
-        const r = await runCli(['run', 'src', '--handler', `./${name}`, ...extra], { cwd: p.dir });
+        const r = await mainIn(p.dir, ['run', 'src', '--handler', `./${name}`, ...extra]);
         expect(r.code, r.stderr).toBe(2);
         expect(r.stderr).toMatch(new RegExp(`^splitdance: error: handler module .*${name.replace('.', '\\.')} has a syntax error:\\n  ${name.replace('.', '\\.')}:3:${column}: Unexpected (token )?.[=;].\\n`, 'm'));
         const shown = extra.length ? r.stderr.split('\n').slice(0, 2) : r.stderr.split('\n');
