@@ -34,7 +34,7 @@ export interface Claimed {
 }
 
 /** A worker's place behind an attempt it holds already (or behind another place claimed now) is queued. */
-export function claimSlots(free: PoolWorker[]): ClaimSlot[] {
+function claimSlots(free: PoolWorker[]): ClaimSlot[] {
   const places = new Map<PoolWorker, number>();
   return free.map((w) => {
     const place = w.queue.length + (places.get(w) ?? 0);
@@ -49,7 +49,7 @@ export function appliedOf(applied: Applied[]): Map<number, TaskStatus> {
 }
 
 /** Commits `ended`, `starts` and `placed` and claims for `free`, in one transaction of the store. */
-export async function commitAndClaim(round: ClaimRound): Promise<Claimed> {
+async function commitAndClaim(round: ClaimRound): Promise<Claimed> {
   const { batch, free } = round;
   const slots = claimSlots(free);
   const request = {

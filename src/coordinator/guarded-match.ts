@@ -8,7 +8,7 @@ import { Worker } from 'node:worker_threads';
  * is stopped there, counts as not matching, and is not tried again in this run (docs/bounds-and-streams.md).
  * The texts are bounded (4 KiB each), so an ordinary pattern answers in microseconds.
  */
-export const MATCH_BUDGET_MS = 1000;
+const MATCH_BUDGET_MS = 1000;
 /** How long the first match may wait for the thread to start (a loaded machine). */
 const START_BUDGET_MS = 10_000;
 

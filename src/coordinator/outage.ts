@@ -15,7 +15,7 @@ import { TEST_HOOKS } from '../test-hooks.js';
  */
 const given = TEST_HOOKS.reconnectMs;
 // A limit that does not parse must not become no limit at all (NaN never compares as reached).
-export const OUTAGE_LIMIT_MS = given && Number.isFinite(Number(given)) && Number(given) >= 0 ? Number(given) : 60_000;
+const OUTAGE_LIMIT_MS = given && Number.isFinite(Number(given)) && Number(given) >= 0 ? Number(given) : 60_000;
 
 /** Tries again after 100 ms, 200 ms, … up to 2 s apart, spread so many workers do not return at once. */
 const RECONNECT: BackoffPolicy = { backoffMs: 100, factor: 2, maxBackoffMs: 2000, jitter: 0.2 };

@@ -142,7 +142,7 @@ export function killedOutright(ending: Ending): boolean {
 }
 
 /** Why a quiet failure was final, in its error: what `show` and the FAILED line say. */
-export const QUIET_NOT_RETRIED = 'an answer, not retried; --retry-quiet retries it';
+const QUIET_NOT_RETRIED = 'an answer, not retried; --retry-quiet retries it';
 
 /** The error of an attempt the OOM killer ended: what show prints, what --permanent-errors can match. */
 const outOfMemory = (how: string) => `killed: out of memory (the kernel's OOM killer; ${how})`;

@@ -74,7 +74,7 @@ export function renderOutputPath(spec: OutputSpec, task: TemplateTask): string {
  * absolute `{inputs.STAGE.out}`, a path a needed stage wrote). A template without
  * placeholders is all typed: none. What the values name below the anchor is data.
  */
-export interface RenderedOutput {
+interface RenderedOutput {
   path: string;
   strict: number;
 }
@@ -132,8 +132,8 @@ function foldersBelow(anchor: string, dir: string): number {
 }
 
 /** Linux's limits: the longest name of a file or folder, and the longest path a system call takes (its NUL included). */
-export const NAME_MAX = 255;
-export const PATH_MAX = 4096;
+const NAME_MAX = 255;
+const PATH_MAX = 4096;
 
 /**
  * An output path no file system can hold fails its task for good before anything runs: a

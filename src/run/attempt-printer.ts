@@ -16,7 +16,7 @@ export interface PrintedStream {
 export type PrintAttempt = (task: ClaimedTask, stream: 'out' | 'err') => PrintedStream;
 
 /** How much of a copy is read and written at a time: an output of any size is printed in bounded memory. */
-export const PRINT_CHUNK_BYTES = 1024 * 1024;
+const PRINT_CHUNK_BYTES = 1024 * 1024;
 
 /** How often `--line-buffer` looks for new lines in the copies of running attempts. */
 const LIVE_POLL_MS = 50;
@@ -266,7 +266,7 @@ export class AttemptPrinter {
  * more; then the file goes, whatever happened. Nothing when there is no file (the attempt
  * printed nothing there), and then the stream is never opened.
  */
-export async function copyOut(path: string, chunk: number, openStream: () => PrintedStream): Promise<void> {
+async function copyOut(path: string, chunk: number, openStream: () => PrintedStream): Promise<void> {
   let file;
   try {
     file = await open(path, 'r');

@@ -68,7 +68,7 @@ const COLUMNS = 80;
  * One line for the tasks whose record the list changed (they run the stored one until
  * `--rerun-changed`): their count and the first one's key, shortened to fit 80 columns.
  */
-export function changedRecordsNote(count: number, example: string): string {
+function changedRecordsNote(count: number, example: string): string {
   const line = (key: string) => `${plural(count, 'record')} changed in the list (e.g. ${key}); --rerun-changed runs ${count === 1 ? 'it' : 'them'}`;
   const key = [...printable(example)];
   const room = COLUMNS - line('').length;

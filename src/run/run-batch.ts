@@ -60,7 +60,7 @@ export interface RetryingTask {
 }
 
 /** Retrying tasks a run's end names at most (like the failures `--quiet` repeats); the rest are counted. */
-export const RETRYING_NAMED = 100;
+const RETRYING_NAMED = 100;
 
 /** What a run tells whoever shows it, from its start to its end (the CLI's reporter). */
 export interface BatchObserver extends RunObserver {

@@ -8,7 +8,7 @@ import { longTimeout, type LongTimer } from '../long-timer.js';
 const SHUTDOWN_KILL_MS = 1000;
 
 /** The signals a run or worker takes as "shut down": SIGHUP (a closed terminal, an ssh session dropped) like SIGTERM. */
-export const SHUTDOWN_SIGNALS: readonly ShutdownSignal[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+const SHUTDOWN_SIGNALS: readonly ShutdownSignal[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 /**
  * A command's signals, installed once for the whole command: `signal` aborts at the first one

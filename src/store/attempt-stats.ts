@@ -21,7 +21,7 @@ export function checkBounds(boundsMs: readonly number[]): number[] {
   return [...boundsMs];
 }
 
-export function emptyAttemptStats(boundsMs: readonly number[]): AttemptStats {
+function emptyAttemptStats(boundsMs: readonly number[]): AttemptStats {
   const outcomes = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
   return { outcomes, boundsMs: [...boundsMs], buckets: boundsMs.map(() => 0), count: 0, sumMs: 0 };
 }

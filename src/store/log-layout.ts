@@ -22,7 +22,7 @@ const ATTEMPT_LOG = /^[1-9][0-9]*\.log$/;
 const READABLE_CHARS = 48;
 
 /** The folder of one store's logs. */
-export function storeLogFolder(root: string, identity: string): string {
+function storeLogFolder(root: string, identity: string): string {
   // The identity is read from the store, so it is checked like any other data before it names a folder.
   if (!IDENTITY.test(identity)) throw new StoreError(`the store's identity ${JSON.stringify(identity)} is not 32 hex digits; was the store changed outside splitdance?`);
   return join(root, identity);
@@ -49,7 +49,7 @@ export function attemptLogFile(folder: string, attemptId: number): string {
 }
 
 /** Whether `path` is named as an attempt's log directly inside `folder` (by name only). */
-export function isOwnLogPath(folder: string, path: string): boolean {
+function isOwnLogPath(folder: string, path: string): boolean {
   return dirname(path) === folder && ATTEMPT_LOG.test(basename(path));
 }
 

@@ -28,12 +28,12 @@ import { trustedOwners, type TrustedOwners } from './sqlite/store-owner.js';
 export { describeStore, isPostgresUrl, trustedOwners, type TrustedOwners };
 
 /** How an open treats a store's owner: `trust` names owners used as one's own; `inspect` only looks, so any owner's store may be read. */
-export interface OwnerOptions {
+interface OwnerOptions {
   trust?: TrustedOwners;
   inspect?: boolean;
 }
 
-export const DEFAULT_DB = '.splitdance/splitdance.db';
+const DEFAULT_DB = '.splitdance/splitdance.db';
 
 /**
  * `--db`, else `SPLITDANCE_DB`, else `.splitdance/splitdance.db` under the working directory.

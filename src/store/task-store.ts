@@ -37,7 +37,7 @@ import type {
 export * from './records.js';
 
 /** What names a store, for messages and the log folder. */
-export interface StoreInfo {
+interface StoreInfo {
   readonly location: string;
   /**
    * The store's identity: 32 hex digits, random, written once when the store was created

@@ -5,7 +5,7 @@ import { formatBytes } from '../stored-text.js';
  * 32 pages of 4 KiB, its terminating NUL included). The total of all of them is bounded
  * too (ARG_MAX: a quarter of the stack limit, 2 MiB by default).
  */
-export const MAX_ARG_BYTES = 128 * 1024;
+const MAX_ARG_BYTES = 128 * 1024;
 
 /**
  * Why exec refused a command with E2BIG, naming what is too long: the first argument (or

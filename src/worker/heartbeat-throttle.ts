@@ -1,5 +1,5 @@
 /** At most one heartbeat message per attempt in this window. */
-export const HEARTBEAT_WINDOW_MS = 250;
+const HEARTBEAT_WINDOW_MS = 250;
 
 /**
  * `ctx.heartbeat()` for one attempt: a handler may call it in a tight loop, so at most one

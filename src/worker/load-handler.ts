@@ -73,7 +73,7 @@ export async function loadHandler(path: string): Promise<Handler> {
  * `handler.ts:3:12: Unexpected "="`, which the first line of esbuild's and of an ES module's
  * error leave out.
  */
-export function loadError(err: unknown, modulePath: string): string {
+function loadError(err: unknown, modulePath: string): string {
   const e = err instanceof Error ? err : new Error(String(err));
   const { shown, more } = syntaxLocations(e, modulePath);
   if (shown.length) {

@@ -11,7 +11,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 
 /** What the processes a run starts are given: the kernel picks them first (the same in spawner.c). */
-export const STARTED_OOM_SCORE_ADJ = 1000;
+const STARTED_OOM_SCORE_ADJ = 1000;
 
 /** Sets a process's oom_score_adj to STARTED_OOM_SCORE_ADJ; where /proc does not let it, nothing changes. */
 export function raiseOomScore(pid: number | 'self'): void {

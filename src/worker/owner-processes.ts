@@ -28,7 +28,7 @@ export function markChildren(owner: string): void {
  * users (their environment cannot be read; a run's processes are its user's). One look reads
  * every process's environment: 15 ms at about 100 processes on a busy 2-core machine.
  */
-export function processesOf(owners: string[]): number[] {
+function processesOf(owners: string[]): number[] {
   if (owners.length === 0) return [];
   const marks = owners.map((owner) => `\0${OWNER_VAR}=${owner}\0`);
   return scanProcesses((environ) => marks.some((mark) => environ.includes(mark))).map((p) => p.pid);

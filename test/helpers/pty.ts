@@ -2,10 +2,10 @@ import { spawn } from 'node:child_process';
 import { BIN } from './cli.js';
 
 /** One argument for `/bin/sh`, quoted so it arrives exactly as given. */
-export const shellQuote = (arg: string): string => `'${arg.replace(/'/g, `'\\''`)}'`;
+const shellQuote = (arg: string): string => `'${arg.replace(/'/g, `'\\''`)}'`;
 
 /** The test's environment without the variables that would decide colours for the CLI. */
-export function envWithoutColorHints(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+function envWithoutColorHints(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, TERM: 'xterm-256color', ...extra };
   for (const name of ['NO_COLOR', 'FORCE_COLOR']) if (!(name in extra)) delete env[name];
   return env;

@@ -19,9 +19,6 @@ async function batchOf(store: TaskStore, name?: string): Promise<BatchRecord> {
   return batch;
 }
 
-/** A batch's record (the latest without a name): its stored job, its id. */
-export const batchRecord = (db: string, name?: string) => readStore(db, (s) => batchOf(s, name));
-
 /** Every task of a batch (the latest without a name), in the store's order. */
 export const tasksIn = (db: string, batch?: string): Promise<TaskRow[]> =>
   readStore(db, async (s) => s.listTasks({ batchId: (await batchOf(s, batch)).id }));

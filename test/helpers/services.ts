@@ -25,7 +25,7 @@ const HOW = {
 export type Service = keyof typeof HOW;
 
 /** Whether a program answers `--version` (or `-V`), found on PATH. */
-export function hasProgram(name: string, flag = '--version'): boolean {
+function hasProgram(name: string, flag = '--version'): boolean {
   return spawnSync(name, [flag], { stdio: 'ignore' }).status === 0;
 }
 

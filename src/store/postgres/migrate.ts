@@ -8,7 +8,7 @@ const MIGRATIONS_DIR = inPackage('src/store/postgres/migrations');
 
 /** Read once: the migrations this build knows, and so the newest schema it understands. */
 const MIGRATIONS = loadMigrations(MIGRATIONS_DIR);
-export const PG_SCHEMA_VERSION = newestVersion(MIGRATIONS);
+const PG_SCHEMA_VERSION = newestVersion(MIGRATIONS);
 
 /** The version table, in the store's own schema beside the tables it describes. */
 const VERSION_TABLE = 'splitdance_migrations';

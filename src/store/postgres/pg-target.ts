@@ -2,7 +2,7 @@ import { parse } from 'pg-connection-string';
 import { StoreError } from '../../errors.js';
 import { MASK, decodeLoosely, isPostgresUrl, redactUrl } from './pg-url.js';
 
-export const DEFAULT_SCHEMA = 'splitdance';
+const DEFAULT_SCHEMA = 'splitdance';
 
 /** A `--db postgres://…` value, taken apart once at open. */
 export interface PgTarget {

@@ -13,7 +13,7 @@ export function parseNeeds(text: string | null): string[] {
 }
 
 /** A stored handler result: JSON text, NULL when the handler returned nothing. */
-export function parseResult(text: string | null): unknown {
+function parseResult(text: string | null): unknown {
   return text === null ? null : JSON.parse(text);
 }
 

@@ -14,7 +14,7 @@ export interface Sibling {
 }
 
 /** The reason a dependent was cancelled starts with this; `retry-failed` revives only those. */
-export const NEEDS_PREFIX = 'needs ';
+const NEEDS_PREFIX = 'needs ';
 
 const dead = (status: TaskStatus) => status === 'FAILED' || status === 'CANCELLED';
 

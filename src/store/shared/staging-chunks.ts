@@ -2,14 +2,14 @@
 import type { TaskSpec } from '../records.js';
 
 /** Specs per staging chunk: one round trip (PostgreSQL) or one transaction (SQLite) each. */
-export const STAGING_ROWS = 5000;
+const STAGING_ROWS = 5000;
 /**
  * Payload bytes per staging chunk. A list's items are small, but a block of stdin (`run -
  * --pipe`) holds up to 16 MiB: 5000 of them would be 80 GB in memory at once. A chunk ends
  * when either bound is reached, so it holds about 16 MiB of payloads (plus its last one),
  * whatever the source: a 200 MB stream was staged within a 64 MB V8 heap.
  */
-export const STAGING_BYTES = 16 * 1024 * 1024;
+const STAGING_BYTES = 16 * 1024 * 1024;
 
 /** A spec as staged: its payload as stored (JSON text, made once), the parsed one let go. */
 export interface StagedSpec {

@@ -6,7 +6,7 @@ import { toTaskRow, type TaskDbRow } from './db-rows.js';
  * results), whatever the batch's size. `tasks --json` of 4.5M tasks once built one array of
  * them all (0.6–1.4 GB per million tasks) and ended "Invalid string length".
  */
-export const PAGE_IDS = 500;
+const PAGE_IDS = 500;
 
 /**
  * `eachTaskPage` of both stores: the batch's tasks with ids lo…hi, read range by range

@@ -19,7 +19,7 @@ export const BUSY_TIMEOUT_MS = busyTimeoutMs();
 
 /** Read once: the migrations this build knows, and so the newest schema it understands. */
 const MIGRATIONS = loadMigrations(MIGRATIONS_DIR);
-export const SCHEMA_VERSION = newestVersion(MIGRATIONS);
+const SCHEMA_VERSION = newestVersion(MIGRATIONS);
 
 /** How a store is opened: see open-store.ts for who opens it which way. */
 export interface SqliteOpenOptions {

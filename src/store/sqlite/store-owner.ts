@@ -23,7 +23,7 @@ function id(args: string[]): string | null {
 }
 
 /** The companions SQLite keeps beside a store file; each is as much the store as the file. */
-export const companions = (file: string): string[] => [`${file}-wal`, `${file}-shm`, `${file}-journal`];
+const companions = (file: string): string[] => [`${file}-wal`, `${file}-shm`, `${file}-journal`];
 
 /** Whether the store file belongs to someone other than the user running (an inspection then reads it without a write). */
 export function isAnotherUsers(path: string): boolean {
