@@ -3,8 +3,9 @@ import { UsageError, errorLine, type ResourceError } from '../errors.js';
 import { monotonicMs } from '../wall-steps.js';
 import { attemptMark } from '../worker/attempt-processes.js';
 import { processStopped } from '../worker/kill-group.js';
-import type { FromWorker, HandlerSpec, TaskMessage } from '../worker/protocol.js';
+import type { FromWorker, TaskMessage } from '../worker/protocol.js';
 import { handBack, killWorker } from './dead-worker.js';
+import type { PoolOptions } from './pool-options.js';
 import { InProcessWorker } from './in-process-worker.js';
 import type { PoolEvents, PoolWorker } from './pool-events.js';
 import * as slots from './slots.js';
@@ -14,24 +15,9 @@ import { pooledWorker, route, send, type PooledWorker } from './worker-messages.
 import { startWorkerProcess, type WorkerProcess } from './worker-process.js';
 
 export type { PoolEvents, PoolWorker } from './pool-events.js';
+export type { PoolOptions } from './pool-options.js';
 
 const STDERR_KEEP = 2048;
-
-export interface PoolOptions {
-  size: number;
-  /** The handler of every stage ('' for a batch without stages). */
-  handlers: Record<string, HandlerSpec>;
-  killGraceMs: number;
-  maxTasksPerWorker: number | null;
-  maxWorkerMemory: number | null;
-  /** A worker whose handler module has not loaded after this long is killed: a usage error naming the module. */
-  loadTimeoutMs: number;
-  idPrefix: string;
-  /** Commands through Node's own spawn, never the spawner helper (--print and --results need stdout and stderr apart). */
-  nodeSpawn?: boolean;
-  /** The command's working directory: workers, helpers and the commands they start run there. */
-  cwd: string;
-}
 
 /**
  * Owns the worker processes: fork, load the handler, replace the dead, recycle the
