@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { handler, sleep, startCli, waitFor } from '../helpers/cli.js';
 import { mainIn, mainInEnv, withProcessEnv } from '../helpers/in-process-cli.js';
+import { statusCounts } from '../helpers/json-views.js';
+import { PG_URL, pgSchemas } from '../helpers/pg.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { sideEffects } from '../helpers/store.js';
+import { sideEffects, storedAttempts } from '../helpers/store.js';
 
 // Workers joining a store: several coordinators at once, so each is a process of its own (one
 // process is one lease owner); --follow is ended by SIGTERM. The batches are enqueued and read
@@ -76,5 +78,26 @@ describe('splitdance worker --batch B before B exists', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(await batchCounts(p.dir)).toEqual([{ batch: 'later', total: 20, succeeded: 20 }]);
     expect(new Set(sideEffects(p.log).map((e) => e.key)).size).toBe(20);
+  }, 90_000);
+});
+
+describe.skipIf(!PG_URL)('splitdance worker --batch B on PostgreSQL before its schema exists', () => {
+  const freshDb = pgSchemas('cli');
+
+  it('a worker --batch started before its schema and batch exist waits for them, then shares the batch with run', async () => {
+    const { db } = freshDb();
+    const p = projectWithFiles(200);
+    const env = { SIDE_EFFECT_LOG: p.log, SLEEP_MS: '10' };
+    const early = startCli(['worker', '--db', db, '--batch', 'shared', '-j', '2'], { cwd: p.dir, env, timeoutMs: 60_000 });
+    let said = '';
+    early.stderr!.on('data', (b) => (said += b));
+    await waitFor(() => /waiting for batch "shared"/.test(said), 15_000, 'the worker to say it waits');
+    const run = await inProcess(p.dir, ['run', 'src', '--db', db, '--batch', 'shared', '--handler', handler('record'), '-j', '2'], env);
+    expect(run.code, run.stderr).toBe(0);
+    const r = await early.result;
+    expect(r.code, r.stderr).toBe(0);
+    expect(await statusCounts(p.dir, ['--db', db, '--batch', 'shared'])).toEqual({ SUCCESS: 200 });
+    const owners = new Set((await storedAttempts(db, 'shared')).map((a) => a.owner));
+    expect(owners.size).toBe(2); // the worker took part
   }, 90_000);
 });

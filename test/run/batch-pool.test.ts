@@ -4,7 +4,7 @@ import type { WorkerPool } from '../../src/pool/pool.js';
 
 // --print and --results need a command's stdout and stderr apart, which only Node's own spawn
 // gives (the spawner helper writes both to one file): the launcher is an option carried to the
-// pool and its workers, never process.env written at run time (test/integration/print.test.ts
+// pool and its workers, never process.env written at run time (test/worker/print.test.ts
 // shows the output; here, that nothing of it is left in the process that ran the command).
 
 const limits: PoolLimits = { concurrency: 1, maxTasksPerWorker: null, maxWorkerMemory: null, loadTimeoutMs: 30_000 };
