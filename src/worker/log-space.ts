@@ -2,9 +2,10 @@ import { statfsSync } from 'node:fs';
 
 /**
  * Below this much free space a log folder counts as full. A command started through the
- * spawner helper writes straight into its log file, so on a full disk its own writes fail
- * (`echo` exits 1): such attempts start with Node's spawn instead, whose output goes
- * through a pipe and is kept as a tail whatever the disk says.
+ * spawner helper writes straight into its log file, so on a full disk its own writes would
+ * fail (`echo` exits 1): such attempts get an empty log path instead, the helper sends their
+ * output to /dev/null, and the attempt's note says no output was kept and why
+ * (helper-launcher.ts). One that fails after the disk filled while it ran says that may be why.
  */
 const LOW_SPACE_BYTES = 1 << 20;
 
