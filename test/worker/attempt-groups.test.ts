@@ -1,68 +1,17 @@
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { handler, waitFor } from '../helpers/cli.js';
 import { mainIn, setProcessEnv } from '../helpers/in-process-cli.js';
 import { processesWithEnv } from '../helpers/procs.js';
-import { projectWithFiles } from '../helpers/project.js';
-import { logEntries, type LogEntry } from '../helpers/store.js';
+import { logEntries } from '../helpers/store.js';
+import { modes, overlaps, recordingProject } from '../helpers/attempt-overlaps.js';
 
 // Every process an attempt starts must be gone when the attempt is recorded as over: a
 // timeout, a success that left `cmd &` behind, a crashed worker (a shutdown and a coordinator
 // SIGKILL, which need the CLI as a process: test/reliability/attempt-groups.test.ts). What
 // outlives its attempt could run beside the task's next attempt, so each test keeps a
 // side-effect log of starts and ends and checks that the attempts of one key never overlap.
-
-/** The environment as it is (the default launcher). */
-const noEnv: Record<string, string> = {};
-const modes = [
-  { name: 'spawner helper', env: noEnv },
-  { name: "Node's spawn", env: { SPLITDANCE_SPAWNER: 'node' } },
-];
-
-/**
- * A project with `record.sh SECONDS`: logs a `start` line, sleeps, logs an `end` line (the
- * side-effect log format of fixtures/handlers/record.mjs), keyed by the task's variables.
- */
-function recordingProject(files: number) {
-  const p = projectWithFiles(files);
-  const script = join(p.dir, 'record.sh');
-  writeFileSync(
-    script,
-    [
-      '#!/bin/sh',
-      'now() { date +%s%3N; }',
-      's=$(now)',
-      `printf '{"type":"start","key":"%s","attempt":%s,"pid":%s,"at":%s}\\n' "$SPLITDANCE_KEY" "$SPLITDANCE_ATTEMPT" $$ "$s" >> "$SIDE_EFFECT_LOG"`,
-      'sleep "$1"',
-      `printf '{"type":"end","key":"%s","attempt":%s,"pid":%s,"start":%s,"end":%s}\\n' "$SPLITDANCE_KEY" "$SPLITDANCE_ATTEMPT" $$ "$s" "$(now)" >> "$SIDE_EFFECT_LOG"`,
-      '',
-    ].join('\n'),
-  );
-  chmodSync(script, 0o755);
-  return { ...p, script, env: { SIDE_EFFECT_LOG: p.log, SD_MARK: p.dir } };
-}
-
-/**
- * Pairs of executions of one key whose [start, end] intervals overlap. An execution with
- * no `end` was killed: it counts from its start to its start (call this only once nothing
- * of the run is alive, so no `end` can still come).
- */
-function overlaps(entries: LogEntry[]): string[] {
-  const runs = new Map<string, { key: string; attempt: number; start: number; end: number }>();
-  for (const e of entries) {
-    if (e.type === 'start') runs.set(`${e.key}:${e.pid}`, { key: e.key, attempt: e.attempt, start: e.at, end: e.at });
-    else if (e.type === 'end') runs.set(`${e.key}:${e.pid}`, { key: e.key, attempt: e.attempt, start: e.start, end: e.end });
-  }
-  const all = [...runs.values()];
-  const found: string[] = [];
-  for (const a of all) {
-    for (const b of all) {
-      if (a !== b && a.key === b.key && a.start <= b.start && b.start < a.end) found.push(`${a.key}: attempt ${a.attempt} [${a.start}, ${a.end}] overlaps attempt ${b.attempt} from ${b.start}`);
-    }
-  }
-  return found;
-}
 
 /** Each task's attempts (`show --json`), the tasks in key order. */
 async function attemptsByKey(dir: string): Promise<{ outcome: string; startedAt: string }[][]> {
