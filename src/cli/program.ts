@@ -83,7 +83,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
     .command('schema')
     .description('print the JSON Schema of splitdance.json (for editor completion)')
     .action(async () => {
-      const { jobFileJsonSchema } = await import('../job/job-file.js');
+      const { jobFileJsonSchema } = await import('../job/job-file-schema.js');
       io.stdout.write(`${JSON.stringify(jobFileJsonSchema(), null, 2)}\n`);
       setExit(0);
     });

@@ -25,7 +25,7 @@ const COMMAND_FLAG = new Set(['su', 'runuser', 'script', 'flock']);
 /** ssh options that take an argument: the first other word is the destination, the rest a remote shell's command line. */
 const SSH_ARG_OPTIONS = 'BbcDEeFIiJLlmOopQRSWw';
 
-/** The reasons of template-quoting.ts's WHY a placeholder may not stand in the word being read. */
+/** The reasons of template-refusals.ts's WHY a placeholder may not stand in the word being read. */
 export type Reevaluation = 'script' | 'evaluated' | 'remote';
 
 const bare = (w: string) => w.replace(/['"\\]/g, '');

@@ -3,6 +3,7 @@ import { hereDocEnd, readHereDocStart, type HereDoc } from './here-document.js';
 import { PLACEHOLDER, placeholderOf, type Placeholder } from './placeholder.js';
 import type { QuotedLine } from './quoted-line.js';
 import { CommandWords } from './shell-script-word.js';
+import { ambiguous, refuse, unclosed } from './template-refusals.js';
 
 /**
  * Where placeholders may stand in an `--exec` template and how each is quoted there (SPEC §4).
@@ -12,24 +13,13 @@ import { CommandWords } from './shell-script-word.js';
  * in the value is expanded. Where no quoting can keep a value exact — backquotes (backslashes
  * are reprocessed), `${…}`, `$((…))`, a here-document, the script of `sh -c`, the arguments
  * of `eval` or `trap`, ssh's remote command (a second shell would run them: shell-script-word.ts)
- * — the template is refused. Comments are copied untouched: a value with
+ * — the template is refused (template-refusals.ts says why). Comments are copied untouched: a value with
  * a newline would end the comment and run.
  *
  * The lexer must find every place sh would see a quote, `$(`, or comment; when in doubt it
  * refuses (a usage error) rather than guess. It runs once per template, leaving a hole where
  * each quoted value goes (quoted-line.ts); exec-command.ts fills the holes per task.
  */
-
-const FIX = `pass the value as an argument instead: sh -c '… "$1" …' _ {}`;
-const WHY: Record<string, string> = {
-  backquote: `inside \`…\`, where the shell reprocesses backslashes; write $(…) instead of backquotes`,
-  param: `inside \${…}, where the shell would expand the value; ${FIX}`,
-  arith: `inside $((…)) or ((…)), where the shell would evaluate the value; ${FIX}`,
-  script: `inside the script of a shell's -c, which that shell would run with the value in it; ${FIX}`,
-  evaluated: `in an argument of eval, trap, let, alias or watch, which is run again as shell code with the value in it; ${FIX}`,
-  remote: `in the command ssh hands to the remote shell, which would run it with the value in it; quote it for that shell yourself, or pass it on stdin`,
-  heredoc: `inside a here-document, where the shell would expand the value and its lines could end the document; ${FIX}`,
-};
 
 /** Characters that end a word for sh, so a `#` after them starts a comment. */
 const WORD_END = new Set([undefined, ' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
@@ -53,13 +43,6 @@ class Lexer {
     this.anyPlaceholder = new RegExp(PLACEHOLDER.source).exec(t)?.[0] ?? null;
   }
 
-  /** A construct dash and bash read differently: no placeholder can be placed safely for both. */
-  private ambiguous(what: string): void {
-    if (this.anyPlaceholder) {
-      throw new UsageError(`--exec template: ${what} is read differently by dash and bash, so ${this.anyPlaceholder} could not be quoted for both; ${FIX}`);
-    }
-  }
-
   render(): QuotedLine {
     this.command(false, null);
     const pieces: string[] = [];
@@ -76,14 +59,6 @@ class Lexer {
   private placeholder(at = this.i): RegExpExecArray | null {
     PLACEHOLDER.lastIndex = at;
     return PLACEHOLDER.exec(this.t);
-  }
-
-  private refuse(ph: string, why: string): never {
-    throw new UsageError(`--exec template: ${ph} stands ${WHY[why]}`);
-  }
-
-  private unclosed(what: string, at: number): never {
-    throw new UsageError(`--exec template: the ${what} at character ${at + 1} is never closed: ${JSON.stringify(this.t)}`);
   }
 
   /** Holes take no room: `quoted` only ever drops the quote it has just opened, before any hole of its string. */
@@ -106,7 +81,7 @@ class Lexer {
       refusing = outer ?? words.reevaluation(t, this.i);
       const m = this.placeholder();
       if (m) {
-        if (refusing) this.refuse(m[0], refusing);
+        if (refusing) refuse(m[0], refusing);
         this.hole(m);
         this.i += m[0].length;
       } else if (c === '\\') {
@@ -119,7 +94,7 @@ class Lexer {
         this.backquote();
       } else if (c === '$' && (t[this.i + 1] === "'" || t[this.i + 1] === '"')) {
         // bash reads $'…' with escapes of its own (so even where it ends differs) and translates $"…"
-        this.ambiguous(`${t.slice(this.i, this.i + 2)}…`);
+        ambiguous(`${t.slice(this.i, this.i + 2)}…`, this.anyPlaceholder);
         this.copy(1);
         this.quoted(t[this.i] as "'" | '"', refusing);
       } else if (c === '$') {
@@ -148,7 +123,7 @@ class Lexer {
         this.copy(1);
       }
     }
-    if (inSub) this.unclosed('$(', start);
+    if (inSub) unclosed(this.t, '$(', start);
   }
 
   private copy(n: number): void {
@@ -175,7 +150,7 @@ class Lexer {
       const c = t[this.i]!;
       const m = this.placeholder();
       if (m) {
-        if (refusing) this.refuse(m[0], refusing);
+        if (refusing) refuse(m[0], refusing);
         if (!reopen) this.out = this.out.length === openedAt ? this.out.slice(0, -1) : this.out + q;
         this.hole(m);
         this.i += m[0].length;
@@ -196,7 +171,7 @@ class Lexer {
         else this.copy(1);
       }
     }
-    this.unclosed(q === "'" ? "quote '" : 'quote "', open);
+    unclosed(this.t, q === "'" ? "quote '" : 'quote "', open);
   }
 
   /** Backquotes end at the first unescaped backquote; no placeholder may stand inside. */
@@ -206,14 +181,14 @@ class Lexer {
     while (this.i < this.t.length) {
       const c = this.t[this.i]!;
       const m = this.placeholder();
-      if (m) this.refuse(m[0], 'backquote');
+      if (m) refuse(m[0], 'backquote');
       if (c === '\\') this.copy(2);
       else {
         this.copy(1);
         if (c === '`') return;
       }
     }
-    this.unclosed('backquote `', open);
+    unclosed(this.t, 'backquote `', open);
   }
 
   /** `$(…)` (fresh context), `$((…))` and `${…}` (refused), or a plain `$`. */
@@ -237,10 +212,10 @@ class Lexer {
       while (this.i < t.length) {
         const c = t[this.i]!;
         const inner = this.placeholder();
-        if (inner) this.refuse(inner[0], 'param');
+        if (inner) refuse(inner[0], 'param');
         if (c === '}') return this.copy(1);
         // In "${x:-'…'}" dash takes ' literally and bash as a quote: they disagree on where it ends.
-        if (c === "'" && inDouble) this.ambiguous(`a ' inside "\${…}"`);
+        if (c === "'" && inDouble) ambiguous(`a ' inside "\${…}"`, this.anyPlaceholder);
         if (c === '\\') this.copy(2);
         else if (c === "'") this.quoted("'", 'param');
         else if (c === '"') this.quoted('"', 'param');
@@ -248,9 +223,9 @@ class Lexer {
         else if (c === '$') this.dollar('param', inDouble);
         else this.copy(1);
       }
-      this.unclosed('${', open);
+      unclosed(this.t, '${', open);
     } else {
-      if (t[this.i + 1] === '[') this.ambiguous('$[…] (arithmetic in bash)');
+      if (t[this.i + 1] === '[') ambiguous('$[…] (arithmetic in bash)', this.anyPlaceholder);
       this.copy(1);
     }
   }
@@ -267,7 +242,7 @@ class Lexer {
     let depth = 0;
     while (this.i < t.length) {
       const m = this.placeholder();
-      if (m) this.refuse(m[0], 'arith');
+      if (m) refuse(m[0], 'arith');
       const c = t[this.i]!;
       if (c === '$' && t[this.i + 1] === '(' && t[this.i + 2] !== '(') {
         this.copy(2);
@@ -280,21 +255,21 @@ class Lexer {
       if (c === ')') depth--;
       this.copy(1);
     }
-    this.unclosed(t.slice(open, open + skip), open);
+    unclosed(this.t, t.slice(open, open + skip), open);
   }
 
   /** No placeholder may start in [from, to). */
   private refuseIn(from: number, to: number, why: string): void {
     for (let at = from; at < to; at++) {
       const m = this.placeholder(at);
-      if (m) this.refuse(m[0], why);
+      if (m) refuse(m[0], why);
     }
   }
 
   /** `<<WORD` / `<<-WORD`: the body follows the next newline. */
   private heredocStart(): void {
     const read = readHereDocStart(this.t, this.i);
-    if ('unclosed' in read) return this.unclosed(`quote ${this.t[read.unclosed]}`, read.unclosed);
+    if ('unclosed' in read) return unclosed(this.t, `quote ${this.t[read.unclosed]}`, read.unclosed);
     this.refuseIn(this.i, read.end, 'heredoc');
     this.heredocs.push(read.doc);
     this.copy(read.end - this.i);

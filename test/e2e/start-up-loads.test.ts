@@ -44,7 +44,7 @@ function loadedBy(
 /** What no read-only command needs: the runner, the job file's schema, the report, PostgreSQL, Prometheus. */
 const NOT_FOR_READING = {
   packages: ['zod', 'pg', 'prom-client', 'cli-progress', 'tsx', 'playwright-core'],
-  folders: ['run/', 'coordinator/', 'pool/', 'worker/', 'report/', 'split/', 'template/', 'store/postgres/pg-store.js', 'job/job-file.js', 'job/plan-run.js'],
+  folders: ['run/', 'coordinator/', 'pool/', 'worker/', 'report/', 'split/', 'template/', 'store/postgres/pg-store.js', 'job/job-file.js', 'job/job-file-schema.js', 'job/plan-run.js', 'job/plan-checks.js'],
 };
 
 describe('start-up loads only what the command needs', () => {

@@ -1,6 +1,7 @@
 import { UsageError } from '../../errors.js';
 import { keyMatcher, requireFilter } from '../filters.js';
-import { inputFromFlags, parseConcurrency, type RawRunFlags } from '../../job/run-options.js';
+import { inputFromFlags, type RawRunFlags } from '../../job/run-options.js';
+import { parseConcurrency } from '../../job/option-checks.js';
 import { planRun } from '../../job/plan-run.js';
 import { startAndDrive } from '../drive-run.js';
 import { keepWorkingWithoutOutput } from '../lost-output.js';
