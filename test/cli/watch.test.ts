@@ -6,29 +6,12 @@ import { mainIn, startIn, withProcessEnv } from '../helpers/in-process-cli.js';
 import { pgSchemas, PG_URL } from '../helpers/pg.js';
 import { projectWithFiles, writeFiles } from '../helpers/project.js';
 import { CONTROL } from '../helpers/pty.js';
+import { watchedProject as project } from '../helpers/watched-project.js';
 
 // `watch` through a pipe, called in-process beside the run it watches (watch holds no lease, so
 // both share this process). On a terminal and ended by a signal: test/e2e/watch.test.ts.
 
 const freshPg = pgSchemas('watchin');
-
-/**
- * A project whose handler takes $SLEEP_MS and fails the keys ending in 0 or 5 (with an escape
- * sequence in the error, which nothing may print raw).
- */
-function project(n: number) {
-  const p = projectWithFiles(n);
-  const handlerFile = join(p.dir, 'h.mjs');
-  writeFileSync(
-    handlerFile,
-    `export default async (task) => {
-      await new Promise((r) => setTimeout(r, Number(process.env.SLEEP_MS)));
-      if (process.env.FAIL_SOME && /[05]\\.log$/.test(task.key)) throw new Error('bad input in ' + task.key + '\\x1b[31m');
-      return {};
-    };\n`,
-  );
-  return { ...p, handlerFile };
-}
 
 /** The run, in-process; its worker processes read SLEEP_MS and FAIL_SOME from this process's environment. */
 function startRun(p: ReturnType<typeof project>, db: string, env: Record<string, string>) {

@@ -1,33 +1,14 @@
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startCli, waitFor, type CliResult } from '../helpers/cli.js';
 import { pgSchemas, PG_URL } from '../helpers/pg.js';
-import { projectWithFiles } from '../helpers/project.js';
 import { runInPty, SGR } from '../helpers/pty.js';
+import { watchedProject as project } from '../helpers/watched-project.js';
 
 // `watch` on a real terminal (pty) and ended by a signal, with the run it watches as a CLI
 // process. Through a pipe, and its usage errors: test/cli/watch.test.ts, in-process.
 
 const freshPg = pgSchemas('watch');
-
-/**
- * A project whose handler takes $SLEEP_MS and fails the keys ending in 0 or 5 (with an escape
- * sequence in the error, which nothing may print raw), run by another process.
- */
-function project(n: number) {
-  const p = projectWithFiles(n);
-  const handlerFile = join(p.dir, 'h.mjs');
-  writeFileSync(
-    handlerFile,
-    `export default async (task) => {
-      await new Promise((r) => setTimeout(r, Number(process.env.SLEEP_MS)));
-      if (process.env.FAIL_SOME && /[05]\\.log$/.test(task.key)) throw new Error('bad input in ' + task.key + '\\x1b[31m');
-      return {};
-    };\n`,
-  );
-  return { ...p, handlerFile };
-}
 
 function startRun(p: ReturnType<typeof project>, db: string, env: NodeJS.ProcessEnv) {
   return startCli(['run', 'src', '--db', db, '--batch', 'nightly', '--handler', p.handlerFile, '--retries', '0', '-j', '2'], { cwd: p.dir, env });
