@@ -66,8 +66,9 @@ describe('signals', () => {
 
   it('SIGTERM lets short attempts finish within the grace and exits 143', async () => {
     const p = projectWithFiles(10);
-    const child = startCli(['run', 'src', '--exec', 'sleep 0.6', '-j', '2', '--grace', '5s'], { cwd: p.dir });
-    await waitFor(() => sleeps(`sleep 0.6`) === 2, 20_000, 'two running attempts');
+    const marker = `sleep 0.6${process.pid}`; // unique: another suite's sleeps (two suites at once) do not count
+    const child = startCli(['run', 'src', '--exec', marker, '-j', '2', '--grace', '5s'], { cwd: p.dir });
+    await waitFor(() => sleeps(marker) === 2, 20_000, 'two running attempts');
     child.kill('SIGTERM');
     const r = await child.result;
     expect(r.code).toBe(143);
