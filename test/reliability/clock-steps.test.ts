@@ -5,7 +5,9 @@ import { startCli, waitFor } from '../helpers/cli.js';
 import { fakeClock } from '../helpers/faketime.js';
 import { missing } from '../helpers/services.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { dbPathIn, query } from '../helpers/store.js';
+import { storedTasks, waitUntil } from '../helpers/json-views.js';
+import { attemptsIn, tasksIn } from '../helpers/read-store.js';
+import { dbPathIn } from '../helpers/store.js';
 
 // R35: durations inside a run are measured on the monotonic clock. The run's own wall clock
 // (libfaketime on that process tree alone; never the system's) is stepped while it waits out a
@@ -13,15 +15,9 @@ import { dbPathIn, query } from '../helpers/store.js';
 // --heartbeat-timeout, a step forward must not skip a backoff, and the summary never shows a
 // negative time.
 
-/** The run's task is back PENDING with its retry scheduled (committed before the clock steps). */
-const retryWaiting = (dir: string) => () => {
-  if (!existsSync(dbPathIn(dir))) return false;
-  try {
-    return query<{ n: number }>(dbPathIn(dir), "SELECT count(*) AS n FROM tasks WHERE status = 'PENDING' AND attempts = 1")[0]!.n === 1;
-  } catch {
-    return false; // busy or not created yet
-  }
-};
+/** The run's task is back PENDING with its retry scheduled (committed before the clock steps); false while there is no store yet. */
+const retryWaiting = (dir: string) => async () =>
+  (await storedTasks(dbPathIn(dir))).filter((t) => t.status === 'PENDING' && t.attempts === 1).length === 1;
 
 /** The run's summary took seconds (or less), as it did: no negative time, no hour a step added. */
 const SUMMARY_IN_SECONDS = /^done: 1 succeeded, 0 failed of 1 in \d+(\.\d+)?(ms|s) /m;
@@ -40,13 +36,13 @@ describe.skipIf(missing('faketime', 'the clock-step tests'))('clock steps of the
       env: clock.env,
       timeoutMs: 60_000,
     });
-    await waitFor(retryWaiting(p.dir), 30_000, 'the first attempt failed and its retry waits');
+    await waitUntil(retryWaiting(p.dir), 30_000, 'the first attempt failed and its retry waits');
     clock.step('-10m');
     const r = await run.result;
     expect(r.signal, `the backoff followed the wall clock back: ${r.stderr}`).toBeNull();
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(SUMMARY_IN_SECONDS);
-    const [t] = query<{ status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks');
+    const [t] = (await tasksIn(dbPathIn(p.dir))).map(({ status, attempts }) => ({ status, attempts }));
     expect(t).toEqual({ status: 'SUCCESS', attempts: 2 });
   }, 90_000);
 
@@ -61,7 +57,7 @@ describe.skipIf(missing('faketime', 'the clock-step tests'))('clock steps of the
       timeoutMs: 60_000,
     });
     const first = join(marks, `${p.keys[0]}.1`);
-    await waitFor(retryWaiting(p.dir), 30_000, 'the first attempt failed and its retry waits');
+    await waitUntil(retryWaiting(p.dir), 30_000, 'the first attempt failed and its retry waits');
     // The marks are stamped by the kernel's clock, which no step here touches.
     const failedAt = statSync(first).mtimeMs;
     clock.step('+1h');
@@ -86,7 +82,7 @@ describe.skipIf(missing('faketime', 'the clock-step tests'))('clock steps of the
     clock.step('-1h');
     const r = await run.result;
     expect(r.code, r.stderr).toBe(1);
-    const attempts = query<{ outcome: string; error: string }>(dbPathIn(p.dir), 'SELECT outcome, error FROM attempts');
+    const attempts = (await attemptsIn(dbPathIn(p.dir))).map(({ outcome, error }) => ({ outcome, error }));
     expect(attempts).toEqual([{ outcome: 'TIMEOUT', error: expect.stringMatching(/no heartbeat for 3s/) }]);
     expect(r.stderr).toMatch(/^finished with failures: 0 succeeded, 1 failed of 1 in \d+(\.\d+)?(ms|s) /m);
   }, 90_000);
