@@ -1,6 +1,6 @@
 // A store read through its own verbs (task-store.ts), not with SQL: what a test checks of tasks and attempts.
 import { openStore } from '../../src/store/open-store.js';
-import type { AttemptRow, BatchRecord, TaskRow } from '../../src/store/records.js';
+import type { AttemptRow, BatchRecord, PendingOutput, TaskRow } from '../../src/store/records.js';
 import type { TaskStore } from '../../src/store/task-store.js';
 
 /** Opens the store at `db` read-only for `read`, then closes it. */
@@ -38,3 +38,7 @@ export const attemptsIn = (db: string, batch?: string): Promise<(AttemptRow & { 
     for (const t of await s.listTasks({ batchId: (await batchOf(s, batch)).id })) for (const a of await s.attemptsOf(t.id)) out.push({ ...a, key: t.key });
     return out;
   });
+
+/** A batch's successes whose declared output still waits at its temporary path (committed, not renamed yet), through `pendingOutputs`. */
+export const pendingOutputsIn = (db: string, batch?: string): Promise<PendingOutput[]> =>
+  readStore(db, async (s) => s.pendingOutputs((await batchOf(s, batch)).id));

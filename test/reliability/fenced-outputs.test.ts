@@ -4,8 +4,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { handler, runCli, sleep, startCli, waitFor } from '../helpers/cli.js';
 import { processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
-import { dbPathIn, query } from '../helpers/store.js';
+import { storedTasks } from '../helpers/json-views.js';
+import { PG_URL, pgSchemas } from '../helpers/pg.js';
+import { attemptsIn, pendingOutputsIn, tasksIn } from '../helpers/read-store.js';
+import { dbPathIn } from '../helpers/store.js';
 
 // RELIABILITY R30: fencing covers declared outputs. A remote host's run (SPLITDANCE_HOST_ID),
 // frozen whole with SIGSTOP past its lease in the middle of writing an output; another host
@@ -28,26 +30,11 @@ function signal(pid: number, sig: NodeJS.Signals): void {
 const freshPg = pgSchemas('fenced');
 /** Both stores: SQLite in the project's folder, and a fresh schema of the shared PostgreSQL server (where other hosts really are). */
 const STORES = [
-  { store: 'SQLite', db: (dir: string) => dbPathIn(dir), rows: async (dir: string, sql: string) => query(dbPathIn(dir), sql) },
-  ...(PG_URL
-    ? [
-        (() => {
-          let schema = '';
-          return {
-            store: 'PostgreSQL',
-            db: () => {
-              const fresh = freshPg();
-              schema = fresh.schema;
-              return fresh.db;
-            },
-            rows: (_dir: string, sql: string) => pgQuery(sql.replace(/\b(tasks|attempts)\b/g, `${schema}.$1`)),
-          };
-        })(),
-      ]
-    : []),
+  { store: 'SQLite', db: (dir: string) => dbPathIn(dir) },
+  ...(PG_URL ? [{ store: 'PostgreSQL', db: () => freshPg().db }] : []),
 ];
 
-describe.each(STORES)('a frozen remote owner and declared outputs ($store)', ({ db: dbFor, rows }) => {
+describe.each(STORES)('a frozen remote owner and declared outputs ($store)', ({ db: dbFor }) => {
   it('woken after another host committed the task, its fenced-off attempt never puts its file at the output path', async () => {
     const p = projectWithFiles(1);
     const out = join(p.dir, 'out');
@@ -78,8 +65,9 @@ describe.each(STORES)('a frozen remote owner and declared outputs ($store)', ({ 
     expect(r.stderr).toContain('fenced off');
     expect(readFileSync(output, 'utf8')).toBe('from B\n');
     expect(temps()).toEqual([]); // the fenced attempt's file is removed, not left behind
-    expect(await rows(p.dir, 'SELECT status, output_temp FROM tasks')).toEqual([{ status: 'SUCCESS', output_temp: null }]);
-    expect(await rows(p.dir, "SELECT host FROM attempts WHERE outcome = 'SUCCESS'")).toEqual([{ host: 'host-b' }]);
+    expect((await tasksIn(db)).map((t) => t.status)).toEqual(['SUCCESS']);
+    expect(await pendingOutputsIn(db)).toEqual([]); // its success keeps no temporary path: the output is in place
+    expect((await attemptsIn(db)).filter((x) => x.outcome === 'SUCCESS').map(({ host }) => ({ host }))).toEqual([{ host: 'host-b' }]);
   }, 60_000);
 });
 
@@ -93,14 +81,18 @@ describe('a crash between a success\'s commit and its rename', () => {
       if (killed.signal !== 'SIGKILL') continue;
       const db = dbPathIn(p.dir);
       const output = join(p.dir, 'out', p.keys[0]!);
-      const [task] = query<{ status: string; output_temp: string | null }>(db, 'SELECT status, output_temp FROM tasks');
-      if (task?.status !== 'SUCCESS' || task.output_temp === null) continue;
-      expect(readdirSafe(join(p.dir, 'out'))).toEqual([task.output_temp.split('/').at(-1)]); // committed, not yet renamed
+      // storedTasks: [] while the kill left no store or batch yet.
+      const [task] = await storedTasks(db);
+      if (task?.status !== 'SUCCESS') continue;
+      const [waiting] = await pendingOutputsIn(db);
+      if (waiting === undefined) continue;
+      expect(readdirSafe(join(p.dir, 'out'))).toEqual([waiting.temp.split('/').at(-1)]); // committed, not yet renamed
       const again = await runCli(args, { cwd: p.dir });
       expect(again.code, again.stderr).toBe(0);
       expect(readFileSync(output, 'utf8')).toBe('attempt 1\n'); // the committed attempt's file, not a rerun's
       expect(readdirSafe(join(p.dir, 'out'))).toEqual([p.keys[0]]);
-      expect(query(db, 'SELECT status, attempts, output_temp FROM tasks')).toEqual([{ status: 'SUCCESS', attempts: 1, output_temp: null }]);
+      expect((await tasksIn(db)).map(({ status, attempts }) => ({ status, attempts }))).toEqual([{ status: 'SUCCESS', attempts: 1 }]);
+      expect(await pendingOutputsIn(db)).toEqual([]); // recovery cleared the temporary path
       return;
     }
     throw new Error('no store write fell between the commit of the success and the rename of its output');
