@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { freeSlot } from '../../src/pool/slots.js';
 import { tempDir } from '../helpers/cli.js';
 import { mainIn } from '../helpers/in-process-cli.js';
-import { dbPathIn, query } from '../helpers/store.js';
+import { tasksIn } from '../helpers/read-store.js';
+import { dbPathIn } from '../helpers/store.js';
 
 /**
  * Issue 41, item 13: `{%}` is the slot an attempt runs in, 1…`-j`, as GNU parallel's `{%}`
@@ -49,7 +50,7 @@ describe('{%}', () => {
     writeFileSync(join(dir, 'slot.mjs'), 'export default async (task, ctx) => { await new Promise((r) => setTimeout(r, 50)); return { slot: ctx.slot }; };\n');
     const r = await mainIn(dir, ['run', '--items', 'list.txt', '-j', '2', '--handler', join(dir, 'slot.mjs'), '--quiet']);
     expect(r.code, r.stderr).toBe(0);
-    const slots = query<{ result: string }>(dbPathIn(dir), 'SELECT result FROM tasks').map((t) => (JSON.parse(t.result) as { slot: number }).slot);
+    const slots = (await tasksIn(dbPathIn(dir))).map((t) => (JSON.parse(t.result!) as { slot: number }).slot);
     expect(slots).toHaveLength(12);
     for (const s of slots) expect([1, 2]).toContain(s);
   }, 60_000);
