@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { batchFolderName } from '../../src/store/log-layout.js';
 import { jsonOf, mainIn } from '../helpers/in-process-cli.js';
 import { projectWithFiles } from '../helpers/project.js';
+import { readStore } from '../helpers/read-store.js';
 import { dbPathIn, query } from '../helpers/store.js';
 
 describe('failure clusters', () => {
@@ -66,7 +67,7 @@ describe('batches and prune', () => {
       ['live', 0],
     ]);
     // The store's identity names its log folder (the layout itself, no command shows it).
-    const [{ id }] = query<{ id: string }>(dbPathIn(p.dir), 'SELECT id FROM store_identity') as [{ id: string }];
+    const id = await readStore(dbPathIn(p.dir), async (s) => s.identity);
     const logs = join(p.dir, '.splitdance', 'logs', id);
     expect(readdirSync(logs).sort()).toEqual(['live', 'old-1', 'old-2', 'old-3'].map(batchFolderName).sort());
     const none = await mainIn(p.dir, ['prune']); // default 30d: nothing that old
@@ -83,7 +84,8 @@ describe('batches and prune', () => {
     expect(out).toMatchObject({ tasks: 9, attempts: 9 });
     expect(out.logBytes).toBeGreaterThan(0);
     expect((await jsonOf<{ batch: string }[]>(p.dir, ['batches'])).map((b) => b.batch)).toEqual(['live']);
-    // Every row of the pruned batches' attempts is gone (a count no command shows).
+    // Every row of the pruned batches' attempts is gone: raw SQL on purpose, since an attempt row
+    // left behind without its task (or batch) is one no command or store verb would reach.
     expect(query<{ n: number }>(dbPathIn(p.dir), 'SELECT count(*) AS n FROM attempts')[0]!.n).toBe(3);
     expect(readdirSync(logs)).toEqual([batchFolderName('live')]);
     expect(readdirSync(join(logs, batchFolderName('live')))).toHaveLength(3);
