@@ -1,11 +1,13 @@
 import { readFileSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { openStore } from '../../src/store/open-store.js';
+import type { BatchAttempt } from '../../src/store/records.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { mainIn } from '../helpers/in-process-cli.js';
-import { PG_URL, pgQuery, pgSchemas } from '../helpers/pg.js';
+import { PG_URL, pgSchemas } from '../helpers/pg.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { dbPathIn, query } from '../helpers/store.js';
+import { dbPathIn, storedAttempts } from '../helpers/store.js';
 
 // Two coordinator processes (each its own pid in the lease owner, its own environment and
 // module cache), so the runs are CLI processes; what is asked of the store afterwards runs here.
@@ -41,48 +43,27 @@ function entries(log: string): Entry[] {
     });
 }
 
-interface AttemptSeen {
-  key: string;
-  attempt: number;
-  owner: string;
-  started_at: number;
-  job_version: number | null;
-  outcome: string | null;
-}
-
-const ATTEMPTS = `SELECT t.task_key AS key, a.attempt, a.owner, a.started_at, a.job_version, a.outcome
-  FROM attempts a JOIN tasks t ON t.id = a.task_id ORDER BY a.id`;
-
 interface StoreAccess {
   args: string[];
-  attempts(): Promise<AttemptSeen[]>;
+  attempts(): Promise<BatchAttempt[]>;
   version(): Promise<number | null>;
 }
 
-function sqliteStore(dir: string): StoreAccess {
-  const db = dbPathIn(dir);
+/** The store at `db` (a SQLite path, or a PostgreSQL URL given to the runs with `--db`), read through its verbs: batch b's attempts oldest first, and its job version. */
+function storeAt(db: string, args: string[]): StoreAccess {
   return {
-    args: [],
-    attempts: async () => query<AttemptSeen>(db, ATTEMPTS),
+    args,
+    attempts: () => storedAttempts(db, 'b'),
     version: async () => {
+      // Opened read-only without a single write; null while the store or batch b is not created yet.
+      const store = await openStore(db, 'existing', { readonly: true }).catch(() => null);
+      if (!store) return null;
       try {
-        return query<{ v: number }>(db, 'SELECT job_version AS v FROM batches')[0]?.v ?? null;
+        return (await store.findBatch('b'))?.jobVersion ?? null;
       } catch {
         return null; // not created (or not migrated) yet
-      }
-    },
-  };
-}
-
-function pgStore(db: string, schema: string): StoreAccess {
-  return {
-    args: ['--db', db],
-    attempts: async () => (await pgQuery<AttemptSeen>(ATTEMPTS.replace('attempts a', `${schema}.attempts a`).replace('tasks t', `${schema}.tasks t`))).map((a) => ({ ...a, started_at: Number(a.started_at) })),
-    version: async () => {
-      try {
-        return (await pgQuery<{ v: number }>(`SELECT job_version AS v FROM ${schema}.batches`))[0]?.v ?? null;
-      } catch {
-        return null;
+      } finally {
+        await store.close();
       }
     },
   };
@@ -126,15 +107,15 @@ function definitionChangeSuite(name: string, access: () => { dir: string; log: s
       for (const a of attempts) {
         const ran = started.find((e) => e.key === a.key && e.attempt === a.attempt);
         expect(ran, `${a.key} #${a.attempt} in the side-effect log`).toBeDefined();
-        expect({ key: a.key, handler: ran!.handler, version: a.job_version }).toEqual({ key: a.key, handler: a.job_version === 1 ? 'A' : 'B', version: a.job_version });
+        expect({ key: a.key, handler: ran!.handler, version: a.jobVersion }).toEqual({ key: a.key, handler: a.jobVersion === 1 ? 'A' : 'B', version: a.jobVersion });
       }
       // Nothing claimed once B was stored ran A: only the attempt queued on the first run's one
       // slot when B was stored (claimed under A, SPEC §5) may start after that, and it ran A.
-      expect(attempts.filter((a) => a.started_at > updated && a.job_version !== 2).length).toBeLessThanOrEqual(1);
+      expect(attempts.filter((a) => a.startedAt > updated && a.jobVersion !== 2).length).toBeLessThanOrEqual(1);
       expect(started.filter((e) => e.at > updated && e.handler !== 'B').length).toBeLessThanOrEqual(1);
       // The first run itself went on with B (the test would prove nothing if the second ran them all).
       const firstPid = `:${first.pid}:`;
-      expect(attempts.filter((a) => a.owner.includes(firstPid) && a.job_version === 2).length).toBeGreaterThan(0);
+      expect(attempts.filter((a) => a.owner.includes(firstPid) && a.jobVersion === 2).length).toBeGreaterThan(0);
       // Every task ran exactly once, and no two attempts overlapped (-j 1 each, two runs: at most 2 at once, never one key twice).
       expect(new Set(attempts.map((a) => a.key)).size).toBe(attempts.length);
 
@@ -142,7 +123,7 @@ function definitionChangeSuite(name: string, access: () => { dir: string; log: s
       expect(r1.stdout + r1.stderr).toMatch(/batch b: handler changed to --exec "echo start B .* by another run; following it/);
 
       // `show` says which definition each attempt ran.
-      const followed = attempts.find((a) => a.owner.includes(firstPid) && a.job_version === 2)!;
+      const followed = attempts.find((a) => a.owner.includes(firstPid) && a.jobVersion === 2)!;
       const shown = await mainIn(dir, ['show', followed.key, '--batch', 'b', '--json', ...store.args]);
       expect(JSON.parse(shown.stdout).attempts.filter((a: { outcome: string }) => a.outcome !== 'INTERRUPTED').map((a: { jobVersion: number }) => a.jobVersion)).toEqual([2]);
       const human = await mainIn(dir, ['show', followed.key, '--batch', 'b', ...store.args]);
@@ -166,7 +147,7 @@ function definitionChangeSuite(name: string, access: () => { dir: string; log: s
       expect(r1.stderr).toMatch(/another run changed the handler to --handler .*picky\.mjs, which does not load here: .*cannot load here/);
       // A ran only before the update; nothing ran after; the rest waits, PENDING and unattempted.
       const attempts = await store.attempts();
-      expect(attempts.filter((a) => a.job_version === 1).every((a) => a.outcome === 'SUCCESS')).toBe(true);
+      expect(attempts.filter((a) => a.jobVersion === 1).every((a) => a.outcome === 'SUCCESS')).toBe(true);
       const status = await mainIn(dir, ['status', '--batch', 'b', '--json', ...store.args]);
       const counts = JSON.parse(status.stdout);
       expect(counts.running).toBe(0);
@@ -181,14 +162,14 @@ const TASKS = 12;
 
 definitionChangeSuite('SQLite', () => {
   const p = projectWithFiles(TASKS);
-  return { dir: p.dir, log: p.log, store: sqliteStore(p.dir) };
+  return { dir: p.dir, log: p.log, store: storeAt(dbPathIn(p.dir), []) };
 });
 
 const schemas = pgSchemas('sd_defchange');
 describe.skipIf(!PG_URL)('PostgreSQL', () => {
   definitionChangeSuite('PostgreSQL', () => {
     const p = projectWithFiles(TASKS);
-    const { db, schema } = schemas();
-    return { dir: p.dir, log: p.log, store: pgStore(db, schema) };
+    const { db } = schemas();
+    return { dir: p.dir, log: p.log, store: storeAt(db, ['--db', db]) };
   });
 });
