@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, sleep, startCli, waitFor, type CliResult } from '../helpers/cli.js';
 import { privatePgUnavailable, startPrivatePg, type PrivatePg } from '../helpers/pg-private.js';
 import { processesWithEnv } from '../helpers/procs.js';
+import { statusCounts } from '../helpers/json-views.js';
 import { projectWithFiles } from '../helpers/project.js';
 
 // R47: a primary that turns read-only for a few seconds (a failover demoting it) refuses every
@@ -73,8 +74,7 @@ describe.skipIf(unavailable !== null)(`run rides out a primary turned read-only$
       expect(x.stderr, name).toMatch(/the store is unavailable \(PostgreSQL at .* accepts no writes/);
       expect(x.stderr, name).toMatch(/the store is back/);
     }
-    const statuses = await admin<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM demoted_briefly.tasks GROUP BY status`);
-    expect(statuses).toEqual([{ status: 'SUCCESS', n: 300 }]);
+    expect(await statusCounts(p.dir, ['--db', db])).toEqual({ SUCCESS: 300 });
     // A refused write commits nothing and loses no lease (8 s is well inside the 30 s lease):
     // no attempt is repeated, on either host.
     const lines = ran(log);
@@ -84,7 +84,7 @@ describe.skipIf(unavailable !== null)(`run rides out a primary turned read-only$
   }, 150_000);
 
   it('read-only for longer than the outage limit: exit 4 in one line naming it, no process left; a rerun once writable finishes the batch', async () => {
-    const { p, run, log } = startRun(200, 'demoted_long', { SPLITDANCE_RECONNECT_MS: '3000' });
+    const { p, run, log, db } = startRun(200, 'demoted_long', { SPLITDANCE_RECONNECT_MS: '3000' });
     await waitFor(() => ran(log).length >= 20, 60_000, '20 attempts run');
     await readOnly(true);
     let r: CliResult;
@@ -100,9 +100,8 @@ describe.skipIf(unavailable !== null)(`run rides out a primary turned read-only$
     expect(r.stderr).not.toMatch(/unexpected error|\n\s+at /);
     await sleep(200);
     expect(processesWithEnv(p.dir)).toEqual([]);
-    const again = await runCli(['run', 'src', '--db', `${server.url}?schema=demoted_long`, '--exec', `echo {} >> ${log}`, '-j', '4', '--quiet'], { cwd: p.dir, timeoutMs: 60_000 });
+    const again = await runCli(['run', 'src', '--db', db, '--exec', `echo {} >> ${log}`, '-j', '4', '--quiet'], { cwd: p.dir, timeoutMs: 60_000 });
     expect(again.code, again.stderr).toBe(0);
-    const statuses = await admin<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM demoted_long.tasks GROUP BY status`);
-    expect(statuses).toEqual([{ status: 'SUCCESS', n: 200 }]);
+    expect(await statusCounts(p.dir, ['--db', db])).toEqual({ SUCCESS: 200 });
   }, 150_000);
 });
