@@ -1,6 +1,6 @@
 // A store read through its own verbs (task-store.ts), not with SQL: what a test checks of tasks and attempts.
 import { openStore } from '../../src/store/open-store.js';
-import type { AttemptRow, BatchRecord, TaskRow } from '../../src/store/records.js';
+import type { AttemptRow, BatchRecord, Counts, TaskRow } from '../../src/store/records.js';
 import type { TaskStore } from '../../src/store/task-store.js';
 
 /** Opens the store at `db` read-only for `read`, then closes it. */
@@ -38,3 +38,13 @@ export const attemptsIn = (db: string, batch?: string): Promise<(AttemptRow & { 
     for (const t of await s.listTasks({ batchId: (await batchOf(s, batch)).id })) for (const a of await s.attemptsOf(t.id)) out.push({ ...a, key: t.key });
     return out;
   });
+
+/** How many tasks of a batch (the latest without a name) have each status, through `counts` (what `status --json` adds up). */
+export const countsIn = (db: string, batch?: string): Promise<Counts> => readStore(db, async (s) => s.counts((await batchOf(s, batch)).id));
+
+/** `countsIn(db).succeeded` while a run may still be creating the store: 0 until it and its batch exist. */
+export const succeededSoFar = (db: string): Promise<number> =>
+  countsIn(db).then(
+    (c) => c.succeeded,
+    () => 0,
+  );
