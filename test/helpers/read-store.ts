@@ -1,6 +1,6 @@
 // A store read through its own verbs (task-store.ts), not with SQL: what a test checks of tasks and attempts.
 import { openStore } from '../../src/store/open-store.js';
-import type { AttemptRow, BatchRecord, PendingOutput, TaskRow } from '../../src/store/records.js';
+import type { AttemptRow, BatchRecord, Counts, PendingOutput, TaskRow } from '../../src/store/records.js';
 import type { TaskStore } from '../../src/store/task-store.js';
 
 /** Opens the store at `db` read-only for `read`, then closes it. */
@@ -42,3 +42,13 @@ export const attemptsIn = (db: string, batch?: string): Promise<(AttemptRow & { 
 /** A batch's successes whose declared output still waits at its temporary path (committed, not renamed yet), through `pendingOutputs`. */
 export const pendingOutputsIn = (db: string, batch?: string): Promise<PendingOutput[]> =>
   readStore(db, async (s) => s.pendingOutputs((await batchOf(s, batch)).id));
+
+/** How many tasks of a batch (the latest without a name) have each status, through `counts` (what `status --json` adds up). */
+export const countsIn = (db: string, batch?: string): Promise<Counts> => readStore(db, async (s) => s.counts((await batchOf(s, batch)).id));
+
+/** `countsIn(db).succeeded` while a run may still be creating the store: 0 until it and its batch exist. */
+export const succeededSoFar = (db: string): Promise<number> =>
+  countsIn(db).then(
+    (c) => c.succeeded,
+    () => 0,
+  );

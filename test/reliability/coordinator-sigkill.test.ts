@@ -3,7 +3,8 @@ import { slotWindow } from '../../src/pool/slot-window.js';
 import { handler, runCli, sleep, startCli, waitFor } from '../helpers/cli.js';
 import { processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { dbPathIn, query, sideEffects } from '../helpers/store.js';
+import { tasksJson } from '../helpers/json-views.js';
+import { dbPathIn, sideEffects, storedAttempts } from '../helpers/store.js';
 
 // SIGKILL of the coordinator (the CLI process) at random moments, and two CLI processes on one
 // store: what the store and the side-effect log hold after (SPEC §5).
@@ -26,7 +27,7 @@ describe('coordinator SIGKILL', () => {
     const final = await runCli(args, { cwd: p.dir, env });
     expect(final.code, final.stderr).toBe(0);
     expect(Date.now() - started).toBeLessThan(15_000); // no 30 s lease wait
-    const rows = query<{ task_key: string; status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT task_key, status, attempts FROM tasks');
+    const rows = await tasksJson(p.dir);
     expect(rows).toHaveLength(60);
     expect(rows.every((t) => t.status === 'SUCCESS')).toBe(true);
     const effects = sideEffects(p.log);
@@ -36,12 +37,13 @@ describe('coordinator SIGKILL', () => {
     // the handler's duration (40 ms: one queued) and is the same however loaded the machine is,
     // since a slower attempt only shrinks it. A side effect repeats only for a LOST attempt.
     const window = Math.max(slotWindow({ avgMs: null, headSince: 0 }, 0, null, 0), slotWindow({ avgMs: 40, headSince: 0 }, 1, null, 0));
-    const lost = query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM attempts WHERE outcome = 'LOST'")[0]!.n;
+    const attempts = await storedAttempts(dbPathIn(p.dir));
+    const lost = attempts.filter((a) => a.outcome === 'LOST').length;
     expect(lost).toBeLessThanOrEqual(kills * 2 * window);
     expect(effects.length - 60).toBeLessThanOrEqual(lost);
     // No attempt left open; a LOST one's end is unknown (NULL), never its takeover time.
-    expect(query(dbPathIn(p.dir), "SELECT 1 FROM attempts WHERE outcome IS NULL")).toEqual([]);
-    expect(query(dbPathIn(p.dir), "SELECT 1 FROM attempts WHERE outcome = 'LOST' AND (ended_at IS NOT NULL OR duration_ms IS NOT NULL)")).toEqual([]);
+    expect(attempts.filter((a) => a.outcome === null)).toEqual([]);
+    expect(attempts.filter((a) => a.outcome === 'LOST' && (a.endedAt !== null || a.durationMs !== null))).toEqual([]);
   });
 
   it('two runs started together on one store run each task exactly once and both exit 0', async () => {
@@ -55,7 +57,7 @@ describe('coordinator SIGKILL', () => {
     const effects = sideEffects(p.log);
     expect(effects).toHaveLength(80);
     expect(new Set(effects.map((e) => e.key)).size).toBe(80);
-    const owners = query<{ n: number }>(dbPathIn(p.dir), 'SELECT count(DISTINCT owner) AS n FROM attempts');
-    expect(owners[0]!.n).toBe(2);
+    const owners = new Set((await storedAttempts(dbPathIn(p.dir))).map((a) => a.owner));
+    expect(owners.size).toBe(2);
   });
 });

@@ -6,7 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { handler, runCli, sleep, startCli, tempDir, waitFor } from '../helpers/cli.js';
 import { childrenOf, processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { dbPathIn, logEntries, query, sideEffects } from '../helpers/store.js';
+import { countBy, dbPathIn, logEntries, sideEffects, storedAttempts } from '../helpers/store.js';
+import { countsIn, succeededSoFar } from '../helpers/read-store.js';
+import { statusCounts, tasksJson, waitUntil } from '../helpers/json-views.js';
 import { checkInvariants } from './invariants.js';
 import { prng, seedFor } from './prng.js';
 
@@ -40,7 +42,7 @@ describe('R3: workers SIGKILLed mid-task', () => {
     const r = await child.result;
     expect(r.code, r.stderr).toBe(0);
     expect(kills).toBeGreaterThan(3);
-    const crashed = query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM attempts WHERE outcome = 'CRASHED'")[0]!.n;
+    const crashed = (await storedAttempts(dbPathIn(p.dir))).filter((a) => a.outcome === 'CRASHED').length;
     expect(crashed).toBeGreaterThan(0);
     expect(crashed).toBeLessThanOrEqual(kills);
     expect(checkInvariants({ dbPath: dbPathIn(p.dir), keys: p.keys, retries: 5, logPath: p.log, kills, concurrency: 1 }), `seed ${seed}`).toEqual([]);
@@ -55,14 +57,7 @@ describe('R3: workers SIGKILLed while they load the handler', () => {
       env: { LOAD_DELAY_MS: '600' },
     });
     // Wait for the first success, so the pool is running (a replacement, not the start-up load).
-    const succeeded = () => {
-      try {
-        return query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")[0]!.n > 0;
-      } catch {
-        return false; // the store is not there yet
-      }
-    };
-    await waitFor(succeeded, 30_000, 'a first success');
+    await waitUntil(async () => (await succeededSoFar(dbPathIn(p.dir))) > 0, 30_000, 'a first success');
     // Kill the working worker, then each replacement as soon as it exists: it is still inside its
     // 600 ms load. Seven in a row is more than the load failures a handler that cannot load is allowed.
     let previous: number | undefined = childrenOf(child.pid!)[0];
@@ -73,8 +68,7 @@ describe('R3: workers SIGKILLed while they load the handler', () => {
     }
     const r = await child.result;
     expect(r.code, r.stderr).toBe(0);
-    const rows = query<{ status: string; n: number }>(dbPathIn(p.dir), 'SELECT status, count(*) AS n FROM tasks GROUP BY status');
-    expect(rows).toEqual([{ status: 'SUCCESS', n: 30 }]);
+    expect(await statusCounts(p.dir)).toEqual({ SUCCESS: 30 });
   });
 });
 
@@ -86,8 +80,8 @@ describe('R7: a poison pill', () => {
       env: { CRASH_MODE: 'kill', CRASH_KEY: 'f007.log' },
     });
     expect(r.code).toBe(1);
-    const rows = query<{ task_key: string; status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT task_key, status, attempts FROM tasks');
-    expect(rows.filter((t) => t.status !== 'SUCCESS')).toEqual([{ task_key: 'f007.log', status: 'FAILED', attempts: 3 }]);
+    const rows = (await tasksJson(p.dir)).map(({ key, status, attempts }) => ({ key, status, attempts }));
+    expect(rows.filter((t) => t.status !== 'SUCCESS')).toEqual([{ key: 'f007.log', status: 'FAILED', attempts: 3 }]);
     expect(checkInvariants({ dbPath: dbPathIn(p.dir), keys: p.keys, retries: 2, terminal: ['SUCCESS', 'FAILED'] })).toEqual([]);
   });
 });
@@ -105,23 +99,17 @@ describe('R8: a leaking handler', () => {
         return 0;
       }
     };
-    const done = () => {
-      try {
-        return query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")[0]!.n;
-      } catch {
-        return 0; // the store is still being created
-      }
-    };
-    await waitFor(() => existsSync(dbPathIn(p.dir)) && done() >= 100, 60_000, '100 tasks');
+    const done = () => succeededSoFar(dbPathIn(p.dir));
+    await waitUntil(async () => existsSync(dbPathIn(p.dir)) && (await done()) >= 100, 60_000, '100 tasks');
     const early = rss();
-    await waitFor(() => done() >= 380, 60_000, '380 tasks');
+    await waitUntil(async () => (await done()) >= 380, 60_000, '380 tasks');
     const late = rss();
     const r = await child.result;
     expect(r.code, r.stderr).toBe(0);
     // 400 tasks leaked 800 MB into workers; the coordinator must not have grown with them.
     expect(late - early).toBeLessThan(40 * 1024 * 1024);
-    const perWorker = query<{ n: number }>(dbPathIn(p.dir), 'SELECT count(*) AS n FROM attempts GROUP BY pid');
-    expect(Math.max(...perWorker.map((x) => x.n))).toBeLessThanOrEqual(40);
+    const perWorker = [...countBy(await storedAttempts(dbPathIn(p.dir)), (a) => String(a.pid)).values()];
+    expect(Math.max(...perWorker)).toBeLessThanOrEqual(40);
     expect(perWorker.length).toBeGreaterThanOrEqual(10);
   });
 });
@@ -156,6 +144,7 @@ describe('R11: a store locked by a foreign process', () => {
   it('waits the busy timeout, then exits 4 with a clear message and changes nothing', async () => {
     const p = projectWithFiles(3);
     expect((await runCli(['run', 'src', '--exec', 'exit 1', '--retries', '0'], { cwd: p.dir })).code).toBe(1);
+    // SQL stays: a foreign process holding the store's write lock is the fault itself.
     const foreign = new Database(dbPathIn(p.dir));
     foreign.exec('BEGIN IMMEDIATE');
     try {
@@ -172,7 +161,7 @@ describe('R11: a store locked by a foreign process', () => {
       foreign.exec('ROLLBACK');
       foreign.close();
     }
-    expect(query<{ status: string }>(dbPathIn(p.dir), 'SELECT DISTINCT status FROM tasks')).toEqual([{ status: 'FAILED' }]);
+    expect(await statusCounts(p.dir)).toEqual({ FAILED: 3 });
   });
 });
 
@@ -206,12 +195,10 @@ describe('R15: a file deleted between split and run', () => {
       cwd: p.dir,
     });
     expect(r.code).toBe(1);
-    const rows = query<{ task_key: string; status: string; last_error: string | null }>(
-      dbPathIn(p.dir),
-      'SELECT task_key, status, last_error FROM tasks ORDER BY task_key',
-    );
+    const rows = (await tasksJson(p.dir)).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    expect(rows.map((x) => x.key)).toEqual(['f000.log', 'f001.log', 'f002.log', 'f003.log']);
     expect(rows.map((x) => x.status)).toEqual(['SUCCESS', 'SUCCESS', 'SUCCESS', 'FAILED']);
-    expect(rows[3]!.last_error).toMatch(/No such file or directory/);
+    expect(rows[3]!.lastError).toMatch(/No such file or directory/);
   });
 });
 
@@ -226,7 +213,7 @@ describe('R16: a name that is not valid UTF-8', () => {
     const r = await runCli(['run', 'src', '--exec', 'cat {} > /dev/null'], { cwd: dir });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/skipped 1 file whose name is not valid UTF-8: .*bad\\xff\.log/);
-    expect(query(dbPathIn(dir), 'SELECT task_key FROM tasks')).toEqual([{ task_key: 'ok.log' }]);
+    expect((await tasksJson(dir)).map((t) => t.key)).toEqual(['ok.log']);
   });
 });
 
@@ -266,7 +253,7 @@ describe('R18: a 1M-line file split by --lines 1 (SPLITDANCE_LONG=1 only)', () =
     writeFileSync(join(dir, 'million.txt'), lines);
     const r = await runCli(['run', 'million.txt', '--lines', '1', '--handler', handler('ok'), '-j', '2', '--quiet'], { cwd: dir, timeoutMs: 1_200_000 });
     expect(r.code, r.stderr).toBe(0);
-    expect(query<{ n: number }>(dbPathIn(dir), "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")[0]!.n).toBe(1_000_000);
+    expect((await countsIn(dbPathIn(dir))).succeeded).toBe(1_000_000);
   }, 1_300_000);
 });
 
@@ -284,22 +271,12 @@ describe('R18: scale (CI size; SPLITDANCE_LONG=1 runs 100k files)', () => {
     const args = ['run', 'src', '--handler', handler('ok'), '-j', '2', '--quiet'];
     const victim = startCli(args, { cwd: dir });
     const db = dbPathIn(dir);
-    await waitFor(
-      () => {
-        try {
-          return query<{ n: number }>(db, "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")[0]!.n >= n / 2;
-        } catch {
-          return false;
-        }
-      },
-      60_000,
-      'half the tasks',
-    );
+    await waitUntil(async () => (await succeededSoFar(db)) >= n / 2, 60_000, 'half the tasks');
     victim.kill('SIGKILL');
     await victim.result;
     const r = await runCli(args, { cwd: dir, timeoutMs: 120_000 });
     expect(r.code, r.stderr).toBe(0);
-    const keys = query<{ n: number }>(db, "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")[0]!.n;
+    const keys = (await countsIn(db)).succeeded;
     expect(keys).toBe(n);
   }, 180_000);
 });

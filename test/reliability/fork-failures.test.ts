@@ -6,7 +6,8 @@ import { BIN, ROOT, handler, startCli, waitFor, type CliResult } from '../helper
 import { processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { missing } from '../helpers/services.js';
-import { dbPathIn, logEntries, query } from '../helpers/store.js';
+import { statusCounts } from '../helpers/json-views.js';
+import { logEntries } from '../helpers/store.js';
 
 // 600 slots are cheap only as spawner helpers (600 Node workers would take minutes here).
 const helperBuilt = !missing('cc', 'the -j 600 fork-failure test') && existsSync(join(ROOT, 'dist/native/spawner'));
@@ -33,7 +34,6 @@ function runWithFileLimit(fds: number, args: string[], cwd: string, env: NodeJS.
   );
 }
 
-const statuses = (dir: string) => query<{ status: string; n: number }>(dbPathIn(dir), 'SELECT status, count(*) AS n FROM tasks GROUP BY status');
 const noStackTrace = (text: string) => expect(text).not.toMatch(/\n\s+at |node:internal|Unhandled 'error'/);
 
 describe('too few file descriptors for -j (R34)', () => {
@@ -43,7 +43,7 @@ describe('too few file descriptors for -j (R34)', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/started \d+ of 30 workers and runs with those: could not start a worker process: too many open files \(EMFILE\); raise the limit \(ulimit -n\) or lower -j/);
     noStackTrace(r.stderr);
-    expect(statuses(p.dir)).toEqual([{ status: 'SUCCESS', n: 30 }]);
+    expect(await statusCounts(p.dir)).toEqual({ SUCCESS: 30 });
     await waitFor(() => processesWithEnv(p.dir).length === 0, 5000, 'no worker left behind');
   }, 90_000);
 
@@ -53,7 +53,7 @@ describe('too few file descriptors for -j (R34)', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/started \d+ of 600 workers and runs with those: could not start a worker process: too many open files \(EMFILE\)/);
     noStackTrace(r.stderr);
-    expect(statuses(p.dir)).toEqual([{ status: 'SUCCESS', n: 600 }]);
+    expect(await statusCounts(p.dir)).toEqual({ SUCCESS: 600 });
     await waitFor(() => processesWithEnv(p.dir).length === 0, 5000, 'no helper left behind');
   }, 90_000);
 });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN, runCli, sleep, tempDir, waitFor, type CliResult } from '../helpers/cli.js';
 import { processesWithEnv } from '../helpers/procs.js';
-import { dbPathIn, logEntries, query } from '../helpers/store.js';
+import { dbPathIn, logEntries, storedAttempts } from '../helpers/store.js';
 import { checkInvariants } from './invariants.js';
 import { LONG, prng, seedFor } from './prng.js';
 
@@ -146,7 +146,7 @@ describe('the kill campaign (R46)', () => {
     const out = readdirSync(join(p.dir, 'out')).sort();
     expect(out).toEqual(p.keys.map((k) => `${k}.out`).sort());
     // Every output is the committed attempt's own.
-    const committed = new Map(query<{ key: string; attempt: number }>(db, "SELECT t.task_key AS key, a.attempt FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE a.outcome = 'SUCCESS'").map((r) => [r.key, r.attempt]));
+    const committed = new Map((await storedAttempts(db)).filter((a) => a.outcome === 'SUCCESS').map((a) => [a.key, a.attempt]));
     const wrong = p.keys.filter((key) => readFileSync(join(p.dir, 'out', `${key}.out`), 'utf8') !== `${key} ${committed.get(key)}\n`);
     expect(wrong).toEqual([]);
   }, LONG ? 1_800_000 : 300_000);

@@ -3,7 +3,8 @@ import { handler, sleep, waitFor } from '../helpers/cli.js';
 import { runInNamespace } from '../helpers/namespaces.js';
 import { childrenOf } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { dbPathIn, logEntries, query } from '../helpers/store.js';
+import { statusCounts, tasksJson } from '../helpers/json-views.js';
+import { dbPathIn, logEntries, storedAttempts } from '../helpers/store.js';
 import { missing } from '../helpers/services.js';
 import { checkInvariants } from './invariants.js';
 
@@ -29,8 +30,8 @@ describe('runs in two PID namespaces of one machine (R29)', () => {
     expect(b.code, b.stderr).toBe(0);
 
     const db = dbPathIn(p.dir);
-    expect(query(db, "SELECT count(*) AS n FROM attempts WHERE outcome <> 'SUCCESS'")).toEqual([{ n: 0 }]);
-    expect(query(db, 'SELECT count(*) AS n FROM tasks WHERE attempts <> 1')).toEqual([{ n: 0 }]);
+    expect((await storedAttempts(db)).filter((a) => a.outcome !== 'SUCCESS')).toEqual([]);
+    expect((await tasksJson(p.dir)).filter((t) => t.attempts !== 1)).toEqual([]);
     expect(checkInvariants({ dbPath: db, keys: p.keys, retries: 2, logPath: p.log, concurrency: 4 })).toEqual([]);
   }, 90_000);
 
@@ -48,8 +49,8 @@ describe('runs in two PID namespaces of one machine (R29)', () => {
     expect(second.code, second.stderr).toBe(0);
     const db = dbPathIn(p.dir);
     // Its two running attempts, and any it held queued behind them, come back LOST.
-    expect(query<{ n: number }>(db, "SELECT count(*) AS n FROM attempts WHERE outcome = 'LOST'")[0]!.n).toBeGreaterThanOrEqual(2);
-    expect(query(db, "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")).toEqual([{ n: 4 }]);
+    expect((await storedAttempts(db)).filter((a) => a.outcome === 'LOST').length).toBeGreaterThanOrEqual(2);
+    expect(await statusCounts(p.dir)).toEqual({ SUCCESS: 4 });
     expect(checkInvariants({ dbPath: db, keys: p.keys, retries: 2, logPath: p.log, kills: 1, concurrency: 2 })).toEqual([]);
   }, 90_000);
 });
