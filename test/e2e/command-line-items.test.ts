@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN, runCli, tempDir } from '../helpers/cli.js';
-import { dbPathIn, query } from '../helpers/store.js';
+import { dbPathIn, storedTasks } from '../helpers/store.js';
 
 /**
  * GNU parallel's input sources on splitdance's command line (SPEC §3): `:::`, `::::`, `:::+`,
@@ -48,7 +48,7 @@ describe('::: and :::: as in GNU parallel', () => {
     const one = await run([...EXEC, ':::', 'a b', 'a', ':::', 'c', 'b c'], { cwd: dir });
     expect(one.code, one.stderr).toBe(0);
     expect(one.stderr).toMatch(/4 tasks \(4 new\)/);
-    const keys = query<{ task_key: string }>(dbPathIn(dir), 'SELECT task_key FROM tasks ORDER BY id').map((r) => r.task_key);
+    const keys = (await storedTasks(dbPathIn(dir))).map((t) => t.key); // creation order
     expect(keys).toEqual(['["a b","c"]', '["a b","b c"]', '["a","c"]', '["a","b c"]']);
     const again = await run([...EXEC, ':::', 'a b', 'a', ':::', 'c', 'b c'], { cwd: dir });
     expect(again.code, again.stderr).toBe(0);

@@ -2,14 +2,21 @@ import { appendFileSync, readFileSync, utimesSync, writeFileSync } from 'node:fs
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, sleep, tempDir } from '../helpers/cli.js';
-import { dbPathIn, query } from '../helpers/store.js';
+import { dbPathIn, query, storedTasks } from '../helpers/store.js';
 
 /** A chunked file is never run with stale ranges (SPEC §3): one that grew gets new chunks; one that changed is refused. */
 
 const lines = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `line-${String(from + i).padStart(4, '0')}\n`).join('');
 
-/** Everything the store holds of the batch, to prove a refused run wrote nothing. */
+/**
+ * Everything the store holds of the batch, to prove a refused run wrote nothing. SQL on purpose:
+ * every column (the batch's updated_at, a task's seen fingerprint, lease token…), not only what the verbs show.
+ */
 const dump = (dir: string) => JSON.stringify([query(dbPathIn(dir), 'SELECT * FROM batches'), query(dbPathIn(dir), 'SELECT * FROM tasks ORDER BY id')]);
+
+/** The chunks' byte ranges, in the order the file was split (seq). */
+const rangesOf = async (dir: string) =>
+  (await storedTasks(dbPathIn(dir))).sort((a, b) => a.seq - b.seq).map((t) => ({ start: t.payload.start!, end: t.payload.end! }));
 
 describe('a chunked file that grew or changed', () => {
   for (const chunking of [['--lines', '100'], ['--chunk-size', '1KiB']]) {
@@ -31,7 +38,7 @@ describe('a chunked file that grew or changed', () => {
       expect(again.stderr).toMatch(/\(0 new\)/);
       expect(readFileSync(seen, 'utf8').split('\n').filter(Boolean).sort()).toEqual(lines(1, 420).split('\n').filter(Boolean));
       // The chunks tile the file: consecutive ranges from 0 to its size.
-      const ranges = query<{ payload: string }>(dbPathIn(dir), 'SELECT payload FROM tasks ORDER BY seq').map((t) => JSON.parse(t.payload) as { start: number; end: number });
+      const ranges = await rangesOf(dir);
       expect(ranges[0]!.start).toBe(0);
       for (let i = 1; i < ranges.length; i++) expect(ranges[i]!.start).toBe(ranges[i - 1]!.end);
       expect(ranges.at(-1)!.end).toBe(readFileSync(log).length);
@@ -87,7 +94,7 @@ describe('a chunked file that grew or changed', () => {
     expect(last.code, last.stderr).toBe(0);
     expect(readFileSync(log).equals(all)).toBe(true);
     expect(readFileSync(seen, 'utf8').split('\n').filter(Boolean).sort()).toEqual(all.toString().split('\n').filter(Boolean));
-    const ranges = query<{ payload: string }>(dbPathIn(dir), 'SELECT payload FROM tasks ORDER BY seq').map((t) => JSON.parse(t.payload) as { start: number; end: number });
+    const ranges = await rangesOf(dir);
     expect(ranges[0]!.start).toBe(0);
     for (let i = 1; i < ranges.length; i++) expect(ranges[i]!.start).toBe(ranges[i - 1]!.end);
     for (const { end } of ranges) expect(all[end - 1]).toBe(0x0a);
@@ -165,7 +172,7 @@ describe('a chunked file that grew or changed', () => {
       if (taken === 'still') utimesSync(log, new Date(Date.now() - 3600_000), new Date(Date.now() - 3600_000));
       const first = await runCli(['run', 'app.log', '--lines', '4', '--exec', 'true', ...(taken === '--finished' ? ['--finished'] : [])], { cwd: dir });
       expect(first.code, first.stderr).toBe(0);
-      expect(query(dbPathIn(dir), 'SELECT count(*) AS n FROM tasks')).toEqual([{ n: 3 }]);
+      expect(await storedTasks(dbPathIn(dir))).toHaveLength(3);
       await refusedOnceExtended(dir, log);
     }
   });

@@ -2,7 +2,8 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, tempDir } from '../helpers/cli.js';
-import { dbPathIn, query } from '../helpers/store.js';
+import { statusJson } from '../helpers/json-views.js';
+import { dbPathIn, query, storedTasks } from '../helpers/store.js';
 
 /** Items as a source (SPEC §3), through the built CLI: keyed by content, stored with their tasks. */
 
@@ -40,7 +41,7 @@ describe('items: one task per line, keyed by the item', () => {
     expect(again.code, again.stderr).toBe(0);
     expect(again.stderr).toMatch(/31 tasks \(1 new\)/);
     expect(texts(out)).toEqual([...items30(), 'NEW-TOP'].sort());
-    const keys = query<{ task_key: string }>(dbPathIn(dir), 'SELECT task_key FROM tasks ORDER BY task_key').map((r) => r.task_key);
+    const keys = (await storedTasks(dbPathIn(dir))).map((t) => t.key).sort();
     expect(keys).toEqual([...items30(), 'NEW-TOP'].sort());
   });
 
@@ -79,11 +80,11 @@ describe('items: one task per line, keyed by the item', () => {
     expect(texts(out)).toEqual([...hostile].sort());
     expect(readdirSync(dir)).not.toContain('pwned');
     expect(readdirSync(dir)).not.toContain('pwned2');
-    const keys = query<{ task_key: string }>(dbPathIn(dir), 'SELECT task_key FROM tasks');
+    const keys = (await storedTasks(dbPathIn(dir))).map((t) => t.key);
     expect(keys).toHaveLength(hostile.length + 1);
     // The 10 KB line's key is shortened, still unique; the others are the items themselves.
-    expect(keys.map((k) => k.task_key)).toEqual(expect.arrayContaining(hostile.filter((h) => h.length < 200)));
-    expect(keys.find((k) => k.task_key.startsWith('xxx'))!.task_key).toMatch(/^x{160}…[0-9a-f]{16}$/);
+    expect(keys).toEqual(expect.arrayContaining(hostile.filter((h) => h.length < 200)));
+    expect(keys.find((k) => k.startsWith('xxx'))).toMatch(/^x{160}…[0-9a-f]{16}$/);
     // --dry-run shows the first items, control characters escaped.
     writeFileSync(join(dir, 'esc.txt'), 'a\x1b[31mred\nb\n');
     const dry = await runCli(['run', '--items', 'esc.txt', '--exec', 'echo {}', '--dry-run'], { cwd: dir });
@@ -113,7 +114,7 @@ describe('items: one task per line, keyed by the item', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(readFileSync(join(out, 'u1'), 'utf8')).toBe('line one\nline two');
     expect(readFileSync(join(out, 'u2'), 'utf8')).toBe("it's $(touch pwned)");
-    expect(query(dbPathIn(dir), 'SELECT task_key FROM tasks ORDER BY task_key')).toEqual([{ task_key: 'u1' }, { task_key: 'u2' }]);
+    expect((await storedTasks(dbPathIn(dir))).map((t) => t.key).sort()).toEqual(['u1', 'u2']);
   });
 
   it('invalid JSON names its line and writes nothing; an item placeholder on a directory is exit 2', async () => {
@@ -131,6 +132,7 @@ describe('items: one task per line, keyed by the item', () => {
     // A batch keeps its kind of source: the same file as chunks, then as a list, would be two kinds of keys.
     writeFileSync(join(dir, 'l.txt'), 'a\nb\n');
     expect((await runCli(['run', 'l.txt', '--exec', 'true'], { cwd: dir })).code).toBe(0);
+    // SQL on purpose: every column of every task, those no verb shows (seen fingerprint, output temp, lease token) included: the refused run wrote nothing.
     const before = query(dbPathIn(dir), 'SELECT * FROM tasks');
     const k = await runCli(['run', '--items', 'l.txt', '--exec', 'true'], { cwd: dir });
     expect(k.code).toBe(2);
@@ -175,9 +177,9 @@ describe('items: one task per line, keyed by the item', () => {
     expect(readFileSync(join(dir, 'out', 'beta.up'), 'utf8')).toBe('TWO');
     // `/etc` after `out/` stays under out/; `..` is refused.
     expect(readdirSync(join(dir, 'out')).sort()).toEqual(['alpha.txt', 'alpha.up', 'beta.txt', 'beta.up', 'etc.txt', 'etc.up']);
-    const failed = query<{ task_key: string; last_error: string }>(dbPathIn(dir), "SELECT task_key, last_error FROM tasks WHERE status = 'FAILED' ORDER BY task_key");
-    expect(failed.map((f) => f.task_key)).toEqual(['fetch/.. up']);
-    expect(failed.every((f) => /outside the folder the template names/.test(f.last_error))).toBe(true);
+    const failed = (await storedTasks(dbPathIn(dir))).filter((t) => t.status === 'FAILED');
+    expect(failed.map((f) => f.key)).toEqual(['fetch/.. up']);
+    expect(failed.every((f) => /outside the folder the template names/.test(f.lastError!))).toBe(true);
 
     const abs = await runCli(['run', '--items', 'list.txt', '--batch', 'abs', '--exec', 'true > {out}', '--output', '{}'], { cwd: dir });
     expect(abs.code).toBe(1);
@@ -192,7 +194,8 @@ describe('items: one task per line, keyed by the item', () => {
     const r = await runCli(['run', '-', '--exec', 'true', '--max-runtime', '1ms', '-j', '1'], { cwd: dir, input, timeoutMs: 600_000 });
     expect(r.code, r.stderr).toBe(3);
     expect(r.stderr).toMatch(/1 item of the list repeated/);
-    expect(query<{ n: number }>(dbPathIn(dir), 'SELECT count(DISTINCT task_key) AS n FROM tasks')).toEqual([{ n: many }]);
+    // One task per key ((batch, stage, key) is unique): the batch's total is the count of distinct keys.
+    expect((await statusJson(dir)).total).toBe(many);
   }, 600_000);
 
   it('a job file names the list ("items", "-" for stdin) and "pipe"; its fields are validated', async () => {

@@ -2,7 +2,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT, runCli, tempDir } from '../helpers/cli.js';
-import { query } from '../helpers/store.js';
+import { storedAttempts, storedTasks } from '../helpers/store.js';
 
 // An argument over Linux's per-argument limit (MAX_ARG_STRLEN, 128 KiB) makes exec fail with
 // E2BIG. It is a failed attempt naming the argument and the limit, not retried (the same task
@@ -33,20 +33,17 @@ describe('an argument over the system limit (E2BIG)', () => {
         expect(r.code, r.stderr).toBe(1); // FAILED tasks
         expect(r.stderr).not.toContain('CRASHED');
         expect(r.stderr).toContain('argument 2 is 195.3 KiB, over the 128 KiB per-argument limit of the system (E2BIG)');
-        const tasks = query<{ item: string; status: string; attempts: number; last_error: string }>(
-          db,
-          "SELECT json_extract(payload, '$.item') AS item, status, attempts, last_error FROM tasks ORDER BY id",
-        );
-        expect(tasks.map((t) => [t.item.length, t.status, t.attempts])).toEqual([
+        const tasks = await storedTasks(db);
+        expect(tasks.map((t) => [t.payload.item!.length, t.status, t.attempts])).toEqual([
           [1, 'SUCCESS', 1],
           [BIG, 'FAILED', 1], // not retried: the same argument would come back
           [1, 'SUCCESS', 1],
           [1, 'SUCCESS', 1],
         ]);
-        expect(tasks[1]!.last_error).toMatch(/^could not start \S+: argument 2 is 195\.3 KiB, over the 128 KiB per-argument limit/);
+        expect(tasks[1]!.lastError).toMatch(/^could not start \S+: argument 2 is 195\.3 KiB, over the 128 KiB per-argument limit/);
         // One worker ran them all: none crashed and none was replaced.
-        const workers = query<{ worker_id: string; outcome: string }>(db, 'SELECT worker_id, outcome FROM attempts');
-        expect(new Set(workers.map((w) => w.worker_id)).size).toBe(1);
+        const workers = await storedAttempts(db);
+        expect(new Set(workers.map((w) => w.workerId)).size).toBe(1);
         expect(workers.map((w) => w.outcome).sort()).toEqual(['FAILED', 'SUCCESS', 'SUCCESS', 'SUCCESS']);
       });
     }

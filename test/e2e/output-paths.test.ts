@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, utimesSy
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, tempDir } from '../helpers/cli.js';
-import { dbPathIn, query } from '../helpers/store.js';
+import { dbPathIn, storedTasks } from '../helpers/store.js';
 
 /**
  * Declared output paths no file can have, and folders a link was planted in (SPEC §9), through
@@ -26,13 +26,8 @@ function project(files: string[]): { dir: string; src: string } {
   return { dir, src };
 }
 
-interface Row {
-  task_key: string;
-  status: string;
-  attempts: number;
-  last_error: string | null;
-}
-const tasksIn = (dir: string) => query<Row>(dbPathIn(dir), 'SELECT task_key, status, attempts, last_error FROM tasks ORDER BY task_key');
+/** The batch's tasks by key. */
+const tasksByKey = async (dir: string) => (await storedTasks(dbPathIn(dir))).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 
 /** Every name under `dir`, hidden ones (temporary files) included. */
 const namesUnder = (dir: string) => (existsSync(dir) ? readdirSync(dir, { recursive: true }).map(String).sort() : []);
@@ -52,12 +47,12 @@ describe('an output path no file can have', () => {
     const r = await runCli(['run', '--job', 'job.json'], { cwd: p.dir, timeoutMs: ENDS_WITHIN });
     expect(r.signal, 'the run ended by itself').toBeNull();
     expect(r.code, r.stderr).toBe(1); // some tasks failed (SPEC exit codes)
-    const rows = tasksIn(p.dir);
-    const failed = rows.find((t) => t.task_key === `a/${long}`)!;
+    const rows = await tasksByKey(p.dir);
+    const failed = rows.find((t) => t.key === `a/${long}`)!;
     expect(failed).toMatchObject({ status: 'FAILED', attempts: 1 });
-    expect(failed.last_error).toMatch(/over NAME_MAX \(255 bytes/);
-    expect(rows.find((t) => t.task_key === `b/${long}`)!.status).toBe('CANCELLED');
-    expect(rows.filter((t) => t.task_key.endsWith('/short')).map((t) => t.status)).toEqual(['SUCCESS', 'SUCCESS']);
+    expect(failed.lastError).toMatch(/over NAME_MAX \(255 bytes/);
+    expect(rows.find((t) => t.key === `b/${long}`)!.status).toBe('CANCELLED');
+    expect(rows.filter((t) => t.key.endsWith('/short')).map((t) => t.status)).toEqual(['SUCCESS', 'SUCCESS']);
     // Nothing waits to be placed: no temporary file, and status says the batch is over.
     expect(namesUnder(join(p.dir, 'out'))).toEqual(['short.gz.done']);
     const status = JSON.parse((await runCli(['status', '--json'], { cwd: p.dir })).stdout);
@@ -70,9 +65,9 @@ describe('an output path no file can have', () => {
     const r = await runCli(['run', 'src', '--exec', 'gzip -c {} > {out}', '--output', `out/${deep}/{name}.gz`], { cwd: p.dir, timeoutMs: ENDS_WITHIN });
     expect(r.signal, 'the run ended by itself').toBeNull();
     expect(r.code, r.stderr).toBe(1);
-    const [row] = tasksIn(p.dir);
+    const [row] = await tasksByKey(p.dir);
     expect(row).toMatchObject({ status: 'FAILED', attempts: 1 });
-    expect(row!.last_error).toMatch(/over PATH_MAX \(4095 bytes/);
+    expect(row!.lastError).toMatch(/over PATH_MAX \(4095 bytes/);
     expect(existsSync(join(p.dir, 'out'))).toBe(false);
   });
 });
@@ -94,16 +89,16 @@ describe('a symlink planted in an output folder', () => {
     const r = await runCli(['run', 'src', '--exec', 'gzip -c {} > {out}', '--output', 'out/{rel}.gz'], { cwd: p.dir, timeoutMs: ENDS_WITHIN });
     expect(r.signal, 'the run ended by itself').toBeNull();
     expect(r.code, r.stderr).toBe(1);
-    const rows = tasksIn(p.dir);
+    const rows = await tasksByKey(p.dir);
     for (const key of ['a/new.log', 'a/x.log']) {
-      const row = rows.find((t) => t.task_key === key)!;
+      const row = rows.find((t) => t.key === key)!;
       expect(row, key).toMatchObject({ status: 'FAILED', attempts: 1 });
-      expect(row.last_error).toContain(`${join(p.dir, 'out', 'a')} is one (to ${elsewhere})`);
+      expect(row.lastError).toContain(`${join(p.dir, 'out', 'a')} is one (to ${elsewhere})`);
     }
     expect(readFileSync(join(elsewhere, 'x.log.gz'), 'utf8')).toBe('VICTIM');
     expect(namesUnder(elsewhere)).toEqual(['x.log.gz']);
     // The folder below the user's link is walked, made and written as before.
-    expect(rows.find((t) => t.task_key === 'b/y.log')!.status).toBe('SUCCESS');
+    expect(rows.find((t) => t.key === 'b/y.log')!.status).toBe('SUCCESS');
     expect(namesUnder(join(disk, 'b'))).toEqual(['y.log.gz']);
   });
 });

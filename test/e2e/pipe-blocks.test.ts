@@ -4,24 +4,25 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, sleep, startCli, tempDir } from '../helpers/cli.js';
 import { missing } from '../helpers/services.js';
-import { dbPathIn, query } from '../helpers/store.js';
+import { dbPathIn, storedAttempts, storedTasks } from '../helpers/store.js';
 
 /** `run - --pipe --block SIZE`: stdin cut into line-aligned blocks, each a stored task (GNU parallel's --pipe). */
 
 const seq = (n: number): Buffer => execFileSync('seq', ['1', String(n)], { maxBuffer: 64 * 1024 * 1024 });
 const sum = (text: string): number => text.trim().split('\n').reduce((s, l) => s + Number(l), 0);
 
-interface Row {
-  task_key: string;
-  status: string;
-  attempts: number;
+/** The batch's tasks in the order stdin was cut (seq). */
+const tasks = async (dir: string) => (await storedTasks(dbPathIn(dir))).sort((a, b) => a.seq - b.seq);
+
+/** Each task with a successful attempt: how many it had, and the greatest output tail of them. */
+async function successes(dir: string): Promise<{ key: string; n: number; tail: string }[]> {
+  const byKey = new Map<string, { key: string; n: number; tail: string }>();
+  for (const a of (await storedAttempts(dbPathIn(dir))).filter((x) => x.outcome === 'SUCCESS')) {
+    const s = byKey.get(a.key) ?? { key: a.key, n: 0, tail: a.outputTail! };
+    byKey.set(a.key, { key: a.key, n: s.n + 1, tail: a.outputTail! > s.tail ? a.outputTail! : s.tail });
+  }
+  return [...byKey.values()];
 }
-const tasks = (dir: string) => query<Row>(dbPathIn(dir), 'SELECT task_key, status, attempts FROM tasks ORDER BY seq');
-const successes = (dir: string) =>
-  query<{ task_key: string; n: number; tail: string }>(
-    dbPathIn(dir),
-    "SELECT t.task_key, count(*) AS n, max(a.output_tail) AS tail FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE a.outcome = 'SUCCESS' GROUP BY t.id",
-  );
 
 describe('run - --pipe', () => {
   it.skipIf(missing('parallel', 'the side-by-side test of --pipe --block'))(
@@ -43,7 +44,7 @@ describe('run - --pipe', () => {
       expect(again.stdout).toBe('');
       expect(again.stderr).toMatch(new RegExp(`${ours} tasks \\(0 new\\)`));
       expect(again.stderr).toMatch(new RegExp(`nothing ran: all ${ours} tasks of batch stdin-[0-9a-f]{8} were already done`));
-      expect(successes(dir).every((s) => s.n === 1)).toBe(true);
+      expect((await successes(dir)).every((s) => s.n === 1)).toBe(true);
     },
     150_000,
   );
@@ -53,17 +54,17 @@ describe('run - --pipe', () => {
     const input = seq(200_000); // 1.2 MiB: about 20 blocks of 64 KiB
     const args = ['run', '-', '--pipe', '--block', '64K', '-j', '2', '--exec', 'sh -c "wc -l; sleep 0.4"'];
     const first = startCli(args, { cwd: dir, input, timeoutMs: 60_000 });
-    const succeeded = () => {
+    const succeeded = async () => {
       try {
-        return tasks(dir).filter((t) => t.status === 'SUCCESS').length;
+        return (await tasks(dir)).filter((t) => t.status === 'SUCCESS').length;
       } catch {
         return 0; // the store is still being made
       }
     };
-    for (let i = 0; i < 600 && succeeded() < 4; i++) await sleep(50);
+    for (let i = 0; i < 600 && (await succeeded()) < 4; i++) await sleep(50);
     first.kill('SIGKILL');
     await first.result;
-    const before = tasks(dir);
+    const before = await tasks(dir);
     const done = before.filter((t) => t.status === 'SUCCESS');
     expect(done.length).toBeGreaterThanOrEqual(4);
     expect(done.length).toBeLessThan(before.length);
@@ -71,11 +72,11 @@ describe('run - --pipe', () => {
     const r = await runCli(args, { cwd: dir, input, timeoutMs: 60_000 });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(new RegExp(`${before.length} tasks \\(0 new\\)`));
-    const after = tasks(dir);
-    expect(after.map((t) => t.task_key)).toEqual(before.map((t) => t.task_key));
+    const after = await tasks(dir);
+    expect(after.map((t) => t.key)).toEqual(before.map((t) => t.key));
     expect(after.every((t) => t.status === 'SUCCESS')).toBe(true);
-    for (const t of done) expect(after.find((a) => a.task_key === t.task_key)!.attempts).toBe(t.attempts);
-    const ok = successes(dir);
+    for (const t of done) expect(after.find((a) => a.key === t.key)!.attempts).toBe(t.attempts);
+    const ok = await successes(dir);
     expect(ok).toHaveLength(before.length);
     expect(ok.every((s) => s.n === 1)).toBe(true);
     expect(ok.reduce((s, t) => s + Number(t.tail.trim()), 0)).toBe(200_000);

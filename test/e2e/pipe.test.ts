@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN, handler, runCli, tempDir } from '../helpers/cli.js';
 import { missing } from '../helpers/services.js';
-import { dbPathIn, query } from '../helpers/store.js';
+import { attemptsIn } from '../helpers/read-store.js';
+import { dbPathIn, storedAttempts, storedTasks } from '../helpers/store.js';
 
 /** `--pipe` and `task.read()`: a command or a module gets its chunk's (or item's) bytes, not the whole file. */
 
@@ -32,9 +33,9 @@ describe('--pipe', () => {
     const r = await runCli(['run', 'big.txt', '--chunk-size', '4MiB', '--pipe', '--exec', 'wc -l', '-j', '2'], { cwd: dir, timeoutMs: 120_000 });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).not.toMatch(/warning/); // the chunk is on stdin: nothing reads the whole file
-    const tails = query<{ output_tail: string }>(dbPathIn(dir), "SELECT output_tail FROM attempts WHERE outcome = 'SUCCESS'");
+    const tails = (await storedAttempts(dbPathIn(dir))).filter((a) => a.outcome === 'SUCCESS');
     expect(tails.length).toBeGreaterThanOrEqual(16);
-    expect(tails.reduce((sum, t) => sum + Number(t.output_tail.trim()), 0)).toBe(lines);
+    expect(tails.reduce((sum, t) => sum + Number(t.outputTail!.trim()), 0)).toBe(lines);
   }, 150_000);
 
   it("a module handler's task.read() is its chunk, or its item's bytes (with task.item and task.record)", async () => {
@@ -43,15 +44,15 @@ describe('--pipe', () => {
     // The file is complete and ends mid-line: --finished runs its last line now.
     const r = await runCli(['run', 'f.txt', '--lines', '1000', '--finished', '--handler', handler('count-lines')], { cwd: dir });
     expect(r.code, r.stderr).toBe(0);
-    const results = query<{ result: string }>(dbPathIn(dir), 'SELECT result FROM tasks').map((t) => JSON.parse(t.result) as { lines: number; bytes: number });
+    const results = (await storedTasks(dbPathIn(dir))).map((t) => JSON.parse(t.result!) as { lines: number; bytes: number });
     expect(results.reduce((s, x) => s + x.lines, 0)).toBe(lines);
     expect(results.reduce((s, x) => s + x.bytes, 0)).toBe(2 * 1024 * 1024);
 
     writeFileSync(join(dir, 'u.jsonl'), '{"id":"a","n":1}\n');
     const j = await runCli(['run', '--items', 'u.jsonl', '--batch', 'j', '--handler', handler('count-lines')], { cwd: dir });
     expect(j.code, j.stderr).toBe(0);
-    const [row] = query<{ result: string }>(dbPathIn(dir), "SELECT t.result FROM tasks t JOIN batches b ON b.id = t.batch_id WHERE b.name = 'j'");
-    expect(JSON.parse(row!.result)).toEqual({ lines: 0, bytes: 16, item: '{"id":"a","n":1}', record: { id: 'a', n: 1 } });
+    const [row] = await storedTasks(dbPathIn(dir), 'j');
+    expect(JSON.parse(row!.result!)).toEqual({ lines: 0, bytes: 16, item: '{"id":"a","n":1}', record: { id: 'a', n: 1 } });
   });
 
   it('a command that stops reading early (head -c 1) succeeds; every chunk gets its own first byte', async () => {
@@ -59,10 +60,10 @@ describe('--pipe', () => {
     writeFileSync(join(dir, 'f.txt'), ['a', 'b', 'c'].map((c) => `${c}${'x'.repeat(2 * 1024 * 1024)}\n`).join(''));
     const r = await runCli(['run', 'f.txt', '--lines', '1', '--pipe', '--exec', 'head -c 1'], { cwd: dir });
     expect(r.code, r.stderr).toBe(0);
-    expect(query<{ output_tail: string }>(dbPathIn(dir), 'SELECT output_tail FROM attempts ORDER BY task_id').map((a) => a.output_tail)).toEqual(['a', 'b', 'c']);
+    expect((await attemptsIn(dbPathIn(dir))).map((a) => a.outputTail)).toEqual(['a', 'b', 'c']); // by task, in creation order
   });
 
-  it.skipIf(missing('strace', 'the test that --pipe keeps the direct exec'))('keeps the direct-exec fast path: a simple command starts without a shell', () => {
+  it.skipIf(missing('strace', 'the test that --pipe keeps the direct exec'))('keeps the direct-exec fast path: a simple command starts without a shell', async () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'f.txt'), 'a\nb\n');
     const trace = join(dir, 'trace.txt');
@@ -70,7 +71,7 @@ describe('--pipe', () => {
     const execs = readFileSync(trace, 'utf8').split('\n').filter((l) => l.includes('execve(') && !l.includes('ENOENT'));
     expect(execs.filter((l) => /execve\("[^"]*\/wc", \["wc", "-l"\]/.test(l))).toHaveLength(2);
     expect(execs.filter((l) => l.includes('execve("/bin/sh"'))).toEqual([]);
-    expect(query<{ output_tail: string }>(dbPathIn(dir), 'SELECT output_tail FROM attempts').map((a) => a.output_tail.trim())).toEqual(['1', '1']);
+    expect((await storedAttempts(dbPathIn(dir))).map((a) => a.outputTail?.trim())).toEqual(['1', '1']);
   });
 
   it("without --pipe, the warning about a chunked file's whole path points at --pipe", async () => {

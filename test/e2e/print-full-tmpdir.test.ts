@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli, tempDir } from '../helpers/cli.js';
 import { missing } from '../helpers/services.js';
-import { query } from '../helpers/store.js';
+import { storedAttempts, storedTasks } from '../helpers/store.js';
 
 // `--print` keeps a copy of each attempt's stdout and stderr in TMPDIR until it is printed.
 // With TMPDIR full, the copy used to be cut short without a word: the output was printed cut
@@ -52,16 +52,16 @@ describe.skipIf(!isRoot)('--print with a full TMPDIR', () => {
       expect(r.stdout.split('\n').sort()).toEqual(['', 'a fine', 'c fine']); // nothing of the cut copy
       const message = `--print could not keep a copy of its stdout in the temporary folder ${tmp} (TMPDIR): no space left`;
       expect(r.stderr).toContain(message);
-      const tasks = query<{ task_key: string; status: string; last_error: string }>(db, 'SELECT task_key, status, last_error FROM tasks ORDER BY id');
-      expect(tasks.map((t) => [t.task_key, t.status])).toEqual([
+      const tasks = await storedTasks(db);
+      expect(tasks.map((t) => [t.key, t.status])).toEqual([
         ['a', 'SUCCESS'],
         ['big', 'FAILED'],
         ['c', 'SUCCESS'],
       ]);
-      expect(tasks[1]!.last_error).toContain(message);
+      expect(tasks[1]!.lastError).toContain(message);
       // Its log has the whole output; TMPDIR has nothing left of the run.
-      const [attempt] = query<{ log_path: string }>(db, "SELECT log_path FROM attempts WHERE outcome = 'FAILED'");
-      expect(statSync(attempt!.log_path).size).toBe(BIG);
+      const [attempt] = (await storedAttempts(db)).filter((a) => a.outcome === 'FAILED');
+      expect(statSync(attempt!.logPath!).size).toBe(BIG);
       expect(readdirSync(tmp)).toEqual([]);
     });
   }

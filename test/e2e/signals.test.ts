@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { handler, sleep, startCli, waitFor } from '../helpers/cli.js';
 import { liveProcesses, processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { dbPathIn, query, runningCount } from '../helpers/store.js';
+import { runningTasks, waitUntil } from '../helpers/json-views.js';
+import { dbPathIn, runningCount, storedAttempts, storedTasks } from '../helpers/store.js';
 
 // Signals sent to the CLI process (SPEC §7): SIGINT, SIGTERM, SIGHUP drain or stop a run.
 
@@ -20,11 +21,11 @@ describe('signals', () => {
     child.kill('SIGINT');
     const r = await child.result;
     expect(r.code).toBe(130);
-    const rows = query<{ status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks');
+    const rows = await storedTasks(dbPathIn(p.dir));
     expect(rows.filter((t) => t.status === 'RUNNING')).toEqual([]);
     expect(rows.every((t) => t.status === 'PENDING' && t.attempts === 0)).toBe(true);
     // The two running, and those queued behind them (given back unstarted): all INTERRUPTED.
-    const outcomes = query<{ outcome: string }>(dbPathIn(p.dir), 'SELECT outcome FROM attempts');
+    const outcomes = await storedAttempts(dbPathIn(p.dir));
     expect(outcomes.length).toBeGreaterThanOrEqual(2);
     expect(outcomes.every((o) => o.outcome === 'INTERRUPTED')).toBe(true);
     await waitFor(() => liveProcesses(marker).length === 0, 2000, 'the killed attempts to be gone');
@@ -36,7 +37,7 @@ describe('signals', () => {
     const marker = `sleep 2.${process.pid}4`;
     const child = startCli(['run', 'src', '--exec', marker, '-j', '2', '--grace', '300ms'], { cwd: p.dir });
     await waitFor(() => sleeps(marker) === 2, 20_000, 'two running attempts');
-    await waitFor(() => query<{ n: number }>(dbPathIn(p.dir), "SELECT count(*) AS n FROM tasks WHERE status = 'RUNNING'")[0]!.n === 4, 20_000, 'two queued behind them');
+    await waitUntil(async () => (await runningTasks(p.dir)) === 4, 20_000, 'two queued behind them');
     child.kill('SIGINT');
     const r = await child.result;
     expect(r.code).toBe(130);
@@ -57,9 +58,9 @@ describe('signals', () => {
     expect(r.code).toBe(130);
     expect(readdirSync(markers).sort()).toEqual(['f000.log', 'f001.log']);
     expect(readFileSync(join(markers, 'f000.log'), 'utf8')).toBe('aborted: shutdown');
-    const rows = query<{ status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks');
+    const rows = await storedTasks(dbPathIn(p.dir));
     expect(rows.every((t) => t.status === 'PENDING' && t.attempts === 0)).toBe(true);
-    const outcomes = query<{ outcome: string }>(dbPathIn(p.dir), 'SELECT outcome FROM attempts');
+    const outcomes = await storedAttempts(dbPathIn(p.dir));
     expect(outcomes.length).toBeGreaterThanOrEqual(2);
     expect(outcomes.every((o) => o.outcome === 'INTERRUPTED')).toBe(true);
   });
@@ -72,14 +73,12 @@ describe('signals', () => {
     child.kill('SIGTERM');
     const r = await child.result;
     expect(r.code).toBe(143);
-    const rows = query<{ status: string }>(dbPathIn(p.dir), 'SELECT status FROM tasks');
+    const rows = await storedTasks(dbPathIn(p.dir));
     expect(rows.filter((t) => t.status === 'SUCCESS').length).toBe(2); // the two running ones finished in the grace
     expect(rows.filter((t) => t.status === 'RUNNING')).toEqual([]);
     // Those queued behind them were given back unstarted at the signal: not counted.
-    const interrupted = query<{ error: string; attempts: number }>(
-      dbPathIn(p.dir),
-      "SELECT a.error, t.attempts FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE a.outcome = 'INTERRUPTED'",
-    );
+    const charged = new Map(rows.map((t) => [t.key, t.attempts]));
+    const interrupted = (await storedAttempts(dbPathIn(p.dir))).filter((a) => a.outcome === 'INTERRUPTED').map((a) => ({ error: a.error, attempts: charged.get(a.key) }));
     for (const a of interrupted) expect(a).toEqual({ error: 'INTERRUPTED: taken back unstarted as the run stopped; not counted', attempts: 0 });
   });
 
@@ -96,13 +95,13 @@ describe('signals', () => {
     // The summary names the signal received (SPEC gives SIGHUP no exit code of its own: 143, as SIGTERM).
     expect(r.stderr).toMatch(/^hung up \(SIGHUP\); run again to resume: /m);
     expect(r.stderr).not.toMatch(/SIGTERM/);
-    const rows = query<{ status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks');
+    const rows = await storedTasks(dbPathIn(p.dir));
     // The running ones finished in the grace (a pair may have started as the signal came).
     expect(rows.filter((t) => t.status === 'SUCCESS').length).toBeGreaterThanOrEqual(2);
     expect(rows.filter((t) => t.status === 'RUNNING')).toEqual([]);
     expect(rows.filter((t) => t.status === 'PENDING').length).toBeGreaterThan(0);
     expect(rows.filter((t) => t.status === 'PENDING').every((t) => t.attempts === 0)).toBe(true);
-    expect(query(dbPathIn(p.dir), "SELECT 1 FROM attempts WHERE outcome = 'LOST'")).toEqual([]);
+    expect((await storedAttempts(dbPathIn(p.dir))).filter((a) => a.outcome === 'LOST')).toEqual([]);
   });
 
   it('a second SIGINT kills at once instead of waiting for the grace', async () => {
@@ -117,7 +116,7 @@ describe('signals', () => {
     expect(r.code).toBe(130);
     // At once, not after the 60 s --grace a first SIGINT alone would give them.
     expect(Date.now() - t0).toBeLessThan(30_000);
-    const rows = query<{ status: string; attempts: number }>(dbPathIn(p.dir), 'SELECT status, attempts FROM tasks');
+    const rows = await storedTasks(dbPathIn(p.dir));
     expect(rows.every((t) => t.status === 'PENDING' && t.attempts === 0)).toBe(true);
   });
 });
