@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ROOT, handler, startCli, waitFor } from '../helpers/cli.js';
 import { processState, processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { dbPathIn, logEntries, query } from '../helpers/store.js';
+import { statusCounts } from '../helpers/json-views.js';
+import { dbPathIn, logEntries } from '../helpers/store.js';
 import { missing } from '../helpers/services.js';
 import { checkInvariants } from './invariants.js';
 
@@ -44,7 +45,7 @@ describe('a stopped module worker (R37)', () => {
     const r = await run.result;
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(new RegExp(`worker \\S+ \\(pid ${victim}\\) has been stopped \\(SIGSTOP\\) for over 2s holding \\d attempt\\(s\\); it is killed so they can run elsewhere`));
-    expect(query(dbPathIn(p.dir), "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")).toEqual([{ n: 6 }]);
+    expect(await statusCounts(p.dir)).toEqual({ SUCCESS: 6 });
     expect(checkInvariants({ dbPath: dbPathIn(p.dir), keys: p.keys, retries: 2, logPath: p.log, kills: 1, concurrency: 2 })).toEqual([]);
     expect(['gone', 'Z']).toContain(state(victim));
     await waitFor(() => processesWithEnv(p.dir).length === 0, 5000, 'no worker left behind');
@@ -63,7 +64,7 @@ describe('a stopped module worker (R37)', () => {
     const r = await run.result; // the stopped helper, which holds its stderr, is killed by then
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(new RegExp(`worker \\S+ \\(pid ${helper}\\) has been stopped \\(SIGSTOP\\)`));
-    expect(query(dbPathIn(p.dir), "SELECT count(*) AS n FROM tasks WHERE status = 'SUCCESS'")).toEqual([{ n: 6 }]);
+    expect(await statusCounts(p.dir)).toEqual({ SUCCESS: 6 });
     expect(checkInvariants({ dbPath: dbPathIn(p.dir), keys: p.keys, retries: 2, logPath: p.log, kills: 1, concurrency: 2 })).toEqual([]);
     await waitFor(() => processesWithEnv(p.dir).length === 0, 5000, 'no helper or command left behind');
   }, 60_000);
