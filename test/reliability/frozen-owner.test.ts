@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { handler, runCli, sleep, startCli, waitFor } from '../helpers/cli.js';
 import { projectWithFiles } from '../helpers/project.js';
-import { dbPathIn, logEntries, query, type LogEntry } from '../helpers/store.js';
+import { storedBatches } from '../helpers/json-views.js';
+import { dbPathIn, logEntries, query, storedAttempts, storedTasks, type LogEntry } from '../helpers/store.js';
 
 // SPEC §5 and RELIABILITY R23/R24: a coordinator frozen with SIGSTOP past its --lease. On this
 // host it is alive, so it keeps its tasks; a remote host may take them, and once the batch is
@@ -44,17 +45,18 @@ describe('a run frozen past its lease (SQLite)', () => {
     expect(second.code, second.stderr).toBe(3); // nothing it could claim: both tasks are the first run's
     expect(starts(log)).toHaveLength(2);
     const db = dbPathIn(p.dir);
-    expect(query(db, "SELECT count(*) AS n FROM attempts WHERE outcome = 'LOST'")).toEqual([{ n: 0 }]);
+    expect((await storedAttempts(db)).filter((a) => a.outcome === 'LOST')).toEqual([]);
 
     first.kill('SIGCONT');
     const r = await first.result;
     expect(r.code, r.stderr).toBe(0);
     // With --retries 0 each task ends as its only execution did: SUCCESS, not FAILED ("LOST").
-    expect(query(db, 'SELECT task_key AS key, status, attempts FROM tasks ORDER BY task_key')).toEqual([
+    const tasks = (await storedTasks(db)).map(({ key, status, attempts }) => ({ key, status, attempts })).sort((a, b) => (a.key < b.key ? -1 : 1));
+    expect(tasks).toEqual([
       { key: 'f000.log', status: 'SUCCESS', attempts: 1 },
       { key: 'f001.log', status: 'SUCCESS', attempts: 1 },
     ]);
-    expect(query(db, 'SELECT outcome FROM attempts')).toEqual([{ outcome: 'SUCCESS' }, { outcome: 'SUCCESS' }]);
+    expect((await storedAttempts(db)).map((a) => a.outcome)).toEqual(['SUCCESS', 'SUCCESS']);
     expect(starts(log)).toHaveLength(2);
     expectNoOverlap(logEntries(log));
   }, 40_000);
@@ -94,12 +96,14 @@ describe('a run frozen past its lease (SQLite)', () => {
 
     const t = await third.result;
     expect(t.code, t.stderr).toBe(0);
-    expect(query(db, 'SELECT b.name, t.status, t.attempts FROM tasks t JOIN batches b ON b.id = t.batch_id ORDER BY t.task_key')).toEqual([
-      { name: 'new', status: 'SUCCESS', attempts: 1 },
-      { name: 'new', status: 'SUCCESS', attempts: 1 },
+    // The pruned batch is gone: every task and attempt left is the new batch's.
+    expect((await storedBatches(db)).map((b) => b.name)).toEqual(['new']);
+    expect((await storedTasks(db, 'new')).map(({ status, attempts }) => ({ status, attempts }))).toEqual([
+      { status: 'SUCCESS', attempts: 1 },
+      { status: 'SUCCESS', attempts: 1 },
     ]);
     // Every attempt of the new batch is its own run's, committed as it ran; no id came back.
-    expect(query(db, 'SELECT outcome, error FROM attempts')).toEqual([
+    expect((await storedAttempts(db, 'new')).map(({ outcome, error }) => ({ outcome, error }))).toEqual([
       { outcome: 'SUCCESS', error: null },
       { outcome: 'SUCCESS', error: null },
     ]);
