@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync, openSy
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, tempDir } from '../helpers/cli.js';
-import { dbPathIn, query } from '../helpers/store.js';
+import { dbPathIn, query, storedTasks } from '../helpers/store.js';
 
 /** JSON Lines read exactly, edited records, and the size of one item (audit 4, items 3, 13, 10), through the built CLI. */
 
@@ -65,7 +65,7 @@ describe('a record edited in the list', () => {
     expect(rerun.code, rerun.stderr).toBe(0);
     expect(rerun.stderr).toMatch(/re-queued 1 task whose record changed in the list \(--rerun-changed\)/);
     expect(readFileSync(log, 'utf8').split('\n').filter(Boolean).sort()).toEqual(['1=a', '2=EDITED', '2=a', '3=a']);
-    expect(query(dbPathIn(dir), "SELECT task_key, status, attempts FROM tasks WHERE task_key = '2'")).toEqual([{ task_key: '2', status: 'SUCCESS', attempts: 1 }]);
+    expect((await storedTasks(dbPathIn(dir))).filter((t) => t.key === '2').map(({ key, status, attempts }) => ({ key, status, attempts }))).toEqual([{ key: '2', status: 'SUCCESS', attempts: 1 }]);
     const quiet = await run();
     expect(quiet.stderr).not.toMatch(/changed in the list/);
 
@@ -93,9 +93,10 @@ describe('a record edited in the list, with a declared output', () => {
     expect(rerun.code, rerun.stderr).toBe(0);
     expect(rerun.stderr).toMatch(/re-queued 1 task whose record changed/);
     expect(readFileSync(join(dir, 'o', '1.txt'), 'utf8')).toBe('new\n');
-    expect(query(dbPathIn(dir), "SELECT task_key, up_to_date FROM tasks ORDER BY task_key")).toEqual([
-      { task_key: '1', up_to_date: 0 },
-      { task_key: '2', up_to_date: 0 },
+    const tasks = (await storedTasks(dbPathIn(dir))).map(({ key, upToDate }) => ({ key, upToDate })).sort((a, b) => (a.key < b.key ? -1 : 1));
+    expect(tasks).toEqual([
+      { key: '1', upToDate: false },
+      { key: '2', upToDate: false },
     ]);
   });
 });
