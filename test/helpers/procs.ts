@@ -61,3 +61,21 @@ export function signalPending(pid: number, signo: number): boolean {
     return false;
   }
 }
+
+/**
+ * Live `sleep MARKER` commands, read from /proc: no `ps` child, whose synchronous start under
+ * load would hold this process's event loop, and with it the run the test is watching.
+ */
+export function sleeping(marker: string): number {
+  let n = 0;
+  for (const pid of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8') !== `sleep\0${marker}\0`) continue;
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (stat[stat.lastIndexOf(')') + 2] !== 'Z') n++;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return n;
+}

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, readFileSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -7,29 +7,12 @@ import { ROOT, sleep, tempDir, waitFor } from '../helpers/cli.js';
 import { InProcessWorker } from '../../src/pool/in-process-worker.js';
 import type { FromWorker, TaskMessage } from '../../src/worker/protocol.js';
 import { SPAWNER_PROTOCOL, Spawner, speaksProtocol } from '../../src/worker/spawner.js';
+import { sleeping } from '../helpers/procs.js';
 
 // The spawner helper (src/worker/spawner.c) spoken to directly, through its protocol: no run,
 // no coordinator. How runs use it is test/worker/spawner.test.ts.
 
 const SPAWNER_BUILT = existsSync(join(ROOT, 'dist/native/spawner'));
-
-/**
- * Live `sleep MARKER` commands, read from /proc: no `ps` child, whose synchronous start under
- * load would hold this process's event loop, and with it the run the test is watching.
- */
-function sleeping(marker: string): number {
-  let n = 0;
-  for (const pid of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8') !== `sleep\0${marker}\0`) continue;
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      if (stat[stat.lastIndexOf(')') + 2] !== 'Z') n++;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return n;
-}
 
 /** One run request in the helper's protocol (spawner.c): its fields, NUL-terminated. */
 const request = (id: number, log: string, argv: string[], fallback = '') =>

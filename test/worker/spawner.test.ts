@@ -7,6 +7,7 @@ import { processesWithEnv } from '../helpers/procs.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { missing } from '../helpers/services.js';
 import { dbPathIn, storedAttempts } from '../helpers/store.js';
+import { sleeping } from '../helpers/procs.js';
 
 /** Every attempt of every batch in the store, oldest first, through the store's own verb. */
 async function attempts(dir: string) {
@@ -26,25 +27,6 @@ async function storedBatchNames(dir: string): Promise<string[]> {
 /** SPLITDANCE_SPAWNER (the launcher) and SD_MARK (to find a run's processes by): this process's environment, which the workers and the helper inherit; put back after each test. */
 let restoreEnv = () => {};
 afterEach(() => restoreEnv());
-
-/** Live `sleep MARKER` commands (not the coordinator, whose arguments name them too). */
-/**
- * Live `sleep MARKER` commands, read from /proc: no `ps` child, whose synchronous start under
- * load would hold this process's event loop, and with it the run the test is watching.
- */
-function sleeping(marker: string): number {
-  let n = 0;
-  for (const pid of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8') !== `sleep\0${marker}\0`) continue;
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      if (stat[stat.lastIndexOf(')') + 2] !== 'Z') n++;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return n;
-}
 
 const SPAWNER_BUILT = existsSync(join(ROOT, 'dist/native/spawner'));
 
