@@ -1,9 +1,8 @@
 import Database from 'better-sqlite3';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openStore } from '../../src/store/open-store.js';
 import type { BatchAttempt, TaskRow } from '../../src/store/records.js';
-import type { TaskStore } from '../../src/store/task-store.js';
+import { readStore } from './read-store.js';
 
 export const dbPathIn = (dir: string) => join(dir, '.splitdance', 'splitdance.db');
 
@@ -66,7 +65,7 @@ export function runningCount(dbPath: string): number {
  * own verb (`batchAttempts`): the store at `db` (a path or a PostgreSQL URL), opened read-only.
  */
 export async function storedAttempts(db: string, batch?: string): Promise<BatchAttempt[]> {
-  return withStore(db, async (store) => {
+  return readStore(db, async (store) => {
     const b = batch === undefined ? await store.latestBatch() : await store.findBatch(batch);
     if (!b) return [];
     const { attempts } = await store.batchAttempts(b.id, Number.MAX_SAFE_INTEGER);
@@ -76,17 +75,8 @@ export async function storedAttempts(db: string, batch?: string): Promise<BatchA
 
 /** The latest batch's tasks in creation order (or the named batch's), through `listTasks`. */
 export async function storedTasks(db: string, batch?: string): Promise<TaskRow[]> {
-  return withStore(db, async (store) => {
+  return readStore(db, async (store) => {
     const b = batch === undefined ? await store.latestBatch() : await store.findBatch(batch);
     return b ? store.listTasks({ batchId: b.id }) : [];
   });
-}
-
-async function withStore<T>(db: string, use: (store: TaskStore) => Promise<T>): Promise<T> {
-  const store = await openStore(db, 'read');
-  try {
-    return await use(store);
-  } finally {
-    await store.close();
-  }
 }
