@@ -6,8 +6,26 @@ import type { SerializedError } from '../errors.js';
 import type { OutputPaths } from '../output/output-path.js';
 import type { TemplateTask } from '../template/template-task.js';
 
-/** `pipe`: the command gets its chunk's bytes (or its item) on stdin (`--pipe`). */
-export type HandlerSpec = { kind: 'exec'; template: string; pipe?: true } | { kind: 'module'; path: string };
+/**
+ * Many items per command (`-n N`, `-N N`, `-X`, `-m`; SPEC §10): how `{}` and the other item
+ * placeholders expand to every item of a group, and at most how many items one group holds.
+ */
+export interface GroupSpec {
+  mode: 'n' | 'N' | 'X' | 'm';
+  max: number;
+}
+
+/**
+ * `pipe`: the command gets its chunk's bytes (or its item) on stdin (`--pipe`). `group`: many
+ * items per command. `maxItems`: at most how many tasks one call of a module's `batch` export
+ * gets (`--max-items`; the module's own `maxItems` export wins when smaller).
+ */
+export type HandlerSpec = { kind: 'exec'; template: string; pipe?: true; group?: GroupSpec } | { kind: 'module'; path: string; maxItems?: number };
+
+/** Another item of a group, run by the same command (or `batch` call) as the message it rides on. */
+export interface GroupItem extends TemplateTask {
+  token: number;
+}
 
 /** Everything a worker needs to run one attempt: what `{…}` placeholders read (TemplateTask), and more. */
 export interface TaskMessage extends TemplateTask {
@@ -21,6 +39,18 @@ export interface TaskMessage extends TemplateTask {
   output: OutputPaths | null;
   /** `--print`: where a copy of its stdout and stderr goes apart (`PREFIX.out`, `PREFIX.err`, print-copy.ts); absent without. */
   print?: string | null;
+  /**
+   * The other items of its group, in order, after this one (`-n`, a handler's `batch`): one
+   * command or call runs them all, reported by one done message under this token.
+   */
+  more?: GroupItem[];
+}
+
+/** One item's outcome in a group's done message: what a handler's `batch` returned for it. */
+export interface ItemOutcome {
+  ok: boolean;
+  result: string | null;
+  error: SerializedError | null;
 }
 
 export type ToWorker =
@@ -60,6 +90,11 @@ export interface DoneMessage {
    * coordinator decides what that means (settlement.ts); absent otherwise.
    */
   quiet?: true;
+  /**
+   * A module's `batch` call: each item's own outcome, in group order (this token's first).
+   * Absent for a command (its exit is the whole group's) and for a call that threw.
+   */
+  items?: ItemOutcome[];
 }
 
 export type FromWorker =
@@ -69,7 +104,8 @@ export type FromWorker =
    * started, which is the machine's limit, not the handler's fault.
    */
   | { type: 'booted' }
-  | { type: 'ready' }
+  /** Handlers loaded; `maxItems`: per stage, at most how many items one attempt runs (1, or a group's size). */
+  | { type: 'ready'; maxItems?: Record<string, number> }
   | { type: 'load-failed'; error: SerializedError }
   /**
    * An exec attempt started (it may have waited queued in the launcher): its clock starts, and
