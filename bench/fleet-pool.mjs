@@ -11,8 +11,10 @@
 const WINDOW = 2;
 
 export class SimPool {
-  constructor(slots, sleepMs, id, window = WINDOW) {
+  constructor(slots, sleepMs, id, window = WINDOW, group = 1) {
     this.sleepMs = sleepMs;
+    /** Items per attempt (FLEET_GROUP): a group's one claim, one run and one settle, as `-n N` makes them. */
+    this.group = group;
     this.window = window;
     this.ran = 0;
     this.closing = false;
@@ -34,6 +36,12 @@ export class SimPool {
   }
   reportsStarts() {
     return false;
+  }
+  maxItems() {
+    return this.group;
+  }
+  claimPerPlace() {
+    return this.group;
   }
   needsWork() {
     return this.workers.some((w) => w.queue.length < 2);

@@ -1,35 +1,55 @@
 /** The attempts claimed and handed to workers, until each ends: their start, their clocks and their settlement. */
+import { unlink } from 'node:fs/promises';
 import { longTimeout } from '../long-timer.js';
 import { attemptLogFile } from '../store/log-layout.js';
 import type { AttemptStart, ClaimedTask } from '../store/task-store.js';
 import { discardOutput } from '../output/commit-output.js';
 import type { OutputPaths } from '../output/output-path.js';
-import type { TaskMessage } from '../worker/protocol.js';
+import type { DoneMessage, GroupItem, TaskMessage } from '../worker/protocol.js';
 import type { Queued } from './commit-queue.js';
 import type { DeclaredOutputs } from './declared-outputs.js';
 import type { PoolWorker } from '../pool/pool.js';
 import type { AttemptPool } from './run-types.js';
+import { formGroups, halves } from './groups.js';
 import { OomKills } from './oom-kills.js';
 import { decideSettlement, killedOutright, upToDateSettlement, type Ending, type RetryRules, type TimedOut } from './settlement.js';
 import { SilenceWatch } from './silence-watch.js';
 
+/** One claimed task, in flight until its attempt is settled. */
 export interface Inflight {
   task: ClaimedTask;
   worker: PoolWorker;
-  /** Whether it has started (the others wait in its worker's queue, or its launcher's). */
-  head: boolean;
+  /** The command (or handler call) it runs in: its own, or its group's. */
+  run: Run;
+  /** Claimed as queued: the store shows its task queued until told it started. */
+  claimedQueued: boolean;
+  /** Its declared output's paths (null without one; a group has none). */
+  output: OutputPaths | null;
+}
+
+/**
+ * One command (or handler call) for one task or a group of them (SPEC §10): what the pool and
+ * the worker know by its first item's token. A failed group is split: its halves are new runs
+ * of the same attempts, on the same worker.
+ */
+interface Run {
+  head: number;
+  members: Inflight[];
+  worker: PoolWorker;
+  /** Its group's how-manieth run: 0 the first, then the halves of a failed group (its log is `<head>-<part>.log`). */
+  part: number;
+  /** Parts handed out in its family so far, shared by every half split from one claim's group. */
+  family: { parts: number };
+  /** Whether it has started (the others wait in their worker's queue, or its launcher's). */
+  started: boolean;
   /** When it started running; until then, when it was claimed. */
   startedAt: number;
   /** It waited queued behind another attempt on its worker before it started. */
   waited: boolean;
-  /** Claimed as queued: the store shows its task queued until told it started. */
-  claimedQueued: boolean;
   /** Stopped by the coordinator: by --timeout, or by --heartbeat-timeout. */
   timedOut: TimedOut;
   /** --heartbeat-timeout's watch, once it started (also in `timers`). */
   silence?: SilenceWatch;
-  /** Its declared output's paths (null without one). */
-  output: OutputPaths | null;
   /** Stopped by a shutdown: however it ends, it is INTERRUPTED (not charged). */
   interrupted: boolean;
   timers: { cancel(): void }[];
@@ -39,21 +59,29 @@ export interface AttemptSettings {
   batchName: string;
   /** This store's folder for this batch's logs. */
   logFolder: string;
-  /** `--print`: where an attempt's copies of its stdout and stderr go, or null. */
-  printPrefix: ((token: number) => string) | null;
+  /** `--print`: where a run's copies of its stdout and stderr go, by its print id, or null. */
+  printPrefix: ((id: string) => string) | null;
   /** The retry rules of a stage ('' for a batch without stages). */
   rules: (stage: string) => RetryRules;
   killGraceMs: number;
   outputs: DeclaredOutputs;
+  /** Whether the run is stopping: a group that fails then is given back, not split. */
+  stopping: () => boolean;
 }
 
 /** Claimed tasks made ready for their worker. */
 export interface Prepared {
   /** Tasks settled without running (up to date, or an output no path may hold): for the next commit. */
   settled: Queued[];
-  /** Tasks to hand to the worker, in claim order, and their messages. */
+  /** Tasks to hand to the worker, in claim order, and the messages of their runs. */
   started: ClaimedTask[];
   messages: TaskMessage[];
+}
+
+/** What an ended run leaves: settlements to commit, and a failed group's halves to hand to its worker. */
+export interface RunEnded {
+  settled: Queued[];
+  again: { worker: PoolWorker; messages: TaskMessage[] } | null;
 }
 
 /**
@@ -66,6 +94,10 @@ export class AttemptsInFlight {
   private readonly entries = new Map<number, Inflight>();
   /** By token, read-only outside: upkeep renews their leases and kills those taken over. */
   readonly inflight: ReadonlyMap<number, Inflight> = this.entries;
+  /** Runs by the token the pool knows them by (their first item's). */
+  private readonly runs = new Map<number, Run>();
+  /** Tasks whose group's worker died under them, by id: at most how many items their next group holds. */
+  private readonly bounds = new Map<number, number>();
   /** The kernel's count of OOM kills, read when a SIGKILL ends something of this run. */
   readonly oomKills = new OomKills();
 
@@ -81,72 +113,56 @@ export class AttemptsInFlight {
   /** The attempts that have started (the rest wait queued on their slot). */
   get startedCount(): number {
     let n = 0;
-    for (const e of this.entries.values()) if (e.head) n++;
+    for (const r of this.runs.values()) if (r.started) n += r.members.length;
     return n;
   }
 
-  /** Takes claimed tasks in flight, or settles those that must not run; nothing is sent yet (`send`). */
-  prepare(worker: PoolWorker, claimed: ClaimedTask[], now: number, queued: ReadonlySet<number>): Prepared {
-    const { outputs, rules } = this.settings;
+  /** Takes the tasks claimed for a worker's places in flight, as runs (groups), or settles those that must not run; nothing is sent yet (`send`). */
+  prepare(worker: PoolWorker, places: ClaimedTask[][], now: number, queued: ReadonlySet<number>): Prepared {
     const out: Prepared = { settled: [], started: [], messages: [] };
-    for (const task of claimed) {
-      const output = outputs.of(task);
-      if (output && 'error' in output) {
-        // A value no output path may hold (a `..` from a stage result): nothing runs, and no retry would help.
-        const ending: Ending = { kind: 'not-run', error: { name: 'PermanentError', message: output.error, retryable: false } };
-        out.settled.push({ task, ...decideSettlement(task, ending, rules(task.stage), now, now) });
-        continue;
+    for (const claimed of places) {
+      const runnable: { task: ClaimedTask; output: OutputPaths | null }[] = [];
+      for (const task of claimed) {
+        const ready = this.ready(task, now);
+        if ('settled' in ready) out.settled.push(ready.settled);
+        else runnable.push({ task, output: ready.output });
       }
-      if (output && outputs.upToDate(task, output.paths)) {
-        out.settled.push({ task, settlement: upToDateSettlement(task, output.paths.path, now), terminal: true });
-        continue;
+      const outputs = new Map(runnable.map((r) => [r.task.token, r.output]));
+      for (const group of formGroups(runnable.map((r) => r.task), (stage) => this.pool.maxItems(stage), this.bounds)) {
+        const members = group.map((task): Inflight => ({ task, worker, run: null!, claimedQueued: queued.has(task.token), output: outputs.get(task.token) ?? null }));
+        out.messages.push(this.newRun(worker, members, now, 0, { parts: 0 }));
+        out.started.push(...group);
       }
-      const claimedQueued = queued.has(task.token);
-      this.entries.set(task.token, { task, worker, head: false, startedAt: now, waited: false, claimedQueued, timedOut: false, output: output?.paths ?? null, interrupted: false, timers: [] });
-      out.messages.push({
-        token: task.token,
-        key: task.key,
-        batch: this.settings.batchName,
-        stage: task.stage,
-        seq: task.seq,
-        attempt: task.attempt,
-        payload: task.payload,
-        inputs: task.inputs,
-        logFile: attemptLogFile(this.settings.logFolder, task.token),
-        output: output?.paths ?? null,
-        print: this.settings.printPrefix?.(task.token) ?? null,
-      });
-      out.started.push(task);
     }
     return out;
   }
 
-  /** Hands prepared attempts to their worker; returns the start of one claimed as queued that runs now. */
-  send(worker: PoolWorker, messages: TaskMessage[]): AttemptStart | null {
-    if (messages.length === 0) return null;
+  /** Hands prepared runs to their worker; returns the starts of those claimed as queued that run now. */
+  send(worker: PoolWorker, messages: TaskMessage[]): AttemptStart[] {
+    if (messages.length === 0) return [];
     this.pool.dispatch(worker, messages);
     return this.startHead(worker, false);
   }
 
   /**
-   * The worker's first queued attempt is running now, if it is a module attempt. An exec
+   * The worker's first queued run is running now, if it is a module attempt. An exec
    * attempt has begun only when its worker says its command started (`started`): its
    * timeout never counts from before that.
    */
-  startHead(worker: PoolWorker, waited: boolean): AttemptStart | null {
+  startHead(worker: PoolWorker, waited: boolean): AttemptStart[] {
     const token = worker.queue[0];
-    const entry = token === undefined ? undefined : this.entries.get(token);
-    return entry && !this.pool.reportsStarts(entry.task.stage) ? this.begin(entry, waited) : null;
+    const run = token === undefined ? undefined : this.runs.get(token);
+    return run && !this.pool.reportsStarts(run.members[0]!.task.stage) ? this.begin(run, waited) : [];
   }
 
-  /** An exec attempt's command started, maybe while the one ahead of it is still being reported. */
-  started(token: number): AttemptStart | null {
-    return this.begin(this.entries.get(token), true);
+  /** An exec run's command started, maybe while the one ahead of it is still being reported. */
+  started(token: number): AttemptStart[] {
+    return this.begin(this.runs.get(token), true);
   }
 
   /** A sign of life from the attempt (ctx.heartbeat()), for its silence watch. */
   heartbeat(token: number): void {
-    this.entries.get(token)?.silence?.sign();
+    this.runs.get(token)?.silence?.sign();
   }
 
   /**
@@ -155,18 +171,18 @@ export class AttemptsInFlight {
    * 0.1 s command's output was recorded TIMEOUT). One that timed out already stays so.
    */
   ran(token: number): void {
-    const entry = this.entries.get(token);
-    if (!entry || entry.timedOut) return;
-    entry.timers.forEach((t) => t.cancel());
-    entry.timers = [];
+    const run = this.runs.get(token);
+    if (!run || run.timedOut) return;
+    run.timers.forEach((t) => t.cancel());
+    run.timers = [];
   }
 
   /** Marks every attempt INTERRUPTED however it ends, and asks its worker to stop it. */
   interruptAll(): void {
     const workers = new Set<PoolWorker>();
-    for (const entry of this.entries.values()) {
-      entry.interrupted = true;
-      workers.add(entry.worker);
+    for (const run of this.runs.values()) {
+      run.interrupted = true;
+      workers.add(run.worker);
     }
     for (const w of workers) this.pool.interrupt(w); // also drops its queued attempts
   }
@@ -174,52 +190,139 @@ export class AttemptsInFlight {
   /** Kills every worker running an attempt; returns each attempt settled as INTERRUPTED. */
   killAll(): Queued[] {
     const now = Date.now();
-    for (const w of new Set([...this.entries.values()].map((e) => e.worker))) this.pool.kill(w);
-    return [...this.entries.values()].map((entry) => this.settle(entry, { kind: 'interrupted' }, now));
+    const runs = [...this.runs.values()];
+    for (const w of new Set(runs.map((r) => r.worker))) this.pool.kill(w);
+    return runs.flatMap((run) => this.settleRun(run, { kind: 'interrupted' }, now));
   }
 
-  /** The attempt ended: its settlement, for the next commit (null: settled already, killed at shutdown). */
-  ended(token: number, ending: Ending): Queued | null {
-    const entry = this.entries.get(token);
-    if (!entry) return null;
+  /**
+   * The run the pool knows by `token` ended: each item's settlement, for the next commit (none:
+   * settled already, killed at shutdown). A group that failed as a whole is split instead: its
+   * halves go back to its worker (`again`), until the items that fail on their own are found.
+   */
+  ended(token: number, ending: Ending): RunEnded {
+    const run = this.runs.get(token);
+    if (!run) return { settled: [], again: null };
     // A stopped attempt is INTERRUPTED (uncharged), unless it managed to succeed anyway.
-    if (entry.interrupted && !(ending.kind === 'reported' && ending.msg.ok)) ending = { kind: 'interrupted' };
+    if (run.interrupted && !(ending.kind === 'reported' && ending.msg.ok)) ending = { kind: 'interrupted' };
     else if (ending.kind === 'reported' || ending.kind === 'died') {
-      ending.timedOut = entry.timedOut; // each ending is a fresh object
+      ending.timedOut = run.timedOut; // each ending is a fresh object
       // A clock of ours killed it, or something did: the OOM killer, if its count rose.
-      ending.outOfMemory = !entry.timedOut && killedOutright(ending) && this.oomKills.claim();
+      ending.outOfMemory = !run.timedOut && killedOutright(ending) && this.oomKills.claim();
     }
-    return this.settle(entry, ending, Date.now());
+    const now = Date.now();
+    const n = run.members.length;
+    if (n > 1 && ending.kind === 'died') {
+      // Its worker is gone, maybe because of one item: none is charged, and each next runs in a group half as big.
+      for (const m of run.members) this.bounds.set(m.task.id, Math.ceil(n / 2));
+      return { settled: this.settleRun(run, { kind: 'interrupted', why: `its group of ${n} items lost its worker (${ending.why}); run again in smaller groups` }, now), again: null };
+    }
+    if (n > 1 && ending.kind === 'reported' && !ending.msg.ok) {
+      if (this.settings.stopping()) return { settled: this.settleRun(run, { kind: 'interrupted', why: `its group of ${n} items failed as the run stopped` }, now), again: null };
+      return { settled: [], again: { worker: run.worker, messages: this.split(run, now) } };
+    }
+    return { settled: this.settleRun(run, ending, now), again: null };
   }
 
-  /** The attempt runs from now: its clock (and timeout) starts. Returns its start when the store has it as queued. */
-  private begin(entry: Inflight | undefined, waited: boolean): AttemptStart | null {
-    if (!entry || entry.head) return null;
-    entry.head = true;
-    entry.waited = waited;
-    entry.startedAt = Date.now();
-    const { timeoutMs, heartbeatTimeoutMs } = this.settings.rules(entry.task.stage);
-    if (timeoutMs !== null) entry.timers.push(longTimeout(() => this.timeOut(entry, 'timeout'), timeoutMs));
+  /** Whether a claimed task runs: its declared output's paths, or its settlement when it must not (up to date, or no path may hold it). */
+  private ready(task: ClaimedTask, now: number): { output: OutputPaths | null } | { settled: Queued } {
+    const { outputs, rules } = this.settings;
+    const output = outputs.of(task);
+    if (output && 'error' in output) {
+      // A value no output path may hold (a `..` from a stage result): nothing runs, and no retry would help.
+      const ending: Ending = { kind: 'not-run', error: { name: 'PermanentError', message: output.error, retryable: false } };
+      return { settled: { task, ...decideSettlement(task, ending, rules(task.stage), now, now) } };
+    }
+    if (output && outputs.upToDate(task, output.paths)) return { settled: { task, settlement: upToDateSettlement(task, output.paths.path, now), terminal: true } };
+    return { output: output?.paths ?? null };
+  }
+
+  /** Registers a run of `members` on `worker` and returns its message. */
+  private newRun(worker: PoolWorker, members: Inflight[], now: number, part: number, family: Run['family']): TaskMessage {
+    const head = members[0]!;
+    const run: Run = { head: head.task.token, members, worker, part, family, started: false, startedAt: now, waited: false, timedOut: false, interrupted: false, timers: [] };
+    for (const m of members) {
+      m.run = run;
+      this.entries.set(m.task.token, m);
+    }
+    this.runs.set(run.head, run);
+    const item = (task: ClaimedTask): GroupItem => ({ token: task.token, key: task.key, batch: this.settings.batchName, stage: task.stage, seq: task.seq, attempt: task.attempt, payload: task.payload, inputs: task.inputs });
+    const more = members.slice(1).map((m) => item(m.task));
+    return {
+      ...item(head.task),
+      logFile: attemptLogFile(this.settings.logFolder, run.head, part),
+      output: head.output,
+      print: this.settings.printPrefix?.(printId(run)) ?? null,
+      ...(more.length ? { more } : {}),
+    };
+  }
+
+  /** A failed group's halves, as new runs of the same attempts on the same worker; its own copies for --print go. */
+  private split(run: Run, now: number): TaskMessage[] {
+    this.forget(run);
+    this.discardCopies(run);
+    return halves(run.members).map((members) => {
+      for (const m of members) m.claimedQueued = false; // the store was told they started
+      return this.newRun(run.worker, members, now, ++run.family.parts, run.family);
+    });
+  }
+
+  /** The run runs from now: its clock (and timeout, its items' together) starts. Returns the starts of its items the store has as queued. */
+  private begin(run: Run | undefined, waited: boolean): AttemptStart[] {
+    if (!run || run.started) return [];
+    run.started = true;
+    run.waited = waited;
+    run.startedAt = Date.now();
+    const stage = run.members[0]!.task.stage;
+    const { timeoutMs, heartbeatTimeoutMs } = this.settings.rules(stage);
+    if (timeoutMs !== null) run.timers.push(longTimeout(() => this.timeOut(run, 'timeout'), timeoutMs * run.members.length));
     if (heartbeatTimeoutMs !== null) {
-      const logFile = this.pool.reportsStarts(entry.task.stage) ? attemptLogFile(this.settings.logFolder, entry.task.token) : null;
-      entry.silence = new SilenceWatch(heartbeatTimeoutMs, logFile, () => this.timeOut(entry, 'heartbeat'));
-      entry.timers.push(entry.silence);
+      const logFile = this.pool.reportsStarts(stage) ? attemptLogFile(this.settings.logFolder, run.head, run.part) : null;
+      run.silence = new SilenceWatch(heartbeatTimeoutMs, logFile, () => this.timeOut(run, 'heartbeat'));
+      run.timers.push(run.silence);
     }
-    return entry.claimedQueued ? { taskId: entry.task.id, token: entry.task.token, at: entry.startedAt } : null;
+    const starts: AttemptStart[] = [];
+    for (const m of run.members) if (m.claimedQueued) starts.push({ taskId: m.task.id, token: m.task.token, at: run.startedAt });
+    return starts;
   }
 
-  /** Asks the worker to stop the attempt (TERM); kills the worker if it has not reported in time. */
-  private timeOut(entry: Inflight, why: 'timeout' | 'heartbeat'): void {
-    if (entry.timedOut) return; // the other limit stopped it already
-    entry.timedOut = why;
-    this.pool.abort(entry.worker, entry.task.token);
-    entry.timers.push(longTimeout(() => this.pool.kill(entry.worker), this.settings.killGraceMs + 1000));
+  /** Asks the worker to stop the run (TERM); kills the worker if it has not reported in time. */
+  private timeOut(run: Run, why: 'timeout' | 'heartbeat'): void {
+    if (run.timedOut) return; // the other limit stopped it already
+    run.timedOut = why;
+    this.pool.abort(run.worker, run.head);
+    run.timers.push(longTimeout(() => this.pool.kill(run.worker), this.settings.killGraceMs + 1000));
+  }
+
+  private forget(run: Run): void {
+    run.timers.forEach((t) => t.cancel());
+    run.timers = [];
+    if (this.runs.get(run.head) === run) this.runs.delete(run.head);
+  }
+
+  /** A split group's --print copies: never printed (each item's output is the command that decides it). */
+  private discardCopies(run: Run): void {
+    const prefix = this.settings.printPrefix?.(printId(run));
+    if (prefix) for (const s of ['out', 'err']) void unlink(`${prefix}.${s}`).catch(() => undefined);
+  }
+
+  /** Each item of the run settled by its ending (a `batch` call's item by its own outcome). */
+  private settleRun(run: Run, ending: Ending, now: number): Queued[] {
+    this.forget(run);
+    const items = ending.kind === 'reported' ? ending.msg.items : undefined;
+    const shared = run.members.length > 1 || run.part > 0;
+    return run.members.map((m, i) => {
+      const own: Ending = items && ending.kind === 'reported' ? { ...ending, msg: itemMessage(ending.msg, m.task.token, items[i]) } : ending;
+      const q = this.settle(m, own, now);
+      if (shared) q.printed = { id: printId(run), lead: i === 0 };
+      return q;
+    });
   }
 
   private settle(entry: Inflight, ending: Ending, now: number): Queued {
-    entry.timers.forEach((t) => t.cancel());
     this.entries.delete(entry.task.token);
-    const { settlement, terminal } = decideSettlement(entry.task, ending, this.settings.rules(entry.task.stage), now, entry.startedAt, entry.waited, entry.output);
+    const { run } = entry;
+    const { settlement, terminal } = decideSettlement(entry.task, ending, this.settings.rules(entry.task.stage), now, run.startedAt, run.waited, entry.output);
     // A worker removes what a failure left; one that died (or was killed) could not, and a
     // report settled as anything but a success leaves its file too. A success's file waits at
     // its temporary path, recorded with the commit, renamed once it won.
@@ -227,4 +330,15 @@ export class AttemptsInFlight {
     if (entry.output && !kept) discardOutput(entry.output);
     return { task: entry.task, settlement, terminal, output: kept };
   }
+}
+
+/** A run's name for its --print copies: its first item's token, and its part after a split. */
+function printId(run: Run): string {
+  return run.part ? `${run.head}-${run.part}` : String(run.head);
+}
+
+/** One item's done message out of a `batch` call's: its own outcome, the call's output and clock. */
+function itemMessage(msg: DoneMessage, token: number, item: NonNullable<DoneMessage['items']>[number] | undefined): DoneMessage {
+  const outcome = item ?? { ok: false, result: null, error: { name: 'Error', message: 'the batch call gave no outcome for this item', retryable: true } };
+  return { ...msg, token, ok: outcome.ok, result: outcome.result, error: outcome.error, items: undefined };
 }

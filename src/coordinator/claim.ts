@@ -14,6 +14,8 @@ export interface ClaimRound {
   now: number;
   /** The places to fill, a worker once for each place it has free. */
   free: PoolWorker[];
+  /** How many tasks each place claims (a group's, SPEC §10; 1 without groups). */
+  perPlace: number;
   /** Settlements committed in the same transaction. */
   ended: Queued[];
   /** Attempts claimed as queued that have started since the last commit. */
@@ -25,21 +27,24 @@ export interface ClaimRound {
 export interface Claimed {
   /** The settlements the store applied, by token, with the status each left its task in (the others were fenced off). */
   applied: Map<number, TaskStatus>;
-  /** What each worker is handed, in claim order. */
-  handOut: Map<PoolWorker, ClaimedTask[]>;
+  /** What each worker is handed, place by place, in claim order: each place's tasks run as one group or more (groups.ts). */
+  handOut: Map<PoolWorker, ClaimedTask[][]>;
   /** Tokens claimed as queued: their task shows queued until its attempt starts. */
   queued: Set<number>;
   /** Whether places were left without a task (the loop then sleeps until one is due). */
   unfilled: boolean;
 }
 
-/** A worker's place behind an attempt it holds already (or behind another place claimed now) is queued. */
-function claimSlots(free: PoolWorker[]): ClaimSlot[] {
+/**
+ * A worker's place behind an attempt it holds already (or behind another place claimed now) is
+ * queued. Each place claims `perPlace` tasks (a group's, SPEC §10), all queued or none.
+ */
+function claimSlots(free: PoolWorker[], perPlace: number): ClaimSlot[] {
   const places = new Map<PoolWorker, number>();
-  return free.map((w) => {
+  return free.flatMap((w) => {
     const place = w.queue.length + (places.get(w) ?? 0);
     places.set(w, (places.get(w) ?? 0) + 1);
-    return { workerId: w.id, pid: w.pid, queued: place > 0 };
+    return Array.from({ length: perPlace }, () => ({ workerId: w.id, pid: w.pid, queued: place > 0 }));
   });
 }
 
@@ -50,8 +55,8 @@ export function appliedOf(applied: Applied[]): Map<number, TaskStatus> {
 
 /** Commits `ended`, `starts` and `placed` and claims for `free`, in one transaction of the store. */
 async function commitAndClaim(round: ClaimRound): Promise<Claimed> {
-  const { batch, free } = round;
-  const slots = claimSlots(free);
+  const { batch, free, perPlace } = round;
+  const slots = claimSlots(free, perPlace);
   const request = {
     batchId: batch.id,
     owner: round.owner,
@@ -68,15 +73,19 @@ async function commitAndClaim(round: ClaimRound): Promise<Claimed> {
     request,
     round.placed,
   );
-  const handOut = new Map<PoolWorker, ClaimedTask[]>();
+  const handOut = new Map<PoolWorker, ClaimedTask[][]>();
   const queued = new Set<number>();
+  // Task i fills slot i, which is place i / perPlace's: the worker the store recorded it on.
+  // Places go round the workers (freePlaces), so a short claim still reaches each of them.
   claimed.forEach((task, i) => {
     if (slots[i]!.queued) queued.add(task.token);
-    const tasks = handOut.get(free[i]!);
-    if (tasks) tasks.push(task);
-    else handOut.set(free[i]!, [task]);
+    const worker = free[Math.floor(i / perPlace)]!;
+    const places = handOut.get(worker) ?? [];
+    if (i % perPlace === 0) places.push([task]);
+    else places[places.length - 1]!.push(task);
+    handOut.set(worker, places);
   });
-  return { applied: appliedOf(applied), handOut, queued, unfilled: free.length > 0 && claimed.length < free.length };
+  return { applied: appliedOf(applied), handOut, queued, unfilled: free.length > 0 && claimed.length < slots.length };
 }
 
 /**

@@ -3,7 +3,7 @@ import type { AttemptStart, ClaimedTask, Settlement, TaskStatus } from '../store
 import { formatMs } from '../job/units.js';
 import { WallSteps } from '../wall-steps.js';
 import type { OutputPaths } from '../output/output-path.js';
-import type { RunStore } from './run-types.js';
+import type { PrintedAs, RunStore } from './run-types.js';
 
 /** An attempt's settlement, waiting for the next commit. */
 export interface Queued {
@@ -12,6 +12,8 @@ export interface Queued {
   terminal: boolean;
   /** A success's declared output, still at its temporary path: renamed only once this commit wins. */
   output?: OutputPaths | null;
+  /** An item of a group: the command its output came from (RunObserver.attemptEnded). */
+  printed?: PrintedAs;
 }
 
 /**

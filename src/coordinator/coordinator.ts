@@ -54,7 +54,7 @@ export class Coordinator {
     const note = (m: string) => observer.note(m);
     this.placement = new OutputPlacement(note, () => this.runner.request());
     const { printPrefix, rules, killGraceMs, outputs, pollMs, leaseMs } = options;
-    this.attempts = new AttemptsInFlight(pool, { batchName: batch.name, logFolder, printPrefix, rules, killGraceMs, outputs });
+    this.attempts = new AttemptsInFlight(pool, { batchName: batch.name, logFolder, printPrefix, rules, killGraceMs, outputs, stopping: () => this.runner.stopping !== null });
     this.upkeep = new Upkeep(store, batch, this.owner, pool, { pollMs, leaseMs }, note, (lost) => this.discardLostOutputs(lost));
     this.outage = new Outage(note);
     this.runner = new TickRunner({ tick: () => this.tick(), mayCoalesce: () => !pool.needsWork() }, this.outage);
@@ -148,14 +148,17 @@ export class Coordinator {
   /** What the pool reported, as the tick takes it (pool-endings.ts). */
   private take(news: PoolNews): void {
     if (news.kind === 'ended') {
-      const q = this.attempts.ended(news.token, news.ending);
-      if (!q) return;
-      this.commits.push(q);
+      const { settled, again } = this.attempts.ended(news.token, news.ending);
+      // A group that failed as a whole: its halves run on its worker, after what it holds already.
+      if (again) this.take({ kind: 'started', starts: this.attempts.send(again.worker, again.messages) });
+      if (settled.length === 0) return;
+      this.commits.push(...settled);
       // Anything but a success may stop the run (--max-failures) or retry, and is committed at once.
-      this.runner.request(news.ending.kind === 'reported' && news.ending.msg.ok);
+      this.runner.request(news.ending.kind === 'reported' && news.ending.msg.ok && !news.ending.msg.items?.some((i) => !i.ok));
     } else if (news.kind === 'started') {
+      if (news.starts.length === 0) return;
       // Claimed as queued: the store is told with the next commit.
-      this.commits.started(news.start);
+      for (const start of news.starts) this.commits.started(start);
       this.runner.carryStart();
     } else if (news.kind === 'wake') this.runner.request();
     else this.observer.note(news.message);
@@ -194,26 +197,26 @@ export class Coordinator {
     }
     const now = await this.commits.clockNow(this.store, (m) => this.observer.note(m));
     const { store, batch, owner } = this;
-    const { claimed, ended } = await claimRound({ store, batch, owner, leaseMs: this.options.leaseMs, now, free }, this.commits, this.placement);
+    const perPlace = this.pool.claimPerPlace();
+    const { claimed, ended } = await claimRound({ store, batch, owner, leaseMs: this.options.leaseMs, now, free, perPlace }, this.commits, this.placement);
     // The run gave up at the outage limit while this claim waited: what it claimed is never
     // started here; it stays RUNNING under this run's lease for the next run to take back.
     if (this.runner.over) return null;
     if (claimed.handOut.size > 0) this.idle.found();
-    for (const tasks of claimed.handOut.values()) this.commits.claimed(tasks);
-    for (const [worker, tasks] of claimed.handOut) this.handOut(worker, tasks, now, claimed.queued);
+    for (const places of claimed.handOut.values()) for (const tasks of places) this.commits.claimed(tasks);
+    for (const [worker, places] of claimed.handOut) this.handOut(worker, places, now, claimed.queued);
     await this.reportCommitted(ended, claimed.applied);
     return claimed.unfilled ? now : null;
   }
 
   /** Hand claimed tasks to their worker; those that must not run are settled for the next commit. */
-  private handOut(worker: PoolWorker, tasks: ClaimedTask[], now: number, queued: ReadonlySet<number>): void {
-    const prepared = this.attempts.prepare(worker, tasks, now, queued);
+  private handOut(worker: PoolWorker, places: ClaimedTask[][], now: number, queued: ReadonlySet<number>): void {
+    const prepared = this.attempts.prepare(worker, places, now, queued);
     this.commits.push(...prepared.settled);
     for (const task of prepared.started) this.observer.attemptStarted?.(task);
     // Settled here without running (up to date): committed by the next tick, which claims again.
     if (prepared.settled.length) this.runner.request();
-    const start = this.attempts.send(worker, prepared.messages);
-    if (start) this.take({ kind: 'started', start });
+    this.take({ kind: 'started', starts: this.attempts.send(worker, prepared.messages) });
   }
 
   /** After a commit: winners' outputs put in place, each task's status as the commit left it told, failures counted, retries kept. */
@@ -229,7 +232,7 @@ export class Coordinator {
       const { maxFailures } = this.options;
       if (status === 'FAILED' && maxFailures !== null && ++this.failures >= maxFailures) this.stop({ kind: 'max-failures' });
       this.commits.retrying(q, status);
-      this.observer.attemptEnded(q.task, q.settlement, status);
+      this.observer.attemptEnded(q.task, q.settlement, status, q.printed);
     }
   }
 

@@ -6,10 +6,10 @@ import type { Ending } from './settlement.js';
 
 /** What a pool event means to the tick, in the order it happened. */
 export type PoolNews =
-  /** An attempt ended: its settlement is decided and queued for the next commit. */
+  /** An attempt (or a group's command) ended: its settlements are decided and queued for the next commit. */
   | { kind: 'ended'; token: number; ending: Ending }
-  /** An attempt started; `start` when the store has it as queued and must be told. */
-  | { kind: 'started'; start: AttemptStart }
+  /** Attempts started that the store has as queued and must be told of. */
+  | { kind: 'started'; starts: AttemptStart[] }
   /** Something changed that a tick should look at (a worker ready, one gone). */
   | { kind: 'wake' }
   | { kind: 'note'; message: string };
@@ -21,8 +21,8 @@ export type PoolNews =
  */
 export function poolEndings(attempts: AttemptsInFlight, stopping: () => boolean, take: (news: PoolNews) => void): PoolEvents {
   const ended = (token: number, ending: Ending) => take({ kind: 'ended', token, ending });
-  const started = (start: AttemptStart | null) => {
-    if (start) take({ kind: 'started', start });
+  const started = (starts: AttemptStart[]) => {
+    if (starts.length) take({ kind: 'started', starts });
   };
   return {
     done: (worker, msg) => {

@@ -7,10 +7,22 @@ import type { ClaimedTask, LeaseStore, QueryStore, ReleasedTask, Settlement, Tas
 export interface RunObserver {
   /** An attempt was handed to a worker (in claim order); not called for tasks settled without running. */
   attemptStarted?(task: ClaimedTask): void;
-  /** `status`: the task's status once the attempt was committed (CANCELLED if `cancel` stopped it). */
-  attemptEnded(task: ClaimedTask, settlement: Settlement, status: TaskStatus): void;
+  /**
+   * `status`: the task's status once the attempt was committed (CANCELLED if `cancel` stopped
+   * it). `printed`: for an item of a group (or of a group's half), the command whose output is
+   * its own, and whether this item is the one that prints it (the others print nothing).
+   */
+  attemptEnded(task: ClaimedTask, settlement: Settlement, status: TaskStatus, printed?: PrintedAs): void;
   released(tasks: ReleasedTask[]): void;
   note(message: string): void;
+}
+
+/** The command an item's output came from, when it ran in a group (RunObserver.attemptEnded). */
+export interface PrintedAs {
+  /** The run's print id: its `--print`/`--results` copies are at `printPrefix(id)`. */
+  id: string;
+  /** Whether this item prints it: one item of the group does, its first. */
+  lead: boolean;
 }
 
 /** The signals that stop a run with a drain (SIGHUP: a closed terminal, a dropped ssh session). */
@@ -35,10 +47,10 @@ export type RunStore = LeaseStore & Pick<QueryStore, 'listTasks' | 'attemptsOf'>
  * What the tick needs of its pool of workers (pool/pool.ts): its events, the places to fill,
  * whether it wants work, and its end. What attempts in flight and upkeep need apart.
  */
-export type TickPool = Pick<WorkerPool, 'attach' | 'freePlaces' | 'needsWork' | 'hasIdleWorker' | 'whyEmpty' | 'quiesce' | 'dropQueued' | 'shutdown'>;
+export type TickPool = Pick<WorkerPool, 'attach' | 'freePlaces' | 'claimPerPlace' | 'needsWork' | 'hasIdleWorker' | 'whyEmpty' | 'quiesce' | 'dropQueued' | 'shutdown'>;
 
 /** What the attempts in flight need of the pool: hand them to a worker, stop them, kill their worker. */
-export type AttemptPool = Pick<WorkerPool, 'reportsStarts' | 'dispatch' | 'abort' | 'interrupt' | 'kill'>;
+export type AttemptPool = Pick<WorkerPool, 'reportsStarts' | 'maxItems' | 'dispatch' | 'abort' | 'interrupt' | 'kill'>;
 
 /** What upkeep needs of the pool: workers stuck behind a slow attempt or stopped, to take back from or kill. */
 export type UpkeepPool = Pick<WorkerPool, 'stuck' | 'stopped' | 'drop' | 'kill'>;
@@ -62,6 +74,6 @@ export interface CoordinatorOptions {
   pollMs: number;
   /** Declared outputs: paths, up-to-date checks, what dead attempts left (declared-outputs.ts). */
   outputs: DeclaredOutputs;
-  /** `--print`: where an attempt's copies of its stdout and stderr go (attempt-printer.ts), or null. */
-  printPrefix: ((token: number) => string) | null;
+  /** `--print`: where an attempt's copies of its stdout and stderr go (attempt-printer.ts), or null; `id` names the command's run (printId). */
+  printPrefix: ((id: string) => string) | null;
 }

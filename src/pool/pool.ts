@@ -34,6 +34,8 @@ export class WorkerPool {
   private readonly loads = new LoadTally();
   /** Why the last worker that could not be started at all (no process to be had) failed. */
   private startFailure: ResourceError | null = null;
+  /** Per stage, at most how many items one attempt runs, as the workers' handlers said (1 without groups). */
+  private groupBounds: Readonly<Record<string, number>> = {};
   /** Dead workers' leftovers being killed: their attempts are reported once each is done. */
   private readonly sweeps = new Set<Promise<void>>();
   private events: PoolEvents = { done() {}, dropped() {}, exited() {}, started() {}, idle() {}, heartbeat() {}, ran() {}, shrunk() {} };
@@ -93,6 +95,16 @@ export class WorkerPool {
   /** One entry per attempt the pool can take now: a worker appears once per free place in its window. */
   freePlaces(): PoolWorker[] {
     return slots.freePlaces(this.workers, this.options.maxTasksPerWorker, monotonicMs());
+  }
+
+  /** At most how many items of a stage one attempt runs (`-n`, a handler's `batch`): 1 without groups. */
+  maxItems(stage: string): number {
+    return this.groupBounds[stage] ?? 1;
+  }
+
+  /** How many tasks a free place claims: at most how many items any attempt runs (1 without groups). */
+  claimPerPlace(): number {
+    return Math.max(1, ...Object.values(this.groupBounds));
   }
 
   /** Whether a stage's attempts say when they start (`spawned`): its exec commands do. */
@@ -203,6 +215,7 @@ export class WorkerPool {
         } else if (msg.type === 'ready') {
           clearTimeout(loading);
           worker.ready = true;
+          if (msg.maxItems) this.groupBounds = msg.maxItems;
           this.loads.loaded();
           resolve();
           this.events.idle();

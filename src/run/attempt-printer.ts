@@ -3,7 +3,7 @@ import { open, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ClaimedTask, Settlement, TaskStatus } from '../store/task-store.js';
-import type { RunObserver } from '../coordinator/run-types.js';
+import type { PrintedAs, RunObserver } from '../coordinator/run-types.js';
 import { LiveCopy } from './live-lines.js';
 
 /** Where `--print` writes one stream of one attempt: its bytes in order, then its end. Each resolves once written (or dropped). */
@@ -36,6 +36,8 @@ interface Entry {
   seq: number;
   /** `retrying`: its last attempt ended and it will run again; its place waits for that attempt. */
   state: 'running' | 'retrying' | 'final';
+  /** An item of a group: the print id of the command whose output it prints, or null for none (PrintedAs). */
+  printAs?: string | null;
 }
 
 /** `--line-buffer`: the copies of one attempt, read as they grow. */
@@ -94,9 +96,9 @@ export class AttemptPrinter {
     return this.lostCount;
   }
 
-  /** Where a worker writes the attempt's copies (`.out`, `.err`). */
-  prefixOf(token: number): string {
-    return join(this.dir, String(token));
+  /** Where a worker writes a command's copies (`.out`, `.err`): `id` is its attempt's token, or a group's print id (PrintedAs). */
+  prefixOf(id: number | string): string {
+    return join(this.dir, String(id));
   }
 
   /** The observer `observer` with printing added: attempts are printed when they end, after it heard of them. */
@@ -106,9 +108,9 @@ export class AttemptPrinter {
         this.attemptStarted(task);
         observer.attemptStarted?.(task);
       },
-      attemptEnded: (task: ClaimedTask, settlement: Settlement, status: TaskStatus) => {
-        observer.attemptEnded(task, settlement, status);
-        this.attemptEnded(task, status !== 'PENDING');
+      attemptEnded: (task: ClaimedTask, settlement: Settlement, status: TaskStatus, printed?: PrintedAs) => {
+        observer.attemptEnded(task, settlement, status, printed);
+        this.attemptEnded(task, status !== 'PENDING', printed);
       },
       released: (tasks) => observer.released(tasks),
       note: (m) => observer.note(m),
@@ -129,7 +131,7 @@ export class AttemptPrinter {
         for (const l of this.live.values()) l.ended = true;
         this.printing = this.printing.then(() => this.pollOnce(true));
       } else {
-        for (const e of this.order.splice(0)) if (e.state !== 'retrying') this.emit(e.task);
+        for (const e of this.order.splice(0)) if (e.state !== 'retrying') this.emitEntry(e);
       }
       await this.printing;
       this.removeDir();
@@ -157,6 +159,7 @@ export class AttemptPrinter {
     if (again) {
       again.task = task;
       again.state = 'running';
+      delete again.printAs;
       return;
     }
     let i = this.order.length;
@@ -164,9 +167,14 @@ export class AttemptPrinter {
     this.order.splice(i, 0, { task, seq: task.token, state: 'running' });
   }
 
-  private attemptEnded(task: ClaimedTask, final: boolean): void {
+  private attemptEnded(task: ClaimedTask, final: boolean, printed?: PrintedAs): void {
     const entry = this.mode.keepOrder ? this.order.find((e) => e.task.token === task.token) : undefined;
-    if (entry) entry.state = final ? 'final' : 'retrying';
+    if (entry) {
+      entry.state = final ? 'final' : 'retrying';
+      // An item of a group prints its group's command's output once, as its first item.
+      if (printed) entry.printAs = printed.lead ? printed.id : null;
+    }
+    if (printed && !this.mode.lineBuffer) return this.groupEnded(task, final, printed, entry);
     if (this.mode.lineBuffer) {
       const l = this.live.get(task.token);
       if (l) l.ended = true;
@@ -180,7 +188,31 @@ export class AttemptPrinter {
       return;
     }
     if (!entry) return this.emit(task);
-    while (this.order.length && this.order[0]!.state === 'final') this.emit(this.order.shift()!.task);
+    this.emitReady();
+  }
+
+  /**
+   * An item of a group (or of a failed group's half) ended: its command's output is printed
+   * once, by its first item, when that one ends its task; the other items print nothing.
+   */
+  private groupEnded(task: ClaimedTask, final: boolean, printed: PrintedAs, entry: Entry | undefined): void {
+    if (!printed.lead) {
+      if (!entry) return;
+    } else if (!final) {
+      const prefix = this.prefixOf(printed.id);
+      this.printing = this.printing.then(() => Promise.all(['out', 'err'].map((s) => unlink(`${prefix}.${s}`).catch(() => undefined))).then(() => undefined));
+      return;
+    } else if (!entry) return this.emit(task, printed.id);
+    this.emitReady();
+  }
+
+  /** keepOrder: prints the tasks at the head of the order whose attempts ended them. */
+  private emitReady(): void {
+    while (this.order.length && this.order[0]!.state === 'final') this.emitEntry(this.order.shift()!);
+  }
+
+  private emitEntry(e: Entry): void {
+    if (e.printAs !== null) this.emit(e.task, e.printAs);
   }
 
   /** `--line-buffer`: a look at the copies, after whatever is being printed; one at a time. */
@@ -237,8 +269,8 @@ export class AttemptPrinter {
     }
   }
 
-  private emit(task: ClaimedTask): void {
-    const prefix = this.prefixOf(task.token);
+  private emit(task: ClaimedTask, id: number | string = task.token): void {
+    const prefix = this.prefixOf(id);
     this.printing = this.printing.then(async () => {
       for (const stream of ['out', 'err'] as const) {
         try {

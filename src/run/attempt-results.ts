@@ -2,7 +2,7 @@ import { closeSync, constants, fchmodSync, fstatSync, linkSync, lstatSync, mkdir
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { ClaimedTask, Settlement, TaskStatus } from '../store/task-store.js';
-import type { RunObserver } from '../coordinator/run-types.js';
+import type { PrintedAs, RunObserver } from '../coordinator/run-types.js';
 import { RESULT_FILES, resultsName, SOURCE_LEVEL } from '../output/results-path.js';
 import { RESULTS_COPIES } from '../worker/print-copy.js';
 import { printable } from '../printable.js';
@@ -52,18 +52,18 @@ export class AttemptResults {
     return this.lostCount;
   }
 
-  /** Where a worker writes the attempt's copies (`.out`, `.err`). */
-  prefixOf(token: number): string {
-    return join(this.copies, String(token));
+  /** Where a worker writes a command's copies (`.out`, `.err`): `id` is its attempt's token, or a group's print id (PrintedAs). */
+  prefixOf(id: number | string): string {
+    return join(this.copies, String(id));
   }
 
   /** The observer with the results written as attempts end, before it hears of them (so before --print, which removes the copies). */
   tap(observer: RunObserver): RunObserver {
     return {
       attemptStarted: (task) => observer.attemptStarted?.(task),
-      attemptEnded: (task: ClaimedTask, settlement: Settlement, status: TaskStatus) => {
-        this.attemptEnded(task, settlement, status);
-        observer.attemptEnded(task, settlement, status);
+      attemptEnded: (task: ClaimedTask, settlement: Settlement, status: TaskStatus, printed?: PrintedAs) => {
+        this.attemptEnded(task, settlement, status, printed);
+        observer.attemptEnded(task, settlement, status, printed);
       },
       released: (tasks) => observer.released(tasks),
       note: (m) => observer.note(m),
@@ -76,29 +76,33 @@ export class AttemptResults {
     process.off('exit', this.onExit);
   }
 
-  private attemptEnded(task: ClaimedTask, settlement: Settlement, status: TaskStatus): void {
-    const prefix = this.prefixOf(task.token);
+  /**
+   * An item of a group gets its group's command's output (`printed`): each item's folder links
+   * the same copy, which goes with the copies folder at the end of the run.
+   */
+  private attemptEnded(task: ClaimedTask, settlement: Settlement, status: TaskStatus, printed?: PrintedAs): void {
+    const prefix = this.prefixOf(printed ? printed.id : task.token);
     const final = status === 'SUCCESS' || status === 'FAILED' || status === 'CANCELLED';
     if (final && !settlement.upToDate) {
       try {
-        this.publish(task, prefix);
+        this.publish(task, prefix, printed !== undefined);
       } catch (err) {
         this.lostCount++;
         this.note(`--results: the files of ${printable(task.key)} could not be written in ${printable(this.dir)}: ${printable((err as Error).message)}`);
       }
     }
-    if (!this.printed) for (const s of ['out', 'err'] as const) removeQuietly(`${prefix}.${s}`);
+    if (!this.printed && !printed) for (const s of ['out', 'err'] as const) removeQuietly(`${prefix}.${s}`);
   }
 
-  private publish(task: ClaimedTask, prefix: string): void {
+  private publish(task: ClaimedTask, prefix: string, shared: boolean): void {
     const folder = ownFolder(ownFolder(this.dir, SOURCE_LEVEL), resultsName(task.key));
-    const seq = this.newFile(`${prefix}.seq`, String(task.seq));
+    const seq = this.newFile(`${prefix}.${task.token}.seq`, String(task.seq));
     renameSync(seq, join(folder, RESULT_FILES.seq));
     for (const s of ['out', 'err'] as const) {
       const copy = `${prefix}.${s}`;
-      const staged = `${prefix}.${s}.result`;
+      const staged = `${prefix}.${task.token}.${s}.result`;
       if (exists(copy)) {
-        if (this.printed) linkSync(copy, staged);
+        if (this.printed || shared) linkSync(copy, staged);
         else renameSync(copy, staged);
         fchmodPath(staged, this.fileMode!);
       } else {

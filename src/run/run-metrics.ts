@@ -44,9 +44,9 @@ export class RunMetrics {
   tap(observer: RunObserver): RunObserver {
     return {
       attemptStarted: (task) => observer.attemptStarted?.(task),
-      attemptEnded: (task, settlement, status) => {
+      attemptEnded: (task, settlement, status, printed) => {
         addAttempt(this.attempts, settlement.outcome, settlement.durationMs);
-        observer.attemptEnded(task, settlement, status);
+        observer.attemptEnded(task, settlement, status, printed);
       },
       released: (tasks: ReleasedTask[]) => {
         for (const t of tasks) if (t.token !== null) addAttempt(this.attempts, 'LOST', null);

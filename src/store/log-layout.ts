@@ -9,6 +9,10 @@ import { StoreError } from '../errors.js';
  *
  *   <root>/<store identity>/<sanitised batch name>-<hash of the exact name>/<attempt id>.log
  *
+ * A group's command (`-n`, SPEC §10) writes one log, named after its first item's attempt,
+ * and `<attempt id>-<part>.log` for the halves run after it failed; each item's attempt
+ * records the log of the command that decided it.
+ *
  * The identity (random, written when the store was created) keeps two stores apart however
  * alike their batch names; the hash keeps `a/b`, `a_b`, `.` and `..` apart and makes every
  * batch folder a plain name inside the store's folder. Batch names are data: nothing a batch
@@ -17,7 +21,7 @@ import { StoreError } from '../errors.js';
  */
 
 const IDENTITY = /^[0-9a-f]{32}$/;
-const ATTEMPT_LOG = /^[1-9][0-9]*\.log$/;
+const ATTEMPT_LOG = /^[1-9][0-9]*(?:-[1-9][0-9]*)?\.log$/;
 /** Enough of the name to recognise the folder; the hash makes it unique. */
 const READABLE_CHARS = 48;
 
@@ -43,9 +47,9 @@ export function batchLogFolder(root: string, identity: string, batch: string): s
   return join(storeLogFolder(root, identity), batchFolderName(batch));
 }
 
-/** The log file of one attempt (its id, unique in the store) in its batch's folder. */
-export function attemptLogFile(folder: string, attemptId: number): string {
-  return join(folder, `${attemptId}.log`);
+/** The log file of one attempt (its id, unique in the store) in its batch's folder; `part`: a group's half run after it failed. */
+export function attemptLogFile(folder: string, attemptId: number, part = 0): string {
+  return join(folder, part ? `${attemptId}-${part}.log` : `${attemptId}.log`);
 }
 
 /** Whether `path` is named as an attempt's log directly inside `folder` (by name only). */
@@ -139,14 +143,17 @@ export function batchLogBytes(folder: string): number {
 
 /**
  * Where to look for the log of attempt `attemptId` of `batch` in the store `identity`: where
- * the store recorded it, when that path names this very store, batch and attempt (a shared
+ * the store recorded it, when that path names this very store, batch and an attempt log (its
+ * own, or its group's: another attempt of the batch, SPEC §10) (a shared
  * store's logs are where its coordinators ran), then where this layout puts it under `root`
  * (a store moved with its logs). A recorded path naming anything else is never read.
  */
 export function attemptLogPlaces(root: string, identity: string, batch: string, attemptId: number, recorded: string): string[] {
-  const here = attemptLogFile(batchLogFolder(root, identity, batch), attemptId);
+  // An item of a group records its group's log: another attempt's name, in the same folder.
+  const name = ATTEMPT_LOG.test(basename(recorded)) ? basename(recorded) : `${attemptId}.log`;
+  const here = join(batchLogFolder(root, identity, batch), name);
   const named =
-    basename(recorded) === `${attemptId}.log` &&
+    basename(recorded) === name &&
     basename(dirname(recorded)) === batchFolderName(batch) &&
     basename(dirname(dirname(recorded))) === identity;
   return named && recorded !== here ? [recorded, here] : [here];

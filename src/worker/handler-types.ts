@@ -53,3 +53,10 @@ export interface TaskContext {
 }
 
 export type Handler = (task: Task, ctx: TaskContext) => unknown | Promise<unknown>;
+
+/**
+ * A module's `batch` export (SPEC §10): one call for many tasks, returning one entry per task,
+ * in order: its result, or an Error (that task's failure; a `PermanentError` fails it at once).
+ * A throw fails the whole call, which is then split to find the tasks that fail on their own.
+ */
+export type BatchHandler = (tasks: Task[], ctx: TaskContext) => unknown[] | Promise<unknown[]>;

@@ -4,7 +4,7 @@ import { extname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { UsageError } from '../errors.js';
 import { inPackage } from '../package-root.js';
-import type { Handler } from './handler-types.js';
+import type { BatchHandler, Handler } from './handler-types.js';
 import { describeLocation, syntaxLocations } from './syntax-location.js';
 
 const LOADABLE = new Set(['.js', '.mjs', '.cjs']);
@@ -35,18 +35,27 @@ function resolveSelf(): void {
 }
 const TYPESCRIPT = new Set(['.ts', '.mts', '.cts']);
 
+/** A loaded handler module: its default export, and its `batch` export (many tasks per call) with its `maxItems`. */
+export interface LoadedHandler {
+  fn: Handler | null;
+  batch: BatchHandler | null;
+  /** The module's own bound on a `batch` call's tasks, if it exports one. */
+  maxItems: number | null;
+}
+
 /**
  * Imports a handler module once per worker. Runs only in worker processes: the
- * coordinator never imports handler code.
+ * coordinator never imports handler code. A module exports `default` (one task per call),
+ * `batch` (many, SPEC §10), or both.
  */
-export async function loadHandler(path: string): Promise<Handler> {
+export async function loadHandler(path: string): Promise<LoadedHandler> {
   const abs = resolve(path);
   if (!existsSync(abs)) throw new UsageError(`handler module ${path} does not exist; check the --handler path`);
   const ext = extname(abs);
   if (!LOADABLE.has(ext) && !TYPESCRIPT.has(ext)) {
     throw new UsageError(`handler module ${path} has the extension "${ext}"; give a .js, .mjs or .ts module`);
   }
-  let mod: { default?: unknown };
+  let mod: { default?: unknown; batch?: unknown; maxItems?: unknown };
   resolveSelf();
   try {
     const url = pathToFileURL(abs).href;
@@ -55,15 +64,20 @@ export async function loadHandler(path: string): Promise<Handler> {
   } catch (err) {
     throw new UsageError(`handler module ${path} ${loadError(err, abs)}`);
   }
-  // A CommonJS module's `module.exports = fn` arrives as `default`; `exports.default = fn` as default.default.
+  // A CommonJS module's `module.exports = fn` arrives as `default`; `exports.default = fn` as
+  // default.default; `exports.batch = fn` as default.batch.
   let fn = mod.default;
-  if (fn && typeof fn === 'object' && typeof (fn as { default?: unknown }).default === 'function') {
-    fn = (fn as { default: unknown }).default;
+  const cjs = fn && typeof fn === 'object' ? (fn as { default?: unknown; batch?: unknown; maxItems?: unknown }) : null;
+  if (cjs && typeof cjs.default === 'function') fn = cjs.default;
+  const batch = typeof mod.batch === 'function' ? mod.batch : typeof cjs?.batch === 'function' ? cjs.batch : null;
+  const maxItems = mod.maxItems ?? cjs?.maxItems ?? null;
+  if (typeof fn !== 'function' && batch === null) {
+    throw new UsageError(`handler module ${path} has no default export function; add \`export default async (task, ctx) => { … }\` (or \`export async function batch(tasks, ctx)\` for many tasks per call)`);
   }
-  if (typeof fn !== 'function') {
-    throw new UsageError(`handler module ${path} has no default export function; add \`export default async (task, ctx) => { … }\``);
+  if (maxItems !== null && !(Number.isInteger(maxItems) && (maxItems as number) >= 1)) {
+    throw new UsageError(`handler module ${path} exports maxItems = ${JSON.stringify(maxItems)}; give a whole number of at least 1`);
   }
-  return fn as Handler;
+  return { fn: typeof fn === 'function' ? (fn as Handler) : null, batch: batch as BatchHandler | null, maxItems: maxItems as number | null };
 }
 
 /**

@@ -1,6 +1,7 @@
 import { constants } from 'node:os';
 import { serializeError } from '../errors.js';
 import { renderExec } from '../template/exec-command.js';
+import { renderGroup, type GroupMode } from '../template/group-command.js';
 import { GroupStop } from './group-stop.js';
 import type { Launched, Launcher } from './launcher.js';
 import { tailWithNote } from './output-capture.js';
@@ -24,7 +25,8 @@ export interface RunningExec {
  * timeout or shutdown can kill the command and everything it started with one signal, and
  * its end can stop whatever it left behind (only a `setsid` daemon escapes the group). A
  * simple command runs without a shell, with the same arguments, and a signal death reported
- * as the shell would (exit 128+n).
+ * as the shell would (exit 128+n). With `groupMode` (-n, -X, …) one command runs the task and
+ * the other items of its group (`task.more`).
  */
 export function runExec(
   template: string,
@@ -33,11 +35,12 @@ export function runExec(
   vars: Record<string, string>,
   launcher: Launcher,
   pipe = false,
+  groupMode?: GroupMode,
 ): RunningExec {
   let argv: string[];
   let fallback: string | null;
   try {
-    ({ argv, fallback } = renderExec(template, task));
+    ({ argv, fallback } = groupMode ? renderGroup(template, [task, ...(task.more ?? [])], groupMode) : renderExec(template, task));
   } catch (err) {
     // e.g. {inputs.x.y} naming a field the needed stage's result lacks: the attempt fails, nothing runs.
     return notRun(task.token, serializeError(err));

@@ -3,10 +3,9 @@ import { discardOutput, finishOutput, prepareOutput } from '../output/commit-out
 import type { FolderId } from '../output/output-folders.js';
 import type { OutputPaths } from '../output/output-path.js';
 import { taskVars } from './attempt-processes.js';
-import type { Handler } from './handler-types.js';
 import { HeartbeatThrottle } from './heartbeat-throttle.js';
 import type { Launcher } from './launcher.js';
-import { loadHandler } from './load-handler.js';
+import { loadHandler, type LoadedHandler } from './load-handler.js';
 import { NodeLauncher } from './node-launcher.js';
 import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from './protocol.js';
 import { notRun, runExec } from './run-exec.js';
@@ -45,8 +44,8 @@ interface Active {
  * is. It never touches the store and never decides retries.
  */
 export class WorkerCore {
-  /** Per stage ('' without stages): the spec, and the module's default export once loaded. */
-  private readonly handlers = new Map<string, { spec: HandlerSpec; fn: Handler | null }>();
+  /** Per stage ('' without stages): the spec, and the module's exports once loaded. */
+  private readonly handlers = new Map<string, { spec: HandlerSpec; mod: LoadedHandler | null }>();
   private killGraceMs = 2000;
   private watchMemory = false;
   /** Attempts not handed on yet. */
@@ -89,10 +88,13 @@ export class WorkerCore {
     this.killGraceMs = killGraceMs;
     this.watchMemory = watchMemory;
     try {
+      const maxItems: Record<string, number> = {};
       for (const [stage, spec] of Object.entries(specs)) {
-        this.handlers.set(stage, { spec, fn: spec.kind === 'module' ? await loadHandler(spec.path) : null });
+        const mod = spec.kind === 'module' ? await loadHandler(spec.path) : null;
+        this.handlers.set(stage, { spec, mod });
+        maxItems[stage] = groupBound(spec, mod);
       }
-      this.host.send({ type: 'ready' });
+      this.host.send({ type: 'ready', maxItems });
     } catch (err) {
       this.host.send({ type: 'load-failed', error: serializeError(err) });
     }
@@ -113,23 +115,26 @@ export class WorkerCore {
       const blocked = h.spec.kind === 'exec' ? this.active.some((a) => a.kind === 'module') : this.active.length > 0;
       if (blocked) return;
       this.queue.shift();
-      if (h.spec.kind === 'exec') this.startExec(h.spec.template, task, h.spec.pipe === true);
-      else this.startModule(h.fn!, task);
+      if (h.spec.kind === 'exec') this.startExec(h.spec, task);
+      else this.startModule(h.mod!, task);
     }
   }
 
-  private startExec(template: string, task: TaskMessage, pipe: boolean): void {
+  private startExec({ template, pipe: piped, group }: Extract<HandlerSpec, { kind: 'exec' }>, task: TaskMessage): void {
     const { why, folder } = prepared(task);
+    const pipe = piped === true;
     // --pipe feeds the command's stdin, which only Node's spawn does here (the helper gives /dev/null).
     const launcher = pipe ? (this.pipeLauncher ??= new NodeLauncher()) : this.host.launcher();
-    const running = why ? notRun(task.token, why) : runExec(template, task, this.killGraceMs, taskVars(task), launcher, pipe);
+    const running = why ? notRun(task.token, why) : runExec(template, task, this.killGraceMs, taskVars(task), launcher, pipe, group?.mode);
     running.onStart((pgid) => this.host.send({ type: 'spawned', token: task.token, pgid }));
     const active: Active = { token: task.token, kind: 'exec', output: task.output, abort: () => running.abort(), kill: () => running.kill() };
     this.active.push(active);
     this.report(active, withOutput(task, folder, running.done, 'the command must write it to {out}', this.host));
   }
 
-  private startModule(fn: Handler, task: TaskMessage): void {
+  private startModule(mod: LoadedHandler, task: TaskMessage): void {
+    // One task goes to the default export when there is one; a group (or a module with only `batch`) to `batch`.
+    const fn = !task.more?.length && mod.fn ? mod.fn : { batch: mod.batch! };
     let aborted = false;
     const { why, folder } = prepared(task);
     // Made on the first ctx.heartbeat(): an attempt that never calls it costs nothing.
@@ -190,6 +195,16 @@ export class WorkerCore {
     this.pump();
   }
 }
+
+/** At most how many items one attempt of this handler runs: a group's bound, or 1. */
+function groupBound(spec: HandlerSpec, mod: LoadedHandler | null): number {
+  if (spec.kind === 'exec') return spec.group?.max ?? 1;
+  if (!mod?.batch) return 1;
+  return Math.min(spec.maxItems ?? DEFAULT_MAX_ITEMS, mod.maxItems ?? Infinity);
+}
+
+/** A `batch` export's bound when neither `--max-items` nor the module's `maxItems` gives one (SPEC §10). */
+const DEFAULT_MAX_ITEMS = 64;
 
 /** The task's declared output made ready (its folders made and walked): the folder it goes in, or why the attempt cannot run. */
 function prepared(task: TaskMessage): { why: SerializedError | null; folder: FolderId | null } {

@@ -52,6 +52,12 @@ class FakePool implements RunPool {
   reportsStarts(): boolean {
     return false;
   }
+  maxItems(): number {
+    return 1;
+  }
+  claimPerPlace(): number {
+    return 1;
+  }
   dispatch(worker: PoolWorker, tasks: TaskMessage[]): void {
     worker.queue.push(...tasks.map((t) => t.token));
     this.handedOut.push(...tasks);
