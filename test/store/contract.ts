@@ -9,6 +9,7 @@ import { stagesContract } from './contract/stages.js';
 import { attemptStatsContract } from './contract/attempt-stats.js';
 import { itemsContract } from './contract/items.js';
 import { queuedContract } from './contract/queued.js';
+import { groupsContract } from './contract/groups.js';
 
 export { ending, keys, newBatch, spec, type MakeStore } from './contract/harness.js';
 
@@ -28,5 +29,6 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
     attemptStatsContract(h);
     itemsContract(h);
     queuedContract(h);
+    groupsContract(h);
   });
 }
