@@ -5,55 +5,16 @@ import { attemptLogFile } from '../store/log-layout.js';
 import type { AttemptStart, ClaimedTask } from '../store/task-store.js';
 import { discardOutput } from '../output/commit-output.js';
 import type { OutputPaths } from '../output/output-path.js';
-import type { DoneMessage, GroupItem, TaskMessage } from '../worker/protocol.js';
+import type { TaskMessage } from '../worker/protocol.js';
 import type { Queued } from './commit-queue.js';
 import type { DeclaredOutputs } from './declared-outputs.js';
 import type { PoolWorker } from '../pool/pool.js';
 import type { AttemptPool } from './run-types.js';
 import { formGroups, halves } from './groups.js';
+import { itemMessage, printId, runMessage, type Inflight, type Run } from './attempt-run.js';
 import { OomKills } from './oom-kills.js';
-import { decideSettlement, killedOutright, upToDateSettlement, type Ending, type RetryRules, type TimedOut } from './settlement.js';
+import { decideSettlement, killedOutright, upToDateSettlement, type Ending, type RetryRules } from './settlement.js';
 import { SilenceWatch } from './silence-watch.js';
-
-/** One claimed task, in flight until its attempt is settled. */
-export interface Inflight {
-  task: ClaimedTask;
-  worker: PoolWorker;
-  /** The command (or handler call) it runs in: its own, or its group's. */
-  run: Run;
-  /** Claimed as queued: the store shows its task queued until told it started. */
-  claimedQueued: boolean;
-  /** Its declared output's paths (null without one; a group has none). */
-  output: OutputPaths | null;
-}
-
-/**
- * One command (or handler call) for one task or a group of them (SPEC §10): what the pool and
- * the worker know by its first item's token. A failed group is split: its halves are new runs
- * of the same attempts, on the same worker.
- */
-interface Run {
-  head: number;
-  members: Inflight[];
-  worker: PoolWorker;
-  /** Its group's how-manieth run: 0 the first, then the halves of a failed group (its log is `<head>-<part>.log`). */
-  part: number;
-  /** Parts handed out in its family so far, shared by every half split from one claim's group. */
-  family: { parts: number };
-  /** Whether it has started (the others wait in their worker's queue, or its launcher's). */
-  started: boolean;
-  /** When it started running; until then, when it was claimed. */
-  startedAt: number;
-  /** It waited queued behind another attempt on its worker before it started. */
-  waited: boolean;
-  /** Stopped by the coordinator: by --timeout, or by --heartbeat-timeout. */
-  timedOut: TimedOut;
-  /** --heartbeat-timeout's watch, once it started (also in `timers`). */
-  silence?: SilenceWatch;
-  /** Stopped by a shutdown: however it ends, it is INTERRUPTED (not charged). */
-  interrupted: boolean;
-  timers: { cancel(): void }[];
-}
 
 export interface AttemptSettings {
   batchName: string;
@@ -246,15 +207,7 @@ export class AttemptsInFlight {
       this.entries.set(m.task.token, m);
     }
     this.runs.set(run.head, run);
-    const item = (task: ClaimedTask): GroupItem => ({ token: task.token, key: task.key, batch: this.settings.batchName, stage: task.stage, seq: task.seq, attempt: task.attempt, payload: task.payload, inputs: task.inputs });
-    const more = members.slice(1).map((m) => item(m.task));
-    return {
-      ...item(head.task),
-      logFile: attemptLogFile(this.settings.logFolder, run.head, part),
-      output: head.output,
-      print: this.settings.printPrefix?.(printId(run)) ?? null,
-      ...(more.length ? { more } : {}),
-    };
+    return runMessage(run, this.settings);
   }
 
   /** A failed group's halves, as new runs of the same attempts on the same worker; its own copies for --print go. */
@@ -330,15 +283,4 @@ export class AttemptsInFlight {
     if (entry.output && !kept) discardOutput(entry.output);
     return { task: entry.task, settlement, terminal, output: kept };
   }
-}
-
-/** A run's name for its --print copies: its first item's token, and its part after a split. */
-function printId(run: Run): string {
-  return run.part ? `${run.head}-${run.part}` : String(run.head);
-}
-
-/** One item's done message out of a `batch` call's: its own outcome, the call's output and clock. */
-function itemMessage(msg: DoneMessage, token: number, item: NonNullable<DoneMessage['items']>[number] | undefined): DoneMessage {
-  const outcome = item ?? { ok: false, result: null, error: { name: 'Error', message: 'the batch call gave no outcome for this item', retryable: true } };
-  return { ...msg, token, ok: outcome.ok, result: outcome.result, error: outcome.error, items: undefined };
 }
