@@ -8,6 +8,8 @@ import type { Placeholder } from './placeholder.js';
 export interface QuotedLine {
   pieces: string[];
   holes: Placeholder[];
+  /** Where in the template each hole's placeholder starts (for messages that name the word it stands in). */
+  from: number[];
 }
 
 /** Single-quotes a value for /bin/sh: nothing inside is expanded, newlines included. */
