@@ -52,6 +52,8 @@ type GroupWord =
 interface GroupForm {
   exec: Compiled;
   sources: Source[];
+  /** Whether any placeholder is each item's (without one, the template renders as written, once). */
+  perItem: boolean;
   /** The simple command's words, or null when the template runs through the shell. */
   words: GroupWord[] | null;
   /** Why the template cannot run for many items exactly (the message, given where it came from), or null. */
@@ -73,8 +75,8 @@ export function renderGroup(template: string, tasks: TemplateTask[], mode: Group
   const values = form.sources.map((source, k) => valueOf(source, form.exec.slots[k]!, tasks));
   if (form.words === null) return { argv: ['/bin/sh', '-c', shellLine(form.exec, values)], fallback: null };
   const argv = wordsOf(form.words, values, tasks.length);
-  // A group of one has renderExec's line; otherwise each word is quoted as a whole.
-  return { argv, fallback: tasks.length === 1 ? shellLine(form.exec, values) : argv.map(shellQuote).join(' ') };
+  // With one value for each placeholder the line is renderExec's; otherwise each word is quoted whole.
+  return { argv, fallback: tasks.length === 1 || !form.perItem ? shellLine(form.exec, values) : argv.map(shellQuote).join(' ') };
 }
 
 /** Refuses (UsageError) a template whose item placeholders cannot expand to many items exactly under `mode`. */
@@ -157,7 +159,7 @@ function compile(template: string, mode: GroupMode): GroupForm {
     const h = exec.lineSlots.findIndex((k, h) => isItem(k) && !holeIsWord(exec.line, h));
     if (h >= 0) refusal = (what) => insideWordMessage(what, flag, template, exec.line.holes[h]!.text, exec.line.from[h]!);
   }
-  const form = { exec, sources, words, refusal };
+  const form = { exec, sources, perItem: exec.slots.some((_, k) => isItem(k)), words, refusal };
   if (cache.size >= MAX_CACHED) cache.clear();
   cache.set(mode + template, form);
   return form;
