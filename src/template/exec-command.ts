@@ -20,7 +20,7 @@ export interface ExecCommand {
 }
 
 /** A template compiled once: its distinct placeholders, its shell line, and its words when it needs no shell. */
-interface Compiled {
+export interface Compiled {
   slots: Placeholder[];
   line: QuotedLine;
   /** The slot (into `slots`) of each hole of `line`. */
@@ -43,11 +43,19 @@ const cache = new Map<string, Compiled>();
  * PermanentError: no attempt of it can ever run exactly.
  */
 export function renderExec(template: string, task: TemplateTask): ExecCommand {
-  const c = cache.get(template) ?? compile(template);
+  const c = compiledExec(template);
   const values = c.slots.map((slot) => placeholderValue(slot, task));
   const line = joinQuoted(c.line, c.lineSlots.map((k) => values[k]!));
   if (c.words === null) return { argv: ['/bin/sh', '-c', line], fallback: null };
   return { argv: c.words.map((parts) => wordOf(parts, values)), fallback: line };
+}
+
+/**
+ * The compiled form of `template`, cached: what renderExec renders one task from and
+ * group-command.ts many. A template checkTemplate would refuse is a PermanentError.
+ */
+export function compiledExec(template: string): Compiled {
+  return cache.get(template) ?? compile(template);
 }
 
 function wordOf(parts: (string | number)[], values: string[]): string {

@@ -8,11 +8,14 @@ import type { Placeholder } from './placeholder.js';
 export interface QuotedLine {
   pieces: string[];
   holes: Placeholder[];
+  /** Where in the template each hole's placeholder starts (for messages that name the word it stands in). */
+  from: number[];
 }
 
 /** Single-quotes a value for /bin/sh: nothing inside is expanded, newlines included. */
 export function shellQuote(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
+  // The test first: most values hold no quote, and a group quotes every item's (a hot path).
+  return value.includes("'") ? `'${value.replace(/'/g, `'\\''`)}'` : `'${value}'`;
 }
 
 /** The line for one task: `values[k]` is the value of `line.holes[k]`. */

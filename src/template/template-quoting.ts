@@ -33,7 +33,7 @@ class Lexer {
   private i = 0;
   private out = '';
   /** Where in `out` each placeholder's quoted value goes. */
-  private holes: { at: number; placeholder: Placeholder }[] = [];
+  private holes: { at: number; from: number; placeholder: Placeholder }[] = [];
   /** Here-documents announced on the current line: delimiter and whether `<<-` strips tabs. */
   private heredocs: HereDoc[] = [];
   /** Where dash and bash read a template differently, it is refused only if it has placeholders. */
@@ -52,7 +52,7 @@ class Lexer {
       from = at;
     }
     pieces.push(this.out.slice(from));
-    return { pieces, holes: this.holes.map((h) => h.placeholder) };
+    return { pieces, holes: this.holes.map((h) => h.placeholder), from: this.holes.map((h) => h.from) };
   }
 
   /** The placeholder starting at `i`, if any. */
@@ -63,7 +63,7 @@ class Lexer {
 
   /** Holes take no room: `quoted` only ever drops the quote it has just opened, before any hole of its string. */
   private hole(m: RegExpExecArray): void {
-    this.holes.push({ at: this.out.length, placeholder: placeholderOf(m) });
+    this.holes.push({ at: this.out.length, from: this.i, placeholder: placeholderOf(m) });
   }
 
   /** Command level: the top (`inSub` false) or inside `$(…)` up to its `)`. `refusing` names why no placeholder may appear. */
