@@ -9,7 +9,7 @@ import { checkGroupTemplate } from '../template/group-command.js';
 import type { GroupSpec, HandlerSpec } from '../worker/protocol.js';
 
 /** How many items one `-X`/`-m` command gets at most when `--max-items` is not given. */
-export const DEFAULT_MAX_ITEMS = 64;
+const DEFAULT_MAX_ITEMS = 64;
 
 /** The grouping words one source gave, their values parsed (each a whole number ≥ 1). */
 export interface GroupGiven {
