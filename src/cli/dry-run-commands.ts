@@ -6,13 +6,17 @@ import { outputPathsOf } from '../output/output-path.js';
 import { hasUnsafe, printable } from '../printable.js';
 import type { QueryStore, TaskSpec } from '../store/task-store.js';
 import { renderExec } from '../template/exec-command.js';
+import { renderGroup, type GroupMode } from '../template/group-command.js';
 import type { HandlerSpec } from '../worker/protocol.js';
 
 /** How many tasks' commands a dry run shows without --verbose. */
 export const FIRST_COMMANDS = 20;
 
-/** One task a run would start: its key, and its command (`--exec`) or its payload (a module). */
-export type DryRunEntry = { key: string; command: string } | { key: string; payload: unknown } | { key: string; error: string };
+/**
+ * One task a run would start: its key, and its command (`--exec`) or its payload (a module). A
+ * group's command (`-n`, `-X`, …) is one entry: `keys` are its tasks', `key` the first of them.
+ */
+export type DryRunEntry = { key: string; keys?: string[]; command: string } | { key: string; payload: unknown } | { key: string; keys?: string[]; error: string };
 
 /**
  * The tasks the run would start, in the order of the source (what a new batch claims first),
@@ -35,21 +39,59 @@ export async function eachDryRunEntry(
   const base = store && batchId !== null ? await store.lastSeq(batchId) : 0;
   let place = 0;
   let shown = 0;
+  // With many items per command (-n, -X, …): a stage's consecutive tasks, filled up to the group's size.
+  const filling = new Map<string, { spec: TaskSpec; seq: number }[]>();
   for (const spec of plan.split()) {
     place++;
     const known = store && batchId !== null ? await store.getTask(batchId, spec.key) : undefined;
     if (known && known.status !== 'PENDING' && known.status !== 'RUNNING') continue;
     if (!plan.inv.force && wouldBeUpToDate(s, spec, plan.batchName)) continue;
+    const seq = known?.seq ?? base + place;
+    const handler = handlerOf(plan, spec.stage ?? '');
+    if (handler?.kind === 'exec' && handler.group) {
+      const items = [...(filling.get(spec.stage ?? '') ?? []), { spec, seq }];
+      filling.set(spec.stage ?? '', items);
+      if (items.length < handler.group.max) continue;
+      filling.delete(spec.stage ?? '');
+      if (shown >= limit) return { shown, more: true };
+      shown++;
+      await each(groupEntryOf(plan, handler.template, handler.group.mode, items));
+      continue;
+    }
     if (shown >= limit) return { shown, more: true };
     shown++;
-    await each(entryOf(plan, spec, known?.seq ?? base + place));
+    await each(entryOf(plan, spec, seq));
+  }
+  // The last, smaller group of each stage.
+  for (const [stage, items] of filling) {
+    const handler = handlerOf(plan, stage);
+    if (handler?.kind !== 'exec' || !handler.group) continue;
+    if (shown >= limit) return { shown, more: true };
+    shown++;
+    await each(groupEntryOf(plan, handler.template, handler.group.mode, items));
   }
   return { shown, more: false };
 }
 
+function handlerOf(plan: RunPlan, stage: string): HandlerSpec | null {
+  return plan.settings.stages.length ? (plan.settings.stages.find((x) => x.name === stage)?.handler ?? null) : plan.settings.handler;
+}
+
+/** A group's one command (a group has no declared output: plan-run refuses the pair). */
+function groupEntryOf(plan: RunPlan, template: string, mode: GroupMode, items: { spec: TaskSpec; seq: number }[]): DryRunEntry {
+  const keys = items.map((i) => i.spec.key);
+  const tasks = items.map(({ spec, seq }) => ({ key: spec.key, batch: plan.batchName, stage: spec.stage ?? '', seq, attempt: 1, slot: 1, payload: spec.payload, inputs: {} }));
+  try {
+    const { argv, fallback } = renderGroup(template, tasks, mode);
+    return { key: keys[0]!, keys, command: fallback ?? argv[2]! };
+  } catch (err) {
+    return { key: keys[0]!, keys, error: (err as Error).message };
+  }
+}
+
 function entryOf(plan: RunPlan, spec: TaskSpec, seq: number): DryRunEntry {
   const stage = spec.stage ?? '';
-  const handler: HandlerSpec | null = plan.settings.stages.length ? (plan.settings.stages.find((x) => x.name === stage)?.handler ?? null) : plan.settings.handler;
+  const handler = handlerOf(plan, stage);
   if (handler === null || handler.kind === 'module') return { key: spec.key, payload: spec.payload };
   // `{attempt}` and `{%}` as the first attempt in the first slot would see them.
   const task = { key: spec.key, batch: plan.batchName, stage, seq, attempt: 1, slot: 1, payload: spec.payload, inputs: {} };

@@ -7,6 +7,7 @@ import { size } from './format.js';
 import { line, write, type Io } from './io.js';
 import { printable } from '../printable.js';
 import type { RunPlan } from '../job/plan-run.js';
+import type { HandlerSpec } from '../worker/protocol.js';
 import { eachDryRunEntry, entryLine, FIRST_COMMANDS, type DryRunEntry } from './dry-run-commands.js';
 
 const FIRST_KEYS = 5;
@@ -75,7 +76,8 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
     `tasks    ${count}${plan.existing ? `, ${result.inserted} new` : ''}${plan.sample ? ' (sampled)' : ''}; first${plan.kind === 'items' ? ' items' : ''}: ${first.map((k) => printable(k)).join(', ')}${count > first.length ? ', …' : ''}`,
     ...(outputs ? [`outputs  ${upToDate} of ${count} task(s) up to date: they would be recorded SUCCESS without running (--force runs them)`] : []),
     `handler  ${describeHandler(s.handler, s.stages)} on ${plan.inv.concurrency} worker(s), ${s.retries} retries${s.timeoutMs ? `, timeout ${formatMs(s.timeoutMs)}` : ''}` +
-      `${s.heartbeatTimeoutMs ? `, heartbeat timeout ${formatMs(s.heartbeatTimeoutMs)}` : ''}${s.permanentErrors.length ? `, ${s.permanentErrors.length} permanent-error pattern(s)` : ''}${s.retryQuiet ? ', quiet failures retried' : ''}`,
+      `${s.heartbeatTimeoutMs ? `, heartbeat timeout ${formatMs(s.heartbeatTimeoutMs)}` : ''}${s.permanentErrors.length ? `, ${s.permanentErrors.length} permanent-error pattern(s)` : ''}${s.retryQuiet ? ', quiet failures retried' : ''}` +
+      groupsLine(s),
   ];
   if (counts) {
     out.push(
@@ -103,6 +105,14 @@ async function printCommands(plan: RunPlan, store: QueryStore | null, batchId: n
   const { more } = await eachDryRunEntry(plan, store, batchId, limit, async (e) => void lines.push(entryLine(e)));
   line(io.stdout, `${what}${more ? ` (the first ${limit}; --verbose prints every one)` : ''}:`);
   line(io.stdout, lines.length ? lines.join('\n') : NONE);
+}
+
+/** `, up to 64 items per command` (`-n 64`, `-X`, …; of each grouped stage), or `, up to 8 items per batch call` (a module's --max-items). */
+function groupsLine(s: RunPlan['settings']): string {
+  const per = (h: HandlerSpec) => (h.kind === 'exec' ? (h.group ? `up to ${h.group.max} items per command` : null) : h.maxItems !== undefined ? `up to ${h.maxItems} items per batch call` : null);
+  if (s.stages.length) return s.stages.map((st) => [st.name, per(st.handler)] as const).filter(([, p]) => p).map(([name, p]) => `; ${name}: ${p}`).join('');
+  const p = s.handler && per(s.handler);
+  return p ? `, ${p}` : '';
 }
 
 const NONE = '(none: every task is finished or up to date)';

@@ -2,6 +2,7 @@ import type { OutputSpec } from '../output/output-path.js';
 import type { HandlerSpec } from '../worker/protocol.js';
 import type { ItemsMode } from '../split/items.js';
 import type { FileState } from '../split/file-growth.js';
+import { groupFlags } from './group-options.js';
 
 /**
  * The effective definition of a batch, stored on it as JSON so a bare re-run (or a
@@ -138,10 +139,16 @@ export function mergeSettings(base: JobSettings, given: Partial<JobSettings>): {
   return { settings, changed };
 }
 
-export function describeHandler(h: HandlerSpec | null, stages: StageDefinition[] = []): string {
-  if (stages.length) return stages.map((s) => `${s.name}: ${describeHandler(s.handler)}`).join('; ');
+/**
+ * The handler as the flags that give it: `--exec "gzip {}" -n 64`, `--handler ./h.js --max-items 8`.
+ * `groups: false` leaves the grouping words out (a derived batch name: a new group size resumes
+ * the same batch, its tasks are the same).
+ */
+export function describeHandler(h: HandlerSpec | null, stages: StageDefinition[] = [], { groups = true } = {}): string {
+  if (stages.length) return stages.map((s) => `${s.name}: ${describeHandler(s.handler, [], { groups })}`).join('; ');
   if (!h) return '(none)';
-  return withoutCredentials(h.kind === 'exec' ? `--exec ${JSON.stringify(h.template)}${h.pipe ? ' --pipe' : ''}` : `--handler ${h.path}`);
+  const grouping = !groups ? '' : h.kind === 'exec' ? (h.group ? ` ${groupFlags(h.group)}` : '') : h.maxItems !== undefined ? ` --max-items ${h.maxItems}` : '';
+  return withoutCredentials(`${h.kind === 'exec' ? `--exec ${JSON.stringify(h.template)}${h.pipe ? ' --pipe' : ''}` : `--handler ${h.path}`}${grouping}`);
 }
 
 /** `scheme://user:secret@host` in a handler shown for a person: the secret masked, as a --db URL's is. */

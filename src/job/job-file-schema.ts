@@ -72,6 +72,15 @@ const policy = {
     .optional(),
 };
 
+/** Many items per command (group-options.ts): of the job's exec or handler, and of a stage's. */
+const grouping = {
+  maxArgs: count(1).describe('with exec: at most N items per command, {} is every item of the group, like -n (1: one each)').optional(),
+  maxReplaceArgs: count(1).describe('with exec: at most N items per command, {1}…{N} are its items, like -N').optional(),
+  xargs: z.boolean().describe('with exec: as many items per command as fit, up to maxItems; {} is every item, a word around it repeats per item, like -X').optional(),
+  multiple: z.boolean().describe('with exec: as many items per command as fit, up to maxItems; {} is every item, like -m').optional(),
+  maxItems: count(1).describe('at most N items per command with xargs or multiple (default 64), or per call of a handler module\'s batch export').optional(),
+};
+
 /** One stage of a per-item pipeline: its own handler and, optionally, its own policy. */
 export const StageSchema = z
   .object({
@@ -84,6 +93,7 @@ export const StageSchema = z
     needs: z.array(z.string()).describe('stages that must succeed for the same item first').optional(),
     output: z.string().min(1).describe("the stage's declared output, relative to this file's folder (a placeholder that gives an absolute path first, such as {dir}/x, stays absolute); {inputs.STAGE.out} names it in later stages").optional(),
     pipe: z.boolean().describe("with exec: the command reads its chunk's bytes, or its item, on stdin").optional(),
+    ...grouping,
     ...policy,
   })
   .strict()
@@ -117,6 +127,7 @@ export const JobFileSchema = z
     batch: z.string().min(1).describe("batch name; {date} expands to YYYY-MM-DD").optional(),
     exec: z.string().min(1).describe("shell command per task, e.g. 'gzip -k {}'").optional(),
     handler: z.string().min(1).describe("a .js, .mjs or .ts module, relative to this file's folder").optional(),
+    ...grouping,
     include: z.array(z.string().min(1, 'expected a non-empty glob')).optional(),
     exclude: z.array(z.string().min(1, 'expected a non-empty glob')).optional(),
     chunkSize: size.optional(),

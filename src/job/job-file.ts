@@ -11,6 +11,8 @@ import { definedOnly } from './option-checks.js';
 import { JobFileSchema, StageSchema } from './job-file-schema.js';
 import type { StageDefinition } from './job-definition.js';
 import { orderStages } from './stages.js';
+import { FIELD_WORDS, groupedHandler } from './group-options.js';
+import type { HandlerSpec } from '../worker/protocol.js';
 
 /** No field of a job file nests deeper (stages' fields are at depth 3); the schema's checks recurse. */
 const MAX_DEPTH = 64;
@@ -83,7 +85,7 @@ export function readJobFile(path: string): RunInput {
     sample: j.sample,
     rerunChanged: j.rerunChanged,
     settings: definedOnly({
-      handler: j.exec !== undefined ? { kind: 'exec' as const, template: j.exec, ...(j.pipe ? { pipe: true as const } : {}) } : j.handler !== undefined ? { kind: 'module' as const, path: abs(j.handler) } : undefined,
+      handler: handlerOf(j, abs, `job file ${path}: `),
       stages,
       include: j.include,
       exclude: j.exclude,
@@ -142,7 +144,7 @@ function stageOf(s: z.output<typeof StageSchema>, abs: (p: string) => string, ou
   const def: StageDefinition = {
     name: s.name,
     needs: [...new Set(s.needs ?? [])], // a need named twice is one need
-    handler: s.exec !== undefined ? { kind: 'exec', template: s.exec, ...(s.pipe ? { pipe: true as const } : {}) } : { kind: 'module', path: abs(s.handler!) },
+    handler: handlerOf(s, abs, `stage "${s.name}": `)!,
     retries: s.retries,
     backoffMs: s.backoff,
     backoffFactor: s.backoffFactor,
@@ -157,6 +159,21 @@ function stageOf(s: z.output<typeof StageSchema>, abs: (p: string) => string, ou
   };
   // Unset fields stay out of the stored definition, so they follow the job's.
   return definedOnly(def) as StageDefinition;
+}
+
+/** The handler of the job or of a stage: its exec (with "pipe") or module, and its grouping fields. */
+function handlerOf(
+  j: { exec?: string; handler?: string; pipe?: boolean; maxArgs?: number; maxReplaceArgs?: number; xargs?: boolean; multiple?: boolean; maxItems?: number },
+  abs: (p: string) => string,
+  where: string,
+): HandlerSpec | undefined {
+  const plain: HandlerSpec | undefined =
+    j.exec !== undefined ? { kind: 'exec', template: j.exec, ...(j.pipe ? { pipe: true as const } : {}) } : j.handler !== undefined ? { kind: 'module', path: abs(j.handler) } : undefined;
+  try {
+    return groupedHandler(plain, { n: j.maxArgs, N: j.maxReplaceArgs, X: j.xargs, m: j.multiple, maxItems: j.maxItems }, FIELD_WORDS);
+  } catch (err) {
+    throw new UsageError(`${where}${(err as Error).message}`);
+  }
 }
 
 const FIELDS = [...Object.keys(JobFileSchema.shape), ...Object.keys(StageSchema.shape)];

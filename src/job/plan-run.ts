@@ -17,6 +17,7 @@ import { checkTemplate } from '../template/exec-template.js';
 import { ITEM_PLACEHOLDER } from '../template/placeholder.js';
 import { checkPlaceholders } from '../template/placeholder-attempts.js';
 import { templateWarnings } from './template-warnings.js';
+import { checkGrouping, FIELD_WORDS, FLAG_WORDS } from './group-options.js';
 import { printable } from '../printable.js';
 import { storePathAt, storePaths } from '../replaceable-path.js';
 import { isPostgresUrl, logRoot } from '../store/open-store.js';
@@ -94,12 +95,13 @@ export async function planRun(
   const inv = invocationOf(input);
   if (inv.print && cliFlags.json) printOf(true, false, false, true); // a job file's "print" meets --json: refused the same way
   // Stdin in blocks (`run - --pipe`) and the same command's list (`--items - --pipe`) are two batches: their keys differ.
-  const stdinWork = `${describeHandler(input.settings.handler ?? null, input.settings.stages ?? [])}${sourceArg === '-' && pipes(input.settings.handler) ? ' (blocks)' : ''}`;
+  const work = describeHandler(input.settings.handler ?? null, input.settings.stages ?? [], { groups: false });
+  const stdinWork = `${work}${sourceArg === '-' && pipes(input.settings.handler) ? ' (blocks)' : ''}`;
   const batchName =
     input.batch !== undefined
       ? expandBatchName(input.batch)
       : asArgs
-        ? argsBatchName(cwd, describeHandler(input.settings.handler ?? null, input.settings.stages ?? []), groupsShape(groups))
+        ? argsBatchName(cwd, work, groupsShape(groups))
         : stdin
           ? stdinBatchName(cwd, stdinWork)
           : defaultBatchName(source);
@@ -139,9 +141,12 @@ export async function planRun(
   const from = (flag: string, field: string, inFlags: boolean, inFile: boolean) =>
     inFlags ? flag : inFile ? `"${field}" of ${jobPath}` : `the stored ${flag} of batch ${batchName}`;
   if (settings.handler?.kind === 'exec') {
-    const what = from('--exec', 'exec', fromFlags.settings.handler?.kind === 'exec', fromFile?.settings.handler?.kind === 'exec');
+    const [inFlags, inFile] = [fromFlags.settings.handler?.kind === 'exec', fromFile?.settings.handler?.kind === 'exec'];
+    const what = from('--exec', 'exec', inFlags, inFile);
     checkTemplate(settings.handler.template, [], settings.output !== null, kind === 'items', what);
+    checkGrouping(settings.handler, settings.output !== null, what, !inFlags && inFile ? FIELD_WORDS : FLAG_WORDS);
   }
+  for (const st of settings.stages) checkGrouping(st.handler, st.output !== undefined, `stage "${st.name}"'s exec`, FIELD_WORDS);
   if (settings.output) checkPlaceholders(settings.output.template, from('--output', 'output', fromFlags.settings.output != null, fromFile?.settings.output != null));
   for (const st of settings.stages) if (st.output) checkPlaceholders(st.output.template, `stage "${st.name}"'s output`);
   const itemOutput = [settings.output, ...settings.stages.map((s) => s.output)].find((o) => o && ITEM_PLACEHOLDER.test(o.template));

@@ -10,6 +10,7 @@ import type { JobSettings } from './job-definition.js';
 import type { ItemsMode } from '../split/items.js';
 import type { RawArgGroup } from './command-line-items.js';
 import { parseDelimiter } from './command-line-items.js';
+import { FLAG_WORDS, groupedHandler } from './group-options.js';
 import { parseCount, parseCountOrShare, parseDuration, parseFraction, parseNumber, parseSize, type CountOrShare } from './units.js';
 import { atLeast, checkColsep, checkRegex, definedOnly, given, MAX_BACKOFF_FACTOR, MAX_RETRIES, MIN_DURATION_MS, nonEmpty, parseCodes, parseConcurrency, positive } from './option-checks.js';
 
@@ -70,6 +71,12 @@ export interface RawRunFlags {
   /** `-a FILE` / `--arg-file FILE` (repeatable): as `:::: FILE`. */
   argFile?: string[];
   pipe?: boolean;
+  /** `-n N` / `--max-args N`, `-N N` / `--max-replace-args N`, `-X` / `--xargs`, `-m`, `--max-items N`: many items per command (group-options.ts). */
+  maxArgs?: string;
+  maxReplaceArgs?: string;
+  xargs?: boolean;
+  m?: boolean;
+  maxItems?: string;
   wait?: boolean;
   maxFailures?: string;
   maxRuntime?: string;
@@ -162,7 +169,17 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     if (globs?.some((g) => g.trim() === '')) throw new UsageError(`${flag} is empty; give a glob such as '*.log'`);
   }
   const settings: Partial<JobSettings> = {
-    handler: f.exec !== undefined ? { kind: 'exec', template: f.exec, ...(f.pipe ? { pipe: true } : {}) } : f.handler !== undefined ? { kind: 'module', path: resolve(cwd, f.handler) } : undefined,
+    handler: groupedHandler(
+      f.exec !== undefined ? { kind: 'exec', template: f.exec, ...(f.pipe ? { pipe: true } : {}) } : f.handler !== undefined ? { kind: 'module', path: resolve(cwd, f.handler) } : undefined,
+      {
+        n: given(f.maxArgs, (v) => parseCount(v, '-n/--max-args', { min: 1 })),
+        N: given(f.maxReplaceArgs, (v) => parseCount(v, '-N/--max-replace-args', { min: 1 })),
+        X: f.xargs,
+        m: f.m,
+        maxItems: given(f.maxItems, (v) => parseCount(v, '--max-items', { min: 1 })),
+      },
+      FLAG_WORDS,
+    ),
     retries: given(f.retries, (v) => parseCount(v, '--retries', { max: MAX_RETRIES })),
     backoffMs: given(f.backoff, (v) => parseDuration(v, '--backoff')),
     backoffFactor: given(f.backoffFactor, (v) => parseNumber(v, '--backoff-factor', { min: 1, max: MAX_BACKOFF_FACTOR })),

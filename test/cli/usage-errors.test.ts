@@ -189,10 +189,11 @@ describe("GNU parallel's input sources and what its users type: exit 2 naming th
     [['run', '-', '-d', '', '--exec', 'echo {}'], /^splitdance: error: -d is empty/],
     [['run', 'src', '-0', '--exec', 'echo {}'], /^splitdance: error: --jsonl, --key-field, --colsep, -0 and -d read a list of items/],
     [['run', 'a.log', 'b.log', '--exec', 'echo {}'], /too many arguments for 'run'.*\n\(a glob such as \*\.log gives run many paths; run takes one source: write\nrun \. --include '\*\.log', or run --exec 'CMD \{\}' ::: \*\.log\)\n/],
-    ...(['-n', '-N', '-X', '-m'] as const).map((flag): [string[], RegExp] => [
-      ['run', '-', flag, '2', '--exec', 'echo {}'],
-      new RegExp(`unknown option '${flag}'\\n\\(${flag}, several items in one command, comes with the issue "Many items per\\ncommand, each still its own task"; until then each item is one task and one\\ncommand: leave ${flag} out\\)`),
-    ]),
+    // Many items per command: parallel's and xargs' words, checked before anything is written.
+    [['run', '-n', '2', '-X', '--exec', 'echo {}', ':::', 'a'], /^splitdance: error: give either -n or -X, not both: each says how the items of one command are grouped$/m],
+    [['run', '-N', '2', '--pipe', '--exec', 'cat', ':::', 'a'], /^splitdance: error: -N puts many items into one command, and --pipe gives a command one item's \(or one chunk's\) bytes on its stdin: leave out --pipe or -N$/m],
+    [['run', '-m', '--handler', 'h.mjs', ':::', 'a'], /^splitdance: error: -m groups the items of an --exec command; a --handler module groups them by exporting batch\(tasks, ctx\), and --max-items N bounds how many one call gets: leave -m out$/m],
+    [['run', '-X', ':::', 'a'], /^splitdance: error: -X puts many items into one --exec command: give --exec with it, or leave -X out$/m],
   ];
   for (const [argv, said] of cases) {
     it(`splitdance ${shown(argv)}`, async () => {

@@ -11,7 +11,7 @@ const GROUPS: [heading: string, options: string[]][] = [
     'Source and batch:',
     ['--job', '--batch', '--include', '--exclude', '--chunk-size', '--block', '--lines', '--finished', '--items', '--jsonl', '--key-field', '--colsep', '--null', '--delimiter', '--arg-file', '--sample', '--rerun-changed', '--dry-run'],
   ],
-  ['Handler and workers:', ['--exec', '--handler', '--pipe', '--concurrency', '--max-tasks-per-worker', '--max-worker-memory', '--follow']],
+  ['Handler and workers:', ['--exec', '--handler', '--pipe', '--max-args', '--max-replace-args', '--xargs', '-m', '--max-items', '--concurrency', '--max-tasks-per-worker', '--max-worker-memory', '--follow']],
   [
     'Retries and time:',
     ['--retries', '--backoff', '--backoff-factor', '--max-backoff', '--jitter', '--timeout', '--heartbeat-timeout', '--permanent-codes', '--permanent-errors', '--retry-quiet', '--max-failures', '--max-runtime', '--no-wait', '--grace', '--load-timeout', '--lease'],

@@ -4,14 +4,6 @@
  * flag that GNU parallel, xargs, rush or pueue users type gets its spelling here rather than
  * commander's nearest name (`--halt` is not a typo of `--help`).
  */
-function MANY_ITEMS(flag: string): string {
-  return (
-    `${flag}, several items in one command, comes with the issue "Many items per\n` +
-    `command, each still its own task"; until then each item is one task and one\n` +
-    `command: leave ${flag} out`
-  );
-}
-
 /** `run *.log`: the shell's glob gave run many paths; run takes one source. */
 const MANY_SOURCES =
   "a glob such as *.log gives run many paths; run takes one source: write\n" +
@@ -28,13 +20,6 @@ const PEER_FLAGS: Record<string, string> = {
   '--progress': 'a progress bar shows by itself on a terminal; --progress-interval paces the lines without one',
   '--max-procs': 'xargs --max-procs is -j N (or --jobs N, -P N) here',
   '--ungroup': '--line-buffer prints each line of the output as it comes, whole, never mixed with another',
-  '-n': MANY_ITEMS('-n'),
-  '--max-args': MANY_ITEMS('--max-args'),
-  '-N': MANY_ITEMS('-N'),
-  '--max-replace-args': MANY_ITEMS('--max-replace-args'),
-  '-X': MANY_ITEMS('-X'),
-  '-m': MANY_ITEMS('-m'),
-  '--xargs': MANY_ITEMS('--xargs'),
   '--sshlogin': 'no ssh here: share a PostgreSQL store (--db postgres://…) and run splitdance worker on each machine',
   '-S': 'no ssh here: share a PostgreSQL store (--db postgres://…) and run splitdance worker on each machine',
   '--dryrun': 'did you mean --dry-run?',
