@@ -45,3 +45,26 @@ export function printable(text: string | null | undefined, { lines = false }: { 
 export function plural(n: number, noun: string, nouns = `${noun}s`): string {
   return `${n} ${n === 1 ? noun : nouns}`;
 }
+
+/** What an error's first line starts with on stderr (cli/main.ts): its room is shorter. */
+const ERROR_PREFIX = 'splitdance: error: ';
+
+/**
+ * An error message in lines that reach an 80-column terminal whole, its first after the
+ * `splitdance: error: ` prefix, broken at spaces; a line break already in it stays.
+ */
+export function wrapError(text: string): string {
+  const out: string[] = [];
+  for (const paragraph of text.split('\n')) {
+    let line = '';
+    for (const word of paragraph.split(' ')) {
+      const room = 80 - (out.length === 0 ? ERROR_PREFIX.length : 0);
+      if (line !== '' && line.length + 1 + word.length > room) {
+        out.push(line);
+        line = word;
+      } else line = line === '' ? word : `${line} ${word}`;
+    }
+    out.push(line);
+  }
+  return out.join('\n');
+}

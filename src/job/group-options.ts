@@ -5,6 +5,7 @@
  * stored on the batch, so a `worker` on another host runs the same groups.
  */
 import { UsageError } from '../errors.js';
+import { wrapError } from '../printable.js';
 import { checkGroupTemplate } from '../template/group-command.js';
 import type { GroupSpec, HandlerSpec } from '../worker/protocol.js';
 
@@ -56,35 +57,35 @@ const MODES = ['n', 'N', 'X', 'm'] as const;
 export function groupedHandler(handler: HandlerSpec | undefined, given: GroupGiven, w: GroupWords): HandlerSpec | undefined {
   const modes = MODES.filter((k) => given[k] !== undefined && given[k] !== false);
   if (modes.length > 1) {
-    throw new UsageError(`give either ${w[modes[0]!]} or ${w[modes[1]!]}, not both: each says how the items of one command are grouped`);
+    throw new UsageError(wrapError(`give either ${w[modes[0]!]} or ${w[modes[1]!]}, not both: each says how the items of one command are grouped`));
   }
   const mode = modes[0];
   const { maxItems } = given;
   if (handler === undefined) {
-    if (mode !== undefined) throw new UsageError(`${w[mode]} puts many items into one ${w.exec} command: give ${w.exec} with it, or leave ${w[mode]} out`);
+    if (mode !== undefined) throw new UsageError(wrapError(`${w[mode]} puts many items into one ${w.exec} command: give ${w.exec} with it, or leave ${w[mode]} out`));
     if (maxItems !== undefined) {
-      throw new UsageError(`${w.maxItems} bounds the items of one ${w.exec} command (with ${w.X} or ${w.m}) or of one call of a ${w.handler} module's batch export: give one of them with it`);
+      throw new UsageError(wrapError(`${w.maxItems} bounds the items of one ${w.exec} command (with ${w.X} or ${w.m}) or of one call of a ${w.handler} module's batch export: give one of them with it`));
     }
     return undefined;
   }
   if (handler.kind === 'module') {
     if (mode !== undefined) {
-      throw new UsageError(`${w[mode]} groups the items of an ${w.exec} command; a ${w.handler} module groups them by exporting batch(tasks, ctx), and ${w.maxItems} N bounds how many one call gets: leave ${w[mode]} out`);
+      throw new UsageError(wrapError(`${w[mode]} groups the items of an ${w.exec} command; a ${w.handler} module groups them by exporting batch(tasks, ctx), and ${w.maxItems} N bounds how many one call gets: leave ${w[mode]} out`));
     }
     return maxItems === undefined ? handler : { ...handler, maxItems };
   }
   if (mode === undefined) {
     if (maxItems !== undefined) {
-      throw new UsageError(`${w.maxItems} bounds how many items ${w.X} or ${w.m} put into one command (${w.n} N says it itself): add ${w.X}, ${w.m} or ${w.n} N, or leave ${w.maxItems} out`);
+      throw new UsageError(wrapError(`${w.maxItems} bounds how many items ${w.X} or ${w.m} put into one command (${w.n} N says it itself): add ${w.X}, ${w.m} or ${w.n} N, or leave ${w.maxItems} out`));
     }
     return handler;
   }
   if (handler.pipe) {
-    throw new UsageError(`${w[mode]} puts many items into one command, and ${w.pipe} gives a command one item's (or one chunk's) bytes on its stdin: leave out ${w.pipe} or ${w[mode]}`);
+    throw new UsageError(wrapError(`${w[mode]} puts many items into one command, and ${w.pipe} gives a command one item's (or one chunk's) bytes on its stdin: leave out ${w.pipe} or ${w[mode]}`));
   }
   const count = mode === 'n' ? given.n! : mode === 'N' ? given.N! : undefined;
   if (count !== undefined && maxItems !== undefined) {
-    throw new UsageError(`${w[mode]} ${count} already says how many items one command gets: leave ${w.maxItems} out`);
+    throw new UsageError(wrapError(`${w[mode]} ${count} already says how many items one command gets: leave ${w.maxItems} out`));
   }
   if (mode === 'n' && count === 1) return handler; // one item per command: no group
   return { ...handler, group: { mode, max: count ?? maxItems ?? DEFAULT_MAX_ITEMS } };
@@ -114,5 +115,16 @@ export function checkGrouping(handler: HandlerSpec | null, hasOutput: boolean, w
   checkGroupTemplate(handler.template, handler.group.mode, what);
   if (!hasOutput) return;
   const words = groupWords(handler.group, w);
-  throw new UsageError(`${what} with ${words} runs one command for many items, and a declared output (${w.output}, {out}) needs one item per command: drop ${words} or ${w.output}`);
+  throw new UsageError(wrapError(`${what} with ${words} runs one command for many items, and a declared output (${w.output}, {out}) needs one item per command: drop ${words} or ${w.output}`));
+}
+
+/**
+ * `--line-buffer` prints each attempt's lines as they come; a group's command is many items'
+ * attempts, and runs again in halves when it fails, so its lines are no one attempt's: refused.
+ */
+export function refuseGroupsLineByLine(settings: { handler: HandlerSpec | null; stages: { handler: HandlerSpec }[] }): void {
+  const grouped = [settings.handler, ...settings.stages.map((s) => s.handler)].find((h) => h?.kind === 'exec' && h.group);
+  if (grouped?.kind !== 'exec' || !grouped.group) return;
+  const words = groupFlags(grouped.group);
+  throw new UsageError(wrapError(`--line-buffer prints each task's lines as they come, and with ${words} one command prints many tasks' lines (again, in halves, if it fails): leave out --line-buffer (--print -k prints each command's output whole, in order) or ${words}`));
 }

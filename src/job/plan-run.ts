@@ -17,7 +17,7 @@ import { checkTemplate } from '../template/exec-template.js';
 import { ITEM_PLACEHOLDER } from '../template/placeholder.js';
 import { checkPlaceholders } from '../template/placeholder-attempts.js';
 import { templateWarnings } from './template-warnings.js';
-import { checkGrouping, FIELD_WORDS, FLAG_WORDS } from './group-options.js';
+import { checkGrouping, FIELD_WORDS, FLAG_WORDS, refuseGroupsLineByLine } from './group-options.js';
 import { printable } from '../printable.js';
 import { storePathAt, storePaths } from '../replaceable-path.js';
 import { isPostgresUrl, logRoot } from '../store/open-store.js';
@@ -147,6 +147,7 @@ export async function planRun(
     checkGrouping(settings.handler, settings.output !== null, what, !inFlags && inFile ? FIELD_WORDS : FLAG_WORDS);
   }
   for (const st of settings.stages) checkGrouping(st.handler, st.output !== undefined, `stage "${st.name}"'s exec`, FIELD_WORDS);
+  if (inv.print?.lineBuffer) refuseGroupsLineByLine(settings);
   if (settings.output) checkPlaceholders(settings.output.template, from('--output', 'output', fromFlags.settings.output != null, fromFile?.settings.output != null));
   for (const st of settings.stages) if (st.output) checkPlaceholders(st.output.template, `stage "${st.name}"'s output`);
   const itemOutput = [settings.output, ...settings.stages.map((s) => s.output)].find((o) => o && ITEM_PLACEHOLDER.test(o.template));

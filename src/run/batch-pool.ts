@@ -16,7 +16,7 @@ export type PoolLimits = Pick<Invocation, 'concurrency' | 'maxTasksPerWorker' | 
 export function poolOptionsOf(limits: PoolLimits, handlers: Record<string, HandlerSpec>, cwd: string): PoolOptions {
   return {
     size: limits.concurrency,
-    handlers,
+    handlers: limits.print?.lineBuffer ? oneItemPerCall(handlers) : handlers,
     killGraceMs: KILL_GRACE_MS,
     maxTasksPerWorker: limits.maxTasksPerWorker,
     maxWorkerMemory: limits.maxWorkerMemory,
@@ -27,6 +27,15 @@ export function poolOptionsOf(limits: PoolLimits, handlers: Record<string, Handl
     nodeSpawn: Boolean(limits.print || limits.results),
     cwd,
   };
+}
+
+/**
+ * `--line-buffer` prints each attempt's lines as they come, and a group's command is many
+ * attempts' (and runs again, split, when it fails): a module's `batch` export then gets one task
+ * per call. An `--exec` group is refused with it before anything is written (group-options.ts).
+ */
+function oneItemPerCall(handlers: Record<string, HandlerSpec>): Record<string, HandlerSpec> {
+  return Object.fromEntries(Object.entries(handlers).map(([stage, h]) => [stage, h.kind === 'module' ? { ...h, maxItems: 1 } : h]));
 }
 
 /**

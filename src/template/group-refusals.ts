@@ -5,6 +5,7 @@
  * Inside a word (`x={}`, `pre{}post`, `"a {}"`) it is not: `x='a' 'b' cmd` would run `b`.
  */
 import type { QuotedLine } from './quoted-line.js';
+import { wrapError } from '../printable.js';
 
 /** What may end the word before a hole: sh's blanks and the operators after which a new word starts. */
 const OPENS_WORD = new Set([' ', '\t', '\n', ';', '&', '|', '(', '<', '>']);
@@ -35,7 +36,7 @@ function escaped(text: string, at: number): boolean {
 /** The message for an item placeholder `ph` standing inside a word of a shell template, at `at` in it; `flag` is the group's (`-X`). */
 export function insideWordMessage(what: string, flag: string, template: string, ph: string, at: number): string {
   const one = flag === '-N' ? ` or name the items one by one ({1} {2} …, each a value of its own),` : '';
-  return wrap(
+  return wrapError(
     `${what} with ${flag}: ${ph} stands inside a word (${wordAround(template, at, ph.length)}) in a template that runs through the shell, ` +
       `where it cannot be repeated for each item exactly; write ${ph} as a word of its own (between spaces, or "${ph}"),${one} ` +
       `or make the command a simple one, which runs without a shell and where ${ph} may stand inside a word ` +
@@ -45,23 +46,7 @@ export function insideWordMessage(what: string, flag: string, template: string, 
 
 /** The message for `{out}` in a group's template. */
 export function outMessage(what: string, flag: string): string {
-  return wrap(`${what} with ${flag}: {out} is the declared output of one item, and declared outputs need one item per command: leave ${flag} out, or drop --output`);
-}
-
-/** Lines of at most 80 columns, broken at spaces. */
-function wrap(text: string): string {
-  const lines: string[] = [];
-  let line = '';
-  for (const word of text.split(' ')) {
-    if (line !== '' && line.length + 1 + word.length > 80) {
-      lines.push(line);
-      line = word;
-    } else {
-      line = line === '' ? word : `${line} ${word}`;
-    }
-  }
-  lines.push(line);
-  return lines.join('\n');
+  return wrapError(`${what} with ${flag}: {out} is the declared output of one item, and declared outputs need one item per command: leave ${flag} out, or drop --output`);
 }
 
 /**
