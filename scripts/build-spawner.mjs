@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Compiles src/worker/spawner.c, the helper that starts `--exec` commands with posix_spawn,
+// Compiles src/worker/spawner.c, the helper that starts `--exec` commands with vfork,
 // into dist/native/spawner. Part of `npm run build`, and the package's install script with
 // --if-needed: an installed package keeps the binary it shipped with only if that binary
 // runs here and speaks this version's protocol; otherwise it is built from the shipped

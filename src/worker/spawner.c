@@ -1,6 +1,6 @@
 /*
  * splitdance's spawner: a tiny long-lived helper that runs the `--exec` commands of one
- * slot, one after another, with posix_spawn (a vfork: no copy of the caller's page tables),
+ * slot, one after another, each with a vfork (no copy of the caller's page tables: spawn_command),
  * where Node's spawn forks the whole worker. It holds the slot's queue: the moment a command
  * exits, the next queued one starts, and only then are both reported, so the slot never waits
  * for a round trip to its worker or the coordinator. Each command still gets what a plain
@@ -47,7 +47,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,9 +220,10 @@ static void free_request(struct request *r) {
 /*
  * What its commands are given as oom_score_adj: the kernel's OOM killer takes them before the
  * coordinator and this helper, which keep theirs (STARTED_OOM_SCORE_ADJ in oom-score.ts).
- * posix_spawn runs nothing of ours between its vfork and the exec, so the value is written
- * just after the spawn returns (one write; the command has not run a millisecond by then), and
- * only by a helper whose own value is lower: one started by a forked worker has inherited it.
+ * The child runs nothing but the system calls of child_exec before its exec, so the value is
+ * written just after the spawn returns (one write; the command has not run a millisecond by
+ * then), and only by a helper whose own value is lower: one started by a forked worker has
+ * inherited it.
  */
 #define STARTED_OOM_SCORE_ADJ 1000
 static int oom_score_inherited;
@@ -247,6 +247,115 @@ static int own_oom_score(void) {
   ssize_t n = read(fd, value, sizeof value - 1);
   close(fd);
   return n > 0 ? atoi(value) : STARTED_OOM_SCORE_ADJ;
+}
+
+/*
+ * How a command is started: vfork, then in the child (which runs in this helper's memory,
+ * this helper waiting, until its exec) what posix_spawn with POSIX_SPAWN_SETSIGDEF (every
+ * signal), POSIX_SPAWN_SETSID and POSIX_SPAWN_SETSIGMASK (none) and the file actions "stdin
+ * from /dev/null, stdout and stderr into the log" would do, in the same order. glibc's
+ * posix_spawn maps and unmaps a stack for its child at every call (the unmap costs a TLB
+ * flush on every CPU that ran this helper) and resets all 64 signals in the child one
+ * sigaction at a time; here the child runs on this helper's stack, and only the signals
+ * whose disposition is not the default here are reset (those exec would keep: the ignored
+ * ones; and the handled ones, whose handlers must not run in the child before its exec).
+ */
+static int nondefault[NSIG];
+static int nnondefault;
+
+/* Notes the signals whose disposition is not the default; called once this helper has set its own (they never change afterwards). */
+static void note_dispositions(void) {
+  for (int sig = 1; sig < NSIG; sig++) {
+    struct sigaction sa;
+    if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL) nondefault[nnondefault++] = sig;
+  }
+}
+
+/* Why the child's exec failed, written by the child (it shares this memory) before it exits. */
+static volatile int child_errno;
+
+static _Noreturn void child_failed(int err) {
+  child_errno = err;
+  _exit(127);
+}
+
+/* Makes `fd` the child's descriptor `to` (inherited across exec even if they are the same). */
+static void child_dup(int fd, int to) {
+  if (fd == to ? fcntl(fd, F_SETFD, 0) < 0 : dup2(fd, to) < 0) child_failed(errno);
+}
+
+/*
+ * The child, until its exec: only system calls, on this helper's stack (it must not return).
+ * `file` is looked up on PATH when `search` is set and it holds no slash, as posix_spawnp
+ * does: this helper's PATH ("/bin:/usr/bin" without one), an empty entry naming the current
+ * folder, the next entry tried after ENOENT, ENOTDIR, ESTALE, ENODEV or ETIMEDOUT, and EACCES
+ * reported if any entry gave it; any other error ends the search.
+ */
+static _Noreturn void child_exec(const char *file, int search, char **argv, char **env, const int out_fds[2]) {
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  for (int i = 0; i < nnondefault; i++) sigaction(nondefault[i], &dfl, NULL);
+  if (setsid() < 0) child_failed(errno);
+  int in = open("/dev/null", O_RDONLY);
+  if (in < 0) child_failed(errno);
+  if (in != STDIN_FILENO) {
+    child_dup(in, STDIN_FILENO);
+    close(in);
+  }
+  child_dup(out_fds[0], STDOUT_FILENO);
+  child_dup(out_fds[1], STDERR_FILENO);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  if (!search || strchr(file, '/')) {
+    execve(file, argv, env);
+    child_failed(errno);
+  }
+  if (file[0] == '\0') child_failed(ENOENT);
+  const char *path = getenv("PATH");
+  if (!path) path = "/bin:/usr/bin";
+  size_t flen = strlen(file);
+  char full[4096 + 256];
+  int eacces = 0;
+  for (const char *p = path;; p++) {
+    const char *end = strchr(p, ':');
+    if (!end) end = p + strlen(p);
+    size_t dlen = (size_t)(end - p);
+    if (dlen + 1 + flen + 1 <= sizeof full) {
+      memcpy(full, p, dlen);
+      size_t at = dlen;
+      if (dlen > 0) full[at++] = '/';
+      memcpy(full + at, file, flen + 1);
+      execve(full, argv, env);
+      switch (errno) {
+        case EACCES: eacces = 1; break;
+        case ENOENT: case ENOTDIR: case ESTALE: case ENODEV: case ETIMEDOUT: break;
+        default: child_failed(errno);
+      }
+    }
+    if (*end == '\0') break;
+    p = end;
+  }
+  child_failed(eacces ? EACCES : ENOENT);
+}
+
+/* Starts a command (see child_exec) with stdout and stderr on out_fds: 0 and its pid, or an errno (nothing runs then). */
+static int spawn_command(pid_t *pid, const char *file, int search, char **argv, char **env, const int out_fds[2]) {
+  sigset_t all, old;
+  sigfillset(&all);
+  /* No handler of this helper may run in the child: they stay blocked until it resets them. */
+  sigprocmask(SIG_SETMASK, &all, &old);
+  child_errno = 0;
+  pid_t child = vfork();
+  if (child == 0) child_exec(file, search, argv, env, out_fds);
+  int err = child < 0 ? errno : child_errno;
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  if (child > 0 && err != 0) {
+    while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
+  }
+  if (err == 0) *pid = child;
+  return err;
 }
 
 /* Starts one request: `running` on success, else an F or L reply. */
@@ -287,30 +396,15 @@ static void start(struct request *r) {
     snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
     err_fd = open(self, O_WRONLY | O_APPEND | O_CLOEXEC);
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fd, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err_fd >= 0 ? err_fd : fd, STDERR_FILENO);
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-
   char **env = task_env(r->vars, r->nvars);
   pid_t pid = 0;
-  int err = env ? posix_spawnp(&pid, r->argv[0], &actions, &attr, r->argv, env) : ENOMEM;
+  int out_fds[] = { fd, err_fd >= 0 ? err_fd : fd };
+  int err = env ? spawn_command(&pid, r->argv[0], 1, r->argv, env, out_fds) : ENOMEM;
   if (err != 0 && env && r->fallback[0] != '\0') {
     char *shell[] = { "/bin/sh", "-c", r->fallback, NULL };
-    err = posix_spawn(&pid, "/bin/sh", &actions, &attr, shell, env);
+    err = spawn_command(&pid, "/bin/sh", 0, shell, env, out_fds);
   }
   free(env);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
   if (err != 0) {
     close(fd);
     if (err_fd >= 0) close(err_fd);
@@ -496,6 +590,7 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   fcntl(STDIN_FILENO, F_SETFD, FD_CLOEXEC);
   fcntl(STDOUT_FILENO, F_SETFD, FD_CLOEXEC);
+  note_dispositions();
 
   size_t cap = 1 << 16, len = 0;
   char *buf = malloc(cap);

@@ -39,7 +39,7 @@ interface Pending {
 
 /**
  * The worker's side of spawner.c: one long-lived helper per slot that runs its commands one
- * after another with posix_spawn instead of forking this Node process for each, starting
+ * after another with a vfork instead of forking this Node process for each, starting
  * each queued command the moment the one before exits (see spawner.c for why and for the
  * protocol). `Spawner.start()` is null when the helper is not built, does not run here,
  * speaks another protocol version, or SPLITDANCE_SPAWNER=node asks for Node's own spawn.
