@@ -112,8 +112,7 @@ function groupWords(group: GroupSpec, w: GroupWords): string {
  */
 export function checkGrouping(handler: HandlerSpec | null, hasOutput: boolean, what: string, w: GroupWords): void {
   if (handler?.kind !== 'exec' || !handler.group) return;
-  checkGroupTemplate(handler.template, handler.group.mode, what);
-  if (!hasOutput) return;
+  if (!hasOutput) return checkGroupTemplate(handler.template, handler.group.mode, what);
   const words = groupWords(handler.group, w);
   throw new UsageError(wrapError(`${what} with ${words} runs one command for many items, and a declared output (${w.output}, {out}) needs one item per command: drop ${words} or ${w.output}`));
 }

@@ -190,10 +190,10 @@ describe("GNU parallel's input sources and what its users type: exit 2 naming th
     [['run', 'src', '-0', '--exec', 'echo {}'], /^splitdance: error: --jsonl, --key-field, --colsep, -0 and -d read a list of items/],
     [['run', 'a.log', 'b.log', '--exec', 'echo {}'], /too many arguments for 'run'.*\n\(a glob such as \*\.log gives run many paths; run takes one source: write\nrun \. --include '\*\.log', or run --exec 'CMD \{\}' ::: \*\.log\)\n/],
     // Many items per command: parallel's and xargs' words, checked before anything is written.
-    [['run', '-n', '2', '-X', '--exec', 'echo {}', ':::', 'a'], /^splitdance: error: give either -n or -X, not both: each says how the items of one command are grouped$/m],
-    [['run', '-N', '2', '--pipe', '--exec', 'cat', ':::', 'a'], /^splitdance: error: -N puts many items into one command, and --pipe gives a command one item's \(or one chunk's\) bytes on its stdin: leave out --pipe or -N$/m],
-    [['run', '-m', '--handler', 'h.mjs', ':::', 'a'], /^splitdance: error: -m groups the items of an --exec command; a --handler module groups them by exporting batch\(tasks, ctx\), and --max-items N bounds how many one call gets: leave -m out$/m],
-    [['run', '-X', ':::', 'a'], /^splitdance: error: -X puts many items into one --exec command: give --exec with it, or leave -X out$/m],
+    [['run', '-n', '2', '-X', '--exec', 'echo {}', ':::', 'a'], /^splitdance: error: give\seither\s-n\sor\s-X,\snot\sboth:\seach\ssays\show\sthe\sitems\sof\sone\scommand\sare\sgrouped$/m],
+    [['run', '-N', '2', '--pipe', '--exec', 'cat', ':::', 'a'], /^splitdance: error: -N\sputs\smany\sitems\sinto\sone\scommand,\sand\s--pipe\sgives\sa\scommand\sone\sitem's\s\(or\sone\schunk's\)\sbytes\son\sits\sstdin:\sleave\sout\s--pipe\sor\s-N$/m],
+    [['run', '-m', '--handler', 'h.mjs', ':::', 'a'], /^splitdance: error: -m\sgroups\sthe\sitems\sof\san\s--exec\scommand;\sa\s--handler\smodule\sgroups\sthem\sby\sexporting\sbatch\(tasks,\sctx\),\sand\s--max-items\sN\sbounds\show\smany\sone\scall\sgets:\sleave\s-m\sout$/m],
+    [['run', '-X', ':::', 'a'], /^splitdance: error: -X\sputs\smany\sitems\sinto\sone\s--exec\scommand:\sgive\s--exec\swith\sit,\sor\sleave\s-X\sout$/m],
   ];
   for (const [argv, said] of cases) {
     it(`splitdance ${shown(argv)}`, async () => {
