@@ -89,7 +89,9 @@ export class AttemptsInFlight {
         else runnable.push({ task, output: ready.output });
       }
       const outputs = new Map(runnable.map((r) => [r.task.token, r.output]));
-      for (const group of formGroups(runnable.map((r) => r.task), (stage) => this.pool.maxItems(stage), this.bounds)) {
+      // A declared output is one item's ({out}, task.out): its task runs alone, also under a `batch` export.
+      const limitOf = (task: ClaimedTask) => (outputs.get(task.token) ? 1 : Math.min(this.pool.maxItems(task.stage), this.bounds.get(task.id) ?? Infinity));
+      for (const group of formGroups(runnable.map((r) => r.task), limitOf)) {
         const members = group.map((task): Inflight => ({ task, worker, run: null!, claimedQueued: queued.has(task.token), output: outputs.get(task.token) ?? null }));
         out.messages.push(this.newRun(worker, members, now, 0, { parts: 0 }));
         out.started.push(...group);

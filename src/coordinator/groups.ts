@@ -5,15 +5,16 @@
 import type { ClaimedTask } from '../store/task-store.js';
 
 /**
- * A place's tasks as groups: consecutive tasks of one stage, at most `maxItems(stage)` each, and
- * at most the bound a task carries from a group that died under it (`bounds`, by task id).
+ * A place's tasks as groups: consecutive tasks of one stage, each group at most as big as the
+ * smallest `limit` of its tasks (its stage's `maxItems`; less for a task whose group's worker
+ * died under it, and 1 for a task with a declared output, which is one item's).
  */
-export function formGroups(tasks: ClaimedTask[], maxItems: (stage: string) => number, bounds: ReadonlyMap<number, number>): ClaimedTask[][] {
+export function formGroups(tasks: ClaimedTask[], limitOf: (task: ClaimedTask) => number): ClaimedTask[][] {
   const groups: ClaimedTask[][] = [];
   let group: ClaimedTask[] = [];
   let limit = 0;
   for (const task of tasks) {
-    const own = Math.min(maxItems(task.stage), bounds.get(task.id) ?? Infinity);
+    const own = limitOf(task);
     const fits = group.length > 0 && group[0]!.stage === task.stage && group.length < Math.min(limit, own);
     if (fits) {
       group.push(task);

@@ -104,4 +104,15 @@ describe("a handler's batch export", () => {
     expect(results['2']).toBe('one 2');
     expect(Object.values(results).filter((v) => String(v).startsWith('many '))).not.toHaveLength(0);
   });
+
+  it('a task with a declared output gets a call of its own (its task.out is one item\'s), and its output is put in place', async () => {
+    const p = project(
+      5,
+      `import { writeFileSync } from 'node:fs';\nexport async function batch(tasks) { log(tasks); for (const t of tasks) writeFileSync(t.out, 'made ' + t.item); return tasks.map(() => null); }\n`,
+    );
+    const r = await run(p.dir, '--output', 'out/{item}.txt');
+    expect(r.code, r.stderr).toBe(0);
+    expect(p.calls().every((c) => c.length === 1)).toBe(true);
+    for (let i = 1; i <= 5; i++) expect(readFileSync(join(p.dir, 'out', `${i}.txt`), 'utf8')).toBe(`made ${i}`);
+  });
 });
