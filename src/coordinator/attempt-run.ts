@@ -31,7 +31,7 @@ export interface Run {
   head: number;
   members: Inflight[];
   worker: PoolWorker;
-  /** Its group's how-manieth run: 0 the first, then the halves of a failed group (its log is `<head>-<part>.log`). */
+  /** Its group's how-manieth run (its log is `<head>-<part>.log`): 1 the first, then the halves of a failed group; 0 for one task alone. */
   part: number;
   /** Parts handed out in its family so far, shared by every half split from one claim's group. */
   family: { parts: number };

@@ -93,7 +93,9 @@ export class AttemptsInFlight {
       const limitOf = (task: ClaimedTask) => (outputs.get(task.token) ? 1 : Math.min(this.pool.maxItems(task.stage), this.bounds.get(task.id) ?? Infinity));
       for (const group of formGroups(runnable.map((r) => r.task), limitOf)) {
         const members = group.map((task): Inflight => ({ task, worker, run: null!, claimedQueued: queued.has(task.token), output: outputs.get(task.token) ?? null }));
-        out.messages.push(this.newRun(worker, members, now, 0, { parts: 0 }));
+        // A group's logs are numbered from 1 (`<head>-1.log`), so every item's attempt shows it ran in one.
+        const part = members.length > 1 ? 1 : 0;
+        out.messages.push(this.newRun(worker, members, now, part, { parts: part }));
         out.started.push(...group);
       }
     }
@@ -218,7 +220,8 @@ export class AttemptsInFlight {
     this.discardCopies(run);
     return halves(run.members).map((members) => {
       for (const m of members) m.claimedQueued = false; // the store was told they started
-      return this.newRun(run.worker, members, now, ++run.family.parts, run.family);
+      // A half of one task is that task's alone: its own log and copies, as if never grouped.
+      return this.newRun(run.worker, members, now, members.length > 1 ? ++run.family.parts : 0, run.family);
     });
   }
 

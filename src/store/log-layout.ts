@@ -9,9 +9,10 @@ import { StoreError } from '../errors.js';
  *
  *   <root>/<store identity>/<sanitised batch name>-<hash of the exact name>/<attempt id>.log
  *
- * A group's command (`-n`, SPEC §10) writes one log, named after its first item's attempt,
- * and `<attempt id>-<part>.log` for the halves run after it failed; each item's attempt
- * records the log of the command that decided it.
+ * A group's command (`-n`, SPEC §10) writes `<attempt id>-1.log`, named after its first
+ * item's attempt, and `<attempt id>-<part>.log` for the halves run after it failed (a half of
+ * one task writes that task's own log); each item's attempt records the log of the command that
+ * decided it.
  *
  * The identity (random, written when the store was created) keeps two stores apart however
  * alike their batch names; the hash keeps `a/b`, `a_b`, `.` and `..` apart and makes every
@@ -55,6 +56,16 @@ export function attemptLogFile(folder: string, attemptId: number, part = 0): str
 /** Whether `path` is named as an attempt's log directly inside `folder` (by name only). */
 function isOwnLogPath(folder: string, path: string): boolean {
   return dirname(path) === folder && ATTEMPT_LOG.test(basename(path));
+}
+
+/**
+ * Whether an attempt's recorded log is a group's command's (`-n`, a `batch` call; SPEC §10):
+ * named after another attempt (the group's first item) or a part of a split group. Returns
+ * that name, or null for the attempt's own log.
+ */
+export function groupLogName(attemptId: number, logPath: string): string | null {
+  const name = basename(logPath);
+  return ATTEMPT_LOG.test(name) && name !== `${attemptId}.log` ? name : null;
 }
 
 /**

@@ -61,6 +61,11 @@ describe('many items per --exec command', () => {
     expect(calls.filter((c) => !c.includes('13')).flat().sort()).toEqual(numbers(40).filter((n) => n !== '13').sort());
     // The split took at most log2(8) halvings: 8 → 4 → 2 → 1, each with its sibling.
     expect(calls.filter((c) => c.includes('13')).map((c) => c.length).sort()).toEqual([1, 1, 2, 4, 8]);
+    // `show` says an item ran in a group, and its output there is the group's command's.
+    const show = await mainIn(p.dir, ['show', '1']);
+    expect(show.stdout).toMatch(/in a group: one command ran it with other items; its log is \d+-1\.log/);
+    expect(show.stdout).toContain('| ok 1 2 3 4 5 6 7 8');
+    expect((await mainIn(p.dir, ['show', '13'])).stdout).not.toContain('in a group');
   });
 
   it('hostile items inside a group stay exact arguments, with and without a shell, and run nothing', async () => {

@@ -1,4 +1,5 @@
 import type { AttemptRow, TaskRow } from '../../store/task-store.js';
+import { groupLogName } from '../../store/log-layout.js';
 import { cell, duration, iso, plural, printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { colors } from '../colors.js';
@@ -55,6 +56,8 @@ export async function showCommand(key: string, flags: ShowFlags, io: Io): Promis
         );
         if (task.upToDate && i === attempts.length - 1) out.push('    up to date: nothing ran');
         if (a.error) out.push(`    error: ${p(a.error)}`);
+        const group = a.logPath ? groupLogName(a.id, a.logPath) : null;
+        if (group) out.push(`    in a group: one command ran it with other items; its log is ${p(group)}`);
         if (a.outputTail) out.push(...a.outputTail.trimEnd().split('\n').slice(-5).map((l) => `    | ${cell(l, 200)}`));
         if (a.logPath) out.push(`    full output: ${commandLineFor(target, ['logs', '--attempt', String(a.attempt)], task.key)}`);
       });
