@@ -272,7 +272,7 @@ export class AttemptsInFlight {
     return run.members.map((m, i) => {
       const own: Ending = items && ending.kind === 'reported' ? { ...ending, msg: itemMessage(ending.msg, m.task.token, items[i]) } : ending;
       const q = this.settle(m, own, now);
-      if (shared) q.printed = { id: printId(run), lead: i === 0 };
+      if (shared) q.printed = { id: printId(run), lead: i === 0, keys: i === 0 ? run.members.map((x) => x.task.key) : [] };
       return q;
     });
   }

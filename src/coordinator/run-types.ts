@@ -23,6 +23,8 @@ export interface PrintedAs {
   id: string;
   /** Whether this item prints it: one item of the group does, its first. */
   lead: boolean;
+  /** The keys of the command's items, in order (`--tag` names them all, as GNU parallel does). */
+  keys: string[];
 }
 
 /** The signals that stop a run with a drain (SIGHUP: a closed terminal, a dropped ssh session). */

@@ -173,6 +173,7 @@ export class AttemptPrinter {
       entry.state = final ? 'final' : 'retrying';
       // An item of a group prints its group's command's output once, as its first item.
       if (printed) entry.printAs = printed.lead ? printed.id : null;
+      if (printed?.lead) entry.task = tagged(task, printed);
     }
     if (printed && !this.mode.lineBuffer) return this.groupEnded(task, final, printed, entry);
     if (this.mode.lineBuffer) {
@@ -202,7 +203,7 @@ export class AttemptPrinter {
       const prefix = this.prefixOf(printed.id);
       this.printing = this.printing.then(() => Promise.all(['out', 'err'].map((s) => unlink(`${prefix}.${s}`).catch(() => undefined))).then(() => undefined));
       return;
-    } else if (!entry) return this.emit(task, printed.id);
+    } else if (!entry) return this.emit(tagged(task, printed), printed.id);
     this.emitReady();
   }
 
@@ -320,4 +321,9 @@ async function copyOut(path: string, chunk: number, openStream: () => PrintedStr
     await file.close();
     await unlink(path).catch(() => undefined);
   }
+}
+
+/** The task a group's output is printed as: its first item, named by every key of the command (`--tag`). */
+function tagged(task: ClaimedTask, printed: PrintedAs): ClaimedTask {
+  return printed.keys.length > 1 ? { ...task, key: printed.keys.join(' ') } : task;
 }

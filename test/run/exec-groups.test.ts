@@ -97,6 +97,7 @@ describe('many items per --exec command', () => {
       [['-n', '3'], 'echo {} {.}'],
       [['-N', '2'], 'echo {2} {1/}'],
       [['-n', '2'], 'printf "%s|" {}; echo'],
+      [['-n', '3', '--tag'], 'echo {/}'],
     ] as const) {
       const ours = await mainIn(p.dir, ['run', ...words, '-j', '2', '--print', '-k', '--batch', `b${words.join('')}${template.length}`, '--exec', template, ':::', ...items]);
       expect(ours.code, ours.stderr).toBe(0);
