@@ -121,6 +121,19 @@ describe('many items per --exec command', () => {
     expect(attempts.filter((a) => a.key !== '5').every((a) => a.outcome === 'SUCCESS')).toBe(true);
   });
 
+  it('--dry-run prints the commands of the first groups, each value quoted, and writes nothing', async () => {
+    const p = project();
+    const r = await mainIn(p.dir, ['run', '-n', '4', '--dry-run', '--exec', './check.sh {} {.}', ':::', ...numbers(9).map((n) => `${n}.x`), "it's"]);
+    expect(r.code, r.stderr).toBe(0);
+    const commands = r.stdout.split('commands:\n')[1]!.trim().split('\n');
+    expect(commands).toEqual([
+      "'./check.sh' '1.x' '2.x' '3.x' '4.x' '1' '2' '3' '4'",
+      "'./check.sh' '5.x' '6.x' '7.x' '8.x' '5' '6' '7' '8'",
+      `'./check.sh' '9.x' 'it'\\''s' '9' 'it'\\''s'`,
+    ]);
+    expect(existsSync(p.db)).toBe(false);
+  });
+
   it('--results gives every item of a group the output of the command that ran it', async () => {
     const p = project();
     const r = await mainIn(p.dir, ['run', '-n', '3', '-j', '1', '--results', 'res', '--exec', './check.sh {}', ':::', 'a', 'b', 'c', 'd']);
