@@ -32,7 +32,7 @@ export function handBack(worker: PooledWorker, report: (running: number[], queue
   if (worker.marks.size === 0) replace();
   const told = (started: number[]) => report([...running, ...queued.filter((t) => started.includes(t))], queued.filter((t) => !started.includes(t)));
   const tokens = [...worker.marks.keys()];
-  const marks = tokens.map((t) => worker.marks.get(t)!);
+  const marks = tokens.map((t) => worker.marks.get(t)!());
   worker.groups.clear();
   worker.marks.clear();
   if (tokens.length === 0) {

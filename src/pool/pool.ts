@@ -2,6 +2,7 @@
 import { UsageError, errorLine, type ResourceError } from '../errors.js';
 import { monotonicMs } from '../wall-steps.js';
 import { attemptMark } from '../worker/attempt-processes.js';
+import { OWNER_VAR } from '../worker/owner-processes.js';
 import { processStopped } from '../worker/kill-group.js';
 import type { FromWorker, TaskMessage } from '../worker/protocol.js';
 import { handBack, killWorker } from './dead-worker.js';
@@ -148,7 +149,9 @@ export class WorkerPool {
     if (!w) return;
     slots.queueAttempts(w, tasks.map((t) => t.token), monotonicMs());
     for (const t of tasks) t.slot = w.slot;
-    for (const t of tasks) if (this.reportsStarts(t.stage)) w.marks.set(t.token, attemptMark(t));
+    // The mark is made only if the worker dies (dead-worker.ts): its owner is this run's now.
+    const owner = process.env[OWNER_VAR];
+    for (const t of tasks) if (this.reportsStarts(t.stage)) w.marks.set(t.token, () => attemptMark(t, owner));
     send(w, { type: 'run', tasks });
   }
 

@@ -15,8 +15,8 @@ export interface PooledWorker extends PoolWorker, slots.WorkerState {
   stderr: string;
   /** Its started exec attempts' process groups, by token, until each is done. */
   groups: Map<number, number>;
-  /** Its exec attempts' environment marks (attempt-processes.ts), by token, until each is done or given back. */
-  marks: Map<number, string[]>;
+  /** Its exec attempts' environment marks (attempt-processes.ts), made when needed, by token, until each is done or given back. */
+  marks: Map<number, () => string[]>;
 }
 
 /** A worker just started, its handler not loaded yet: it holds `slot` ({%}) until it has exited. */
