@@ -23,11 +23,14 @@ export interface SideEffect {
   pid: number;
   start: number;
   end: number;
+  /** A group's call (fixtures/handlers/record-batch.mjs): its id and how many items it holds. */
+  call?: string;
+  size?: number;
 }
 
 export type LogEntry =
   | SideEffect
-  | { type: 'start'; key: string; attempt: number; pid: number; at: number }
+  | { type: 'start'; key: string; attempt: number; pid: number; at: number; call?: string; size?: number }
   | { type: 'double'; key: string; pid: number; holder: number };
 
 /** Every line of the side-effect log written by fixtures/handlers/record.mjs. */
