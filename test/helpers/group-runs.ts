@@ -1,7 +1,7 @@
 // What the fault tests of groups (SPEC §10) share: a project whose work is given as argv, so the
 // same test runs a handler's `batch` export or, later, an `--exec … -n N` command, and the calls
 // read back from the side-effect log (fixtures/handlers/record-batch.mjs's format).
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { handler } from './cli.js';
 import { projectWithFiles } from './project.js';
@@ -15,6 +15,13 @@ export interface GroupWork {
 
 /** A handler module exporting `batch` (64 items per call, the default bound). */
 export const batchHandler: GroupWork = { name: 'a handler\'s batch export', args: ['--handler', handler('record-batch')] };
+
+/** The batch export with at most `maxItems` items per call (its module's `maxItems` export), written into `dir`. */
+export function batchHandlerOf(dir: string, maxItems: number): GroupWork {
+  const path = join(dir, `record-batch-${maxItems}.mjs`);
+  writeFileSync(path, `export { batch } from ${JSON.stringify(handler('record-batch'))};\nexport const maxItems = ${maxItems};\n`);
+  return { name: `a handler's batch export of ${maxItems}`, args: ['--handler', path] };
+}
 
 /** `n` files to run in groups, with a side-effect log and a folder of per-key canaries; `SD_MARK` finds the run's processes. */
 export function groupProject(n: number) {
