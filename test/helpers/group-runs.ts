@@ -4,6 +4,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { handler } from './cli.js';
+import { processState } from './procs.js';
 import { projectWithFiles } from './project.js';
 import { logEntries } from './store.js';
 
@@ -56,3 +57,14 @@ export function callsIn(log: string): Call[] {
 
 /** The calls running now: started, not ended (read while the run lives). */
 export const runningCalls = (log: string): Call[] => callsIn(log).filter((c) => !c.ended);
+
+/**
+ * Whether what a dead run's stopped workers (`stopped`) held may be looked at: they are gone
+ * (a new run killed them, as it must before it runs their items), or one of the items of their
+ * calls (`cut`) started in another process (which must never happen while they live).
+ */
+export function stoppedSettled(log: string, stopped: number[], cut: Call[]): boolean {
+  if (stopped.every((pid) => ['gone', 'Z'].includes(processState(pid)))) return true;
+  const keys = new Set(cut.flatMap((c) => c.keys));
+  return callsIn(log).some((c) => !stopped.includes(c.pid) && c.keys.some((k) => keys.has(k)));
+}

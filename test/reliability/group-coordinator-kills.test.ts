@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { sleep, startCli, waitFor } from '../helpers/cli.js';
 import { overlaps } from '../helpers/attempt-overlaps.js';
-import { batchHandler, callsIn, groupProject, runningCalls } from '../helpers/group-runs.js';
+import { batchHandler, callsIn, groupProject, runningCalls, stoppedSettled } from '../helpers/group-runs.js';
 import { processesWithEnv } from '../helpers/procs.js';
 import { tasksIn } from '../helpers/read-store.js';
 import { countBy, dbPathIn, logEntries, sideEffects, storedAttempts } from '../helpers/store.js';
@@ -12,7 +12,6 @@ import { checkInvariants } from './invariants.js';
 // them: the same command run again at once takes them back only once that worker is gone, so
 // an item may run twice in all across the crash, never twice at once.
 
-// More than a dead run holds (HELD) and has finished (a call), so the new run has work of its own.
 const TASKS = 400;
 /** Each call sleeps this long, whatever its size: a kill a quarter into a call finds it running. */
 const CALL_MS = 800;
@@ -25,8 +24,8 @@ const HELD = SLOTS * 2 * GROUP;
 /**
  * What is killed. A worker notices its coordinator's death within milliseconds and exits, long
  * before a new run has started: to see that the new run waits for it, the coordinator target
- * first stops (SIGSTOP) the workers running a call and wakes them only once the new run is
- * working. A stopped worker is alive: its items must not run elsewhere until it is gone.
+ * first stops (SIGSTOP) the workers running a call. A stopped worker is alive: the new run must
+ * kill it before it runs its items, never run them beside it.
  */
 const TARGETS = [
   { name: 'coordinator, its busy workers stopped', pid: (pid: number) => pid, stopWorkers: true },
@@ -48,13 +47,18 @@ describe.each([batchHandler])('a coordinator killed mid-group, with $name', (wor
     expect((await first.result).signal).toBe('SIGKILL');
     const killed = runningCalls(p.log);
     expect(killed.length).toBeGreaterThan(0);
-    const old = new Set(callsIn(p.log).map((c) => c.pid));
 
     // At once: the old workers may still live; the store must not hand their items out before they are gone.
     const again = startCli(args, { cwd: p.dir, env });
     if (stopped.length) {
-      await waitFor(() => callsIn(p.log).some((c) => c.ended && !old.has(c.pid)), 30_000, 'the new run to finish a call of its own');
-      for (const pid of stopped) process.kill(pid, 'SIGCONT');
+      await waitFor(() => stoppedSettled(p.log, stopped, killed), 30_000, 'the stopped workers gone, or their items run elsewhere');
+      for (const pid of stopped) {
+        try {
+          process.kill(pid, 'SIGCONT');
+        } catch {
+          // killed by the new run already
+        }
+      }
     }
     const r = await again.result;
     expect(r.code, r.stderr).toBe(0);
