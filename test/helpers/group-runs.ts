@@ -29,7 +29,8 @@ export function groupProject(n: number) {
   const p = projectWithFiles(n, 'sd-groups-');
   const canaries = join(p.dir, 'canaries');
   mkdirSync(canaries);
-  return { ...p, env: { SIDE_EFFECT_LOG: p.log, CANARY_DIR: canaries, SD_MARK: p.dir } as Record<string, string> };
+  const env: Record<string, string> = { SIDE_EFFECT_LOG: p.log, CANARY_DIR: canaries, SD_MARK: p.dir };
+  return { ...p, env };
 }
 
 /** One call (or group's command) as the log shows it. */
