@@ -6,8 +6,9 @@ import { countBy, dbPathIn } from '../helpers/store.js';
 
 // --timeout D with groups (SPEC §10): a group of k items has k × D, so a call that spends less
 // than D per item passes even when the whole call takes longer than D. An item that hangs takes
-// its groups past their limits: each is stopped, its worker killed after the grace, its items
-// given back uncharged in groups half as big, until the item runs alone and ends TIMEOUT.
+// its groups past their limits, until it runs alone and ends TIMEOUT: a call that fails on its
+// abort is split on its worker (halves, the same attempts); one that ignores it has its worker
+// killed after the grace, its items given back uncharged to run in groups half as big.
 
 const GROUP = 8;
 /** The work in groups of 8: a module's `maxItems` export (later also `--exec … -n 8`). */
@@ -38,12 +39,35 @@ describe.each(works)('--timeout with groups of 8 (work %#)', (workIn) => {
     expect(attempts.filter((a) => a.outcome === 'TIMEOUT').map((a) => a.key)).toEqual([hang]);
     expect(attempts.filter((a) => a.key === hang).at(-1)!.outcome).toBe('TIMEOUT');
     expect(new Set(attempts.map((a) => a.outcome))).toEqual(new Set(['INTERRUPTED', 'SUCCESS', 'TIMEOUT']));
-    // The calls that held it: 8, then at most half as many each time, down to it alone; none ended.
+    // Each worker that held it was killed: the calls that held it never ended, 8 items, then at most half as many each time, down to it alone.
     const held = callsIn(p.log).filter((c) => c.keys.includes(hang));
-    expect(held[0]!.size).toBe(GROUP);
-    expect(held.length).toBeLessThanOrEqual(Math.log2(GROUP) + 1);
-    for (let i = 1; i < held.length; i++) expect(held[i]!.size).toBeLessThanOrEqual(Math.ceil(held[i - 1]!.size / 2));
-    expect(held.at(-1)!.size).toBe(1);
     expect(held.filter((c) => c.ended)).toEqual([]);
+    expect(new Set(held.map((c) => c.pid)).size).toBe(held.length);
+    halving(held);
+  });
+
+  it('an item that hangs until its call is aborted ends TIMEOUT alone: its timed-out groups are split on their worker, with the same attempts', async () => {
+    const p = groupProject(GROUP);
+    const hang = p.keys[5]!;
+    const env = { ...p.env, ITEM_MS: '20', HANG_KEY: hang, HANG_ABORTS: '1' };
+    const r = await runCli(['run', 'src', ...workIn(p.dir).args, '-j', '1', '--timeout', '200ms', '--retries', '0'], { cwd: p.dir, env });
+    expect(r.code, r.stderr).toBe(1);
+    const db = dbPathIn(p.dir);
+    const tasks = await tasksIn(db);
+    expect(countBy(tasks, (t) => t.status)).toEqual(new Map([['SUCCESS', GROUP - 1], ['FAILED', 1]]));
+    // One attempt each: a split group's halves run the same attempts; only the item alone was charged.
+    const attempts = await attemptsIn(db);
+    expect(attempts.map((a) => [a.key, a.outcome])).toEqual(p.keys.map((k) => [k, k === hang ? 'TIMEOUT' : 'SUCCESS']));
+    const held = callsIn(p.log).filter((c) => c.keys.includes(hang));
+    expect(new Set(held.map((c) => c.pid)).size).toBe(1); // one worker throughout
+    halving(held);
   });
 });
+
+/** The calls that held the hanging item: the whole group, then at most half as many each time (log2(8) + 1 calls at most), down to it alone. */
+function halving(held: { size: number }[]): void {
+  expect(held[0]!.size).toBe(GROUP);
+  expect(held.length).toBeLessThanOrEqual(Math.log2(GROUP) + 1);
+  for (let i = 1; i < held.length; i++) expect(held[i]!.size).toBeLessThanOrEqual(Math.ceil(held[i - 1]!.size / 2));
+  expect(held.at(-1)!.size).toBe(1);
+}
