@@ -43,8 +43,9 @@ export function recordingProject(files: number) {
 export function overlaps(entries: LogEntry[]): string[] {
   const runs = new Map<string, { key: string; attempt: number; start: number; end: number }>();
   for (const e of entries) {
-    if (e.type === 'start') runs.set(`${e.key}:${e.pid}`, { key: e.key, attempt: e.attempt, start: e.at, end: e.at });
-    else if (e.type === 'end') runs.set(`${e.key}:${e.pid}`, { key: e.key, attempt: e.attempt, start: e.start, end: e.end });
+    // One execution of a key per process, or per call of a group's (a failed group's halves run its items again in one worker).
+    if (e.type === 'start') runs.set(`${e.key}:${e.pid}:${e.call ?? ''}`, { key: e.key, attempt: e.attempt, start: e.at, end: e.at });
+    else if (e.type === 'end') runs.set(`${e.key}:${e.pid}:${e.call ?? ''}`, { key: e.key, attempt: e.attempt, start: e.start, end: e.end });
   }
   const all = [...runs.values()];
   const found: string[] = [];

@@ -25,6 +25,8 @@ export interface CliOptions {
   input?: string | Buffer;
   /** A command the CLI runs under (`sh -c '…; exec "$@"' sh`): the CLI is its last arguments. */
   under?: string[];
+  /** In a process group of its own, so `process.kill(-pid)` takes its group, never the test's. */
+  detached?: boolean;
 }
 
 /** A fresh temp directory (real path, so keys and paths compare exactly). */
@@ -36,7 +38,7 @@ export function tempDir(prefix = 'sd-'): string {
 export function startCli(args: string[], opts: CliOptions): ChildProcess & { result: Promise<CliResult> } {
   const env = opts.cleanEnv ? { ...opts.env } : { ...process.env, NO_COLOR: '1', ...opts.env };
   const [command, ...before] = [...(opts.under ?? []), process.execPath];
-  const child = spawn(command!, [...before, BIN, ...args], { cwd: opts.cwd, env, stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+  const child = spawn(command!, [...before, BIN, ...args], { cwd: opts.cwd, env, stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], detached: opts.detached });
   if (opts.input !== undefined) {
     child.stdin!.on('error', () => {}); // a CLI that exits without reading all of it
     child.stdin!.end(opts.input);

@@ -23,18 +23,25 @@ export interface SideEffect {
   pid: number;
   start: number;
   end: number;
+  /** A group's call (fixtures/handlers/record-batch.mjs): its id and how many items it holds. */
+  call?: string;
+  size?: number;
 }
 
 export type LogEntry =
   | SideEffect
-  | { type: 'start'; key: string; attempt: number; pid: number; at: number }
+  | { type: 'start'; key: string; attempt: number; pid: number; at: number; call?: string; size?: number }
   | { type: 'double'; key: string; pid: number; holder: number };
 
-/** Every line of the side-effect log written by fixtures/handlers/record.mjs. */
+/**
+ * Every line of the side-effect log written by fixtures/handlers/record.mjs. Read while the run
+ * lives, its last line may be a write still in progress: only whole lines count.
+ */
 export function logEntries(path: string): LogEntry[] {
   if (!existsSync(path)) return [];
   return readFileSync(path, 'utf8')
     .split('\n')
+    .slice(0, -1)
     .filter(Boolean)
     .map((l) => JSON.parse(l) as LogEntry);
 }
