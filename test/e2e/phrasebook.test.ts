@@ -258,6 +258,32 @@ const SCENARIOS: Record<string, (row: Row) => void> = {
     ok(again);
     expect(again.stdout).toBe('');
   },
+  'xargs -P2 -n 64 gzip < list': (row) => {
+    // 100 files: gzip gets them 64 and 36 at a time, as xargs gives them, and each is its own task.
+    const files = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`f${String(i).padStart(3, '0')}.txt`, `file ${i}\n`]));
+    const list = Object.keys(files).join('\n') + '\n';
+    const ours = folder({ ...files, list });
+    ok(ours.sh(row.ours[0]!));
+    const tasks = tasksOf(ours.sh);
+    expect(tasks).toHaveLength(100);
+    expect(tasks.every((t) => t.status === 'SUCCESS' && t.attempts === 1)).toBe(true);
+    const theirs = folder({ ...files, list });
+    ok(theirs.sh(row.name));
+    expect(listing(ours.cwd)).toBe(listing(theirs.cwd));
+    expect(listing(ours.cwd)).toContain('./f099.txt.gz\n');
+    // -X: one command gets as many items as fit; a stand-in optipng logs what it got, beside parallel's.
+    const pngs = { 'a.png': '', 'b c.png': '', 'd.png': '', '.bin/optipng': '#!/bin/sh\nfor a in "$@"; do echo "$a"; done >> got.txt\n' };
+    const x = folder(pngs);
+    chmodSync(join(x.cwd, '.bin/optipng'), 0o755);
+    ok(x.sh(row.ours[1]!));
+    expect(readFileSync(join(x.cwd, 'got.txt'), 'utf8')).toBe('a.png\nb c.png\nd.png\n');
+    if (PARALLEL) {
+      const y = folder(pngs);
+      chmodSync(join(y.cwd, '.bin/optipng'), 0o755);
+      ok(y.sh('parallel --will-cite -X optipng ::: *.png')); // the row's second spelling
+      expect(readFileSync(join(x.cwd, 'got.txt'), 'utf8')).toBe(readFileSync(join(y.cwd, 'got.txt'), 'utf8'));
+    }
+  },
   'parallel -S host1,host2': (row) => {
     const { sh } = folder();
     expect(row.ours).toContain('splitdance worker');
