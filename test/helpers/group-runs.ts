@@ -3,7 +3,7 @@
 // read back from the side-effect log (fixtures/handlers/record-batch.mjs's format).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { handler } from './cli.js';
+import { handler, waitFor } from './cli.js';
 import { processState } from './procs.js';
 import { projectWithFiles } from './project.js';
 import { logEntries } from './store.js';
@@ -68,4 +68,20 @@ export function stoppedSettled(log: string, stopped: number[], cut: Call[]): boo
   if (stopped.every((pid) => ['gone', 'Z'].includes(processState(pid)))) return true;
   const keys = new Set(cut.flatMap((c) => c.keys));
   return callsIn(log).some((c) => !stopped.includes(c.pid) && c.keys.some((k) => keys.has(k)));
+}
+
+/**
+ * Waits until the stopped (SIGSTOPped) workers are gone, or their cut calls' items ran
+ * elsewhere, then lets whatever is left of them go on (SIGCONT): a run that did not kill them
+ * before running their items is then caught running an item twice at once.
+ */
+export async function releaseStopped(log: string, stopped: number[], cut: Call[]): Promise<void> {
+  await waitFor(() => stoppedSettled(log, stopped, cut), 30_000, 'the stopped workers gone, or their items run elsewhere');
+  for (const pid of stopped) {
+    try {
+      process.kill(pid, 'SIGCONT');
+    } catch {
+      // killed by the run that took their items back
+    }
+  }
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { sleep, startCli, waitFor } from '../helpers/cli.js';
 import { overlaps } from '../helpers/attempt-overlaps.js';
-import { batchHandler, callsIn, groupProject, runningCalls, stoppedSettled } from '../helpers/group-runs.js';
+import { batchHandler, callsIn, groupProject, releaseStopped, runningCalls } from '../helpers/group-runs.js';
 import { processesWithEnv } from '../helpers/procs.js';
 import { tasksIn } from '../helpers/read-store.js';
 import { countBy, dbPathIn, logEntries, sideEffects, storedAttempts } from '../helpers/store.js';
@@ -51,14 +51,7 @@ describe.each([batchHandler])('a coordinator killed mid-group, with $name', (wor
     // At once: the old workers may still live; the store must not hand their items out before they are gone.
     const again = startCli(args, { cwd: p.dir, env });
     if (stopped.length) {
-      await waitFor(() => stoppedSettled(p.log, stopped, killed), 30_000, 'the stopped workers gone, or their items run elsewhere');
-      for (const pid of stopped) {
-        try {
-          process.kill(pid, 'SIGCONT');
-        } catch {
-          // killed by the new run already
-        }
-      }
+      await releaseStopped(p.log, stopped, killed);
     }
     const r = await again.result;
     expect(r.code, r.stderr).toBe(0);

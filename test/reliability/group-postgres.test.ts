@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { overlaps } from '../helpers/attempt-overlaps.js';
-import { batchHandler, callsIn, groupProject, runningCalls, stoppedSettled } from '../helpers/group-runs.js';
+import { batchHandler, callsIn, groupProject, releaseStopped, runningCalls } from '../helpers/group-runs.js';
 import { PG_URL, pgSchemas } from '../helpers/pg.js';
 import { processesWithEnv } from '../helpers/procs.js';
 import { readStore } from '../helpers/read-store.js';
@@ -57,14 +57,7 @@ describe.skipIf(!PG_URL).each([batchHandler])('groups on a shared PostgreSQL sto
     expect((await killed.result).signal).toBe('SIGKILL');
     writeFileSync(gate, '');
     const held = runningCalls(p.log).filter((c) => stopped.includes(c.pid));
-    await waitFor(() => stoppedSettled(p.log, stopped, held), 30_000, 'the stopped workers gone, or their items run elsewhere');
-    for (const pid of stopped) {
-      try {
-        process.kill(pid, 'SIGCONT');
-      } catch {
-        // killed by the survivor already
-      }
-    }
+    await releaseStopped(p.log, stopped, held);
     const r = await survivor.result;
     expect(r.code, r.stderr).toBe(0);
     await waitFor(() => processesWithEnv(p.dir).length === 0, 5000, 'nothing of either alive');
