@@ -49,7 +49,7 @@ if (want('groups')) record(groupedHandler());
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(sharedStore(process.env.SPLITDANCE_PG_URL));
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(await sharedStoreScale(process.env.SPLITDANCE_PG_URL));
 
-if (want('fleet')) record(await fleet());
+if (want('fleet')) for (const row of await fleet()) record(row);
 
 const text = table({ rows, machine, runs: RUNS, size: SIZE });
 if (!ONLY) {
