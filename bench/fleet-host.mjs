@@ -5,7 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { SimPool } from './fleet-pool.mjs';
 
-const { dist, db, batch: batchName, slots, window, sleepMs, leaseMs, logDir, id } = workerData;
+const { dist, db, batch: batchName, slots, window, group, sleepMs, leaseMs, logDir, id } = workerData;
 const { openStore } = await import(`${dist}/store/open-store.js`);
 const { Coordinator } = await import(`${dist}/coordinator/coordinator.js`);
 const { recoverStale } = await import(`${dist}/coordinator/recovery.js`);
@@ -37,7 +37,7 @@ const timed = new Proxy(store, {
 
 const batch = await store.findBatch(batchName);
 const settings = settingsOf(batch.job);
-const pool = new SimPool(slots, sleepMs, id, window);
+const pool = new SimPool(slots, sleepMs, id, window, group);
 const notes = [];
 const observer = { attemptEnded() {}, released() {}, note: (m) => notes.push(m) };
 const coordinator = new Coordinator(

@@ -16,7 +16,10 @@ export class SimPool {
     /** Items per attempt (FLEET_GROUP): a group's one claim, one run and one settle, as `-n N` makes them. */
     this.group = group;
     this.window = window;
+    /** Items run, a group's all counted. */
     this.ran = 0;
+    /** Items of each run queued or running, by its token (its first item's). */
+    this.items = new Map();
     this.closing = false;
     this.events = null;
     this.workers = Array.from({ length: slots }, (_, i) => ({ id: `${id}.w${i + 1}`, pid: null, queue: [], tasksRun: 0, ready: true, retiring: false }));
@@ -62,6 +65,7 @@ export class SimPool {
   }
   drop(w) {
     const queued = w.queue.splice(1);
+    for (const token of queued) this.items.delete(token);
     if (queued.length) setImmediate(() => this.events.dropped(w, queued, 'taken back unstarted'));
   }
   dropQueued() {
@@ -69,6 +73,7 @@ export class SimPool {
   }
   dispatch(w, tasks) {
     const idle = w.queue.length === 0;
+    for (const t of tasks) this.items.set(t.token, 1 + (t.more?.length ?? 0));
     w.queue.push(...tasks.map((t) => t.token));
     if (idle) this.startHead(w);
   }
@@ -82,7 +87,7 @@ export class SimPool {
     return this.workers.length;
   }
 
-  /** Runs the slot's head attempt: it ends after `sleepMs` (next loop turn for 0), reported as a success. */
+  /** Runs the slot's head attempt (one item's, or a group's): it ends after `sleepMs` (next loop turn for 0), reported as a success; for a group, the coordinator settles every item of it by that one report. */
   startHead(w) {
     const token = w.queue[0];
     if (token === undefined) return;
@@ -91,7 +96,8 @@ export class SimPool {
       if (w.queue[0] !== token) return;
       w.queue.shift();
       w.tasksRun++;
-      this.ran++;
+      this.ran += this.items.get(token) ?? 1;
+      this.items.delete(token);
       const durationMs = Date.now() - startedAt;
       this.events.done(w, { token, ok: true, result: 'null', error: null, exitCode: 0, signal: null, outputTail: null, logPath: null, durationMs, startedAt });
       this.startHead(w);

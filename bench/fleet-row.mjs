@@ -16,17 +16,24 @@ import { cpuUs, fleetServer, serverCpuUs } from './fleet-server.mjs';
 import { idleFleet, idleFollowers, idleTable } from './fleet-idle.mjs';
 import { notifyCost, wakeTable } from './fleet-wake.mjs';
 import { enqueueFleetBatch } from './fleet-batch.mjs';
+import { groupedRow } from './fleet-group.mjs';
 
 const DEFAULT_HOSTS = { full: [1, 4, 16, 64, 128], quick: [1, 4, 16, 64], smoke: [1, 2] };
 const DEFAULT_TASKS = { full: 2000, quick: 1000, smoke: 60 };
 const DEFAULT_IDLE_MS = { full: 30_000, quick: 30_000, smoke: 1000 };
+// In groups (FLEET_GROUP items per attempt), enough items per N that each of 64 hosts' places
+// (2 slots × a window of 2 × 64 items) is filled several times over.
+const DEFAULT_GROUP = { full: 64, quick: 64, smoke: 1 };
+const DEFAULT_GROUP_TASKS = { full: 128_000, quick: 64_000, smoke: 400 };
 
 /**
  * FLEET_HOSTS (a list: 1,4,16), FLEET_TASKS (per N), FLEET_SLOTS (per host), FLEET_WINDOW (the
  * attempts a slot holds, its running one included: 2, as the real pool for tasks of 4 ms or more), FLEET_PROCS (Node
  * processes the hosts are dealt over), FLEET_SLEEP_MS (each task's sleep), FLEET_LEASE_MS,
  * FLEET_IDLE_MS (how long the idle hosts are measured at each N; 0: not at all), FLEET_SPLIT_CORES
- * (1: the private cluster on CPU 0 alone, the fleet's processes on the other CPUs).
+ * (1: the private cluster on CPU 0 alone, the fleet's processes on the other CPUs), FLEET_GROUP
+ * (items per attempt, as `-n` makes them: at more than 1, every N runs again in groups of that
+ * many, FLEET_GROUP_TASKS items per N, for a row of its own beside the ungrouped one).
  * Refused (exit 2) before anything runs when one is not a whole number.
  */
 function fleetSettings() {
@@ -47,6 +54,8 @@ function fleetSettings() {
     leaseMs: whole('FLEET_LEASE_MS', 30_000, 1),
     idleMs: whole('FLEET_IDLE_MS', DEFAULT_IDLE_MS[SIZE], 0),
     splitCores: whole('FLEET_SPLIT_CORES', 0, 0) > 0,
+    group: whole('FLEET_GROUP', DEFAULT_GROUP[SIZE], 1),
+    groupTasks: whole('FLEET_GROUP_TASKS', DEFAULT_GROUP_TASKS[SIZE], 1),
   };
 }
 
@@ -67,11 +76,15 @@ export async function fleet() {
   const server = fleetServer(4 * Math.max(...cfg.hosts) + 20, cfg.splitCores ? 0 : null);
   if (!server) fail(cfg.splitCores ? 'FLEET_SPLIT_CORES needs a private cluster: root with the server binaries' : 'needs PostgreSQL: root with the server binaries (a private cluster), or SPLITDANCE_PG_URL');
   try {
+    const single = { ...cfg, group: 1 };
     const runs = [];
-    for (const n of cfg.hosts) runs.push(await oneFleet(server, cfg, n));
+    for (const n of cfg.hosts) runs.push(await oneFleet(server, single, n));
+    const inGroups = { ...cfg, tasks: cfg.groupTasks };
+    const grouped = [];
+    for (const n of cfg.group > 1 ? cfg.hosts : []) grouped.push(await oneFleet(server, inGroups, n));
     const idle = [];
     for (const n of cfg.idleMs ? cfg.hosts : []) {
-      const r = await idleFleet(server, cfg, n, startProcs);
+      const r = await idleFleet(server, single, n, startProcs);
       console.log(`fleet ${n} idle hosts: server ${r.serverUsPerHostSecond.toFixed(0)} µs per host-second, ${r.callsPerHostSecond.toFixed(1)} statements per host-second, batch end noticed after ${r.noticedP50} ms (most ${r.noticedMax} ms)`);
       idle.push(r);
     }
@@ -84,7 +97,8 @@ export async function fleet() {
     const followers = cfg.idleMs ? await idleFollowers(server, cfg.idleMs / 1000) : null;
     if (followers) console.log(`fleet ${followers.followers} idle \`worker --follow\`: server ${followers.serverUsPerFollowerSecond.toFixed(0)} µs per follower-second`);
     const text =
-      detail(runs, cfg, server) +
+      detail(runs, single, server) +
+      (grouped.length ? `\n${detail(grouped, inGroups, server)}` : '') +
       (idle.length ? `\n${idleTable(idle, cfg, followers)}\n` : '') +
       (wake.length ? `\n${wakeTable(wake)}\n` : '');
     console.log(`\n${text}`);
@@ -93,7 +107,7 @@ export async function fleet() {
     const big = at(64) ?? runs[runs.length - 1];
     const one = at(1) ?? runs[0];
     const broken = runs.filter((r) => r.violations.length);
-    return {
+    const row = {
       benchmark: 'fleet',
       workload: `${cfg.tasks} no-op tasks per N, N hosts × ${cfg.slots} slots (${server.shared ? 'shared server' : 'private cluster'})`,
       entries: runs.map((r) => ({ name: `${r.hosts} host${r.hosts > 1 ? 's' : ''}`, rate: r.rate, note: `server ${r.serverUs.toFixed(0)} µs/task, client ${r.clientUs.toFixed(0)} µs/task` })),
@@ -103,13 +117,14 @@ export async function fleet() {
         atMost('every task ran exactly once at every N', broken.length, 0, broken.length ? broken.map((r) => `${r.hosts}: ${r.violations.join(', ')}`).join('; ') : 'yes'),
       ],
     };
+    return grouped.length ? [row, groupedRow(runs, grouped, inGroups, server)] : [row];
   } finally {
     server.stop();
   }
 }
 
 async function oneFleet(server, cfg, n) {
-  const schema = `fleet_${process.pid}_${n}`;
+  const schema = `fleet_${process.pid}_${n}${cfg.group > 1 ? `_g${cfg.group}` : ''}`;
   const db = enqueueFleetBatch(server.url, schema, cfg.tasks);
   const sql = new pg.Client({ connectionString: server.url });
   await sql.connect();
@@ -165,7 +180,7 @@ function startProcs(cfg, db, n) {
   const groups = Array.from({ length: Math.min(n, cfg.procs) }, () => []);
   for (let i = 0; i < n; i++) groups[i % groups.length].push(`fleet-h${i + 1}`);
   return groups.map((hosts) => {
-    const config = { dist: join(ROOT, 'dist'), db, batch: 'B', slots: cfg.slots, window: cfg.window, sleepMs: cfg.sleepMs, leaseMs: cfg.leaseMs, logDir: join(work, 'fleet-logs'), hosts };
+    const config = { dist: join(ROOT, 'dist'), db, batch: 'B', slots: cfg.slots, window: cfg.window, group: cfg.group, sleepMs: cfg.sleepMs, leaseMs: cfg.leaseMs, logDir: join(work, 'fleet-logs'), hosts };
     const argv = [process.execPath, join(ROOT, 'bench/fleet-proc.mjs'), JSON.stringify(config)];
     // taskset execs the command in its own process: the child's pid is the fleet process's.
     const [cmd, ...args] = cfg.splitCores ? ['taskset', '-c', `1-${availableParallelism() - 1}`, ...argv] : argv;
@@ -247,7 +262,7 @@ async function exactlyOnce(q, schema, total) {
 function detail(runs, cfg, server) {
   const f = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '—');
   const lines = [
-    `Fleet: ${cfg.tasks} no-op tasks per N, ${cfg.slots} slots a host (each holding up to ${cfg.window} attempts), hosts over ${cfg.procs} Node processes; server: ${server.shared ?? server.settings}.`,
+    `${cfg.group > 1 ? `Fleet in groups of ${cfg.group} items per attempt` : 'Fleet'}: ${cfg.tasks} no-op tasks per N, ${cfg.slots} slots a host (each holding up to ${cfg.window} attempts), hosts over ${cfg.procs} Node processes; server: ${server.shared ?? server.settings}.`,
     '',
     '| hosts | tasks/s | server CPU µs/task | client CPU µs/task | claims/task | claim p50 / p99 ms | lock waiters mean / max | exactly once |',
     '| --- | --- | --- | --- | --- | --- | --- | --- |',

@@ -15,6 +15,7 @@ import { machineLine, table } from './table.mjs';
 import { watchedRun } from './watch-row.mjs';
 import { itemsFromStdin, millionItems } from './items-rows.mjs';
 import { fleet } from './fleet-row.mjs';
+import { groupedHandler, manyItemsPerCall } from './group-rows.mjs';
 import { startup } from './startup-row.mjs';
 import { verdicts } from './verdict.mjs';
 
@@ -43,10 +44,12 @@ if (want('split')) record(split());
 if (want('watch')) record(await watchedRun());
 if (want('items')) record(itemsFromStdin());
 if (want('items')) record(await millionItems());
+if (want('groups')) record(manyItemsPerCall());
+if (want('groups')) record(groupedHandler());
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(sharedStore(process.env.SPLITDANCE_PG_URL));
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(await sharedStoreScale(process.env.SPLITDANCE_PG_URL));
 
-if (want('fleet')) record(await fleet());
+if (want('fleet')) for (const row of await fleet()) record(row);
 
 const text = table({ rows, machine, runs: RUNS, size: SIZE });
 if (!ONLY) {

@@ -8,9 +8,11 @@ const us = (x) => `${Math.round(x)} µs`;
 export const machineLine = (m) =>
   `This machine starts processes at: xargs -P2 -n1 true ${m.xargs.toFixed(0)} tasks/s, GNU parallel -j2 --joblog ${m.parallel.toFixed(0)} tasks/s.`;
 
+/** The baseline an own cost is beyond: its own name (`base`), or the row's at that many slots. */
+const baseOf = (r, o) => o.base ?? `${r.ownBase}${r.ownBase === 'xargs' ? ` -P${o.slots}` : `, ${o.slots} worker${o.slots > 1 ? 's' : ''}`}`;
+
 /** "-j 1: wall 310 µs, CPU 420 µs (beyond xargs -P1)", one line per slot count. */
-const ownCell = (r) =>
-  r.own ? r.own.map((o) => `-j ${o.slots}: wall ${us(o.wall)}, CPU ${us(o.cpu)} (beyond ${r.ownBase}${r.ownBase === 'xargs' ? ` -P${o.slots}` : `, ${o.slots} worker${o.slots > 1 ? 's' : ''}`})`).join('<br>') : '—';
+const ownCell = (r) => (r.own ? r.own.map((o) => `-j ${o.slots}: wall ${us(o.wall)}, CPU ${us(o.cpu)} (beyond ${baseOf(r, o)})`).join('<br>') : '—');
 
 export function table({ rows, machine, runs, size }) {
   const lines = [

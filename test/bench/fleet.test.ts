@@ -53,6 +53,27 @@ describe('BENCH_ONLY=fleet npm run bench (BENCH_SIZE=smoke)', () => {
     }
   });
 
+  it.runIf(RUNNABLE)('in groups (FLEET_GROUP items per attempt): a row of its own, server CPU per item beside -n 1 at the same N, every item exactly once', { timeout: 180_000 }, async () => {
+    const r = await bench({ BENCH_ONLY: 'fleet', BENCH_SIZE: 'smoke', FLEET_HOSTS: '1,2', FLEET_TASKS: '40', FLEET_GROUP: '8', FLEET_GROUP_TASKS: '160', FLEET_IDLE_MS: '0' });
+    expect(r.code, r.stderr).toBe(0);
+    const row = r.stdout.split('\n').find((l) => l.startsWith('| fleet, -n 8 |'));
+    expect(row, r.stdout).toBeDefined();
+    const cells = row!.slice(2, -2).split(' | ');
+    expect(cells[1]).toMatch(/^160 no-op items per N, 8 per attempt, N hosts × 2 slots/);
+    const host = (n: string) => `${n}: \\d+/s \\(server (\\d+|NaN) µs/item \\(-n 1: (\\d+|NaN)\\), client \\d+ µs/item\\)`;
+    expect(cells[2]).toMatch(new RegExp(`^${host('1 host')}<br>${host('2 hosts')}$`));
+    expect(cells[6]).toMatch(/^(?:met|not met) \(server CPU ≤ 100 µs per item at 2 hosts: (\d+|NaN) µs \(-n 1: (\d+|NaN) µs\)\)<br>met \(every item ran exactly once at every N: yes\)$/);
+    // Its detail: a group's one claim serves 8 items, so far fewer claims per item than without.
+    const claims = (title: string) => {
+      const lines = r.stdout.split('\n');
+      const at = lines.findIndex((l) => l.startsWith(title));
+      expect(at, r.stdout).toBeGreaterThanOrEqual(0);
+      return lines.slice(at + 4, at + 6).map((l) => Number(l.split(' | ')[4]));
+    };
+    const [one, grouped] = [claims('Fleet:'), claims('Fleet in groups of 8 items per attempt:')];
+    for (const i of [0, 1]) expect(grouped[i]!, r.stdout).toBeLessThan(one[i]! / 2);
+  });
+
   it.runIf(PARALLEL)('refuses a host count that is not a whole number ≥ 1 (exit 2, one line naming the setting)', async () => {
     const r = await bench({ BENCH_ONLY: 'fleet', BENCH_SIZE: 'smoke', FLEET_HOSTS: '1,x' });
     expect(r.code).toBe(2);

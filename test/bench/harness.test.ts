@@ -129,6 +129,24 @@ describe('npm run bench (BENCH_SIZE=smoke)', () => {
     expect(rows['items enqueue']![2]).toMatch(/^splitdance run -: \d+\/s \(peak RSS \d+ MB \(largest process\); enqueued in [\d.]+ s\)$/);
   }, 120_000);
 
+  it.runIf(RUNNABLE)('groups: -n 64 beside xargs -n1, parallel and xargs -n64 on the same list, and a batch handler beside the ping-pong, own cost per item', async () => {
+    const r = await bench({ BENCH_SIZE: 'smoke', BENCH_ONLY: 'groups' });
+    expect(r.code, r.stderr).toBe(0);
+    const rows = Object.fromEntries(tableRows(r.stdout).map((row) => [row[0], row]));
+    const many = rows['many items per call']!;
+    expect(many[1]).toBe('200 items, --exec true -n 64, a task row each');
+    expect(many[2]).toMatch(/^splitdance -j 2 -n 64: \d+\/s \(CPU \d+ µs per item\)<br>xargs -P2 -n1: \d+\/s<br>parallel -j2 --joblog: \d+\/s<br>xargs -P2 -n64: \d+\/s$/);
+    expect(many[3]).toMatch(/^[\d.]+× xargs -P2 -n1, [\d.]+× parallel --joblog, [\d.]+× xargs -P2 -n64$/);
+    expect(many[4]).toMatch(/^-j 2: wall -?\d+ µs, CPU -?\d+ µs \(beyond xargs -P2 -n64\)$/);
+    expect(many[6]).toMatch(/^(?:met|not met) \(≥ 2× xargs -n1: [\d.]+×\)<br>(?:met|not met) \(≥ 10× parallel: [\d.]+×\)$/);
+    const grouped = rows['grouped handler']!;
+    expect(grouped[1]).toBe('300 no-op JS tasks, a batch export, an attempt row each');
+    expect(grouped[2]).toMatch(/^splitdance -j 2, batch export: \d+\/s \(CPU \d+ µs per task\)<br>bare fork\/IPC ping-pong, 2 workers: \d+\/s<br>splitdance -j 2, one task per call: \d+\/s \(CPU \d+ µs per task\)$/);
+    expect(grouped[3]).toMatch(/^[\d.]+× bare fork\/IPC ping-pong, [\d.]+× one task per call$/);
+    expect(grouped[4]).toMatch(/^-j 2: wall -?\d+ µs, CPU -?\d+ µs \(beyond ping-pong, 2 workers\)$/);
+    expect(grouped[6]).toMatch(/^(?:met|not met) \(≥ 1\.25× ping-pong: [\d.]+×\)$/);
+  }, 120_000);
+
   it.runIf(RUNNABLE)('fails, naming the benchmark, when a run does not complete (no figure for work not done)', async () => {
     // The store's failpoint SIGKILLs the coordinator after its third commit.
     const r = await bench({ BENCH_SIZE: 'smoke', BENCH_ONLY: 'scale', SPLITDANCE_FAILPOINT: 'write:3' });
