@@ -64,7 +64,7 @@ export const runningCalls = (log: string): Call[] => callsIn(log).filter((c) => 
  * (a new run killed them, as it must before it runs their items), or one of the items of their
  * calls (`cut`) started in another process (which must never happen while they live).
  */
-export function stoppedSettled(log: string, stopped: number[], cut: Call[]): boolean {
+function stoppedSettled(log: string, stopped: number[], cut: Call[]): boolean {
   if (stopped.every((pid) => ['gone', 'Z'].includes(processState(pid)))) return true;
   const keys = new Set(cut.flatMap((c) => c.keys));
   return callsIn(log).some((c) => !stopped.includes(c.pid) && c.keys.some((k) => keys.has(k)));
