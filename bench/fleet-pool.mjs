@@ -40,11 +40,10 @@ export class SimPool {
   reportsStarts() {
     return false;
   }
-  maxItems() {
-    return this.group;
-  }
-  claimPerPlace() {
-    return this.group;
+  /** What the coordinator asks of groups (src/pool/group-bounds.ts). */
+  get groups() {
+    const group = this.group;
+    return { maxItems: () => group, splits: () => true, claimShape: () => ({ perPlace: group, dealt: true }) };
   }
   needsWork() {
     return this.workers.some((w) => w.queue.length < 2);

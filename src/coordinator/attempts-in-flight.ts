@@ -90,7 +90,7 @@ export class AttemptsInFlight {
       }
       const outputs = new Map(runnable.map((r) => [r.task.token, r.output]));
       // A declared output is one item's ({out}, task.out): its task runs alone, also under a `batch` export.
-      const limitOf = (task: ClaimedTask) => (outputs.get(task.token) ? 1 : Math.min(this.pool.maxItems(task.stage), this.bounds.get(task.id) ?? Infinity));
+      const limitOf = (task: ClaimedTask) => (outputs.get(task.token) ? 1 : Math.min(this.pool.groups.maxItems(task.stage), this.bounds.get(task.id) ?? Infinity));
       for (const group of formGroups(runnable.map((r) => r.task), limitOf)) {
         const members = group.map((task): Inflight => ({ task, worker, run: null!, claimedQueued: queued.has(task.token), output: outputs.get(task.token) ?? null }));
         // A group's logs are numbered from 1 (`<head>-1.log`), so every item's attempt shows it ran in one.
@@ -177,6 +177,8 @@ export class AttemptsInFlight {
     }
     const now = Date.now();
     const n = run.members.length;
+    // `-N`: {1}…{N} name the group's items by place, so a group is one unit: never split.
+    if (n > 1 && !this.pool.groups.splits(run.members[0]!.task.stage)) return { settled: this.settleRun(run, ending, now), again: null };
     if (n > 1 && ending.kind === 'died') {
       // Its worker is gone, maybe because of one item: none is charged, and each next runs in a group half as big.
       for (const m of run.members) this.bounds.set(m.task.id, Math.ceil(n / 2));
@@ -218,6 +220,8 @@ export class AttemptsInFlight {
   private split(run: Run, now: number): TaskMessage[] {
     this.forget(run);
     this.discardCopies(run);
+    // Its log is no attempt's: each item's own end is logged by the command that decides it.
+    void unlink(attemptLogFile(this.settings.logFolder, run.head, run.part)).catch(() => undefined);
     return halves(run.members).map((members) => {
       for (const m of members) m.claimedQueued = false; // the store was told they started
       // A half of one task is that task's alone: its own log and copies, as if never grouped.
@@ -265,16 +269,25 @@ export class AttemptsInFlight {
   }
 
   /** Each item of the run settled by its ending (a `batch` call's item by its own outcome). */
+  /**
+   * Each item of the run settled by its ending (a `batch` call's item by its own outcome; one
+   * that failed in a stopped run is INTERRUPTED, as a lone attempt would be). The command's
+   * output is printed by one item: the first whose settlement ends its task, if any does.
+   */
   private settleRun(run: Run, ending: Ending, now: number): Queued[] {
     this.forget(run);
     const items = ending.kind === 'reported' ? ending.msg.items : undefined;
-    const shared = run.members.length > 1 || run.part > 0;
-    return run.members.map((m, i) => {
-      const own: Ending = items && ending.kind === 'reported' ? { ...ending, msg: itemMessage(ending.msg, m.task.token, items[i]) } : ending;
-      const q = this.settle(m, own, now);
-      if (shared) q.printed = { id: printId(run), lead: i === 0, keys: i === 0 ? run.members.map((x) => x.task.key) : [] };
-      return q;
+    const settled = run.members.map((m, i) => {
+      let own: Ending = items && ending.kind === 'reported' ? { ...ending, msg: itemMessage(ending.msg, m.task.token, items[i]) } : ending;
+      if (run.interrupted && own.kind === 'reported' && !own.msg.ok) own = { kind: 'interrupted' };
+      return this.settle(m, own, now);
     });
+    if (run.members.length > 1 || run.part > 0) {
+      const lead = Math.max(0, settled.findIndex((q) => q.terminal));
+      const keys = run.members.map((x) => x.task.key);
+      settled.forEach((q, i) => (q.printed = { id: printId(run), lead: i === lead, keys: i === lead ? keys : [] }));
+    }
+    return settled;
   }
 
   private settle(entry: Inflight, ending: Ending, now: number): Queued {

@@ -14,8 +14,8 @@ export interface ClaimRound {
   now: number;
   /** The places to fill, a worker once for each place it has free. */
   free: PoolWorker[];
-  /** How many tasks each place claims (a group's, SPEC §10; 1 without groups). */
-  perPlace: number;
+  /** How many tasks each place claims (a group's, SPEC §10; 1 without groups), and whether they are dealt round the places (pool.claimShape). */
+  shape: { perPlace: number; dealt: boolean };
   /** Settlements committed in the same transaction. */
   ended: Queued[];
   /** Attempts claimed as queued that have started since the last commit. */
@@ -39,13 +39,20 @@ export interface Claimed {
  * A worker's place behind an attempt it holds already (or behind another place claimed now) is
  * queued. Each place claims `perPlace` tasks (a group's, SPEC §10), all queued or none.
  */
-function claimSlots(free: PoolWorker[], perPlace: number): ClaimSlot[] {
+function claimSlots(free: PoolWorker[], { perPlace, dealt }: ClaimRound['shape']): ClaimSlot[] {
   const places = new Map<PoolWorker, number>();
-  return free.flatMap((w) => {
+  const slots = free.map((w) => {
     const place = w.queue.length + (places.get(w) ?? 0);
     places.set(w, (places.get(w) ?? 0) + 1);
-    return Array.from({ length: perPlace }, () => ({ workerId: w.id, pid: w.pid, queued: place > 0 }));
+    return { workerId: w.id, pid: w.pid, queued: place > 0 };
   });
+  // Slot i is place placeOf(i)'s: dealt round the places, or each place's in turn.
+  return Array.from({ length: slots.length * perPlace }, (_, i) => slots[placeOf(i, slots.length, perPlace, dealt)]!);
+}
+
+/** The place (into `free`) whose slot the i-th claimed task fills. */
+function placeOf(i: number, places: number, perPlace: number, dealt: boolean): number {
+  return dealt ? i % places : Math.floor(i / perPlace);
 }
 
 /** The settlements a commit applied, by token, with the status each left its task in. */
@@ -55,8 +62,8 @@ export function appliedOf(applied: Applied[]): Map<number, TaskStatus> {
 
 /** Commits `ended`, `starts` and `placed` and claims for `free`, in one transaction of the store. */
 async function commitAndClaim(round: ClaimRound): Promise<Claimed> {
-  const { batch, free, perPlace } = round;
-  const slots = claimSlots(free, perPlace);
+  const { batch, free, shape } = round;
+  const slots = claimSlots(free, shape);
   const request = {
     batchId: batch.id,
     owner: round.owner,
@@ -75,15 +82,18 @@ async function commitAndClaim(round: ClaimRound): Promise<Claimed> {
   );
   const handOut = new Map<PoolWorker, ClaimedTask[][]>();
   const queued = new Set<number>();
-  // Task i fills slot i, which is place i / perPlace's: the worker the store recorded it on.
-  // Places go round the workers (freePlaces), so a short claim still reaches each of them.
+  // Task i fills slot i, its place's: the worker the store recorded it on. Places go round the
+  // workers (freePlaces), so a claim that comes up short still reaches each of them when dealt.
+  const byPlace: ClaimedTask[][] = free.map(() => []);
   claimed.forEach((task, i) => {
     if (slots[i]!.queued) queued.add(task.token);
-    const worker = free[Math.floor(i / perPlace)]!;
-    const places = handOut.get(worker) ?? [];
-    if (i % perPlace === 0) places.push([task]);
-    else places[places.length - 1]!.push(task);
-    handOut.set(worker, places);
+    byPlace[placeOf(i, free.length, shape.perPlace, shape.dealt)]!.push(task);
+  });
+  byPlace.forEach((tasks, p) => {
+    if (tasks.length === 0) return;
+    const places = handOut.get(free[p]!) ?? [];
+    places.push(tasks);
+    handOut.set(free[p]!, places);
   });
   return { applied: appliedOf(applied), handOut, queued, unfilled: free.length > 0 && claimed.length < slots.length };
 }

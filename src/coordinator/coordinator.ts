@@ -197,8 +197,8 @@ export class Coordinator {
     }
     const now = await this.commits.clockNow(this.store, (m) => this.observer.note(m));
     const { store, batch, owner } = this;
-    const perPlace = this.pool.claimPerPlace();
-    const { claimed, ended } = await claimRound({ store, batch, owner, leaseMs: this.options.leaseMs, now, free, perPlace }, this.commits, this.placement);
+    const shape = this.pool.groups.claimShape();
+    const { claimed, ended } = await claimRound({ store, batch, owner, leaseMs: this.options.leaseMs, now, free, shape }, this.commits, this.placement);
     // The run gave up at the outage limit while this claim waited: what it claimed is never
     // started here; it stays RUNNING under this run's lease for the next run to take back.
     if (this.runner.over) return null;

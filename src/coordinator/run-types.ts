@@ -49,10 +49,10 @@ export type RunStore = LeaseStore & Pick<QueryStore, 'listTasks' | 'attemptsOf'>
  * What the tick needs of its pool of workers (pool/pool.ts): its events, the places to fill,
  * whether it wants work, and its end. What attempts in flight and upkeep need apart.
  */
-export type TickPool = Pick<WorkerPool, 'attach' | 'freePlaces' | 'claimPerPlace' | 'needsWork' | 'hasIdleWorker' | 'whyEmpty' | 'quiesce' | 'dropQueued' | 'shutdown'>;
+export type TickPool = Pick<WorkerPool, 'attach' | 'freePlaces' | 'groups' | 'needsWork' | 'hasIdleWorker' | 'whyEmpty' | 'quiesce' | 'dropQueued' | 'shutdown'>;
 
 /** What the attempts in flight need of the pool: hand them to a worker, stop them, kill their worker. */
-export type AttemptPool = Pick<WorkerPool, 'reportsStarts' | 'maxItems' | 'dispatch' | 'abort' | 'interrupt' | 'kill'>;
+export type AttemptPool = Pick<WorkerPool, 'reportsStarts' | 'groups' | 'dispatch' | 'abort' | 'interrupt' | 'kill'>;
 
 /** What upkeep needs of the pool: workers stuck behind a slow attempt or stopped, to take back from or kill. */
 export type UpkeepPool = Pick<WorkerPool, 'stuck' | 'stopped' | 'drop' | 'kill'>;

@@ -11,6 +11,11 @@ import type { GroupSpec, HandlerSpec } from '../worker/protocol.js';
 
 /** How many items one `-X`/`-m` command gets at most when `--max-items` is not given. */
 const DEFAULT_MAX_ITEMS = 64;
+/**
+ * The most items one command or `batch` call may hold: a command line holds far fewer (ARG_MAX),
+ * and every free place claims this many tasks in one transaction.
+ */
+export const MAX_GROUP_ITEMS = 1024;
 
 /** The grouping words one source gave, their values parsed (each a whole number ≥ 1). */
 export interface GroupGiven {

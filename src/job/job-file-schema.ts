@@ -5,6 +5,7 @@ import { linearRegExp } from '../linear-regex.js';
 import { parseSample } from '../split/sample.js';
 import { atLeast, MAX_BACKOFF_FACTOR, MAX_CONCURRENCY, MAX_RETRIES, MIN_DURATION_MS, parseConcurrency } from './option-checks.js';
 import { formatMs, parseCountOrShare, parseDuration, parseSize } from './units.js';
+import { MAX_GROUP_ITEMS } from './group-options.js';
 
 /**
  * A field parsed once, by the same function as its flag: the schema's output is the typed
@@ -74,11 +75,11 @@ const policy = {
 
 /** Many items per command (group-options.ts): of the job's exec or handler, and of a stage's. */
 const grouping = {
-  maxArgs: count(1).describe('with exec: at most N items per command, {} is every item of the group, like -n (1: one each)').optional(),
-  maxReplaceArgs: count(1).describe('with exec: at most N items per command, {1}…{N} are its items, like -N').optional(),
+  maxArgs: count(1, MAX_GROUP_ITEMS).describe('with exec: at most N items per command, {} is every item of the group, like -n (1: one each)').optional(),
+  maxReplaceArgs: count(1, MAX_GROUP_ITEMS).describe('with exec: at most N items per command, {1}…{N} are its items, like -N').optional(),
   xargs: z.boolean().describe('with exec: as many items per command as fit, up to maxItems; {} is every item, a word around it repeats per item, like -X').optional(),
   multiple: z.boolean().describe('with exec: as many items per command as fit, up to maxItems; {} is every item, like -m').optional(),
-  maxItems: count(1).describe('at most N items per command with xargs or multiple (default 64), or per call of a handler module\'s batch export').optional(),
+  maxItems: count(1, MAX_GROUP_ITEMS).describe('at most N items per command with xargs or multiple (default 64), or per call of a handler module\'s batch export').optional(),
 };
 
 /** One stage of a per-item pipeline: its own handler and, optionally, its own policy. */

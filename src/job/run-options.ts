@@ -10,7 +10,7 @@ import type { JobSettings } from './job-definition.js';
 import type { ItemsMode } from '../split/items.js';
 import type { RawArgGroup } from './command-line-items.js';
 import { parseDelimiter } from './command-line-items.js';
-import { FLAG_WORDS, groupedHandler } from './group-options.js';
+import { FLAG_WORDS, groupedHandler, MAX_GROUP_ITEMS } from './group-options.js';
 import { parseCount, parseCountOrShare, parseDuration, parseFraction, parseNumber, parseSize, type CountOrShare } from './units.js';
 import { atLeast, checkColsep, checkRegex, definedOnly, given, MAX_BACKOFF_FACTOR, MAX_RETRIES, MIN_DURATION_MS, nonEmpty, parseCodes, parseConcurrency, positive } from './option-checks.js';
 
@@ -172,11 +172,11 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     handler: groupedHandler(
       f.exec !== undefined ? { kind: 'exec', template: f.exec, ...(f.pipe ? { pipe: true } : {}) } : f.handler !== undefined ? { kind: 'module', path: resolve(cwd, f.handler) } : undefined,
       {
-        n: given(f.maxArgs, (v) => parseCount(v, '-n/--max-args', { min: 1 })),
-        N: given(f.maxReplaceArgs, (v) => parseCount(v, '-N/--max-replace-args', { min: 1 })),
+        n: given(f.maxArgs, (v) => parseCount(v, '-n/--max-args', { min: 1, max: MAX_GROUP_ITEMS })),
+        N: given(f.maxReplaceArgs, (v) => parseCount(v, '-N/--max-replace-args', { min: 1, max: MAX_GROUP_ITEMS })),
         X: f.xargs,
         m: f.m,
-        maxItems: given(f.maxItems, (v) => parseCount(v, '--max-items', { min: 1 })),
+        maxItems: given(f.maxItems, (v) => parseCount(v, '--max-items', { min: 1, max: MAX_GROUP_ITEMS })),
       },
       FLAG_WORDS,
     ),

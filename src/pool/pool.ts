@@ -14,6 +14,7 @@ import { notLoaded, refused } from './start-failure.js';
 import { BootWatch, LoadTally } from './start-watch.js';
 import { pooledWorker, route, send, type PooledWorker } from './worker-messages.js';
 import { startWorkerProcess, type WorkerProcess } from './worker-process.js';
+import { GroupBounds, type PoolGroups } from './group-bounds.js';
 
 export type { PoolEvents, PoolWorker } from './pool-events.js';
 export type { PoolOptions } from './pool-options.js';
@@ -35,8 +36,9 @@ export class WorkerPool {
   private readonly loads = new LoadTally();
   /** Why the last worker that could not be started at all (no process to be had) failed. */
   private startFailure: ResourceError | null = null;
-  /** Per stage, at most how many items one attempt runs, as the workers' handlers said (1 without groups). */
-  private groupBounds: Readonly<Record<string, number>> = {};
+  /** Many items per attempt: each stage's bound, and how a claim shapes its groups. */
+  readonly groups: PoolGroups;
+  private readonly groupBounds: GroupBounds;
   /** Dead workers' leftovers being killed: their attempts are reported once each is done. */
   private readonly sweeps = new Set<Promise<void>>();
   private events: PoolEvents = { done() {}, dropped() {}, exited() {}, started() {}, idle() {}, heartbeat() {}, ran() {}, shrunk() {} };
@@ -44,6 +46,7 @@ export class WorkerPool {
 
   constructor(private readonly options: PoolOptions) {
     this.execOnly = Object.values(options.handlers).every((h) => h.kind === 'exec');
+    this.groups = this.groupBounds = new GroupBounds(options.handlers);
   }
 
   /** Routes worker events to the coordinator (the pool starts before the coordinator exists). */
@@ -96,16 +99,6 @@ export class WorkerPool {
   /** One entry per attempt the pool can take now: a worker appears once per free place in its window. */
   freePlaces(): PoolWorker[] {
     return slots.freePlaces(this.workers, this.options.maxTasksPerWorker, monotonicMs());
-  }
-
-  /** At most how many items of a stage one attempt runs (`-n`, a handler's `batch`): 1 without groups. */
-  maxItems(stage: string): number {
-    return this.groupBounds[stage] ?? 1;
-  }
-
-  /** How many tasks a free place claims: at most how many items any attempt runs (1 without groups). */
-  claimPerPlace(): number {
-    return Math.max(1, ...Object.values(this.groupBounds));
   }
 
   /** Whether a stage's attempts say when they start (`spawned`): its exec commands do. */
@@ -218,7 +211,7 @@ export class WorkerPool {
         } else if (msg.type === 'ready') {
           clearTimeout(loading);
           worker.ready = true;
-          if (msg.maxItems) this.groupBounds = msg.maxItems;
+          this.groupBounds.heard(msg.maxItems);
           this.loads.loaded();
           resolve();
           this.events.idle();

@@ -52,12 +52,7 @@ class FakePool implements RunPool {
   reportsStarts(): boolean {
     return false;
   }
-  maxItems(): number {
-    return 1;
-  }
-  claimPerPlace(): number {
-    return 1;
-  }
+  readonly groups = { maxItems: () => 1, splits: () => true, claimShape: () => ({ perPlace: 1, dealt: false }) };
   dispatch(worker: PoolWorker, tasks: TaskMessage[]): void {
     worker.queue.push(...tasks.map((t) => t.token));
     this.handedOut.push(...tasks);

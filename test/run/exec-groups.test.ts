@@ -106,6 +106,18 @@ describe('many items per --exec command', () => {
     }
   });
 
+  it('-N: {1} and {2} name places in the group, so a failed pair is not split; each of its items ends with the pair\'s answer', async () => {
+    const p = project();
+    const files = { a: 'same\n', b: 'same\n', c: 'x\n', d: 'y\n' };
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(p.dir, name), text);
+    const r = await mainIn(p.dir, ['run', '-N', '2', '--retries', '0', '--exec', 'cmp {1} {2}', ':::', 'a', 'b', 'c', 'd']);
+    expect(r.code, r.stderr).toBe(1);
+    const tasks = await tasksIn(p.db);
+    expect(tasks.filter((t) => t.status === 'SUCCESS').map((t) => t.key)).toEqual(['a', 'b']);
+    for (const t of tasks.filter((t) => t.status === 'FAILED')) expect(t.lastError, t.key).toMatch(/^exit code 1 with nothing on stderr/); // cmp's answer, on stdout: c d differ
+    expect(r.stderr).not.toMatch(/No such file/);
+  });
+
   it('retry-failed runs the failed item again, in a group of what is left, and keeps the others as they were', async () => {
     const p = project();
     p.bad(['5']);

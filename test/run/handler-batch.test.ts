@@ -44,8 +44,10 @@ describe("a handler's batch export", () => {
     expect(bad.lastError).toContain('77 spoils every call');
     for (const t of tasks) if (t.key !== '77') expect(JSON.parse(t.result!)).toEqual({ twice: Number(t.key) * 2 });
     const calls = p.calls();
-    // Grouped: far fewer calls than tasks, groups of at most 64 (the default bound).
-    expect(Math.max(...calls.map((c) => c.length))).toBe(64);
+    // Grouped: far fewer calls than tasks, groups of at most 64 (the default bound), dealt
+    // round the worker's places, so 200 tasks fill every place's group (50 each).
+    expect(Math.max(...calls.map((c) => c.length))).toBeLessThanOrEqual(64);
+    expect(calls.filter((c) => c.length >= 32).length).toBeGreaterThanOrEqual(3);
     // The failing task ran alone in the end, once per attempt (3 attempts), and only it was charged.
     expect(calls.filter((c) => c.length === 1 && c[0] === '77')).toHaveLength(3);
     const attempts = await attemptsIn(p.db);
