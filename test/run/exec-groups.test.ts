@@ -3,7 +3,8 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { mainIn } from '../helpers/in-process-cli.js';
+import { mainIn, startIn } from '../helpers/in-process-cli.js';
+import { waitUntil } from '../helpers/json-views.js';
 import { PG_URL, pgSchemas } from '../helpers/pg.js';
 import { attemptsIn, tasksIn } from '../helpers/read-store.js';
 import { missing } from '../helpers/services.js';
@@ -144,6 +145,19 @@ describe('many items per --exec command', () => {
       `'./check.sh' '9.x' 'it'\\''s' '9' 'it'\\''s'`,
     ]);
     expect(existsSync(p.db)).toBe(false);
+  });
+
+  it("logs shows a running group's output for its first item, and says where the others' goes", async () => {
+    const p = project();
+    const slow = join(p.dir, 'slow.sh');
+    writeFileSync(slow, '#!/bin/sh\necho "hello $*"\ntouch "$(dirname "$0")/started"\nsleep 2\n');
+    chmodSync(slow, 0o755);
+    const run = startIn(p.dir, ['run', '-n', '4', '-j', '1', '--exec', './slow.sh {}', ':::', 'a', 'b', 'c', 'd']);
+    await waitUntil(async () => existsSync(join(p.dir, 'started')), 30_000, 'the group to start');
+    expect((await mainIn(p.dir, ['logs', 'a'])).stdout).toBe('hello a b c d\n');
+    expect((await mainIn(p.dir, ['logs', 'b'])).stderr).toContain("an item run in a group prints to its group's log, shown once it ends");
+    expect((await run.done).code).toBe(0);
+    expect((await mainIn(p.dir, ['logs', 'b'])).stdout).toBe('hello a b c d\n');
   });
 
   it('--results gives every item of a group the output of the command that ran it', async () => {

@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, readSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, readSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { UsageError } from '../../errors.js';
 import { parseCount } from '../../job/units.js';
@@ -105,11 +105,15 @@ class LogReader {
    * when the attempt ends). What it printed so far, and with `follow` the rest until it ends.
    */
   async running(taskId: number, attempt: AttemptRow, shown: string, follow: boolean): Promise<number> {
-    const path = attemptLogFile(batchLogFolder(this.root, this.store.identity, this.batch.name), attempt.id);
+    const folder = batchLogFolder(this.root, this.store.identity, this.batch.name);
+    // The first item of a group (-n, a batch call) runs its group's command, logged as `<id>-1.log`.
+    const own = attemptLogFile(folder, attempt.id);
+    const group = attemptLogFile(folder, attempt.id, 1);
+    const path = !existsSync(own) && existsSync(group) ? group : own;
     let fd = openLogForReading(path);
     let at = fd === null ? 0 : await this.copy(fd, 0);
     if (!follow) {
-      if (fd === null) line(this.io.stderr, `attempt ${attempt.attempt} of ${shown} is running and has printed nothing yet (on ${printable(attempt.host)})`);
+      if (fd === null) line(this.io.stderr, `attempt ${attempt.attempt} of ${shown} is running and has printed nothing yet (on ${printable(attempt.host)})\n(an item run in a group prints to its group's log, shown once it ends)`);
       else closeSync(fd);
       return 0;
     }
