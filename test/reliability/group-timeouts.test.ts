@@ -11,29 +11,31 @@ import { countBy, dbPathIn } from '../helpers/store.js';
 // killed after the grace, its items given back uncharged to run in groups half as big.
 
 const GROUP = 8;
+/** Twice the group: a fresh worker has two places, and a claim deals its tasks round them (8 each). */
+const TASKS = 2 * GROUP;
 /** The work in groups of 8: a module's `maxItems` export (later also `--exec … -n 8`). */
 const works: ((dir: string) => GroupWork)[] = [(dir) => batchHandlerOf(dir, GROUP)];
 
 describe.each(works)('--timeout with groups of 8 (work %#)', (workIn) => {
   it('a call of 0.3 s per item passes --timeout 1s in a group of 8 (2.4 s in all: more than 1 s, less than 8 × 1 s)', async () => {
-    const p = groupProject(GROUP);
+    const p = groupProject(TASKS);
     const r = await runCli(['run', 'src', ...workIn(p.dir).args, '-j', '1', '--timeout', '1s', '--retries', '0'], { cwd: p.dir, env: { ...p.env, ITEM_MS: '300' } });
     expect(r.code, r.stderr).toBe(0);
     const calls = callsIn(p.log);
-    expect(calls.map((c) => [c.size, c.ended])).toEqual([[GROUP, true]]); // one call, never stopped nor split
-    expect((await attemptsIn(dbPathIn(p.dir))).map((a) => a.outcome)).toEqual(Array(GROUP).fill('SUCCESS'));
+    expect(calls.map((c) => [c.size, c.ended])).toEqual([[GROUP, true], [GROUP, true]]); // one call a place, never stopped nor split
+    expect((await attemptsIn(dbPathIn(p.dir))).map((a) => a.outcome)).toEqual(Array(TASKS).fill('SUCCESS'));
   });
 
   // Each worker that holds it is killed KILL_GRACE_MS + 1 s after its group's limit (run/batch-pool.ts; --grace is the shutdown's): about 4 × 3 s here.
   it('an item that hangs forever (ignoring its abort) ends TIMEOUT alone; every other SUCCESS, none charged', async () => {
-    const p = groupProject(GROUP);
+    const p = groupProject(TASKS);
     const hang = p.keys[5]!;
     const env = { ...p.env, ITEM_MS: '20', HANG_KEY: hang };
     const r = await runCli(['run', 'src', ...workIn(p.dir).args, '-j', '1', '--timeout', '200ms', '--retries', '0'], { cwd: p.dir, env });
     expect(r.code, r.stderr).toBe(1);
     const db = dbPathIn(p.dir);
     const tasks = await tasksIn(db);
-    expect(countBy(tasks, (t) => t.status)).toEqual(new Map([['SUCCESS', GROUP - 1], ['FAILED', 1]]));
+    expect(countBy(tasks, (t) => t.status)).toEqual(new Map([['SUCCESS', TASKS - 1], ['FAILED', 1]]));
     expect(tasks.filter((t) => t.attempts !== 1).map((t) => t.key)).toEqual([]);
     const attempts = await attemptsIn(db);
     // Only the hanging item's last attempt timed out; its groups' deaths before charged no one.
@@ -48,14 +50,14 @@ describe.each(works)('--timeout with groups of 8 (work %#)', (workIn) => {
   });
 
   it('an item that hangs until its call is aborted ends TIMEOUT alone: its timed-out groups are split on their worker, with the same attempts', async () => {
-    const p = groupProject(GROUP);
+    const p = groupProject(TASKS);
     const hang = p.keys[5]!;
     const env = { ...p.env, ITEM_MS: '20', HANG_KEY: hang, HANG_ABORTS: '1' };
     const r = await runCli(['run', 'src', ...workIn(p.dir).args, '-j', '1', '--timeout', '200ms', '--retries', '0'], { cwd: p.dir, env });
     expect(r.code, r.stderr).toBe(1);
     const db = dbPathIn(p.dir);
     const tasks = await tasksIn(db);
-    expect(countBy(tasks, (t) => t.status)).toEqual(new Map([['SUCCESS', GROUP - 1], ['FAILED', 1]]));
+    expect(countBy(tasks, (t) => t.status)).toEqual(new Map([['SUCCESS', TASKS - 1], ['FAILED', 1]]));
     // One attempt each: a split group's halves run the same attempts; only the item alone was charged.
     const attempts = await attemptsIn(db);
     expect(attempts.map((a) => [a.key, a.outcome])).toEqual(p.keys.map((k) => [k, k === hang ? 'TIMEOUT' : 'SUCCESS']));
