@@ -276,12 +276,13 @@ const SCENARIOS: Record<string, (row: Row) => void> = {
     const x = folder(pngs);
     chmodSync(join(x.cwd, '.bin/optipng'), 0o755);
     ok(x.sh(row.ours[1]!));
-    expect(readFileSync(join(x.cwd, 'got.txt'), 'utf8')).toBe('a.png\nb c.png\nd.png\n');
+    // Each file once, whole; how many commands share them depends on the free places (dealt round them).
+    expect(sorted(readFileSync(join(x.cwd, 'got.txt'), 'utf8'))).toEqual(['a.png', 'b c.png', 'd.png']);
     if (PARALLEL) {
       const y = folder(pngs);
       chmodSync(join(y.cwd, '.bin/optipng'), 0o755);
       ok(y.sh('parallel --will-cite -X optipng ::: *.png')); // the row's second spelling
-      expect(readFileSync(join(x.cwd, 'got.txt'), 'utf8')).toBe(readFileSync(join(y.cwd, 'got.txt'), 'utf8'));
+      expect(sorted(readFileSync(join(x.cwd, 'got.txt'), 'utf8'))).toEqual(sorted(readFileSync(join(y.cwd, 'got.txt'), 'utf8')));
     }
   },
   'parallel -S host1,host2': (row) => {
