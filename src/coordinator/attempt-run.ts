@@ -10,11 +10,6 @@ import type { OutputPaths } from '../output/output-path.js';
 import type { SilenceWatch } from './silence-watch.js';
 import type { TimedOut } from './settlement.js';
 
-/**
- * One command (or handler call) for one task or a group of them (SPEC §10): what the pool and
- * the worker know by its first item's token. A failed group is split: its halves are new runs
- * of the same attempts, on the same worker.
- */
 /** One claimed task, in flight until its attempt is settled. */
 export interface Inflight {
   task: ClaimedTask;
@@ -27,6 +22,11 @@ export interface Inflight {
   output: OutputPaths | null;
 }
 
+/**
+ * One command (or handler call) for one task or a group of them (SPEC §10): what the pool and
+ * the worker know by its first item's token. A failed group is split: its halves are new runs
+ * of the same attempts, on the same worker.
+ */
 export interface Run {
   head: number;
   members: Inflight[];

@@ -5,9 +5,10 @@
 import type { ClaimedTask } from '../store/task-store.js';
 
 /**
- * A place's tasks as groups: consecutive tasks of one stage, each group at most as big as the
- * smallest `limit` of its tasks (its stage's `maxItems`; less for a task whose group's worker
- * died under it, and 1 for a task with a declared output, which is one item's).
+ * A place's tasks as groups, in claim order: tasks of one stage next to each other, each
+ * group at most as big as the smallest `limit` of its tasks (its stage's `maxItems`; less for
+ * a task whose group's worker died under it, and 1 for a task with a declared output, which is
+ * one item's).
  */
 export function formGroups(tasks: ClaimedTask[], limitOf: (task: ClaimedTask) => number): ClaimedTask[][] {
   const groups: ClaimedTask[][] = [];
