@@ -4,7 +4,7 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RUNS, SIZES } from './settings.mjs';
-import { BIN, ROOT, benchmark, expectTasks, measure, sideBySide, timedRun, work } from './measure.mjs';
+import { BIN, ROOT, benchmark, expectTasks, itemsList, measure, sideBySide, timedRun, work } from './measure.mjs';
 import { atLeast, ownCost, speedup, times } from './verdict.mjs';
 
 const NOOP = join(ROOT, 'fixtures/handlers/ok.mjs');
@@ -12,15 +12,8 @@ const NOOP_BATCH = join(ROOT, 'fixtures/handlers/noop-batch.mjs');
 /** Items per command, as `-n` gives it and xargs is given it too. */
 const GROUP = 64;
 const rate = (n, m) => n / m.wall;
-
 /** `n` distinct items, one a line. */
-function list(name, n) {
-  const path = join(work, name);
-  const lines = new Array(n);
-  for (let i = 0; i < n; i++) lines[i] = `item-${i}`;
-  writeFileSync(path, lines.join('\n') + '\n');
-  return path;
-}
+const list = (name, n) => itemsList(name, n, (i) => `item-${i}`);
 
 /**
  * 20,000 `true` items, `-j 2 -n 64`: one command per 64 items, each item its own task (all

@@ -1,9 +1,9 @@
 // Items from stdin: splitdance reading a list (`… | splitdance run -`) side by side with xargs
 // and GNU parallel reading the same list, and a million items enqueued from stdin.
-import { rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { RUNS, SIZES } from './settings.mjs';
-import { BIN, ROOT, benchmark, expectTasks, fail, measure, sideBySide, work } from './measure.mjs';
+import { BIN, ROOT, benchmark, expectTasks, fail, itemsList, measure, sideBySide, work } from './measure.mjs';
 import { withPeakRss } from './store-rows.mjs';
 import { atLeast, atMost, ownCost, speedup, times } from './verdict.mjs';
 
@@ -11,13 +11,7 @@ const NOOP = join(ROOT, 'fixtures/handlers/ok.mjs');
 const rate = (n, m) => n / m.wall;
 
 /** `n` distinct items, one a line, like the URLs or ids people feed to xargs. */
-function list(name, n) {
-  const path = join(work, name);
-  const lines = new Array(n);
-  for (let i = 0; i < n; i++) lines[i] = `https://example.com/item/${i}`;
-  writeFileSync(path, lines.join('\n') + '\n');
-  return path;
-}
+const list = (name, n) => itemsList(name, n, (i) => `https://example.com/item/${i}`);
 
 /** `splitdance run - --exec true` on a fresh store, the list on stdin; its `n` tasks must have succeeded. */
 function fromStdin(path, n, j) {

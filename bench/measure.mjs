@@ -108,3 +108,12 @@ export function filesDir(name, n, content = '') {
   writeFileSync(join(work, `${name}.list`), readdirSync(dir).map((f) => join(dir, f)).join('\n') + '\n');
   return dir;
 }
+
+/** `<name>` in the work folder: `n` distinct items, one a line, `itemOf(i)` each. */
+export function itemsList(name, n, itemOf) {
+  const path = join(work, name);
+  const lines = new Array(n);
+  for (let i = 0; i < n; i++) lines[i] = itemOf(i);
+  writeFileSync(path, lines.join('\n') + '\n');
+  return path;
+}
