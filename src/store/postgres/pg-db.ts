@@ -75,6 +75,13 @@ export class PgDb {
           super(config);
           clients.add(this);
           this.once('end', () => clients.delete(this));
+          // The pool takes its own listener off a connection as it hands it over, and the caller
+          // adds one only once its await resumes. The server's "terminating connection" can come
+          // in the same read as the end of start-up, so the driver emits it in between: with no
+          // listener, that was thrown from the socket's handler (exit 70, not an outage). The
+          // driver has marked the connection unusable by then; its next statement fails as a
+          // lost connection, which session() maps and never reuses.
+          this.on('error', () => {});
         }
       },
       // Read-only stores: the server itself refuses any write, whatever the code path.
