@@ -5,22 +5,28 @@ import { pathToFileURL } from 'node:url';
 import { UsageError } from '../errors.js';
 import { inPackage } from '../package-root.js';
 import type { BatchHandler, Handler } from './handler-types.js';
+import { namesSplitdance } from './self-import-scan.js';
 import { describeLocation, syntaxLocations } from './syntax-location.js';
 
 const LOADABLE = new Set(['.js', '.mjs', '.cjs']);
-let selfResolving = false;
+let cjsResolving = false;
+let hooked = false;
 
 /**
  * Makes `'splitdance'` in a handler find this package wherever it is installed, once per
  * process: `import` through a resolve hook (self-resolve.ts), `require` (a CommonJS handler,
  * or TypeScript that tsx compiles to CommonJS) through the CommonJS resolver, each only
- * where the handler's own lookup found nothing.
+ * where the handler's own lookup found nothing. The import hook is registered only once some
+ * handler's files name the package (self-import-scan.ts): it costs each worker ~80 ms.
  */
-function resolveSelf(): void {
-  if (selfResolving) return;
-  selfResolving = true;
+function resolveSelf(handler: string): void {
   // Both compiled files, whether this module runs from them or from the CLI's bundle.
-  register(pathToFileURL(inPackage('dist/worker/self-resolve.js')));
+  if (!hooked && namesSplitdance(handler)) {
+    hooked = true;
+    register(pathToFileURL(inPackage('dist/worker/self-resolve.js')));
+  }
+  if (cjsResolving) return;
+  cjsResolving = true;
   const self = inPackage('dist/index.js');
   const cjs = Module as unknown as { _resolveFilename: (request: string, ...rest: unknown[]) => string };
   const resolveFilename = cjs._resolveFilename;
@@ -56,7 +62,7 @@ export async function loadHandler(path: string): Promise<LoadedHandler> {
     throw new UsageError(`handler module ${path} has the extension "${ext}"; give a .js, .mjs or .ts module`);
   }
   let mod: { default?: unknown; batch?: unknown; maxItems?: unknown };
-  resolveSelf();
+  resolveSelf(abs);
   try {
     const url = pathToFileURL(abs).href;
     // TypeScript is compiled on the fly by tsx's loader API (Node 20 cannot strip types itself).

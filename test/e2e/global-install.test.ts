@@ -55,6 +55,11 @@ export default async (task) => { if (task.key === 'bad.txt') throw new Permanent
 module.exports = async (task) => { if (task.key === 'bad.txt') throw new PermanentError('not this one'); return { ok: true }; };\n`,
   'permanent.ts': `import { PermanentError } from 'splitdance';
 export default async (task: { key: string }): Promise<{ ok: boolean }> => { if (task.key === 'bad.txt') throw new PermanentError('not this one'); return { ok: true }; };\n`,
+  // Named only by a helper the handler imports, or imported only when a task runs.
+  'nested.mjs': `import { fail } from './nested-lib.mjs';
+export default async (task) => { if (task.key === 'bad.txt') fail(); return { ok: true }; };\n`,
+  'nested-lib.mjs': `import { PermanentError } from 'splitdance';\nexport const fail = () => { throw new PermanentError('not this one'); };\n`,
+  'dynamic.mjs': `export default async (task) => { const { PermanentError } = await import('splitdance'); if (task.key === 'bad.txt') throw new PermanentError('not this one'); return { ok: true }; };\n`,
   'missing.ts': `import thing from 'no-such-package-anywhere';\nexport default async () => thing;\n`,
   'missing.mjs': `import thing from 'no-such-package-anywhere';\nexport default async () => thing;\n`,
 };
@@ -68,7 +73,7 @@ function check(install: () => string) {
     for (const [name, text] of Object.entries(HANDLERS)) writeFileSync(join(handlers, name), text);
   }, 900_000);
 
-  it.each(['permanent.mjs', 'permanent.cjs', 'permanent.ts'])('runs a handler (%s) that imports PermanentError from splitdance', async (name) => {
+  it.each(['permanent.mjs', 'permanent.cjs', 'permanent.ts', 'nested.mjs', 'dynamic.mjs'])('runs a handler (%s) that imports PermanentError from splitdance', async (name) => {
     const work = tempDir('sd-work-');
     mkdirSync(join(work, 'src'));
     for (const f of ['bad.txt', 'good.txt']) writeFileSync(join(work, 'src', f), `${f}\n`);

@@ -86,8 +86,16 @@ describe('start-up loads only what the command needs', () => {
     writeFileSync(join(dir, 'noop.mjs'), 'export default async () => {};\n');
     const { own, apart } = loadedBy(['run', 'src', '--handler', 'noop.mjs', '--batch', 'handler', '--quiet'], dir);
     expect(own).toContain(join('worker', 'child-main.js'));
-    // Only the resolve hook that lets a handler import 'splitdance' is loaded apart (it runs on the loader's own thread).
-    expect(apart).toEqual([join('dist', 'worker', 'self-resolve.js')]);
+    // A handler that does not name 'splitdance' gets no resolve hook: no loader thread to start (~80 ms a worker).
+    expect(apart).toEqual([]);
+  });
+
+  it("a module handler that imports 'splitdance' gets the resolve hook, loaded apart (it runs on the loader's own thread)", () => {
+    writeFileSync(join(dir, 'named.mjs'), "import { PermanentError } from 'splitdance';\nexport default async () => String(PermanentError);\n");
+    const { own, apart } = loadedBy(['run', 'src', '--handler', 'named.mjs', '--batch', 'named', '--quiet'], dir);
+    expect(own).toContain(join('worker', 'child-main.js'));
+    // (Beside it, the package the handler imports: dist/index.js and what it exports.)
+    expect(apart).toContain(join('dist', 'worker', 'self-resolve.js'));
   });
 
   for (const args of [['status'], ['status', '--json'], ['tasks'], ['show', 'a.txt'], ['batches']]) {
