@@ -33,6 +33,8 @@ export class WorkerPool {
   private next = 1;
   private closing = false;
   private running = false;
+  /** Workers grow() started that have not yet loaded or failed to. */
+  private growing = 0;
   private readonly loads = new LoadTally();
   /** Why the last worker that could not be started at all (no process to be had) failed. */
   private startFailure: ResourceError | null = null;
@@ -85,7 +87,15 @@ export class WorkerPool {
     const wanted = Math.min(target, this.options.size);
     const missing = wanted - this.workers.size;
     if (missing <= 0) return null;
-    const results = await Promise.allSettled(Array.from({ length: missing }, () => this.spawn()));
+    this.growing += missing;
+    const results = await Promise.allSettled(
+      Array.from({ length: missing }, () =>
+        this.spawn().finally(() => {
+          this.growing--;
+          if (!this.closing) this.events.idle(); // the others' windows open again (freePlaces)
+        }),
+      ),
+    );
     const refused = results.find((r): r is PromiseRejectedResult => r.status === 'rejected' && (r.reason as Error).name === 'ResourceError');
     if (!refused) return null;
     return `started ${this.workers.size} of ${wanted} workers and runs with those: ${(refused.reason as Error).message}`;
@@ -98,7 +108,9 @@ export class WorkerPool {
 
   /** One entry per attempt the pool can take now: a worker appears once per free place in its window. */
   freePlaces(): PoolWorker[] {
-    return slots.freePlaces(this.workers, this.options.maxTasksPerWorker, monotonicMs());
+    // While the pool grows (grow), a ready worker takes no attempt to queue behind its running
+    // one: the workers still loading, ready in a moment, should get it instead.
+    return slots.freePlaces(this.workers, this.options.maxTasksPerWorker, monotonicMs(), this.growing > 0 ? 1 : null);
   }
 
   /** Whether a stage's attempts say when they start (`spawned`): its exec commands do. */

@@ -42,13 +42,19 @@ export function windowOf(worker: WorkerState, maxTasksPerWorker: number | null, 
   return slotWindow(worker, worker.queue.length, maxTasksPerWorker ? maxTasksPerWorker - worker.tasksRun : null, now);
 }
 
-/** One entry per attempt the workers can take now: a worker appears once per free place in its window. */
-export function freePlaces<S extends WorkerState>(workers: Iterable<S>, maxTasksPerWorker: number | null, now: number): S[] {
-  // Round by round (each worker's first free place, then each one's second, …), so a claim that
-  // comes up short still spreads its tasks over the workers.
-  const room = [...workers].filter(open).map((worker) => ({ worker, n: windowOf(worker, maxTasksPerWorker, now) - worker.queue.length }));
+/**
+ * One entry per attempt the workers can take now: a worker appears once per free place in its
+ * window, or in the first `cap` places of it.
+ */
+export function freePlaces<S extends WorkerState>(workers: Iterable<S>, maxTasksPerWorker: number | null, now: number, cap: number | null = null): S[] {
+  // By how soon the place runs: every idle worker's first (it runs at once), then every place
+  // one attempt back in its queue, … So a claim that comes up short still spreads its tasks over
+  // the workers, and never queues one behind a running attempt while a worker sits idle (as one
+  // that has just loaded does).
+  const window = (worker: S) => Math.min(windowOf(worker, maxTasksPerWorker, now), cap ?? Infinity);
+  const room = [...workers].filter(open).map((worker) => ({ worker, from: worker.queue.length, to: window(worker) }));
   const free: S[] = [];
-  for (let round = 0; room.some((r) => r.n > round); round++) for (const r of room) if (r.n > round) free.push(r.worker);
+  for (let place = 0; room.some((r) => r.to > place); place++) for (const r of room) if (r.from <= place && place < r.to) free.push(r.worker);
   return free;
 }
 

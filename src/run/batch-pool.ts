@@ -64,12 +64,12 @@ export async function startPool(limits: PoolLimits, handlers: Record<string, Han
 
 /**
  * Grows the pool to the batch's work, no further (`-j 50` on one task starts one); returns the
- * counts it went by. A pool the machine will not let grow that far runs with what it has, and
- * `note` is told so.
+ * counts it went by at once, and `grown`, which settles once every new worker has loaded or
+ * failed to (what to tell the user when the machine would not give it that many: the run goes
+ * on with what it has). The run does not wait for them: its first worker, loaded already, starts
+ * on the work while the others load (about 0.2 s each), and each joins as it is ready.
  */
-export async function growToWork(pool: WorkerPool, store: BatchProgress, batchId: number, note: (m: string) => void): Promise<Counts> {
+export async function growToWork(pool: WorkerPool, store: BatchProgress, batchId: number): Promise<{ counts: Counts; grown: Promise<string | null> }> {
   const c = await store.counts(batchId);
-  const short = await pool.grow(c.pending + c.retrying + c.running + c.queued);
-  if (short) note(short);
-  return c;
+  return { counts: c, grown: pool.grow(c.pending + c.retrying + c.running + c.queued) };
 }

@@ -104,7 +104,7 @@ export interface BatchRun {
 export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecord, pool: WorkerPool, run: BatchRun, observer: BatchObserver, signals: CommandSignals): Promise<number> {
   const { inv } = run;
   const notes = [...run.notes];
-  const before = await growToWork(pool, store, batch.id, (m) => notes.push(m));
+  const { counts: before, grown } = await growToWork(pool, store, batch.id);
   const total = before.total;
   const maxFailures = inv.maxFailures === null ? null : resolveCountOrShare(inv.maxFailures, total);
   const started = monotonicMs();
@@ -147,6 +147,9 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
   // tasks once its renewals are seen to stop for a lease (a fresh watch has seen nothing stop).
   const { released } = await recoverStale(store, batch.id, coordinator.owner, new RenewalWatch(inv.leaseMs), Date.now(), (lost) => coordinator.discardLostOutputs(lost));
   observer.start({ batch: batch.name, source: batch.source, store: describeStore(run.dbPath), total, inserted: run.inserted, workers: pool.size, jobFile: run.jobFile, notes });
+  // Said when the machine refused a worker; after the verdict line it would only confuse.
+  let finished = false;
+  void grown.then((short) => short && !finished && observer.note(short));
   // The pools started here to follow a newer definition (the caller shuts down its own).
   const followers: WorkerPool[] = [];
   // From here on the observer's progress timer runs: however this ends (a store error thrown by
@@ -209,6 +212,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
             nextRunAt: t.nextRunAt,
           }))
         : [];
+    finished = true;
     await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Math.round(monotonicMs() - started), retrying });
     return exitCode;
   } catch (err) {
@@ -250,7 +254,7 @@ async function follow(
       `batch ${printable(batch.name)}: another run changed the handler to ${printable(handler)}, which does not load here: ${printable((err as Error).message)}; this run stops, the unfinished tasks stay PENDING`,
     );
   }
-  await growToWork(pool, store, batch.id, note);
+  void (await growToWork(pool, store, batch.id)).grown.then((short) => short && note(short));
   const what = sameHandlers(storedDefinition(old), storedDefinition(batch)) ? 'job definition changed' : `handler changed to ${printable(handler)}`;
   note(`batch ${printable(batch.name)}: ${what} by another run; following it`);
   return { batch, settings, pool };

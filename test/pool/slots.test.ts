@@ -39,11 +39,12 @@ describe('free slots: one entry per attempt a worker can take now', () => {
     ['being recycled: none', [slot('a', { retiring: true })], null, ''],
     ['two fresh workers: round by round, not all to the first', [slot('a'), slot('b')], null, 'a b a b'],
     [
-      'short attempts (1 ms, window 5) beside a fresh worker: rounds until each is full',
+      'short attempts (1 ms, window 5) beside a fresh worker: by how soon each place runs, the idle worker first, until each is full',
       [slot('a', { avgMs: 1, queue: holding(1) }), slot('b')],
       null,
-      'a b a b a a',
+      'b a b a a a',
     ],
+    ['a worker busy beside one just loaded: the idle one first, then the places behind each', [slot('a', { queue: holding(1) }), slot('b')], null, 'b a b'],
     ['a loading and a recycled worker are passed over', [slot('a', { ready: false }), slot('b', { retiring: true }), slot('c')], null, 'c c'],
     ['an attempt running far longer than usual: nothing behind it', [slot('a', { avgMs: 10, queue: holding(1), headSince: NOW - 100 }), slot('b')], null, 'b b'],
     ['--max-tasks-per-worker: no more than it has left (1 of 3)', [slot('a', { avgMs: 0.1, tasksRun: 2 })], 3, 'a'],
@@ -57,6 +58,11 @@ describe('free slots: one entry per attempt a worker can take now', () => {
       expect(ids(freePlaces(workers, maxTasks, NOW))).toBe(expected);
     });
   }
+
+  // While the pool grows, nothing queues behind a running attempt: the workers still loading take it.
+  it('capped at one place a worker (the pool growing): only the idle workers, once each', () => {
+    expect(ids(freePlaces([slot('a', { queue: holding(1) }), slot('b'), slot('c', { avgMs: 1 })], null, NOW, 1))).toBe('b c');
+  });
 
   it('takes the workers from any iterable and returns them as given (the pool passes its Set)', () => {
     const a = slot('a');
