@@ -147,9 +147,11 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
   // tasks once its renewals are seen to stop for a lease (a fresh watch has seen nothing stop).
   const { released } = await recoverStale(store, batch.id, coordinator.owner, new RenewalWatch(inv.leaseMs), Date.now(), (lost) => coordinator.discardLostOutputs(lost));
   observer.start({ batch: batch.name, source: batch.source, store: describeStore(run.dbPath), total, inserted: run.inserted, workers: pool.size, jobFile: run.jobFile, notes });
-  // Said when the machine refused a worker; after the verdict line it would only confuse.
+  // Said when the machine refused a worker (a pool's growth settles late); after the verdict
+  // line, or an error's, it would only confuse.
   let finished = false;
-  void grown.then((short) => short && !finished && observer.note(short));
+  const lateNote = (m: string | null) => m && !finished && observer.note(m);
+  void grown.then(lateNote);
   // The pools started here to follow a newer definition (the caller shuts down its own).
   const followers: WorkerPool[] = [];
   // From here on the observer's progress timer runs: however this ends (a store error thrown by
@@ -180,7 +182,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
       if (stop.kind !== 'definition-changed') break;
       stop = signalled() ?? stop;
       if (stop.kind === 'signal') break;
-      const next = await follow(store, batch, run, (m) => observer.note(m));
+      const next = await follow(store, batch, run, (m) => observer.note(m), lateNote);
       followers.push(next.pool);
       stop = signalled() ?? stop;
       if (stop.kind === 'signal') break;
@@ -216,9 +218,11 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
     await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Math.round(monotonicMs() - started), retrying });
     return exitCode;
   } catch (err) {
+    finished = true;
     observer.failed(err);
     throw err;
   } finally {
+    finished = true;
     await printer?.finish();
     results?.finish();
     metrics?.stop();
@@ -237,6 +241,7 @@ async function follow(
   old: BatchRecord,
   run: Pick<BatchRun, 'inv' | 'cwd'>,
   note: (m: string) => void,
+  lateNote: (m: string | null) => void,
 ): Promise<{ batch: BatchRecord; settings: JobSettings; pool: WorkerPool }> {
   const batch = await store.findBatch(old.name);
   if (batch?.id !== old.id) {
@@ -254,7 +259,7 @@ async function follow(
       `batch ${printable(batch.name)}: another run changed the handler to ${printable(handler)}, which does not load here: ${printable((err as Error).message)}; this run stops, the unfinished tasks stay PENDING`,
     );
   }
-  void (await growToWork(pool, store, batch.id)).grown.then((short) => short && note(short));
+  void (await growToWork(pool, store, batch.id)).grown.then(lateNote);
   const what = sameHandlers(storedDefinition(old), storedDefinition(batch)) ? 'job definition changed' : `handler changed to ${printable(handler)}`;
   note(`batch ${printable(batch.name)}: ${what} by another run; following it`);
   return { batch, settings, pool };

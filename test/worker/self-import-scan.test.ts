@@ -24,6 +24,7 @@ describe('whether a handler names splitdance (the resolve hook is registered onl
     ['a helper required without its extension', { 'h.cjs': `const e = require('./errs');\nmodule.exports = async () => e;\n`, 'errs.js': `module.exports = require('splitdance').PermanentError;\n` }],
     ['a TypeScript helper imported as .js', { 'h.ts': `import { e } from './errs.js';\nexport default async (): Promise<unknown> => e;\n`, 'errs.ts': `export { PermanentError as e } from 'splitdance';\n` }],
     ['a TypeScript helper imported without its extension', { 'h.ts': `import { e } from './errs';\nexport default async (): Promise<unknown> => e;\n`, 'errs.ts': `export { PermanentError as e } from 'splitdance';\n` }],
+    ['a subpath import (package.json "imports"), which is not followed', { 'h.mjs': `import { e } from '#errs';\nexport default async () => e;\n`, 'package.json': '{ "imports": { "#errs": "./errs.mjs" } }\n' }],
     ['a folder it imports (its index)', { 'h.cjs': `module.exports = require('./lib');\n`, 'lib/index.js': `require('splitdance');\nmodule.exports = async () => 1;\n` }],
   ])('%s: yes', (_, files) => {
     expect(namesSplitdance(handler(files))).toBe(true);
@@ -37,6 +38,20 @@ describe('whether a handler names splitdance (the resolve hook is registered onl
   ])('%s: no', (_, files) => {
     expect(namesSplitdance(handler(files))).toBe(false);
   });
+
+  // Each quoted relative path costs a few lookups: a file full of them (a manifest of data paths)
+  // must not hold a worker's start-up for long. Past the bound the hook is registered anyway.
+  it('a file naming 100,000 different relative paths (1.5 MB): gives up past its bound and says yes', () => {
+    const paths = Array.from({ length: 100_000 }, (_, i) => `'./data/n${i}'`).join(',\n');
+    expect(namesSplitdance(handler({ 'h.mjs': `export const files = [${paths}];\nexport default async () => files.length;\n` }))).toBe(true);
+  });
+
+  // Looked up once, it takes about a second with the file's reading; looked up each time (3.3
+  // million lookups), it took 34 s. The bound is far from both.
+  it('the same relative path named 300,000 times is looked up once: no', () => {
+    const paths = Array.from({ length: 300_000 }, () => `'./nope'`).join(',\n');
+    expect(namesSplitdance(handler({ 'h.mjs': `export const files = [${paths}];\nexport default async () => files.length;\n` }))).toBe(false);
+  }, 15_000);
 
   it('a helper outside the handler folder is read too (../)', () => {
     const dir = tempDir('sd-scan-');
