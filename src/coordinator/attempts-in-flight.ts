@@ -268,7 +268,6 @@ export class AttemptsInFlight {
     if (prefix) for (const s of ['out', 'err']) void unlink(`${prefix}.${s}`).catch(() => undefined);
   }
 
-  /** Each item of the run settled by its ending (a `batch` call's item by its own outcome). */
   /**
    * Each item of the run settled by its ending (a `batch` call's item by its own outcome; one
    * that failed in a stopped run is INTERRUPTED, as a lone attempt would be). The command's

@@ -103,7 +103,6 @@ export interface BatchRun {
  */
 export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecord, pool: WorkerPool, run: BatchRun, observer: BatchObserver, signals: CommandSignals): Promise<number> {
   const { inv } = run;
-  const notes = [...run.notes];
   const { counts: before, grown } = await growToWork(pool, store, batch.id);
   const total = before.total;
   const maxFailures = inv.maxFailures === null ? null : resolveCountOrShare(inv.maxFailures, total);
@@ -146,7 +145,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
   // An owner that cannot be proven dead is left to the coordinator's own watch, which takes its
   // tasks once its renewals are seen to stop for a lease (a fresh watch has seen nothing stop).
   const { released } = await recoverStale(store, batch.id, coordinator.owner, new RenewalWatch(inv.leaseMs), Date.now(), (lost) => coordinator.discardLostOutputs(lost));
-  observer.start({ batch: batch.name, source: batch.source, store: describeStore(run.dbPath), total, inserted: run.inserted, workers: pool.size, jobFile: run.jobFile, notes });
+  observer.start({ batch: batch.name, source: batch.source, store: describeStore(run.dbPath), total, inserted: run.inserted, workers: pool.size, jobFile: run.jobFile, notes: run.notes });
   // Said when the machine refused a worker (a pool's growth settles late); after the verdict
   // line, or an error's, it would only confuse.
   let finished = false;
@@ -218,11 +217,10 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
     await observer.finish({ batch: batch.name, exitCode, reason, counts, elapsedMs: Math.round(monotonicMs() - started), retrying });
     return exitCode;
   } catch (err) {
-    finished = true;
     observer.failed(err);
     throw err;
   } finally {
-    finished = true;
+    finished = true; // an error's line has been printed, nothing follows it
     await printer?.finish();
     results?.finish();
     metrics?.stop();

@@ -12,7 +12,7 @@ const SUBPATH_IMPORT = /(['"`])#[\w@/.-]+\1/;
 /** A quoted relative path: where the handler's own other files are named (imports, requires, anything else). */
 const RELATIVE = /(['"`])(\.\.?\/[^'"`\n]*)\1/g;
 /** What a relative name without its extension may be (CommonJS and TypeScript leave it out). */
-const SUFFIXES = ['', '.js', '.mjs', '.cjs', '.ts', '.mts', '.cts', '/index.js', '/index.mjs', '/index.cjs', '/index.ts'];
+const SUFFIXES = ['.js', '.mjs', '.cjs', '.ts', '.mts', '.cts', '/index.js', '/index.mjs', '/index.cjs', '/index.ts'];
 const CODE = new Set(['.js', '.mjs', '.cjs', '.ts', '.mts', '.cts']);
 const TS_FOR: Record<string, string> = { '.js': '.ts', '.mjs': '.mts', '.cjs': '.cts' };
 /** Files read and paths looked up at most: past either, the handler is assumed to name it (the hook then costs its 80 ms). */
@@ -50,7 +50,7 @@ export function namesSplitdance(entry: string): boolean {
       const base = resolve(dirname(file), m[2]!);
       // TypeScript names its own files by what they compile to: './errs.js' is errs.ts.
       const ext = extname(base);
-      const candidates = CODE.has(ext) ? [base, ...(TS_FOR[ext] ? [base.slice(0, -ext.length) + TS_FOR[ext]] : [])] : SUFFIXES.slice(1).map((s) => base + s);
+      const candidates = CODE.has(ext) ? [base, ...(TS_FOR[ext] ? [base.slice(0, -ext.length) + TS_FOR[ext]] : [])] : SUFFIXES.map((s) => base + s);
       for (const candidate of candidates) {
         if (tried.has(candidate)) continue;
         tried.add(candidate);
