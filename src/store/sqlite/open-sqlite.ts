@@ -199,10 +199,23 @@ function migrate(db: Db): void {
 /** The folder SQLite puts temporary files in: the first of these that is set (it then tries /var/tmp, /usr/tmp, /tmp). */
 const sqliteTempDir = () => process.env.SQLITE_TMPDIR || process.env.TMPDIR || '/var/tmp';
 
+/**
+ * A read-only connection met a hot rollback journal: a writer was killed mid-transaction
+ * and only a connection that may write can roll it back (SQLITE_READONLY_ROLLBACK).
+ */
+export function isHotJournal(err: unknown): boolean {
+  return (err as { code?: string }).code === 'SQLITE_READONLY_ROLLBACK';
+}
+
 /** Maps a driver error to a StoreError whose message names the file and the fix. */
 export function storeError(err: unknown, path: string): Error {
   if (err instanceof StoreError) return err;
   const e = err as { code?: string; message?: string };
+  if (isHotJournal(err)) {
+    return new StoreError(
+      `the store ${path} was left mid-write by a killed process (its rollback journal ${path}-journal is still there), and this command only reads; \`splitdance run\` with this store rolls it back, then run this again`,
+    );
+  }
   // Extended codes (SQLITE_IOERR_WRITE, SQLITE_READONLY_DBMOVED, …) are classified by their primary code.
   const primary = typeof e.code === 'string' ? e.code.split('_').slice(0, 2).join('_') : '';
   switch (primary) {

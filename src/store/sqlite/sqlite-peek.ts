@@ -1,7 +1,10 @@
-/** A batch's stored definition read from a SQLite store without a single write, whatever its schema version. */
+/**
+ * A batch's stored definition read from a SQLite store without a single write, whatever its
+ * schema version; only a killed writer's hot journal is rolled back first (see rollBack).
+ */
 import Database from 'better-sqlite3';
 import type { PeekedBatch } from '../records.js';
-import { BUSY_TIMEOUT_MS, checkIdentity, checkStoreFile, storeError } from './open-sqlite.js';
+import { BUSY_TIMEOUT_MS, checkIdentity, checkStoreFile, isHotJournal, storeError } from './open-sqlite.js';
 import { sqliteAddon } from './addon.js';
 import { checkStoreOwners, type TrustedOwners } from './store-owner.js';
 
@@ -24,19 +27,41 @@ const PEEK_SQL = {
 export function peekSqlite(path: string, name: string, trust: TrustedOwners): PeekedBatch | undefined {
   checkStoreFile(path);
   checkStoreOwners(path, trust, { narrow: false });
-  let conn: Database.Database;
   try {
-    conn = new Database(path, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS, nativeBinding: sqliteAddon() });
+    return peekOnce(path, name);
+  } catch (err) {
+    if (!isHotJournal(err)) throw storeError(err, path);
+  }
+  rollBack(path);
+  try {
+    return peekOnce(path, name);
   } catch (err) {
     throw storeError(err, path);
   }
+}
+
+function peekOnce(path: string, name: string): PeekedBatch | undefined {
+  const conn = new Database(path, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS, nativeBinding: sqliteAddon() });
   try {
     checkIdentity(conn, path);
     if ((conn.pragma('user_version', { simple: true }) as number) === 0) return undefined; // created, never written
     const row = conn.prepare(PEEK_SQL.batchDefinition).get(name) as { job: string; source: string } | undefined;
     return row && { job: JSON.parse(row.job), source: row.source };
-  } catch (err) {
-    throw storeError(err, path);
+  } finally {
+    conn.close();
+  }
+}
+
+/**
+ * A store whose creator was killed while switching it to WAL (its one rollback-journal write)
+ * has a hot journal, which a read-only connection may not roll back. The run about to write
+ * the store would roll it back on its own open; it is done here first, by a connection that
+ * runs one read, so the peek sees the store as it was committed. Nothing committed changes.
+ */
+function rollBack(path: string): void {
+  const conn = new Database(path, { fileMustExist: true, timeout: BUSY_TIMEOUT_MS, nativeBinding: sqliteAddon() });
+  try {
+    conn.prepare('SELECT count(*) FROM sqlite_master').get(); // the first read rolls a hot journal back
   } finally {
     conn.close();
   }
