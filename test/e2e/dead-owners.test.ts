@@ -15,10 +15,17 @@ async function watchLine(cwd: string): Promise<string> {
   return out.split('\n')[0]!;
 }
 
-/** How many tasks are held by a run (running, or queued on a slot), as `status --json` counts them; 0 while there is no store yet. */
+/**
+ * How many tasks are held by a run (running, or queued on a slot), as `status --json` counts
+ * them; 0 while the run is still making its store (no file, an empty one: exit 4) or its batch
+ * (a store with no batch yet: exit 2).
+ */
 async function running(dir: string): Promise<number> {
   const r = await mainIn(dir, ['status', '--json']);
-  if (r.code === 4) return 0;
+  if (r.code === 4 || r.code === 2) {
+    expect(r.stderr).toMatch(/no store at|holds no splitdance store yet|holds no batch yet/);
+    return 0;
+  }
   const s = JSON.parse(r.stdout) as { running: number; queued: number };
   return s.running + s.queued;
 }
