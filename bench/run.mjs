@@ -17,6 +17,7 @@ import { itemsFromStdin, millionItems } from './items-rows.mjs';
 import { fleet } from './fleet-row.mjs';
 import { groupedHandler, manyItemsPerCall } from './group-rows.mjs';
 import { startup } from './startup-row.mjs';
+import { claimOrder } from './order-row.mjs';
 import { verdicts } from './verdict.mjs';
 
 const rows = [];
@@ -46,6 +47,7 @@ if (want('items')) record(itemsFromStdin());
 if (want('items')) record(await millionItems());
 if (want('groups')) record(manyItemsPerCall());
 if (want('groups')) record(groupedHandler());
+if (want('order')) record(claimOrder());
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(sharedStore(process.env.SPLITDANCE_PG_URL));
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(await sharedStoreScale(process.env.SPLITDANCE_PG_URL));
 

@@ -55,6 +55,8 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
     retryQuiet: s.retryQuiet,
     permanentCodes: s.permanentCodes,
     permanentErrors: s.permanentErrors,
+    order: s.order,
+    priority: s.priority,
     succeeded: counts?.succeeded ?? 0,
     failed: counts?.failed ?? 0,
     retrying: counts?.retrying ?? 0,
@@ -78,6 +80,7 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
     `handler  ${describeHandler(s.handler, s.stages)} on ${plan.inv.concurrency} worker(s), ${s.retries} retries${s.timeoutMs ? `, timeout ${formatMs(s.timeoutMs)}` : ''}` +
       `${s.heartbeatTimeoutMs ? `, heartbeat timeout ${formatMs(s.heartbeatTimeoutMs)}` : ''}${s.permanentErrors.length ? `, ${s.permanentErrors.length} permanent-error pattern(s)` : ''}${s.retryQuiet ? ', quiet failures retried' : ''}` +
       groupsLine(s),
+    ...(s.order !== 'key' || s.priority.length ? [orderLine(s)] : []),
   ];
   if (counts) {
     out.push(
@@ -113,6 +116,13 @@ function groupsLine(s: RunPlan['settings']): string {
   if (s.stages.length) return s.stages.map((st) => [st.name, per(st.handler)] as const).filter(([, p]) => p).map(([name, p]) => `; ${name}: ${p}`).join('');
   const p = s.handler && per(s.handler);
   return p ? `, ${p}` : '';
+}
+
+/** The claim order, when it is not key order: the commands below stay in key order. */
+function orderLine(s: RunPlan['settings']): string {
+  const order = { key: 'key order', size: 'biggest input first', history: 'slowest in earlier batches of the source first', random: 'random' }[s.order];
+  const priority = s.priority.length ? `; ahead of it: ${s.priority.map((r) => printable(`${r.glob}=${r.n}`)).join(', ')}` : '';
+  return `order    ${order}${priority} (the list below is in key order)`;
 }
 
 const NONE = '(none: every task is finished or up to date)';

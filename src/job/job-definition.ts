@@ -2,6 +2,7 @@ import type { OutputSpec } from '../output/output-path.js';
 import type { HandlerSpec } from '../worker/protocol.js';
 import type { ItemsMode } from '../split/items.js';
 import type { FileState } from '../split/file-growth.js';
+import type { Order, PriorityRule } from '../split/task-order.js';
 import { groupFlags } from './group-options.js';
 
 /**
@@ -36,6 +37,9 @@ export type JobDefinition = {
   retryQuiet: boolean;
   /** A per-item pipeline; empty without stages (then `handler` runs every task). */
   stages: StageDefinition[];
+  /** Which never-tried tasks are claimed first (SPEC §10, task-order.ts): --order, then --priority ahead of it. */
+  order: Order;
+  priority: PriorityRule[];
 };
 
 /**
@@ -101,6 +105,8 @@ export const DEFAULT_SETTINGS: JobSettings = {
   heartbeatTimeoutMs: null,
   retryQuiet: false,
   stages: [],
+  order: 'key',
+  priority: [],
 };
 
 export function settingsOf(job: JobDefinition): JobSettings {
@@ -114,6 +120,8 @@ export function settingsOf(job: JobDefinition): JobSettings {
     permanentErrors: rest.permanentErrors ?? [],
     heartbeatTimeoutMs: rest.heartbeatTimeoutMs ?? null,
     retryQuiet: rest.retryQuiet ?? false,
+    order: rest.order ?? 'key',
+    priority: rest.priority ?? [],
     items: split.items ?? null,
     fileState: split.file ?? null,
   };

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { UsageError } from '../errors.js';
 import { linearRegExp } from '../linear-regex.js';
 import { parseSample } from '../split/sample.js';
+import { ORDERS, parsePriority } from '../split/task-order.js';
 import { atLeast, MAX_BACKOFF_FACTOR, MAX_CONCURRENCY, MAX_RETRIES, MIN_DURATION_MS, parseConcurrency } from './option-checks.js';
 import { formatMs, parseCountOrShare, parseDuration, parseSize } from './units.js';
 import { MAX_GROUP_ITEMS } from './group-options.js';
@@ -175,6 +176,14 @@ export const JobFileSchema = z
       .optional(),
     lineBuffer: z.boolean().describe('print the output line by line as it comes, each line whole, like GNU parallel --line-buffer (implies print)').optional(),
     stages: z.array(StageSchema).min(1).describe('a per-item pipeline: one task per stage and item').optional(),
+    order: z
+      .enum(ORDERS)
+      .describe('which never-tried tasks run first: key (the default), size (biggest input first), history (slowest in earlier batches of the source first), random (--order)')
+      .optional(),
+    priority: z
+      .array(z.string().transform(parsedBy(parsePriority)))
+      .describe("'GLOB=N': keys the glob matches run before the rest, higher N first (default 0); the first glob that matches counts (--priority)")
+      .optional(),
   })
   .strict()
   .describe(

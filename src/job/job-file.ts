@@ -103,6 +103,8 @@ export function readJobFile(path: string): RunInput {
       permanentErrors: j.permanentErrors,
       heartbeatTimeoutMs: j.heartbeatTimeout,
       retryQuiet: j.retryQuiet,
+      order: j.order,
+      priority: j.priority,
     }),
     inv: definedOnly({
       concurrency: j.concurrency,

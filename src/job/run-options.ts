@@ -8,6 +8,7 @@ import { checkMetricsPath } from '../status/metrics-file.js';
 import { checkResultsDir } from '../output/results-path.js';
 import type { JobSettings } from './job-definition.js';
 import type { ItemsMode } from '../split/items.js';
+import { parseOrder, parsePriority, type Order } from '../split/task-order.js';
 import type { RawArgGroup } from './command-line-items.js';
 import { parseDelimiter } from './command-line-items.js';
 import { FLAG_WORDS, groupedHandler, MAX_GROUP_ITEMS } from './group-options.js';
@@ -52,6 +53,11 @@ export interface RawRunFlags {
   permanentErrors?: string[];
   heartbeatTimeout?: string;
   retryQuiet?: boolean;
+  /** `--order key|size|history|random` and `--priority 'GLOB=N'` (repeatable): the claim order (task-order.ts). */
+  order?: string;
+  /** GNU parallel's `--shuf`: `--order random`. */
+  shuf?: boolean;
+  priority?: string[];
   include?: string[];
   exclude?: string[];
   chunkSize?: string;
@@ -191,6 +197,8 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     permanentErrors: f.permanentErrors?.length ? f.permanentErrors.map((r) => checkRegex(r, '--permanent-errors')) : undefined,
     heartbeatTimeoutMs: given(f.heartbeatTimeout, (v) => positive(parseDuration(v, '--heartbeat-timeout'), '--heartbeat-timeout')),
     retryQuiet: f.retryQuiet === true ? true : undefined,
+    order: orderOf(f),
+    priority: f.priority?.length ? f.priority.map((p) => parsePriority(p, '--priority')) : undefined,
     include: f.include?.length ? f.include : undefined,
     exclude: f.exclude?.length ? f.exclude : undefined,
     chunkSize: f.block !== undefined ? parseSize(f.block, '--block') : given(f.chunkSize, (v) => parseSize(v, '--chunk-size')),
@@ -225,6 +233,14 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     rerunChanged: f.rerunChanged === true ? true : undefined,
     finished: f.finished === true ? true : undefined,
   };
+}
+
+/** `--order`, or `--shuf` (GNU parallel's word for `--order random`); both only when they agree. */
+function orderOf(f: RawRunFlags): Order | undefined {
+  const order = given(f.order, (v) => parseOrder(v, '--order'));
+  if (!f.shuf) return order;
+  if (order !== undefined && order !== 'random') throw new UsageError(`--shuf is --order random; give either --shuf or --order ${order}, not both`);
+  return 'random';
 }
 
 /**

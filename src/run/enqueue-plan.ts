@@ -2,7 +2,8 @@ import { plural, printable } from '../printable.js';
 import { definitionOf, storedDefinition } from '../job/job-definition.js';
 import type { RunPlan } from '../job/plan-run.js';
 import { budgetOf, sameHandlers } from '../job/stages.js';
-import type { AdminStore, BatchProgress, BatchRecord, TaskSpec } from '../store/task-store.js';
+import type { AdminStore, BatchProgress, BatchRecord, QueryStore, TaskSpec } from '../store/task-store.js';
+import { rankSpecs } from '../split/task-order.js';
 import { UNNAMED } from '../split/walk-directory.js';
 
 export type EnqueuePlan = Pick<RunPlan, 'batchName' | 'source' | 'kind' | 'settings' | 'existing' | 'changed' | 'rerunChanged' | 'fileGrew' | 'notes'>;
@@ -14,7 +15,7 @@ export type EnqueuePlan = Pick<RunPlan, 'batchName' | 'source' | 'kind' | 'setti
  * `plan.notes`.
  */
 export async function enqueuePlan(
-  store: AdminStore & Pick<BatchProgress, 'findBatch'>,
+  store: AdminStore & Pick<BatchProgress, 'findBatch'> & Pick<QueryStore, 'learnedDurations'>,
   plan: EnqueuePlan,
   specs: Iterable<TaskSpec>,
   skipped: readonly { path: string; reason: string }[],
@@ -26,7 +27,11 @@ export async function enqueuePlan(
   // the batch does not know (the next run would cut that range again, differently).
   const grown = plan.existing && plan.fileGrew ? await store.findBatch(plan.batchName) : undefined;
   if (grown) await store.updateJob(grown.id, job, budgetOf(plan.settings));
-  const enqueued = await store.enqueue({ name: plan.batchName, source: plan.source, job, maxAttempts }, specs, {
+  const { order, priority } = plan.settings;
+  // Every enqueue ranks every spec, so a rerun with another order re-ranks what waits.
+  const learned = order === 'history' ? await store.learnedDurations(plan.source) : undefined;
+  const ranked = rankSpecs(specs, { order, priority, seed: plan.batchName, learned });
+  const enqueued = await store.enqueue({ name: plan.batchName, source: plan.source, job, maxAttempts }, ranked, {
     rerunChanged: plan.rerunChanged,
     countRepeated: plan.kind === 'items',
     itemPayloads: plan.kind === 'items',

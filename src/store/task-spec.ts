@@ -47,7 +47,16 @@ export interface TaskSpec {
   item?: string;
   needs?: string[];
   maxAttempts?: number;
+  /**
+   * Where a never-tried task is claimed (SPEC §10, task-order.ts): higher `priority` first
+   * (--priority), then lower `rank` (--order), then key order. Both 0 when absent.
+   */
+  priority?: number;
+  rank?: number;
 }
+
+/** The key of a task's learned duration (`learnedDurations`, --order history): its stage (empty without stages) and its key. */
+export const durationKey = (stage: string, key: string) => `${stage}\u0000${key}`;
 
 export interface NewBatch {
   name: string;

@@ -161,6 +161,8 @@ export interface QueryStore extends StoreInfo, BatchProgress {
   prunableBatches(before: number, only?: number): Promise<BatchRecord[]>;
   /** Attempt rows in the whole store: the history `prune` would trim. */
   historySize(): Promise<number>;
+  /** The median duration (ms) of each key's successes in every batch of `source`, keyed by `durationKey(stage, key)` (--order history). */
+  learnedDurations(source: string): Promise<Map<string, number>>;
   /**
    * The batch's ended attempts per outcome and their durations bucketed by `boundsMs`
    * (ascending whole ms), in one pass over its attempts: for `metrics`.

@@ -105,6 +105,8 @@ const SCHEMAS = {
     retryQuiet: z.boolean(),
     permanentCodes: z.array(z.number().int()),
     permanentErrors: z.array(z.string()),
+    order: z.enum(['key', 'size', 'history', 'random']),
+    priority: z.array(z.strictObject({ glob: z.string(), n: z.number().int() })),
     succeeded: count,
     failed: count,
     retrying: count,

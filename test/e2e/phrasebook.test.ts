@@ -285,6 +285,30 @@ const SCENARIOS: Record<string, (row: Row) => void> = {
       expect(sorted(readFileSync(join(x.cwd, 'got.txt'), 'utf8'))).toEqual(sorted(readFileSync(join(y.cwd, 'got.txt'), 'utf8')));
     }
   },
+  'parallel --shuf echo ::: 1 2 3': (row) => {
+    // Every item once, as parallel --shuf prints them; on 40 items, not in the order given.
+    const { sh } = folder();
+    const items = Array.from({ length: 40 }, (_, i) => String(i + 1));
+    const ours = sh(row.ours[0]!.replace('1 2 3', items.join(' ')).replace('run ', 'run -j 1 '));
+    ok(ours);
+    expect(sorted(ours.stdout)).toEqual(sorted(items.join('\n')));
+    expect(ours.stdout.trim().split('\n')).not.toEqual(items);
+    if (PARALLEL) expect(sorted(ours.stdout)).toEqual(sorted(sh(`parallel --will-cite --shuf echo ::: ${items.join(' ')}`).stdout));
+    // --order size: the biggest file is gzipped first (-j 1: one at a time), as ls -S | parallel -j1 does.
+    const files = { 'a.txt': 'a'.repeat(10), 'b.txt': 'b'.repeat(3000), 'c.txt': 'c'.repeat(200) };
+    const gz = '#!/bin/sh\nbasename "$1" >> order.txt\nexec gzip "$@"\n';
+    const sized = folder({ ...files, '.bin/gzip-logged': gz });
+    chmodSync(join(sized.cwd, '.bin/gzip-logged'), 0o755);
+    const bySize = row.ours.find((o) => o.includes('--order size'))!;
+    ok(sized.sh(bySize.replace("'gzip {}'", "'gzip-logged {}'").replace('run .', "run . --include '*.txt' -j 1")));
+    expect(readFileSync(join(sized.cwd, 'order.txt'), 'utf8')).toBe('b.txt\nc.txt\na.txt\n');
+    if (PARALLEL) {
+      const theirs = folder({ ...files, '.bin/gzip-logged': gz });
+      chmodSync(join(theirs.cwd, '.bin/gzip-logged'), 0o755);
+      ok(theirs.sh('ls -S *.txt | parallel --will-cite -j1 gzip-logged'));
+      expect(readFileSync(join(theirs.cwd, 'order.txt'), 'utf8')).toBe(readFileSync(join(sized.cwd, 'order.txt'), 'utf8'));
+    }
+  },
   'parallel -S host1,host2': (row) => {
     const { sh } = folder();
     expect(row.ours).toContain('splitdance worker');

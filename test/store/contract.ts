@@ -10,6 +10,7 @@ import { attemptStatsContract } from './contract/attempt-stats.js';
 import { itemsContract } from './contract/items.js';
 import { queuedContract } from './contract/queued.js';
 import { groupsContract } from './contract/groups.js';
+import { orderContract } from './contract/order.js';
 
 export { ending, keys, newBatch, spec, type MakeStore } from './contract/harness.js';
 
@@ -30,5 +31,6 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
     itemsContract(h);
     queuedContract(h);
     groupsContract(h);
+    orderContract(h);
   });
 }

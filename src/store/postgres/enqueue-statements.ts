@@ -14,10 +14,20 @@ export function enqueueStatements(s: string) {
     lastSeq: `SELECT coalesce(max(seq), 0) AS n FROM ${s}.tasks WHERE batch_id = $1`,
     /** $1 batchId $2 base $3 maxAttempts $4 now — copies pg_temp.staging; keys already in the batch are skipped. */
     insertStaged: `
-      INSERT INTO ${s}.tasks (batch_id, task_key, stage, item_key, needs, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint)
-      SELECT $1, task_key, stage, item_key, needs, $2 + ord, payload, coalesce(max_attempts, $3), $4, fingerprint, fingerprint
+      INSERT INTO ${s}.tasks (batch_id, task_key, stage, item_key, needs, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint, priority, order_rank)
+      SELECT $1, task_key, stage, item_key, needs, $2 + ord, payload, coalesce(max_attempts, $3), $4, fingerprint, fingerprint, priority, order_rank
       FROM pg_temp.staging ORDER BY ord
       ON CONFLICT (batch_id, stage, task_key) DO NOTHING`,
+    /**
+     * $1 batchId — the claim order of this run (--order, --priority) for the tasks already
+     * stored that have not started: a rerun with another order re-ranks what waits. Touches
+     * only rows whose rank changed (an order given again changes none).
+     */
+    reorderStaged: `
+      UPDATE ${s}.tasks AS t SET priority = st.priority, order_rank = st.order_rank
+      FROM pg_temp.staging AS st
+      WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
+        AND t.status = 'PENDING' AND (t.priority <> st.priority OR t.order_rank <> st.order_rank)`,
     /**
      * $1 batchId — records what the source shows now; unfinished tasks will run on it, so it
      * becomes their fingerprint too. Touches only rows whose file changed.

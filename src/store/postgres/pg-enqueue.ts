@@ -6,10 +6,13 @@ import { needsColumn } from '../shared/json-columns.js';
 import { stagingChunks } from '../shared/staging-chunks.js';
 import type { Statements } from './statements.js';
 
-/** $1 ords bigint[] $2 keys text[] $3 payloads text[] $4 fingerprints text[] $5 stages text[] $6 items text[] $7 needs text[] $8 maxAttempts int[] */
+/**
+ * $1 ords bigint[] $2 keys text[] $3 payloads text[] $4 fingerprints text[] $5 stages text[] $6 items text[] $7 needs text[]
+ * $8 maxAttempts int[] $9 priorities int[] $10 ranks bigint[]
+ */
 const STAGE = `
-  INSERT INTO pg_temp.staging (ord, task_key, payload, fingerprint, stage, item_key, needs, max_attempts)
-  SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[])`;
+  INSERT INTO pg_temp.staging (ord, task_key, payload, fingerprint, stage, item_key, needs, max_attempts, priority, order_rank)
+  SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::int[], $10::bigint[])`;
 
 /** Staged specs whose (stage, key) came before: a list's repeated items. */
 const COUNT_REPEATED = 'SELECT count(*) - (SELECT count(*) FROM (SELECT DISTINCT stage, task_key FROM pg_temp.staging) d) AS n FROM pg_temp.staging';
@@ -35,7 +38,7 @@ export async function enqueue(
     await sql.run('DROP TABLE IF EXISTS pg_temp.staging');
     await sql.run(
       `CREATE TEMP TABLE staging (ord BIGINT NOT NULL, task_key TEXT COLLATE "C" NOT NULL, payload TEXT NOT NULL, fingerprint TEXT,
-        stage TEXT COLLATE "C" NOT NULL, item_key TEXT COLLATE "C", needs TEXT, max_attempts INTEGER)`,
+        stage TEXT COLLATE "C" NOT NULL, item_key TEXT COLLATE "C", needs TEXT, max_attempts INTEGER, priority INTEGER NOT NULL, order_rank BIGINT NOT NULL)`,
     );
     try {
       await stage(sql, specs);
@@ -64,6 +67,8 @@ async function stage(sql: Sql, specs: Iterable<TaskSpec>): Promise<void> {
       rows.map((r) => r.spec.item ?? null),
       rows.map((r) => needsColumn(r.spec.needs)),
       rows.map((r) => r.spec.maxAttempts ?? null),
+      rows.map((r) => r.spec.priority ?? 0),
+      rows.map((r) => r.spec.rank ?? 0),
     ]);
   }
 }
@@ -87,6 +92,7 @@ async function commit(
   const batchId = row!.id;
   const [{ base }] = (await sql.rows<{ base: number }>(st.maxSeq, [batchId])) as [{ base: number }];
   const added = await sql.run(st.insertStaged, [batchId, base, batch.maxAttempts, now]);
+  if (!created) await sql.run(st.reorderStaged, [batchId]);
   if (itemPayloads) {
     if (!created) await sql.run(st.observeItems, [batchId]);
     const requeued = rerunChanged && !created ? await sql.run(st.requeueItems, [batchId]) : 0;

@@ -27,6 +27,7 @@ import type {
   TaskStatus,
 } from '../records.js';
 import type { RetryDue, TaskStore } from '../task-store.js';
+import { durationKey } from '../task-spec.js';
 import { failpoint } from '../failpoint.js';
 import { migrate, readIdentity } from './migrate.js';
 import { ServerClock } from './pg-clock.js';
@@ -263,6 +264,11 @@ export class PostgresStore implements TaskStore {
 
   async historySize(): Promise<number> {
     return this.count(this.st.historySize, []);
+  }
+
+  async learnedDurations(source: string): Promise<Map<string, number>> {
+    const rows = await this.db.read((sql) => sql.rows<{ stage: string; key: string; ms: string }>(this.st.learnedDurations, [source]));
+    return new Map(rows.map((r) => [durationKey(r.stage, r.key), Number(r.ms)]));
   }
 
   async retryFailed(filter: TaskFilter): Promise<number> {

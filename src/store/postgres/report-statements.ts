@@ -116,5 +116,14 @@ export function reportStatements(s: string) {
     /** $1 batchId — tasks and attempts go with it (ON DELETE CASCADE). */
     deleteBatch: `DELETE FROM ${s}.batches WHERE id = $1`,
     historySize: `SELECT count(*) AS n FROM ${s}.attempts`,
+    /** $1 source — the median duration of each key's successes in every batch of the source (--order history). */
+    learnedDurations: `      SELECT stage, key, avg(ms) AS ms FROM (
+        SELECT t.stage, t.task_key AS key, a.duration_ms AS ms,
+          row_number() OVER (PARTITION BY t.stage, t.task_key ORDER BY a.duration_ms) AS r,
+          count(*) OVER (PARTITION BY t.stage, t.task_key) AS c
+        FROM ${s}.batches AS b JOIN ${s}.tasks AS t ON t.batch_id = b.id JOIN ${s}.attempts AS a ON a.task_id = t.id
+        WHERE b.source = $1 AND a.outcome = 'SUCCESS' AND a.duration_ms IS NOT NULL) AS d
+      WHERE r IN ((c + 1) / 2, (c + 2) / 2)
+      GROUP BY stage, key`,
   };
 }

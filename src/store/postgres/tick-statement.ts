@@ -9,7 +9,8 @@ import { fillLateEnds, finishedCte, reportsOf, settledCtes } from './settle-stat
  * row's), and `guard` a further condition on a due task ('' for none).
  *
  * Retries first: tasks whose retry came due (next_run_at in (0, now], a failure's backoff or a
- * lost attempt's release), earliest first, then never-tried ones (next_run_at 0) in key order.
+ * lost attempt's release), earliest first, then never-tried ones (next_run_at 0) in the batch's
+ * order: higher priority first, then lower order_rank (--order), then key order.
  * One ORDER BY next_run_at put every new task before any retry: in a batch of thousands a
  * 100 ms backoff waited minutes. Each part is a range of tasks_by_state in index order, limited
  * to the slots. The never-tried part is skipped when the retries fill every slot; when they
@@ -21,21 +22,21 @@ import { fillLateEnds, finishedCte, reportsOf, settledCtes } from './settle-stat
 export function claimCtes(s: string, needsMet: string, p: (i: number) => string, jobVersion: string, guard = ''): string {
   return `
       retries AS (
-        SELECT id, next_run_at, attempts FROM ${s}.tasks AS c
+        SELECT id, next_run_at, priority, order_rank, attempts FROM ${s}.tasks AS c
         WHERE batch_id = ${p(1)} AND status = 'PENDING' AND next_run_at > 0 AND next_run_at <= ${p(2)} AND attempts < max_attempts AND ${needsMet}${guard}
-        ORDER BY next_run_at, attempts, id LIMIT cardinality(${p(5)}::text[])
+        ORDER BY next_run_at, priority DESC, order_rank, attempts, id LIMIT cardinality(${p(5)}::text[])
         FOR UPDATE SKIP LOCKED),
       fresh AS (
-        SELECT id, next_run_at, attempts FROM ${s}.tasks AS c
+        SELECT id, next_run_at, priority, order_rank, attempts FROM ${s}.tasks AS c
         WHERE batch_id = ${p(1)} AND status = 'PENDING' AND next_run_at = 0 AND attempts < max_attempts AND ${needsMet}${guard}
           AND (SELECT count(*) FROM retries) < cardinality(${p(5)}::text[])
-        ORDER BY attempts, id LIMIT cardinality(${p(5)}::text[])
+        ORDER BY priority DESC, order_rank, attempts, id LIMIT cardinality(${p(5)}::text[])
         FOR UPDATE SKIP LOCKED),
       due AS (
         SELECT id, n, nextval(pg_get_serial_sequence('${s}.attempts', 'id')) AS token FROM (
-          SELECT id, row_number() OVER (ORDER BY f, next_run_at, attempts, id) AS n FROM (
+          SELECT id, row_number() OVER (ORDER BY f, next_run_at, priority DESC, order_rank, attempts, id) AS n FROM (
             SELECT 0 AS f, * FROM retries UNION ALL SELECT 1, * FROM fresh
-            ORDER BY f, next_run_at, attempts, id LIMIT cardinality(${p(5)}::text[])) AS locked) AS ranked
+            ORDER BY f, next_run_at, priority DESC, order_rank, attempts, id LIMIT cardinality(${p(5)}::text[])) AS locked) AS ranked
         ORDER BY n),
       claimed AS (
         UPDATE ${s}.tasks AS t

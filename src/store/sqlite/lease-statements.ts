@@ -42,26 +42,27 @@ export const LEASE_SQL = {
    *
    * Retries first: tasks whose retry came due (next_run_at in (0, @now], set by a failure's
    * backoff or a lost attempt's release), earliest first, then never-tried ones (next_run_at
-   * 0) in key order. One ORDER BY next_run_at put every new task (0) before any retry: in a
-   * batch of thousands a 100 ms backoff waited minutes. Each part is a range of
-   * tasks_by_state read in index order up to @n rows, so a claim reads at most 2 @n index
-   * entries past the ones whose needs are not met, whatever the batch's size.
+   * 0) in the batch's order: higher priority first, then lower order_rank (--order), then key
+   * order. One ORDER BY next_run_at put every new task (0) before any retry: in a batch of
+   * thousands a 100 ms backoff waited minutes. Each part is a range of tasks_by_state read in
+   * index order up to @n rows, so a claim reads at most 2 @n index entries past the ones
+   * whose needs are not met, whatever the batch's size.
    */
   claimTasks: `
     WITH due AS MATERIALIZED (
-      SELECT id, row_number() OVER (ORDER BY fresh, next_run_at, attempts, id) - 1 AS i FROM (
+      SELECT id, row_number() OVER (ORDER BY fresh, next_run_at, priority DESC, order_rank, attempts, id) - 1 AS i FROM (
         SELECT * FROM (
-          SELECT 0 AS fresh, id, next_run_at, attempts FROM tasks AS c INDEXED BY tasks_by_state
+          SELECT 0 AS fresh, id, next_run_at, priority, order_rank, attempts FROM tasks AS c INDEXED BY tasks_by_state
           WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at > 0 AND next_run_at <= @now AND attempts < max_attempts
             AND ${NEEDS_MET}
-          ORDER BY next_run_at, attempts, id LIMIT @n + 0)
+          ORDER BY next_run_at, priority DESC, order_rank, attempts, id LIMIT @n + 0)
         UNION ALL
         SELECT * FROM (
-          SELECT 1 AS fresh, id, next_run_at, attempts FROM tasks AS c INDEXED BY tasks_by_state
+          SELECT 1 AS fresh, id, next_run_at, priority, order_rank, attempts FROM tasks AS c INDEXED BY tasks_by_state
           WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at = 0 AND attempts < max_attempts
             AND ${NEEDS_MET}
-          ORDER BY attempts, id LIMIT @n + 0)
-        ORDER BY fresh, next_run_at, attempts, id LIMIT @n + 0))
+          ORDER BY priority DESC, order_rank, attempts, id LIMIT @n + 0)
+        ORDER BY fresh, next_run_at, priority DESC, order_rank, attempts, id LIMIT @n + 0))
     UPDATE tasks
     SET status = 'RUNNING', attempts = attempts + 1, lease_owner = @owner, lease_expires_at = @expires,
         worker_id = @workers ->> due.i, started_at = @now, lease_token = @first + due.i, queued = @queued ->> due.i

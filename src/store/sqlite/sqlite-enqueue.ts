@@ -22,7 +22,7 @@ const ENQUEUE_SQL = {
   /** Staged specs whose (stage, key) came before: a list's repeated items. */
   countRepeated: 'SELECT count(*) - (SELECT count(*) FROM (SELECT DISTINCT stage, task_key FROM temp.staging)) AS n FROM temp.staging',
   /** (?, ?, ?, ?, ?, ?, ?) — one spec into the staging table. */
-  stage: 'INSERT INTO temp.staging (task_key, payload, fingerprint, stage, item_key, needs, max_attempts) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  stage: 'INSERT INTO temp.staging (task_key, payload, fingerprint, stage, item_key, needs, max_attempts, priority, order_rank) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
   /** @name @source @job @now — its id above every batch id the store ever had (id_high_water). */
   insertBatch: `
     INSERT INTO batches (id, name, source, job, created_at, updated_at)
@@ -36,11 +36,21 @@ const ENQUEUE_SQL = {
    * are skipped (their ids are left unused).
    */
   insertStaged: `
-    INSERT INTO tasks (id, batch_id, task_key, stage, item_key, needs, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint)
+    INSERT INTO tasks (id, batch_id, task_key, stage, item_key, needs, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint, priority, order_rank)
     SELECT @idBase + rowid, @batchId, task_key, stage, item_key, needs, @base + rowid, payload, coalesce(max_attempts, @maxAttempts), @now,
-      fingerprint, fingerprint
+      fingerprint, fingerprint, priority, order_rank
     FROM temp.staging WHERE true
     ON CONFLICT (batch_id, stage, task_key) DO NOTHING`,
+  /**
+   * @batchId — the claim order of this run (--order, --priority) for the tasks already stored
+   * that have not started: a rerun with another order re-ranks what waits. Touches only rows
+   * whose rank changed (an order given again changes none).
+   */
+  reorderStaged: `
+    UPDATE tasks SET priority = s.priority, order_rank = s.order_rank
+    FROM temp.staging AS s
+    WHERE tasks.batch_id = @batchId AND tasks.stage = s.stage AND tasks.task_key = s.task_key
+      AND tasks.status = 'PENDING' AND (tasks.priority <> s.priority OR tasks.order_rank <> s.order_rank)`,
   /**
    * @batchId — records what the source shows now; unfinished tasks will run on it, so it
    * becomes their fingerprint too. Touches only rows whose file changed.
@@ -102,7 +112,7 @@ export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>
   const db = openSqlite(path, { create: false, trust });
   try {
     db.exec(`CREATE TEMP TABLE staging (task_key TEXT NOT NULL, payload TEXT NOT NULL, fingerprint TEXT,
-      stage TEXT NOT NULL, item_key TEXT, needs TEXT, max_attempts INTEGER)`);
+      stage TEXT NOT NULL, item_key TEXT, needs TEXT, max_attempts INTEGER, priority INTEGER NOT NULL, order_rank INTEGER NOT NULL)`);
     const st = Object.fromEntries(Object.entries(ENQUEUE_SQL).map(([name, sql]) => [name, db.prepare(sql)])) as Record<
       keyof typeof ENQUEUE_SQL,
       Database.Statement
@@ -111,7 +121,7 @@ export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>
     const flush = db.transaction((rows: StagedSpec[]) => {
       for (const { spec: s, payload } of rows) {
         const needs = needsColumn(s.needs);
-        st.stage.run(s.key, payload, s.fingerprint, s.stage ?? '', s.item ?? null, needs, s.maxAttempts ?? null);
+        st.stage.run(s.key, payload, s.fingerprint, s.stage ?? '', s.item ?? null, needs, s.maxAttempts ?? null, s.priority ?? 0, s.rank ?? 0);
       }
     });
     for (const chunk of stagingChunks(specs)) flush(chunk);
@@ -128,6 +138,7 @@ export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>
         const { base } = st.maxSeq.get(row.id) as { base: number };
         const { base: idBase } = st.taskIdBase.get() as { base: number };
         const inserted = st.insertStaged.run({ batchId: row.id, base, idBase, maxAttempts: batch.maxAttempts, now }).changes;
+        if (!created) st.reorderStaged.run({ batchId: row.id });
         if (options.itemPayloads) {
           if (!created) st.observeItems.run({ batchId: row.id });
           const requeued = rerunChanged && !created ? st.requeueItems.run({ batchId: row.id }).changes : 0;

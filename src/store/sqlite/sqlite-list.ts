@@ -1,6 +1,7 @@
 import type { AttemptRow, AttemptStats, BatchAttempt, BatchMoves, BatchRecord, Counts, ErrorCount, RunningOwner, StageCounts, TaskFilter, TaskRow, TaskStatus } from '../records.js';
 import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../shared/db-rows.js';
 import type Database from 'better-sqlite3';
+import { durationKey } from '../task-spec.js';
 import type { SqliteConn } from './sqlite-conn.js';
 import { checkBounds, foldAttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
 import { eachTaskPage as pagesOf } from '../shared/task-pages.js';
@@ -79,6 +80,14 @@ export function activity(c: SqliteConn, batchId: number): { firstStartedAt: numb
 
 export function historySize(c: SqliteConn): number {
   return c.read(() => (c.st.historySize.get() as { n: number }).n);
+}
+
+/** The median duration (ms) of each key's successes in the batches of `source`, keyed by durationKey. */
+export function learnedDurations(c: SqliteConn, source: string): Map<string, number> {
+  return c.withTempFiles(() => {
+    const rows = c.read(() => c.st.learnedDurations.all(source) as { stage: string; key: string; ms: number }[]);
+    return new Map(rows.map((r) => [durationKey(r.stage, r.key), r.ms]));
+  });
 }
 
 /**

@@ -188,6 +188,10 @@ export class SqliteStore implements TaskStore {
     return list.historySize(this.c);
   }
 
+  async learnedDurations(source: string): Promise<Map<string, number>> {
+    return list.learnedDurations(this.c, source);
+  }
+
   async setPaused(batchId: number, paused: boolean): Promise<void> {
     admin.setPaused(this.c, batchId, paused);
   }

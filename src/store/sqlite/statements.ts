@@ -225,6 +225,15 @@ export const SQL = {
   /** ?batchId — tasks and attempts go with it (ON DELETE CASCADE). */
   deleteBatch: 'DELETE FROM batches WHERE id = ?',
   historySize: 'SELECT count(*) AS n FROM attempts',
+  /** ?source — the median duration of each key's successes in every batch of the source (--order history). */
+  learnedDurations: `    SELECT stage, key, avg(ms) AS ms FROM (
+      SELECT t.stage, t.task_key AS key, a.duration_ms AS ms,
+        row_number() OVER (PARTITION BY t.stage, t.task_key ORDER BY a.duration_ms) AS r,
+        count(*) OVER (PARTITION BY t.stage, t.task_key) AS c
+      FROM batches AS b JOIN tasks AS t ON t.batch_id = b.id JOIN attempts AS a ON a.task_id = t.id
+      WHERE b.source = ? AND a.outcome = 'SUCCESS' AND a.duration_ms IS NOT NULL) AS d
+    WHERE r IN ((c + 1) / 2, (c + 2) / 2)
+    GROUP BY stage, key`,
   /** ?batchId ?key */
   /** ?batchId ?key ?stage (the key's first segment: a stage task's key starts with its stage) */
   taskByKey: "SELECT * FROM tasks WHERE batch_id = ? AND task_key = ? AND stage IN ('', ?)",
