@@ -183,6 +183,15 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
       .action(async (opts) => setExit(await (await import('./commands/pause.js')).setPausedCommand(paused, opts, io)));
   }
 
+  common(program.command('set'))
+    .description("change a batch's claim order while it runs: its waiting tasks move at once, on every host")
+    .option('--batch <name>', 'batch (default: the most recent)')
+    .option('--order <order>', 'key, size (biggest first), history (slowest last time first) or random')
+    .option('--shuf', 'as --order random')
+    .option('--priority <glob=n>', "keys matching GLOB run before the rest, higher N first (repeatable; replaces the batch's)", collect)
+    .option('--no-priority', "drop the batch's priorities")
+    .action(async (opts) => setExit(await (await import('./commands/set.js')).setCommand(opts, io)));
+
   common(program.command('cancel'))
     .description('cancel pending tasks (running ones finish, then end CANCELLED unless they succeed)')
     .option('--batch <name>', 'batch (default: the most recent)')

@@ -55,6 +55,13 @@ export interface TaskSpec {
   rank?: number;
 }
 
+/** A stored task's claim rank, as `set` changes it (see TaskSpec's priority and rank). */
+export interface Rank {
+  id: number;
+  priority: number;
+  rank: number;
+}
+
 /** The key of a task's learned duration (`learnedDurations`, --order history): its stage (empty without stages) and its key. */
 export const durationKey = (stage: string, key: string) => `${stage}\u0000${key}`;
 

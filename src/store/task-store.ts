@@ -24,6 +24,7 @@ import type {
   LostAttempt,
   PendingOutput,
   PruneResult,
+  Rank,
   ReleasedTask,
   RunningOwner,
   Settlement,
@@ -191,6 +192,12 @@ export interface AdminStore {
   updateJob(batchId: number, job: Record<string, unknown>, budget: Budget): Promise<number>;
   /** Pause (nothing new is claimed; running attempts finish) or resume a batch. */
   setPaused(batchId: number, paused: boolean): Promise<void>;
+  /**
+   * New claim ranks for the batch's tasks that still wait (PENDING; others are left as they
+   * are), and, when given, its stored options, without a new definition version (`set`).
+   * Returns how many tasks moved.
+   */
+  rerank(batchId: number, ranks: Rank[], job?: Record<string, unknown>): Promise<number>;
   /**
    * Delete finished batches (nothing PENDING or RUNNING) whose last activity is before `before`,
    * in bounded chunks, each its own short transaction (so a concurrent run never waits long for

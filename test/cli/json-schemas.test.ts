@@ -123,6 +123,12 @@ const SCHEMAS = {
   }),
   prune: z.strictObject({ dryRun: z.boolean(), batches: z.array(z.string()), tasks: count, attempts: count, logBytes: count }),
   paused: z.strictObject({ batch: z.string(), paused: z.boolean() }),
+  set: z.strictObject({
+    batch: z.string(),
+    order: z.enum(['key', 'size', 'history', 'random']),
+    priority: z.array(z.strictObject({ glob: z.string(), n: z.number().int() })),
+    moved: count,
+  }),
   cancel: z.strictObject({ batch: z.string(), cancelled: count, stopping: count, dependents: count }),
   retryFailed: z.strictObject({ batch: z.string(), reset: count }),
   report: z.strictObject({ batch: z.string(), file: z.string(), attempts: count }),
@@ -167,7 +173,7 @@ function events(stdout: string, what: string): string[] {
 }
 
 describe('every --json output against its schema', () => {
-  it('run, status, tasks, show, batches, dry-run, report, pause, resume, retry-failed, worker, cancel and prune print one schema each; logs refuses --json', async () => {
+  it('run, status, tasks, show, batches, dry-run, report, pause, resume, set, retry-failed, worker, cancel and prune print one schema each; logs refuses --json', async () => {
     const p = projectWithFiles(3);
         const exec = "case {key} in f002.log) echo bad >&2; exit 3;; esac; echo ok";
     const run = await mainIn(p.dir, ['run', 'src', '--batch', 'b', '--exec', exec, '--retries', '0', '--json']);
@@ -189,6 +195,7 @@ describe('every --json output against its schema', () => {
     await check(['report', '--batch', 'b', '--html', 'r.html'], SCHEMAS.report);
     await check(['pause', '--batch', 'b'], SCHEMAS.paused);
     await check(['resume', '--batch', 'b'], SCHEMAS.paused);
+    expect(await check(['set', '--batch', 'b', '--order', 'size', '--priority', 'f0*=2'], SCHEMAS.set)).toMatchObject({ order: 'size', priority: [{ glob: 'f0*', n: 2 }] });
     await check(['retry-failed', '--batch', 'b'], SCHEMAS.retryFailed);
     const worker = await mainIn(p.dir, ['worker', '--batch', 'b', '--json']);
     expect(worker.code).toBe(1);

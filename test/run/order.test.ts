@@ -2,7 +2,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { mainIn } from '../helpers/in-process-cli.js';
+import { mainIn, startIn } from '../helpers/in-process-cli.js';
+import { waitUntil } from '../helpers/json-views.js';
+import { attemptsIn } from '../helpers/read-store.js';
 import { PG_URL, pgSchemas } from '../helpers/pg.js';
 
 // `--order key|size|history|random` and `--priority 'GLOB=N'` (SPEC §10): which never-tried
@@ -80,5 +82,53 @@ describe('claim order: the job file, the stored batch, bad values', () => {
     expect(job.stderr).toMatch(/order/);
     expect(job.stderr).toMatch(/priority/);
     expect(existsSync(join(p.dir, '.splitdance'))).toBe(false);
+  });
+});
+
+describe.each(STORES)('splitdance set on a running batch on $store', ({ store, db: dbFor }) => {
+  it('--order size moves the waiting tasks at once, for the run and a worker beside it; --no-priority drops the priorities', async () => {
+    const sizes = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`f${String(i).padStart(2, '0')}`, (i * 37) % 12 + 1]));
+    const p = project(sizes);
+    const db = dbFor();
+    const dbPath = db[1] ?? join(p.dir, '.splitdance', 'splitdance.db');
+    const exec = 'sleep 0.3; echo {key} >> ran.log';
+    const run = startIn(p.dir, ['run', 'src', '--exec', exec, '-j', '1', '--priority', 'f11=9', ...db]);
+    await waitUntil(async () => p.ran().length >= 1, 60_000, 'the first task to end');
+    // On PostgreSQL a worker joins: two coordinators claim from the same order.
+    const worker = store === 'PostgreSQL' ? startIn(p.dir, ['worker', '-j', '1', ...db]) : null;
+    const set = await mainIn(p.dir, ['set', '--order', 'size', '--no-priority', ...db]);
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stderr).toMatch(/^batch src-[0-9a-f]+: order size; \d+ waiting tasks? moved$/m);
+    // Claimed before the set: the attempts that exist now. Every later claim is by size, biggest first.
+    const before = new Set((await attemptsIn(dbPath)).map((a) => a.key));
+    expect((await run.done).code).toBe(0);
+    if (worker) expect((await worker.done).code).toBe(0);
+    const after = (await attemptsIn(dbPath)).filter((a) => !before.has(a.key)).sort((a, b) => a.id - b.id).map((a) => a.key);
+    expect(after.length).toBeGreaterThan(4);
+    expect(after).toEqual([...after].sort((a, b) => sizes[b]! - sizes[a]! || a.localeCompare(b)));
+    // Stored for later runs of the batch: its dry run shows the new order and no priority.
+    const dry = await mainIn(p.dir, ['run', 'src', '--exec', exec, '--dry-run', '--json', ...db]);
+    expect(JSON.parse(dry.stdout)).toMatchObject({ order: 'size', priority: [] });
+  });
+});
+
+describe('splitdance set: bad input', () => {
+  it('no change, a bad value, --shuf with another order, an unknown batch: exit 2 naming it; no store: exit 4', async () => {
+    const p = project({ a: 1 });
+    expect((await mainIn(p.dir, ['set', '--order', 'size'])).code).toBe(4);
+    expect((await mainIn(p.dir, ['run', 'src', '--exec', 'true'])).code).toBe(0);
+    for (const [args, message] of [
+      [[], "set changes a batch's claim order: give --order"],
+      [['--order', 'big'], '--order expects one of key, size, history, random'],
+      [['--priority', 'x'], '--priority expects GLOB=N'],
+      [['--shuf', '--order', 'size'], '--shuf is --order random'],
+      [['--order', 'size', '--batch', 'nope'], 'nope'],
+    ] as const) {
+      const r = await mainIn(p.dir, ['set', ...args]);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toContain(message);
+    }
+    const ok = await mainIn(p.dir, ['set', '--shuf', '--json']);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ order: 'random', priority: [], moved: 0 });
   });
 });

@@ -58,6 +58,11 @@ export const EXAMPLES: Record<string, [command: string, what: string][]> = {
     ['splitdance resume --batch nightly', 'let a paused batch be claimed again'],
     ['splitdance resume --batch nightly && splitdance run ./in', 'and continue it here'],
   ],
+  set: [
+    ['splitdance set --order size', 'the latest batch: biggest input first from its next claim on'],
+    ["splitdance set --batch nightly --priority 'urgent/**=10'", 'matching keys ahead of the rest (replaces its priorities)'],
+    ['splitdance set --no-priority', 'drop the priorities'],
+  ],
   cancel: [
     ["splitdance cancel --key 'tmp/*'", 'cancel the matching unfinished tasks'],
     ['splitdance cancel --batch nightly', 'cancel every unfinished task of a batch'],

@@ -1,4 +1,4 @@
-import type { Budget, CancelResult, PruneResult, TaskFilter } from '../records.js';
+import type { Budget, CancelResult, PruneResult, Rank, TaskFilter } from '../records.js';
 import type { BatchDbRow } from '../shared/db-rows.js';
 import { budgets } from '../budget.js';
 import { PRUNE_CHUNK, chunkBounds, chunkDone, pruneInChunks, rangesDone, startCursor, type PruneCursor, type PruneStep } from '../shared/prune-in-chunks.js';
@@ -29,6 +29,15 @@ const RESET_CHUNK = 1000;
 
 export async function setPaused(c: PgConn, batchId: number, paused: boolean): Promise<void> {
   await c.db.transaction((sql) => sql.run(c.st.setPaused, [batchId, paused, c.clock.now()]));
+}
+
+/** New claim ranks for the batch's waiting tasks (`set --order`, `--priority`), and its options when given; how many tasks moved. */
+export async function rerank(c: PgConn, batchId: number, ranks: Rank[], job?: Record<string, unknown>): Promise<number> {
+  return c.db.transaction(async (sql) => {
+    const moved = ranks.length ? await sql.run(c.st.rerank, [batchId, ranks.map((r) => r.id), ranks.map((r) => r.priority), ranks.map((r) => r.rank)]) : 0;
+    if (job) await sql.run(c.st.setOptions, [batchId, JSON.stringify(job), c.clock.now()]);
+    return moved;
+  });
 }
 
 export async function updateJob(c: PgConn, batchId: number, job: Record<string, unknown>, budget: Budget): Promise<number> {

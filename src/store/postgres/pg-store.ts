@@ -15,6 +15,7 @@ import type {
   NewBatch,
   PendingOutput,
   PruneResult,
+  Rank,
   LostAttempt,
   ReleasedTask,
   RunningOwner,
@@ -125,6 +126,10 @@ export class PostgresStore implements TaskStore {
 
   async updateJob(batchId: number, job: Record<string, unknown>, budget: Budget): Promise<number> {
     return admin.updateJob(this.c, batchId, job, budget);
+  }
+
+  async rerank(batchId: number, ranks: Rank[], job?: Record<string, unknown>): Promise<number> {
+    return admin.rerank(this.c, batchId, ranks, job);
   }
 
   async setPaused(batchId: number, paused: boolean): Promise<void> {

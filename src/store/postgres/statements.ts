@@ -35,6 +35,13 @@ function sql(s: string) {
     lockBatchWork: 'SELECT pg_advisory_xact_lock($1::bigint)',
     /** $1 batchId $2 paused $3 now */
     setPaused: `UPDATE ${s}.batches SET paused = $2, updated_at = $3 WHERE id = $1`,
+    /** $1 batchId $2 job $3 now — the batch's options without a new version: what \`set\` changes (order, priority) no attempt runs by. */
+    setOptions: `UPDATE ${s}.batches SET job = $2, updated_at = $3 WHERE id = $1`,
+    /** $1 batchId $2 ids bigint[] $3 priorities int[] $4 ranks bigint[] — new claim ranks for tasks of the batch that still wait. */
+    rerank: `
+      UPDATE ${s}.tasks AS t SET priority = j.priority, order_rank = j.rank
+      FROM unnest($2::bigint[], $3::int[], $4::bigint[]) AS j (id, priority, rank)
+      WHERE t.id = j.id AND t.batch_id = $1 AND t.status = 'PENDING' AND (t.priority <> j.priority OR t.order_rank <> j.rank)`,
     /**
      * $1 batchId — updateJob's lock on the batch row: FOR UPDATE, the one row lock a claim's
      * FOR KEY SHARE (claimVersion) waits for, so no claim checks the old version while a new

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Budget, CancelResult, PruneResult, TaskFilter, TaskStatus } from '../records.js';
+import type { Budget, CancelResult, PruneResult, Rank, TaskFilter, TaskStatus } from '../records.js';
 import type { BatchDbRow } from '../shared/db-rows.js';
 import { budgets } from '../budget.js';
 import { PRUNE_CHUNK, chunkBounds, chunkDone, pruneInChunks, rangesDone, startCursor, type PruneCursor, type PruneStep } from '../shared/prune-in-chunks.js';
@@ -17,6 +17,15 @@ const ID_CHUNK = 10_000;
 
 export function setPaused(c: SqliteConn, batchId: number, paused: boolean): void {
   c.write(() => c.st.setPaused.run({ batchId, paused: paused ? 1 : 0, now: Date.now() }));
+}
+
+/** New claim ranks for the batch's waiting tasks (`set --order`, `--priority`), and its options when given; how many tasks moved. */
+export function rerank(c: SqliteConn, batchId: number, ranks: Rank[], job?: Record<string, unknown>): number {
+  return c.write(() => {
+    const moved = ranks.length ? c.st.rerank.run({ batchId, list: JSON.stringify(ranks.map((r) => [r.id, r.priority, r.rank])) }).changes : 0;
+    if (job) c.st.setOptions.run({ batchId, job: JSON.stringify(job), now: Date.now() });
+    return moved;
+  });
 }
 
 export function updateJob(c: SqliteConn, batchId: number, job: Record<string, unknown>, budget: Budget): number {

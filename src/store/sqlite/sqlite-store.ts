@@ -192,6 +192,10 @@ export class SqliteStore implements TaskStore {
     return list.learnedDurations(this.c, source);
   }
 
+  async rerank(batchId: number, ranks: T.Rank[], job?: Record<string, unknown>): Promise<number> {
+    return admin.rerank(this.c, batchId, ranks, job);
+  }
+
   async setPaused(batchId: number, paused: boolean): Promise<void> {
     admin.setPaused(this.c, batchId, paused);
   }

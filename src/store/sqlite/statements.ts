@@ -16,6 +16,14 @@ export const SQL = {
   latestBatch: 'SELECT * FROM batches ORDER BY created_at DESC, id DESC LIMIT 1',
   /** @batchId @paused (0/1) @now */
   setPaused: 'UPDATE batches SET paused = @paused, updated_at = @now WHERE id = @batchId',
+  /** @batchId @job @now — the batch's options without a new version: what `set` changes (order, priority) no attempt runs by. */
+  setOptions: 'UPDATE batches SET job = @job, updated_at = @now WHERE id = @batchId',
+  /** @batchId @list (JSON [[taskId, priority, rank], …]) — new claim ranks for tasks of the batch that still wait. */
+  rerank: `
+    WITH j AS MATERIALIZED (SELECT value ->> 0 AS id, value ->> 1 AS priority, value ->> 2 AS rank FROM jsonb_each(@list))
+    UPDATE tasks SET priority = j.priority, order_rank = j.rank
+    FROM j WHERE tasks.id = j.id AND tasks.batch_id = @batchId AND tasks.status = 'PENDING'
+      AND (tasks.priority <> j.priority OR tasks.order_rank <> j.rank)`,
   /** @batchId @job @now — a new definition, a new version (claims under the old one stop). */
   updateJob: 'UPDATE batches SET job = @job, updated_at = @now, job_version = job_version + 1 WHERE id = @batchId RETURNING job_version',
   /** ?batchId — the span of the batch's task ids, for whole-batch updates made range by range. */

@@ -1,0 +1,49 @@
+import { UsageError } from '../../errors.js';
+import { reorderBatch, type OrderChange } from '../../run/reorder-batch.js';
+import { parseOrder, parsePriority, type PriorityRule } from '../../split/task-order.js';
+import { plural, printable } from '../format.js';
+import { line, type Io, type OutputFlags } from '../io.js';
+import { defaultedNote, withBatch } from '../with-store.js';
+
+export interface SetFlags extends OutputFlags {
+  db?: string;
+  trustStoreOwner?: string[];
+  batch?: string;
+  order?: string;
+  shuf?: boolean;
+  /** `--priority GLOB=N` (repeatable), or false for `--no-priority`. */
+  priority?: string[] | false;
+}
+
+/**
+ * `splitdance set [--batch B] --order O | --priority 'GLOB=N' | --no-priority`: changes a
+ * batch's claim order while it runs. Its waiting tasks are re-ranked in the store, so every
+ * run and worker on it claims in the new order from its next claim on; the batch keeps the
+ * options for its later runs.
+ */
+export async function setCommand(flags: SetFlags, io: Io): Promise<number> {
+  const change = changeOf(flags);
+  return withBatch(flags, io, async (store, batch, { defaulted }) => {
+    if (defaulted && !flags.quiet && !flags.json) line(io.stderr, defaultedNote(batch.name));
+    const done = await reorderBatch(store, batch, change);
+    if (flags.json) line(io.stdout, JSON.stringify({ batch: batch.name, order: done.order, priority: done.priority, moved: done.moved }));
+    else if (!flags.quiet) {
+      const ahead = done.priority.length ? `, ahead of it ${done.priority.map((r) => printable(`${r.glob}=${r.n}`)).join(', ')}` : '';
+      line(io.stderr, `batch ${printable(batch.name)}: order ${done.order}${ahead}; ${plural(done.moved, 'waiting task')} moved`);
+    }
+    return 0;
+  });
+}
+
+/** The flags, checked before the store is opened: at least one change, each valid. */
+function changeOf(flags: SetFlags): OrderChange {
+  if (flags.shuf && flags.order !== undefined && flags.order !== 'random') throw new UsageError(`--shuf is --order random; give either --shuf or --order ${flags.order}, not both`);
+  const order = flags.shuf ? 'random' : flags.order === undefined ? undefined : parseOrder(flags.order, '--order');
+  let priority: PriorityRule[] | undefined;
+  if (flags.priority === false) priority = [];
+  else if (flags.priority?.length) priority = flags.priority.map((p) => parsePriority(p, '--priority'));
+  if (order === undefined && priority === undefined) {
+    throw new UsageError("set changes a batch's claim order: give --order key|size|history|random (or --shuf), --priority 'GLOB=N' or --no-priority");
+  }
+  return { order, priority };
+}

@@ -1,0 +1,41 @@
+import { definitionOf, settingsOf, storedDefinition } from '../job/job-definition.js';
+import { rankSpecs, type Order, type PriorityRule } from '../split/task-order.js';
+import type { AdminStore, BatchRecord, QueryStore, Rank, TaskRow } from '../store/task-store.js';
+
+/** What `splitdance set` changes: the claim order of the tasks that wait. */
+export interface OrderChange {
+  order?: Order;
+  priority?: PriorityRule[];
+}
+
+/**
+ * Stores the batch's new order and priorities and re-ranks its waiting tasks by them, a page
+ * at a time (a million tasks in bounded memory): every claim after a page's commit, by any run
+ * or worker on the store, takes its tasks in the new order. The options are written last, so
+ * a `set` stopped half-way leaves the old ones stored, and the next run's enqueue re-ranks
+ * every task by them (or `set` again finishes the change). Running and finished tasks keep
+ * their rows as they are.
+ */
+export async function reorderBatch(
+  store: Pick<QueryStore, 'eachTaskPage' | 'learnedDurations'> & Pick<AdminStore, 'rerank'>,
+  batch: BatchRecord,
+  change: OrderChange,
+): Promise<{ order: Order; priority: PriorityRule[]; moved: number }> {
+  const stored = settingsOf(storedDefinition(batch));
+  const settings = { ...stored, order: change.order ?? stored.order, priority: change.priority ?? stored.priority };
+  const learned = settings.order === 'history' ? await store.learnedDurations(batch.source) : undefined;
+  const plan = { order: settings.order, priority: settings.priority, seed: batch.name, learned };
+  let moved = 0;
+  await store.eachTaskPage({ batchId: batch.id, status: 'PENDING' }, async (tasks) => {
+    const ranked = [...rankSpecs(tasks.map(specOf), plan)];
+    const ranks: Rank[] = ranked.map((s, i) => ({ id: tasks[i]!.id, priority: s.priority ?? 0, rank: s.rank ?? 0 }));
+    moved += await store.rerank(batch.id, ranks);
+  });
+  await store.rerank(batch.id, [], definitionOf(batch.source, settings));
+  return { order: settings.order, priority: settings.priority, moved };
+}
+
+/** A stored task as the ranking reads a spec: its key, stage, item, payload and fingerprint. */
+function specOf(t: TaskRow) {
+  return { key: t.key, payload: t.payload, fingerprint: t.fingerprint, ...(t.stage ? { stage: t.stage } : {}), ...(t.item !== null ? { item: t.item } : {}) };
+}
