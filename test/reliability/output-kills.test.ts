@@ -115,15 +115,21 @@ describe('declared outputs: a crash right after recovery records a dead run\'s a
     const env = { OUTPUT_KILLS: dir };
     const child = startCli(args(SLOW), { cwd: dir, env });
     await waitFor(() => temps(dir).length === 1, 10_000, 'the attempt to open its temporary file');
-    for (const pid of processesWithEnv(dir)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // gone already
+    // Killed until none is left: one killed before its coordinator may have been replaced by a
+    // worker the listing did not hold yet (on a busy machine it is still starting).
+    const killAll = () => {
+      for (const pid of processesWithEnv(dir)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone already
+        }
       }
-    }
+      return processesWithEnv(dir).length === 0;
+    };
+    killAll();
     await child.result;
-    await waitFor(() => processesWithEnv(dir).length === 0, 2000, 'the run to be gone');
+    await waitFor(killAll, 10_000, 'the run to be gone');
     return { dir, env };
   }
 
