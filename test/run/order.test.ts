@@ -128,6 +128,8 @@ describe('splitdance set: bad input', () => {
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr).toContain(message);
     }
+    // Nothing was written: the batch's order is still key order.
+    expect(JSON.parse((await mainIn(p.dir, ['run', 'src', '--exec', 'true', '--dry-run', '--json'])).stdout)).toMatchObject({ order: 'key', priority: [] });
     const ok = await mainIn(p.dir, ['set', '--shuf', '--json']);
     expect(JSON.parse(ok.stdout)).toMatchObject({ order: 'random', priority: [], moved: 0 });
   });

@@ -345,6 +345,9 @@ describe('SqliteStore grouped statements', () => {
     }
     // The claim walks the due tasks in index order; a whole-batch update reads only its id range.
     expect(planOf(SQL.claimTasks)).toContainEqual(expect.stringMatching(/^SEARCH c USING INDEX tasks_by_state/));
+    // In the order of the batch (priority, rank, key): each part reads its range in index order,
+    // never sorting the range itself, only the few rows the two parts return (one sort each).
+    expect(planOf(SQL.claimTasks).filter((d) => d.includes('TEMP B-TREE'))).toEqual(['USE TEMP B-TREE FOR ORDER BY', 'USE TEMP B-TREE FOR ORDER BY']);
     for (const name of ['updateMaxAttempts', 'failExhausted'] as const) {
       expect(planOf(SQL[name]), name).toEqual([expect.stringMatching(/^SEARCH tasks USING INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)/)]);
     }
