@@ -52,7 +52,9 @@ export async function driveRun(
 ): Promise<number> {
   try {
     const { store, batch, pool, run } = started;
-    const reporter = RunReporter.forFlags(io, flags, run.inv.progressIntervalMs, () => store.counts(batch.id));
+    const history = run.settings.order === 'history';
+    const counts = async () => ({ ...(await store.counts(batch.id)), ...(history ? { work: await store.learnedWork(batch.id) } : {}) });
+    const reporter = RunReporter.forFlags(io, flags, run.inv.progressIntervalMs, counts);
     reporter.tag = run.inv.print?.tag ?? false;
     reporter.definitionChanged = options.definitionChanged ?? false;
     if (options.sayNothingRan) reporter.nothingRan = { outputs: run.settings.output !== null || run.settings.stages.some((s) => s.output !== undefined) };

@@ -2,11 +2,12 @@ import cliProgress from 'cli-progress';
 import type { ChalkInstance } from 'chalk';
 import type { BatchObserver, RunStart, RunSummary } from '../run/run-batch.js';
 import type { RawRunFlags } from '../job/run-options.js';
-import type { ClaimedTask, Counts, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
+import type { ClaimedTask, Counts, LearnedWork, ReleasedTask, Settlement, TaskStatus } from '../store/task-store.js';
 import type { PrintedStream } from '../run/attempt-printer.js';
 import { PrintedLines } from './printed-lines.js';
 import { formatMs } from '../job/units.js';
 import { errorSignature } from '../status/error-signature.js';
+import { weightedOpen } from '../status/busy-rate.js';
 import { longInterval, type LongTimer } from '../long-timer.js';
 import { plural, printable } from './format.js';
 import { line, liveTerminal, type Io } from './io.js';
@@ -59,14 +60,15 @@ export class RunReporter implements BatchObserver {
     private readonly io: Io,
     private readonly mode: ReportMode,
     private readonly c: ChalkInstance,
-    private readonly counts: () => Promise<Counts>,
+    /** The batch's counts, with its learned durations when it is ordered by them (the ETA weighs them). */
+    private readonly counts: () => Promise<Counts & { work?: LearnedWork }>,
     private readonly intervalMs: number,
     /** `--db` as the user gave it (or undefined), repeated in the commands suggested at the end; SPLITDANCE_DB is read from io. */
     private readonly dbFlag?: string,
   ) {}
 
   /** The reporter `run` and `worker` show a batch's run with: the mode and colours their flags ask for. */
-  static forFlags(io: Io, flags: Pick<RawRunFlags, 'json' | 'quiet' | 'color' | 'db'>, intervalMs: number, counts: () => Promise<Counts>): RunReporter {
+  static forFlags(io: Io, flags: Pick<RawRunFlags, 'json' | 'quiet' | 'color' | 'db'>, intervalMs: number, counts: () => Promise<Counts & { work?: LearnedWork }>): RunReporter {
     const mode: ReportMode = flags.json ? 'json' : flags.quiet ? 'quiet' : liveTerminal(io, 'stderr') ? 'tty' : 'plain';
     return new RunReporter(io, mode, colors(io, flags), counts, intervalMs, flags.db);
   }
@@ -235,7 +237,7 @@ export class RunReporter implements BatchObserver {
   }
 
   private async progress(): Promise<void> {
-    let k: Counts;
+    let k: Counts & { work?: LearnedWork };
     try {
       k = await this.counts();
     } catch {
@@ -245,7 +247,7 @@ export class RunReporter implements BatchObserver {
     const elapsed = (monotonicMs() - this.started) / 1000;
     const rate = elapsed > 0 ? this.finishedHere / elapsed : 0;
     const left = k.total - done;
-    const eta = rate > 0 ? formatMs((left / rate) * 1000) : '?';
+    const eta = rate > 0 ? formatMs((weightedOpen(left, k.work) / rate) * 1000) : '?';
     if (this.bar) {
       this.bar.setTotal(k.total);
       this.bar.update(done, { rate: rate.toFixed(1), eta, running: k.running, queued: k.queued, retrying: k.retrying, failed: k.failed });

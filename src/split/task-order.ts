@@ -5,7 +5,7 @@
  * an index (tasks_by_state), so the order costs the claim nothing at a million tasks. Retries
  * are not ranked: a due retry is claimed in its turn, earliest due first, under every order.
  */
-import { durationKey, type TaskSpec } from '../store/task-spec.js';
+import { durationKey, LEARNED_RANK, type TaskSpec } from '../store/task-spec.js';
 import { UsageError } from '../errors.js';
 import { KeyGlob } from '../key-glob.js';
 
@@ -21,11 +21,6 @@ export interface PriorityRule {
 /** The largest |N| of a --priority (a 32-bit column on PostgreSQL). */
 const MAX_PRIORITY = 1_000_000_000;
 
-/**
- * Ranks of the history order: a key with learned durations ranks before every key without
- * (they follow by size), the slowest first. Sizes are capped below this so the two never mix.
- */
-const KNOWN = 2 ** 50;
 
 /** How `rankSpecs` orders a batch. */
 export interface OrderPlan {
@@ -58,14 +53,15 @@ function rankOf(spec: TaskSpec, plan: OrderPlan): number {
       return hash(`${plan.seed}\u0000${spec.stage ?? ''}\u0000${spec.key}`);
     case 'history': {
       const ms = plan.learned?.get(durationKey(spec.stage ?? '', spec.key));
-      return ms === undefined ? -sizeOf(spec) : -KNOWN - Math.round(ms);
+      // A key with a learned duration ranks before every key without (they follow by size), the slowest first.
+      return ms === undefined ? -sizeOf(spec) : -LEARNED_RANK - Math.round(ms);
     }
   }
 }
 
 /**
  * The bytes a task reads: a chunk's or a block's range, an item's text, else the file's size
- * (its fingerprint is `size:mtime`). Capped below KNOWN.
+ * (its fingerprint is `size:mtime`). Capped below LEARNED_RANK, so it never reads as a learned duration.
  */
 export function sizeOf(spec: TaskSpec): number {
   const p = spec.payload;
@@ -73,7 +69,7 @@ export function sizeOf(spec: TaskSpec): number {
   if (p.start !== undefined && p.end !== undefined) size = p.end - p.start;
   else if (p.item !== undefined) size = Buffer.byteLength(p.item);
   else size = Number.parseInt(spec.fingerprint ?? '', 10) || 0;
-  return Math.min(Math.max(size, 0), KNOWN - 1);
+  return Math.min(Math.max(size, 0), LEARNED_RANK - 1);
 }
 
 /** FNV-1a, 32 bits, then MurmurHash3's finaliser: keys that differ in their last character alone still land far apart. */

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { EXIT } from '../exit-codes.js';
-import type { BatchAttempt, BatchRecord, Counts, ErrorCount, QueryStore, StageCounts } from '../store/task-store.js';
+import type { BatchAttempt, BatchRecord, Counts, ErrorCount, LearnedWork, QueryStore, StageCounts } from '../store/task-store.js';
 import { RATE_WINDOW, etaSeconds, tasksPerSecond, type RetriesAhead } from './busy-rate.js';
 import { clusterErrors, type ErrorCluster } from './error-signature.js';
 import { ownerHolds, type OwnerHold } from './owner-state.js';
@@ -65,7 +65,7 @@ export async function batchStatus(store: QueryStore, batch: BatchRecord): Promis
     startedAt: iso(firstStartedAt),
     updatedAt: iso(lastUpdateMs(batch, lastFinishedAt)),
     tasksPerSecond: rate,
-    etaSeconds: etaSeconds(open, rate, await retriesAhead(store, batch, c.retrying, due, now)),
+    etaSeconds: etaSeconds(open, rate, await retriesAhead(store, batch, c.retrying, due, now), await learnedWorkOf(store, batch, open)),
     nextRetryAt: due !== null && due > now && c.retrying > 0 ? iso(due) : null,
     upToDate: c.succeeded > 0 ? await store.upToDateCount(batch.id) : 0,
     changed: await store.changedCount(batch.id),
@@ -124,6 +124,14 @@ function rateOf(recent: BatchAttempt[], finished: number, running: number, maxGa
   if (recent.length < RATE_WINDOW) return tasksPerSecond(ran, finished, recent.length - running, maxGapMs);
   const ended = recent.filter((a) => a.outcome !== null);
   return tasksPerSecond(ran, new Set(ended.map((a) => a.key)).size, ended.length, maxGapMs);
+}
+
+/**
+ * The learned durations of a batch ordered by them (`--order history`), for its ETA; undefined
+ * for any other order, or when nothing is open (one pass over the batch's index entries).
+ */
+export async function learnedWorkOf(store: Pick<QueryStore, 'learnedWork'>, batch: BatchRecord, open: number): Promise<LearnedWork | undefined> {
+  return open > 0 && batch.job.order === 'history' ? store.learnedWork(batch.id) : undefined;
 }
 
 /**

@@ -1,3 +1,5 @@
+import type { LearnedWork } from '../store/task-store.js';
+
 /**
  * A rate over time spent running (SPEC §6), not since the batch was created. A run (or a
  * `worker`) is running the batch from its first attempt to its last, waits for retries
@@ -69,15 +71,27 @@ export interface RetriesAhead {
 }
 
 /**
+ * The open tasks counted in finished tasks' worth of work, for a rate in tasks per second:
+ * with learned durations (--order history), each open task that has one weighs its duration
+ * against the mean of the succeeded ones that have one (the slow keys run first, so the
+ * rate of the first tasks is not the rate of the rest). Without them, `open` as it is.
+ */
+export function weightedOpen(open: number, work?: LearnedWork): number {
+  if (!work || work.openKnown === 0 || work.doneKnown === 0 || work.doneMs <= 0) return open;
+  const scale = work.openMs / work.openKnown / (work.doneMs / work.doneKnown);
+  return Math.max(0, open - work.openKnown) + work.openKnown * scale;
+}
+
+/**
  * Seconds until the open tasks are done at `rate`: never 0 while any is open (0 means done).
  * Backoff still ahead is waited, not worked through: the ETA is at least the wait for the
  * first due retry plus the retrying tasks' work, and the wait for the last plus one task's,
- * whatever the rate.
+ * whatever the rate. `work`: the learned durations, when the batch has them (weightedOpen).
  */
-export function etaSeconds(open: number, rate: number | null, ahead?: RetriesAhead): number | null {
+export function etaSeconds(open: number, rate: number | null, ahead?: RetriesAhead, work?: LearnedWork): number | null {
   if (open === 0) return 0;
   if (!rate) return null;
-  let seconds = open / rate;
+  let seconds = weightedOpen(open, work) / rate;
   if (ahead && ahead.retrying > 0) {
     seconds = Math.max(seconds, Math.max(0, ahead.firstDueInMs) / 1000 + ahead.retrying / rate, Math.max(0, ahead.lastDueInMs) / 1000 + 1 / rate);
   }

@@ -1,6 +1,6 @@
 import { parseOwner } from '../lease-owner.js';
 import type { BatchAttempt, BatchRecord, Counts, Outcome, QueryStore, StageCounts } from '../store/task-store.js';
-import { hasStages, inPipelineOrder, retriesAhead } from './batch-status.js';
+import { hasStages, inPipelineOrder, learnedWorkOf, retriesAhead } from './batch-status.js';
 import { etaSeconds } from './busy-rate.js';
 import { ownerHolds, type OwnerHold } from './owner-state.js';
 
@@ -129,7 +129,7 @@ export class LiveView {
       stages: inPipelineOrder(this.batch, stages),
       ratePerSecond: rate,
       rateSpanMs: spanMs,
-      etaSeconds: etaSeconds(open, rate, ahead),
+      etaSeconds: etaSeconds(open, rate, ahead, rate ? await learnedWorkOf(this.store, this.batch, open) : undefined),
       runningTasks: byAge.slice(0, this.caps.running),
       moreRunning: Math.max(0, c.running - Math.min(byAge.length, this.caps.running)),
       strandedOwners: holds.filter((h) => h.state === 'dead' || h.state === 'stopped'),

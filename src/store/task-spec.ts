@@ -55,6 +55,23 @@ export interface TaskSpec {
   rank?: number;
 }
 
+/**
+ * The rank of a task whose key has a learned duration (--order history): -LEARNED_RANK minus
+ * its median in ms, below every size rank (sizes are capped under it). The store reads the
+ * learned durations back from the ranks for the ETA (learnedWork).
+ */
+export const LEARNED_RANK = 2 ** 50;
+
+/** The learned durations of a batch's tasks (--order history), from their ranks: what is open, what succeeded. */
+export interface LearnedWork {
+  /** Open (PENDING or RUNNING) tasks with a learned duration, and the sum of those durations (ms). */
+  openKnown: number;
+  openMs: number;
+  /** Succeeded tasks with a learned duration, and the sum of those durations (ms). */
+  doneKnown: number;
+  doneMs: number;
+}
+
 /** A stored task's claim rank, as `set` changes it (see TaskSpec's priority and rank). */
 export interface Rank {
   id: number;

@@ -24,6 +24,7 @@ import type {
   LostAttempt,
   PendingOutput,
   PruneResult,
+  LearnedWork,
   Rank,
   ReleasedTask,
   RunningOwner,
@@ -60,6 +61,8 @@ export interface BatchProgress {
   progress(batchId: number): Promise<BatchMoves>;
   /** The earliest `next_run_at` of a PENDING task whose needs are met, or null. */
   nextDueAt(batchId: number): Promise<number | null>;
+  /** The learned durations of the batch's open and succeeded tasks (--order history; zeros otherwise): what the ETA weighs. */
+  learnedWork(batchId: number): Promise<LearnedWork>;
   /**
    * The batch's committed successes whose declared output's rename is not known to be done
    * (every batch's with null), by task id: the batch is not finished while any is left.

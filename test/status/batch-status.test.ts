@@ -6,6 +6,7 @@ import { openStore } from '../../src/store/open-store.js';
 import type { BatchRecord, ClaimedTask, Settlement, TaskStore } from '../../src/store/task-store.js';
 import { batchStatus } from '../../src/status/batch-status.js';
 import { LiveView } from '../../src/status/live-view.js';
+import { LEARNED_RANK } from '../../src/store/task-spec.js';
 
 // SPEC §6: a rate shown anywhere is over time spent running, not since the batch was created;
 // an ETA cannot promise a task sooner than its retry is due. Attempts are made with the store's
@@ -92,5 +93,40 @@ describe('the ETA sees the backoff still ahead', () => {
     expect(f.ratePerSecond).toBeCloseTo(2 / 5, 5);
     // One task left at 0.4 tasks/s would be 3 s; its retry is due in 60 s.
     expect(f.etaSeconds!).toBeGreaterThanOrEqual(58);
+  });
+});
+
+describe('the ETA weighs learned durations (--order history)', () => {
+  /** A batch of 11 keys ordered by history: t0 took 10 s in earlier batches, t1…t10 0.1 s each. */
+  async function historyBatch(order: string): Promise<BatchRecord> {
+    const learned = (key: string) => (key === 't0' ? 10_000 : 100);
+    const specs = keys(11).map((key) => ({
+      key,
+      payload: { version: 1 as const, path: `/data/${key}`, rel: key },
+      fingerprint: `${key}:1`,
+      ...(order === 'history' ? { rank: -LEARNED_RANK - learned(key) } : {}),
+    }));
+    const job = { version: 1, handler: { exec: 'true' }, retries: 3, backoffMs: 5000, backoffFactor: 5, maxBackoffMs: 3_600_000, jitter: 0, stages: [], order };
+    return (await store.enqueue({ name: 'b', source: '/data', job, maxAttempts: 4 }, specs)).batch;
+  }
+
+  it('the slow key done first, the ten fast ones left: 10 × 0.1 s, not 10 × the slow one’s time', async () => {
+    for (const order of ['history', 'key'] as const) {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+      dir = mkdtempSync(join(tmpdir(), 'sd-status-'));
+      store = await openStore(join(dir, 'store.db'), 'create');
+      const b = await historyBatch(order);
+      const now = Date.now();
+      const [slow] = await claim(b, now - 10_000, 1);
+      expect(slow!.key).toBe('t0');
+      await store.settle([end(slow!, now)]);
+      const s = await batchStatus(store, b);
+      // One task in 10 s: 0.1 tasks/s. Ten more by count alone is 100 s; weighed, 10 × 100 / 10,000 of it.
+      expect(s.tasksPerSecond!).toBeCloseTo(0.1, 2);
+      if (order === 'history') expect(s.etaSeconds!).toBeLessThanOrEqual(2);
+      else expect(s.etaSeconds!).toBeGreaterThanOrEqual(99);
+      expect(await store.learnedWork(b.id)).toEqual(order === 'history' ? { openKnown: 10, openMs: 1000, doneKnown: 1, doneMs: 10_000 } : { openKnown: 0, openMs: 0, doneKnown: 0, doneMs: 0 });
+    }
   });
 });

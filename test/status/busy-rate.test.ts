@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { etaSeconds, runningMs, tasksPerSecond } from '../../src/status/busy-rate.js';
+import { etaSeconds, runningMs, tasksPerSecond, weightedOpen } from '../../src/status/busy-rate.js';
 
 describe('runningMs: each run from its first attempt to its last, the union over runs', () => {
   const HOUR = 3_600_000;
@@ -52,6 +52,17 @@ describe('tasksPerSecond and etaSeconds', () => {
     expect(etaSeconds(3, 1000)).toBe(1);
     expect(etaSeconds(10, 2)).toBe(5);
     expect(etaSeconds(3, null)).toBeNull();
+  });
+
+  it('with learned durations, the open tasks weigh theirs against the succeeded ones’', () => {
+    // 10 open at 0.1 tasks/s: 100 s by count; the one done took 10 s as learned, the open ones 0.1 s each.
+    const work = { openKnown: 10, openMs: 1000, doneKnown: 1, doneMs: 10_000 };
+    expect(weightedOpen(10, work)).toBeCloseTo(0.1, 10);
+    expect(etaSeconds(10, 0.1, undefined, work)).toBe(1);
+    // Open tasks without a learned duration count as one each; nothing done yet: by count alone.
+    expect(weightedOpen(12, work)).toBeCloseTo(2.1, 10);
+    expect(weightedOpen(10, { ...work, doneKnown: 0, doneMs: 0 })).toBe(10);
+    expect(etaSeconds(10, 0.1)).toBe(100);
   });
 
   it('the ETA waits for the backoff ahead: the last retry’s wait plus a task, the first’s plus the retrying tasks', () => {

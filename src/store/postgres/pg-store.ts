@@ -15,6 +15,7 @@ import type {
   NewBatch,
   PendingOutput,
   PruneResult,
+  LearnedWork,
   Rank,
   LostAttempt,
   ReleasedTask,
@@ -208,6 +209,11 @@ export class PostgresStore implements TaskStore {
   async progress(batchId: number): Promise<BatchMoves> {
     const [row] = await this.db.read((sql) => sql.rows<{ open: boolean; last: number | null }>(this.st.progress, [batchId]));
     return { unfinished: row?.open === true, lastFinishedAt: row?.last ?? null };
+  }
+
+  async learnedWork(batchId: number): Promise<LearnedWork> {
+    const [r] = await this.db.read((sql) => sql.rows<Record<'open_known' | 'open_ms' | 'done_known' | 'done_ms', string>>(this.st.learnedWork, [batchId]));
+    return { openKnown: Number(r!.open_known), openMs: Number(r!.open_ms), doneKnown: Number(r!.done_known), doneMs: Number(r!.done_ms) };
   }
 
   async nextDueAt(batchId: number): Promise<number | null> {

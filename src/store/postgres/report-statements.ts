@@ -14,6 +14,12 @@ export function reportStatements(s: string) {
       WHERE batch_id = $1 GROUP BY status, tried
       UNION ALL
       SELECT 'QUEUED', false, count(*) FROM ${s}.tasks WHERE batch_id = $1 AND status = 'RUNNING' AND queued`,
+    /** $1 batchId — the learned durations of its tasks, read from their ranks (LEARNED_RANK = 2^50). */
+    learnedWork: `    SELECT count(*) FILTER (WHERE status IN ('PENDING', 'RUNNING')) AS open_known,
+        coalesce(sum(-order_rank - 1125899906842624) FILTER (WHERE status IN ('PENDING', 'RUNNING')), 0) AS open_ms,
+        count(*) FILTER (WHERE status = 'SUCCESS') AS done_known,
+        coalesce(sum(-order_rank - 1125899906842624) FILTER (WHERE status = 'SUCCESS'), 0) AS done_ms
+      FROM ${s}.tasks WHERE batch_id = $1 AND order_rank <= -1125899906842624`,
     /** $1 batchId — index lookups (tasks_by_state, the batch's finish rows), whatever the batch's size. */
     progress: `SELECT EXISTS (SELECT 1 FROM ${s}.tasks WHERE batch_id = $1 AND status IN ('PENDING', 'RUNNING')) AS open, ${lastFinishedOf(s)} AS last FROM ${s}.batches AS b WHERE id = $1`,
     /** $1 batchId */

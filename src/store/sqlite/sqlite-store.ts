@@ -136,6 +136,11 @@ export class SqliteStore implements TaskStore {
     return list.stageCounts(this.c, batchId);
   }
 
+  async learnedWork(batchId: number): Promise<T.LearnedWork> {
+    const r = this.c.read(() => this.c.st.learnedWork.get({ batchId }) as { open_known: number; open_ms: number; done_known: number; done_ms: number });
+    return { openKnown: r.open_known, openMs: r.open_ms, doneKnown: r.done_known, doneMs: r.done_ms };
+  }
+
   async nextDueAt(batchId: number): Promise<number | null> {
     return list.nextDueAt(this.c, batchId);
   }

@@ -132,6 +132,12 @@ export const SQL = {
     UNION ALL
     SELECT 'QUEUED', count(*), 0 FROM tasks INDEXED BY tasks_queued WHERE batch_id = @batchId AND status = 'RUNNING' AND queued = 1`,
   /** @batchId — an index lookup or two (tasks_by_state), whatever the batch's size. */
+  /** @batchId — the learned durations of its tasks, read from their ranks (LEARNED_RANK = 2^50); tasks_by_state alone. */
+  learnedWork: `    SELECT count(*) FILTER (WHERE status IN ('PENDING', 'RUNNING')) AS open_known,
+      coalesce(sum(-order_rank - 1125899906842624) FILTER (WHERE status IN ('PENDING', 'RUNNING')), 0) AS open_ms,
+      count(*) FILTER (WHERE status = 'SUCCESS') AS done_known,
+      coalesce(sum(-order_rank - 1125899906842624) FILTER (WHERE status = 'SUCCESS'), 0) AS done_ms
+    FROM tasks INDEXED BY tasks_by_state WHERE batch_id = @batchId AND order_rank <= -1125899906842624`,
   progress: `SELECT EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_by_state WHERE batch_id = @batchId AND status IN ('PENDING', 'RUNNING')) AS open, last_finished_at AS last FROM batches WHERE id = @batchId`,
   /** ?batchId — only tasks whose needs are met: one waiting for a running need is not "due". */
   nextDue: `SELECT min(next_run_at) AS due FROM tasks AS c WHERE batch_id = ? AND status = 'PENDING' AND ${NEEDS_MET}`,

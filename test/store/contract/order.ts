@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { TaskSpec } from '../../../src/store/task-store.js';
-import { durationKey } from '../../../src/store/task-spec.js';
+import { durationKey, LEARNED_RANK } from '../../../src/store/task-spec.js';
 import { ending, keys, newBatch, spec, type Harness } from './harness.js';
 
 /** `key` ranked as the enqueue is given it (task-order.ts computes these from --order and --priority). */
@@ -46,6 +46,19 @@ export function orderContract(h: Harness): void {
       await h.store.enqueue(newBatch(), names.map((k, i) => ranked(k, -i)));
       expect(await claimAll(batch.id, now)).toEqual(['k003', 'k002', 'k001']);
       expect(await h.store.settle([ending(started!, 'SUCCESS', now + 1)])).toEqual([{ token: started!.token, status: 'SUCCESS' }]);
+    });
+
+    it('learnedWork: the learned durations of open and succeeded tasks, read from their ranks; none without', async () => {
+      const specs = [ranked('slow', -LEARNED_RANK - 9000), ranked('a', -LEARNED_RANK - 100), ranked('b', -LEARNED_RANK - 300), ranked('new', -5000)];
+      const { batch } = await h.store.enqueue(newBatch(), specs);
+      expect(await h.store.learnedWork(batch.id)).toEqual({ openKnown: 3, openMs: 9400, doneKnown: 0, doneMs: 0 });
+      const now = Date.now();
+      const [first] = await claim(batch.id, now);
+      expect(first!.key).toBe('slow');
+      await h.store.settle([ending(first!, 'SUCCESS', now + 1)]);
+      expect(await h.store.learnedWork(batch.id)).toEqual({ openKnown: 2, openMs: 400, doneKnown: 1, doneMs: 9000 });
+      const { batch: plain } = await h.store.enqueue(newBatch('plain'), [spec('x')]);
+      expect(await h.store.learnedWork(plain.id)).toEqual({ openKnown: 0, openMs: 0, doneKnown: 0, doneMs: 0 });
     });
 
     it('learnedDurations: the median of each key\'s successes in every batch of the source, nothing of another source', async () => {
