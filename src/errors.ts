@@ -45,6 +45,22 @@ export class PermanentError extends Error {
   readonly retryable = false;
 }
 
+/**
+ * Thrown by a handler (or returned for an item by a `batch` export): the service it calls is
+ * busy, try again later. The task goes back to wait `delayMs` (else its backoff) without
+ * spending an attempt, for at most `--max-busy` in a row (SPEC §10).
+ */
+export class RetryLater extends Error {
+  override name = 'RetryLater';
+  /** Milliseconds to wait before the next attempt, or null for the task's backoff. */
+  readonly retryAfterMs: number | null;
+
+  constructor(delayMs?: number | null, message = 'busy, try again later') {
+    super(message);
+    this.retryAfterMs = typeof delayMs === 'number' && Number.isFinite(delayMs) && delayMs >= 0 ? Math.round(delayMs) : null;
+  }
+}
+
 /** What crosses IPC for an error thrown by a handler. */
 export interface SerializedError {
   name: string;
@@ -52,12 +68,17 @@ export interface SerializedError {
   code?: string;
   retryable: boolean;
   stack?: string;
+  /** A RetryLater: busy, with the delay it asked for (null: the backoff). */
+  busy?: { retryAfterMs: number | null };
 }
 
 export function serializeError(err: unknown): SerializedError {
   if (err instanceof Error) {
-    const e = err as Error & { code?: unknown; retryable?: unknown };
+    const e = err as Error & { code?: unknown; retryable?: unknown; retryAfterMs?: unknown };
+    // By name: a handler may import another copy of the package than the worker's.
+    const busy = e.name === 'RetryLater' ? { busy: { retryAfterMs: typeof e.retryAfterMs === 'number' && e.retryAfterMs >= 0 ? e.retryAfterMs : null } } : {};
     return {
+      ...busy,
       name: cutText(String(e.name || 'Error'), 256),
       // Cut here, in the worker, so a 10 MB message does not cross IPC whole on every attempt.
       message: cutError(String(e.message)),

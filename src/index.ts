@@ -1,3 +1,3 @@
 /** The API for handler authors: `import { PermanentError, type Handler } from 'splitdance'`. */
-export { PermanentError } from './errors.js';
+export { PermanentError, RetryLater } from './errors.js';
 export type { Handler, Task, TaskContext } from './worker/handler-types.js';

@@ -55,6 +55,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
     .option('--timeout <duration>', 'kill an attempt running longer (TIMEOUT, retried)')
     .option('--permanent-codes <codes>', 'exit codes that fail the task without retries, e.g. 2,64')
     .option('--permanent-errors <regex>', 'fail the task without retries when its error or output tail matches (repeatable)', collect)
+    .option('--busy-codes <codes>', 'exec exit codes that mean busy, try later: no attempt spent (default 75; none for none)')
+    .option('--max-busy <duration>', 'a task answering busy longer than this in a row fails (default 1h)')
     .option('--heartbeat-timeout <duration>', 'kill an attempt silent this long: no ctx.heartbeat(), no exec output (TIMEOUT, retried)')
     .option('--retry-quiet', 'retry quiet failures too: an exec exit 1-128 with nothing on stderr (by default an answer, not retried)')
     .option('--include <glob>', 'only files matching (repeatable)', collect)

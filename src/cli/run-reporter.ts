@@ -136,7 +136,10 @@ export class RunReporter implements BatchObserver {
     // a broken command is seen in seconds, not when its retries are spent. Once per kind, not per task.
     const kind = failed ? errorSignature(s.error ?? s.outcome) : null;
     const seen = kind !== null ? this.errorKinds.see(kind) : 'known';
-    if (!terminal && this.mode !== 'quiet' && seen === 'first') {
+    if (!terminal && this.mode !== 'quiet' && seen === 'first' && s.outcome === 'BUSY') {
+      // Its error says when it runs again, and that no attempt was spent.
+      this.human(`${this.c.yellow('busy')} ${printable(task.key)}: ${printable(s.error ?? s.outcome)} (the first busy answer of this kind; \`show KEY\` lists them)`);
+    } else if (!terminal && this.mode !== 'quiet' && seen === 'first') {
       const next = s.retryAt ? `, retrying in ${formatMs(Math.max(0, s.retryAt - Date.now()))}` : ', retrying';
       this.human(
         `${this.c.yellow('error')} ${printable(task.key)} attempt ${task.attempt}${next}: ${printable(s.error ?? s.outcome)} (the first of this error; others like it are counted in \`status\`)`,

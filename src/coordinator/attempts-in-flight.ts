@@ -13,7 +13,7 @@ import type { AttemptPool } from './run-types.js';
 import { formGroups, halves } from './groups.js';
 import { itemMessage, printId, runMessage, type Inflight, type Run } from './attempt-run.js';
 import { OomKills } from './oom-kills.js';
-import { decideSettlement, killedOutright, upToDateSettlement, type Ending, type RetryRules } from './settlement.js';
+import { decideSettlement, isBusy, killedOutright, upToDateSettlement, type Ending, type RetryRules } from './settlement.js';
 import { SilenceWatch } from './silence-watch.js';
 
 export interface AttemptSettings {
@@ -184,7 +184,8 @@ export class AttemptsInFlight {
       for (const m of run.members) this.bounds.set(m.task.id, Math.ceil(n / 2));
       return { settled: this.settleRun(run, { kind: 'interrupted', why: `its group of ${n} items lost its worker (${ending.why}); run again in smaller groups` }, now), again: null };
     }
-    if (n > 1 && ending.kind === 'reported' && !ending.msg.ok) {
+    // A group that answered busy as a whole is not split: every item of it waits, uncharged.
+    if (n > 1 && ending.kind === 'reported' && !ending.msg.ok && !isBusy(ending.msg, this.settings.rules(run.members[0]!.task.stage))) {
       if (this.settings.stopping()) return { settled: this.settleRun(run, { kind: 'interrupted', why: `its group of ${n} items failed as the run stopped` }, now), again: null };
       return { settled: [], again: { worker: run.worker, messages: this.split(run, now) } };
     }
@@ -281,6 +282,10 @@ export class AttemptsInFlight {
       if (run.interrupted && own.kind === 'reported' && !own.msg.ok) own = { kind: 'interrupted' };
       return this.settle(m, own, now);
     });
+    // A group that answered busy as a whole comes back as one: its items wait the same time (one
+    // jitter, not one each), so they are claimed, and grouped, together again.
+    const busy = settled.filter((q) => q.settlement.outcome === 'BUSY');
+    if (!items && busy.length > 1) for (const q of busy) [q.settlement.retryAt, q.settlement.error] = [busy[0]!.settlement.retryAt, busy[0]!.settlement.error];
     if (run.members.length > 1 || run.part > 0) {
       const lead = Math.max(0, settled.findIndex((q) => q.terminal));
       const keys = run.members.map((x) => x.task.key);

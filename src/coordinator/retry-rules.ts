@@ -15,6 +15,8 @@ export function rulesOf(settings: JobSettings): (stage: string) => RetryRules {
       permanentErrors: p.permanentErrors.map((source) => new RegExp(source)),
       heartbeatTimeoutMs: p.heartbeatTimeoutMs,
       retryQuiet: p.retryQuiet,
+      busyCodes: settings.busyCodes,
+      maxBusyMs: settings.maxBusyMs,
     });
   }
   return (stage) => rules.get(stage) ?? rules.values().next().value!;

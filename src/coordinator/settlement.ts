@@ -22,6 +22,9 @@ export interface RetryRules {
   heartbeatTimeoutMs: number | null;
   /** --retry-quiet: a quiet failure (DoneMessage.quiet) is retried like any other; else it is final. */
   retryQuiet: boolean;
+  /** --busy-codes: exit codes that mean "busy, try later" (as a handler's RetryLater); --max-busy bounds a streak of them. */
+  busyCodes: number[];
+  maxBusyMs: number;
 }
 
 /** Why the coordinator stopped an attempt: --timeout, or --heartbeat-timeout (silence). */
@@ -109,6 +112,16 @@ export function decideSettlement(
     return { settlement: s, terminal: true };
   }
   if (ending.timedOut) return timedOut(ending.timedOut, m);
+  if (isBusy(m, rules)) {
+    // Busy, try later (SPEC §10): back to wait, no attempt spent, until the streak passes --max-busy.
+    const since = task.busySince ?? start;
+    const what = m.error ? errorLine(m.error) : `exit code ${m.exitCode}`;
+    if (end - since >= rules.maxBusyMs) return failure('FAILED', `busy for ${ms(end - since)} in a row, longer than --max-busy ${ms(rules.maxBusyMs)}: ${what}`, false, m);
+    const delay = m.error?.busy?.retryAfterMs ?? busyBackoff(end - since, rules.policy);
+    const s = settlement('BUSY', `busy: ${what}; tried again in ${ms(delay)}, no attempt spent`, m);
+    s.retryAt = now + delay;
+    return { settlement: s, terminal: false };
+  }
   if (m.quiet && !rules.retryQuiet && !ending.outOfMemory) {
     // A command that exits non-zero by itself and says nothing on stderr (grep finding no
     // match, diff, test) gave an answer; it would give the same one in 5 s. Anything on
@@ -118,6 +131,20 @@ export function decideSettlement(
   const error = m.error ? (ending.outOfMemory ? outOfMemory(errorLine(m.error)) : errorLine(m.error)) : 'failed';
   const permanent = m.error?.retryable === false || (m.exitCode !== null && rules.permanentCodes.includes(m.exitCode));
   return failure('FAILED', error, permanent, m);
+}
+
+/** Whether a reported failure says "busy, try later": a --busy-codes exit code, or a handler's RetryLater. */
+export function isBusy(m: DoneMessage, rules: Pick<RetryRules, 'busyCodes'>): boolean {
+  return !m.ok && (m.error?.busy !== undefined || (m.exitCode !== null && rules.busyCodes.includes(m.exitCode)));
+}
+
+/**
+ * The wait after a busy answer without a delay of its own: the backoff, then as long as the
+ * streak has lasted so far (so the waits double), at most --max-backoff, spread by the jitter.
+ */
+function busyBackoff(streakMs: number, policy: BackoffPolicy): number {
+  const wait = Math.min(Math.max(policy.backoffMs, streakMs), policy.maxBackoffMs);
+  return Math.max(0, Math.round(wait * (1 + policy.jitter * (2 * Math.random() - 1))));
 }
 
 /**

@@ -37,6 +37,12 @@ export type JobDefinition = {
   retryQuiet: boolean;
   /** A per-item pipeline; empty without stages (then `handler` runs every task). */
   stages: StageDefinition[];
+  /**
+   * "Busy, try later" (SPEC §10): an --exec exit code in `busyCodes` (or a handler's RetryLater)
+   * puts the task back without spending an attempt, for at most `maxBusyMs` in a row.
+   */
+  busyCodes: number[];
+  maxBusyMs: number;
   /** Which never-tried tasks are claimed first (SPEC §10, task-order.ts): --order, then --priority ahead of it. */
   order: Order;
   priority: PriorityRule[];
@@ -105,6 +111,8 @@ export const DEFAULT_SETTINGS: JobSettings = {
   heartbeatTimeoutMs: null,
   retryQuiet: false,
   stages: [],
+  busyCodes: [75],
+  maxBusyMs: 60 * 60 * 1000,
   order: 'key',
   priority: [],
 };
@@ -120,6 +128,8 @@ export function settingsOf(job: JobDefinition): JobSettings {
     permanentErrors: rest.permanentErrors ?? [],
     heartbeatTimeoutMs: rest.heartbeatTimeoutMs ?? null,
     retryQuiet: rest.retryQuiet ?? false,
+    busyCodes: rest.busyCodes ?? DEFAULT_SETTINGS.busyCodes,
+    maxBusyMs: rest.maxBusyMs ?? DEFAULT_SETTINGS.maxBusyMs,
     order: rest.order ?? 'key',
     priority: rest.priority ?? [],
     items: split.items ?? null,

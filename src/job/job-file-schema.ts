@@ -176,6 +176,11 @@ export const JobFileSchema = z
       .optional(),
     lineBuffer: z.boolean().describe('print the output line by line as it comes, each line whole, like GNU parallel --line-buffer (implies print)').optional(),
     stages: z.array(StageSchema).min(1).describe('a per-item pipeline: one task per stage and item').optional(),
+    busyCodes: z
+      .array(z.number().int().min(1).max(255))
+      .describe('exec exit codes that mean "busy, try later": the task waits its backoff and runs again without spending an attempt (default [75]; [] for none)')
+      .optional(),
+    maxBusy: longerThanZero.describe('how long a task may answer busy in a row before that counts as a failure (default 1h)').optional(),
     order: z
       .enum(ORDERS)
       .describe('which never-tried tasks run first: key (the default), size (biggest input first), history (slowest in earlier batches of the source first), random (--order)')

@@ -103,6 +103,8 @@ export function readJobFile(path: string): RunInput {
       permanentErrors: j.permanentErrors,
       heartbeatTimeoutMs: j.heartbeatTimeout,
       retryQuiet: j.retryQuiet,
+      busyCodes: j.busyCodes,
+      maxBusyMs: j.maxBusy,
       order: j.order,
       priority: j.priority,
     }),

@@ -22,10 +22,12 @@ export function parseConcurrency(value: string, option = '-j/--concurrency'): nu
   return workers;
 }
 
-export function parseCodes(value: string): number[] {
+export function parseCodes(value: string, option = '--permanent-codes'): number[] {
+  if (option === '--busy-codes' && value.trim() === 'none') return [];
   const codes = value.split(',').map((s) => s.trim()).filter(Boolean);
   if (codes.length === 0 || codes.some((c) => !/^\d+$/.test(c) || Number(c) > 255 || Number(c) === 0)) {
-    throw new UsageError(`--permanent-codes expects exit codes 1-255 separated by commas, e.g. 2,64; got "${value}"`);
+    const none = option === '--busy-codes' ? ' (none: no exit code means busy)' : '';
+    throw new UsageError(`${option} expects exit codes 1-255 separated by commas, e.g. ${option === '--busy-codes' ? '75' : '2,64'}${none}; got "${value}"`);
   }
   return codes.map(Number);
 }

@@ -17,6 +17,16 @@ export interface StoredBatch {
   source: string;
 }
 
+/** An exit code cannot both fail a task for good and mean "busy, try later". */
+export function checkBusyCodes(settings: JobSettings): void {
+  for (const codes of [settings.permanentCodes, ...settings.stages.map((s) => s.permanentCodes ?? [])]) {
+    const both = codes.filter((c) => settings.busyCodes.includes(c));
+    if (both.length) {
+      throw new UsageError(`exit code ${both.join(', ')} is in both --permanent-codes and --busy-codes (default 75); give it to one of them (--busy-codes none: no code means busy)`);
+    }
+  }
+}
+
 /** One line for a planned output that cannot be written: what, where, and the way out. */
 export function outputProblemMessage(problem: OutputProblem, settings: JobSettings): string {
   const stage = 'key' in problem ? problem.key : problem.first;

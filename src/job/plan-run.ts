@@ -22,7 +22,7 @@ import { printable } from '../printable.js';
 import { storePathAt, storePaths } from '../replaceable-path.js';
 import { isPostgresUrl, logRoot } from '../store/open-store.js';
 import type { TaskSpec } from '../store/task-store.js';
-import { checkFile, checkSameSource, checkStages, outputProblemMessage, storeFiles, type StoredBatch } from './plan-checks.js';
+import { checkBusyCodes, checkFile, checkSameSource, checkStages, outputProblemMessage, storeFiles, type StoredBatch } from './plan-checks.js';
 
 /** Everything `run` decided before touching anything: what to split, how, into which batch. */
 export interface RunPlan {
@@ -122,6 +122,7 @@ export async function planRun(
   }
   if (asArgs) checkArgsMode(input.settings.items, groups.some((g) => g.file !== undefined));
   const { settings, changed } = mergeSettings(stored, input.settings);
+  checkBusyCodes(settings);
   if (existing) checkItemsMode(stored, settings, batchName);
   if (existing && blocks) checkBlockSize(stored, changed, batchName);
   // `retry-failed --run` runs what is stored: a list's items are in their tasks, so neither the list nor stdin is read.

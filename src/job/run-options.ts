@@ -43,6 +43,9 @@ export interface RawRunFlags {
   jitter?: string;
   timeout?: string;
   permanentCodes?: string;
+  /** `--busy-codes 75,…|none` and `--max-busy DURATION`: "busy, try later" (SPEC §10). */
+  busyCodes?: string;
+  maxBusy?: string;
   output?: string;
   force?: boolean;
   print?: boolean;
@@ -192,7 +195,9 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     maxBackoffMs: given(f.maxBackoff, (v) => parseDuration(v, '--max-backoff')),
     jitter: given(f.jitter, (v) => parseFraction(v, '--jitter')),
     timeoutMs: given(f.timeout, (v) => atLeast(positive(parseDuration(v, '--timeout'), '--timeout'), MIN_DURATION_MS.timeout, '--timeout')),
-    permanentCodes: given(f.permanentCodes, parseCodes),
+    permanentCodes: given(f.permanentCodes, (v) => parseCodes(v)),
+    busyCodes: given(f.busyCodes, (v) => parseCodes(v, '--busy-codes')),
+    maxBusyMs: given(f.maxBusy, (v) => positive(parseDuration(v, '--max-busy'), '--max-busy')),
     output: f.output === undefined ? undefined : { template: f.output, base: cwd },
     permanentErrors: f.permanentErrors?.length ? f.permanentErrors.map((r) => checkRegex(r, '--permanent-errors')) : undefined,
     heartbeatTimeoutMs: given(f.heartbeatTimeout, (v) => positive(parseDuration(v, '--heartbeat-timeout'), '--heartbeat-timeout')),

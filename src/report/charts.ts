@@ -10,6 +10,7 @@ export const OUTCOME_COLORS: Record<string, string> = {
   CRASHED: '#8e44ad',
   LOST: '#7f8c8d',
   INTERRUPTED: '#c9b037',
+  BUSY: '#5dade2',
   RUNNING: '#3b82f6',
 };
 

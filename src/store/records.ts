@@ -63,6 +63,8 @@ export interface ClaimedTask {
   workerId: string;
   /** The stored results of the stages it needs (stages only), by stage. */
   inputs: Record<string, unknown>;
+  /** Since when its attempts have answered busy in a row (BUSY), or null: `--max-busy` bounds it. */
+  busySince: number | null;
 }
 
 /** One worker slot asking for a task in a claim. */
@@ -114,7 +116,7 @@ export interface Settlement {
   result?: string | null;
   /**
    * For failures: when to run again if retries remain, or null to fail the task
-   * now (permanent). Ignored for SUCCESS and INTERRUPTED.
+   * now (permanent); for BUSY, when to run again. Ignored for SUCCESS and INTERRUPTED.
    */
   retryAt?: number | null;
   /** SUCCESS only: its declared output was up to date, so nothing ran (SPEC §4). */

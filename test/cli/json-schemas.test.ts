@@ -14,7 +14,7 @@ const atOrNull = at.nullable();
 const count = z.number().int().nonnegative();
 const counts = { total: count, pending: count, retrying: count, running: count, queued: count, succeeded: count, failed: count, cancelled: count };
 const status = z.enum(['PENDING', 'RUNNING', 'SUCCESS', 'FAILED', 'CANCELLED']);
-const outcome = z.enum(['SUCCESS', 'FAILED', 'TIMEOUT', 'CRASHED', 'LOST', 'INTERRUPTED']);
+const outcome = z.enum(['SUCCESS', 'FAILED', 'TIMEOUT', 'CRASHED', 'LOST', 'INTERRUPTED', 'BUSY']);
 
 const task = {
   key: z.string(),

@@ -71,6 +71,7 @@ const task = (i: number, attempt = 1): ClaimedTask => ({
   payload: { version: 1, path: `/src/item-${i}`, rel: `item-${i}` },
   workerId: 'w1',
   inputs: {},
+  busySince: null,
 });
 
 /** A failure whose error is 4 KiB (the most the store keeps) and unlike every other's. */

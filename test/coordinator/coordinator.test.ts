@@ -93,6 +93,8 @@ const rules: RetryRules = {
   timeoutMs: null,
   permanentErrors: [],
   heartbeatTimeoutMs: null,
+  busyCodes: [75],
+  maxBusyMs: 3_600_000,
   retryQuiet: false,
 };
 

@@ -15,6 +15,8 @@ const rules = (over: Partial<RetryRules> = {}): RetryRules => ({
   permanentErrors: [],
   heartbeatTimeoutMs: null,
   retryQuiet: false,
+  busyCodes: [75],
+  maxBusyMs: 3_600_000,
   ...over,
 });
 
@@ -31,6 +33,7 @@ function claimed(attempt: number, maxAttempts = 4): ClaimedTask {
     payload: { version: 1, path: '/src/a.log', rel: 'a.log' },
     workerId: 'w1',
     inputs: {},
+    busySince: null,
   };
 }
 
@@ -391,5 +394,42 @@ describe('when the attempt ran', () => {
   it('without the worker\'s times: from when it started after waiting queued, else from its claim (no start recorded)', () => {
     expect(decideSettlement(claimed(1), reported(done()), rules(), NOW, STARTED, true).settlement).toMatchObject({ startedAt: STARTED, endedAt: NOW, durationMs: NOW - STARTED });
     expect(decideSettlement(claimed(1), reported(done()), rules(), NOW, STARTED).settlement.startedAt).toBeUndefined();
+  });
+});
+
+describe('decideSettlement: busy, try later (SPEC §10)', () => {
+  const busyTask = (busySince: number | null, attempt = 4) => ({ ...claimed(attempt, 4), busySince });
+
+  it('a --busy-codes exit code is BUSY: not terminal, back after the backoff, even on the last attempt and with nothing on stderr', () => {
+    const { settlement, terminal } = decideSettlement(busyTask(null), reported(done({ exitCode: 75, quiet: true, error: err({ message: 'exit code 75' }) })), rules(), NOW, STARTED);
+    expect(terminal).toBe(false);
+    expect(settlement).toMatchObject({ outcome: 'BUSY', retryAt: NOW + 5_000, exitCode: 75 });
+    expect(settlement.error).toBe('busy: exit code 75; tried again in 5s, no attempt spent');
+    // Another code is a failure as ever; with --busy-codes none, 75 is one too.
+    expect(decideSettlement(busyTask(null, 1), reported(done({ exitCode: 3, error: err() })), rules(), NOW, STARTED).settlement.outcome).toBe('FAILED');
+    expect(decideSettlement(busyTask(null, 1), reported(done({ exitCode: 75, error: err() })), rules({ busyCodes: [] }), NOW, STARTED).settlement.outcome).toBe('FAILED');
+  });
+
+  it("a handler's RetryLater: its own delay, else the backoff; the waits grow with the streak", () => {
+    const later = (ms: number | null) => reported(done({ exitCode: null, error: err({ name: 'RetryLater', message: 'slow down', busy: { retryAfterMs: ms } }) }));
+    expect(decideSettlement(busyTask(null), later(1_500), rules(), NOW, STARTED).settlement).toMatchObject({ outcome: 'BUSY', retryAt: NOW + 1_500 });
+    expect(decideSettlement(busyTask(null), later(null), rules(), NOW, STARTED).settlement.retryAt).toBe(NOW + 5_000);
+    // Busy for 40 s in a row: the next wait is as long (the backoff, then doubling), at most --max-backoff.
+    expect(decideSettlement(busyTask(NOW - 40_000), later(null), rules(), NOW, STARTED).settlement.retryAt).toBe(NOW + 40_000);
+    expect(decideSettlement(busyTask(NOW - 40_000), later(null), rules({ policy: { ...policy, maxBackoffMs: 10_000 } }), NOW, STARTED).settlement.retryAt).toBe(NOW + 10_000);
+  });
+
+  it('busy for --max-busy in a row is a failure: charged, retried by the rules, terminal on the last attempt', () => {
+    const streak = busyTask(NOW - 3_600_000, 4);
+    const { settlement, terminal } = decideSettlement(streak, reported(done({ exitCode: 75, error: err({ message: 'exit code 75' }) })), rules(), NOW, STARTED);
+    expect(settlement.outcome).toBe('FAILED');
+    expect(settlement.error).toBe('busy for 1h in a row, longer than --max-busy 1h: exit code 75');
+    expect(terminal).toBe(true);
+    const early = decideSettlement({ ...streak, counted: 1 }, reported(done({ exitCode: 75, error: err() })), rules(), NOW, STARTED);
+    expect(early).toMatchObject({ terminal: false, settlement: { outcome: 'FAILED', retryAt: NOW + 5_000 } });
+  });
+
+  it('a timeout is a timeout, whatever the exit code', () => {
+    expect(decideSettlement(busyTask(null), reported(done({ exitCode: 75, error: err() }), 'timeout'), rules(), NOW, STARTED).settlement.outcome).toBe('TIMEOUT');
   });
 });

@@ -513,7 +513,7 @@ async function runScenario({ cfg, cmds }: Scenario, mode: BudgetMode = 'safe'): 
   ctl.dead.clear();
 
   const m = new Model();
-  const rules: RetryRules = { policy: cfg.policy, permanentCodes: [], timeoutMs: 1000, permanentErrors: [], heartbeatTimeoutMs: null, retryQuiet: false };
+  const rules: RetryRules = { policy: cfg.policy, permanentCodes: [], timeoutMs: 1000, permanentErrors: [], heartbeatTimeoutMs: null, retryQuiet: false, busyCodes: [75], maxBusyMs: 3_600_000 };
   const owners: MOwner[] = Array.from({ length: cfg.owners }, (_, slot) => {
     const host = slot === 2 && cfg.remoteOwner ? 'host-b/boot' : 'host-a/boot';
     return { slot, gen: 0, host, id: `${host}:${4000 + slot}:0`, alive: true };
@@ -648,7 +648,7 @@ async function runScenario({ cfg, cmds }: Scenario, mode: BudgetMode = 'safe'): 
           const t = m.tasks[cmd.pick % Math.max(1, m.tasks.length)];
           if (!t) return;
           // A token never handed out.
-          claimed = { id: t.id, token: m.nextToken + 1000, key: t.key, stage: '', seq: 0, attempt: 1, counted: 1, maxAttempts: t.maxAttempts, payload: spec(t.key).payload, workerId: 'ghost', inputs: {} };
+          claimed = { id: t.id, token: m.nextToken + 1000, key: t.key, stage: '', seq: 0, attempt: 1, counted: 1, maxAttempts: t.maxAttempts, payload: spec(t.key).payload, workerId: 'ghost', inputs: {}, busySince: null };
         }
         const before = snapshot(claimed.token);
         const wasUnknown = m.attempt(claimed.token)?.outcome === 'LOST' && m.attempt(claimed.token)?.endedAt === null;

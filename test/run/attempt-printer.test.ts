@@ -20,6 +20,7 @@ const task = (token: number, key: string): ClaimedTask => ({
   payload: { version: 1, path: key, rel: key },
   workerId: 'w1',
   inputs: {},
+  busySince: null,
 });
 
 const quiet: RunObserver = { attemptEnded() {}, released() {}, note() {} };

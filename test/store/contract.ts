@@ -11,6 +11,7 @@ import { itemsContract } from './contract/items.js';
 import { queuedContract } from './contract/queued.js';
 import { groupsContract } from './contract/groups.js';
 import { orderContract } from './contract/order.js';
+import { busyContract } from './contract/busy.js';
 
 export { ending, keys, newBatch, spec, type MakeStore } from './contract/harness.js';
 
@@ -32,5 +33,6 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
     queuedContract(h);
     groupsContract(h);
     orderContract(h);
+    busyContract(h);
   });
 }

@@ -78,7 +78,7 @@ function endUnknown(a: AttemptRow): string {
 
 function colorOutcome(c: ReturnType<typeof colors>, outcome: string | null): string {
   if (outcome === null) return c.cyan('RUNNING');
-  return outcome === 'SUCCESS' ? c.green(outcome) : outcome === 'INTERRUPTED' ? c.yellow(outcome) : c.red(outcome);
+  return outcome === 'SUCCESS' ? c.green(outcome) : outcome === 'INTERRUPTED' || outcome === 'BUSY' ? c.yellow(outcome) : c.red(outcome);
 }
 
 function showJson(task: TaskRow, attempts: AttemptRow[]) {

@@ -15,7 +15,7 @@ const GROUPS: [heading: string, options: string[]][] = [
   ['Order and flow:', ['--order', '--shuf', '--priority']],
   [
     'Retries and time:',
-    ['--retries', '--backoff', '--backoff-factor', '--max-backoff', '--jitter', '--timeout', '--heartbeat-timeout', '--permanent-codes', '--permanent-errors', '--retry-quiet', '--max-failures', '--max-runtime', '--no-wait', '--grace', '--load-timeout', '--lease'],
+    ['--retries', '--backoff', '--backoff-factor', '--max-backoff', '--jitter', '--timeout', '--heartbeat-timeout', '--permanent-codes', '--permanent-errors', '--retry-quiet', '--busy-codes', '--max-busy', '--max-failures', '--max-runtime', '--no-wait', '--grace', '--load-timeout', '--lease'],
   ],
   [
     'Output:',

@@ -17,7 +17,9 @@ export function settleStatements(s: string) {
      * Fenced: a task changes only while its token still holds it. Task rows are locked in id
      * order first, as every multi-row writer does, so two writers never deadlock. SUCCESS ends
      * the task; a failure retries at retryAt while attempts remain (NULL: permanent);
-     * INTERRUPTED is not charged; a task `cancel` asked to stop ends CANCELLED instead.
+     * INTERRUPTED is not charged; BUSY is not charged and waits until retryAt, keeping when its
+     * busy streak began (busy_since; any other outcome but INTERRUPTED clears it); a task
+     * `cancel` asked to stop ends CANCELLED instead.
      */
     settleTasks: `
       WITH r AS MATERIALIZED (SELECT * FROM ${reportsOf()}),
@@ -57,18 +59,20 @@ export function settledCtes(s: string, locked: string): string {
   return `settled AS (
         UPDATE ${s}.tasks AS t SET
           status = CASE WHEN r.outcome = 'SUCCESS' THEN 'SUCCESS' WHEN t.cancel_requested THEN 'CANCELLED'
-                        WHEN r.outcome = 'INTERRUPTED' OR (${retries}) THEN 'PENDING' ELSE 'FAILED' END,
+                        WHEN r.outcome IN ('INTERRUPTED', 'BUSY') OR (${retries}) THEN 'PENDING' ELSE 'FAILED' END,
           result = CASE WHEN r.outcome = 'SUCCESS' THEN r.result ELSE t.result END,
           up_to_date = CASE WHEN r.outcome = 'SUCCESS' THEN r.up_to_date ELSE t.up_to_date END,
           output_temp = CASE WHEN r.outcome = 'SUCCESS' THEN r.output_temp ELSE t.output_temp END,
-          finished_at = CASE WHEN r.outcome = 'INTERRUPTED' AND NOT t.cancel_requested THEN t.finished_at
+          finished_at = CASE WHEN r.outcome IN ('INTERRUPTED', 'BUSY') AND NOT t.cancel_requested THEN t.finished_at
                              WHEN ${retries} THEN NULL ELSE r.ended_at END,
           next_run_at = CASE WHEN ${failed} THEN coalesce(r.retry_at, t.next_run_at) ELSE t.next_run_at END,
           last_error = CASE WHEN r.outcome = 'SUCCESS' THEN r.error
                             WHEN r.outcome = 'INTERRUPTED' THEN CASE WHEN t.cancel_requested THEN 'cancelled' ELSE t.last_error END
                             WHEN t.cancel_requested THEN 'cancelled; its last attempt: ' || r.error ELSE r.error END,
           started_at = CASE WHEN r.outcome = 'INTERRUPTED' THEN t.started_at ELSE coalesce(r.started_at, t.started_at) END,
-          attempts = CASE WHEN r.outcome = 'INTERRUPTED' THEN t.attempts - 1 ELSE t.attempts END,
+          attempts = CASE WHEN r.outcome IN ('INTERRUPTED', 'BUSY') THEN t.attempts - 1 ELSE t.attempts END,
+          earlier_attempts = CASE WHEN r.outcome = 'BUSY' THEN t.earlier_attempts + 1 ELSE t.earlier_attempts END,
+          busy_since = CASE WHEN r.outcome = 'BUSY' THEN coalesce(t.busy_since, r.started_at, t.started_at) WHEN r.outcome = 'INTERRUPTED' THEN t.busy_since END,
           cancel_requested = CASE WHEN r.outcome = 'SUCCESS' THEN false ELSE t.cancel_requested END,
           lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
         FROM r

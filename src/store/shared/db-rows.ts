@@ -21,6 +21,8 @@ export interface BatchDbRow {
 
 export interface TaskDbRow {
   id: number;
+  /** Since when its attempts have answered busy in a row (a bigint's text on PostgreSQL), or null. */
+  busy_since: number | string | null;
   batch_id: number;
   task_key: string;
   stage: string;
@@ -132,6 +134,7 @@ export function toAttemptRow(r: AttemptDbRow): AttemptRow {
 export type ClaimedDbRow = Pick<
   TaskDbRow,
   'id' | 'batch_id' | 'task_key' | 'stage' | 'item_key' | 'needs' | 'seq' | 'payload' | 'attempts' | 'earlier_attempts' | 'max_attempts'
+ | 'busy_since'
 >;
 
 /** A claimed attempt's number: every attempt the task ever had, earlier retry budgets included (SPEC §6). */
@@ -150,6 +153,7 @@ export function toClaimedTask(r: ClaimedDbRow, token: number, workerId: string, 
     payload: JSON.parse(r.payload),
     workerId,
     inputs,
+    busySince: r.busy_since === null ? null : Number(r.busy_since),
   };
 }
 

@@ -21,7 +21,7 @@ export const NEEDS_MET = `(c.needs IS NULL OR json_array_length(c.needs) = (
     AND d.stage IN (SELECT value FROM json_each(c.needs))))`;
 
 /** What a claim hands back: what a worker needs, no more (RETURNING * costs as much as the update). */
-const CLAIMED = 'id, batch_id, task_key, stage, item_key, needs, seq, payload, attempts, earlier_attempts, max_attempts, worker_id, lease_token';
+const CLAIMED = 'id, batch_id, task_key, stage, item_key, needs, seq, payload, attempts, earlier_attempts, max_attempts, worker_id, lease_token, busy_since';
 
 export const LEASE_SQL = {
   /**
@@ -100,7 +100,9 @@ export const LEASE_SQL = {
   /**
    * @list (JSON [[taskId, token, outcome, endedAt, error, retryAt, result, keepResult, startedAt, upToDate, outputTemp], …]) —
    * every outcome in one statement, each fenced: a task changes only while the token still
-   * holds it. SUCCESS ends the task; INTERRUPTED returns it uncharged; any other outcome
+   * holds it. SUCCESS ends the task; INTERRUPTED returns it uncharged; BUSY returns it uncharged
+   * to wait until retryAt, and keeps when its busy streak began (busy_since: its first busy
+   * attempt's start; any other outcome but INTERRUPTED clears it); any other outcome
    * retries it when retryAt is set and attempts remain, else fails it. A task `cancel` asked
    * to stop ends CANCELLED unless it succeeded. keepResult: the result was written already
    * (putResult). startedAt: when the attempt really started, if it waited queued on its slot
@@ -117,11 +119,11 @@ export const LEASE_SQL = {
     SET status = CASE
           WHEN j.outcome = 'SUCCESS' THEN 'SUCCESS'
           WHEN cancel_requested THEN 'CANCELLED'
-          WHEN j.outcome = 'INTERRUPTED' OR (j.retry IS NOT NULL AND attempts < max_attempts) THEN 'PENDING'
+          WHEN j.outcome IN ('INTERRUPTED', 'BUSY') OR (j.retry IS NOT NULL AND attempts < max_attempts) THEN 'PENDING'
           ELSE 'FAILED' END,
         finished_at = CASE
           WHEN j.outcome = 'SUCCESS' OR cancel_requested THEN j.ended
-          WHEN j.outcome = 'INTERRUPTED' THEN finished_at
+          WHEN j.outcome IN ('INTERRUPTED', 'BUSY') THEN finished_at
           WHEN j.retry IS NOT NULL AND attempts < max_attempts THEN NULL
           ELSE j.ended END,
         next_run_at = CASE WHEN j.outcome IN ('SUCCESS', 'INTERRUPTED') THEN next_run_at ELSE coalesce(j.retry, next_run_at) END,
@@ -133,7 +135,10 @@ export const LEASE_SQL = {
         result = CASE WHEN j.outcome = 'SUCCESS' AND NOT j.keep THEN j.result ELSE tasks.result END,
         up_to_date = CASE WHEN j.outcome = 'SUCCESS' THEN j.fresh ELSE up_to_date END,
         output_temp = CASE WHEN j.outcome = 'SUCCESS' THEN j.temp ELSE output_temp END,
-        attempts = attempts - (j.outcome = 'INTERRUPTED'),
+        attempts = attempts - (j.outcome IN ('INTERRUPTED', 'BUSY')),
+        -- A busy attempt ran: it keeps its number (attempts + earlier_attempts never goes back), not the budget.
+        earlier_attempts = earlier_attempts + (j.outcome = 'BUSY'),
+        busy_since = CASE WHEN j.outcome = 'BUSY' THEN coalesce(busy_since, j.started, started_at) WHEN j.outcome = 'INTERRUPTED' THEN busy_since END,
         cancel_requested = CASE WHEN j.outcome = 'SUCCESS' THEN 0 ELSE cancel_requested END,
         started_at = CASE WHEN j.outcome = 'INTERRUPTED' THEN started_at ELSE coalesce(j.started, started_at) END,
         lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL

@@ -21,7 +21,7 @@ export function attemptStatsContract(h: Harness): void {
         ...os.map((t) => ending(t, 'SUCCESS', now + 1, { durationMs: 3 })),
       ]);
       const s = await h.store.attemptStats(id, [10, 1000, 2000]);
-      expect(s.outcomes).toEqual({ SUCCESS: 2, FAILED: 1, TIMEOUT: 1, CRASHED: 1, LOST: 0, INTERRUPTED: 0 });
+      expect(s.outcomes).toEqual({ SUCCESS: 2, FAILED: 1, TIMEOUT: 1, CRASHED: 1, LOST: 0, INTERRUPTED: 0, BUSY: 0 });
       expect(s.boundsMs).toEqual([10, 1000, 2000]);
       expect(s.buckets).toEqual([2, 4, 4]);
       expect(s.count).toBe(5);

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { ending, type Harness } from './harness.js';
+
+/**
+ * The TaskStore contract, busy answers (SPEC §10): a BUSY settlement puts its task back to wait
+ * until retryAt without spending its budget, its attempt number goes on, and the task keeps
+ * when its busy streak began until another outcome ends it.
+ */
+export function busyContract(h: Harness): void {
+  const { setup, claimOne, task } = h;
+  describe('busy answers', () => {
+    it('BUSY: back to PENDING until retryAt, uncharged even on the last attempt, numbered on; the streak kept, then cleared', async () => {
+      const id = await setup(1, { maxAttempts: 1 });
+      const now = Date.now();
+      const first = await claimOne(id, now);
+      expect(first).toMatchObject({ attempt: 1, counted: 1, busySince: null });
+      expect(await h.store.settle([ending(first, 'BUSY', now + 10, { retryAt: now + 100 })])).toEqual([{ token: first.token, status: 'PENDING' }]);
+      expect(await task(id, first.key)).toMatchObject({ status: 'PENDING', attempts: 0, nextRunAt: now + 100 });
+      const second = await claimOne(id, now + 100);
+      expect(second).toMatchObject({ attempt: 2, counted: 1, busySince: now });
+      await h.store.settle([ending(second, 'BUSY', now + 110, { retryAt: now + 200 })]);
+      const third = await claimOne(id, now + 200);
+      expect(third).toMatchObject({ attempt: 3, counted: 1, busySince: now });
+      // A failure ends the streak (and, out of budget, the task).
+      expect(await h.store.settle([ending(third, 'FAILED', now + 210, { retryAt: now + 300 })])).toEqual([{ token: third.token, status: 'FAILED' }]);
+      expect((await h.store.attemptsOf(third.id)).map((a) => [a.attempt, a.outcome])).toEqual([
+        [1, 'BUSY'],
+        [2, 'BUSY'],
+        [3, 'FAILED'],
+      ]);
+      await h.store.retryFailed({ batchId: id });
+      expect((await claimOne(id, now + 400)).busySince).toBeNull();
+    });
+
+    it('a task cancel asked to stop ends CANCELLED on a busy answer', async () => {
+      const id = await setup(1);
+      const now = Date.now();
+      const t = await claimOne(id, now);
+      await h.store.cancel({ batchId: id });
+      expect(await h.store.settle([ending(t, 'BUSY', now + 10, { retryAt: now + 100 })])).toEqual([{ token: t.token, status: 'CANCELLED' }]);
+    });
+  });
+}
