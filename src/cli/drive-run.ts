@@ -2,6 +2,7 @@
 import type { RunPlan } from '../job/plan-run.js';
 import type { RawRunFlags } from '../job/run-options.js';
 import type { ShutdownSignal } from '../coordinator/run-types.js';
+import type { LearnedWork } from '../store/task-store.js';
 import { runBatch } from '../run/run-batch.js';
 import { signalOutcome } from '../run/run-outcome.js';
 import { installSignals, type CommandSignals } from '../run/signals.js';
@@ -52,8 +53,14 @@ export async function driveRun(
 ): Promise<number> {
   try {
     const { store, batch, pool, run } = started;
+    // The learned durations (--order history) are one pass over the batch's index: read every 5 s at most.
     const history = run.settings.order === 'history';
-    const counts = async () => ({ ...(await store.counts(batch.id)), ...(history ? { work: await store.learnedWork(batch.id) } : {}) });
+    let work: { at: number; work: LearnedWork } | null = null;
+    const learned = async () => {
+      if (!work || Date.now() - work.at >= 5_000) work = { at: Date.now(), work: await store.learnedWork(batch.id) };
+      return work.work;
+    };
+    const counts = async () => ({ ...(await store.counts(batch.id)), ...(history ? { work: await learned() } : {}) });
     const reporter = RunReporter.forFlags(io, flags, run.inv.progressIntervalMs, counts);
     reporter.tag = run.inv.print?.tag ?? false;
     reporter.definitionChanged = options.definitionChanged ?? false;

@@ -134,7 +134,8 @@ export class RunReporter implements BatchObserver {
     const failed = s.outcome !== 'SUCCESS' && s.outcome !== 'INTERRUPTED';
     // The first failure of each kind of error is shown as it happens, also while it is retried:
     // a broken command is seen in seconds, not when its retries are spent. Once per kind, not per task.
-    const kind = failed ? errorSignature(s.error ?? s.outcome) : null;
+    // A busy answer's kind is its cause, not when it runs again.
+    const kind = failed ? errorSignature((s.outcome === 'BUSY' ? s.error?.replace(/; tried again in .*$/, '') : s.error) ?? s.outcome) : null;
     const seen = kind !== null ? this.errorKinds.see(kind) : 'known';
     if (!terminal && this.mode !== 'quiet' && seen === 'first' && s.outcome === 'BUSY') {
       // Its error says when it runs again, and that no attempt was spent.

@@ -128,7 +128,8 @@ export function settingsOf(job: JobDefinition): JobSettings {
     permanentErrors: rest.permanentErrors ?? [],
     heartbeatTimeoutMs: rest.heartbeatTimeoutMs ?? null,
     retryQuiet: rest.retryQuiet ?? false,
-    busyCodes: rest.busyCodes ?? DEFAULT_SETTINGS.busyCodes,
+    // Stored before busy codes existed: 75, unless the batch made it a permanent failure.
+    busyCodes: rest.busyCodes ?? DEFAULT_SETTINGS.busyCodes.filter((c) => ![rest.permanentCodes ?? [], ...(rest.stages ?? []).map((s) => s.permanentCodes ?? [])].some((codes) => codes.includes(c))),
     maxBusyMs: rest.maxBusyMs ?? DEFAULT_SETTINGS.maxBusyMs,
     order: rest.order ?? 'key',
     priority: rest.priority ?? [],

@@ -1,4 +1,4 @@
-import { definitionOf, settingsOf, storedDefinition } from '../job/job-definition.js';
+import { settingsOf, storedDefinition } from '../job/job-definition.js';
 import { rankSpecs, type Order, type PriorityRule } from '../split/task-order.js';
 import type { AdminStore, BatchRecord, QueryStore, Rank, TaskRow } from '../store/task-store.js';
 
@@ -31,7 +31,8 @@ export async function reorderBatch(
     const ranks: Rank[] = ranked.map((s, i) => ({ id: tasks[i]!.id, priority: s.priority ?? 0, rank: s.rank ?? 0 }));
     moved += await store.rerank(batch.id, ranks);
   });
-  await store.rerank(batch.id, [], definitionOf(batch.source, settings));
+  // Only these two fields: a run may have stored a new handler or file state meanwhile.
+  await store.rerank(batch.id, [], { order: settings.order, priority: settings.priority });
   return { order: settings.order, priority: settings.priority, moved };
 }
 

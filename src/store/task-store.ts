@@ -197,10 +197,11 @@ export interface AdminStore {
   setPaused(batchId: number, paused: boolean): Promise<void>;
   /**
    * New claim ranks for the batch's tasks that still wait (PENDING; others are left as they
-   * are), and, when given, its stored options, without a new definition version (`set`).
-   * Returns how many tasks moved.
+   * are), and, when given, the fields of `patch` set in its stored definition (the others as
+   * they are in the store then), without a new definition version (`set`). Returns how many
+   * tasks moved.
    */
-  rerank(batchId: number, ranks: Rank[], job?: Record<string, unknown>): Promise<number>;
+  rerank(batchId: number, ranks: Rank[], patch?: Record<string, unknown>): Promise<number>;
   /**
    * Delete finished batches (nothing PENDING or RUNNING) whose last activity is before `before`,
    * in bounded chunks, each its own short transaction (so a concurrent run never waits long for

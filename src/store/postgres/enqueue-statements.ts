@@ -1,5 +1,5 @@
 /** The first staged spec of each key: of a list's repeated items the first is the task (as for the insert). */
-const FIRST_STAGED = '(SELECT DISTINCT ON (stage, task_key) stage, task_key, payload, fingerprint FROM pg_temp.staging ORDER BY stage, task_key, ord)';
+const FIRST_STAGED = '(SELECT DISTINCT ON (stage, task_key) stage, task_key, payload, fingerprint, priority, order_rank FROM pg_temp.staging ORDER BY stage, task_key, ord)';
 
 /**
  * The enqueue verb's statements (pg-enqueue.ts): the staged specs (pg_temp.staging) inserted
@@ -10,6 +10,12 @@ export function enqueueStatements(s: string) {
   return {
     /** $1 batchId */
     maxSeq: `SELECT coalesce(max(seq), 0) AS base FROM ${s}.tasks WHERE batch_id = $1`,
+    /** $1 batchId — reorderStaged for a list: of a key's repeated items, the first (FIRST_STAGED) ranks it, as it is the task. */
+    reorderItems: `
+      UPDATE ${s}.tasks AS t SET priority = st.priority, order_rank = st.order_rank
+      FROM ${FIRST_STAGED} AS st
+      WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
+        AND t.status = 'PENDING' AND (t.priority <> st.priority OR t.order_rank <> st.order_rank)`,
     /** $1 batchId — the batch's highest task number, for a read (maxSeq's, named as count() reads it). */
     lastSeq: `SELECT coalesce(max(seq), 0) AS n FROM ${s}.tasks WHERE batch_id = $1`,
     /** $1 batchId $2 base $3 maxAttempts $4 now — copies pg_temp.staging; keys already in the batch are skipped. */
@@ -20,8 +26,8 @@ export function enqueueStatements(s: string) {
       ON CONFLICT (batch_id, stage, task_key) DO NOTHING`,
     /**
      * $1 batchId — the claim order of this run (--order, --priority) for the tasks already
-     * stored that have not started: a rerun with another order re-ranks what waits. Touches
-     * only rows whose rank changed (an order given again changes none).
+     * stored that wait (those --rerun-changed just put back included): a rerun with another
+     * order re-ranks them. Touches only rows whose rank changed (an order given again changes none).
      */
     reorderStaged: `
       UPDATE ${s}.tasks AS t SET priority = st.priority, order_rank = st.order_rank
@@ -60,7 +66,7 @@ export function enqueueStatements(s: string) {
      */
     requeueItems: `
       UPDATE ${s}.tasks AS t
-      SET status = 'PENDING', attempts = 0, earlier_attempts = t.earlier_attempts + t.attempts, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
+      SET status = 'PENDING', attempts = 0, earlier_attempts = t.earlier_attempts + t.attempts, next_run_at = 0, busy_since = NULL, finished_at = NULL, result = NULL, last_error = NULL,
           fingerprint = t.seen_fingerprint, payload = left(st.payload, -1) || ',"rerun":true}'
       FROM ${FIRST_STAGED} AS st
       WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
@@ -81,7 +87,7 @@ export function enqueueStatements(s: string) {
     /** $1 batchId — --rerun-changed: back to PENDING with a fresh budget, to run on the new file. */
     requeueChanged: `
       UPDATE ${s}.tasks
-      SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
+      SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, busy_since = NULL, finished_at = NULL, result = NULL, last_error = NULL,
           fingerprint = seen_fingerprint
       WHERE batch_id = $1 AND status = 'SUCCESS' AND seen_fingerprint IS DISTINCT FROM fingerprint`,
   };

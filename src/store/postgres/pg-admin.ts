@@ -31,11 +31,11 @@ export async function setPaused(c: PgConn, batchId: number, paused: boolean): Pr
   await c.db.transaction((sql) => sql.run(c.st.setPaused, [batchId, paused, c.clock.now()]));
 }
 
-/** New claim ranks for the batch's waiting tasks (`set --order`, `--priority`), and its options when given; how many tasks moved. */
-export async function rerank(c: PgConn, batchId: number, ranks: Rank[], job?: Record<string, unknown>): Promise<number> {
+/** New claim ranks for the batch's waiting tasks (`set --order`, `--priority`), and its options' `patch` when given; how many tasks moved. */
+export async function rerank(c: PgConn, batchId: number, ranks: Rank[], patch?: Record<string, unknown>): Promise<number> {
   return c.db.transaction(async (sql) => {
     const moved = ranks.length ? await sql.run(c.st.rerank, [batchId, ranks.map((r) => r.id), ranks.map((r) => r.priority), ranks.map((r) => r.rank)]) : 0;
-    if (job) await sql.run(c.st.setOptions, [batchId, JSON.stringify(job), c.clock.now()]);
+    if (patch) await sql.run(c.st.setOptions, [batchId, JSON.stringify(patch), c.clock.now()]);
     return moved;
   });
 }

@@ -92,15 +92,16 @@ async function commit(
   const batchId = row!.id;
   const [{ base }] = (await sql.rows<{ base: number }>(st.maxSeq, [batchId])) as [{ base: number }];
   const added = await sql.run(st.insertStaged, [batchId, base, batch.maxAttempts, now]);
-  if (!created) await sql.run(st.reorderStaged, [batchId]);
   if (itemPayloads) {
     if (!created) await sql.run(st.observeItems, [batchId]);
     const requeued = rerunChanged && !created ? await sql.run(st.requeueItems, [batchId]) : 0;
+    if (!created) await sql.run(st.reorderItems, [batchId]);
     const [{ n: changed, example }] = (await sql.rows<{ n: number; example: string | null }>(st.countChangedItems, [batchId])) as [{ n: number; example: string | null }];
     return { batch: toBatch(row!), created, inserted: added, changed: Number(changed), changedExample: example, requeued };
   }
   if (!created) await sql.run(st.observeStaged, [batchId]);
   const requeued = rerunChanged ? await sql.run(st.requeueChanged, [batchId]) : 0;
+  if (!created) await sql.run(st.reorderStaged, [batchId]);
   const [{ n: changed }] = (await sql.rows<{ n: number }>(st.countChanged, [batchId])) as [{ n: number }];
   return { batch: toBatch(row!), created, inserted: added, changed, requeued };
 }

@@ -129,8 +129,8 @@ export class PostgresStore implements TaskStore {
     return admin.updateJob(this.c, batchId, job, budget);
   }
 
-  async rerank(batchId: number, ranks: Rank[], job?: Record<string, unknown>): Promise<number> {
-    return admin.rerank(this.c, batchId, ranks, job);
+  async rerank(batchId: number, ranks: Rank[], patch?: Record<string, unknown>): Promise<number> {
+    return admin.rerank(this.c, batchId, ranks, patch);
   }
 
   async setPaused(batchId: number, paused: boolean): Promise<void> {

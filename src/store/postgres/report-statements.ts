@@ -64,7 +64,7 @@ export function reportStatements(s: string) {
       ORDER BY finished_at - started_at DESC NULLS LAST, id`,
     /** $1 ids bigint[] — a fresh retry budget; the attempts history is kept. */
     resetFailed: `
-      UPDATE ${s}.tasks SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, finished_at = NULL, last_error = NULL
+      UPDATE ${s}.tasks SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, busy_since = NULL, finished_at = NULL, last_error = NULL
       WHERE id = ANY($1::bigint[]) AND status = 'FAILED'
       RETURNING item_key`,
     /** $1 batchId $2 key $3 stage (the key's first segment: a stage task's key starts with its stage) */
@@ -122,13 +122,13 @@ export function reportStatements(s: string) {
     /** $1 batchId — tasks and attempts go with it (ON DELETE CASCADE). */
     deleteBatch: `DELETE FROM ${s}.batches WHERE id = $1`,
     historySize: `SELECT count(*) AS n FROM ${s}.attempts`,
-    /** $1 source — the median duration of each key's successes in every batch of the source (--order history). */
+    /** $1 source — the median duration of each key's successes in every batch of the source (--order history); a success that ran nothing (up to date, 0 ms) is none. */
     learnedDurations: `      SELECT stage, key, avg(ms) AS ms FROM (
         SELECT t.stage, t.task_key AS key, a.duration_ms AS ms,
           row_number() OVER (PARTITION BY t.stage, t.task_key ORDER BY a.duration_ms) AS r,
           count(*) OVER (PARTITION BY t.stage, t.task_key) AS c
         FROM ${s}.batches AS b JOIN ${s}.tasks AS t ON t.batch_id = b.id JOIN ${s}.attempts AS a ON a.task_id = t.id
-        WHERE b.source = $1 AND a.outcome = 'SUCCESS' AND a.duration_ms IS NOT NULL) AS d
+        WHERE b.source = $1 AND a.outcome = 'SUCCESS' AND a.duration_ms > 0) AS d
       WHERE r IN ((c + 1) / 2, (c + 2) / 2)
       GROUP BY stage, key`,
   };

@@ -35,13 +35,19 @@ function sql(s: string) {
     lockBatchWork: 'SELECT pg_advisory_xact_lock($1::bigint)',
     /** $1 batchId $2 paused $3 now */
     setPaused: `UPDATE ${s}.batches SET paused = $2, updated_at = $3 WHERE id = $1`,
-    /** $1 batchId $2 job $3 now — the batch's options without a new version: what \`set\` changes (order, priority) no attempt runs by. */
-    setOptions: `UPDATE ${s}.batches SET job = $2, updated_at = $3 WHERE id = $1`,
+    /**
+     * $1 batchId $2 patch $3 now — the fields of the patch (JSON) set in the batch's stored
+     * definition, the rest as it is now, without a new version: what \`set\` changes (order,
+     * priority) no attempt runs by.
+     */
+    setOptions: `UPDATE ${s}.batches SET job = (job::jsonb || $2::jsonb)::text, updated_at = $3 WHERE id = $1`,
     /** $1 batchId $2 ids bigint[] $3 priorities int[] $4 ranks bigint[] — new claim ranks for tasks of the batch that still wait. */
     rerank: `
       UPDATE ${s}.tasks AS t SET priority = j.priority, order_rank = j.rank
       FROM unnest($2::bigint[], $3::int[], $4::bigint[]) AS j (id, priority, rank)
-      WHERE t.id = j.id AND t.batch_id = $1 AND t.status = 'PENDING' AND (t.priority <> j.priority OR t.order_rank <> j.rank)`,
+      WHERE t.id = j.id AND t.batch_id = $1 AND t.status = 'PENDING' AND (t.priority <> j.priority OR t.order_rank <> j.rank)
+        -- Locked in id order first, as every multi-row writer does, so it never deadlocks with a settle.
+        AND t.id IN (SELECT id FROM ${s}.tasks WHERE id = ANY($2::bigint[]) ORDER BY id FOR UPDATE)`,
     /**
      * $1 batchId — updateJob's lock on the batch row: FOR UPDATE, the one row lock a claim's
      * FOR KEY SHARE (claimVersion) waits for, so no claim checks the old version while a new
@@ -177,7 +183,7 @@ function sql(s: string) {
       UPDATE ${s}.tasks
       SET status = CASE WHEN cancel_requested THEN 'CANCELLED' WHEN attempts < max_attempts THEN 'PENDING' ELSE 'FAILED' END,
           finished_at = CASE WHEN NOT cancel_requested AND attempts < max_attempts THEN NULL ELSE $2::bigint END,
-          next_run_at = $2, last_error = $3,
+          next_run_at = $2, last_error = $3, busy_since = NULL,
           lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
       WHERE id = $1
       RETURNING status`,

@@ -19,11 +19,11 @@ export function setPaused(c: SqliteConn, batchId: number, paused: boolean): void
   c.write(() => c.st.setPaused.run({ batchId, paused: paused ? 1 : 0, now: Date.now() }));
 }
 
-/** New claim ranks for the batch's waiting tasks (`set --order`, `--priority`), and its options when given; how many tasks moved. */
-export function rerank(c: SqliteConn, batchId: number, ranks: Rank[], job?: Record<string, unknown>): number {
+/** New claim ranks for the batch's waiting tasks (`set --order`, `--priority`), and its options' `patch` when given; how many tasks moved. */
+export function rerank(c: SqliteConn, batchId: number, ranks: Rank[], patch?: Record<string, unknown>): number {
   return c.write(() => {
     const moved = ranks.length ? c.st.rerank.run({ batchId, list: JSON.stringify(ranks.map((r) => [r.id, r.priority, r.rank])) }).changes : 0;
-    if (job) c.st.setOptions.run({ batchId, job: JSON.stringify(job), now: Date.now() });
+    if (patch) c.st.setOptions.run({ batchId, patch: JSON.stringify(patch), now: Date.now() });
     return moved;
   });
 }

@@ -43,8 +43,8 @@ const ENQUEUE_SQL = {
     ON CONFLICT (batch_id, stage, task_key) DO NOTHING`,
   /**
    * @batchId — the claim order of this run (--order, --priority) for the tasks already stored
-   * that have not started: a rerun with another order re-ranks what waits. Touches only rows
-   * whose rank changed (an order given again changes none).
+   * that wait (those --rerun-changed just put back included): a rerun with another order
+   * re-ranks them. Touches only rows whose rank changed (an order given again changes none).
    */
   reorderStaged: `
     UPDATE tasks SET priority = s.priority, order_rank = s.order_rank
@@ -65,7 +65,7 @@ const ENQUEUE_SQL = {
   /** @batchId — --rerun-changed: back to PENDING with a fresh budget, to run on the new file. */
   requeueChanged: `
     UPDATE tasks
-    SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
+    SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, busy_since = NULL, finished_at = NULL, result = NULL, last_error = NULL,
         fingerprint = seen_fingerprint
     WHERE batch_id = @batchId AND status = 'SUCCESS' AND seen_fingerprint IS NOT fingerprint`,
   /** @batchId — itemPayloads: what the source gives each task now (seen); see FIRST_STAGED and EnqueueOptions. */
@@ -84,13 +84,19 @@ const ENQUEUE_SQL = {
    */
   requeueItems: `
     UPDATE tasks
-    SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, finished_at = NULL, result = NULL, last_error = NULL,
+    SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, busy_since = NULL, finished_at = NULL, result = NULL, last_error = NULL,
         fingerprint = seen_fingerprint, payload = substr(s.payload, 1, length(s.payload) - 1) || ',"rerun":true}'
     FROM ${FIRST_STAGED} AS s
     WHERE tasks.batch_id = @batchId AND tasks.stage = s.stage AND tasks.task_key = s.task_key
       AND tasks.status <> 'RUNNING' AND tasks.seen_fingerprint IS NOT tasks.fingerprint
       AND NOT (tasks.item_key IS NOT NULL AND EXISTS (
         SELECT 1 FROM tasks AS r WHERE r.batch_id = tasks.batch_id AND r.item_key = tasks.item_key AND r.status = 'RUNNING'))`,
+  /** @batchId — reorderStaged for a list: of a key's repeated items, the first (FIRST_STAGED) ranks it, as it is the task. */
+  reorderItems: `
+    UPDATE tasks SET priority = s.priority, order_rank = s.order_rank
+    FROM ${FIRST_STAGED} AS s
+    WHERE tasks.batch_id = @batchId AND tasks.stage = s.stage AND tasks.task_key = s.task_key
+      AND tasks.status = 'PENDING' AND (tasks.priority <> s.priority OR tasks.order_rank <> s.order_rank)`,
   /** @batchId — itemPayloads: the items (with stages, not their tasks) whose record the source changed, and the first of them. */
   countChangedItems: `
     SELECT count(DISTINCT coalesce(item_key, task_key)) AS n,
@@ -138,15 +144,16 @@ export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>
         const { base } = st.maxSeq.get(row.id) as { base: number };
         const { base: idBase } = st.taskIdBase.get() as { base: number };
         const inserted = st.insertStaged.run({ batchId: row.id, base, idBase, maxAttempts: batch.maxAttempts, now }).changes;
-        if (!created) st.reorderStaged.run({ batchId: row.id });
         if (options.itemPayloads) {
           if (!created) st.observeItems.run({ batchId: row.id });
           const requeued = rerunChanged && !created ? st.requeueItems.run({ batchId: row.id }).changes : 0;
+          if (!created) st.reorderItems.run({ batchId: row.id });
           const { n: changed, example } = st.countChangedItems.get({ batchId: row.id }) as { n: number; example: string | null };
           return { batch: toBatch(row), created, inserted, changed, changedExample: example, requeued, repeated };
         }
         if (!created) st.observeStaged.run({ batchId: row.id });
         const requeued = rerunChanged ? st.requeueChanged.run({ batchId: row.id }).changes : 0;
+        if (!created) st.reorderStaged.run({ batchId: row.id });
         const { n: changed } = st.countChanged.get({ batchId: row.id }) as { n: number };
         return { batch: toBatch(row), created, inserted, changed, requeued, repeated };
       })

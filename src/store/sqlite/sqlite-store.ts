@@ -197,8 +197,8 @@ export class SqliteStore implements TaskStore {
     return list.learnedDurations(this.c, source);
   }
 
-  async rerank(batchId: number, ranks: T.Rank[], job?: Record<string, unknown>): Promise<number> {
-    return admin.rerank(this.c, batchId, ranks, job);
+  async rerank(batchId: number, ranks: T.Rank[], patch?: Record<string, unknown>): Promise<number> {
+    return admin.rerank(this.c, batchId, ranks, patch);
   }
 
   async setPaused(batchId: number, paused: boolean): Promise<void> {

@@ -16,8 +16,11 @@ export const SQL = {
   latestBatch: 'SELECT * FROM batches ORDER BY created_at DESC, id DESC LIMIT 1',
   /** @batchId @paused (0/1) @now */
   setPaused: 'UPDATE batches SET paused = @paused, updated_at = @now WHERE id = @batchId',
-  /** @batchId @job @now — the batch's options without a new version: what `set` changes (order, priority) no attempt runs by. */
-  setOptions: 'UPDATE batches SET job = @job, updated_at = @now WHERE id = @batchId',
+  /**
+   * @batchId @patch @now — the fields of @patch (JSON) set in the batch's stored definition, the
+   * rest as it is now, without a new version: what `set` changes (order, priority) no attempt runs by.
+   */
+  setOptions: 'UPDATE batches SET job = json_patch(job, @patch), updated_at = @now WHERE id = @batchId',
   /** @batchId @list (JSON [[taskId, priority, rank], …]) — new claim ranks for tasks of the batch that still wait. */
   rerank: `
     WITH j AS MATERIALIZED (SELECT value ->> 0 AS id, value ->> 1 AS priority, value ->> 2 AS rank FROM jsonb_each(@list))
@@ -103,7 +106,7 @@ export const SQL = {
     UPDATE tasks
     SET status = CASE WHEN cancel_requested THEN 'CANCELLED' WHEN attempts < max_attempts THEN 'PENDING' ELSE 'FAILED' END,
         finished_at = CASE WHEN NOT cancel_requested AND attempts < max_attempts THEN NULL ELSE @now END,
-        next_run_at = @now, last_error = @error,
+        next_run_at = @now, last_error = @error, busy_since = NULL,
         lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
     WHERE id = @id
     RETURNING status, item_key`,
@@ -239,13 +242,13 @@ export const SQL = {
   /** ?batchId — tasks and attempts go with it (ON DELETE CASCADE). */
   deleteBatch: 'DELETE FROM batches WHERE id = ?',
   historySize: 'SELECT count(*) AS n FROM attempts',
-  /** ?source — the median duration of each key's successes in every batch of the source (--order history). */
+  /** ?source — the median duration of each key's successes in every batch of the source (--order history); a success that ran nothing (up to date, 0 ms) is none. */
   learnedDurations: `    SELECT stage, key, avg(ms) AS ms FROM (
       SELECT t.stage, t.task_key AS key, a.duration_ms AS ms,
         row_number() OVER (PARTITION BY t.stage, t.task_key ORDER BY a.duration_ms) AS r,
         count(*) OVER (PARTITION BY t.stage, t.task_key) AS c
       FROM batches AS b JOIN tasks AS t ON t.batch_id = b.id JOIN attempts AS a ON a.task_id = t.id
-      WHERE b.source = ? AND a.outcome = 'SUCCESS' AND a.duration_ms IS NOT NULL) AS d
+      WHERE b.source = ? AND a.outcome = 'SUCCESS' AND a.duration_ms > 0) AS d
     WHERE r IN ((c + 1) / 2, (c + 2) / 2)
     GROUP BY stage, key`,
   /** ?batchId ?key */
@@ -255,7 +258,7 @@ export const SQL = {
   attemptsOf: 'SELECT * FROM attempts WHERE task_id = ? ORDER BY id',
   /** ?id — a fresh retry budget; the attempts history is kept. */
   resetFailed: `
-    UPDATE tasks SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, finished_at = NULL, last_error = NULL
+    UPDATE tasks SET status = 'PENDING', attempts = 0, earlier_attempts = earlier_attempts + attempts, next_run_at = 0, busy_since = NULL, finished_at = NULL, last_error = NULL
     WHERE id = ? AND status = 'FAILED'
     RETURNING item_key`,
 } as const;

@@ -32,6 +32,16 @@ export function busyContract(h: Harness): void {
       expect((await claimOne(id, now + 400)).busySince).toBeNull();
     });
 
+    it('a lost attempt ends the busy streak', async () => {
+      const id = await setup(1);
+      const now = Date.now();
+      const t = await claimOne(id, now);
+      await h.store.settle([ending(t, 'BUSY', now + 10, { retryAt: now + 20 })]);
+      await claimOne(id, now + 20, { owner: 'dead-owner', leaseMs: 1 });
+      await h.store.releaseStale(id, now + 1000, ['dead-owner'], 'self');
+      expect((await claimOne(id, now + 2000)).busySince).toBeNull();
+    });
+
     it('a task cancel asked to stop ends CANCELLED on a busy answer', async () => {
       const id = await setup(1);
       const now = Date.now();

@@ -61,6 +61,24 @@ export function orderContract(h: Harness): void {
       expect(await h.store.learnedWork(plain.id)).toEqual({ openKnown: 0, openMs: 0, doneKnown: 0, doneMs: 0 });
     });
 
+    it('a --rerun-changed requeue takes the ranks of the run that requeues it', async () => {
+      const { batch } = await h.store.enqueue(newBatch(), [ranked('a', 0), ranked('b', 0)]);
+      const now = Date.now();
+      const [a] = await claim(batch.id, now);
+      await h.store.settle([ending(a!, 'SUCCESS', now + 1)]);
+      // a's file changed; the rerun ranks it first by its new size.
+      await h.store.enqueue(newBatch(), [{ ...ranked('a', -500), fingerprint: 'changed' }, ranked('b', 0)], { rerunChanged: true });
+      expect(await claimAll(batch.id, now + 2)).toEqual(['a', 'b']);
+    });
+
+    it("rerank's patch sets only the fields it names in the stored definition, as it is then", async () => {
+      const { batch } = await h.store.enqueue(newBatch(), [ranked('a', 0)]);
+      const job = { ...batch.job, handler: { exec: 'newer' } };
+      await h.store.updateJob(batch.id, job, 3);
+      await h.store.rerank(batch.id, [], { order: 'size', priority: [{ glob: 'a', n: 1 }] });
+      expect((await h.store.findBatch('batch'))!.job).toEqual({ ...job, order: 'size', priority: [{ glob: 'a', n: 1 }] });
+    });
+
     it('learnedDurations: the median of each key\'s successes in every batch of the source, nothing of another source', async () => {
       const now = Date.now();
       /** A batch whose keys each succeed once in the given time; `failing` fails first (an attempt not learned). */
@@ -74,6 +92,8 @@ export function orderContract(h: Harness): void {
         }
       };
       await run('night-1', '/data/logs', { a: 100, b: 10, c: 5 }, 'c');
+      // Up to date: a success that ran nothing (0 ms) teaches nothing.
+      await run('night-0', '/data/logs', { a: 0, b: 0 });
       await run('night-2', '/data/logs', { a: 300, b: 20 });
       await run('night-3', '/data/logs', { a: 200 });
       await run('other', '/data/elsewhere', { a: 99_999, z: 1 });

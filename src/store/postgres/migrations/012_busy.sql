@@ -4,5 +4,7 @@
 -- busy in a row (any other outcome clears it), so --max-busy can end the streak as a failure.
 ALTER TABLE tasks ADD COLUMN IF NOT EXISTS busy_since BIGINT;
 ALTER TABLE attempts DROP CONSTRAINT IF EXISTS attempts_outcome_check;
+-- NOT VALID, then validated: the scan of every attempt takes a lock that lets writers on.
 ALTER TABLE attempts ADD CONSTRAINT attempts_outcome_check
-  CHECK (outcome IN ('SUCCESS', 'FAILED', 'TIMEOUT', 'CRASHED', 'LOST', 'INTERRUPTED', 'BUSY'));
+  CHECK (outcome IN ('SUCCESS', 'FAILED', 'TIMEOUT', 'CRASHED', 'LOST', 'INTERRUPTED', 'BUSY')) NOT VALID;
+ALTER TABLE attempts VALIDATE CONSTRAINT attempts_outcome_check;
