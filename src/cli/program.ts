@@ -80,6 +80,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
     .option('--max-items <n>', 'with -X or -m: at most N items per command (default 64); with --handler: per call of its batch export')
     .option('--order <order>', 'which never-tried tasks run first: key (default), size (biggest first), history (slowest last time first), random')
     .option('--shuf', 'as --order random, GNU parallel\'s word: a shuffle fixed per batch')
+    .option('--rate <n/period>', 'at most N attempt starts per second, minute or hour for the batch, on every host: 20/s, 300/m')
     .option('--priority <glob=n>', "keys matching GLOB run before the rest, higher N first, e.g. 'urgent/**=10' (repeatable)", collect)
     .option('--max-failures <n>', 'stop claiming after N (or P%) tasks FAILED; exit 1')
     .option('--progress-interval <duration>', 'without a terminal, print progress this often (default 10s)')
@@ -186,12 +187,13 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
   }
 
   common(program.command('set'))
-    .description("change a batch's claim order while it runs: its waiting tasks move at once, on every host")
+    .description("change a running batch's claim order or rate: every run and worker on the store follows it within a second")
     .option('--batch <name>', 'batch (default: the most recent)')
     .option('--order <order>', 'key, size (biggest first), history (slowest last time first) or random')
     .option('--shuf', 'as --order random')
     .option('--priority <glob=n>', "keys matching GLOB run before the rest, higher N first (repeatable; replaces the batch's)", collect)
     .option('--no-priority', "drop the batch's priorities")
+    .option('--rate <n/period>', 'at most N attempt starts per period on every host (20/s, 300/m, 1000/h), or none')
     .action(async (opts) => setExit(await (await import('./commands/set.js')).setCommand(opts, io)));
 
   common(program.command('cancel'))

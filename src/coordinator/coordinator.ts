@@ -1,4 +1,5 @@
 /** The tick: check the batch, commit what ended, claim for free places, hand out, sleep or end. */
+import { spacingOf, type Rate } from '../job/rate.js';
 import { plural } from '../printable.js';
 import { prepareLogFolder } from '../store/log-layout.js';
 import type { BatchMoves, BatchRecord, ClaimedTask, LostAttempt, TaskStatus } from '../store/task-store.js';
@@ -40,6 +41,9 @@ export class Coordinator {
   private readonly placement: OutputPlacement;
   /** How long to wait after a claim that left places empty: backs off while nothing turns up. */
   private readonly idle: IdlePoll;
+  /** --rate as stored now (followed at each check of the batch), and when the gate lets the next attempt start if a claim got fewer than it wanted. */
+  private rate: Rate | null;
+  private rateWakeAt: number | null = null;
 
   constructor(
     private readonly store: RunStore,
@@ -59,6 +63,7 @@ export class Coordinator {
     this.outage = new Outage(note);
     this.runner = new TickRunner({ tick: () => this.tick(), mayCoalesce: () => !pool.needsWork() }, this.outage);
     this.idle = new IdlePoll(pollMs, leaseMs);
+    this.rate = options.rate;
   }
 
   async run(): Promise<StopReason> {
@@ -143,6 +148,8 @@ export class Coordinator {
     const { end, moves } = await runEnd({ busy, stopping: runner.stopping, store, batchId: batch.id, pool, upkeep, noWait: options.noWait, outputsStuck: this.placement.stuck });
     if (end) runner.finish(end);
     if (unfilledAt !== null && !runner.over) await this.sleepUntilDue(unfilledAt, moves);
+    // Places left free by the rate: a tick when the gate lets the next start.
+    if (this.rateWakeAt !== null && !runner.over && !runner.stopping) runner.wakeIn(this.rateWakeAt - Date.now());
   }
 
   /** What the pool reported, as the tick takes it (pool-endings.ts). */
@@ -175,6 +182,7 @@ export class Coordinator {
     // A crash (here or on another host) between a success's commit and its output's rename.
     if (this.options.outputs.declared) this.placement.redo(await this.store.pendingOutputs(this.batch.id));
     if (found.stop) this.stop(found.stop);
+    this.rate = found.rate;
   }
 
   /** Commit what ended, alone (no claim): failures, and what is left when the run ends. */
@@ -190,12 +198,24 @@ export class Coordinator {
 
   /** Commit what ended and claim for the free places in one transaction, and hand out; returns the claim's time if it left places empty. */
   private async claimForFreePlaces(): Promise<number | null> {
-    const free = this.runner.stopping ? [] : this.pool.freePlaces();
+    let free = this.runner.stopping ? [] : this.pool.freePlaces();
+    this.rateWakeAt = null;
+    if (this.rate) free = free.filter((w, i) => w.queue.length === 0 && free.indexOf(w) === i);
     if (this.commits.empty && free.length === 0) {
       await this.placement.confirm(this.store);
       return null;
     }
     const now = await this.commits.clockNow(this.store, (m) => this.observer.note(m));
+    if (this.rate && free.length > 0) {
+      // --rate: a start for each place, from the batch's gate in the store (every host's), at
+      // the claim's own time. Only idle workers' first places (above): an attempt queued behind
+      // another would start later than its claim, and a few such could start at once.
+      const { spacingMs, burst } = spacingOf(this.rate);
+      const gate = await this.store.takeStarts(this.batch.id, free.length, now, spacingMs, burst);
+      if (gate.granted < free.length) this.rateWakeAt = gate.wakeAt;
+      free = free.slice(0, gate.granted);
+      if (this.commits.empty && free.length === 0) return null;
+    }
     const { store, batch, owner } = this;
     const shape = this.pool.groups.claimShape();
     const { claimed, ended } = await claimRound({ store, batch, owner, leaseMs: this.options.leaseMs, now, free, shape }, this.commits, this.placement);

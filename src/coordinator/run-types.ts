@@ -1,4 +1,5 @@
 /** What a run shares with its coordinator: how it stopped, who watches it, and what it needs of the store and the pool. */
+import type { Rate } from '../job/rate.js';
 import type { WorkerPool } from '../pool/pool.js';
 import type { DeclaredOutputs } from './declared-outputs.js';
 import type { RetryRules } from './settlement.js';
@@ -76,6 +77,8 @@ export interface CoordinatorOptions {
   pollMs: number;
   /** Declared outputs: paths, up-to-date checks, what dead attempts left (declared-outputs.ts). */
   outputs: DeclaredOutputs;
+  /** --rate: at most so many attempt starts per period for the batch, on every host (rate.ts); null: none. */
+  rate: Rate | null;
   /** `--print`: where an attempt's copies of its stdout and stderr go (attempt-printer.ts), or null; `id` names the command's run (printId). */
   printPrefix: ((id: string) => string) | null;
 }

@@ -1,4 +1,5 @@
 /** What keeps a run's hold on its batch valid beside the claim: leases, dead owners, stuck workers, pause and definition changes. */
+import type { Rate } from '../job/rate.js';
 import { StoreError } from '../errors.js';
 import type { BatchRecord, ClaimedTask, LeaseStore, LostAttempt, ReleasedTask } from '../store/task-store.js';
 import type { StopReason, UpkeepPool } from './run-types.js';
@@ -13,6 +14,8 @@ export interface BatchCheck {
   released: ReleasedTask[];
   /** Paused, or given a newer definition: the run stops claiming. */
   stop: StopReason | null;
+  /** The batch's --rate as stored now (`splitdance set --rate` changes it while runs go on). */
+  rate: Rate | null;
 }
 
 const formatSeconds = (ms: number) => `${Math.round(ms / 100) / 10}s`;
@@ -82,7 +85,7 @@ export class Upkeep {
     // Another run changed the definition: claims already stopped (the store refuses this version);
     // let running attempts finish, and the caller follows the new one.
     const stop: StopReason | null = current.paused ? { kind: 'paused' } : current.jobVersion !== batch.jobVersion ? { kind: 'definition-changed' } : null;
-    return { released, stop };
+    return { released, stop, rate: (current.job.rate as Rate | null | undefined) ?? null };
   }
 
   /** Whether the batch's stored definition is newer than the one this run's workers loaded. */

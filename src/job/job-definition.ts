@@ -3,6 +3,7 @@ import type { HandlerSpec } from '../worker/protocol.js';
 import type { ItemsMode } from '../split/items.js';
 import type { FileState } from '../split/file-growth.js';
 import type { Order, PriorityRule } from '../split/task-order.js';
+import type { Rate } from './rate.js';
 import { groupFlags } from './group-options.js';
 
 /**
@@ -43,6 +44,8 @@ export type JobDefinition = {
    */
   busyCodes: number[];
   maxBusyMs: number;
+  /** --rate: at most `n` attempt starts per `periodMs` for the batch, on every host (rate.ts); null: no limit. */
+  rate: Rate | null;
   /** Which never-tried tasks are claimed first (SPEC §10, task-order.ts): --order, then --priority ahead of it. */
   order: Order;
   priority: PriorityRule[];
@@ -113,6 +116,7 @@ export const DEFAULT_SETTINGS: JobSettings = {
   stages: [],
   busyCodes: [75],
   maxBusyMs: 60 * 60 * 1000,
+  rate: null,
   order: 'key',
   priority: [],
 };
@@ -131,6 +135,7 @@ export function settingsOf(job: JobDefinition): JobSettings {
     // Stored before busy codes existed: 75, unless the batch made it a permanent failure.
     busyCodes: rest.busyCodes ?? DEFAULT_SETTINGS.busyCodes.filter((c) => ![rest.permanentCodes ?? [], ...(rest.stages ?? []).map((s) => s.permanentCodes ?? [])].some((codes) => codes.includes(c))),
     maxBusyMs: rest.maxBusyMs ?? DEFAULT_SETTINGS.maxBusyMs,
+    rate: rest.rate ?? null,
     order: rest.order ?? 'key',
     priority: rest.priority ?? [],
     items: split.items ?? null,

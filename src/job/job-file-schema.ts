@@ -4,6 +4,7 @@ import { UsageError } from '../errors.js';
 import { linearRegExp } from '../linear-regex.js';
 import { parseSample } from '../split/sample.js';
 import { ORDERS, parsePriority } from '../split/task-order.js';
+import { parseRate } from './rate.js';
 import { atLeast, MAX_BACKOFF_FACTOR, MAX_CONCURRENCY, MAX_RETRIES, MIN_DURATION_MS, parseConcurrency } from './option-checks.js';
 import { formatMs, parseCountOrShare, parseDuration, parseSize } from './units.js';
 import { MAX_GROUP_ITEMS } from './group-options.js';
@@ -179,6 +180,11 @@ export const JobFileSchema = z
     busyCodes: z
       .array(z.number().int().min(1).max(255))
       .describe('exec exit codes that mean "busy, try later": the task waits its backoff and runs again without spending an attempt (default [75]; [] for none)')
+      .optional(),
+    rate: z
+      .string()
+      .describe('at most N attempt starts per period for the batch, on every host: "20/s", "300/m", "1000/h" (--rate)')
+      .transform(parsedBy(parseRate))
       .optional(),
     maxBusy: longerThanZero.describe('how long a task may answer busy in a row before that counts as a failure (default 1h)').optional(),
     order: z

@@ -105,6 +105,7 @@ export function readJobFile(path: string): RunInput {
       retryQuiet: j.retryQuiet,
       busyCodes: j.busyCodes,
       maxBusyMs: j.maxBusy,
+      rate: j.rate,
       order: j.order,
       priority: j.priority,
     }),

@@ -9,6 +9,7 @@ import { checkResultsDir } from '../output/results-path.js';
 import type { JobSettings } from './job-definition.js';
 import type { ItemsMode } from '../split/items.js';
 import { parseOrder, parsePriority, type Order } from '../split/task-order.js';
+import { parseRate } from './rate.js';
 import type { RawArgGroup } from './command-line-items.js';
 import { parseDelimiter } from './command-line-items.js';
 import { FLAG_WORDS, groupedHandler, MAX_GROUP_ITEMS } from './group-options.js';
@@ -46,6 +47,8 @@ export interface RawRunFlags {
   /** `--busy-codes 75,…|none` and `--max-busy DURATION`: "busy, try later" (SPEC §10). */
   busyCodes?: string;
   maxBusy?: string;
+  /** `--rate N/s|N/m|N/h` (rate.ts). */
+  rate?: string;
   output?: string;
   force?: boolean;
   print?: boolean;
@@ -198,6 +201,7 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     permanentCodes: given(f.permanentCodes, (v) => parseCodes(v)),
     busyCodes: given(f.busyCodes, (v) => parseCodes(v, '--busy-codes')),
     maxBusyMs: given(f.maxBusy, (v) => positive(parseDuration(v, '--max-busy'), '--max-busy')),
+    rate: given(f.rate, (v) => parseRate(v, '--rate')),
     output: f.output === undefined ? undefined : { template: f.output, base: cwd },
     permanentErrors: f.permanentErrors?.length ? f.permanentErrors.map((r) => checkRegex(r, '--permanent-errors')) : undefined,
     heartbeatTimeoutMs: given(f.heartbeatTimeout, (v) => positive(parseDuration(v, '--heartbeat-timeout'), '--heartbeat-timeout')),

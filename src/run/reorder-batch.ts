@@ -1,11 +1,14 @@
 import { settingsOf, storedDefinition } from '../job/job-definition.js';
 import { rankSpecs, type Order, type PriorityRule } from '../split/task-order.js';
+import type { Rate } from '../job/rate.js';
 import type { AdminStore, BatchRecord, QueryStore, Rank, TaskRow } from '../store/task-store.js';
 
-/** What `splitdance set` changes: the claim order of the tasks that wait. */
+/** What `splitdance set` changes: the claim order of the tasks that wait, and the rate of starts. */
 export interface OrderChange {
   order?: Order;
   priority?: PriorityRule[];
+  /** --rate, or null for none. */
+  rate?: Rate | null;
 }
 
 /**
@@ -20,9 +23,14 @@ export async function reorderBatch(
   store: Pick<QueryStore, 'eachTaskPage' | 'learnedDurations'> & Pick<AdminStore, 'rerank'>,
   batch: BatchRecord,
   change: OrderChange,
-): Promise<{ order: Order; priority: PriorityRule[]; moved: number }> {
+): Promise<{ order: Order; priority: PriorityRule[]; rate: Rate | null; moved: number }> {
   const stored = settingsOf(storedDefinition(batch));
-  const settings = { ...stored, order: change.order ?? stored.order, priority: change.priority ?? stored.priority };
+  const settings = { ...stored, order: change.order ?? stored.order, priority: change.priority ?? stored.priority, rate: change.rate === undefined ? stored.rate : change.rate };
+  // A rate alone moves no task: the runs on the store follow it at their next check of the batch.
+  if (change.order === undefined && change.priority === undefined) {
+    await store.rerank(batch.id, [], { rate: settings.rate });
+    return { order: settings.order, priority: settings.priority, rate: settings.rate, moved: 0 };
+  }
   const learned = settings.order === 'history' ? await store.learnedDurations(batch.source) : undefined;
   const plan = { order: settings.order, priority: settings.priority, seed: batch.name, learned };
   let moved = 0;
@@ -32,8 +40,8 @@ export async function reorderBatch(
     moved += await store.rerank(batch.id, ranks);
   });
   // Only these two fields: a run may have stored a new handler or file state meanwhile.
-  await store.rerank(batch.id, [], { order: settings.order, priority: settings.priority });
-  return { order: settings.order, priority: settings.priority, moved };
+  await store.rerank(batch.id, [], { order: settings.order, priority: settings.priority, rate: settings.rate });
+  return { order: settings.order, priority: settings.priority, rate: settings.rate, moved };
 }
 
 /** A stored task as the ranking reads a spec: its key, stage, item, payload and fingerprint. */

@@ -137,6 +137,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
         pollMs: 1000,
         outputs: new DeclaredOutputs(settings, b.name, inv.force, store.identity),
         printPrefix: results ? (token) => results.prefixOf(token) : printer ? (token) => printer.prefixOf(token) : null,
+        rate: settings.rate,
       },
       seen,
     );

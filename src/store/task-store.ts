@@ -75,6 +75,12 @@ export interface LeaseStore extends StoreInfo, BatchProgress {
   /** Atomically claim up to one PENDING, due task whose needs succeeded per slot, counting the attempt. */
   claim(request: ClaimRequest): Promise<ClaimedTask[]>;
   /**
+   * --rate: takes up to `want` starts from the batch's gate at `now` (starts `spacingMs`
+   * apart, `burst` at most at once), shared by every run and worker on the store. Returns how
+   * many were granted and when another may start.
+   */
+  takeStarts(batchId: number, want: number, now: number, spacingMs: number, burst: number): Promise<{ granted: number; wakeAt: number }>;
+  /**
    * Extend the leases of every task `owner` holds; returns their tokens, so an owner learns
    * which of its attempts lost their task (taken over while it was frozen).
    */

@@ -127,6 +127,7 @@ const SCHEMAS = {
     batch: z.string(),
     order: z.enum(['key', 'size', 'history', 'random']),
     priority: z.array(z.strictObject({ glob: z.string(), n: z.number().int() })),
+    rate: z.string().nullable(),
     moved: count,
   }),
   cancel: z.strictObject({ batch: z.string(), cancelled: count, stopping: count, dependents: count }),

@@ -147,6 +147,7 @@ describe('the coordinator tick, in-process (fake slots, a real SQLite store)', (
         pollMs: 50,
         outputs: new DeclaredOutputs(settingsOf(storedDefinition(batch)), batch.name, false, store.identity),
         printPrefix: null,
+        rate: null,
       },
       observer,
     );

@@ -98,7 +98,7 @@ describe.each(STORES)('splitdance set on a running batch on $store', ({ store, d
     const worker = store === 'PostgreSQL' ? startIn(p.dir, ['worker', '-j', '1', ...db]) : null;
     const set = await mainIn(p.dir, ['set', '--order', 'size', '--no-priority', ...db]);
     expect(set.code, set.stderr).toBe(0);
-    expect(set.stderr).toMatch(/^batch src-[0-9a-f]+: order size; \d+ waiting tasks? moved$/m);
+    expect(set.stderr).toMatch(/^batch src-[0-9a-f]+: order size; no rate limit; \d+ waiting tasks? moved$/m);
     // Claimed before the set: the attempts that exist now. Every later claim is by size, biggest first.
     const before = new Set((await attemptsIn(dbPath)).map((a) => a.key));
     expect((await run.done).code).toBe(0);
@@ -118,7 +118,7 @@ describe('splitdance set: bad input', () => {
     expect((await mainIn(p.dir, ['set', '--order', 'size'])).code).toBe(4);
     expect((await mainIn(p.dir, ['run', 'src', '--exec', 'true'])).code).toBe(0);
     for (const [args, message] of [
-      [[], "set changes a batch's claim order: give --order"],
+      [[], 'set changes a running batch: give --order'],
       [['--order', 'big'], '--order expects one of key, size, history, random'],
       [['--priority', 'x'], '--priority expects GLOB=N'],
       [['--shuf', '--order', 'size'], '--shuf is --order random'],

@@ -11,7 +11,7 @@ import { itemsContract } from './contract/items.js';
 import { queuedContract } from './contract/queued.js';
 import { groupsContract } from './contract/groups.js';
 import { orderContract } from './contract/order.js';
-import { busyContract } from './contract/busy.js';
+import { busyContract, rateContract } from './contract/busy.js';
 
 export { ending, keys, newBatch, spec, type MakeStore } from './contract/harness.js';
 
@@ -34,5 +34,6 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
     groupsContract(h);
     orderContract(h);
     busyContract(h);
+    rateContract(h);
   });
 }

@@ -1,6 +1,7 @@
 import { UsageError } from '../../errors.js';
 import { reorderBatch, type OrderChange } from '../../run/reorder-batch.js';
 import { parseOrder, parsePriority, type PriorityRule } from '../../split/task-order.js';
+import { describeRate, parseRate } from '../../job/rate.js';
 import { plural, printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { defaultedNote, withBatch } from '../with-store.js';
@@ -13,6 +14,8 @@ export interface SetFlags extends OutputFlags {
   shuf?: boolean;
   /** `--priority GLOB=N` (repeatable), or false for `--no-priority`. */
   priority?: string[] | false;
+  /** `--rate N/s|N/m|N/h`, or `none`. */
+  rate?: string;
 }
 
 /**
@@ -26,10 +29,11 @@ export async function setCommand(flags: SetFlags, io: Io): Promise<number> {
   return withBatch(flags, io, async (store, batch, { defaulted }) => {
     if (defaulted && !flags.quiet && !flags.json) line(io.stderr, defaultedNote(batch.name));
     const done = await reorderBatch(store, batch, change);
-    if (flags.json) line(io.stdout, JSON.stringify({ batch: batch.name, order: done.order, priority: done.priority, moved: done.moved }));
+    if (flags.json) line(io.stdout, JSON.stringify({ batch: batch.name, order: done.order, priority: done.priority, rate: done.rate && describeRate(done.rate), moved: done.moved }));
     else if (!flags.quiet) {
       const ahead = done.priority.length ? `, ahead of it ${done.priority.map((r) => printable(`${r.glob}=${r.n}`)).join(', ')}` : '';
-      line(io.stderr, `batch ${printable(batch.name)}: order ${done.order}${ahead}; ${plural(done.moved, 'waiting task')} moved`);
+      const rate = done.rate ? `at most ${describeRate(done.rate)} starts` : 'no rate limit';
+      line(io.stderr, `batch ${printable(batch.name)}: order ${done.order}${ahead}; ${rate}; ${plural(done.moved, 'waiting task')} moved`);
     }
     return 0;
   });
@@ -42,8 +46,9 @@ function changeOf(flags: SetFlags): OrderChange {
   let priority: PriorityRule[] | undefined;
   if (flags.priority === false) priority = [];
   else if (flags.priority?.length) priority = flags.priority.map((p) => parsePriority(p, '--priority'));
-  if (order === undefined && priority === undefined) {
-    throw new UsageError("set changes a batch's claim order: give --order key|size|history|random (or --shuf), --priority 'GLOB=N' or --no-priority");
+  const rate = flags.rate === undefined ? undefined : flags.rate.trim() === 'none' ? null : parseRate(flags.rate, '--rate');
+  if (order === undefined && priority === undefined && rate === undefined) {
+    throw new UsageError("set changes a running batch: give --order key|size|history|random (or --shuf), --priority 'GLOB=N', --no-priority or --rate N/s|none");
   }
-  return { order, priority };
+  return { order, priority, rate };
 }

@@ -1,3 +1,4 @@
+import { grant } from '../shared/rate-gate.js';
 import type {
   Applied,
   AttemptRow,
@@ -135,6 +136,18 @@ export class PostgresStore implements TaskStore {
 
   async setPaused(batchId: number, paused: boolean): Promise<void> {
     return admin.setPaused(this.c, batchId, paused);
+  }
+
+  async takeStarts(batchId: number, want: number, now: number, spacingMs: number, burst: number): Promise<{ granted: number; wakeAt: number }> {
+    const t = this.clock.toServer(now);
+    const gate = await this.db.transaction(async (sql) => {
+      await sql.run(this.st.makeRateGate, [batchId]);
+      const [row] = await sql.rows<{ next_at: number }>(this.st.rateGate, [batchId]);
+      const g = grant(row!.next_at === 0 ? null : Number(row!.next_at), want, t, spacingMs, burst);
+      if (g.granted > 0) await sql.run(this.st.moveRateGate, [batchId, g.next]);
+      return g;
+    });
+    return { granted: gate.granted, wakeAt: this.clock.fromServer(gate.wakeAt) };
   }
 
   async claim(req: ClaimRequest): Promise<ClaimedTask[]> {

@@ -35,6 +35,12 @@ function sql(s: string) {
     lockBatchWork: 'SELECT pg_advisory_xact_lock($1::bigint)',
     /** $1 batchId $2 paused $3 now */
     setPaused: `UPDATE ${s}.batches SET paused = $2, updated_at = $3 WHERE id = $1`,
+    /** $1 batchId — makes the batch's rate gate (--rate) if it has none yet; then rateGate locks it. */
+    makeRateGate: `INSERT INTO ${s}.rate_gates (batch_id, next_at) VALUES ($1, 0) ON CONFLICT (batch_id) DO NOTHING`,
+    /** $1 batchId */
+    rateGate: `SELECT next_at FROM ${s}.rate_gates WHERE batch_id = $1 FOR UPDATE`,
+    /** $1 batchId $2 next */
+    moveRateGate: `UPDATE ${s}.rate_gates SET next_at = $2 WHERE batch_id = $1`,
     /**
      * $1 batchId $2 patch $3 now — the fields of the patch (JSON) set in the batch's stored
      * definition, the rest as it is now, without a new version: what \`set\` changes (order,

@@ -1,3 +1,4 @@
+import { grant } from '../shared/rate-gate.js';
 import type * as T from '../records.js';
 import type { RetryDue, TaskStore } from '../task-store.js';
 import { StoreError } from '../../errors.js';
@@ -43,6 +44,15 @@ export class SqliteStore implements TaskStore {
   async enqueue(batch: T.NewBatch, specs: Iterable<T.TaskSpec>, options: T.EnqueueOptions = {}): Promise<T.EnqueueResult> {
     if (this.c.readonly) throw new StoreError(`the store ${this.location} is open read-only; nothing can be enqueued`);
     return enqueue(this.location, batch, specs, options, this.trust);
+  }
+
+  async takeStarts(batchId: number, want: number, now: number, spacingMs: number, burst: number): Promise<{ granted: number; wakeAt: number }> {
+    return this.c.write(() => {
+      const row = this.c.st.rateGate.get(batchId) as { next_at: number } | undefined;
+      const gate = grant(row?.next_at ?? null, want, now, spacingMs, burst);
+      if (gate.granted > 0) this.c.st.moveRateGate.run({ batchId, next: gate.next });
+      return { granted: gate.granted, wakeAt: gate.wakeAt };
+    });
   }
 
   async claim(req: T.ClaimRequest): Promise<T.ClaimedTask[]> {

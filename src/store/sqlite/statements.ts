@@ -16,6 +16,10 @@ export const SQL = {
   latestBatch: 'SELECT * FROM batches ORDER BY created_at DESC, id DESC LIMIT 1',
   /** @batchId @paused (0/1) @now */
   setPaused: 'UPDATE batches SET paused = @paused, updated_at = @now WHERE id = @batchId',
+  /** ?batchId — the batch's rate gate (--rate), or none yet. */
+  rateGate: 'SELECT next_at FROM rate_gates WHERE batch_id = ?',
+  /** @batchId @next */
+  moveRateGate: 'INSERT INTO rate_gates (batch_id, next_at) VALUES (@batchId, @next) ON CONFLICT (batch_id) DO UPDATE SET next_at = excluded.next_at',
   /**
    * @batchId @patch @now — the fields of @patch (JSON) set in the batch's stored definition, the
    * rest as it is now, without a new version: what `set` changes (order, priority) no attempt runs by.

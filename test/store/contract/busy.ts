@@ -51,3 +51,22 @@ export function busyContract(h: Harness): void {
     });
   });
 }
+
+/** The TaskStore contract, --rate (SPEC §10): the batch's gate in the store, shared by every coordinator. */
+export function rateContract(h: Harness): void {
+  describe('rate gate', () => {
+    it('grants starts period / N apart, at most a burst after an idle spell, and says when the next may start', async () => {
+      const id = await h.setup(1);
+      const t = Date.now();
+      const take = (want: number, at: number) => h.store.takeStarts(id, want, at, 50, 2);
+      expect(await take(3, t)).toEqual({ granted: 1, wakeAt: t + 50 });
+      expect(await take(3, t + 10)).toEqual({ granted: 0, wakeAt: t + 50 });
+      expect(await take(3, t + 50)).toEqual({ granted: 1, wakeAt: t + 100 });
+      // Idle for a second: two at once (the burst), not twenty.
+      expect(await take(30, t + 1050)).toEqual({ granted: 2, wakeAt: t + 1100 });
+      // Another batch has its own gate.
+      const other = await h.setup(1, { name: 'other' });
+      expect((await h.store.takeStarts(other, 1, t + 1050, 50, 2)).granted).toBe(1);
+    });
+  });
+}

@@ -1,0 +1,83 @@
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { mainIn, startIn } from '../helpers/in-process-cli.js';
+import { waitUntil } from '../helpers/json-views.js';
+import { PG_URL, pgSchemas } from '../helpers/pg.js';
+import { attemptsIn } from '../helpers/read-store.js';
+
+// `--rate N/s|N/m|N/h` (SPEC §10): at most N attempt starts per period for the batch, across
+// every run and worker on its store. By design (rate.ts) starts are period / N apart, with at
+// most a tenth of a second's worth at once: in any window of one period, at most N plus that.
+
+const newSchema = pgSchemas('sd_rate');
+const STORES = [{ store: 'SQLite', db: (): string[] => [] }, ...(PG_URL ? [{ store: 'PostgreSQL', db: () => ['--db', newSchema().db] }] : [])];
+
+function project(n: number) {
+  const dir = mkdtempSync(join(tmpdir(), 'sd-rate-'));
+  mkdirSync(join(dir, 'src'));
+  for (let i = 0; i < n; i++) writeFileSync(join(dir, 'src', `f${String(i).padStart(2, '0')}`), `${i}\n`);
+  return { dir, dbPath: (db: string[]) => db[1] ?? join(dir, '.splitdance', 'splitdance.db') };
+}
+
+/** The most attempt starts in any window of `windowMs`. */
+function mostIn(starts: number[], windowMs: number): number {
+  const s = [...starts].sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 0, j = 0; i < s.length; i++) {
+    while (j < s.length && s[j]! - s[i]! < windowMs) j++;
+    most = Math.max(most, j - i);
+  }
+  return most;
+}
+
+describe.each(STORES)('--rate on $store', ({ store, db: dbFor }) => {
+  it('20/s over 30 quick tasks on 4 workers (and a worker beside the run on PostgreSQL): at most 21 starts in any second', async () => {
+    const p = project(30);
+    const db = dbFor();
+    const run = startIn(p.dir, ['run', 'src', '--exec', 'true', '-j', '4', '--rate', '20/s', ...db]);
+    let worker: ReturnType<typeof startIn> | null = null;
+    if (store === 'PostgreSQL') {
+      await waitUntil(async () => (await attemptsIn(p.dbPath(db)).catch(() => [])).length > 0, 60_000, 'the first start');
+      worker = startIn(p.dir, ['worker', '-j', '4', ...db]);
+    }
+    expect((await run.done).code).toBe(0);
+    if (worker) expect((await worker.done).code).toBe(0);
+    const starts = (await attemptsIn(p.dbPath(db))).map((a) => a.startedAt);
+    expect(starts).toHaveLength(30);
+    // The gate lets 20 a second, and a tenth of a second's worth at once (2 at 50 ms apart):
+    // 21 claims in a second. A start is recorded when its command started, its claim plus the
+    // hand-out to its worker, which varies by some ms: allowed two more.
+    expect(mostIn(starts, 1000)).toBeLessThanOrEqual(23);
+    // So 30 starts take at least 28 gaps of 50 ms, however fast the machine.
+    expect(Math.max(...starts) - Math.min(...starts)).toBeGreaterThanOrEqual(28 * 50);
+  });
+});
+
+describe('--rate: set while it runs, and bad values', () => {
+  it('set --rate takes hold within a second: 5/s, then none', async () => {
+    const p = project(24);
+    const run = startIn(p.dir, ['run', 'src', '--exec', 'true', '-j', '2', '--rate', '5/s']);
+    await waitUntil(async () => (await attemptsIn(p.dbPath([])).catch(() => [])).length >= 3, 60_000, 'three starts');
+    const set = await mainIn(p.dir, ['set', '--rate', 'none']);
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stderr).toMatch(/: order key; no rate limit; 0 waiting tasks moved$/m);
+    const setAt = Date.now();
+    expect((await run.done).code).toBe(0);
+    // At 5/s the 21 or so left would take 4 s more; without the limit, they are done within the second the change takes, and their run time.
+    const last = Math.max(...(await attemptsIn(p.dbPath([]))).map((a) => a.startedAt));
+    expect(last - setAt).toBeLessThan(3000);
+    const dry = await mainIn(p.dir, ['set', '--rate', '2/m', '--json']);
+    expect(JSON.parse(dry.stdout)).toMatchObject({ rate: '2/m', moved: 0 });
+  });
+
+  it('a bad --rate is exit 2 naming it, nothing written', async () => {
+    const p = project(1);
+    for (const bad of ['20', '0/s', '20/d', 'fast']) {
+      const r = await mainIn(p.dir, ['run', 'src', '--exec', 'true', '--rate', bad]);
+      expect(r.code, bad).toBe(2);
+      expect(r.stderr).toContain(`--rate expects starts per period, N/s, N/m or N/h with N above 0 (at most 1000000), e.g. 20/s; got "${bad}"`);
+    }
+  });
+});
