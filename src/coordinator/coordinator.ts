@@ -148,8 +148,9 @@ export class Coordinator {
     const { end, moves } = await runEnd({ busy, stopping: runner.stopping, store, batchId: batch.id, pool, upkeep, noWait: options.noWait, outputsStuck: this.placement.stuck });
     if (end) runner.finish(end);
     if (unfilledAt !== null && !runner.over) await this.sleepUntilDue(unfilledAt, moves);
-    // Places left free by the rate: a tick when the gate lets the next start.
-    if (this.rateWakeAt !== null && !runner.over && !runner.stopping) runner.wakeIn(this.rateWakeAt - Date.now());
+    // Places left free by the rate: a tick when the gate lets the next start, and within a poll
+    // (a slow rate must not keep the run from seeing a pause or a new rate).
+    if (this.rateWakeAt !== null && !runner.over && !runner.stopping) runner.wakeIn(Math.min(this.rateWakeAt - Date.now(), options.pollMs));
   }
 
   /** What the pool reported, as the tick takes it (pool-endings.ts). */
