@@ -44,6 +44,8 @@ export class Coordinator {
   /** --rate as stored now (followed at each check of the batch), and when the gate lets the next attempt start if a claim got fewer than it wanted. */
   private rate: Rate | null;
   private rateWakeAt: number | null = null;
+  /** `splitdance set -j N` as stored now (followed at each check of the batch): at most N attempts running here. */
+  private limit: number | null;
 
   constructor(
     private readonly store: RunStore,
@@ -64,6 +66,7 @@ export class Coordinator {
     this.runner = new TickRunner({ tick: () => this.tick(), mayCoalesce: () => !pool.needsWork() }, this.outage);
     this.idle = new IdlePoll(pollMs, leaseMs);
     this.rate = options.rate;
+    this.limit = options.limit;
   }
 
   async run(): Promise<StopReason> {
@@ -184,6 +187,7 @@ export class Coordinator {
     if (this.options.outputs.declared) this.placement.redo(await this.store.pendingOutputs(this.batch.id));
     if (found.stop) this.stop(found.stop);
     this.rate = found.rate;
+    this.limit = found.limit;
   }
 
   /** Commit what ended, alone (no claim): failures, and what is left when the run ends. */
@@ -201,7 +205,9 @@ export class Coordinator {
   private async claimForFreePlaces(): Promise<number | null> {
     let free = this.runner.stopping ? [] : this.pool.freePlaces();
     this.rateWakeAt = null;
-    if (this.rate) free = free.filter((w, i) => w.queue.length === 0 && free.indexOf(w) === i);
+    if (this.rate || this.limit !== null) free = free.filter((w, i) => w.queue.length === 0 && free.indexOf(w) === i);
+    // `set -j N`: idle workers only (none queues behind another), and no more running than N.
+    if (this.limit !== null) free = free.slice(0, Math.max(0, this.limit - this.pool.busyWorkers()));
     if (this.commits.empty && free.length === 0) {
       await this.placement.confirm(this.store);
       return null;

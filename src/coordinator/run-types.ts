@@ -50,7 +50,7 @@ export type RunStore = LeaseStore & Pick<QueryStore, 'listTasks' | 'attemptsOf'>
  * What the tick needs of its pool of workers (pool/pool.ts): its events, the places to fill,
  * whether it wants work, and its end. What attempts in flight and upkeep need apart.
  */
-export type TickPool = Pick<WorkerPool, 'attach' | 'freePlaces' | 'groups' | 'needsWork' | 'hasIdleWorker' | 'whyEmpty' | 'quiesce' | 'dropQueued' | 'shutdown'>;
+export type TickPool = Pick<WorkerPool, 'attach' | 'freePlaces' | 'groups' | 'needsWork' | 'hasIdleWorker' | 'busyWorkers' | 'whyEmpty' | 'quiesce' | 'dropQueued' | 'shutdown'>;
 
 /** What the attempts in flight need of the pool: hand them to a worker, stop them, kill their worker. */
 export type AttemptPool = Pick<WorkerPool, 'reportsStarts' | 'groups' | 'dispatch' | 'abort' | 'interrupt' | 'kill'>;
@@ -79,6 +79,8 @@ export interface CoordinatorOptions {
   outputs: DeclaredOutputs;
   /** --rate: at most so many attempt starts per period for the batch, on every host (rate.ts); null: none. */
   rate: Rate | null;
+  /** `splitdance set -j N`: at most N attempts running on this pool; null: all its workers. */
+  limit: number | null;
   /** `--print`: where an attempt's copies of its stdout and stderr go (attempt-printer.ts), or null; `id` names the command's run (printId). */
   printPrefix: ((id: string) => string) | null;
 }

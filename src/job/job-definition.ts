@@ -46,6 +46,8 @@ export type JobDefinition = {
   maxBusyMs: number;
   /** --rate: at most `n` attempt starts per `periodMs` for the batch, on every host (rate.ts); null: no limit. */
   rate: Rate | null;
+  /** `splitdance set -j N`: each run and worker of the batch keeps at most N attempts running (below its own -j); null: its -j. */
+  concurrencyLimit: number | null;
   /** Which never-tried tasks are claimed first (SPEC §10, task-order.ts): --order, then --priority ahead of it. */
   order: Order;
   priority: PriorityRule[];
@@ -117,6 +119,7 @@ export const DEFAULT_SETTINGS: JobSettings = {
   busyCodes: [75],
   maxBusyMs: 60 * 60 * 1000,
   rate: null,
+  concurrencyLimit: null,
   order: 'key',
   priority: [],
 };
@@ -136,6 +139,7 @@ export function settingsOf(job: JobDefinition): JobSettings {
     busyCodes: rest.busyCodes ?? DEFAULT_SETTINGS.busyCodes.filter((c) => ![rest.permanentCodes ?? [], ...(rest.stages ?? []).map((s) => s.permanentCodes ?? [])].some((codes) => codes.includes(c))),
     maxBusyMs: rest.maxBusyMs ?? DEFAULT_SETTINGS.maxBusyMs,
     rate: rest.rate ?? null,
+    concurrencyLimit: rest.concurrencyLimit ?? null,
     order: rest.order ?? 'key',
     priority: rest.priority ?? [],
     items: split.items ?? null,

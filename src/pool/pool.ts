@@ -128,6 +128,11 @@ export class WorkerPool {
     return slots.hasIdleWorker(this.workers);
   }
 
+  /** How many workers hold an attempt (running, or about to). */
+  busyWorkers(): number {
+    return [...this.workers.values()].filter((w) => w.queue.length > 0).length;
+  }
+
   /** Workers holding queued attempts behind one that runs long while another is idle: the caller takes those back (`drop`). */
   stuck(ms: number): PoolWorker[] {
     return slots.stuck(this.workers, ms, monotonicMs());

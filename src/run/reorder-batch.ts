@@ -9,6 +9,8 @@ export interface OrderChange {
   priority?: PriorityRule[];
   /** --rate, or null for none. */
   rate?: Rate | null;
+  /** `-j N`: at most N running on each run and worker, or null for their own -j. */
+  limit?: number | null;
 }
 
 /**
@@ -23,13 +25,16 @@ export async function reorderBatch(
   store: Pick<QueryStore, 'eachTaskPage' | 'learnedDurations'> & Pick<AdminStore, 'rerank'>,
   batch: BatchRecord,
   change: OrderChange,
-): Promise<{ order: Order; priority: PriorityRule[]; rate: Rate | null; moved: number }> {
+): Promise<{ order: Order; priority: PriorityRule[]; rate: Rate | null; limit: number | null; moved: number }> {
   const stored = settingsOf(storedDefinition(batch));
-  const settings = { ...stored, order: change.order ?? stored.order, priority: change.priority ?? stored.priority, rate: change.rate === undefined ? stored.rate : change.rate };
-  // A rate alone moves no task: the runs on the store follow it at their next check of the batch.
+  const settings = { ...stored, order: change.order ?? stored.order, priority: change.priority ?? stored.priority, rate: change.rate === undefined ? stored.rate : change.rate,
+    concurrencyLimit: change.limit === undefined ? stored.concurrencyLimit : change.limit,
+  };
+  const after = { order: settings.order, priority: settings.priority, rate: settings.rate, limit: settings.concurrencyLimit };
+  // A rate or a -j alone moves no task: the runs on the store follow it at their next check of the batch.
   if (change.order === undefined && change.priority === undefined) {
-    await store.rerank(batch.id, [], { rate: settings.rate });
-    return { order: settings.order, priority: settings.priority, rate: settings.rate, moved: 0 };
+    await store.rerank(batch.id, [], { rate: settings.rate, concurrencyLimit: settings.concurrencyLimit });
+    return { ...after, moved: 0 };
   }
   const learned = settings.order === 'history' ? await store.learnedDurations(batch.source) : undefined;
   const plan = { order: settings.order, priority: settings.priority, seed: batch.name, learned };
@@ -40,8 +45,8 @@ export async function reorderBatch(
     moved += await store.rerank(batch.id, ranks);
   });
   // Only these two fields: a run may have stored a new handler or file state meanwhile.
-  await store.rerank(batch.id, [], { order: settings.order, priority: settings.priority, rate: settings.rate });
-  return { order: settings.order, priority: settings.priority, rate: settings.rate, moved };
+  await store.rerank(batch.id, [], { order: settings.order, priority: settings.priority, rate: settings.rate, concurrencyLimit: settings.concurrencyLimit });
+  return { ...after, moved };
 }
 
 /** A stored task as the ranking reads a spec: its key, stage, item, payload and fingerprint. */

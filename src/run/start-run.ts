@@ -93,6 +93,8 @@ export async function startRun(what: PlannedStart | StoredStart, place: RunPlace
       const history = await store.historySize();
       if (history > plan.inv.historyWarn) plan.notes.push(what.historyNote(history));
       if (plan.sample) plan.notes.push(`sample: ${enqueued.inserted} new task(s) of the source (${describeSample(plan)})`);
+      const limit = plan.settings.concurrencyLimit;
+      if (limit !== null && limit < plan.inv.concurrency) plan.notes.push(`at most ${limit} running at once: the batch was given \`splitdance set -j ${limit}\` (\`set -j none\` lifts it)`);
       run.notes = plan.notes;
       if (signal.aborted) return await stopped(pool, store, signal);
     }

@@ -128,6 +128,7 @@ const SCHEMAS = {
     order: z.enum(['key', 'size', 'history', 'random']),
     priority: z.array(z.strictObject({ glob: z.string(), n: z.number().int() })),
     rate: z.string().nullable(),
+    concurrency: z.number().int().positive().nullable(),
     moved: count,
   }),
   cancel: z.strictObject({ batch: z.string(), cancelled: count, stopping: count, dependents: count }),

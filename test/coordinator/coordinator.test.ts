@@ -49,6 +49,9 @@ class FakePool implements RunPool {
   hasIdleWorker(): boolean {
     return this.needsWork();
   }
+  busyWorkers(): number {
+    return 0;
+  }
   reportsStarts(): boolean {
     return false;
   }
@@ -148,6 +151,7 @@ describe('the coordinator tick, in-process (fake slots, a real SQLite store)', (
         outputs: new DeclaredOutputs(settingsOf(storedDefinition(batch)), batch.name, false, store.identity),
         printPrefix: null,
         rate: null,
+        limit: null,
       },
       observer,
     );

@@ -2,6 +2,8 @@ import { UsageError } from '../../errors.js';
 import { reorderBatch, type OrderChange } from '../../run/reorder-batch.js';
 import { parseOrder, parsePriority, type PriorityRule } from '../../split/task-order.js';
 import { describeRate, parseRate } from '../../job/rate.js';
+import { parseCount } from '../../job/units.js';
+import { MAX_CONCURRENCY } from '../../job/option-checks.js';
 import { plural, printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { defaultedNote, withBatch } from '../with-store.js';
@@ -16,6 +18,8 @@ export interface SetFlags extends OutputFlags {
   priority?: string[] | false;
   /** `--rate N/s|N/m|N/h`, or `none`. */
   rate?: string;
+  /** `-j N`, or `none`. */
+  concurrency?: string;
 }
 
 /**
@@ -29,11 +33,12 @@ export async function setCommand(flags: SetFlags, io: Io): Promise<number> {
   return withBatch(flags, io, async (store, batch, { defaulted }) => {
     if (defaulted && !flags.quiet && !flags.json) line(io.stderr, defaultedNote(batch.name));
     const done = await reorderBatch(store, batch, change);
-    if (flags.json) line(io.stdout, JSON.stringify({ batch: batch.name, order: done.order, priority: done.priority, rate: done.rate && describeRate(done.rate), moved: done.moved }));
+    if (flags.json) line(io.stdout, JSON.stringify({ batch: batch.name, order: done.order, priority: done.priority, rate: done.rate && describeRate(done.rate), concurrency: done.limit, moved: done.moved }));
     else if (!flags.quiet) {
       const ahead = done.priority.length ? `, ahead of it ${done.priority.map((r) => printable(`${r.glob}=${r.n}`)).join(', ')}` : '';
       const rate = done.rate ? `at most ${describeRate(done.rate)} starts` : 'no rate limit';
-      line(io.stderr, `batch ${printable(batch.name)}: order ${done.order}${ahead}; ${rate}; ${plural(done.moved, 'waiting task')} moved`);
+      const limit = done.limit !== null ? `; at most ${done.limit} running on each run and worker` : '';
+      line(io.stderr, `batch ${printable(batch.name)}: order ${done.order}${ahead}; ${rate}${limit}; ${plural(done.moved, 'waiting task')} moved`);
     }
     return 0;
   });
@@ -47,8 +52,9 @@ function changeOf(flags: SetFlags): OrderChange {
   if (flags.priority === false) priority = [];
   else if (flags.priority?.length) priority = flags.priority.map((p) => parsePriority(p, '--priority'));
   const rate = flags.rate === undefined ? undefined : flags.rate.trim() === 'none' ? null : parseRate(flags.rate, '--rate');
-  if (order === undefined && priority === undefined && rate === undefined) {
-    throw new UsageError("set changes a running batch: give --order key|size|history|random (or --shuf), --priority 'GLOB=N', --no-priority or --rate N/s|none");
+  const limit = flags.concurrency === undefined ? undefined : flags.concurrency.trim() === 'none' ? null : parseCount(flags.concurrency, '-j/--concurrency', { min: 1, max: MAX_CONCURRENCY });
+  if (order === undefined && priority === undefined && rate === undefined && limit === undefined) {
+    throw new UsageError("set changes a running batch: give --order key|size|history|random (or --shuf), --priority 'GLOB=N', --no-priority, --rate N/s|none or -j N|none");
   }
-  return { order, priority, rate };
+  return { order, priority, rate, limit };
 }
