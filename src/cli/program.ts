@@ -187,7 +187,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
   }
 
   common(program.command('set'))
-    .description("change a running batch's claim order or rate: every run and worker on the store follows it within a second")
+    .description("change a running batch's claim order, rate or -j: every run and worker on the store follows it within a second")
     .option('--batch <name>', 'batch (default: the most recent)')
     .option('--order <order>', 'key, size (biggest first), history (slowest last time first) or random')
     .option('--shuf', 'as --order random')

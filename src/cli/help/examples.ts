@@ -62,6 +62,7 @@ export const EXAMPLES: Record<string, [command: string, what: string][]> = {
     ['splitdance set --order size', 'the latest batch: biggest input first from its next claim on'],
     ["splitdance set --batch nightly --priority 'urgent/**=10'", 'matching keys ahead of the rest (replaces its priorities)'],
     ['splitdance set --no-priority', 'drop the priorities'],
+    ['splitdance set --rate 5/s -j 2', 'at most 5 starts a second on every host, and 2 running on each'],
   ],
   cancel: [
     ["splitdance cancel --key 'tmp/*'", 'cancel the matching unfinished tasks'],
