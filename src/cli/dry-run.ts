@@ -1,4 +1,5 @@
 import { describeHandler } from '../job/job-definition.js';
+import { describePriority } from '../split/task-order.js';
 import { wouldBeUpToDate } from '../job/planned-outputs.js';
 import { formatMs } from '../job/units.js';
 import { describeStore } from '../store/open-store.js';
@@ -121,7 +122,7 @@ function groupsLine(s: RunPlan['settings']): string {
 /** The claim order, when it is not key order: the commands below stay in key order. */
 function orderLine(s: RunPlan['settings']): string {
   const order = { key: 'key order', size: 'biggest input first', history: 'slowest in earlier batches of the source first', random: 'random' }[s.order];
-  const priority = s.priority.length ? `; ahead of it: ${s.priority.map((r) => printable(`${r.glob}=${r.n}`)).join(', ')}` : '';
+  const priority = s.priority.length ? `; ahead of it: ${describePriority(s.priority)}` : '';
   return `order    ${order}${priority} (the list below is in key order)`;
 }
 

@@ -22,12 +22,19 @@ export function parseConcurrency(value: string, option = '-j/--concurrency'): nu
   return workers;
 }
 
-export function parseCodes(value: string, option = '--permanent-codes'): number[] {
-  if (option === '--busy-codes' && value.trim() === 'none') return [];
+export function parseCodes(value: string): number[] {
+  return codesOf(value, '--permanent-codes', '2,64');
+}
+
+/** `--busy-codes`: exit codes as --permanent-codes takes them, or `none`. */
+export function parseBusyCodes(value: string): number[] {
+  return value.trim() === 'none' ? [] : codesOf(value, '--busy-codes', '75 (none: no exit code means busy)');
+}
+
+function codesOf(value: string, option: string, example: string): number[] {
   const codes = value.split(',').map((s) => s.trim()).filter(Boolean);
   if (codes.length === 0 || codes.some((c) => !/^\d+$/.test(c) || Number(c) > 255 || Number(c) === 0)) {
-    const none = option === '--busy-codes' ? ' (none: no exit code means busy)' : '';
-    throw new UsageError(`${option} expects exit codes 1-255 separated by commas, e.g. ${option === '--busy-codes' ? '75' : '2,64'}${none}; got "${value}"`);
+    throw new UsageError(`${option} expects exit codes 1-255 separated by commas, e.g. ${example}; got "${value}"`);
   }
   return codes.map(Number);
 }

@@ -8,13 +8,13 @@ import { checkMetricsPath } from '../status/metrics-file.js';
 import { checkResultsDir } from '../output/results-path.js';
 import type { JobSettings } from './job-definition.js';
 import type { ItemsMode } from '../split/items.js';
-import { parseOrder, parsePriority, type Order } from '../split/task-order.js';
+import { orderOf, parsePriority } from '../split/task-order.js';
 import { parseRate } from './rate.js';
 import type { RawArgGroup } from './command-line-items.js';
 import { parseDelimiter } from './command-line-items.js';
 import { FLAG_WORDS, groupedHandler, MAX_GROUP_ITEMS } from './group-options.js';
 import { parseCount, parseCountOrShare, parseDuration, parseFraction, parseNumber, parseSize, type CountOrShare } from './units.js';
-import { atLeast, checkColsep, checkRegex, definedOnly, given, MAX_BACKOFF_FACTOR, MAX_RETRIES, MIN_DURATION_MS, nonEmpty, parseCodes, parseConcurrency, positive } from './option-checks.js';
+import { atLeast, checkColsep, checkRegex, definedOnly, given, MAX_BACKOFF_FACTOR, MAX_RETRIES, MIN_DURATION_MS, nonEmpty, parseBusyCodes, parseCodes, parseConcurrency, positive } from './option-checks.js';
 
 /**
  * The options pipeline of `run` (and `worker`): flags and the job file are each parsed once,
@@ -198,15 +198,15 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     maxBackoffMs: given(f.maxBackoff, (v) => parseDuration(v, '--max-backoff')),
     jitter: given(f.jitter, (v) => parseFraction(v, '--jitter')),
     timeoutMs: given(f.timeout, (v) => atLeast(positive(parseDuration(v, '--timeout'), '--timeout'), MIN_DURATION_MS.timeout, '--timeout')),
-    permanentCodes: given(f.permanentCodes, (v) => parseCodes(v)),
-    busyCodes: given(f.busyCodes, (v) => parseCodes(v, '--busy-codes')),
+    permanentCodes: given(f.permanentCodes, parseCodes),
+    busyCodes: given(f.busyCodes, parseBusyCodes),
     maxBusyMs: given(f.maxBusy, (v) => positive(parseDuration(v, '--max-busy'), '--max-busy')),
     rate: given(f.rate, (v) => parseRate(v, '--rate')),
     output: f.output === undefined ? undefined : { template: f.output, base: cwd },
     permanentErrors: f.permanentErrors?.length ? f.permanentErrors.map((r) => checkRegex(r, '--permanent-errors')) : undefined,
     heartbeatTimeoutMs: given(f.heartbeatTimeout, (v) => positive(parseDuration(v, '--heartbeat-timeout'), '--heartbeat-timeout')),
     retryQuiet: f.retryQuiet === true ? true : undefined,
-    order: orderOf(f),
+    order: orderOf(f.order, f.shuf),
     priority: f.priority?.length ? f.priority.map((p) => parsePriority(p, '--priority')) : undefined,
     include: f.include?.length ? f.include : undefined,
     exclude: f.exclude?.length ? f.exclude : undefined,
@@ -242,14 +242,6 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     rerunChanged: f.rerunChanged === true ? true : undefined,
     finished: f.finished === true ? true : undefined,
   };
-}
-
-/** `--order`, or `--shuf` (GNU parallel's word for `--order random`); both only when they agree. */
-function orderOf(f: RawRunFlags): Order | undefined {
-  const order = given(f.order, (v) => parseOrder(v, '--order'));
-  if (!f.shuf) return order;
-  if (order !== undefined && order !== 'random') throw new UsageError(`--shuf is --order random; give either --shuf or --order ${order}, not both`);
-  return 'random';
 }
 
 /**

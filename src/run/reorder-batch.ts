@@ -14,12 +14,14 @@ export interface OrderChange {
 }
 
 /**
- * Stores the batch's new order and priorities and re-ranks its waiting tasks by them, a page
- * at a time (a million tasks in bounded memory): every claim after a page's commit, by any run
- * or worker on the store, takes its tasks in the new order. The options are written last, so
- * a `set` stopped half-way leaves the old ones stored, and the next run's enqueue re-ranks
- * every task by them (or `set` again finishes the change). Running and finished tasks keep
- * their rows as they are.
+ * Stores what changed in the batch's options and, when its order or priorities changed,
+ * re-ranks its waiting tasks by them, a page at a time (a million tasks in bounded memory):
+ * every claim after a page's commit, by any run or worker on the store, takes its tasks in the
+ * new order. The options are written last, and only the ones given (a run may store a new
+ * handler or file state meanwhile), so a `set` stopped half-way leaves the old ones stored, and
+ * the next run's enqueue re-ranks every task by them (or `set` again finishes the change).
+ * Running and finished tasks keep their rows as they are. A rate or a -j moves no task: the
+ * runs on the store follow it at their next check of the batch.
  */
 export async function reorderBatch(
   store: Pick<QueryStore, 'eachTaskPage' | 'learnedDurations'> & Pick<AdminStore, 'rerank'>,
@@ -27,25 +29,29 @@ export async function reorderBatch(
   change: OrderChange,
 ): Promise<{ order: Order; priority: PriorityRule[]; rate: Rate | null; limit: number | null; moved: number }> {
   const stored = settingsOf(storedDefinition(batch));
-  const settings = { ...stored, order: change.order ?? stored.order, priority: change.priority ?? stored.priority, rate: change.rate === undefined ? stored.rate : change.rate,
-    concurrencyLimit: change.limit === undefined ? stored.concurrencyLimit : change.limit,
+  const after = {
+    order: change.order ?? stored.order,
+    priority: change.priority ?? stored.priority,
+    rate: change.rate === undefined ? stored.rate : change.rate,
+    limit: change.limit === undefined ? stored.concurrencyLimit : change.limit,
   };
-  const after = { order: settings.order, priority: settings.priority, rate: settings.rate, limit: settings.concurrencyLimit };
-  // A rate or a -j alone moves no task: the runs on the store follow it at their next check of the batch.
-  if (change.order === undefined && change.priority === undefined) {
-    await store.rerank(batch.id, [], { rate: settings.rate, concurrencyLimit: settings.concurrencyLimit });
-    return { ...after, moved: 0 };
-  }
-  const learned = settings.order === 'history' ? await store.learnedDurations(batch.source) : undefined;
-  const plan = { order: settings.order, priority: settings.priority, seed: batch.name, learned };
   let moved = 0;
-  await store.eachTaskPage({ batchId: batch.id, status: 'PENDING' }, async (tasks) => {
-    const ranked = [...rankSpecs(tasks.map(specOf), plan)];
-    const ranks: Rank[] = ranked.map((s, i) => ({ id: tasks[i]!.id, priority: s.priority ?? 0, rank: s.rank ?? 0 }));
-    moved += await store.rerank(batch.id, ranks);
-  });
-  // Only these two fields: a run may have stored a new handler or file state meanwhile.
-  await store.rerank(batch.id, [], { order: settings.order, priority: settings.priority, rate: settings.rate, concurrencyLimit: settings.concurrencyLimit });
+  if (change.order !== undefined || change.priority !== undefined) {
+    const learned = after.order === 'history' ? await store.learnedDurations(batch.source) : undefined;
+    const plan = { order: after.order, priority: after.priority, seed: batch.name, learned };
+    await store.eachTaskPage({ batchId: batch.id, status: 'PENDING' }, async (tasks) => {
+      const ranked = [...rankSpecs(tasks.map(specOf), plan)];
+      const ranks: Rank[] = ranked.map((s, i) => ({ id: tasks[i]!.id, priority: s.priority ?? 0, rank: s.rank ?? 0 }));
+      moved += await store.rerank(batch.id, ranks);
+    });
+  }
+  const patch = {
+    ...(change.order !== undefined ? { order: after.order } : {}),
+    ...(change.priority !== undefined ? { priority: after.priority } : {}),
+    ...(change.rate !== undefined ? { rate: after.rate } : {}),
+    ...(change.limit !== undefined ? { concurrencyLimit: after.limit } : {}),
+  };
+  await store.rerank(batch.id, [], patch);
   return { ...after, moved };
 }
 

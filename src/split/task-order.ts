@@ -8,6 +8,7 @@
 import { durationKey, LEARNED_RANK, type TaskSpec } from '../store/task-spec.js';
 import { UsageError } from '../errors.js';
 import { KeyGlob } from '../key-glob.js';
+import { printable } from '../printable.js';
 
 export const ORDERS = ['key', 'size', 'history', 'random'] as const;
 export type Order = (typeof ORDERS)[number];
@@ -101,6 +102,19 @@ export function parsePriority(value: string, option: string): PriorityRule {
     );
   }
   return { glob, n: Number(n) };
+}
+
+/** `--order`, or `--shuf` (GNU parallel's word for `--order random`); both only when they agree. */
+export function orderOf(order: string | undefined, shuf: boolean | undefined): Order | undefined {
+  const given = order === undefined ? undefined : parseOrder(order, '--order');
+  if (!shuf) return given;
+  if (given !== undefined && given !== 'random') throw new UsageError(`--shuf is --order random; give either --shuf or --order ${given}, not both`);
+  return 'random';
+}
+
+/** The rules as a person reads them: `urgent/**=10, *.gz=-1`. */
+export function describePriority(rules: PriorityRule[]): string {
+  return rules.map((r) => printable(`${r.glob}=${r.n}`)).join(', ');
 }
 
 /** An `--order` value. */

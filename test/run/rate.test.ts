@@ -1,11 +1,10 @@
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { mainIn, startIn } from '../helpers/in-process-cli.js';
 import { waitUntil } from '../helpers/json-views.js';
 import { PG_URL, pgSchemas } from '../helpers/pg.js';
 import { attemptsIn } from '../helpers/read-store.js';
+import { projectWithFiles } from '../helpers/project.js';
 
 // `--rate N/s|N/m|N/h` (SPEC §10): at most N attempt starts per period for the batch, across
 // every run and worker on its store. By design (rate.ts) starts are period / N apart, with at
@@ -14,10 +13,9 @@ import { attemptsIn } from '../helpers/read-store.js';
 const newSchema = pgSchemas('sd_rate');
 const STORES = [{ store: 'SQLite', db: (): string[] => [] }, ...(PG_URL ? [{ store: 'PostgreSQL', db: () => ['--db', newSchema().db] }] : [])];
 
+/** `n` files in `src/`, and the store a run there uses: `--db`'s, else the default. */
 function project(n: number) {
-  const dir = mkdtempSync(join(tmpdir(), 'sd-rate-'));
-  mkdirSync(join(dir, 'src'));
-  for (let i = 0; i < n; i++) writeFileSync(join(dir, 'src', `f${String(i).padStart(2, '0')}`), `${i}\n`);
+  const { dir } = projectWithFiles(n, 'sd-rate-');
   return { dir, dbPath: (db: string[]) => db[1] ?? join(dir, '.splitdance', 'splitdance.db') };
 }
 

@@ -1,6 +1,6 @@
 import { UsageError } from '../../errors.js';
 import { reorderBatch, type OrderChange } from '../../run/reorder-batch.js';
-import { parseOrder, parsePriority, type PriorityRule } from '../../split/task-order.js';
+import { describePriority, orderOf, parsePriority, type PriorityRule } from '../../split/task-order.js';
 import { describeRate, parseRate } from '../../job/rate.js';
 import { parseCount } from '../../job/units.js';
 import { MAX_CONCURRENCY } from '../../job/option-checks.js';
@@ -35,7 +35,7 @@ export async function setCommand(flags: SetFlags, io: Io): Promise<number> {
     const done = await reorderBatch(store, batch, change);
     if (flags.json) line(io.stdout, JSON.stringify({ batch: batch.name, order: done.order, priority: done.priority, rate: done.rate && describeRate(done.rate), concurrency: done.limit, moved: done.moved }));
     else if (!flags.quiet) {
-      const ahead = done.priority.length ? `, ahead of it ${done.priority.map((r) => printable(`${r.glob}=${r.n}`)).join(', ')}` : '';
+      const ahead = done.priority.length ? `, ahead of it ${describePriority(done.priority)}` : '';
       const rate = done.rate ? `at most ${describeRate(done.rate)} starts` : 'no rate limit';
       const limit = done.limit !== null ? `; at most ${done.limit} running on each run and worker` : '';
       line(io.stderr, `batch ${printable(batch.name)}: order ${done.order}${ahead}; ${rate}${limit}; ${plural(done.moved, 'waiting task')} moved`);
@@ -46,8 +46,7 @@ export async function setCommand(flags: SetFlags, io: Io): Promise<number> {
 
 /** The flags, checked before the store is opened: at least one change, each valid. */
 function changeOf(flags: SetFlags): OrderChange {
-  if (flags.shuf && flags.order !== undefined && flags.order !== 'random') throw new UsageError(`--shuf is --order random; give either --shuf or --order ${flags.order}, not both`);
-  const order = flags.shuf ? 'random' : flags.order === undefined ? undefined : parseOrder(flags.order, '--order');
+  const order = orderOf(flags.order, flags.shuf);
   let priority: PriorityRule[] | undefined;
   if (flags.priority === false) priority = [];
   else if (flags.priority?.length) priority = flags.priority.map((p) => parsePriority(p, '--priority'));

@@ -1,6 +1,15 @@
 /** The first staged spec of each key: of a list's repeated items the first is the task (as for the insert). */
 const FIRST_STAGED = '(SELECT DISTINCT ON (stage, task_key) stage, task_key, payload, fingerprint, priority, order_rank FROM pg_temp.staging ORDER BY stage, task_key, ord)';
 
+/** $1 batchId — the waiting tasks' claim ranks as `staged` (alias `st`) gives them; only rows whose rank changed. */
+function reorderFrom(s: string, staged: string): string {
+  return `
+      UPDATE ${s}.tasks AS t SET priority = st.priority, order_rank = st.order_rank
+      FROM ${staged} AS st
+      WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
+        AND t.status = 'PENDING' AND (t.priority <> st.priority OR t.order_rank <> st.order_rank)`;
+}
+
 /**
  * The enqueue verb's statements (pg-enqueue.ts): the staged specs (pg_temp.staging) inserted
  * and compared with the tasks already stored, and the counts enqueue reports. Merged into
@@ -11,11 +20,7 @@ export function enqueueStatements(s: string) {
     /** $1 batchId */
     maxSeq: `SELECT coalesce(max(seq), 0) AS base FROM ${s}.tasks WHERE batch_id = $1`,
     /** $1 batchId — reorderStaged for a list: of a key's repeated items, the first (FIRST_STAGED) ranks it, as it is the task. */
-    reorderItems: `
-      UPDATE ${s}.tasks AS t SET priority = st.priority, order_rank = st.order_rank
-      FROM ${FIRST_STAGED} AS st
-      WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
-        AND t.status = 'PENDING' AND (t.priority <> st.priority OR t.order_rank <> st.order_rank)`,
+    reorderItems: reorderFrom(s, FIRST_STAGED),
     /** $1 batchId — the batch's highest task number, for a read (maxSeq's, named as count() reads it). */
     lastSeq: `SELECT coalesce(max(seq), 0) AS n FROM ${s}.tasks WHERE batch_id = $1`,
     /** $1 batchId $2 base $3 maxAttempts $4 now — copies pg_temp.staging; keys already in the batch are skipped. */
@@ -29,11 +34,7 @@ export function enqueueStatements(s: string) {
      * stored that wait (those --rerun-changed just put back included): a rerun with another
      * order re-ranks them. Touches only rows whose rank changed (an order given again changes none).
      */
-    reorderStaged: `
-      UPDATE ${s}.tasks AS t SET priority = st.priority, order_rank = st.order_rank
-      FROM pg_temp.staging AS st
-      WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
-        AND t.status = 'PENDING' AND (t.priority <> st.priority OR t.order_rank <> st.order_rank)`,
+    reorderStaged: reorderFrom(s, 'pg_temp.staging'),
     /**
      * $1 batchId — records what the source shows now; unfinished tasks will run on it, so it
      * becomes their fingerprint too. Touches only rows whose file changed.

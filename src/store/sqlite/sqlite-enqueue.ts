@@ -15,6 +15,15 @@ import { SQL } from './statements.js';
  */
 const FIRST_STAGED = `(SELECT staging.* FROM temp.staging JOIN (SELECT min(rowid) AS first FROM temp.staging GROUP BY stage, task_key) AS f ON staging.rowid = f.first)`;
 
+/** @batchId — the waiting tasks' claim ranks as `staged` (alias `s`) gives them; only rows whose rank changed. */
+function reorderFrom(staged: string): string {
+  return `
+    UPDATE tasks SET priority = s.priority, order_rank = s.order_rank
+    FROM ${staged} AS s
+    WHERE tasks.batch_id = @batchId AND tasks.stage = s.stage AND tasks.task_key = s.task_key
+      AND tasks.status = 'PENDING' AND (tasks.priority <> s.priority OR tasks.order_rank <> s.order_rank)`;
+}
+
 /** The statements only an enqueue runs (the staging table exists on its connection only). */
 const ENQUEUE_SQL = {
   batchByName: SQL.batchByName,
@@ -46,11 +55,7 @@ const ENQUEUE_SQL = {
    * that wait (those --rerun-changed just put back included): a rerun with another order
    * re-ranks them. Touches only rows whose rank changed (an order given again changes none).
    */
-  reorderStaged: `
-    UPDATE tasks SET priority = s.priority, order_rank = s.order_rank
-    FROM temp.staging AS s
-    WHERE tasks.batch_id = @batchId AND tasks.stage = s.stage AND tasks.task_key = s.task_key
-      AND tasks.status = 'PENDING' AND (tasks.priority <> s.priority OR tasks.order_rank <> s.order_rank)`,
+  reorderStaged: reorderFrom('temp.staging'),
   /**
    * @batchId — records what the source shows now; unfinished tasks will run on it, so it
    * becomes their fingerprint too. Touches only rows whose file changed.
@@ -92,11 +97,7 @@ const ENQUEUE_SQL = {
       AND NOT (tasks.item_key IS NOT NULL AND EXISTS (
         SELECT 1 FROM tasks AS r WHERE r.batch_id = tasks.batch_id AND r.item_key = tasks.item_key AND r.status = 'RUNNING'))`,
   /** @batchId — reorderStaged for a list: of a key's repeated items, the first (FIRST_STAGED) ranks it, as it is the task. */
-  reorderItems: `
-    UPDATE tasks SET priority = s.priority, order_rank = s.order_rank
-    FROM ${FIRST_STAGED} AS s
-    WHERE tasks.batch_id = @batchId AND tasks.stage = s.stage AND tasks.task_key = s.task_key
-      AND tasks.status = 'PENDING' AND (tasks.priority <> s.priority OR tasks.order_rank <> s.order_rank)`,
+  reorderItems: reorderFrom(FIRST_STAGED),
   /** @batchId — itemPayloads: the items (with stages, not their tasks) whose record the source changed, and the first of them. */
   countChangedItems: `
     SELECT count(DISTINCT coalesce(item_key, task_key)) AS n,
