@@ -103,18 +103,21 @@ export interface BatchRun {
  */
 export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecord, pool: WorkerPool, run: BatchRun, observer: BatchObserver, signals: CommandSignals): Promise<number> {
   const { inv } = run;
-  const { counts: before, grown } = await growToWork(pool, store, batch.id);
+  // The run's first looks at the store wait out a server restarting as the coordinator's do (a
+  // worker may be joining the batch just then): its outcome is the batch's, not exit 4.
+  const note = (m: string) => observer.note(m);
+  const { counts: before, grown } = await ridingOut(() => growToWork(pool, store, batch.id), note);
   const total = before.total;
   const maxFailures = inv.maxFailures === null ? null : resolveCountOrShare(inv.maxFailures, total);
   const started = monotonicMs();
   // Read before recovery marks anything LOST: from here on the run counts the attempts it ends.
   // Loaded only when asked for: prom-client alone costs ~35 ms of every run's start-up.
   const metrics =
-    inv.metricsFile === null ? null : await (await import('./run-metrics.js')).RunMetrics.open(store, batch, inv.metricsFile, (m) => observer.note(m));
+    inv.metricsFile === null ? null : await ridingOut(async () => (await import('./run-metrics.js')).RunMetrics.open(store, batch, inv.metricsFile!, note), note);
   // --results and --print read the same copies of each attempt's output (in DIR with --results).
-  const results = inv.results === null ? null : new AttemptResults(inv.results, inv.print !== null, (m) => observer.note(m));
+  const results = inv.results === null ? null : new AttemptResults(inv.results, inv.print !== null, note);
   const printer = inv.print
-    ? new AttemptPrinter({ keepOrder: inv.print.keepOrder, lineBuffer: inv.print.lineBuffer }, (task, stream) => observer.printed?.(task, stream) ?? IGNORED, (m) => observer.note(m), results?.copies ?? null)
+    ? new AttemptPrinter({ keepOrder: inv.print.keepOrder, lineBuffer: inv.print.lineBuffer }, (task, stream) => observer.printed?.(task, stream) ?? IGNORED, note, results?.copies ?? null)
     : null;
   const tapped = metrics ? metrics.tap(observer) : observer;
   // The results are written before the printer hears of an attempt (it removes the copies once printed).
@@ -146,7 +149,10 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
   // Tasks a dead coordinator on this host left RUNNING are taken back now, not after their lease.
   // An owner that cannot be proven dead is left to the coordinator's own watch, which takes its
   // tasks once its renewals are seen to stop for a lease (a fresh watch has seen nothing stop).
-  const { released } = await recoverStale(store, batch.id, coordinator.owner, new RenewalWatch(inv.leaseMs), Date.now(), (lost) => coordinator.discardLostOutputs(lost));
+  const { released } = await ridingOut(
+    () => recoverStale(store, batch.id, coordinator.owner, new RenewalWatch(inv.leaseMs), Date.now(), (lost) => coordinator.discardLostOutputs(lost)),
+    note,
+  );
   observer.start({ batch: batch.name, source: batch.source, store: describeStore(run.dbPath), total, inserted: run.inserted, workers: pool.size, jobFile: run.jobFile, notes: run.notes });
   // Said when the machine refused a worker (a pool's growth settles late); after the verdict
   // line, or an error's, it would only confuse.
@@ -174,7 +180,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
         stop = early;
         break;
       }
-      const removeDrain = drainOnSignals(coordinator, inv.graceMs, (m) => observer.note(m), signals);
+      const removeDrain = drainOnSignals(coordinator, inv.graceMs, note, signals);
       try {
         stop = await coordinator.run();
       } finally {
@@ -183,16 +189,17 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
       if (stop.kind !== 'definition-changed') break;
       stop = signalled() ?? stop;
       if (stop.kind === 'signal') break;
-      const next = await follow(store, batch, run, (m) => observer.note(m), lateNote);
+      const next = await follow(store, batch, run, note, lateNote);
       followers.push(next.pool);
       stop = signalled() ?? stop;
       if (stop.kind === 'signal') break;
       batch = next.batch;
-      coordinator = coordinatorFor(batch, next.pool, next.settings, (await store.counts(batch.id)).failed - before.failed);
+      const failedNow = (await ridingOut(() => store.counts(batch.id), note)).failed;
+      coordinator = coordinatorFor(batch, next.pool, next.settings, failedNow - before.failed);
     }
     // The run is over: a server restarting just now must not turn its outcome into exit 4.
-    const counts = await ridingOut(() => store.counts(batch.id), (m) => observer.note(m));
-    const pending = await ridingOut(() => store.pendingOutputs(batch.id), (m) => observer.note(m));
+    const counts = await ridingOut(() => store.counts(batch.id), note);
+    const pending = await ridingOut(() => store.pendingOutputs(batch.id), note);
     let { exitCode, reason } = outcomeOf(stop, counts, run.resume, pending.map((p) => p.out ?? p.temp));
     await metrics?.finish();
     await printer?.finish();
@@ -208,7 +215,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
     }
     const retrying =
       exitCode === EXIT.INCOMPLETE && counts.retrying > 0
-        ? (await ridingOut(() => store.listTasks({ batchId: batch.id, status: 'PENDING', attemptedOnly: true, limit: RETRYING_NAMED }), (m) => observer.note(m))).map((t) => ({
+        ? (await ridingOut(() => store.listTasks({ batchId: batch.id, status: 'PENDING', attemptedOnly: true, limit: RETRYING_NAMED }), note)).map((t) => ({
             key: t.key,
             attempts: t.attempts,
             lastError: t.lastError,
@@ -243,7 +250,7 @@ async function follow(
   note: (m: string) => void,
   lateNote: (m: string | null) => void,
 ): Promise<{ batch: BatchRecord; settings: JobSettings; pool: WorkerPool }> {
-  const batch = await store.findBatch(old.name);
+  const batch = await ridingOut(() => store.findBatch(old.name), note);
   if (batch?.id !== old.id) {
     throw new StoreError(`batch "${old.name}" is no longer in the store (pruned?); this run stops without claiming anything more`);
   }
@@ -259,7 +266,7 @@ async function follow(
       `batch ${printable(batch.name)}: another run changed the handler to ${printable(handler)}, which does not load here: ${printable((err as Error).message)}; this run stops, the unfinished tasks stay PENDING`,
     );
   }
-  void (await growToWork(pool, store, batch.id)).grown.then(lateNote);
+  void (await ridingOut(() => growToWork(pool, store, batch.id), note)).grown.then(lateNote);
   const what = sameHandlers(storedDefinition(old), storedDefinition(batch)) ? 'job definition changed' : `handler changed to ${printable(handler)}`;
   note(`batch ${printable(batch.name)}: ${what} by another run; following it`);
   return { batch, settings, pool };

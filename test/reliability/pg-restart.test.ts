@@ -5,7 +5,7 @@ import { runCli, sleep, startCli, waitFor, type CliResult } from '../helpers/cli
 import { privatePgUnavailable, startPrivatePg, type PrivatePg } from '../helpers/pg-private.js';
 import { processesWithEnv } from '../helpers/procs.js';
 import { statusCounts } from '../helpers/json-views.js';
-import { projectWithFiles } from '../helpers/project.js';
+import { projectWithFiles, writeFiles } from '../helpers/project.js';
 import { storedAttempts } from '../helpers/store.js';
 
 // Issue 18 item 5: a PostgreSQL restart under a run is an outage the run waits out (its running
@@ -72,6 +72,36 @@ describe.skipIf(unavailable !== null)(`run rides out a PostgreSQL restart${unava
     const lines = ran(log);
     expect(new Set(lines)).toEqual(new Set(p.keys));
     expect(lines.length - 600).toBeLessThanOrEqual(8);
+    expect(processesWithEnv(p.dir)).toEqual([]);
+  }, 150_000);
+
+  it('a worker whose batch start meets the outage (the server goes down while its handler loads) rides it out: exit 0, every task SUCCESS', async () => {
+    const p = projectWithFiles(120, 'sd-pgrestart-');
+    const db = `${server.url}?schema=restart_start`;
+    const log = join(p.dir, 'ran.txt');
+    const loading = join(p.dir, 'loading');
+    // Slow to load in the worker's processes only (SLOW_LOAD is given to the worker alone): the
+    // server is stopped after the worker has read its batch and before its run's first look at it.
+    writeFiles(p.dir, {
+      'h.mjs': [
+        "import { appendFileSync, writeFileSync } from 'node:fs';",
+        'if (process.env.SLOW_LOAD) { writeFileSync(process.env.SLOW_LOAD, String(process.pid)); await new Promise((r) => setTimeout(r, 2500)); }',
+        `export default async (task) => { appendFileSync(${JSON.stringify(log)}, task.key + '\\n'); await new Promise((r) => setTimeout(r, 50)); };`,
+      ].join('\n'),
+    });
+    const run = startCli(['run', 'src', '--db', db, '--handler', 'h.mjs', '-j', '1', '--progress-interval', '200ms'], { cwd: p.dir, timeoutMs: 120_000 });
+    await waitFor(() => ran(log).length >= 5, 60_000, 'the batch started');
+    const worker = startCli(['worker', '--db', db, '-j', '1'], { cwd: p.dir, env: { SLOW_LOAD: loading }, timeoutMs: 120_000 });
+    await waitFor(() => existsSync(loading), 60_000, "the worker's handler loading");
+    server.stop();
+    await sleep(3500);
+    server.start();
+    const [r, w] = await Promise.all([run.result, worker.result]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(w.code, w.stderr).toBe(0);
+    expect(w.stderr).toMatch(/the store is back/);
+    expect(await statusCounts(p.dir, ['--db', db])).toEqual({ SUCCESS: 120 });
+    expect(new Set(ran(log))).toEqual(new Set(p.keys));
     expect(processesWithEnv(p.dir)).toEqual([]);
   }, 150_000);
 
