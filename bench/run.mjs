@@ -18,6 +18,7 @@ import { fleet } from './fleet-row.mjs';
 import { groupedHandler, manyItemsPerCall } from './group-rows.mjs';
 import { startup } from './startup-row.mjs';
 import { claimOrder } from './order-row.mjs';
+import { adaptive } from './adaptive-row.mjs';
 import { verdicts } from './verdict.mjs';
 
 const rows = [];
@@ -48,6 +49,7 @@ if (want('items')) record(await millionItems());
 if (want('groups')) record(manyItemsPerCall());
 if (want('groups')) record(groupedHandler());
 if (want('order')) record(claimOrder());
+if (want('adaptive')) record(adaptive());
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(sharedStore(process.env.SPLITDANCE_PG_URL));
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(await sharedStoreScale(process.env.SPLITDANCE_PG_URL));
 

@@ -81,6 +81,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
     .option('--order <order>', 'which never-tried tasks run first: key (default), size (biggest first), history (slowest last time first), random')
     .option('--shuf', 'as --order random, GNU parallel\'s word: a shuffle fixed per batch')
     .option('--rate <n/period>', 'at most N attempt starts per second, minute or hour for the batch, on every host: 20/s, 300/m')
+    .option('--adaptive', 'keep as many attempts running as the service takes: halve on busy answers and timeouts, grow back by one (AIMD), 1 to -j')
     .option('--priority <glob=n>', "keys matching GLOB run before the rest, higher N first, e.g. 'urgent/**=10' (repeatable)", collect)
     .option('--max-failures <n>', 'stop claiming after N (or P%) tasks FAILED; exit 1')
     .option('--progress-interval <duration>', 'without a terminal, print progress this often (default 10s)')
@@ -187,7 +188,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
   }
 
   common(program.command('set'))
-    .description("change a running batch's claim order, rate or -j: every run and worker on the store follows it within a second")
+    .description("change a running batch's claim order, rate, -j or --adaptive: every run and worker on the store follows it within a second")
     .option('--batch <name>', 'batch (default: the most recent)')
     .option('--order <order>', 'key, size (biggest first), history (slowest last time first) or random')
     .option('--shuf', 'as --order random')
@@ -195,6 +196,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
     .option('--no-priority', "drop the batch's priorities")
     .option('--rate <n/period>', 'at most N attempt starts per period on every host (20/s, 300/m, 1000/h), or none')
     .option('-j, --concurrency <n>', 'at most N attempts running on each run and worker of the batch (below their own -j), or none')
+    .option('--adaptive', 'each run and worker finds how many attempts to keep running by busy answers (AIMD)')
+    .option('--no-adaptive', 'back to each run\'s own -j')
     .action(async (opts) => setExit(await (await import('./commands/set.js')).setCommand(opts, io)));
 
   common(program.command('cancel'))

@@ -1,5 +1,6 @@
 import type { ChalkInstance } from 'chalk';
 import type { LiveFacts } from '../status/live-view.js';
+import { describeLevels } from '../status/adaptive-levels.js';
 import { printable } from './format.js';
 
 /** How `watch` shows its facts: a frame for a terminal, one plain line for a pipe or a file. */
@@ -49,6 +50,8 @@ export function frameLines(f: LiveFacts, c: ChalkInstance): string[] {
     );
   }
   out.push(`${rateText(f)}, ${etaText(f)}`);
+  const levels = describeLevels(f.adaptive);
+  if (levels) out.push(levels);
   out.push('');
   out.push(c.bold(`running (${f.running})${f.queued ? `, ${f.queued} queued behind them` : ''}`));
   const tasks = f.runningTasks.map((t) => ({ ...t, worker: printable(t.workerId ?? '-'), where: printable(t.host || '-'), time: clock(t.elapsedMs) }));

@@ -1,5 +1,5 @@
 /** The tick: check the batch, commit what ended, claim for free places, hand out, sleep or end. */
-import { spacingOf, type Rate } from '../job/rate.js';
+import { spacingOf } from '../job/rate.js';
 import { plural } from '../printable.js';
 import { prepareLogFolder } from '../store/log-layout.js';
 import type { BatchMoves, BatchRecord, ClaimedTask, LostAttempt, TaskStatus } from '../store/task-store.js';
@@ -8,6 +8,7 @@ import { ownerId } from '../lease-owner.js';
 import { AttemptsInFlight } from './attempts-in-flight.js';
 import { appliedOf, claimRound } from './claim.js';
 import { CommitQueue, type Queued } from './commit-queue.js';
+import { FlowLimits } from './flow-limits.js';
 import { IdlePoll } from './idle-poll.js';
 import { Outage, releaseLostClaims } from './outage.js';
 import { OutputPlacement, placeOthers } from './output-placement.js';
@@ -41,11 +42,10 @@ export class Coordinator {
   private readonly placement: OutputPlacement;
   /** How long to wait after a claim that left places empty: backs off while nothing turns up. */
   private readonly idle: IdlePoll;
-  /** --rate as stored now (followed at each check of the batch), and when the gate lets the next attempt start if a claim got fewer than it wanted. */
-  private rate: Rate | null;
+  /** --rate, `set -j N` and --adaptive as stored now (followed at each check of the batch). */
+  private readonly flow: FlowLimits;
+  /** When the rate's gate lets the next attempt start, if a claim got fewer than it wanted. */
   private rateWakeAt: number | null = null;
-  /** `splitdance set -j N` as stored now (followed at each check of the batch): at most N attempts running here. */
-  private limit: number | null;
 
   constructor(
     private readonly store: RunStore,
@@ -65,8 +65,7 @@ export class Coordinator {
     this.outage = new Outage(note);
     this.runner = new TickRunner({ tick: () => this.tick(), mayCoalesce: () => !pool.needsWork() }, this.outage);
     this.idle = new IdlePoll(pollMs, leaseMs);
-    this.rate = options.rate;
-    this.limit = options.limit;
+    this.flow = new FlowLimits({ rate: options.rate, limit: options.limit, adaptive: options.adaptive ?? false }, options.slots ?? 1, note);
   }
 
   async run(): Promise<StopReason> {
@@ -85,6 +84,7 @@ export class Coordinator {
       return await this.runner.done;
     } finally {
       this.runner.cancel();
+      if (!this.outage.active) await this.flow.publish(this.store, this.batch.id, this.owner, Date.now(), true).catch(() => undefined);
       this.pool.quiesce();
       this.killAll(); // only after a fatal error is anything still in flight
       // A store that stayed unavailable for the outage limit gets nothing more: each call would
@@ -159,7 +159,9 @@ export class Coordinator {
   /** What the pool reported, as the tick takes it (pool-endings.ts). */
   private take(news: PoolNews): void {
     if (news.kind === 'ended') {
+      const running = this.attempts.startedCount;
       const { settled, again } = this.attempts.ended(news.token, news.ending);
+      for (const q of settled) this.flow.ended(q.settlement, running);
       // A group that failed as a whole: its halves run on its worker, after what it holds already.
       if (again) this.take({ kind: 'started', starts: this.attempts.send(again.worker, again.messages) });
       if (settled.length === 0) return;
@@ -186,8 +188,8 @@ export class Coordinator {
     // A crash (here or on another host) between a success's commit and its output's rename.
     if (this.options.outputs.declared) this.placement.redo(await this.store.pendingOutputs(this.batch.id));
     if (found.stop) this.stop(found.stop);
-    this.rate = found.rate;
-    this.limit = found.limit;
+    this.flow.follow(found);
+    await this.flow.publish(this.store, this.batch.id, this.owner, Date.now());
   }
 
   /** Commit what ended, alone (no claim): failures, and what is left when the run ends. */
@@ -205,24 +207,30 @@ export class Coordinator {
   private async claimForFreePlaces(): Promise<number | null> {
     let free = this.runner.stopping ? [] : this.pool.freePlaces();
     this.rateWakeAt = null;
-    if (this.rate || this.limit !== null) free = free.filter((w, i) => w.queue.length === 0 && free.indexOf(w) === i);
-    // `set -j N`: idle workers only (none queues behind another), and no more running than N.
-    if (this.limit !== null) free = free.slice(0, Math.max(0, this.limit - this.pool.busyWorkers()));
+    // A rate, `set -j N` or --adaptive: idle workers only (none queues behind another), and no more running than the cap.
+    if (this.flow.holds) free = free.filter((w, i) => w.queue.length === 0 && free.indexOf(w) === i);
+    const cap = this.flow.cap;
+    if (cap !== null) free = free.slice(0, Math.max(0, cap - this.pool.busyWorkers()));
     if (this.commits.empty && free.length === 0) {
       await this.placement.confirm(this.store);
       return null;
     }
     const now = await this.commits.clockNow(this.store, (m) => this.observer.note(m));
-    if (this.rate && free.length > 0) {
+    const rate = this.flow.rate;
+    if (rate && free.length > 0) {
       // --rate: a start for each place, from the batch's gate in the store (every host's), at
       // the claim's own time. Only idle workers' first places (above): an attempt queued behind
       // another would start later than its claim, and a few such could start at once.
-      const { spacingMs, burst } = spacingOf(this.rate);
+      const { spacingMs, burst } = spacingOf(rate);
       const gate = await this.store.takeStarts(this.batch.id, free.length, now, spacingMs, burst);
       if (gate.granted < free.length) this.rateWakeAt = gate.wakeAt;
       free = free.slice(0, gate.granted);
-      if (this.commits.empty && free.length === 0) return null;
     }
+    // --adaptive's pace: this run's own gate, after the batch's.
+    const paced = this.flow.paced(free.length, now);
+    if (paced.wakeAt !== null) this.rateWakeAt = Math.min(this.rateWakeAt ?? Number.POSITIVE_INFINITY, paced.wakeAt);
+    free = free.slice(0, paced.granted);
+    if (this.commits.empty && free.length === 0) return null;
     const { store, batch, owner } = this;
     const shape = this.pool.groups.claimShape();
     const { claimed, ended } = await claimRound({ store, batch, owner, leaseMs: this.options.leaseMs, now, free, shape }, this.commits, this.placement);

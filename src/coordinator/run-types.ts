@@ -81,6 +81,9 @@ export interface CoordinatorOptions {
   rate: Rate | null;
   /** `splitdance set -j N`: at most N attempts running on this pool; null: all its workers. */
   limit: number | null;
+  /** --adaptive (flow-limits.ts), and the run's -j it grows to at most; absent: off. */
+  adaptive?: boolean;
+  slots?: number;
   /** `--print`: where an attempt's copies of its stdout and stderr go (attempt-printer.ts), or null; `id` names the command's run (printId). */
   printPrefix: ((id: string) => string) | null;
 }

@@ -48,6 +48,8 @@ export type JobDefinition = {
   rate: Rate | null;
   /** `splitdance set -j N`: each run and worker of the batch keeps at most N attempts running (below its own -j); null: its -j. */
   concurrencyLimit: number | null;
+  /** --adaptive: each run and worker finds how many attempts to keep running by AIMD on busy answers and timeouts (coordinator/adaptive.ts). */
+  adaptive: boolean;
   /** Which never-tried tasks are claimed first (SPEC §10, task-order.ts): --order, then --priority ahead of it. */
   order: Order;
   priority: PriorityRule[];
@@ -120,6 +122,7 @@ export const DEFAULT_SETTINGS: JobSettings = {
   maxBusyMs: 60 * 60 * 1000,
   rate: null,
   concurrencyLimit: null,
+  adaptive: false,
   order: 'key',
   priority: [],
 };
@@ -140,6 +143,7 @@ export function settingsOf(job: JobDefinition): JobSettings {
     maxBusyMs: rest.maxBusyMs ?? DEFAULT_SETTINGS.maxBusyMs,
     rate: rest.rate ?? null,
     concurrencyLimit: rest.concurrencyLimit ?? null,
+    adaptive: rest.adaptive ?? false,
     order: rest.order ?? 'key',
     priority: rest.priority ?? [],
     items: split.items ?? null,

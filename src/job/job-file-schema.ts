@@ -186,6 +186,10 @@ export const JobFileSchema = z
       .describe('at most N attempt starts per period for the batch, on every host: "20/s", "300/m", "1000/h" (--rate)')
       .transform(parsedBy(parseRate))
       .optional(),
+    adaptive: z
+      .boolean()
+      .describe('find how many attempts to keep running (1 to -j) by AIMD: halved when attempts answer busy or time out, grown back by one per window of successes; --rate scales with it (--adaptive)')
+      .optional(),
     maxBusy: longerThanZero.describe('how long a task may answer busy in a row before that counts as a failure (default 1h)').optional(),
     order: z
       .enum(ORDERS)

@@ -49,6 +49,8 @@ export interface RawRunFlags {
   maxBusy?: string;
   /** `--rate N/s|N/m|N/h` (rate.ts). */
   rate?: string;
+  /** `--adaptive`: AIMD on the running attempts (and the rate). */
+  adaptive?: boolean;
   output?: string;
   force?: boolean;
   print?: boolean;
@@ -202,6 +204,7 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     busyCodes: given(f.busyCodes, parseBusyCodes),
     maxBusyMs: given(f.maxBusy, (v) => positive(parseDuration(v, '--max-busy'), '--max-busy')),
     rate: given(f.rate, (v) => parseRate(v, '--rate')),
+    adaptive: f.adaptive === true ? true : undefined,
     output: f.output === undefined ? undefined : { template: f.output, base: cwd },
     permanentErrors: f.permanentErrors?.length ? f.permanentErrors.map((r) => checkRegex(r, '--permanent-errors')) : undefined,
     heartbeatTimeoutMs: given(f.heartbeatTimeout, (v) => positive(parseDuration(v, '--heartbeat-timeout'), '--heartbeat-timeout')),

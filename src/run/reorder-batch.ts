@@ -11,6 +11,8 @@ export interface OrderChange {
   rate?: Rate | null;
   /** `-j N`: at most N running on each run and worker, or null for their own -j. */
   limit?: number | null;
+  /** --adaptive on or off. */
+  adaptive?: boolean;
 }
 
 /**
@@ -27,13 +29,14 @@ export async function reorderBatch(
   store: Pick<QueryStore, 'eachTaskPage' | 'learnedDurations'> & Pick<AdminStore, 'rerank'>,
   batch: BatchRecord,
   change: OrderChange,
-): Promise<{ order: Order; priority: PriorityRule[]; rate: Rate | null; limit: number | null; moved: number }> {
+): Promise<{ order: Order; priority: PriorityRule[]; rate: Rate | null; limit: number | null; adaptive: boolean; moved: number }> {
   const stored = settingsOf(storedDefinition(batch));
   const after = {
     order: change.order ?? stored.order,
     priority: change.priority ?? stored.priority,
     rate: change.rate === undefined ? stored.rate : change.rate,
     limit: change.limit === undefined ? stored.concurrencyLimit : change.limit,
+    adaptive: change.adaptive ?? stored.adaptive,
   };
   let moved = 0;
   if (change.order !== undefined || change.priority !== undefined) {
@@ -50,6 +53,7 @@ export async function reorderBatch(
     ...(change.priority !== undefined ? { priority: after.priority } : {}),
     ...(change.rate !== undefined ? { rate: after.rate } : {}),
     ...(change.limit !== undefined ? { concurrencyLimit: after.limit } : {}),
+    ...(change.adaptive !== undefined ? { adaptive: after.adaptive } : {}),
   };
   await store.rerank(batch.id, [], patch);
   return { ...after, moved };

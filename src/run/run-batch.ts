@@ -142,6 +142,8 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
         printPrefix: results ? (token) => results.prefixOf(token) : printer ? (token) => printer.prefixOf(token) : null,
         rate: settings.rate,
         limit: settings.concurrencyLimit,
+        adaptive: settings.adaptive,
+        slots: inv.concurrency,
       },
       seen,
     );

@@ -3,6 +3,7 @@ import { EXIT } from '../exit-codes.js';
 import type { BatchAttempt, BatchRecord, Counts, ErrorCount, LearnedWork, QueryStore, StageCounts } from '../store/task-store.js';
 import { RATE_WINDOW, etaSeconds, tasksPerSecond, type RetriesAhead } from './busy-rate.js';
 import { clusterErrors, type ErrorCluster } from './error-signature.js';
+import { liveLevels, type LiveLevel } from './adaptive-levels.js';
 import { ownerHolds, type OwnerHold } from './owner-state.js';
 
 const iso = (ms: number | null | undefined): string | null => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
@@ -34,6 +35,8 @@ export interface BatchStatus extends Counts {
   stages: StageCounts[];
   /** Who holds its RUNNING tasks: a dead owner's tasks are taken back by the next run; a stopped one keeps them. */
   owners: OwnerHold[];
+  /** --adaptive: the level each of its runs and workers keeps running at now (empty without). */
+  adaptive: LiveLevel[];
   /**
    * Committed successes whose declared output is not in place: its rename failed (EXDEV,
    * EACCES, EROFS) and the file waits at its temporary path. The batch is not done while any
@@ -74,6 +77,7 @@ export async function batchStatus(store: QueryStore, batch: BatchRecord): Promis
     storeBytes: storeSize(store.location),
     stages: hasStages(batch) ? inPipelineOrder(batch, await store.stageCounts(batch.id)) : [],
     owners: c.running + c.queued > 0 ? ownerHolds(await store.listTasks({ batchId: batch.id, status: 'RUNNING' })) : [],
+    adaptive: open > 0 ? await liveLevels(store, batch, now) : [],
     outputsPending: pending.length,
     pendingOutputs: pending.slice(0, PENDING_OUTPUTS_LISTED).map((p) => ({ key: p.key, out: p.out, temp: p.temp })),
   };

@@ -2,6 +2,7 @@ import { parseOwner } from '../lease-owner.js';
 import type { BatchAttempt, BatchRecord, Counts, Outcome, QueryStore, StageCounts } from '../store/task-store.js';
 import { hasStages, inPipelineOrder, learnedWorkOf, retriesAhead } from './batch-status.js';
 import { etaSeconds } from './busy-rate.js';
+import { liveLevels, type LiveLevel } from './adaptive-levels.js';
 import { ownerHolds, type OwnerHold } from './owner-state.js';
 
 /**
@@ -60,6 +61,8 @@ export interface LiveFacts extends Counts {
   moreRunning: number;
   /** Coordinators on this machine holding RUNNING tasks while stopped or dead (the others are not listed). */
   strandedOwners: OwnerHold[];
+  /** --adaptive: the level each run and worker keeps running at now (empty without). */
+  adaptive: LiveLevel[];
   /** The latest failed attempts, newest first, at most `failureCap`. */
   failures: RecentFailure[];
 }
@@ -133,6 +136,7 @@ export class LiveView {
       runningTasks: byAge.slice(0, this.caps.running),
       moreRunning: Math.max(0, c.running - Math.min(byAge.length, this.caps.running)),
       strandedOwners: holds.filter((h) => h.state === 'dead' || h.state === 'stopped'),
+      adaptive: open > 0 ? await liveLevels(this.store, this.batch, now) : [],
       failures,
     };
   }

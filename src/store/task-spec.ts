@@ -72,6 +72,20 @@ export interface LearnedWork {
   doneMs: number;
 }
 
+/** A run's --adaptive level is published when it changes, and at least this often while it holds: status shows levels fresher than three times this. */
+export const LEVEL_REFRESH_MS = 10_000;
+
+/** --adaptive: the level one run or worker of a batch keeps running at (published for status and watch). */
+export interface PublishedLevel {
+  owner: string;
+  /** Attempts it keeps running now, of at most `max` (its -j). */
+  level: number;
+  max: number;
+  /** Starts per second it keeps to (found at its first busy answer), or null. */
+  pace: number | null;
+  updatedAt: number;
+}
+
 /** A stored task's claim rank, as `set` changes it (see TaskSpec's priority and rank). */
 export interface Rank {
   id: number;

@@ -25,6 +25,7 @@ import type {
   PendingOutput,
   PruneResult,
   LearnedWork,
+  PublishedLevel,
   Rank,
   ReleasedTask,
   RunningOwner,
@@ -63,6 +64,8 @@ export interface BatchProgress {
   nextDueAt(batchId: number): Promise<number | null>;
   /** The learned durations of the batch's open and succeeded tasks (--order history; zeros otherwise): what the ETA weighs. */
   learnedWork(batchId: number): Promise<LearnedWork>;
+  /** --adaptive: the levels the batch's runs and workers published since `since`, highest first. */
+  adaptiveLevels(batchId: number, since: number): Promise<PublishedLevel[]>;
   /**
    * The batch's committed successes whose declared output's rename is not known to be done
    * (every batch's with null), by task id: the batch is not finished while any is left.
@@ -80,6 +83,8 @@ export interface LeaseStore extends StoreInfo, BatchProgress {
    * many were granted and when another may start.
    */
   takeStarts(batchId: number, want: number, now: number, spacingMs: number, burst: number): Promise<{ granted: number; wakeAt: number }>;
+  /** --adaptive: records `owner`'s level on the batch at `now` (null removes it: the run is over). */
+  publishLevel(batchId: number, owner: string, level: { level: number; max: number; pace: number | null } | null, now: number): Promise<void>;
   /**
    * Extend the leases of every task `owner` holds; returns their tokens, so an owner learns
    * which of its attempts lost their task (taken over while it was frozen).

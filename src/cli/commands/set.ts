@@ -20,6 +20,8 @@ export interface SetFlags extends OutputFlags {
   rate?: string;
   /** `-j N`, or `none`. */
   concurrency?: string;
+  /** `--adaptive` (true) or `--no-adaptive` (false). */
+  adaptive?: boolean;
 }
 
 /**
@@ -33,12 +35,13 @@ export async function setCommand(flags: SetFlags, io: Io): Promise<number> {
   return withBatch(flags, io, async (store, batch, { defaulted }) => {
     if (defaulted && !flags.quiet && !flags.json) line(io.stderr, defaultedNote(batch.name));
     const done = await reorderBatch(store, batch, change);
-    if (flags.json) line(io.stdout, JSON.stringify({ batch: batch.name, order: done.order, priority: done.priority, rate: done.rate && describeRate(done.rate), concurrency: done.limit, moved: done.moved }));
+    if (flags.json) line(io.stdout, JSON.stringify({ batch: batch.name, order: done.order, priority: done.priority, rate: done.rate && describeRate(done.rate), concurrency: done.limit, adaptive: done.adaptive, moved: done.moved }));
     else if (!flags.quiet) {
       const ahead = done.priority.length ? `, ahead of it ${describePriority(done.priority)}` : '';
       const rate = done.rate ? `at most ${describeRate(done.rate)} starts` : 'no rate limit';
       const limit = done.limit !== null ? `; at most ${done.limit} running on each run and worker` : '';
-      line(io.stderr, `batch ${printable(batch.name)}: order ${done.order}${ahead}; ${rate}${limit}; ${plural(done.moved, 'waiting task')} moved`);
+      const adaptive = done.adaptive ? '; --adaptive' : '';
+      line(io.stderr, `batch ${printable(batch.name)}: order ${done.order}${ahead}; ${rate}${limit}${adaptive}; ${plural(done.moved, 'waiting task')} moved`);
     }
     return 0;
   });
@@ -52,8 +55,9 @@ function changeOf(flags: SetFlags): OrderChange {
   else if (flags.priority?.length) priority = flags.priority.map((p) => parsePriority(p, '--priority'));
   const rate = flags.rate === undefined ? undefined : flags.rate.trim() === 'none' ? null : parseRate(flags.rate, '--rate');
   const limit = flags.concurrency === undefined ? undefined : flags.concurrency.trim() === 'none' ? null : parseCount(flags.concurrency, '-j/--concurrency', { min: 1, max: MAX_CONCURRENCY });
-  if (order === undefined && priority === undefined && rate === undefined && limit === undefined) {
-    throw new UsageError("set changes a running batch: give --order key|size|history|random (or --shuf), --priority 'GLOB=N', --no-priority, --rate N/s|none or -j N|none");
+  const { adaptive } = flags;
+  if (order === undefined && priority === undefined && rate === undefined && limit === undefined && adaptive === undefined) {
+    throw new UsageError("set changes a running batch: give --order key|size|history|random (or --shuf), --priority 'GLOB=N', --no-priority, --rate N/s|none, -j N|none or --adaptive|--no-adaptive");
   }
-  return { order, priority, rate, limit };
+  return { order, priority, rate, limit, adaptive };
 }

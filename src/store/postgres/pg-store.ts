@@ -17,6 +17,7 @@ import type {
   PendingOutput,
   PruneResult,
   LearnedWork,
+  PublishedLevel,
   Rank,
   LostAttempt,
   ReleasedTask,
@@ -150,6 +151,11 @@ export class PostgresStore implements TaskStore {
     return { granted: gate.granted, wakeAt: this.clock.fromServer(gate.wakeAt) };
   }
 
+  async publishLevel(batchId: number, owner: string, level: { level: number; max: number; pace: number | null } | null, now: number): Promise<void> {
+    if (level) await this.db.transaction((sql) => sql.run(this.st.publishLevel, [batchId, owner, level.level, level.max, level.pace, this.clock.toServer(now)]));
+    else await this.db.transaction((sql) => sql.run(this.st.dropLevel, [batchId, owner]));
+  }
+
   async claim(req: ClaimRequest): Promise<ClaimedTask[]> {
     if (req.slots.length === 0 && !req.started?.length) return [];
     return this.db.transaction((sql) => claim(sql, this.st, this.clock.claim(req)));
@@ -227,6 +233,11 @@ export class PostgresStore implements TaskStore {
   async learnedWork(batchId: number): Promise<LearnedWork> {
     const [r] = await this.db.read((sql) => sql.rows<Record<'open_known' | 'open_ms' | 'done_known' | 'done_ms', string>>(this.st.learnedWork, [batchId]));
     return { openKnown: Number(r!.open_known), openMs: Number(r!.open_ms), doneKnown: Number(r!.done_known), doneMs: Number(r!.done_ms) };
+  }
+
+  async adaptiveLevels(batchId: number, since: number): Promise<PublishedLevel[]> {
+    const rows = await this.db.read((sql) => sql.rows<{ owner: string; level: number; max_level: number; pace: number | null; updated_at: number }>(this.st.adaptiveLevels, [batchId, this.clock.toServer(since)]));
+    return rows.map((r) => ({ owner: r.owner, level: r.level, max: r.max_level, pace: r.pace === null ? null : Number(r.pace), updatedAt: this.clock.fromServer(Number(r.updated_at)) }));
   }
 
   async nextDueAt(batchId: number): Promise<number | null> {

@@ -35,6 +35,14 @@ function sql(s: string) {
     lockBatchWork: 'SELECT pg_advisory_xact_lock($1::bigint)',
     /** $1 batchId $2 paused $3 now */
     setPaused: `UPDATE ${s}.batches SET paused = $2, updated_at = $3 WHERE id = $1`,
+    /** $1 batchId $2 owner $3 level $4 max $5 pace $6 now — an owner's --adaptive level, made or refreshed. */
+    publishLevel: `
+      INSERT INTO ${s}.adaptive_levels (batch_id, owner, level, max_level, pace, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+      ON CONFLICT (batch_id, owner) DO UPDATE SET level = excluded.level, max_level = excluded.max_level, pace = excluded.pace, updated_at = excluded.updated_at`,
+    /** $1 batchId $2 owner */
+    dropLevel: `DELETE FROM ${s}.adaptive_levels WHERE batch_id = $1 AND owner = $2`,
+    /** $1 batchId $2 since */
+    adaptiveLevels: `SELECT owner, level, max_level, pace, updated_at FROM ${s}.adaptive_levels WHERE batch_id = $1 AND updated_at >= $2 ORDER BY level DESC, owner`,
     /** $1 batchId — makes the batch's rate gate (--rate) if it has none yet; then rateGate locks it. */
     makeRateGate: `INSERT INTO ${s}.rate_gates (batch_id, next_at) VALUES ($1, 0) ON CONFLICT (batch_id) DO NOTHING`,
     /** $1 batchId */

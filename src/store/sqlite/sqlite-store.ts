@@ -55,6 +55,10 @@ export class SqliteStore implements TaskStore {
     });
   }
 
+  async publishLevel(batchId: number, owner: string, level: { level: number; max: number; pace: number | null } | null, now: number): Promise<void> {
+    this.c.write(() => (level ? this.c.st.publishLevel.run({ batchId, owner, level: level.level, max: level.max, pace: level.pace, now }) : this.c.st.dropLevel.run({ batchId, owner })));
+  }
+
   async claim(req: T.ClaimRequest): Promise<T.ClaimedTask[]> {
     if (req.slots.length === 0 && !req.started?.length) return [];
     return this.c.write(() => claim(this.c.st, req));
@@ -149,6 +153,11 @@ export class SqliteStore implements TaskStore {
   async learnedWork(batchId: number): Promise<T.LearnedWork> {
     const r = this.c.read(() => this.c.st.learnedWork.get({ batchId }) as { open_known: number; open_ms: number; done_known: number; done_ms: number });
     return { openKnown: r.open_known, openMs: r.open_ms, doneKnown: r.done_known, doneMs: r.done_ms };
+  }
+
+  async adaptiveLevels(batchId: number, since: number): Promise<T.PublishedLevel[]> {
+    const rows = this.c.read(() => this.c.st.adaptiveLevels.all({ batchId, since }) as { owner: string; level: number; max_level: number; pace: number | null; updated_at: number }[]);
+    return rows.map((r) => ({ owner: r.owner, level: r.level, max: r.max_level, pace: r.pace, updatedAt: r.updated_at }));
   }
 
   async nextDueAt(batchId: number): Promise<number | null> {

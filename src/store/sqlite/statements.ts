@@ -16,6 +16,14 @@ export const SQL = {
   latestBatch: 'SELECT * FROM batches ORDER BY created_at DESC, id DESC LIMIT 1',
   /** @batchId @paused (0/1) @now */
   setPaused: 'UPDATE batches SET paused = @paused, updated_at = @now WHERE id = @batchId',
+  /** @batchId @owner @level @max @pace @now — an owner's --adaptive level, made or refreshed. */
+  publishLevel: `
+    INSERT INTO adaptive_levels (batch_id, owner, level, max_level, pace, updated_at) VALUES (@batchId, @owner, @level, @max, @pace, @now)
+    ON CONFLICT (batch_id, owner) DO UPDATE SET level = excluded.level, max_level = excluded.max_level, pace = excluded.pace, updated_at = excluded.updated_at`,
+  /** @batchId @owner */
+  dropLevel: 'DELETE FROM adaptive_levels WHERE batch_id = @batchId AND owner = @owner',
+  /** @batchId @since */
+  adaptiveLevels: 'SELECT owner, level, max_level, pace, updated_at FROM adaptive_levels WHERE batch_id = @batchId AND updated_at >= @since ORDER BY level DESC, owner',
   /** ?batchId — the batch's rate gate (--rate), or none yet. */
   rateGate: 'SELECT next_at FROM rate_gates WHERE batch_id = ?',
   /** @batchId @next */

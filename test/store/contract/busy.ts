@@ -69,4 +69,26 @@ export function rateContract(h: Harness): void {
       expect((await h.store.takeStarts(other, 1, t + 1050, 50, 2)).granted).toBe(1);
     });
   });
+
+  describe('--adaptive levels', () => {
+    it('one row per owner, refreshed in place, read back highest first and only if fresh; null removes it; each batch its own', async () => {
+      const id = await h.setup(1);
+      const other = await h.setup(1, { name: 'other-levels' });
+      const t = Date.now();
+      await h.store.publishLevel(id, 'run-a', { level: 2, max: 8, pace: null }, t - 60_000);
+      await h.store.publishLevel(id, 'run-b', { level: 3, max: 4, pace: 12.5 }, t);
+      await h.store.publishLevel(other, 'run-a', { level: 1, max: 2, pace: null }, t);
+      expect((await h.store.adaptiveLevels(id, t - 1000)).map((l) => [l.owner, l.level, l.max])).toEqual([['run-b', 3, 4]]);
+      await h.store.publishLevel(id, 'run-a', { level: 5, max: 8, pace: null }, t);
+      const fresh = await h.store.adaptiveLevels(id, t - 1000);
+      expect(fresh.map((l) => [l.owner, l.level, l.max, l.pace])).toEqual([
+        ['run-a', 5, 8, null],
+        ['run-b', 3, 4, 12.5],
+      ]);
+      expect(Math.abs(fresh[0]!.updatedAt - t)).toBeLessThan(1000);
+      await h.store.publishLevel(id, 'run-b', null, t);
+      expect((await h.store.adaptiveLevels(id, 0)).map((l) => l.owner)).toEqual(['run-a']);
+      expect((await h.store.adaptiveLevels(other, 0)).map((l) => l.level)).toEqual([1]);
+    });
+  });
 }

@@ -1,0 +1,100 @@
+/** How many attempts a coordinator may start now: the batch's --rate, `set -j N` and --adaptive, as stored now. */
+import { describeRate, type Rate } from '../job/rate.js';
+import { grant } from '../store/shared/rate-gate.js';
+import { LEVEL_REFRESH_MS } from '../store/task-spec.js';
+import type { LeaseStore, Settlement } from '../store/task-store.js';
+import { AdaptiveLevel } from './adaptive.js';
+
+/** What the batch's stored definition says now (upkeep.ts reads it at each look at the batch). */
+export interface FlowSettings {
+  /** --rate: at most so many attempt starts per period for the batch, on every host; null: none. */
+  rate: Rate | null;
+  /** `splitdance set -j N`: at most N attempts running here; null: the run's -j. */
+  limit: number | null;
+  /** --adaptive: AIMD on how many run here (and on the rate). */
+  adaptive: boolean;
+}
+
+export class FlowLimits {
+  private settings: FlowSettings;
+  private level: AdaptiveLevel | null = null;
+  /** The level last written to the store, and when. */
+  private published: { level: number; pace: number | null; at: number } | null = null;
+  private saidCut = false;
+  /** When the --adaptive pace lets the next attempt start (this run's own gate, not the store's). */
+  private paceNext: number | null = null;
+
+  constructor(
+    settings: FlowSettings,
+    /** The run's -j: the most --adaptive grows to. */
+    private readonly slots: number,
+    private readonly note: (m: string) => void,
+  ) {
+    this.settings = settings;
+    this.follow(settings);
+  }
+
+  /** The batch's settings as stored now (`splitdance set` changes them while runs go on). */
+  follow(settings: FlowSettings): void {
+    this.settings = settings;
+    if (settings.adaptive) this.level ??= new AdaptiveLevel(this.slots);
+    else this.level = null;
+  }
+
+  /** Whether anything limits starts: then only idle workers are given an attempt (one queued behind another would start late). */
+  get holds(): boolean {
+    return this.settings.rate !== null || this.cap !== null;
+  }
+
+  /** At most this many attempts running here now, or null for all the pool's places. */
+  get cap(): number | null {
+    const { limit } = this.settings;
+    if (!this.level) return limit;
+    return limit === null ? this.level.current : Math.min(limit, this.level.current);
+  }
+
+  /** The rate starts are held to now: --adaptive scales it with its level (half the level, half the rate). */
+  get rate(): Rate | null {
+    const { rate } = this.settings;
+    if (!rate || !this.level) return rate;
+    return { n: (rate.n * this.level.current) / this.level.limit, periodMs: rate.periodMs };
+  }
+
+  /** Of `want` starts at `now`, how many the --adaptive pace allows, and when the next may start. */
+  paced(want: number, now: number): { granted: number; wakeAt: number | null } {
+    const pace = this.level?.startsPerSecond ?? null;
+    if (pace === null || want === 0) return { granted: want, wakeAt: null };
+    const gate = grant(this.paceNext, want, now, 1000 / pace, 2); // 2: a tick that comes late makes up its start
+    if (gate.granted > 0) this.paceNext = gate.next;
+    return { granted: gate.granted, wakeAt: gate.granted < want ? gate.wakeAt : null };
+  }
+
+  /**
+   * An attempt ended (before its commit), `running` attempts running just before (itself among
+   * them): --adaptive counts a busy answer or a timeout against the level, a success for it.
+   */
+  ended(s: Settlement, running: number): void {
+    if (!this.level) return;
+    const change = this.level.ended(s.outcome, s.endedAt - s.durationMs, s.endedAt, running);
+    if (!change?.cause || this.saidCut) return;
+    this.saidCut = true;
+    const rate = this.rate;
+    const pace = this.level.startsPerSecond;
+    const starts = rate ? `, at most ${describeRate({ n: Math.round(rate.n * 10) / 10, periodMs: rate.periodMs })} starts` : pace !== null ? `, ${pace.toFixed(1)} starts/s` : '';
+    this.note(`--adaptive: an attempt ended ${change.cause}: at most ${change.to} of ${this.level.limit} running at once${starts}; growing back as attempts succeed`);
+  }
+
+  /** Writes the level for status and watch when it changed or is getting old; removes it when --adaptive is off (or the run is over: `end`). */
+  async publish(store: Pick<LeaseStore, 'publishLevel'>, batchId: number, owner: string, now: number, end = false): Promise<void> {
+    const level = end ? null : this.level;
+    if (!level) {
+      if (this.published) await store.publishLevel(batchId, owner, null, now);
+      this.published = null;
+      return;
+    }
+    const pace = level.startsPerSecond === null ? null : Math.round(level.startsPerSecond * 10) / 10;
+    if (this.published?.level === level.current && this.published.pace === pace && now - this.published.at < LEVEL_REFRESH_MS) return;
+    await store.publishLevel(batchId, owner, { level: level.current, max: level.limit, pace }, now);
+    this.published = { level: level.current, pace, at: now };
+  }
+}

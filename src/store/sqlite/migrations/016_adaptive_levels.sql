@@ -1,0 +1,11 @@
+-- --adaptive (SPEC §10): the level each run or worker of a batch keeps running at now, for
+-- status and watch to show. One row per coordinator, refreshed while it runs, removed at its end.
+CREATE TABLE adaptive_levels (
+  batch_id   INTEGER NOT NULL REFERENCES batches (id) ON DELETE CASCADE,
+  owner      TEXT    NOT NULL,
+  level      INTEGER NOT NULL,
+  max_level  INTEGER NOT NULL,
+  pace       REAL,
+  updated_at REAL    NOT NULL,
+  PRIMARY KEY (batch_id, owner)
+) STRICT;
