@@ -195,7 +195,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
     .option('--priority <glob=n>', "keys matching GLOB run before the rest, higher N first (repeatable; replaces the batch's)", collect)
     .option('--no-priority', "drop the batch's priorities")
     .option('--rate <n/period>', 'at most N attempt starts per period on every host (20/s, 300/m, 1000/h), or none')
-    .option('-j, --concurrency <n>', 'at most N attempts running on each run and worker of the batch (below their own -j), or none')
+    .option('-j, --concurrency <n>', 'N attempts running at most on each run and worker of the batch (more workers if above their -j), or none')
     .option('--adaptive', 'each run and worker finds how many attempts to keep running by busy answers (AIMD)')
     .option('--no-adaptive', 'back to each run\'s own -j')
     .action(async (opts) => setExit(await (await import('./commands/set.js')).setCommand(opts, io)));

@@ -188,8 +188,18 @@ export class Coordinator {
     // A crash (here or on another host) between a success's commit and its output's rename.
     if (this.options.outputs.declared) this.placement.redo(await this.store.pendingOutputs(this.batch.id));
     if (found.stop) this.stop(found.stop);
-    this.flow.follow(found);
+    const widen = this.flow.follow(found);
+    if (widen !== null) await this.widen(widen);
     await this.flow.publish(this.store, this.batch.id, this.owner, Date.now());
+  }
+
+  /** `splitdance set -j N` above the pool's size: up to N workers, no more than the batch's open work (as a run starts). */
+  private async widen(size: number): Promise<void> {
+    const c = await this.store.counts(this.batch.id);
+    const open = c.pending + c.retrying + c.running + c.queued;
+    this.pool.widen(size);
+    this.observer.note(`the batch was given \`splitdance set -j ${size}\`: up to ${size} running at once here`);
+    void this.pool.grow(open).then((m) => m && this.observer.note(m));
   }
 
   /** Commit what ended, alone (no claim): failures, and what is left when the run ends. */

@@ -21,6 +21,8 @@ export class FlowLimits {
   /** The level last written to the store, and when. */
   private published: { level: number; pace: number | null; at: number } | null = null;
   private saidCut = false;
+  /** The most workers this run was given: its -j, or a larger `set -j`. */
+  private widest: number;
   /** When the --adaptive pace lets the next attempt start (this run's own gate, not the store's). */
   private paceNext: number | null = null;
 
@@ -31,14 +33,28 @@ export class FlowLimits {
     private readonly note: (m: string) => void,
   ) {
     this.settings = settings;
-    this.follow(settings);
+    // A `set -j` above the run's own widens the pool at the run's first look at the batch (follow).
+    this.widest = slots;
+    if (settings.adaptive) this.level = new AdaptiveLevel(this.j);
   }
 
-  /** The batch's settings as stored now (`splitdance set` changes them while runs go on). */
-  follow(settings: FlowSettings): void {
+  /**
+   * The batch's settings as stored now (`splitdance set` changes them while runs go on).
+   * Returns how many workers the run should hold when `set -j` gave it more than it has yet.
+   */
+  follow(settings: FlowSettings): number | null {
     this.settings = settings;
-    if (settings.adaptive) this.level ??= new AdaptiveLevel(this.slots);
+    const j = this.j;
+    if (settings.adaptive) (this.level ??= new AdaptiveLevel(j)).resize(j);
     else this.level = null;
+    if (j <= this.widest) return null;
+    this.widest = j;
+    return j;
+  }
+
+  /** The -j the batch runs at here now: `set -j N`'s N, else the run's own. */
+  private get j(): number {
+    return this.settings.limit ?? this.slots;
   }
 
   /** Whether anything limits starts: then only idle workers are given an attempt (one queued behind another would start late). */
@@ -48,9 +64,10 @@ export class FlowLimits {
 
   /** At most this many attempts running here now, or null for all the pool's places. */
   get cap(): number | null {
-    const { limit } = this.settings;
-    if (!this.level) return limit;
-    return limit === null ? this.level.current : Math.min(limit, this.level.current);
+    // Below the pool's size: `set -j N` under its workers, or `set -j none` after one above.
+    const j = this.j < this.widest ? this.j : null;
+    if (!this.level) return j;
+    return j === null ? this.level.current : Math.min(j, this.level.current);
   }
 
   /** The rate starts are held to now: --adaptive scales it with its level (half the level, half the rate). */

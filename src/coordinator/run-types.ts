@@ -50,7 +50,7 @@ export type RunStore = LeaseStore & Pick<QueryStore, 'listTasks' | 'attemptsOf'>
  * What the tick needs of its pool of workers (pool/pool.ts): its events, the places to fill,
  * whether it wants work, and its end. What attempts in flight and upkeep need apart.
  */
-export type TickPool = Pick<WorkerPool, 'attach' | 'freePlaces' | 'groups' | 'needsWork' | 'hasIdleWorker' | 'busyWorkers' | 'whyEmpty' | 'quiesce' | 'dropQueued' | 'shutdown'>;
+export type TickPool = Pick<WorkerPool, 'attach' | 'freePlaces' | 'groups' | 'needsWork' | 'hasIdleWorker' | 'busyWorkers' | 'whyEmpty' | 'quiesce' | 'dropQueued' | 'shutdown' | 'widen' | 'grow'>;
 
 /** What the attempts in flight need of the pool: hand them to a worker, stop them, kill their worker. */
 export type AttemptPool = Pick<WorkerPool, 'reportsStarts' | 'groups' | 'dispatch' | 'abort' | 'interrupt' | 'kill'>;

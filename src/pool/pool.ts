@@ -45,8 +45,11 @@ export class WorkerPool {
   private readonly sweeps = new Set<Promise<void>>();
   private events: PoolEvents = { done() {}, dropped() {}, exited() {}, started() {}, idle() {}, heartbeat() {}, ran() {}, shrunk() {} };
   private readonly execOnly: boolean;
+  /** The most workers it holds: its -j, or more once `splitdance set -j` widens it. */
+  private maxSize: number;
 
   constructor(private readonly options: PoolOptions) {
+    this.maxSize = options.size;
     this.execOnly = Object.values(options.handlers).every((h) => h.kind === 'exec');
     this.groups = this.groupBounds = new GroupBounds(options.handlers);
   }
@@ -66,8 +69,8 @@ export class WorkerPool {
    * handler; a load failure is a UsageError. `run` starts one, to prove the handler loads
    * before anything is written, and grows the pool once it knows how much work there is.
    */
-  async start(count = this.options.size): Promise<void> {
-    const loads = Array.from({ length: Math.max(1, Math.min(count, this.options.size)) }, () => this.spawn());
+  async start(count = this.maxSize): Promise<void> {
+    const loads = Array.from({ length: Math.max(1, Math.min(count, this.maxSize)) }, () => this.spawn());
     const results = await Promise.allSettled(loads);
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) {
@@ -84,7 +87,7 @@ export class WorkerPool {
    * not give it the processes or descriptors for all of them: the run goes on with those it has.
    */
   async grow(target: number): Promise<string | null> {
-    const wanted = Math.min(target, this.options.size);
+    const wanted = Math.min(target, this.maxSize);
     const missing = wanted - this.workers.size;
     if (missing <= 0) return null;
     this.growing += missing;
@@ -312,5 +315,10 @@ export class WorkerPool {
 
   get size(): number {
     return this.workers.size;
+  }
+
+  /** `splitdance set -j N` above the pool's -j: it may hold N workers from now on (`grow` starts them). Never narrows. */
+  widen(size: number): void {
+    this.maxSize = Math.max(this.maxSize, size);
   }
 }

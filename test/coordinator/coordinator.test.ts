@@ -52,6 +52,10 @@ class FakePool implements RunPool {
   busyWorkers(): number {
     return 0;
   }
+  widen(): void {}
+  async grow(): Promise<string | null> {
+    return null;
+  }
   reportsStarts(): boolean {
     return false;
   }

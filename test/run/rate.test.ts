@@ -74,6 +74,28 @@ describe.each(STORES)('splitdance set -j on $store', ({ db: dbFor }) => {
     const again = await mainIn(p.dir, ['run', 'src', '--exec', 'sleep 0.3', '-j', '4', ...db]);
     expect(again.stderr).toContain('at most 1 running at once: the batch was given `splitdance set -j 1` (`set -j none` lifts it)');
   });
+
+  it('-j 4 on a run of -j 1: the run starts three more workers and keeps four running; set -j none brings it back to one at a time', async () => {
+    const p = project(60);
+    const db = dbFor();
+    const run = startIn(p.dir, ['run', 'src', '--exec', 'sleep 0.3', '-j', '1', ...db]);
+    await waitUntil(async () => (await attemptsIn(p.dbPath(db)).catch(() => [])).length >= 1, 60_000, 'a start');
+    const set = await mainIn(p.dir, ['set', '-j', '4', '--json', ...db]);
+    expect(JSON.parse(set.stdout)).toMatchObject({ concurrency: 4 });
+    // Four at once: seen within a poll (1 s), the new workers loaded (each about 0.2 s).
+    await waitUntil(async () => (await attemptsIn(p.dbPath(db))).filter((a) => a.endedAt === null).length >= 4, 30_000, 'four running at once');
+    const none = await mainIn(p.dir, ['set', '-j', 'none', ...db]);
+    expect(none.code, none.stderr).toBe(0);
+    const noneAt = Date.now();
+    const r = await run.done;
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain('the batch was given `splitdance set -j 4`: up to 4 running at once here');
+    // Back to the run's own -j 1 within a poll, once what was claimed by then has run.
+    const spans = (await attemptsIn(p.dbPath(db))).map((a) => [a.startedAt, a.endedAt!] as const);
+    const later = spans.filter(([start]) => start >= noneAt + 1000 + 2 * 300);
+    expect(later.length).toBeGreaterThan(0);
+    for (const [start] of later) expect(spans.filter(([s, e]) => s <= start && e > start).length, `at ${start}`).toBe(1);
+  });
 });
 
 describe('--rate: set while it runs, and bad values', () => {
