@@ -44,7 +44,7 @@ export class AdaptiveLevel {
   private ceiling = Number.POSITIVE_INFINITY;
   /** When the level was last cut; the levels since then, by when each began. */
   private cutAt = Number.NEGATIVE_INFINITY;
-  private history: [at: number, level: number][] = [];
+  private history: [at: number, level: number][] = [[Number.NEGATIVE_INFINITY, 1]];
   /** Starts per second at most, from the first cut on; null: none. */
   private pace: number | null = null;
   private paceCredit = 0;
@@ -87,7 +87,7 @@ export class AdaptiveLevel {
   ended(outcome: Outcome, startedAt: number, now: number, running: number): LevelChange | null {
     const from = this.current;
     if (outcome === 'BUSY' || outcome === 'TIMEOUT') {
-      if (startedAt < this.cutAt || now - this.cutAt < this.roundMs) return null;
+      if (startedAt < this.cutAt || now <= this.cutAt || now - this.cutAt < this.roundMs) return null;
       const tooMany = this.levelAt(startedAt);
       // The same level (or a lower one) was too much again: probe it less often.
       this.patience = tooMany <= this.ceiling ? Math.min(MAX_PATIENCE, this.ceiling === Number.POSITIVE_INFINITY ? 1 : this.patience * 2) : 1;
@@ -106,7 +106,7 @@ export class AdaptiveLevel {
     }
     if (outcome !== 'SUCCESS') return null;
     this.successes.push(now);
-    this.roundMs += (now - startedAt - this.roundMs) / 8;
+    this.roundMs = this.roundMs === 0 ? now - startedAt : this.roundMs + (now - startedAt - this.roundMs) / 8;
     this.growPace();
     if (from >= this.max || running < from || startedAt < this.cutAt) return null;
     if (this.level < this.threshold) this.level++;

@@ -78,13 +78,15 @@ export class Coordinator {
     this.pool.attach(poolEndings(attempts, () => this.runner.stopping !== null, (news) => this.take(news)));
     this.runner.every(Math.max(50, leaseMs / 3), () => void this.upkeep.heartbeat(attempts.inflight).catch((err: unknown) => this.runner.failed(err)));
     this.runner.every(Math.max(1000, leaseMs / 3), () => attempts.oomKills.forgetOld());
+    // A look at the batch each poll while attempts run, ended or not: `set -j` above the pool and
+    // --adaptive's level are seen (and the level refreshed) though no place comes free.
+    this.runner.every(this.options.pollMs, () => attempts.size > 0 && this.runner.request());
     if (maxRuntimeMs !== null) this.runner.after(maxRuntimeMs, () => this.stop({ kind: 'max-runtime' }));
     this.runner.request();
     try {
       return await this.runner.done;
     } finally {
       this.runner.cancel();
-      if (!this.outage.active) await this.flow.publish(this.store, this.batch.id, this.owner, Date.now(), true).catch(() => undefined);
       this.pool.quiesce();
       this.killAll(); // only after a fatal error is anything still in flight
       // A store that stayed unavailable for the outage limit gets nothing more: each call would
@@ -92,6 +94,7 @@ export class Coordinator {
       // this run's lease, and the next run takes it back.
       const reachable = !this.outage.active;
       if (reachable) await this.commitEnded().catch(() => undefined);
+      if (reachable) await this.flow.publish(this.store, this.batch.id, this.owner, Date.now(), true).catch(() => undefined);
       await this.placement.settled();
       if (reachable) await this.placement.confirm(this.store).catch(() => undefined); // unconfirmed, the next recovery finds them in place
       await this.pool.shutdown();
@@ -159,9 +162,10 @@ export class Coordinator {
   /** What the pool reported, as the tick takes it (pool-endings.ts). */
   private take(news: PoolNews): void {
     if (news.kind === 'ended') {
-      const running = this.attempts.startedCount;
+      // --adaptive counts the attempt (one command or call, however many items), beside the workers running one.
+      const running = this.flow.adaptive ? this.pool.busyWorkers() : 0;
       const { settled, again } = this.attempts.ended(news.token, news.ending);
-      for (const q of settled) this.flow.ended(q.settlement, running);
+      if (settled.length) this.flow.ended(settled.map((q) => q.settlement), Math.max(running, this.pool.busyWorkers() + 1));
       // A group that failed as a whole: its halves run on its worker, after what it holds already.
       if (again) this.take({ kind: 'started', starts: this.attempts.send(again.worker, again.messages) });
       if (settled.length === 0) return;
@@ -198,6 +202,7 @@ export class Coordinator {
     const c = await this.store.counts(this.batch.id);
     const open = c.pending + c.retrying + c.running + c.queued;
     this.pool.widen(size);
+    this.flow.widened(size);
     this.observer.note(`the batch was given \`splitdance set -j ${size}\`: up to ${size} running at once here`);
     void this.pool.grow(open).then((m) => m && this.observer.note(m));
   }
@@ -226,6 +231,10 @@ export class Coordinator {
       return null;
     }
     const now = await this.commits.clockNow(this.store, (m) => this.observer.note(m));
+    // --adaptive's pace first (this run's own gate): the batch's gate is asked only for starts it will use.
+    const paced = this.flow.paced(free.length, now);
+    if (paced.wakeAt !== null) this.rateWakeAt = paced.wakeAt;
+    free = free.slice(0, paced.granted);
     const rate = this.flow.rate;
     if (rate && free.length > 0) {
       // --rate: a start for each place, from the batch's gate in the store (every host's), at
@@ -233,13 +242,9 @@ export class Coordinator {
       // another would start later than its claim, and a few such could start at once.
       const { spacingMs, burst } = spacingOf(rate);
       const gate = await this.store.takeStarts(this.batch.id, free.length, now, spacingMs, burst);
-      if (gate.granted < free.length) this.rateWakeAt = gate.wakeAt;
+      if (gate.granted < free.length) this.rateWakeAt = Math.min(this.rateWakeAt ?? Number.POSITIVE_INFINITY, gate.wakeAt);
       free = free.slice(0, gate.granted);
     }
-    // --adaptive's pace: this run's own gate, after the batch's.
-    const paced = this.flow.paced(free.length, now);
-    if (paced.wakeAt !== null) this.rateWakeAt = Math.min(this.rateWakeAt ?? Number.POSITIVE_INFINITY, paced.wakeAt);
-    free = free.slice(0, paced.granted);
     if (this.commits.empty && free.length === 0) return null;
     const { store, batch, owner } = this;
     const shape = this.pool.groups.claimShape();

@@ -1,5 +1,5 @@
 /** How many attempts a coordinator may start now: the batch's --rate, `set -j N` and --adaptive, as stored now. */
-import { describeRate, type Rate } from '../job/rate.js';
+import type { Rate } from '../job/rate.js';
 import { grant } from '../store/shared/rate-gate.js';
 import { LEVEL_REFRESH_MS } from '../store/task-spec.js';
 import type { LeaseStore, Settlement } from '../store/task-store.js';
@@ -40,16 +40,25 @@ export class FlowLimits {
 
   /**
    * The batch's settings as stored now (`splitdance set` changes them while runs go on).
-   * Returns how many workers the run should hold when `set -j` gave it more than it has yet.
+   * Returns how many workers the run should hold when `set -j` gave it more than it has yet
+   * (`widened` once the pool has them).
    */
   follow(settings: FlowSettings): number | null {
     this.settings = settings;
     const j = this.j;
     if (settings.adaptive) (this.level ??= new AdaptiveLevel(j)).resize(j);
     else this.level = null;
-    if (j <= this.widest) return null;
-    this.widest = j;
-    return j;
+    return j > this.widest ? j : null;
+  }
+
+  /** The pool may now hold `size` workers (follow asked for them). */
+  widened(size: number): void {
+    this.widest = Math.max(this.widest, size);
+  }
+
+  /** Whether --adaptive is on (what it needs of each ending is counted only then). */
+  get adaptive(): boolean {
+    return this.level !== null;
   }
 
   /** The -j the batch runs at here now: `set -j N`'s N, else the run's own. */
@@ -59,22 +68,21 @@ export class FlowLimits {
 
   /** Whether anything limits starts: then only idle workers are given an attempt (one queued behind another would start late). */
   get holds(): boolean {
-    return this.settings.rate !== null || this.cap !== null;
+    return this.settings.rate !== null || this.cap !== null || (this.level?.startsPerSecond ?? null) !== null;
   }
 
   /** At most this many attempts running here now, or null for all the pool's places. */
   get cap(): number | null {
     // Below the pool's size: `set -j N` under its workers, or `set -j none` after one above.
     const j = this.j < this.widest ? this.j : null;
-    if (!this.level) return j;
-    return j === null ? this.level.current : Math.min(j, this.level.current);
+    // --adaptive at the batch's -j holds nothing back: queued attempts are allowed again.
+    const level = this.level && this.level.current < this.j ? this.level.current : null;
+    return j === null ? level : level === null ? j : Math.min(j, level);
   }
 
-  /** The rate starts are held to now: --adaptive scales it with its level (half the level, half the rate). */
+  /** The batch's --rate (shared by every host; --adaptive's pace works below it, on this run alone). */
   get rate(): Rate | null {
-    const { rate } = this.settings;
-    if (!rate || !this.level) return rate;
-    return { n: (rate.n * this.level.current) / this.level.limit, periodMs: rate.periodMs };
+    return this.settings.rate;
   }
 
   /** Of `want` starts at `now`, how many the --adaptive pace allows, and when the next may start. */
@@ -89,15 +97,25 @@ export class FlowLimits {
   /**
    * An attempt ended (before its commit), `running` attempts running just before (itself among
    * them): --adaptive counts a busy answer or a timeout against the level, a success for it.
+   * A group's command (or `batch` call) is one attempt: busy if it answered busy (as a whole),
+   * timed out if any item did, else a success if any item succeeded.
    */
-  ended(s: Settlement, running: number): void {
-    if (!this.level) return;
-    const change = this.level.ended(s.outcome, s.endedAt - s.durationMs, s.endedAt, running);
+  ended(items: Settlement[], running: number): void {
+    if (!this.level || items.length === 0) return;
+    const outcome = items.some((s) => s.outcome === 'TIMEOUT')
+      ? 'TIMEOUT'
+      : items.every((s) => s.outcome === 'BUSY')
+        ? 'BUSY'
+        : items.some((s) => s.outcome === 'SUCCESS')
+          ? 'SUCCESS'
+          : items[0]!.outcome;
+    const startedAt = Math.min(...items.map((s) => s.endedAt - s.durationMs));
+    const now = Math.max(...items.map((s) => s.endedAt));
+    const change = this.level.ended(outcome, startedAt, now, running);
     if (!change?.cause || this.saidCut) return;
     this.saidCut = true;
-    const rate = this.rate;
     const pace = this.level.startsPerSecond;
-    const starts = rate ? `, at most ${describeRate({ n: Math.round(rate.n * 10) / 10, periodMs: rate.periodMs })} starts` : pace !== null ? `, ${pace.toFixed(1)} starts/s` : '';
+    const starts = pace !== null ? `, ${pace.toFixed(1)} starts/s` : '';
     this.note(`--adaptive: an attempt ended ${change.cause}: at most ${change.to} of ${this.level.limit} running at once${starts}; growing back as attempts succeed`);
   }
 

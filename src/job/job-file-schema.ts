@@ -188,7 +188,7 @@ export const JobFileSchema = z
       .optional(),
     adaptive: z
       .boolean()
-      .describe('find how many attempts to keep running (1 to -j) by AIMD: halved when attempts answer busy or time out, grown back by one per window of successes; --rate scales with it (--adaptive)')
+      .describe('find how many attempts to keep running (1 to -j) by AIMD: halved when attempts answer busy or time out, grown back by one per window of successes, with a pace in starts per second found at the first busy answer (--adaptive)')
       .optional(),
     maxBusy: longerThanZero.describe('how long a task may answer busy in a row before that counts as a failure (default 1h)').optional(),
     order: z

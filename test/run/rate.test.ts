@@ -96,6 +96,21 @@ describe.each(STORES)('splitdance set -j on $store', ({ db: dbFor }) => {
     expect(later.length).toBeGreaterThan(0);
     for (const [start] of later) expect(spans.filter(([s, e]) => s <= start && e > start).length, `at ${start}`).toBe(1);
   });
+
+  it('-j 3 on a run of -j 1 whose attempt runs long: seen at its next look (a poll), not when the attempt ends', async () => {
+    const p = project(3);
+    const db = dbFor();
+    const run = startIn(p.dir, ['run', 'src', '--exec', 'sleep 8', '-j', '1', ...db]);
+    await waitUntil(async () => (await attemptsIn(p.dbPath(db)).catch(() => [])).length >= 1, 60_000, 'a start');
+    expect((await mainIn(p.dir, ['set', '-j', '3', ...db])).code).toBe(0);
+    expect((await run.done).code).toBe(0);
+    // (One claimed queued behind the first on its worker may be given back to an idle one: INTERRUPTED, uncharged.)
+    const ran = (await attemptsIn(p.dbPath(db))).filter((a) => a.outcome === 'SUCCESS').sort((a, b) => a.startedAt - b.startedAt);
+    const [first, ...others] = ran;
+    expect(others).toHaveLength(2);
+    // Both started while the first still ran: a look at the batch each poll, not only at an end.
+    for (const a of others) expect(a.startedAt).toBeLessThan(first!.endedAt!);
+  }, 60_000);
 });
 
 describe('--rate: set while it runs, and bad values', () => {
