@@ -28,9 +28,10 @@ const etaText = (f: LiveFacts): string => (f.done ? 'done' : f.etaSeconds === nu
 /** One line per interval, no control characters: for logs, pipes and cron mail. */
 export function plainLine(f: LiveFacts): string {
   const stages = f.stages.map((s) => `${printable(s.stage)} ${s.succeeded + s.failed + s.cancelled}/${s.total}`).join(' ');
+  const levels = f.adaptive.length ? `; --adaptive ${f.adaptive.map((l) => `${l.level}/${l.max}`).join(', ')}` : '';
   return (
     `${new Date(f.at).toISOString()} batch ${printable(f.batch)}: ${f.finished}/${f.total} done, ${f.succeeded} succeeded, ${f.failed} failed, ` +
-    `${f.cancelled} cancelled, ${f.pending} pending, ${f.retrying} retrying, ${f.running} running, ${f.queued} queued${stages ? ` [${stages}]` : ''}; ${rateText(f)}, ${etaText(f)}${stranded(f).map((s) => `; ${s.text}`).join('')}`
+    `${f.cancelled} cancelled, ${f.pending} pending, ${f.retrying} retrying, ${f.running} running, ${f.queued} queued${stages ? ` [${stages}]` : ''}${levels}; ${rateText(f)}, ${etaText(f)}${stranded(f).map((s) => `; ${s.text}`).join('')}`
   );
 }
 

@@ -82,6 +82,7 @@ describe('--adaptive: what status shows, and set', () => {
     const p = project(40);
     const service = await serviceWithCapacity(2, 100);
     const running = mainInProcessEnv(p.dir, ['run', 'src', '--handler', HANDLER, '-j', '6', '--adaptive', '--retries', '0', '--backoff', '20ms'], { BUSY_SERVICE: service.url });
+    let watching: Promise<{ code: number; stdout: string }> | undefined;
     let levels: { level: number; max: number }[] = [];
     let human = '';
     for (let i = 0; i < 400 && levels.length === 0; i++) {
@@ -89,7 +90,10 @@ describe('--adaptive: what status shows, and set', () => {
       const s = await mainIn(p.dir, ['status', '--json']);
       if (s.code === 3) {
         levels = (JSON.parse(s.stdout) as { adaptive: { level: number; max: number }[] }).adaptive;
-        if (levels.length) human = (await mainIn(p.dir, ['status'])).stdout;
+        if (levels.length) {
+          human = (await mainIn(p.dir, ['status'])).stdout;
+          watching = mainIn(p.dir, ['watch', '--interval', '100ms']); // to a pipe: one plain line per look
+        }
       }
     }
     expect(levels).toHaveLength(1);
@@ -98,6 +102,9 @@ describe('--adaptive: what status shows, and set', () => {
     expect(levels[0]!.level).toBeLessThanOrEqual(6);
     expect(human).toMatch(/^--adaptive: at most [1-6] of 6 attempts running at once(, [\d.]+ starts\/s)?$/m);
     expect((await running).code).toBe(0);
+    const watched = await watching!;
+    expect(watched.code).toBe(0);
+    expect(watched.stdout).toMatch(/ queued; --adaptive [1-6]\/6; /);
     // Removed at the run's end (status, showing only open batches' levels, would not tell).
     expect(query(p.dbPath([]), 'SELECT owner FROM adaptive_levels')).toEqual([]);
   }, 120_000);
