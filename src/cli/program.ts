@@ -129,6 +129,13 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
     .option('--interval <duration>', 'how often to look again (default 1s)')
     .action(async (opts) => setExit(await (await import('./commands/watch.js')).watchCommand(opts, io)));
 
+  common(program.command('wait'))
+    .description("block until the batch is done, whoever runs it; exit with its verdict: 0, 1 with failures, 3 at --timeout")
+    .option('--batch <name>', 'batch (default: the most recent; a named one not created yet is waited for)')
+    .option('--timeout <duration>', 'give up after this long: exit 3 (default: wait as long as it takes)')
+    .option('--interval <duration>', 'how often to look again (default 1s)')
+    .action(async (opts) => setExit(await (await import('./commands/wait.js')).waitCommand(opts, io)));
+
   common(program.command('tasks'))
     .description('list tasks (tab-separated, or --json)')
     .option('--batch <name>', 'batch (default: the most recent)')

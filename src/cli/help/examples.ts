@@ -28,6 +28,10 @@ export const EXAMPLES: Record<string, [command: string, what: string][]> = {
     ['splitdance watch', 'a live view of the latest batch until it is done'],
     ["splitdance watch --batch nightly && echo ok", "wait for a batch another process runs; exit 0 only if every task succeeded"],
   ],
+  wait: [
+    ['splitdance wait --batch "nightly-$(date +%F)" --timeout 6h && ./publish.sh', 'publish once tonight\'s batch is done, every task SUCCESS'],
+    ['splitdance wait --json', 'wait for the latest batch, then print its status as JSON'],
+  ],
   tasks: [
     ['splitdance tasks --status FAILED', 'the failed tasks with their last error'],
     ["splitdance tasks --key '2025/*' --error ENOENT", 'tasks by key glob and error text'],
