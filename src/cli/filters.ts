@@ -1,5 +1,6 @@
 import { UsageError } from '../errors.js';
 import { KeyGlob } from '../key-glob.js';
+import { TASK_STATUSES, type TaskStatus } from '../store/task-store.js';
 
 /**
  * A filter flag (`--key`, `--error`, `--cluster`) as given, refusing an empty one: a script
@@ -57,4 +58,15 @@ export async function matchesEveryUnfinished(
     throw err;
   }
   return true;
+}
+
+/** `--status S` (tasks, results): a task status, or RETRYING (PENDING after an attempt); undefined: every task. */
+export function parseStatus(value: string | undefined): { status: TaskStatus; retrying?: boolean } | undefined {
+  if (value === undefined) return undefined;
+  const upper = value.toUpperCase();
+  if (upper === 'RETRYING') return { status: 'PENDING', retrying: true };
+  if (!(TASK_STATUSES as readonly string[]).includes(upper)) {
+    throw new UsageError(`--status expects one of ${TASK_STATUSES.join(', ')} (or RETRYING); got "${value}"`);
+  }
+  return { status: upper as TaskStatus };
 }

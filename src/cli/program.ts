@@ -136,6 +136,14 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
     .option('--interval <duration>', 'how often to look again (default 1s)')
     .action(async (opts) => setExit(await (await import('./commands/wait.js')).waitCommand(opts, io)));
 
+  common(program.command('results'), { json: false })
+    .description("every task's key, status, output path, last error and result, in input order, one per line")
+    .option('--batch <name>', 'batch (default: the most recent)')
+    .option('--status <status>', 'only PENDING, RUNNING, SUCCESS, FAILED or CANCELLED tasks (also: retrying)')
+    .option('--jsonl', 'one JSON object per line (the default)')
+    .option('--csv', 'CSV with a header line (RFC 4180)')
+    .action(async (opts) => setExit(await (await import('./commands/results.js')).resultsCommand(opts, io)));
+
   common(program.command('tasks'))
     .description('list tasks (tab-separated, or --json)')
     .option('--batch <name>', 'batch (default: the most recent)')

@@ -1,7 +1,6 @@
-import { UsageError } from '../../errors.js';
 import { parseCount } from '../../job/units.js';
-import { TASK_STATUSES, type TaskRow, type TaskStatus } from '../../store/task-store.js';
-import { keyMatcher, requireFilter } from '../filters.js';
+import type { TaskRow } from '../../store/task-store.js';
+import { keyMatcher, parseStatus, requireFilter } from '../filters.js';
 import { cell, table } from '../format.js';
 import { line, write, type Io, type OutputFlags } from '../io.js';
 import { defaultedNote, withBatch } from '../with-store.js';
@@ -88,14 +87,4 @@ export async function tasksCommand(flags: TasksFlags, io: Io): Promise<number> {
     },
     { readonly: true },
   );
-}
-
-function parseStatus(value: string | undefined): { status: TaskStatus; retrying?: boolean } | undefined {
-  if (value === undefined) return undefined;
-  const upper = value.toUpperCase();
-  if (upper === 'RETRYING') return { status: 'PENDING', retrying: true };
-  if (!(TASK_STATUSES as readonly string[]).includes(upper)) {
-    throw new UsageError(`--status expects one of ${TASK_STATUSES.join(', ')} (or RETRYING); got "${value}"`);
-  }
-  return { status: upper as TaskStatus };
 }

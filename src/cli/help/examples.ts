@@ -32,6 +32,10 @@ export const EXAMPLES: Record<string, [command: string, what: string][]> = {
     ['splitdance wait --batch "nightly-$(date +%F)" --timeout 6h && ./publish.sh', 'publish once tonight\'s batch is done, every task SUCCESS'],
     ['splitdance wait --json', 'wait for the latest batch, then print its status as JSON'],
   ],
+  results: [
+    ['splitdance results > results.jsonl', "every task's status, output and result, in the source's order"],
+    ['splitdance results --csv --status FAILED', 'the failed tasks and their errors, as CSV'],
+  ],
   tasks: [
     ['splitdance tasks --status FAILED', 'the failed tasks with their last error'],
     ["splitdance tasks --key '2025/*' --error ENOENT", 'tasks by key glob and error text'],
