@@ -159,6 +159,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
     .option('--batch <name>', 'batch (default: the most recent)')
     .action(async (key: string, opts) => setExit(await (await import('./commands/show.js')).showCommand(key, opts, io)));
 
+  common(program.command('why <key>'))
+    .description('whether the next run runs the task or skips it, why, and what would run it again')
+    .option('--batch <name>', 'batch (default: the most recent)')
+    .action(async (key: string, opts) => setExit(await (await import('./commands/why.js')).whyCommand(key, opts, io)));
+
   common(program.command('logs [key]'), { json: false })
     .description('full captured output of the last attempt (or --attempt N); without a key, of every task (--batch B) or every failed one (--failed)')
     .option('--batch <name>', 'batch (default: the most recent)')

@@ -36,6 +36,10 @@ export const EXAMPLES: Record<string, [command: string, what: string][]> = {
     ['splitdance results > results.jsonl', "every task's status, output and result, in the source's order"],
     ['splitdance results --csv --status FAILED', 'the failed tasks and their errors, as CSV'],
   ],
+  why: [
+    ['splitdance why 2025/01/app.log', 'will the next run run it, and why (new, retries left, input changed, up to date)'],
+    ['splitdance why big.csv:00003 --json', 'the same as JSON: verdict, reason, what would run it again'],
+  ],
   tasks: [
     ['splitdance tasks --status FAILED', 'the failed tasks with their last error'],
     ["splitdance tasks --key '2025/*' --error ENOENT", 'tasks by key glob and error text'],
