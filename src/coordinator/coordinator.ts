@@ -165,7 +165,7 @@ export class Coordinator {
       // --adaptive counts the attempt (one command or call, however many items), beside the workers running one.
       const running = this.flow.adaptive ? this.pool.busyWorkers() : 0;
       const { settled, again } = this.attempts.ended(news.token, news.ending);
-      if (settled.length) this.flow.ended(settled.map((q) => q.settlement), Math.max(running, this.pool.busyWorkers() + 1));
+      if (settled.length && this.flow.adaptive) this.flow.ended(settled.map((q) => q.settlement), Math.max(running, this.pool.busyWorkers() + 1));
       // A group that failed as a whole: its halves run on its worker, after what it holds already.
       if (again) this.take({ kind: 'started', starts: this.attempts.send(again.worker, again.messages) });
       if (settled.length === 0) return;
