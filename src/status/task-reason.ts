@@ -1,22 +1,25 @@
-/** `splitdance why KEY`: why a task will run or be skipped, from its row and its input as it is now. */
+/** `splitdance why KEY`: why a task will run or be skipped, from its row, its attempts and its input as it is now. */
 import { statSync } from 'node:fs';
-import type { BatchRecord, TaskRow } from '../store/task-store.js';
+import type { AttemptRow, BatchRecord, TaskRow } from '../store/task-store.js';
 
 /**
- * What runs a skipped task again: `retry-failed --key KEY --run`; `run --rerun-changed` (now,
- * or once its input changes, beside a new batch); a new batch (`--batch NEW`, with `--force`
- * when its declared output is up to date).
+ * What runs a skipped task again, for the CLI to spell with its batch and store:
+ * `retry-failed --key KEY --run` (`retry-needed`: `retry-failed --run`, which brings back the
+ * stages that need a failed one); `run --rerun-changed`; `new-batch`: only a new batch does
+ * (the same run with `--batch NEW`, and `--force` when its declared output is up to date).
  */
-export type Rerun = 'retry-failed' | 'rerun-changed' | 'rerun-changed-later' | 'new-batch' | 'new-batch-force';
+export type Rerun = 'retry-failed' | 'retry-needed' | 'rerun-changed' | 'new-batch' | 'new-batch-force';
 
 /** What the next `run` (or a worker) does with the task, and why. */
 export interface TaskReason {
-  /** `run`: the next run (or a worker) runs it; `running`: it runs now; `skip`: nothing runs it as it is. */
+  /** `run`: the next run (or a worker) runs it; `running`: it is claimed now; `skip`: nothing runs it as it is. */
   verdict: 'run' | 'running' | 'skip';
-  /** Why, in a few words: "new", "failed, 2 retries left", "input changed since its success", … */
+  /** Why, in a few words: "new", "failed 2 times, 1 retry left", "input changed since its success", … */
   reason: string;
-  /** What would run it (again), when something would; null when it runs anyway (the CLI spells it with the batch and store). */
+  /** What would run it (again); null when it runs anyway or nothing would. */
   rerun: Rerun | null;
+  /** The batch is paused: nothing runs it until `resume`. */
+  paused: boolean;
 }
 
 /** The input of a file task as it is now, against the size:mtime it had when split: changed, gone, or the same (null: not a file, or not checked). */
@@ -30,36 +33,38 @@ export function inputNow(t: TaskRow): 'changed' | 'gone' | 'same' | null {
   }
 }
 
-const retriesLeft = (t: TaskRow) => {
-  const left = t.maxAttempts - t.attempts;
-  return `${left} ${left === 1 ? 'retry' : 'retries'} left`;
-};
+const times = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+const at = (ms: number) => new Date(ms).toISOString();
 
-/** Why `t` will run or be skipped, `input` as inputNow found it, at `now`. */
-export function reasonOf(t: TaskRow, batch: BatchRecord, input: ReturnType<typeof inputNow>, now: number): TaskReason {
-  const paused = batch.paused ? ' once the batch is resumed (`splitdance resume`)' : '';
+/** Why `t` will run or be skipped, from its attempts (oldest first), `input` as inputNow found it, at `now`. */
+export function reasonOf(t: TaskRow, attempts: AttemptRow[], batch: BatchRecord, input: ReturnType<typeof inputNow>, now: number): TaskReason {
+  const paused = batch.paused;
+  const last = attempts.at(-1);
+  const of = (verdict: TaskReason['verdict'], reason: string, rerun: Rerun | null = null): TaskReason => ({ verdict, reason, rerun, paused });
   switch (t.status) {
     case 'PENDING': {
-      const needs = t.needs.length ? `, after its stage's needs (${t.needs.join(', ')}) succeed for its item` : '';
-      if (t.attempts === 0) return { verdict: 'run', reason: `new: never attempted; the next run or worker runs it${needs}${paused}`, rerun: null };
-      const due = t.nextRunAt > now ? `due ${new Date(t.nextRunAt).toISOString()} (its backoff)` : 'due now';
-      return { verdict: 'run', reason: `failed ${t.attempts} ${t.attempts === 1 ? 'time' : 'times'}, ${retriesLeft(t)}: runs again ${due}${needs}${paused}`, rerun: null };
+      const needs = t.needs.length ? `, once the stages it needs (${t.needs.join(', ')}) succeed for its item` : '';
+      const due = t.nextRunAt > now ? `due ${at(t.nextRunAt)}` : 'due now';
+      if (last?.outcome === 'BUSY') return of('run', `answered busy (no attempt spent): runs again ${due}${needs}`);
+      if (t.attempts > 0) return of('run', `failed ${times(t.attempts, 'time')}, ${times(t.maxAttempts - t.attempts, 'retry', 'retries')} left: runs again ${due} (its backoff)${needs}`);
+      if (attempts.length === 0) return of('run', `new: never attempted; the next run or worker runs it${needs}`);
+      // Attempted before, none counted now: retry-failed reset it, a rerun put it back, or its last attempt was given back unstarted.
+      const how = last?.outcome === 'INTERRUPTED' ? 'its last attempt was given back (interrupted, not counted)' : 'its retries were reset (retry-failed, or a rerun put it back)';
+      return of('run', `waiting to run again: ${times(attempts.length, 'attempt')} recorded, ${how}; runs ${due}${needs}`);
     }
     case 'RUNNING':
-      return { verdict: 'running', reason: `running now (attempt ${t.attempts}${t.workerId ? ` on worker ${t.workerId}` : ''})`, rerun: null };
+      return of('running', `claimed now: attempt #${last?.attempt ?? t.attempts}${t.workerId ? ` on worker ${t.workerId}` : ''}, running or queued behind another attempt on its worker`);
     case 'FAILED':
-      return {
-        verdict: 'skip',
-        reason: `failed after ${t.attempts} ${t.attempts === 1 ? 'attempt' : 'attempts'}${t.lastError ? `: ${t.lastError}` : ''}; a run does not try it again`,
-        rerun: 'retry-failed',
-      };
+      return of('skip', `failed after ${times(t.attempts, 'attempt')}${t.lastError ? `: ${t.lastError}` : ''}; a run does not try it again`, 'retry-failed');
     case 'CANCELLED':
-      return { verdict: 'skip', reason: 'cancelled (splitdance cancel): it does not run in this batch', rerun: 'new-batch' };
+      // A stage whose need failed is cancelled with the reason `needs STAGE: FAILED` (stage-graph.ts).
+      if (t.lastError?.startsWith('needs ')) return of('skip', `cancelled: ${t.lastError}`, 'retry-needed');
+      return of('skip', 'cancelled (splitdance cancel): it does not run in this batch', 'new-batch');
     case 'SUCCESS': {
-      if (input === 'changed') return { verdict: 'skip', reason: 'succeeded, but its input changed since (size or modification time)', rerun: 'rerun-changed' };
-      if (input === 'gone') return { verdict: 'skip', reason: 'succeeded; its input file is gone since', rerun: null };
-      if (t.upToDate) return { verdict: 'skip', reason: 'output up to date: its declared output was newer than its input, so nothing ran', rerun: 'new-batch-force' };
-      return { verdict: 'skip', reason: 'succeeded in this batch', rerun: input === 'same' ? 'rerun-changed-later' : 'new-batch' };
+      if (input === 'changed') return of('skip', 'succeeded, but its input changed since (size or modification time)', 'rerun-changed');
+      if (input === 'gone') return of('skip', 'succeeded; its input file is not there now (gone, or on another host)');
+      if (t.upToDate) return of('skip', 'output up to date: its declared output was newer than its input, so nothing ran', 'new-batch-force');
+      return of('skip', `succeeded in this batch${input === 'same' ? '; `run --rerun-changed` runs it again once its input changes' : ''}`, 'new-batch');
     }
   }
 }

@@ -19,7 +19,19 @@ describe('splitdance wait (built CLI)', () => {
     const r = await w.result;
     expect([r.code, r.signal]).toEqual([code, null]);
     expect(r.stdout).toBe('');
-    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^waiting for batch "tonight" to appear in .*\n$/);
+  });
+
+  it('a --timeout of weeks waits (no timer overflow): still waiting after a second', async () => {
+    const dir = tempDir('sd-wait-e2e-');
+    const w = startCli(['wait', '--batch', 'tonight', '--timeout', '30d', '--verbose'], { cwd: dir, timeoutMs: 30_000 });
+    let stderr = '';
+    w.stderr!.on('data', (b) => (stderr += b));
+    for (let i = 0; i < 600 && !stderr.includes('waiting for batch'); i++) await sleep(50);
+    await sleep(1000);
+    expect(w.exitCode).toBeNull();
+    w.kill('SIGTERM');
+    expect((await w.result).code).toBe(143);
   });
 
   it('at --timeout, exit 3 with one line naming the batch and the store; --verbose first says what it waits for', async () => {

@@ -51,18 +51,35 @@ describe.each(STORES)('wait on $store', ({ db: dbFor }) => {
     const run = startIn(p.dir, ['run', 'src', '--exec', 'sleep 1', '-j', '1', ...db]);
     const appeared = await mainIn(p.dir, ['wait', '--batch', 'src-*', '--timeout', '50ms', '--quiet', ...db]);
     expect(appeared.code).toBe(3); // a glob is a name: no batch of that name appears
-    expect(appeared.stderr).toBe('');
+    expect(appeared.stderr).toMatch(/^batch "src-\*" did not appear in .* within 50ms\n$/); // a failure's summary, --quiet or not
     for (let i = 0; i < 200 && (await mainIn(p.dir, ['status', '--json', ...db])).code !== 3; i++) await new Promise((r) => setTimeout(r, 25));
     const before = JSON.stringify(await tasksIn(p.dbPath(db)));
     const w = await mainIn(p.dir, ['wait', '--timeout', '300ms', ...db]);
     expect(w.code).toBe(3);
-    expect(w.stderr).toMatch(/^not done after 300ms: [1-6] to go \((\d+ pending, )?[12] running\) of 6 \(batch src-[0-9a-f]+\)\n$/);
+    expect(w.stderr).toMatch(/^not done after 300ms: [1-6] to go \((\d+ pending, )?(1 running)?(, )?(1 queued)?\) of 6 \(batch src-[0-9a-f]+\)\n$/);
     expect((await run.done).code).toBe(0);
     expect(before).not.toBe(JSON.stringify(await tasksIn(p.dbPath(db)))); // the run went on after
     const settled = JSON.stringify([await tasksIn(p.dbPath(db)), await attemptsIn(p.dbPath(db))]);
     const done = await mainIn(p.dir, ['wait', '--timeout', '1h', ...db]);
     expect([done.code, done.stderr]).toEqual([0, expect.stringMatching(/^done: 6 succeeded of 6 \(batch src-[0-9a-f]+\)\n$/)]);
     expect(JSON.stringify([await tasksIn(p.dbPath(db)), await attemptsIn(p.dbPath(db))])).toBe(settled);
+  });
+
+  it('--quiet says nothing on success, the verdict on failure; a paused batch is said once and is not done', async () => {
+    const p = project(3);
+    const db = dbFor();
+    expect((await mainIn(p.dir, ['run', 'src', '--exec', exec(0), '--retries', '0', '--batch', 'q', ...db])).code).toBe(1);
+    const quiet = await mainIn(p.dir, ['wait', '--quiet', ...db]);
+    expect([quiet.code, quiet.stdout, quiet.stderr]).toEqual([1, '', 'done with failures: 1 failed, 2 succeeded of 3 (batch q)\n']);
+    const r = await mainIn(p.dir, ['run', 'src', '--exec', 'true', '--batch', 'p', '--max-runtime', '1ms', '-j', '1', ...db]);
+    expect(r.code).toBe(3);
+    expect((await mainIn(p.dir, ['pause', '--batch', 'p', ...db])).code).toBe(0);
+    const paused = await mainIn(p.dir, ['wait', '--batch', 'p', '--timeout', '500ms', '--interval', '100ms', ...db]);
+    expect(paused.code).toBe(3);
+    const lines = paused.stderr.trim().split('\n');
+    expect(lines[0]).toMatch(/^batch p is paused: it is not done until `splitdance resume --batch p( --db \S+)?`$/);
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toMatch(/^not done after 500ms: /);
   });
 });
 

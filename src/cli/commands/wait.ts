@@ -10,6 +10,7 @@ import { describeStore, resolveDbPath } from '../../store/open-store.js';
 import { monotonicMs } from '../../wall-steps.js';
 import { duration, printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
+import { commandLineFor } from '../suggested-commands.js';
 import { withBatch } from '../with-store.js';
 
 export interface WaitFlags extends OutputFlags {
@@ -40,24 +41,34 @@ export async function waitCommand(flags: WaitFlags, io: Io): Promise<number> {
   try {
     if (flags.batch !== undefined) {
       const db = resolveDbPath(flags.db, io.cwd, io.env);
-      const within = AbortSignal.any([signals.signal, ...(timeoutMs === null ? [] : [AbortSignal.timeout(timeoutMs)])]);
-      if (!(await awaitBatch(db, flags.batch, within, verbose, { readonly: true }))) {
-        if (signals.signal.aborted) return signalled();
-        if (!flags.quiet && !flags.json) line(io.stderr, `batch "${printable(flags.batch)}" did not appear in ${printable(describeStore(db))} within ${duration(timeoutMs)}`);
-        return EXIT.INCOMPLETE;
+      // The --timeout as a signal, checked on the monotonic clock (a timer of weeks overflows Node's).
+      const late = new AbortController();
+      const check = deadline === null ? null : setInterval(() => monotonicMs() >= deadline && late.abort('timeout'), Math.min(1000, timeoutMs!)).unref();
+      try {
+        if (!(await awaitBatch(db, flags.batch, AbortSignal.any([signals.signal, late.signal]), verbose, { readonly: true }))) {
+          if (signals.signal.aborted) return signalled();
+          // A failure's summary: said with --quiet and --json too (on stderr).
+          line(io.stderr, `batch "${printable(flags.batch)}" did not appear in ${printable(describeStore(db))} within ${duration(timeoutMs)}`);
+          return EXIT.INCOMPLETE;
+        }
+      } finally {
+        if (check) clearInterval(check);
       }
     }
     return await withBatch(
       flags,
       io,
-      async (store, batch) => {
-        const end = await waitUntilDone(store, batch, { intervalMs, deadline, signal: signals.signal, note: verbose });
+      async (store, batch, { target }) => {
+        const paused = () => {
+          if (!flags.quiet) line(io.stderr, `batch ${printable(batch.name)} is paused: it is not done until \`${commandLineFor(target, ['resume'])}\`${timeoutMs === null ? ' (no --timeout: waiting)' : ''}`);
+        };
+        const end = await waitUntilDone(store, batch, { intervalMs, deadline, signal: signals.signal, note: verbose, paused });
         if (end.kind === 'signal') return signalOutcome(end.signal).exitCode;
         const s = await batchStatus(store, batch);
         if (flags.json) {
           const { clusters: _clusters, ...json } = s;
           line(io.stdout, JSON.stringify(json));
-        } else if (!flags.quiet) line(io.stderr, verdictLine(s, timeoutMs));
+        } else if (!flags.quiet || verdict(s) !== EXIT.OK) line(io.stderr, verdictLine(s, timeoutMs)); // --quiet: the summary on failure only
         return verdict(s);
       },
       { readonly: true },
@@ -72,7 +83,7 @@ function verdictLine(s: BatchStatus, timeoutMs: number | null): string {
   const of = `of ${s.total} (batch ${printable(s.batch)})`;
   if (!s.done) {
     const open = s.pending + s.retrying + s.running + s.queued;
-    const parts = [`${s.pending} pending`, `${s.retrying} retrying`, `${s.running + s.queued} running`].filter((p) => !p.startsWith('0 '));
+    const parts = [`${s.pending} pending`, `${s.retrying} retrying`, `${s.running} running`, `${s.queued} queued`].filter((p) => !p.startsWith('0 '));
     const outputs = open === 0 && s.outputsPending ? `${s.outputsPending} declared output(s) not in place ` : '';
     return `not done after ${duration(timeoutMs)}: ${outputs || `${open} to go (${parts.join(', ')}) `}${of}`;
   }

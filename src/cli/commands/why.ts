@@ -1,8 +1,8 @@
-import { reasonOf, inputNow, type Rerun } from '../../status/task-reason.js';
+import { inputNow, reasonOf, type Rerun } from '../../status/task-reason.js';
 import type { BatchRecord, TaskRow } from '../../store/task-store.js';
-import { commandLineFor, type Target } from '../suggested-commands.js';
 import { printable } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
+import { commandLineFor, type Target } from '../suggested-commands.js';
 import { findTask } from '../task-json.js';
 import { withBatch } from '../with-store.js';
 
@@ -22,34 +22,36 @@ export async function whyCommand(key: string, flags: WhyFlags, io: Io): Promise<
     flags,
     io,
     async (store, batch, { target }) => {
-      const { task } = await findTask(store, batch, key, target);
-      const r = reasonOf(task, batch, inputNow(task), Date.now());
-      const rerun = r.rerun === null ? null : rerunLine(r.rerun, task, batch, target);
-      if (flags.json) line(io.stdout, JSON.stringify({ key: task.key, status: task.status, verdict: r.verdict, reason: r.reason, rerun }));
-      else {
-        const verb = r.verdict === 'run' ? 'will run' : r.verdict === 'running' ? 'is running' : 'will not run';
-        line(io.stdout, `${printable(task.key)} in batch ${printable(batch.name)} ${verb}: ${printable(r.reason)}`);
-        if (rerun) line(io.stdout, `to run it again: ${printable(rerun)}`);
+      const { task, attempts } = await findTask(store, batch, key, target);
+      const r = reasonOf(task, attempts, batch, inputNow(task), Date.now());
+      const rerun = r.rerun === null ? null : rerunOf(r.rerun, task, batch, target);
+      const resume = r.paused ? commandLineFor(target, ['resume']) : null;
+      if (flags.json) {
+        line(io.stdout, JSON.stringify({ key: task.key, status: task.status, verdict: r.verdict, reason: r.reason, paused: r.paused, rerun: rerun?.command ?? null, note: rerun?.note ?? null }));
+        return 0;
       }
+      const verb = r.verdict === 'run' ? 'will run' : r.verdict === 'running' ? 'is claimed' : 'will not run';
+      line(io.stdout, `${printable(task.key)} in batch ${printable(batch.name)} ${verb}: ${printable(r.reason)}`);
+      if (resume) line(io.stdout, `the batch is paused: nothing runs until \`${resume}\``);
+      if (rerun) line(io.stdout, `to run it again: ${rerun.command ? `\`${rerun.command}\`${rerun.note ? ` (${rerun.note})` : ''}` : rerun.note}`);
       return 0;
     },
     { readonly: true },
   );
 }
 
-/** The command that runs the task again, spelled with its batch and store (a new batch's name is the user's to choose). */
-function rerunLine(how: Rerun, task: TaskRow, batch: BatchRecord, target: Target): string {
-  const newBatch = (force: boolean) => `a new batch: ${commandLineFor({ db: target.db }, ['run', '--batch', 'NEW', ...(force ? ['--force'] : [])], batch.source)}`;
+/** The command that runs the task again, spelled with its batch and store, and a note; a new batch is the user's run command with `--batch NEW`, which only they know. */
+function rerunOf(how: Rerun, task: TaskRow, batch: BatchRecord, target: Target): { command: string | null; note: string | null } {
   switch (how) {
     case 'retry-failed':
-      return `${commandLineFor(target, ['retry-failed', '--key', task.key, '--run'])} (a fresh budget of retries)`;
+      return { command: commandLineFor(target, ['retry-failed', '--key', task.key, '--run']), note: 'a fresh budget of retries' };
+    case 'retry-needed':
+      return { command: commandLineFor(target, ['retry-failed', '--run']), note: 'the failed stage runs again, and the stages that need it with it' };
     case 'rerun-changed':
-      return commandLineFor(target, ['run', '--rerun-changed'], batch.source);
-    case 'rerun-changed-later':
-      return `${commandLineFor(target, ['run', '--rerun-changed'], batch.source)} once its input changes, or ${newBatch(false)}`;
+      return { command: commandLineFor(target, ['run', '--rerun-changed'], batch.source), note: null };
     case 'new-batch':
-      return newBatch(false);
+      return { command: null, note: 'only a new batch runs it: your run command with --batch NEW' };
     case 'new-batch-force':
-      return newBatch(true);
+      return { command: null, note: 'only a new batch runs it: your run command with --batch NEW --force' };
   }
 }
