@@ -21,6 +21,16 @@ export interface Counts {
   cancelled: number;
 }
 
+/** A task's outcome as `results` lists it: five columns, no payload. */
+export interface TaskOutcome {
+  key: string;
+  stage: string;
+  status: TaskStatus;
+  lastError: string | null;
+  /** The stored result (JSON text), or null. */
+  result: string | null;
+}
+
 export interface TaskRow {
   id: number;
   key: string;

@@ -32,6 +32,7 @@ import type {
   Settlement,
   StageCounts,
   TaskFilter,
+  TaskOutcome,
   TaskRow,
   TaskSpec,
   TaskStatus,
@@ -158,6 +159,8 @@ export interface QueryStore extends StoreInfo, BatchProgress {
    * was when its page was read.
    */
   eachTaskPage(filter: TaskFilter, onPage: (tasks: TaskRow[]) => Promise<void>): Promise<void>;
+  /** As eachTaskPage, each task's outcome alone (`results`): the batch's tasks of `status` (retrying: `attemptedOnly`), in creation order. */
+  eachOutcomePage(filter: Pick<TaskFilter, 'batchId' | 'status' | 'attemptedOnly'>, onPage: (rows: TaskOutcome[]) => Promise<void>): Promise<void>;
   /**
    * The batch's running tasks (RUNNING, not queued), longest running (earliest started) first, at most `limit`: read
    * through the index of RUNNING rows alone, so a live view can ask every second of a big batch.

@@ -1,6 +1,6 @@
 import { UsageError } from '../../errors.js';
 import { hasStages } from '../../status/batch-status.js';
-import type { TaskRow } from '../../store/task-store.js';
+import type { TaskOutcome } from '../../store/task-store.js';
 import { parseStatus } from '../filters.js';
 import { line, write, type Io, type OutputFlags } from '../io.js';
 import { defaultedNote, withBatch } from '../with-store.js';
@@ -33,7 +33,7 @@ export async function resultsCommand(flags: ResultsFlags, io: Io): Promise<numbe
       const staged = hasStages(batch);
       const row = flags.csv ? csvRow(staged) : jsonRow(staged);
       if (flags.csv) await write(io.stdout, `${['key', ...(staged ? ['stage'] : []), 'status', 'out', 'error', 'result'].join(',')}\r\n`);
-      await store.eachTaskPage({ batchId: batch.id, status: wanted?.status, attemptedOnly: wanted?.retrying }, async (tasks) => {
+      await store.eachOutcomePage({ batchId: batch.id, status: wanted?.status, attemptedOnly: wanted?.retrying }, async (tasks) => {
         let piece = '';
         for (const t of tasks) {
           piece += row(t);
@@ -56,7 +56,7 @@ function outOf(result: unknown): string | null {
 }
 
 function jsonRow(staged: boolean) {
-  return (t: TaskRow): string => {
+  return (t: TaskOutcome): string => {
     const result = t.result === null ? null : (JSON.parse(t.result) as unknown);
     return `${JSON.stringify({ key: t.key, ...(staged ? { stage: t.stage } : {}), status: t.status, out: outOf(result), error: t.lastError, result })}\n`;
   };
@@ -66,7 +66,7 @@ function jsonRow(staged: boolean) {
 const csvField = (v: string | null): string => (v === null ? '' : /[",\r\n]/.test(v) ? `"${v.replaceAll('"', '""')}"` : v);
 
 function csvRow(staged: boolean) {
-  return (t: TaskRow): string => {
+  return (t: TaskOutcome): string => {
     const out = t.result === null ? null : outOf(JSON.parse(t.result) as unknown);
     return `${[t.key, ...(staged ? [t.stage] : []), t.status, out, t.lastError, t.result].map(csvField).join(',')}\r\n`;
   };

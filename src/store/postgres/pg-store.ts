@@ -25,6 +25,7 @@ import type {
   Settlement,
   StageCounts,
   TaskFilter,
+  TaskOutcome,
   TaskRow,
   TaskSpec,
   EnqueueOptions,
@@ -42,7 +43,7 @@ import { selectTasks, taskIdRange } from './pg-list.js';
 import { parsePgUrl } from './pg-target.js';
 import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../shared/db-rows.js';
 import { checkBounds, foldAttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
-import { eachTaskPage } from '../shared/task-pages.js';
+import { eachOutcomePage, eachTaskPage, type OutcomeDbRow } from '../shared/task-pages.js';
 import { pendingOutputOf, type PendingOutputRow } from '../shared/pending-outputs.js';
 import * as admin from './pg-admin.js';
 import { prepareStatements, type Statements } from './statements.js';
@@ -262,6 +263,12 @@ export class PostgresStore implements TaskStore {
     const range = await this.db.read((sql) => taskIdRange(sql, this.st, filter.batchId));
     const sqlPart = [filter.batchId, filter.status ?? null, filter.attemptedOnly ? true : null, filter.errorContains ?? null];
     await eachTaskPage(range, filter, (from, to) => this.db.read((sql) => sql.rows<TaskDbRow>(this.st.taskPage, [...sqlPart, from, to])), onPage);
+  }
+
+  async eachOutcomePage(filter: Pick<TaskFilter, 'batchId' | 'status' | 'attemptedOnly'>, onPage: (rows: TaskOutcome[]) => Promise<void>): Promise<void> {
+    const range = await this.db.read((sql) => taskIdRange(sql, this.st, filter.batchId));
+    const sqlPart = [filter.batchId, filter.status ?? null, filter.attemptedOnly ? true : null];
+    await eachOutcomePage(range, (from, to) => this.db.read((sql) => sql.rows<OutcomeDbRow>(this.st.outcomePage, [...sqlPart, from, to])), onPage);
   }
 
   async runningTasks(batchId: number, limit: number): Promise<TaskRow[]> {

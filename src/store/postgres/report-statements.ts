@@ -53,6 +53,11 @@ export function reportStatements(s: string) {
       WHERE id BETWEEN $5 AND $6 AND batch_id + 0 = $1 AND ($2::text IS NULL OR status = $2) AND ($3::boolean IS NULL OR attempts > 0)
         AND ($4::text IS NULL OR strpos(last_error, $4) > 0)
       ORDER BY id`,
+    /** $1 batchId $2 status $3 attempted $4 from $5 to — a page of outcomes (`results`): five columns, in id order. */
+    outcomePage: `
+      SELECT task_key, stage, status, last_error, result FROM ${s}.tasks
+      WHERE id BETWEEN $4 AND $5 AND batch_id + 0 = $1 AND ($2::text IS NULL OR status = $2) AND ($3::boolean IS NULL OR attempts > 0)
+      ORDER BY id`,
     /** $1 batchId $2 limit — RUNNING tasks, earliest started first (only RUNNING index entries are read). */
     runningTasks: `
       SELECT * FROM ${s}.tasks WHERE status = 'RUNNING' AND batch_id = $1 AND NOT queued ORDER BY started_at, id LIMIT $2`,

@@ -1,4 +1,4 @@
-import type { TaskFilter, TaskRow } from '../records.js';
+import type { TaskFilter, TaskOutcome, TaskRow, TaskStatus } from '../records.js';
 import { toTaskRow, type TaskDbRow } from './db-rows.js';
 
 /**
@@ -34,5 +34,27 @@ export async function eachTaskPage(
     }
     left -= page.length;
     if (page.length > 0) await onPage(page);
+  }
+}
+
+/** A row of the outcome pages (`results`): five columns of the tasks table. */
+export interface OutcomeDbRow {
+  task_key: string;
+  stage: string;
+  status: TaskStatus;
+  last_error: string | null;
+  result: string | null;
+}
+
+/** As eachTaskPage, for rows of five columns read by `read` (no payload to parse, no JS filter): what `results` prints. */
+export async function eachOutcomePage(
+  range: { lo: number | null; hi: number | null },
+  read: (from: number, to: number) => Promise<OutcomeDbRow[]>,
+  onPage: (rows: TaskOutcome[]) => Promise<void>,
+): Promise<void> {
+  if (range.lo === null || range.hi === null) return;
+  for (let from = range.lo; from <= range.hi; from += PAGE_IDS) {
+    const rows = await read(from, Math.min(range.hi, from + PAGE_IDS - 1));
+    if (rows.length > 0) await onPage(rows.map((r) => ({ key: r.task_key, stage: r.stage, status: r.status, lastError: r.last_error, result: r.result })));
   }
 }

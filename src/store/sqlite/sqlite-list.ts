@@ -1,10 +1,10 @@
-import type { AttemptRow, AttemptStats, BatchAttempt, BatchMoves, BatchRecord, Counts, ErrorCount, RunningOwner, StageCounts, TaskFilter, TaskRow, TaskStatus } from '../records.js';
+import type { AttemptRow, AttemptStats, BatchAttempt, BatchMoves, BatchRecord, Counts, ErrorCount, RunningOwner, StageCounts, TaskFilter, TaskOutcome, TaskRow, TaskStatus } from '../records.js';
 import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../shared/db-rows.js';
 import type Database from 'better-sqlite3';
 import { durationKey } from '../task-spec.js';
 import type { SqliteConn } from './sqlite-conn.js';
 import { checkBounds, foldAttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
-import { eachTaskPage as pagesOf } from '../shared/task-pages.js';
+import { eachOutcomePage as outcomesOf, eachTaskPage as pagesOf, type OutcomeDbRow } from '../shared/task-pages.js';
 
 /**
  * The read verbs of SQLite (what status, tasks, show, report and the coordinator's checks
@@ -117,6 +117,13 @@ export function selectTasks(c: SqliteConn, filter: TaskFilter): TaskRow[] {
     }
     return out;
   });
+}
+
+/** See QueryStore.eachOutcomePage: as eachTaskPage, five columns a row. */
+export async function eachOutcomePage(c: SqliteConn, filter: Pick<TaskFilter, 'batchId' | 'status' | 'attemptedOnly'>, onPage: (rows: TaskOutcome[]) => Promise<void>): Promise<void> {
+  const range = c.read(() => c.st.taskIdRange.get(filter.batchId) as { lo: number | null; hi: number | null });
+  const sqlPart = { batchId: filter.batchId, status: filter.status ?? null, attempted: filter.attemptedOnly ? 1 : null };
+  await outcomesOf(range, async (from, to) => c.read(() => c.st.outcomePage.all({ ...sqlPart, from, to }) as OutcomeDbRow[]), onPage);
 }
 
 /** See QueryStore.eachTaskPage: ranges of ids by rowid, each a read of its own. */

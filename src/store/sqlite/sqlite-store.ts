@@ -176,6 +176,10 @@ export class SqliteStore implements TaskStore {
     return list.eachTaskPage(this.c, filter, onPage);
   }
 
+  async eachOutcomePage(filter: Pick<T.TaskFilter, 'batchId' | 'status' | 'attemptedOnly'>, onPage: (rows: T.TaskOutcome[]) => Promise<void>): Promise<void> {
+    return list.eachOutcomePage(this.c, filter, onPage);
+  }
+
   async runningTasks(batchId: number, limit: number): Promise<T.TaskRow[]> {
     return list.runningTasks(this.c, batchId, limit);
   }

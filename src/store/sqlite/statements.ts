@@ -197,6 +197,11 @@ export const SQL = {
     WHERE id BETWEEN @from AND @to AND batch_id = @batchId AND (@status IS NULL OR status = @status)
       AND (@attempted IS NULL OR attempts > 0) AND (@error IS NULL OR instr(last_error, @error) > 0)
     ORDER BY id`,
+  /** @batchId @status @attempted @from @to — a page of outcomes (`results`): five columns, in id order. */
+  outcomePage: `
+    SELECT task_key, stage, status, last_error, result FROM tasks NOT INDEXED
+    WHERE id BETWEEN @from AND @to AND batch_id = @batchId AND (@status IS NULL OR status = @status) AND (@attempted IS NULL OR attempts > 0)
+    ORDER BY id`,
   /** Same parameters as listTasks; finished tasks, longest last attempt first. */
   slowestTasks: `
     SELECT * FROM tasks
