@@ -8,6 +8,7 @@ import type { QueryStore, TaskSpec } from '../store/task-store.js';
 import { renderExec } from '../template/exec-command.js';
 import { renderGroup, type GroupMode } from '../template/group-command.js';
 import type { HandlerSpec } from '../worker/protocol.js';
+import { inputNow, reasonOf } from '../status/task-reason.js';
 
 /** How many tasks' commands a dry run shows without --verbose. */
 export const FIRST_COMMANDS = 20;
@@ -16,7 +17,16 @@ export const FIRST_COMMANDS = 20;
  * One task a run would start: its key, and its command (`--exec`) or its payload (a module). A
  * group's command (`-n`, `-X`, …) is one entry: `keys` are its tasks', `key` the first of them.
  */
-export type DryRunEntry = { key: string; keys?: string[]; command: string } | { key: string; payload: unknown } | { key: string; keys?: string[]; error: string };
+export type DryRunEntry = ({ key: string; keys?: string[]; command: string } | { key: string; payload: unknown } | { key: string; keys?: string[]; error: string }) & {
+  /** Why it runs (a single task's entry): new, failed with retries left, waiting again (task-reason.ts). */
+  reason?: string;
+};
+
+/** A task the run would not start, and why (`run --dry-run --json`'s `skipped`). */
+export interface SkippedEntry {
+  key: string;
+  reason: string;
+}
 
 /**
  * The tasks the run would start, in the order of the source (what a new batch claims first),
@@ -33,6 +43,7 @@ export async function eachDryRunEntry(
   batchId: number | null,
   limit: number,
   each: (entry: DryRunEntry) => Promise<void>,
+  skipped?: (entry: SkippedEntry) => void,
 ): Promise<{ shown: number; more: boolean }> {
   const s = plan.settings;
   // A task new to a batch that exists is numbered after its last (the enqueue's own rule).
@@ -44,8 +55,14 @@ export async function eachDryRunEntry(
   for (const spec of plan.split()) {
     place++;
     const known = store && batchId !== null ? await store.getTask(batchId, spec.key) : undefined;
-    if (known && known.status !== 'PENDING' && known.status !== 'RUNNING') continue;
-    if (!plan.inv.force && wouldBeUpToDate(s, spec, plan.batchName)) continue;
+    if (known && known.status !== 'PENDING' && known.status !== 'RUNNING') {
+      skipped?.({ key: spec.key, reason: reasonOf(known, [], batchOf(plan), inputNow(known), Date.now()).reason });
+      continue;
+    }
+    if (!plan.inv.force && wouldBeUpToDate(s, spec, plan.batchName)) {
+      skipped?.({ key: spec.key, reason: 'output up to date: its declared output is newer than its input (--force runs it)' });
+      continue;
+    }
     const seq = known?.seq ?? base + place;
     const handler = handlerOf(plan, spec.stage ?? '');
     if (handler?.kind === 'exec' && handler.group) {
@@ -60,7 +77,9 @@ export async function eachDryRunEntry(
     }
     if (shown >= limit) return { shown, more: true };
     shown++;
-    await each(entryOf(plan, spec, seq));
+    // Why it runs: a task the batch has is read with its attempts (a few, for the tasks shown).
+    const reason = known && store ? reasonOf(known, await store.attemptsOf(known.id), batchOf(plan), null, Date.now()).reason : 'new: not in the batch yet';
+    await each({ ...entryOf(plan, spec, seq), reason });
   }
   // The last, smaller group of each stage.
   for (const [stage, items] of filling) {
@@ -72,6 +91,9 @@ export async function eachDryRunEntry(
   }
   return { shown, more: false };
 }
+
+/** The batch as reasonOf reads it: whether it is paused does not change why a task runs. */
+const batchOf = (plan: RunPlan) => ({ id: 0, name: plan.batchName, source: plan.source, job: {}, createdAt: 0, updatedAt: 0, paused: false, jobVersion: 0 });
 
 function handlerOf(plan: RunPlan, stage: string): HandlerSpec | null {
   return plan.settings.stages.length ? (plan.settings.stages.find((x) => x.name === stage)?.handler ?? null) : plan.settings.handler;

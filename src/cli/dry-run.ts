@@ -9,7 +9,7 @@ import { line, write, type Io } from './io.js';
 import { printable } from '../printable.js';
 import type { RunPlan } from '../job/plan-run.js';
 import type { HandlerSpec } from '../worker/protocol.js';
-import { eachDryRunEntry, entryLine, FIRST_COMMANDS, type DryRunEntry } from './dry-run-commands.js';
+import { eachDryRunEntry, entryLine, FIRST_COMMANDS, type DryRunEntry, type SkippedEntry } from './dry-run-commands.js';
 
 const FIRST_KEYS = 5;
 
@@ -68,8 +68,12 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
   const limit = plan.flags.verbose ? Number.POSITIVE_INFINITY : FIRST_COMMANDS;
   if (plan.flags.json) {
     const commands: DryRunEntry[] = [];
-    const { more } = await eachDryRunEntry(plan, store, existing?.id ?? null, limit, async (e) => void commands.push(e));
-    line(io.stdout, JSON.stringify({ ...result, commands, moreCommands: more }));
+    // Why the first tasks it would not start are skipped (all of them with --verbose).
+    const skipped: SkippedEntry[] = [];
+    const { more } = await eachDryRunEntry(plan, store, existing?.id ?? null, limit, async (e) => void commands.push(e), (e) => {
+      if (skipped.length < limit) skipped.push(e);
+    });
+    line(io.stdout, JSON.stringify({ ...result, commands, moreCommands: more, skipped }));
     return 0;
   }
   const out = [

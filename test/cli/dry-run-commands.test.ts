@@ -63,7 +63,7 @@ describe('run --dry-run prints the commands', () => {
     expect(commandLines(all.stdout)).toEqual(p.keys.map((k) => `gzip -k '${join(p.src, k)}'`));
     const json = JSON.parse((await mainIn(p.dir, ['run', 'src', '--exec', 'gzip -k {}', '--dry-run', '--json'])).stdout);
     expect(json.commands).toHaveLength(20);
-    expect(json.commands[0]).toEqual({ key: 'f000.log', command: `gzip -k '${join(p.src, 'f000.log')}'` });
+    expect(json.commands[0]).toEqual({ key: 'f000.log', command: `gzip -k '${join(p.src, 'f000.log')}'`, reason: 'new: not in the batch yet' });
     expect(json.moreCommands).toBe(true);
   });
 
@@ -77,6 +77,10 @@ describe('run --dry-run prints the commands', () => {
     const dry = await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', exec, '--dry-run']);
     expect(dry.code, dry.stderr).toBe(0);
     expect(commandLines(dry.stdout)).toEqual(["echo '4' 'a-new.log' >> seen.txt"]);
+    // --json says why each task runs or is skipped.
+    const why = JSON.parse((await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', exec, '--dry-run', '--json'])).stdout) as { commands: { key: string; reason: string }[]; skipped: { key: string; reason: string }[] };
+    expect(why.commands.map((c) => [c.key, c.reason])).toEqual([['a-new.log', 'new: not in the batch yet']]);
+    expect(why.skipped).toEqual(p.keys.map((key) => ({ key, reason: 'succeeded in this batch; `run --rerun-changed` runs it again once its input changes' })));
     expect((await mainIn(p.dir, ['tasks', '--db', db, '--json'])).stdout).toBe(before);
     expect((await mainIn(p.dir, ['run', 'src', '--db', db, '--exec', exec])).code).toBe(0);
     expect(readFileSync(join(p.dir, 'seen.txt'), 'utf8')).toContain('4 a-new.log\n'); // what the dry run showed

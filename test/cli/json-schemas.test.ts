@@ -115,12 +115,13 @@ const SCHEMAS = {
     wouldRerunChanged: count,
     commands: z.array(
       z.union([
-        z.strictObject({ key: z.string(), command: z.string() }),
-        z.strictObject({ key: z.string(), payload: z.looseObject({ version: z.literal(1) }) }),
-        z.strictObject({ key: z.string(), error: z.string() }),
+        z.strictObject({ key: z.string(), command: z.string(), reason: z.string().optional() }),
+        z.strictObject({ key: z.string(), payload: z.looseObject({ version: z.literal(1) }), reason: z.string().optional() }),
+        z.strictObject({ key: z.string(), error: z.string(), reason: z.string().optional() }),
       ]),
     ),
     moreCommands: z.boolean(),
+    skipped: z.array(z.strictObject({ key: z.string(), reason: z.string() })),
   }),
   prune: z.strictObject({ dryRun: z.boolean(), batches: z.array(z.string()), tasks: count, attempts: count, logBytes: count }),
   paused: z.strictObject({ batch: z.string(), paused: z.boolean() }),
