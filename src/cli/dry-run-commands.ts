@@ -43,7 +43,8 @@ export async function eachDryRunEntry(
   batchId: number | null,
   limit: number,
   each: (entry: DryRunEntry) => Promise<void>,
-  skipped?: (entry: SkippedEntry) => void,
+  /** Told of each task it would not start; `reason` is worked out only when asked for (it may stat the input). */
+  skipped?: (key: string, reason: () => string) => void,
 ): Promise<{ shown: number; more: boolean }> {
   const s = plan.settings;
   // A task new to a batch that exists is numbered after its last (the enqueue's own rule).
@@ -56,11 +57,11 @@ export async function eachDryRunEntry(
     place++;
     const known = store && batchId !== null ? await store.getTask(batchId, spec.key) : undefined;
     if (known && known.status !== 'PENDING' && known.status !== 'RUNNING') {
-      skipped?.({ key: spec.key, reason: reasonOf(known, [], batchOf(plan), inputNow(known), Date.now()).reason });
+      skipped?.(spec.key, () => reasonOf(known, [], batchOf(plan), inputNow(known), Date.now()).reason);
       continue;
     }
     if (!plan.inv.force && wouldBeUpToDate(s, spec, plan.batchName)) {
-      skipped?.({ key: spec.key, reason: 'output up to date: its declared output is newer than its input (--force runs it)' });
+      skipped?.(spec.key, () => 'output up to date: its declared output is newer than its input (--force runs it)');
       continue;
     }
     const seq = known?.seq ?? base + place;

@@ -70,8 +70,8 @@ export async function printPlan(plan: RunPlan, store: QueryStore | null, io: Io)
     const commands: DryRunEntry[] = [];
     // Why the first tasks it would not start are skipped (all of them with --verbose).
     const skipped: SkippedEntry[] = [];
-    const { more } = await eachDryRunEntry(plan, store, existing?.id ?? null, limit, async (e) => void commands.push(e), (e) => {
-      if (skipped.length < limit) skipped.push(e);
+    const { more } = await eachDryRunEntry(plan, store, existing?.id ?? null, limit, async (e) => void commands.push(e), (key, reason) => {
+      if (skipped.length < limit) skipped.push({ key, reason: reason() });
     });
     line(io.stdout, JSON.stringify({ ...result, commands, moreCommands: more, skipped }));
     return 0;
