@@ -57,7 +57,7 @@ export async function eachDryRunEntry(
     place++;
     const known = store && batchId !== null ? await store.getTask(batchId, spec.key) : undefined;
     if (known && known.status !== 'PENDING' && known.status !== 'RUNNING') {
-      skipped?.(spec.key, () => reasonOf(known, [], batchOf(plan), inputNow(known), Date.now()).reason);
+      skipped?.(spec.key, () => reasonOf(known, [], false, inputNow(known), Date.now()).reason);
       continue;
     }
     if (!plan.inv.force && wouldBeUpToDate(s, spec, plan.batchName)) {
@@ -79,7 +79,7 @@ export async function eachDryRunEntry(
     if (shown >= limit) return { shown, more: true };
     shown++;
     // Why it runs: a task the batch has is read with its attempts (a few, for the tasks shown).
-    const reason = known && store ? reasonOf(known, await store.attemptsOf(known.id), batchOf(plan), null, Date.now()).reason : 'new: not in the batch yet';
+    const reason = known && store ? reasonOf(known, await store.attemptsOf(known.id), false, null, Date.now()).reason : 'new: not in the batch yet';
     await each({ ...entryOf(plan, spec, seq), reason });
   }
   // The last, smaller group of each stage.
@@ -92,9 +92,6 @@ export async function eachDryRunEntry(
   }
   return { shown, more: false };
 }
-
-/** The batch as reasonOf reads it: whether it is paused does not change why a task runs. */
-const batchOf = (plan: RunPlan) => ({ id: 0, name: plan.batchName, source: plan.source, job: {}, createdAt: 0, updatedAt: 0, paused: false, jobVersion: 0 });
 
 function handlerOf(plan: RunPlan, stage: string): HandlerSpec | null {
   return plan.settings.stages.length ? (plan.settings.stages.find((x) => x.name === stage)?.handler ?? null) : plan.settings.handler;

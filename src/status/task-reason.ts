@@ -1,6 +1,6 @@
 /** `splitdance why KEY`: why a task will run or be skipped, from its row, its attempts and its input as it is now. */
 import { statSync } from 'node:fs';
-import type { AttemptRow, BatchRecord, TaskRow } from '../store/task-store.js';
+import type { AttemptRow, TaskRow } from '../store/task-store.js';
 
 /**
  * What runs a skipped task again, for the CLI to spell with its batch and store:
@@ -36,9 +36,8 @@ export function inputNow(t: TaskRow): 'changed' | 'gone' | 'same' | null {
 const times = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 const at = (ms: number) => new Date(ms).toISOString();
 
-/** Why `t` will run or be skipped, from its attempts (oldest first), `input` as inputNow found it, at `now`. */
-export function reasonOf(t: TaskRow, attempts: AttemptRow[], batch: BatchRecord, input: ReturnType<typeof inputNow>, now: number): TaskReason {
-  const paused = batch.paused;
+/** Why `t` will run or be skipped, from its attempts (oldest first), whether its batch is `paused`, `input` as inputNow found it, at `now`. */
+export function reasonOf(t: TaskRow, attempts: AttemptRow[], paused: boolean, input: ReturnType<typeof inputNow>, now: number): TaskReason {
   const last = attempts.at(-1);
   const of = (verdict: TaskReason['verdict'], reason: string, rerun: Rerun | null = null): TaskReason => ({ verdict, reason, rerun, paused });
   switch (t.status) {

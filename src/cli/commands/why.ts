@@ -23,7 +23,7 @@ export async function whyCommand(key: string, flags: WhyFlags, io: Io): Promise<
     io,
     async (store, batch, { target }) => {
       const { task, attempts } = await findTask(store, batch, key, target);
-      const r = reasonOf(task, attempts, batch, inputNow(task), Date.now());
+      const r = reasonOf(task, attempts, batch.paused, inputNow(task), Date.now());
       const rerun = r.rerun === null ? null : rerunOf(r.rerun, task, batch, target);
       const resume = r.paused ? commandLineFor(target, ['resume']) : null;
       if (flags.json) {
