@@ -22,6 +22,8 @@ export interface ClaimRound {
   starts: AttemptStart[];
   /** Declared outputs put in place since the last commit: confirmed in the same transaction. */
   placed: { taskId: number; temp: string }[];
+  /** --rate-key: the key gates' spacing (ClaimRequest.keyed); absent: none. */
+  keyed?: { spacingMs: number; burst: number } | undefined;
 }
 
 export interface Claimed {
@@ -74,6 +76,7 @@ async function commitAndClaim(round: ClaimRound): Promise<Claimed> {
     started: round.starts,
     // The version whose handler the pool loaded: under a newer one the store claims nothing.
     jobVersion: batch.jobVersion,
+    ...(round.keyed ? { keyed: round.keyed } : {}),
   };
   const { applied, claimed } = await round.store.settleAndClaim(
     round.ended.map((q) => q.settlement),

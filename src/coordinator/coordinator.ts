@@ -65,7 +65,7 @@ export class Coordinator {
     this.outage = new Outage(note);
     this.runner = new TickRunner({ tick: () => this.tick(), mayCoalesce: () => !pool.needsWork() }, this.outage);
     this.idle = new IdlePoll(pollMs, leaseMs);
-    this.flow = new FlowLimits({ rate: options.rate, limit: options.limit, adaptive: options.adaptive ?? false }, options.slots ?? 1, note);
+    this.flow = new FlowLimits({ rate: options.rate, rateKey: options.rateKey ?? false, limit: options.limit, adaptive: options.adaptive ?? false }, options.slots ?? 1, note);
   }
 
   async run(): Promise<StopReason> {
@@ -236,6 +236,8 @@ export class Coordinator {
     if (paced.wakeAt !== null) this.rateWakeAt = paced.wakeAt;
     free = free.slice(0, paced.granted);
     const rate = this.flow.rate;
+    // --rate-key: the store's key gates, in the claim itself (one start per key's turn).
+    const keyed = this.flow.keyed ? spacingOf(this.flow.keyed) : undefined;
     if (rate && free.length > 0) {
       // --rate: a start for each place, from the batch's gate in the store (every host's), at
       // the claim's own time. Only idle workers' first places (above): an attempt queued behind
@@ -248,7 +250,7 @@ export class Coordinator {
     if (this.commits.empty && free.length === 0) return null;
     const { store, batch, owner } = this;
     const shape = this.pool.groups.claimShape();
-    const { claimed, ended } = await claimRound({ store, batch, owner, leaseMs: this.options.leaseMs, now, free, shape }, this.commits, this.placement);
+    const { claimed, ended } = await claimRound({ store, batch, owner, leaseMs: this.options.leaseMs, now, free, shape, keyed }, this.commits, this.placement);
     // The run gave up at the outage limit while this claim waited: what it claimed is never
     // started here; it stays RUNNING under this run's lease for the next run to take back.
     if (this.runner.over) return null;
@@ -256,6 +258,12 @@ export class Coordinator {
     for (const places of claimed.handOut.values()) for (const tasks of places) this.commits.claimed(tasks);
     for (const [worker, places] of claimed.handOut) this.handOut(worker, places, now, claimed.queued);
     await this.reportCommitted(ended, claimed.applied);
+    // Places left free while keys wait for their gates: a tick when the first opens (claims
+    // in between would find the same keys closed).
+    if (claimed.unfilled && keyed) {
+      const opens = await store.keyGateOpensAt(batch.id, now);
+      if (opens !== null) this.rateWakeAt = Math.min(this.rateWakeAt ?? Number.POSITIVE_INFINITY, opens);
+    }
     return claimed.unfilled ? now : null;
   }
 

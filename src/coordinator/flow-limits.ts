@@ -9,6 +9,8 @@ import { AdaptiveLevel } from './adaptive.js';
 export interface FlowSettings {
   /** --rate: at most so many attempt starts per period for the batch, on every host; null: none. */
   rate: Rate | null;
+  /** --rate-key: the rate applies per task's rate key (the store's key gates in the claim), not to the batch. */
+  rateKey: boolean;
   /** `splitdance set -j N`: at most N attempts running here; null: the run's -j. */
   limit: number | null;
   /** --adaptive: AIMD on how many run here (and on the rate). */
@@ -80,9 +82,14 @@ export class FlowLimits {
     return j === null ? level : level === null ? j : Math.min(j, level);
   }
 
-  /** The batch's --rate (shared by every host; --adaptive's pace works below it, on this run alone). */
+  /** The batch's --rate (shared by every host; --adaptive's pace works below it, on this run alone); null under --rate-key. */
   get rate(): Rate | null {
-    return this.settings.rate;
+    return this.settings.rateKey ? null : this.settings.rate;
+  }
+
+  /** The rate each --rate-key key gets, or null when the rate is the batch's (or there is none). */
+  get keyed(): Rate | null {
+    return this.settings.rateKey ? this.settings.rate : null;
   }
 
   /** Of `want` starts at `now`, how many the --adaptive pace allows, and when the next may start. */

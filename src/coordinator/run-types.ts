@@ -79,6 +79,8 @@ export interface CoordinatorOptions {
   outputs: DeclaredOutputs;
   /** --rate: at most so many attempt starts per period for the batch, on every host (rate.ts); null: none. */
   rate: Rate | null;
+  /** --rate-key: the rate applies per task's rate key (the store's key gates), not to the batch. */
+  rateKey?: boolean;
   /** `splitdance set -j N`: at most N attempts running on this pool; null: all its workers. */
   limit: number | null;
   /** --adaptive (flow-limits.ts), and the run's -j it grows to at most; absent: off. */

@@ -16,6 +16,8 @@ export interface BatchCheck {
   stop: StopReason | null;
   /** The batch's --rate as stored now (`splitdance set --rate` changes it while runs go on). */
   rate: Rate | null;
+  /** --rate-key as stored now: whether the rate applies per key. */
+  rateKey: boolean;
   /** `splitdance set -j N` as stored now: at most N attempts running here; null: the run's -j. */
   limit: number | null;
   /** --adaptive as stored now. */
@@ -89,7 +91,7 @@ export class Upkeep {
     // Another run changed the definition: claims already stopped (the store refuses this version);
     // let running attempts finish, and the caller follows the new one.
     const stop: StopReason | null = current.paused ? { kind: 'paused' } : current.jobVersion !== batch.jobVersion ? { kind: 'definition-changed' } : null;
-    return { released, stop, rate: (current.job.rate as Rate | null | undefined) ?? null, limit: (current.job.concurrencyLimit as number | null | undefined) ?? null, adaptive: current.job.adaptive === true };
+    return { released, stop, rate: (current.job.rate as Rate | null | undefined) ?? null, rateKey: typeof current.job.rateKey === 'string', limit: (current.job.concurrencyLimit as number | null | undefined) ?? null, adaptive: current.job.adaptive === true };
   }
 
   /** Whether the batch's stored definition is newer than the one this run's workers loaded. */

@@ -46,6 +46,8 @@ export type JobDefinition = {
   maxBusyMs: number;
   /** --rate: at most `n` attempt starts per `periodMs` for the batch, on every host (rate.ts); null: no limit. */
   rate: Rate | null;
+  /** --rate-key: a template rendered per task as it is stored (template/rate-key.ts); the rate applies per rendered key, not to the batch. Null: the batch's. */
+  rateKey: string | null;
   /** `splitdance set -j N`: each run and worker of the batch keeps at most N attempts running (below its own -j); null: its -j. */
   concurrencyLimit: number | null;
   /** --adaptive: each run and worker finds how many attempts to keep running by AIMD on busy answers and timeouts (coordinator/adaptive.ts). */
@@ -121,6 +123,7 @@ export const DEFAULT_SETTINGS: JobSettings = {
   busyCodes: [75],
   maxBusyMs: 60 * 60 * 1000,
   rate: null,
+  rateKey: null,
   concurrencyLimit: null,
   adaptive: false,
   order: 'key',
@@ -142,6 +145,7 @@ export function settingsOf(job: JobDefinition): JobSettings {
     busyCodes: rest.busyCodes ?? DEFAULT_SETTINGS.busyCodes.filter((c) => ![rest.permanentCodes ?? [], ...(rest.stages ?? []).map((s) => s.permanentCodes ?? [])].some((codes) => codes.includes(c))),
     maxBusyMs: rest.maxBusyMs ?? DEFAULT_SETTINGS.maxBusyMs,
     rate: rest.rate ?? null,
+    rateKey: rest.rateKey ?? null,
     concurrencyLimit: rest.concurrencyLimit ?? null,
     adaptive: rest.adaptive ?? false,
     order: rest.order ?? 'key',

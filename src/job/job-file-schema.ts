@@ -186,6 +186,11 @@ export const JobFileSchema = z
       .describe('at most N attempt starts per period for the batch, on every host: "20/s", "300/m", "1000/h" (--rate)')
       .transform(parsedBy(parseRate))
       .optional(),
+    rateKey: z
+      .string()
+      .min(1)
+      .describe("apply the rate per rendered key, not to the whole batch: '{item.host}' starts at most the rate per host, on every host (--rate-key; needs rate)")
+      .optional(),
     adaptive: z
       .boolean()
       .describe('find how many attempts to keep running (1 to -j) by AIMD: halved when attempts answer busy or time out, grown back by one per window of successes, with a pace in starts per second found at the first busy answer (--adaptive)')

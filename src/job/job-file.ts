@@ -106,6 +106,7 @@ export function readJobFile(path: string): RunInput {
       busyCodes: j.busyCodes,
       maxBusyMs: j.maxBusy,
       rate: j.rate,
+      rateKey: j.rateKey,
       adaptive: j.adaptive,
       order: j.order,
       priority: j.priority,

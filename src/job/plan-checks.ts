@@ -6,7 +6,8 @@ import type { JobSettings } from './job-definition.js';
 import type { OutputProblem } from './planned-outputs.js';
 import { layoutOf } from './stages.js';
 import { formatMs } from './units.js';
-import { checkTemplate } from '../template/exec-template.js';
+import { checkTemplate, shellQuote } from '../template/exec-template.js';
+import { checkRateKey } from '../template/rate-key.js';
 import { plural, printable } from '../printable.js';
 import { compareFile, firstState, STILL_MS, type LeftTail } from '../split/file-growth.js';
 
@@ -25,6 +26,15 @@ export function checkBusyCodes(settings: JobSettings): void {
       throw new UsageError(`exit code ${both.join(', ')} is in both --permanent-codes and --busy-codes (default 75); give it to one of them (--busy-codes none: no code means busy)`);
     }
   }
+}
+
+/** --rate-key: the rate it applies per key must be there, and the template must render from what a stored task has. */
+export function checkKeyedRate(settings: JobSettings, items: boolean): void {
+  if (settings.rateKey === null) return;
+  if (settings.rate === null) {
+    throw new UsageError(`--rate-key applies the batch's --rate per key, and the batch has no rate: add --rate N/s, e.g. --rate 5/s --rate-key ${shellQuote(settings.rateKey)}`);
+  }
+  checkRateKey(settings.rateKey, items);
 }
 
 /** One line for a planned output that cannot be written: what, where, and the way out. */

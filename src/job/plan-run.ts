@@ -22,7 +22,7 @@ import { printable } from '../printable.js';
 import { storePathAt, storePaths } from '../replaceable-path.js';
 import { isPostgresUrl, logRoot } from '../store/open-store.js';
 import type { TaskSpec } from '../store/task-store.js';
-import { checkBusyCodes, checkFile, checkSameSource, checkStages, outputProblemMessage, storeFiles, type StoredBatch } from './plan-checks.js';
+import { checkBusyCodes, checkFile, checkKeyedRate, checkSameSource, checkStages, outputProblemMessage, storeFiles, type StoredBatch } from './plan-checks.js';
 
 /** Everything `run` decided before touching anything: what to split, how, into which batch. */
 export interface RunPlan {
@@ -134,6 +134,7 @@ export async function planRun(
   const splitPath = storedItems ? null : (spooled ?? source);
   const kind = splitPath === null || asArgs ? 'items' : sourceKind(splitPath, asItems);
   checkStages(settings, stored, existing, batchName, input.settings.handler !== undefined);
+  checkKeyedRate(settings, kind === 'items');
   if (!settings.handler && settings.stages.length === 0) {
     throw new UsageError(`no handler: give --exec 'COMMAND {}' or --handler ./module.js (a new batch has none stored)${lateOptions(cliFlags.groups ?? [])}`);
   }

@@ -49,6 +49,8 @@ export interface RawRunFlags {
   maxBusy?: string;
   /** `--rate N/s|N/m|N/h` (rate.ts). */
   rate?: string;
+  /** `--rate-key TEMPLATE`: the rate per rendered key (`none`: the batch's again). */
+  rateKey?: string;
   /** `--adaptive`: AIMD on the running attempts (and the rate). */
   adaptive?: boolean;
   output?: string;
@@ -204,6 +206,7 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     busyCodes: given(f.busyCodes, parseBusyCodes),
     maxBusyMs: given(f.maxBusy, (v) => positive(parseDuration(v, '--max-busy'), '--max-busy')),
     rate: given(f.rate, (v) => parseRate(v, '--rate')),
+    rateKey: given(f.rateKey, (v) => (v === 'none' ? null : v)),
     adaptive: f.adaptive === true ? true : undefined,
     output: f.output === undefined ? undefined : { template: f.output, base: cwd },
     permanentErrors: f.permanentErrors?.length ? f.permanentErrors.map((r) => checkRegex(r, '--permanent-errors')) : undefined,

@@ -5,6 +5,7 @@ import { budgetOf, sameHandlers } from '../job/stages.js';
 import type { AdminStore, BatchProgress, BatchRecord, QueryStore, TaskSpec } from '../store/task-store.js';
 import { rankSpecs } from '../split/task-order.js';
 import { UNNAMED } from '../split/walk-directory.js';
+import { renderRateKey } from '../template/rate-key.js';
 
 export type EnqueuePlan = Pick<RunPlan, 'batchName' | 'source' | 'kind' | 'settings' | 'existing' | 'changed' | 'rerunChanged' | 'fileGrew' | 'notes'>;
 
@@ -31,7 +32,9 @@ export async function enqueuePlan(
   // Every enqueue ranks every spec, so a rerun with another order re-ranks what waits.
   const learned = order === 'history' ? await store.learnedDurations(plan.source) : undefined;
   const ranked = rankSpecs(specs, { order, priority, seed: plan.batchName, learned });
-  const enqueued = await store.enqueue({ name: plan.batchName, source: plan.source, job, maxAttempts }, ranked, {
+  const unkeyed = { count: 0, example: '' };
+  const keyed = plan.settings.rateKey === null ? ranked : withRateKeys(ranked, plan.settings.rateKey, plan.batchName, unkeyed);
+  const enqueued = await store.enqueue({ name: plan.batchName, source: plan.source, job, maxAttempts }, keyed, {
     rerunChanged: plan.rerunChanged,
     countRepeated: plan.kind === 'items',
     itemPayloads: plan.kind === 'items',
@@ -55,6 +58,12 @@ export async function enqueuePlan(
     if (reason === UNNAMED) plan.notes.push(`skipped ${n} whose name is not valid UTF-8: ${shown}; rename them to run them`);
     else plan.notes.push(`skipped ${n} (${reason}): ${shown}`);
   }
+  if (unkeyed.count) {
+    const line = (key: string) => `--rate-key: ${plural(unkeyed.count, 'task')} without its value (e.g. ${key}) share one key`;
+    const key = [...printable(unkeyed.example)];
+    const room = COLUMNS - line('').length;
+    plan.notes.push(line(key.length <= room ? key.join('') : `${key.slice(0, Math.max(room - 1, 1)).join('')}…`));
+  }
   if (enqueued.repeated) {
     plan.notes.push(`${plural(enqueued.repeated, 'item')} of the list repeated one given before: each item is one task, run once`);
   }
@@ -64,6 +73,18 @@ export async function enqueuePlan(
   } else if (enqueued.requeued) plan.notes.push(`re-queued ${plural(enqueued.requeued, 'succeeded task')} whose file changed (--rerun-changed)`);
   if (enqueued.changed && plan.kind !== 'items') plan.notes.push(`${plural(enqueued.changed, 'succeeded task')} ${enqueued.changed === 1 ? 'has a changed file' : 'have changed files'} since; --rerun-changed runs ${enqueued.changed === 1 ? 'it' : 'them'} again`);
   return { batch, inserted: enqueued.inserted };
+}
+
+/**
+ * --rate-key: each spec with its rendered key. A task the template cannot be rendered for (a
+ * record without the field) gets the key '' (shared by all such), counted in `unkeyed`.
+ */
+function* withRateKeys(specs: Iterable<TaskSpec>, template: string, batch: string, unkeyed: { count: number; example: string }): Generator<TaskSpec> {
+  for (const spec of specs) {
+    const rateKey = renderRateKey(template, { key: spec.key, batch, stage: spec.stage ?? '', seq: 0, attempt: 0, payload: spec.payload, inputs: {} });
+    if (rateKey === null && unkeyed.count++ === 0) unkeyed.example = spec.key;
+    yield { ...spec, rateKey: rateKey ?? '' };
+  }
 }
 
 /** A note's width: it is one line of a terminal. */

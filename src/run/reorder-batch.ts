@@ -29,7 +29,7 @@ export async function reorderBatch(
   store: Pick<QueryStore, 'eachTaskPage' | 'learnedDurations'> & Pick<AdminStore, 'rerank'>,
   batch: BatchRecord,
   change: OrderChange,
-): Promise<{ order: Order; priority: PriorityRule[]; rate: Rate | null; limit: number | null; adaptive: boolean; moved: number }> {
+): Promise<{ order: Order; priority: PriorityRule[]; rate: Rate | null; rateKey: string | null; limit: number | null; adaptive: boolean; moved: number }> {
   const stored = settingsOf(storedDefinition(batch));
   const after = {
     order: change.order ?? stored.order,
@@ -56,7 +56,7 @@ export async function reorderBatch(
     ...(change.adaptive !== undefined ? { adaptive: after.adaptive } : {}),
   };
   await store.rerank(batch.id, [], patch);
-  return { ...after, moved };
+  return { ...after, rateKey: stored.rateKey, moved };
 }
 
 /** A stored task as the ranking reads a spec: its key, stage, item, payload and fingerprint. */

@@ -141,6 +141,7 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
         outputs: new DeclaredOutputs(settings, b.name, inv.force, store.identity),
         printPrefix: results ? (token) => results.prefixOf(token) : printer ? (token) => printer.prefixOf(token) : null,
         rate: settings.rate,
+        rateKey: settings.rateKey !== null,
         limit: settings.concurrencyLimit,
         adaptive: settings.adaptive,
         slots: inv.concurrency,

@@ -98,6 +98,13 @@ export interface ClaimRequest {
    * claim under whatever version is stored.
    */
   jobVersion?: number;
+  /**
+   * --rate-key: the batch's rate applies per task's rate key, not to the batch. The claim takes
+   * only tasks whose key's gate is open at `now` and moves each one's gate on by `spacingMs`
+   * (`burst` at most at once, as takeStarts), in the claim's transaction, so every run and
+   * worker on the store shares the gates. Omitted: no key gates.
+   */
+  keyed?: { spacingMs: number; burst: number };
 }
 
 /** How an attempt ended, as the coordinator commits it. */

@@ -53,6 +53,8 @@ export interface TaskSpec {
    */
   priority?: number;
   rank?: number;
+  /** --rate-key: the key the batch's rate applies to (the template rendered for this task); absent: none. */
+  rateKey?: string;
 }
 
 /**

@@ -84,6 +84,8 @@ export interface LeaseStore extends StoreInfo, BatchProgress {
    * many were granted and when another may start.
    */
   takeStarts(batchId: number, want: number, now: number, spacingMs: number, burst: number): Promise<{ granted: number; wakeAt: number }>;
+  /** --rate-key: when the first of the batch's key gates closed at `now` opens, or null when none is closed. */
+  keyGateOpensAt(batchId: number, now: number): Promise<number | null>;
   /** --adaptive: records `owner`'s level on the batch at `now` (null removes it: the run is over). */
   publishLevel(batchId: number, owner: string, level: { level: number; max: number; pace: number | null } | null, now: number): Promise<void>;
   /**

@@ -130,6 +130,7 @@ const SCHEMAS = {
     order: z.enum(['key', 'size', 'history', 'random']),
     priority: z.array(z.strictObject({ glob: z.string(), n: z.number().int() })),
     rate: z.string().nullable(),
+    rateKey: z.string().nullable(),
     concurrency: z.number().int().positive().nullable(),
     adaptive: z.boolean(),
     moved: count,

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FlowLimits } from '../../src/coordinator/flow-limits.js';
+import { FlowLimits, type FlowSettings } from '../../src/coordinator/flow-limits.js';
 import { DEFAULT_SETTINGS, definitionOf } from '../../src/job/job-definition.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { Outcome, Settlement, TaskStore } from '../../src/store/task-store.js';
@@ -21,11 +21,22 @@ const ended = (outcome: Outcome, at: number, durationMs = 100): Settlement => ({
   outputTail: null,
   logPath: null,
 });
-const off = { rate: null, limit: null, adaptive: false };
+const off: FlowSettings = { rate: null, rateKey: false, limit: null, adaptive: false };
 const notes: string[] = [];
 const flow = (settings = off, slots = 4) => new FlowLimits(settings, slots, (m) => notes.push(m));
 
 describe('FlowLimits', () => {
+  it('--rate-key: the rate goes to the key gates of the claim, not to the batch gate; idle workers only, as under any rate', () => {
+    const rate = { n: 5, periodMs: 1000 };
+    const f = flow({ ...off, rate, rateKey: true });
+    expect([f.rate, f.keyed, f.holds]).toEqual([null, rate, true]);
+    f.follow({ ...off, rate, rateKey: false });
+    expect([f.rate, f.keyed]).toEqual([rate, null]);
+    // `set --rate none` on a keyed batch: nothing limits starts.
+    f.follow({ ...off, rateKey: true });
+    expect([f.rate, f.keyed, f.holds]).toEqual([null, null, false]);
+  });
+
   it("set -j: a cap below the run's -j; above it, the pool is to widen once (follow asks until widened); none: back to the run's own", () => {
     const f = flow();
     expect([f.cap, f.holds]).toEqual([null, false]);

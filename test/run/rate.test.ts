@@ -5,6 +5,7 @@ import { waitUntil } from '../helpers/json-views.js';
 import { PG_URL, pgSchemas } from '../helpers/pg.js';
 import { attemptsIn } from '../helpers/read-store.js';
 import { projectWithFiles } from '../helpers/project.js';
+import { mostIn } from '../helpers/start-windows.js';
 
 // `--rate N/s|N/m|N/h` (SPEC §10): at most N attempt starts per period for the batch, across
 // every run and worker on its store. By design (rate.ts) starts are period / N apart, with at
@@ -17,17 +18,6 @@ const STORES = [{ store: 'SQLite', db: (): string[] => [] }, ...(PG_URL ? [{ sto
 function project(n: number) {
   const { dir } = projectWithFiles(n, 'sd-rate-');
   return { dir, dbPath: (db: string[]) => db[1] ?? join(dir, '.splitdance', 'splitdance.db') };
-}
-
-/** The most attempt starts in any window of `windowMs`. */
-function mostIn(starts: number[], windowMs: number): number {
-  const s = [...starts].sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < s.length; i++) {
-    while (j < s.length && s[j]! - s[i]! < windowMs) j++;
-    most = Math.max(most, j - i);
-  }
-  return most;
 }
 
 describe.each(STORES)('--rate on $store', ({ store, db: dbFor }) => {

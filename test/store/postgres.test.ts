@@ -142,6 +142,34 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
       expect(attempts.rows[0].n).toBe(claims);
     });
 
+    it('--rate-key: three stores claiming keyed at the same moment, round after round, start each key at most once per its spacing', async () => {
+      const schema = freshSchema();
+      const stores3 = [await open(schema), await open(schema), await open(schema)];
+      // 4 keys, 12 tasks each, keys interleaved in claim order.
+      const specs = keys(48).map((k, i) => ({ ...spec(k), rateKey: `key${i % 4}` }));
+      const { batch } = await stores3[0]!.enqueue(newBatch('keyed', 3), specs);
+      const t0 = Date.now();
+      const slots = [1, 2, 3].map((i) => ({ workerId: `w${i}`, pid: i }));
+      const startsOf = new Map<string, number[]>();
+      // A gate opens every 100 ms; rounds 25 ms apart, every store claiming in each.
+      for (let round = 0; round < 60; round++) {
+        const now = t0 + round * 25;
+        const claimed = await Promise.all(
+          stores3.map((s, i) => s.claim({ batchId: batch.id, owner: `o${i}`, host: 'h', now, leaseMs: 60_000, slots, keyed: { spacingMs: 100, burst: 1 } })),
+        );
+        for (const t of claimed.flat()) {
+          const key = `key${Number(t.key.slice(1)) % 4}`;
+          startsOf.set(key, [...(startsOf.get(key) ?? []), now]);
+        }
+      }
+      expect([...startsOf.keys()].sort()).toEqual(['key0', 'key1', 'key2', 'key3']);
+      for (const [key, starts] of startsOf) {
+        // One start per 100 ms for each key, whichever store claimed it: 15 rounds' worth.
+        for (let i = 1; i < starts.length; i++) expect(starts[i]! - starts[i - 1]!, `${key}: ${starts.join(', ')}`).toBeGreaterThanOrEqual(100);
+        expect(starts.length, key).toBe(12);
+      }
+    });
+
     it('migrates once when several coordinators open a new schema at the same moment', async () => {
       const schema = freshSchema();
       schemas.push(schema);

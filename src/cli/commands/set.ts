@@ -35,10 +35,11 @@ export async function setCommand(flags: SetFlags, io: Io): Promise<number> {
   return withBatch(flags, io, async (store, batch, { defaulted }) => {
     if (defaulted && !flags.quiet && !flags.json) line(io.stderr, defaultedNote(batch.name));
     const done = await reorderBatch(store, batch, change);
-    if (flags.json) line(io.stdout, JSON.stringify({ batch: batch.name, order: done.order, priority: done.priority, rate: done.rate && describeRate(done.rate), concurrency: done.limit, adaptive: done.adaptive, moved: done.moved }));
+    if (flags.json) line(io.stdout, JSON.stringify({ batch: batch.name, order: done.order, priority: done.priority, rate: done.rate && describeRate(done.rate), rateKey: done.rateKey, concurrency: done.limit, adaptive: done.adaptive, moved: done.moved }));
     else if (!flags.quiet) {
       const ahead = done.priority.length ? `, ahead of it ${describePriority(done.priority)}` : '';
-      const rate = done.rate ? `at most ${describeRate(done.rate)} starts` : 'no rate limit';
+      const perKey = done.rateKey !== null ? ` per --rate-key ${printable(JSON.stringify(done.rateKey))}` : '';
+      const rate = done.rate ? `at most ${describeRate(done.rate)} starts${perKey}` : 'no rate limit';
       const limit = done.limit !== null ? `; at most ${done.limit} running on each run and worker` : '';
       const adaptive = done.adaptive ? '; --adaptive' : '';
       line(io.stderr, `batch ${printable(batch.name)}: order ${done.order}${ahead}; ${rate}${limit}${adaptive}; ${plural(done.moved, 'waiting task')} moved`);

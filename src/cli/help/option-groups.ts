@@ -12,7 +12,7 @@ const GROUPS: [heading: string, options: string[]][] = [
     ['--job', '--batch', '--include', '--exclude', '--chunk-size', '--block', '--lines', '--finished', '--items', '--jsonl', '--key-field', '--colsep', '--null', '--delimiter', '--arg-file', '--sample', '--rerun-changed', '--dry-run'],
   ],
   ['Handler and workers:', ['--exec', '--handler', '--pipe', '--max-args', '--max-replace-args', '--xargs', '-m', '--max-items', '--concurrency', '--max-tasks-per-worker', '--max-worker-memory', '--follow']],
-  ['Order and flow:', ['--order', '--shuf', '--priority', '--rate', '--adaptive']],
+  ['Order and flow:', ['--order', '--shuf', '--priority', '--rate', '--rate-key', '--adaptive']],
   [
     'Retries and time:',
     ['--retries', '--backoff', '--backoff-factor', '--max-backoff', '--jitter', '--timeout', '--heartbeat-timeout', '--permanent-codes', '--permanent-errors', '--retry-quiet', '--busy-codes', '--max-busy', '--max-failures', '--max-runtime', '--no-wait', '--grace', '--load-timeout', '--lease'],

@@ -1,13 +1,13 @@
 /** The first staged spec of each key: of a list's repeated items the first is the task (as for the insert). */
-const FIRST_STAGED = '(SELECT DISTINCT ON (stage, task_key) stage, task_key, payload, fingerprint, priority, order_rank FROM pg_temp.staging ORDER BY stage, task_key, ord)';
+const FIRST_STAGED = '(SELECT DISTINCT ON (stage, task_key) stage, task_key, payload, fingerprint, priority, order_rank, rate_key FROM pg_temp.staging ORDER BY stage, task_key, ord)';
 
-/** $1 batchId — the waiting tasks' claim ranks as `staged` (alias `st`) gives them; only rows whose rank changed. */
+/** $1 batchId — the waiting tasks' claim ranks and rate keys as `staged` (alias `st`) gives them; only rows where one changed. */
 function reorderFrom(s: string, staged: string): string {
   return `
-      UPDATE ${s}.tasks AS t SET priority = st.priority, order_rank = st.order_rank
+      UPDATE ${s}.tasks AS t SET priority = st.priority, order_rank = st.order_rank, rate_key = st.rate_key
       FROM ${staged} AS st
       WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
-        AND t.status = 'PENDING' AND (t.priority <> st.priority OR t.order_rank <> st.order_rank)`;
+        AND t.status = 'PENDING' AND (t.priority <> st.priority OR t.order_rank <> st.order_rank OR t.rate_key IS DISTINCT FROM st.rate_key)`;
 }
 
 /**
@@ -25,8 +25,8 @@ export function enqueueStatements(s: string) {
     lastSeq: `SELECT coalesce(max(seq), 0) AS n FROM ${s}.tasks WHERE batch_id = $1`,
     /** $1 batchId $2 base $3 maxAttempts $4 now — copies pg_temp.staging; keys already in the batch are skipped. */
     insertStaged: `
-      INSERT INTO ${s}.tasks (batch_id, task_key, stage, item_key, needs, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint, priority, order_rank)
-      SELECT $1, task_key, stage, item_key, needs, $2 + ord, payload, coalesce(max_attempts, $3), $4, fingerprint, fingerprint, priority, order_rank
+      INSERT INTO ${s}.tasks (batch_id, task_key, stage, item_key, needs, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint, priority, order_rank, rate_key)
+      SELECT $1, task_key, stage, item_key, needs, $2 + ord, payload, coalesce(max_attempts, $3), $4, fingerprint, fingerprint, priority, order_rank, rate_key
       FROM pg_temp.staging ORDER BY ord
       ON CONFLICT (batch_id, stage, task_key) DO NOTHING`,
     /**

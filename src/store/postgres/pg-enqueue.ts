@@ -8,11 +8,11 @@ import type { Statements } from './statements.js';
 
 /**
  * $1 ords bigint[] $2 keys text[] $3 payloads text[] $4 fingerprints text[] $5 stages text[] $6 items text[] $7 needs text[]
- * $8 maxAttempts int[] $9 priorities int[] $10 ranks bigint[]
+ * $8 maxAttempts int[] $9 priorities int[] $10 ranks bigint[] $11 rate keys text[]
  */
 const STAGE = `
-  INSERT INTO pg_temp.staging (ord, task_key, payload, fingerprint, stage, item_key, needs, max_attempts, priority, order_rank)
-  SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::int[], $10::bigint[])`;
+  INSERT INTO pg_temp.staging (ord, task_key, payload, fingerprint, stage, item_key, needs, max_attempts, priority, order_rank, rate_key)
+  SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::int[], $10::bigint[], $11::text[])`;
 
 /** Staged specs whose (stage, key) came before: a list's repeated items. */
 const COUNT_REPEATED = 'SELECT count(*) - (SELECT count(*) FROM (SELECT DISTINCT stage, task_key FROM pg_temp.staging) d) AS n FROM pg_temp.staging';
@@ -38,7 +38,7 @@ export async function enqueue(
     await sql.run('DROP TABLE IF EXISTS pg_temp.staging');
     await sql.run(
       `CREATE TEMP TABLE staging (ord BIGINT NOT NULL, task_key TEXT COLLATE "C" NOT NULL, payload TEXT NOT NULL, fingerprint TEXT,
-        stage TEXT COLLATE "C" NOT NULL, item_key TEXT COLLATE "C", needs TEXT, max_attempts INTEGER, priority INTEGER NOT NULL, order_rank BIGINT NOT NULL)`,
+        stage TEXT COLLATE "C" NOT NULL, item_key TEXT COLLATE "C", needs TEXT, max_attempts INTEGER, priority INTEGER NOT NULL, order_rank BIGINT NOT NULL, rate_key TEXT COLLATE "C")`,
     );
     try {
       await stage(sql, specs);
@@ -69,6 +69,7 @@ async function stage(sql: Sql, specs: Iterable<TaskSpec>): Promise<void> {
       rows.map((r) => r.spec.maxAttempts ?? null),
       rows.map((r) => r.spec.priority ?? 0),
       rows.map((r) => r.spec.rank ?? 0),
+      rows.map((r) => r.spec.rateKey ?? null),
     ]);
   }
 }

@@ -4,6 +4,7 @@ import { toClaimedTask, toLost, type TaskDbRow } from '../shared/db-rows.js';
 import { cascade, inputsOf } from './pg-stages.js';
 import { lateReportNote } from '../shared/late-report.js';
 import { lostError } from '../shared/lost.js';
+import { grant } from '../shared/rate-gate.js';
 import { inputsByStage } from '../shared/json-columns.js';
 import type { Statements } from './statements.js';
 
@@ -26,10 +27,31 @@ export async function claim(sql: Sql, st: Statements, req: ClaimRequest & { leas
   // Written once: later claims only read the row, so it never becomes a hot row.
   if (version.first_started_at === null) await sql.run(st.markStarted, [req.batchId, req.now]);
   if (req.jobVersion !== undefined && version.job_version !== req.jobVersion) return [];
-  const rows = await sql.rows<TaskDbRow & { n: number; lease_token: number | string }>(st.claimTasks, claimParams(req, version.job_version));
+  const rows = req.keyed ? await claimKeyed(sql, st, req, version.job_version, req.keyed) : await sql.rows<ClaimedRow>(st.claimTasks, claimParams(req, version.job_version));
   const claimed = [];
   for (const t of rows) claimed.push(toClaimedTask(t, Number(t.lease_token), t.worker_id!, await inputsOf(sql, st, t)));
   return claimed;
+}
+
+type ClaimedRow = TaskDbRow & { n: number; lease_token: number | string; rate_key: string };
+
+/**
+ * --rate-key: one task a slot, each from a key whose gate is open at the claim's time, each
+ * key's gate moved on as its task is claimed. The batch's rate gate row is held first, so
+ * keyed claims of the batch on every host take turns and none sees a gate another is moving.
+ */
+async function claimKeyed(sql: Sql, st: Statements, req: ClaimRequest & { leaseFrom: number | null }, jobVersion: number, { spacingMs, burst }: { spacingMs: number; burst: number }): Promise<ClaimedRow[]> {
+  await sql.run(st.makeRateGate, [req.batchId]);
+  await sql.run(st.rateGate, [req.batchId]);
+  const rows: ClaimedRow[] = [];
+  for (const slot of req.slots) {
+    const [row] = await sql.rows<ClaimedRow>(st.claimKeyed, claimParams({ ...req, slots: [slot] }, jobVersion));
+    if (!row) break;
+    const [gate] = await sql.rows<{ next_at: number | string }>(st.keyGate, [req.batchId, row.rate_key]);
+    await sql.run(st.moveKeyGate, [req.batchId, row.rate_key, grant(gate ? Number(gate.next_at) : null, 1, req.now, spacingMs, burst).next]);
+    rows.push(row);
+  }
+  return rows;
 }
 
 /**

@@ -152,6 +152,11 @@ export class PostgresStore implements TaskStore {
     return { granted: gate.granted, wakeAt: this.clock.fromServer(gate.wakeAt) };
   }
 
+  async keyGateOpensAt(batchId: number, now: number): Promise<number | null> {
+    const [row] = await this.db.read((sql) => sql.rows<{ at: number | string | null }>(this.st.nextKeyGate, [batchId, this.clock.toServer(now)]));
+    return row!.at === null ? null : this.clock.fromServer(Number(row!.at));
+  }
+
   async publishLevel(batchId: number, owner: string, level: { level: number; max: number; pace: number | null } | null, now: number): Promise<void> {
     if (level) await this.db.transaction((sql) => sql.run(this.st.publishLevel, [batchId, owner, level.level, level.max, level.pace, this.clock.toServer(now)]));
     else await this.db.transaction((sql) => sql.run(this.st.dropLevel, [batchId, owner]));
@@ -167,7 +172,7 @@ export class PostgresStore implements TaskStore {
     if (settlements.length === 0 && req.slots.length === 0 && !req.started?.length && placed.length === 0) return { applied: [], claimed: [] };
     const onServer = this.clock.settlements(settlements);
     // The common tick, successes and a claim: one statement, one round trip (tick-statement.ts).
-    if (atOnce(onServer, placed)) return this.db.autocommit((sql) => settleAndClaimAtOnce(sql, this.st, onServer, this.clock.claim(req)));
+    if (atOnce(onServer, placed) && !req.keyed) return this.db.autocommit((sql) => settleAndClaimAtOnce(sql, this.st, onServer, this.clock.claim(req)));
     return this.db.transaction(async (sql) => {
       if (placed.length) await sql.run(this.st.outputsPlaced, [placed.map((p) => p.taskId), placed.map((p) => p.temp)]);
       return { applied: await settle(sql, this.st, onServer), claimed: await claim(sql, this.st, this.clock.claim(req)) };

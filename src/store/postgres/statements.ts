@@ -3,7 +3,7 @@ import type { Statement } from './pg-db.js';
 import { enqueueStatements } from './enqueue-statements.js';
 import { reportStatements } from './report-statements.js';
 import { settleStatements } from './settle-statements.js';
-import { claimCtes, needsMetIn, startsMarked, tickStatement } from './tick-statement.js';
+import { claimCtes, keyGateOpen, needsMetIn, startsMarked, tickStatement } from './tick-statement.js';
 
 /**
  * The PostgreSQL store's named statements, prepared once per pooled connection and named like
@@ -115,6 +115,22 @@ function sql(s: string) {
     claimTasks: `
       WITH ${claimCtes(s, needsMet, (i) => `$${i}`, '$8')}
       SELECT * FROM claimed ORDER BY n`,
+    /**
+     * The same for --rate-key (ClaimRequest.keyed), one slot a statement: only tasks whose
+     * key's gate is open at $2. The claimer holds the batch's rate gate row (rateGate) first,
+     * so claimers of the batch on every host take key gates one at a time.
+     */
+    claimKeyed: `
+      WITH ${claimCtes(s, needsMet, (i) => `$${i}`, '$8', keyGateOpen(s, (i) => `$${i}`))}
+      SELECT * FROM claimed ORDER BY n`,
+    /** $1 batchId $2 key — a --rate-key gate's next start, or none yet. */
+    keyGate: `SELECT next_at FROM ${s}.rate_key_gates WHERE batch_id = $1 AND rate_key = $2`,
+    /** $1 batchId $2 key $3 next — moves a --rate-key gate on (makes it at its first start). */
+    moveKeyGate: `
+      INSERT INTO ${s}.rate_key_gates (batch_id, rate_key, next_at) VALUES ($1, $2, $3)
+      ON CONFLICT (batch_id, rate_key) DO UPDATE SET next_at = excluded.next_at`,
+    /** $1 batchId $2 now — when the batch's first closed --rate-key gate opens, if any is closed. */
+    nextKeyGate: `SELECT min(next_at) AS at FROM ${s}.rate_key_gates WHERE batch_id = $1 AND next_at > $2`,
     /** A tick of successes in one statement (tick-statement.ts). */
     tick: tickStatement(s),
     /** $1 batchId $2 item $3 stages (JSON array) — the stored results of an item's needed stages. */

@@ -43,10 +43,15 @@ export function claimCtes(s: string, needsMet: string, p: (i: number) => string,
         SET status = 'RUNNING', attempts = t.attempts + 1, lease_owner = ${p(3)}, lease_expires_at = coalesce(${p(9)}::bigint, ${SERVER_NOW}) + ${p(4)}::bigint,
             worker_id = (${p(5)}::text[])[due.n::int], started_at = ${p(2)}, lease_token = due.token, queued = (${p(10)}::boolean[])[due.n::int]
         FROM due WHERE t.id = due.id
-        RETURNING t.id, t.batch_id, t.task_key, t.stage, t.item_key, t.needs, t.seq, t.attempts, t.earlier_attempts, t.max_attempts, t.payload, t.worker_id, t.lease_token, t.busy_since, due.n),
+        RETURNING t.id, t.batch_id, t.task_key, t.stage, t.item_key, t.needs, t.seq, t.attempts, t.earlier_attempts, t.max_attempts, t.payload, t.worker_id, t.lease_token, t.busy_since, coalesce(t.rate_key, '') AS rate_key, due.n),
       opened AS (
         INSERT INTO ${s}.attempts (id, task_id, attempt, worker_id, host, pid, owner, started_at, job_version)
         SELECT lease_token, id, attempts + earlier_attempts, worker_id, ${p(6)}, (${p(7)}::int[])[n::int], ${p(3)}, ${p(2)}, ${jobVersion} FROM claimed ORDER BY n)`;
+}
+
+/** A due task (alias `c`) whose --rate-key gate is open at the claim's time, `p(2)` (a task without a key counts as the key ''). */
+export function keyGateOpen(s: string, p: (i: number) => string): string {
+  return ` AND NOT EXISTS (SELECT 1 FROM ${s}.rate_key_gates AS g WHERE g.batch_id = c.batch_id AND g.rate_key = coalesce(c.rate_key, '') AND g.next_at > ${p(2)})`;
 }
 
 /**

@@ -23,6 +23,35 @@ export const NEEDS_MET = `(c.needs IS NULL OR json_array_length(c.needs) = (
 /** What a claim hands back: what a worker needs, no more (RETURNING * costs as much as the update). */
 const CLAIMED = 'id, batch_id, task_key, stage, item_key, needs, seq, payload, attempts, earlier_attempts, max_attempts, worker_id, lease_token, busy_since';
 
+/** A due task (alias `c`) whose --rate-key gate is open at @now (a task without a key counts as the key ''). */
+const KEY_GATE_OPEN = `
+            AND NOT EXISTS (SELECT 1 FROM rate_key_gates AS g WHERE g.batch_id = @batchId AND g.rate_key = coalesce(c.rate_key, '') AND g.next_at > @now)`;
+
+/** The claim (claimTasks, below), with `guard` a further condition on a due task and `returning` more columns. */
+function claimTasks(guard: string, returning: string): string {
+  return `
+    WITH due AS MATERIALIZED (
+      SELECT id, row_number() OVER (ORDER BY fresh, next_run_at, priority DESC, order_rank, attempts, id) - 1 AS i FROM (
+        SELECT * FROM (
+          SELECT 0 AS fresh, id, next_run_at, priority, order_rank, attempts FROM tasks AS c INDEXED BY tasks_by_state
+          WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at > 0 AND next_run_at <= @now AND attempts < max_attempts
+            AND ${NEEDS_MET}${guard}
+          ORDER BY next_run_at, priority DESC, order_rank, attempts, id LIMIT @n + 0)
+        UNION ALL
+        SELECT * FROM (
+          SELECT 1 AS fresh, id, next_run_at, priority, order_rank, attempts FROM tasks AS c INDEXED BY tasks_by_state
+          WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at = 0 AND attempts < max_attempts
+            AND ${NEEDS_MET}${guard}
+          ORDER BY priority DESC, order_rank, attempts, id LIMIT @n + 0)
+        ORDER BY fresh, next_run_at, priority DESC, order_rank, attempts, id LIMIT @n + 0))
+    UPDATE tasks
+    SET status = 'RUNNING', attempts = attempts + 1, lease_owner = @owner, lease_expires_at = @expires,
+        worker_id = @workers ->> due.i, started_at = @now, lease_token = @first + due.i, queued = @queued ->> due.i
+    FROM due
+    WHERE tasks.id = due.id
+    RETURNING ${CLAIMED}${returning}`;
+}
+
 export const LEASE_SQL = {
   /**
    * ?batchId — the batch's job version, and the id the next attempt row will get: above every
@@ -48,27 +77,12 @@ export const LEASE_SQL = {
    * index order up to @n rows, so a claim reads at most 2 @n index entries past the ones
    * whose needs are not met, whatever the batch's size.
    */
-  claimTasks: `
-    WITH due AS MATERIALIZED (
-      SELECT id, row_number() OVER (ORDER BY fresh, next_run_at, priority DESC, order_rank, attempts, id) - 1 AS i FROM (
-        SELECT * FROM (
-          SELECT 0 AS fresh, id, next_run_at, priority, order_rank, attempts FROM tasks AS c INDEXED BY tasks_by_state
-          WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at > 0 AND next_run_at <= @now AND attempts < max_attempts
-            AND ${NEEDS_MET}
-          ORDER BY next_run_at, priority DESC, order_rank, attempts, id LIMIT @n + 0)
-        UNION ALL
-        SELECT * FROM (
-          SELECT 1 AS fresh, id, next_run_at, priority, order_rank, attempts FROM tasks AS c INDEXED BY tasks_by_state
-          WHERE batch_id = @batchId AND status = 'PENDING' AND next_run_at = 0 AND attempts < max_attempts
-            AND ${NEEDS_MET}
-          ORDER BY priority DESC, order_rank, attempts, id LIMIT @n + 0)
-        ORDER BY fresh, next_run_at, priority DESC, order_rank, attempts, id LIMIT @n + 0))
-    UPDATE tasks
-    SET status = 'RUNNING', attempts = attempts + 1, lease_owner = @owner, lease_expires_at = @expires,
-        worker_id = @workers ->> due.i, started_at = @now, lease_token = @first + due.i, queued = @queued ->> due.i
-    FROM due
-    WHERE tasks.id = due.id
-    RETURNING ${CLAIMED}`,
+  claimTasks: claimTasks('', ''),
+  /**
+   * The same for --rate-key (ClaimRequest.keyed): only tasks whose key's gate is open at @now;
+   * a keyed claim takes one task a statement, then moves its key's gate (moveKeyGate).
+   */
+  claimKeyed: claimTasks(KEY_GATE_OPEN, ', coalesce(rate_key, \'\') AS rate_key'),
   /** @list (JSON [[token, taskId, attempt, workerId, pid], …]) @host @owner @now @jobVersion — the claimed attempts' rows. */
   openAttempts: `
     INSERT INTO attempts (id, task_id, attempt, worker_id, host, pid, owner, started_at, job_version)
@@ -93,6 +107,12 @@ export const LEASE_SQL = {
     SELECT j.id AS task_id, t.stage, t.result FROM j JOIN tasks AS t INDEXED BY tasks_by_item
       ON t.batch_id = @batchId AND t.item_key = j.item AND t.stage IN (SELECT value FROM json_each(j.needs))`,
 
+  /** @batchId @key — a --rate-key gate's next start, or none yet. */
+  keyGate: 'SELECT next_at FROM rate_key_gates WHERE batch_id = @batchId AND rate_key = @key',
+  /** @batchId @key @next — moves a --rate-key gate on (makes it at its first start). */
+  moveKeyGate: 'INSERT INTO rate_key_gates (batch_id, rate_key, next_at) VALUES (@batchId, @key, @next) ON CONFLICT (batch_id, rate_key) DO UPDATE SET next_at = excluded.next_at',
+  /** @batchId @now — when the batch's next closed --rate-key gate opens, if any is closed. */
+  nextKeyGate: 'SELECT min(next_at) AS at FROM rate_key_gates WHERE batch_id = @batchId AND next_at > @now',
   /** ?ids (JSON array of task ids) — the tokens holding them now (for a settle listing a task twice). */
   holders: `
     WITH j AS MATERIALIZED (SELECT value AS id FROM json_each(?))

@@ -15,13 +15,13 @@ import { SQL } from './statements.js';
  */
 const FIRST_STAGED = `(SELECT staging.* FROM temp.staging JOIN (SELECT min(rowid) AS first FROM temp.staging GROUP BY stage, task_key) AS f ON staging.rowid = f.first)`;
 
-/** @batchId — the waiting tasks' claim ranks as `staged` (alias `s`) gives them; only rows whose rank changed. */
+/** @batchId — the waiting tasks' claim ranks and rate keys as `staged` (alias `s`) gives them; only rows where one changed. */
 function reorderFrom(staged: string): string {
   return `
-    UPDATE tasks SET priority = s.priority, order_rank = s.order_rank
+    UPDATE tasks SET priority = s.priority, order_rank = s.order_rank, rate_key = s.rate_key
     FROM ${staged} AS s
     WHERE tasks.batch_id = @batchId AND tasks.stage = s.stage AND tasks.task_key = s.task_key
-      AND tasks.status = 'PENDING' AND (tasks.priority <> s.priority OR tasks.order_rank <> s.order_rank)`;
+      AND tasks.status = 'PENDING' AND (tasks.priority <> s.priority OR tasks.order_rank <> s.order_rank OR tasks.rate_key IS NOT s.rate_key)`;
 }
 
 /** The statements only an enqueue runs (the staging table exists on its connection only). */
@@ -31,7 +31,7 @@ const ENQUEUE_SQL = {
   /** Staged specs whose (stage, key) came before: a list's repeated items. */
   countRepeated: 'SELECT count(*) - (SELECT count(*) FROM (SELECT DISTINCT stage, task_key FROM temp.staging)) AS n FROM temp.staging',
   /** (?, ?, ?, ?, ?, ?, ?) — one spec into the staging table. */
-  stage: 'INSERT INTO temp.staging (task_key, payload, fingerprint, stage, item_key, needs, max_attempts, priority, order_rank) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  stage: 'INSERT INTO temp.staging (task_key, payload, fingerprint, stage, item_key, needs, max_attempts, priority, order_rank, rate_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
   /** @name @source @job @now — its id above every batch id the store ever had (id_high_water). */
   insertBatch: `
     INSERT INTO batches (id, name, source, job, created_at, updated_at)
@@ -45,15 +45,16 @@ const ENQUEUE_SQL = {
    * are skipped (their ids are left unused).
    */
   insertStaged: `
-    INSERT INTO tasks (id, batch_id, task_key, stage, item_key, needs, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint, priority, order_rank)
+    INSERT INTO tasks (id, batch_id, task_key, stage, item_key, needs, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint, priority, order_rank, rate_key)
     SELECT @idBase + rowid, @batchId, task_key, stage, item_key, needs, @base + rowid, payload, coalesce(max_attempts, @maxAttempts), @now,
-      fingerprint, fingerprint, priority, order_rank
+      fingerprint, fingerprint, priority, order_rank, rate_key
     FROM temp.staging WHERE true
     ON CONFLICT (batch_id, stage, task_key) DO NOTHING`,
   /**
-   * @batchId — the claim order of this run (--order, --priority) for the tasks already stored
-   * that wait (those --rerun-changed just put back included): a rerun with another order
-   * re-ranks them. Touches only rows whose rank changed (an order given again changes none).
+   * @batchId — the claim order of this run (--order, --priority) and its rate keys
+   * (--rate-key) for the tasks already stored that wait (those --rerun-changed just put back
+   * included): a rerun with another order re-ranks them. Touches only rows where one changed
+   * (an order given again changes none).
    */
   reorderStaged: reorderFrom('temp.staging'),
   /**
@@ -119,7 +120,7 @@ export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>
   const db = openSqlite(path, { create: false, trust });
   try {
     db.exec(`CREATE TEMP TABLE staging (task_key TEXT NOT NULL, payload TEXT NOT NULL, fingerprint TEXT,
-      stage TEXT NOT NULL, item_key TEXT, needs TEXT, max_attempts INTEGER, priority INTEGER NOT NULL, order_rank INTEGER NOT NULL)`);
+      stage TEXT NOT NULL, item_key TEXT, needs TEXT, max_attempts INTEGER, priority INTEGER NOT NULL, order_rank INTEGER NOT NULL, rate_key TEXT)`);
     const st = Object.fromEntries(Object.entries(ENQUEUE_SQL).map(([name, sql]) => [name, db.prepare(sql)])) as Record<
       keyof typeof ENQUEUE_SQL,
       Database.Statement
@@ -128,7 +129,7 @@ export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>
     const flush = db.transaction((rows: StagedSpec[]) => {
       for (const { spec: s, payload } of rows) {
         const needs = needsColumn(s.needs);
-        st.stage.run(s.key, payload, s.fingerprint, s.stage ?? '', s.item ?? null, needs, s.maxAttempts ?? null, s.priority ?? 0, s.rank ?? 0);
+        st.stage.run(s.key, payload, s.fingerprint, s.stage ?? '', s.item ?? null, needs, s.maxAttempts ?? null, s.priority ?? 0, s.rank ?? 0, s.rateKey ?? null);
       }
     });
     for (const chunk of stagingChunks(specs)) flush(chunk);

@@ -1,6 +1,7 @@
 import type { Applied, ClaimRequest, ClaimedTask, LostAttempt, ReleasedTask, Settlement, TaskStatus } from '../records.js';
 import { attemptNumber, toClaimedTask, toLost, type ClaimedDbRow, type TaskDbRow } from '../shared/db-rows.js';
 import { lostError } from '../shared/lost.js';
+import { grant } from '../shared/rate-gate.js';
 import type { SqliteConn } from './sqlite-conn.js';
 import { lateReportNote } from '../shared/late-report.js';
 import { cascade, inputsOf } from './sqlite-stages.js';
@@ -30,16 +31,7 @@ export function claim(st: Statements, req: ClaimRequest): ClaimedTask[] {
   const head = st.claimHead.get(req.batchId) as { job_version: number; first: number } | undefined;
   // The claimer's workers loaded another definition's handler: it must not start anything.
   if (!head || (req.jobVersion !== undefined && head.job_version !== req.jobVersion)) return [];
-  const rows = st.claimTasks.all({
-    batchId: req.batchId,
-    now: req.now,
-    n: req.slots.length,
-    owner: req.owner,
-    expires: req.now + req.leaseMs,
-    workers: JSON.stringify(req.slots.map((s) => s.workerId)),
-    queued: JSON.stringify(req.slots.map((s) => (s.queued ? 1 : 0))),
-    first: head.first,
-  }) as (ClaimedDbRow & { worker_id: string; lease_token: number })[];
+  const rows = req.keyed ? claimKeyed(st, req, head.first, req.keyed) : (st.claimTasks.all(claimParams(req, req.slots, head.first)) as ClaimedRow[]);
   if (rows.length === 0) return [];
   rows.sort((a, b) => a.lease_token - b.lease_token); // slot order
   const list = rows.map((t) => [t.lease_token, t.id, attemptNumber(t), t.worker_id, req.slots[t.lease_token - head.first]!.pid]);
@@ -47,6 +39,39 @@ export function claim(st: Statements, req: ClaimRequest): ClaimedTask[] {
   st.markStarted.run({ batchId: req.batchId, now: req.now });
   const inputs = inputsOf(st, req.batchId, rows);
   return rows.map((t) => toClaimedTask(t, t.lease_token, t.worker_id, inputs.get(t.id) ?? {}));
+}
+
+type ClaimedRow = ClaimedDbRow & { worker_id: string; lease_token: number };
+
+/** claimTasks' parameters for `slots`, whose tokens start at `first`. */
+function claimParams(req: ClaimRequest, slots: ClaimRequest['slots'], first: number) {
+  return {
+    batchId: req.batchId,
+    now: req.now,
+    n: slots.length,
+    owner: req.owner,
+    expires: req.now + req.leaseMs,
+    workers: JSON.stringify(slots.map((s) => s.workerId)),
+    queued: JSON.stringify(slots.map((s) => (s.queued ? 1 : 0))),
+    first,
+  };
+}
+
+/**
+ * --rate-key: one task a slot, each from a key whose gate is open at `now`, each key's gate
+ * moved on as its task is claimed, so the next statement sees it (a key's burst may take
+ * two places of one claim; a closed gate none). Slot i's token is `first + i`, as claimTasks'.
+ */
+function claimKeyed(st: Statements, req: ClaimRequest, first: number, { spacingMs, burst }: { spacingMs: number; burst: number }): ClaimedRow[] {
+  const rows: ClaimedRow[] = [];
+  for (const [i, slot] of req.slots.entries()) {
+    const [row] = st.claimKeyed.all(claimParams(req, [slot], first + i)) as (ClaimedRow & { rate_key: string })[];
+    if (!row) break;
+    const gate = st.keyGate.get({ batchId: req.batchId, key: row.rate_key }) as { next_at: number } | undefined;
+    st.moveKeyGate.run({ batchId: req.batchId, key: row.rate_key, next: grant(gate?.next_at ?? null, 1, req.now, spacingMs, burst).next });
+    rows.push(row);
+  }
+  return rows;
 }
 
 /** Consecutive runs of settlements whose texts add up to about GROUP_CHARS at most. */

@@ -55,6 +55,10 @@ export class SqliteStore implements TaskStore {
     });
   }
 
+  async keyGateOpensAt(batchId: number, now: number): Promise<number | null> {
+    return this.c.read(() => (this.c.st.nextKeyGate.get({ batchId, now }) as { at: number | null }).at);
+  }
+
   async publishLevel(batchId: number, owner: string, level: { level: number; max: number; pace: number | null } | null, now: number): Promise<void> {
     this.c.write(() => (level ? this.c.st.publishLevel.run({ batchId, owner, level: level.level, max: level.max, pace: level.pace, now }) : this.c.st.dropLevel.run({ batchId, owner })));
   }

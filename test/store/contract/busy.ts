@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ending, type Harness } from './harness.js';
+import { ending, HOST, LEASE_MS, newBatch, spec, type Harness } from './harness.js';
 
 /**
  * The TaskStore contract, busy answers (SPEC §10): a BUSY settlement puts its task back to wait
@@ -67,6 +67,58 @@ export function rateContract(h: Harness): void {
       // Another batch has its own gate.
       const other = await h.setup(1, { name: 'other' });
       expect((await h.store.takeStarts(other, 1, t + 1050, 50, 2)).granted).toBe(1);
+    });
+  });
+
+  describe('rate keys', () => {
+    /** Tasks a1 a2 b1 b2 (claimed in that order), keyed A A B B. */
+    async function keyed(): Promise<number> {
+      const specs = ['a1', 'a2', 'b1', 'b2'].map((k) => ({ ...spec(k), rateKey: k[0]!.toUpperCase() }));
+      return (await h.store.enqueue(newBatch('keyed'), specs)).batch.id;
+    }
+    const claimKeyed = (id: number, now: number, slots: number, spacingMs = 1000, burst = 1) =>
+      h.store.claim({ batchId: id, owner: 'owner-A', host: HOST, now, leaseMs: LEASE_MS, slots: Array.from({ length: slots }, (_, i) => ({ workerId: `w${i + 1}`, pid: 1000 + i })), keyed: { spacingMs, burst } });
+
+    it('a keyed claim takes a task only from a key whose gate is open, and moves that gate; says when the next opens', async () => {
+      const id = await keyed();
+      const t = Date.now();
+      expect((await claimKeyed(id, t, 4)).map((c) => c.key)).toEqual(['a1', 'b1']);
+      expect(await claimKeyed(id, t + 10, 4)).toEqual([]);
+      expect(await h.store.keyGateOpensAt(id, t + 10)).toBe(t + 1000);
+      expect((await claimKeyed(id, t + 1000, 4)).map((c) => c.key)).toEqual(['a2', 'b2']);
+    });
+
+    it("a gate left behind by an idle spell lets its key take a burst's worth of places in one claim; the gates are the batch's own", async () => {
+      const id = await keyed();
+      const other = (await h.store.enqueue(newBatch('keyed-other'), ['x1', 'x2', 'x3'].map((k) => ({ ...spec(k), rateKey: 'A' })))).batch.id;
+      const t = Date.now();
+      expect((await claimKeyed(id, t, 1)).map((c) => c.key)).toEqual(['a1']);
+      // Batch `keyed`'s gate A is closed; the other batch's A is its own.
+      expect((await claimKeyed(other, t, 1)).map((c) => c.key)).toEqual(['x1']);
+      // 10 ms apart, two at once: a gate idle since t lets two of its key start at t + 5000 (not
+      // the 500 the spell would be worth); a new key's gate, one.
+      expect((await claimKeyed(other, t + 5000, 4, 10, 2)).map((c) => c.key)).toEqual(['x2', 'x3']);
+      expect((await claimKeyed(id, t + 5000, 4, 10, 2)).map((c) => c.key)).toEqual(['a2', 'b1']);
+      expect(await h.store.keyGateOpensAt(id, t + 5000)).toBe(t + 5010);
+      expect(await h.store.keyGateOpensAt(id, t + 5010)).toBeNull();
+    });
+
+    it("without keyed the keys limit nothing; a rerun's new keys re-key what waits; settleAndClaim claims keyed too", async () => {
+      const id = await keyed();
+      const t = Date.now();
+      const first = await h.claim(id, t, { slots: 1 });
+      expect(first.map((c) => c.key)).toEqual(['a1']);
+      // Every task under one key now: one start a second for the batch.
+      await h.store.enqueue(newBatch('keyed'), ['a1', 'a2', 'b1', 'b2'].map((k) => ({ ...spec(k), rateKey: 'one' })));
+      const slots = [1, 2, 3].map((i) => ({ workerId: `w${i}`, pid: 1000 + i }));
+      const req = { batchId: id, owner: 'owner-A', host: HOST, leaseMs: LEASE_MS, slots, keyed: { spacingMs: 1000, burst: 1 } };
+      const done = await h.store.settleAndClaim([ending(first[0]!, 'SUCCESS', t + 5)], { ...req, now: t + 5 });
+      expect(done.applied).toEqual([{ token: first[0]!.token, status: 'SUCCESS' }]);
+      expect(done.claimed.map((c) => c.key)).toEqual(['a2']);
+      expect((await h.store.settleAndClaim([], { ...req, now: t + 500 })).claimed).toEqual([]);
+      expect((await h.store.settleAndClaim([], { ...req, now: t + 1005 })).claimed.map((c) => c.key)).toEqual(['b1']);
+      // Unkeyed, the rest goes at once.
+      expect((await h.claim(id, t + 1006, { slots: 3 })).map((c) => c.key)).toEqual(['b2']);
     });
   });
 
