@@ -81,6 +81,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void, groups: Ra
     .option('--order <order>', 'which never-tried tasks run first: key (default), size (biggest first), history (slowest last time first), random')
     .option('--shuf', 'as --order random, GNU parallel\'s word: a shuffle fixed per batch')
     .option('--rate <n/period>', 'at most N attempt starts per second, minute or hour for the batch, on every host: 20/s, 300/m')
+    .option('--on-complete <command>', 'run this shell command once when the batch reaches its end, on whichever host ends it ({batch}; counts in SPLITDANCE_*)')
+    .option('--on-failure <command>', 'run this shell command once when the batch ends with failed or cancelled tasks')
     .option('--rate-key <template>', "apply --rate per rendered key, not to the batch: '{item.host}' (none: the batch's)")
     .option('--adaptive', 'keep as many attempts running as the service takes: halve on busy answers and timeouts, grow back by one (AIMD), 1 to -j')
     .option('--priority <glob=n>', "keys matching GLOB run before the rest, higher N first, e.g. 'urgent/**=10' (repeatable)", collect)

@@ -52,6 +52,13 @@ export type JobDefinition = {
   concurrencyLimit: number | null;
   /** --adaptive: each run and worker finds how many attempts to keep running by AIMD on busy answers and timeouts (coordinator/adaptive.ts). */
   adaptive: boolean;
+  /**
+   * --on-complete / --on-failure (SPEC §10): shell commands run once when the batch reaches its
+   * end (every task finished), the first whatever the verdict, the second when any task failed
+   * or was cancelled (run/batch-hooks.ts). Null: none.
+   */
+  onComplete: string | null;
+  onFailure: string | null;
   /** Which never-tried tasks are claimed first (SPEC §10, task-order.ts): --order, then --priority ahead of it. */
   order: Order;
   priority: PriorityRule[];
@@ -126,6 +133,8 @@ export const DEFAULT_SETTINGS: JobSettings = {
   rateKey: null,
   concurrencyLimit: null,
   adaptive: false,
+  onComplete: null,
+  onFailure: null,
   order: 'key',
   priority: [],
 };
@@ -148,6 +157,8 @@ export function settingsOf(job: JobDefinition): JobSettings {
     rateKey: rest.rateKey ?? null,
     concurrencyLimit: rest.concurrencyLimit ?? null,
     adaptive: rest.adaptive ?? false,
+    onComplete: rest.onComplete ?? null,
+    onFailure: rest.onFailure ?? null,
     order: rest.order ?? 'key',
     priority: rest.priority ?? [],
     items: split.items ?? null,

@@ -191,6 +191,16 @@ export const JobFileSchema = z
       .min(1)
       .describe("apply the rate per rendered key, not to the whole batch: '{item.host}' starts at most the rate per host, on every host (--rate-key; needs rate)")
       .optional(),
+    onComplete: z
+      .string()
+      .min(1)
+      .describe('a shell command run once when the batch reaches its end, whatever the verdict; {batch} and SPLITDANCE_* variables (--on-complete)')
+      .optional(),
+    onFailure: z
+      .string()
+      .min(1)
+      .describe('a shell command run once when the batch reaches its end with failed or cancelled tasks (--on-failure)')
+      .optional(),
     adaptive: z
       .boolean()
       .describe('find how many attempts to keep running (1 to -j) by AIMD: halved when attempts answer busy or time out, grown back by one per window of successes, with a pace in starts per second found at the first busy answer (--adaptive)')

@@ -4,6 +4,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import type { z } from 'zod';
 import { UsageError } from '../errors.js';
 import { checkOutputTemplate } from '../output/output-path.js';
+import { checkHook } from '../template/hook-command.js';
 import { checkMetricsPath } from '../status/metrics-file.js';
 import { checkResultsDir } from '../output/results-path.js';
 import { itemsMode, printOf, type RunInput } from './run-options.js';
@@ -107,6 +108,8 @@ export function readJobFile(path: string): RunInput {
       maxBusyMs: j.maxBusy,
       rate: j.rate,
       rateKey: j.rateKey,
+      onComplete: j.onComplete === undefined ? undefined : checkHook(j.onComplete, `"onComplete" of ${path}`),
+      onFailure: j.onFailure === undefined ? undefined : checkHook(j.onFailure, `"onFailure" of ${path}`),
       adaptive: j.adaptive,
       order: j.order,
       priority: j.priority,

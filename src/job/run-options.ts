@@ -10,6 +10,7 @@ import type { JobSettings } from './job-definition.js';
 import type { ItemsMode } from '../split/items.js';
 import { orderOf, parsePriority } from '../split/task-order.js';
 import { parseRate } from './rate.js';
+import { checkHook } from '../template/hook-command.js';
 import type { RawArgGroup } from './command-line-items.js';
 import { parseDelimiter } from './command-line-items.js';
 import { FLAG_WORDS, groupedHandler, MAX_GROUP_ITEMS } from './group-options.js';
@@ -49,6 +50,9 @@ export interface RawRunFlags {
   maxBusy?: string;
   /** `--rate N/s|N/m|N/h` (rate.ts). */
   rate?: string;
+  /** `--on-complete CMD`, `--on-failure CMD` (`none`: no such hook). */
+  onComplete?: string;
+  onFailure?: string;
   /** `--rate-key TEMPLATE`: the rate per rendered key (`none`: the batch's again). */
   rateKey?: string;
   /** `--adaptive`: AIMD on the running attempts (and the rate). */
@@ -207,6 +211,8 @@ export function inputFromFlags(f: RawRunFlags, cwd: string): RunInput {
     maxBusyMs: given(f.maxBusy, (v) => positive(parseDuration(v, '--max-busy'), '--max-busy')),
     rate: given(f.rate, (v) => parseRate(v, '--rate')),
     rateKey: given(f.rateKey, (v) => (v === 'none' ? null : v)),
+    onComplete: given(f.onComplete, (v) => (v === 'none' ? null : checkHook(v, '--on-complete'))),
+    onFailure: given(f.onFailure, (v) => (v === 'none' ? null : checkHook(v, '--on-failure'))),
     adaptive: f.adaptive === true ? true : undefined,
     output: f.output === undefined ? undefined : { template: f.output, base: cwd },
     permanentErrors: f.permanentErrors?.length ? f.permanentErrors.map((r) => checkRegex(r, '--permanent-errors')) : undefined,

@@ -6,7 +6,7 @@ import { resolveCountOrShare } from '../job/units.js';
 import { plural, printable } from '../printable.js';
 import { EXIT } from '../exit-codes.js';
 import { describeStore, logRoot } from '../store/open-store.js';
-import type { BatchRecord, Counts, LeaseStore } from '../store/task-store.js';
+import type { BatchRecord, Counts, HookStore, LeaseStore } from '../store/task-store.js';
 import { growToWork, KILL_GRACE_MS, startPool } from './batch-pool.js';
 import { Coordinator } from '../coordinator/coordinator.js';
 import type { RunObserver, RunStore, StopReason } from '../coordinator/run-types.js';
@@ -20,6 +20,7 @@ import { AttemptResults } from './attempt-results.js';
 import { DeclaredOutputs } from '../coordinator/declared-outputs.js';
 import { rulesOf } from '../coordinator/retry-rules.js';
 import { outcomeOf } from './run-outcome.js';
+import { atEnd, runHooks } from './batch-hooks.js';
 import { drainOnSignals, type CommandSignals } from './signals.js';
 import { monotonicMs } from '../wall-steps.js';
 
@@ -101,7 +102,7 @@ export interface BatchRun {
  * `signals` are the command's (installed once, signals.ts): while a coordinator runs they drain
  * it; one seen before it starts, or while a definition change is followed, ends the run with 130/143.
  */
-export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecord, pool: WorkerPool, run: BatchRun, observer: BatchObserver, signals: CommandSignals): Promise<number> {
+export async function runBatch(store: RunStore & MetricsStore & HookStore, batch: BatchRecord, pool: WorkerPool, run: BatchRun, observer: BatchObserver, signals: CommandSignals): Promise<number> {
   const { inv } = run;
   // The run's first looks at the store wait out a server restarting as the coordinator's do (a
   // worker may be joining the batch just then): its outcome is the batch's, not exit 4.
@@ -203,6 +204,13 @@ export async function runBatch(store: RunStore & MetricsStore, batch: BatchRecor
     // The run is over: a server restarting just now must not turn its outcome into exit 4.
     const counts = await ridingOut(() => store.counts(batch.id), note);
     const pending = await ridingOut(() => store.pendingOutputs(batch.id), note);
+    // At its end (not stopped by a signal): the batch's hooks, as its stored definition has them now.
+    if (stop.kind !== 'signal' && atEnd(counts) && pending.length === 0) {
+      const current = (await ridingOut(() => store.findBatch(batch.name), note)) ?? batch;
+      await runHooks(store, current, settingsOf(storedDefinition(current)), counts, note, signals);
+      // A signal that stopped a hook ends the run as any signal does (the hook runs again next time).
+      stop = signalled() ?? stop;
+    }
     let { exitCode, reason } = outcomeOf(stop, counts, run.resume, pending.map((p) => p.out ?? p.temp));
     await metrics?.finish();
     await printer?.finish();

@@ -37,6 +37,8 @@ export interface BatchStatus extends Counts {
   owners: OwnerHold[];
   /** --adaptive: the level each of its runs and workers keeps running at now (empty without). */
   adaptive: LiveLevel[];
+  /** --on-complete, --on-failure: their runs at the batch's ends, the latest first (at most HOOK_RUNS_LISTED). */
+  hooks: { hook: string; id: string; runs: number; startedAt: string; endedAt: string | null; exitCode: number | null; signal: string | null; output: string | null }[];
   /**
    * Committed successes whose declared output is not in place: its rename failed (EXDEV,
    * EACCES, EROFS) and the file waits at its temporary path. The batch is not done while any
@@ -49,6 +51,9 @@ export interface BatchStatus extends Counts {
 
 /** How many pending outputs `status` lists (it counts them all). */
 export const PENDING_OUTPUTS_LISTED = 100;
+
+/** How many hook runs `status --json` lists. */
+const HOOK_RUNS_LISTED = 10;
 
 export async function batchStatus(store: QueryStore, batch: BatchRecord): Promise<BatchStatus> {
   const c = await store.counts(batch.id);
@@ -78,6 +83,16 @@ export async function batchStatus(store: QueryStore, batch: BatchRecord): Promis
     stages: hasStages(batch) ? inPipelineOrder(batch, await store.stageCounts(batch.id)) : [],
     owners: c.running + c.queued > 0 ? ownerHolds(await store.listTasks({ batchId: batch.id, status: 'RUNNING' })) : [],
     adaptive: open > 0 ? await liveLevels(store, batch, now) : [],
+    hooks: (await store.hooksOf(batch.id)).slice(0, HOOK_RUNS_LISTED).map((h) => ({
+      hook: h.hook,
+      id: h.id,
+      runs: h.runs,
+      startedAt: iso(h.startedAt)!,
+      endedAt: iso(h.endedAt),
+      exitCode: h.exitCode,
+      signal: h.signal,
+      output: h.output,
+    })),
     outputsPending: pending.length,
     pendingOutputs: pending.slice(0, PENDING_OUTPUTS_LISTED).map((p) => ({ key: p.key, out: p.out, temp: p.temp })),
   };

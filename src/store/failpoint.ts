@@ -12,6 +12,9 @@ import { TEST_HOOKS } from '../test-hooks.js';
  *   transaction (PostgreSQL), between the statement and the COMMIT: a host frozen mid-transaction,
  *   holding the row locks of every task it runs.
  *
+ * - `SPLITDANCE_FAILPOINT=hookbefore:N` / `hookafter:N` SIGKILLs this process as it is about to
+ *   record its N-th batch hook (--on-complete, --on-failure) / right after recording its end.
+ *
  * - `SPLITDANCE_FAILPOINT=bug:1` makes the CLI throw an internal error (a bug, not a usage
  *   or store error) inside its error boundary, to test how an unexpected error is reported.
  *

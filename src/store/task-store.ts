@@ -37,8 +37,10 @@ import type {
   TaskSpec,
   TaskStatus,
 } from './records.js';
+import type { HookRecord, HookStore } from './hook-records.js';
 
 export * from './records.js';
+export * from './hook-records.js';
 
 /** What names a store, for messages and the log folder. */
 interface StoreInfo {
@@ -65,6 +67,8 @@ export interface BatchProgress {
   nextDueAt(batchId: number): Promise<number | null>;
   /** The learned durations of the batch's open and succeeded tasks (--order history; zeros otherwise): what the ETA weighs. */
   learnedWork(batchId: number): Promise<LearnedWork>;
+  /** --on-complete, --on-failure: the batch's hook runs, the latest first. */
+  hooksOf(batchId: number): Promise<HookRecord[]>;
   /** --adaptive: the levels the batch's runs and workers published since `since`, highest first. */
   adaptiveLevels(batchId: number, since: number): Promise<PublishedLevel[]>;
   /**
@@ -245,6 +249,6 @@ export interface AdminStore {
 /** What a command that opens a batch gets: every query and admin verb, none of the lease verbs. */
 export type CommandStore = QueryStore & AdminStore;
 
-export interface TaskStore extends LeaseStore, QueryStore, AdminStore {
+export interface TaskStore extends LeaseStore, QueryStore, AdminStore, HookStore {
   close(): Promise<void>;
 }

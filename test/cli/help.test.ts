@@ -65,11 +65,12 @@ describe('--help', () => {
   it('of run groups its options: source, handler, order and flow, retries and time, output, store; none left over', async () => {
     const text = await help('run');
     const headings = text.split('\n').filter((l) => /^\S.*:$/.test(l)).map((l) => l.replace(/ \(.*\):$/, ':'));
-    expect(headings).toEqual(['Source and batch:', 'Handler and workers:', 'Order and flow:', 'Retries and time:', 'Output:', 'Store:', 'Options:', 'Placeholders:', 'Examples:']);
+    expect(headings).toEqual(['Source and batch:', 'Handler and workers:', 'Order and flow:', 'Batch hooks:', 'Retries and time:', 'Output:', 'Store:', 'Options:', 'Placeholders:', 'Examples:']);
     const under = (heading: string) => text.slice(text.indexOf(heading)).split('\n\n')[0]!;
     expect(under('Source and batch:')).toMatch(/--include <glob>[\s\S]*--chunk-size/);
     expect(under('Handler and workers:')).toMatch(/--exec <template>[\s\S]*--handler <module>[\s\S]*-j, --concurrency/);
     expect(under('Order and flow:')).toMatch(/--order <order>[\s\S]*--shuf[\s\S]*--priority <glob=n>/);
+    expect(under('Batch hooks:')).toMatch(/--on-complete <command>[\s\S]*--on-failure <command>/);
     expect(under('Retries and time:')).toMatch(/--retries <n>[\s\S]*--timeout <duration>/);
     expect(under('Output:')).toMatch(/--output <template>[\s\S]*--json/);
     expect(under('Store:')).toMatch(/--db <path\|url>[\s\S]*postgres:\/\//);

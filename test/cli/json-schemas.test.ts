@@ -52,6 +52,18 @@ const SCHEMAS = {
     stages: z.array(z.strictObject({ stage: z.string(), ...counts })),
     owners: z.array(z.strictObject({ owner: z.string(), pid: z.number().int().nullable(), state: z.enum(['alive', 'stopped', 'dead', 'elsewhere']), tasks: count })),
     adaptive: z.array(z.strictObject({ owner: z.string(), level: z.number().int().positive(), max: z.number().int().positive(), pace: z.number().positive().nullable() })),
+    hooks: z.array(
+      z.strictObject({
+        hook: z.enum(['complete', 'failure']),
+        id: z.string(),
+        runs: z.number().int().positive(),
+        startedAt: z.string(),
+        endedAt: z.string().nullable(),
+        exitCode: z.number().int().nullable(),
+        signal: z.string().nullable(),
+        output: z.string().nullable(),
+      }),
+    ),
     outputsPending: count,
     pendingOutputs: z.array(z.strictObject({ key: z.string(), out: z.string().nullable(), temp: z.string() })),
   }),

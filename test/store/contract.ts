@@ -12,6 +12,7 @@ import { queuedContract } from './contract/queued.js';
 import { groupsContract } from './contract/groups.js';
 import { orderContract } from './contract/order.js';
 import { busyContract, rateContract } from './contract/busy.js';
+import { hooksContract } from './contract/hooks.js';
 
 export { ending, keys, newBatch, spec, type MakeStore } from './contract/harness.js';
 
@@ -35,5 +36,6 @@ export function describeTaskStore(name: string, makeStore: MakeStore): void {
     orderContract(h);
     busyContract(h);
     rateContract(h);
+    hooksContract(h);
   });
 }

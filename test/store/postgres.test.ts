@@ -170,6 +170,21 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
       }
     });
 
+    it('a batch hook: six stores taking it at the same moment, round after round, one start each time', async () => {
+      const schema = freshSchema();
+      const six = await Promise.all(Array.from({ length: 6 }, () => open(schema)));
+      const { batch } = await six[0]!.enqueue(newBatch('hooked', 1), keys(1).map(spec));
+      for (let end = 1; end <= 10; end++) {
+        const now = Date.now();
+        const takes = await Promise.all(
+          six.map((s, i) => s.takeHook({ batchId: batch.id, hook: 'complete', endMark: `end-${end}`, command: 'x', owner: `o${i}`, now, leaseMs: 30_000 }, () => false)),
+        );
+        expect(takes.filter((t) => t.taken)).toHaveLength(1);
+        expect(new Set(takes.map((t) => t.record.id)).size).toBe(1);
+      }
+      expect(new Set((await six[0]!.hooksOf(batch.id)).map((r) => r.id)).size).toBe(10);
+    });
+
     it('migrates once when several coordinators open a new schema at the same moment', async () => {
       const schema = freshSchema();
       schemas.push(schema);

@@ -1,6 +1,7 @@
 import { UsageError } from '../../errors.js';
 import { batchStatus, PENDING_OUTPUTS_LISTED, retryingClusters, verdict } from '../../status/batch-status.js';
 import { describeLevels } from '../../status/adaptive-levels.js';
+import { describeHookRuns } from '../../status/hook-runs.js';
 import { duration, printable, size } from '../format.js';
 import { line, type Io, type OutputFlags } from '../io.js';
 import { colors } from '../colors.js';
@@ -59,6 +60,7 @@ export async function statusCommand(flags: StatusFlags, io: Io): Promise<number>
       }
       const levels = describeLevels(s.adaptive);
       if (levels) out.push(levels);
+      for (const l of describeHookRuns(s.hooks)) out.push(printable(l));
       if (s.nextRetryAt) out.push(`next retry due ${s.nextRetryAt} (in ${duration(Math.max(0, Date.parse(s.nextRetryAt) - Date.now()))})`);
       if (s.changed) out.push(`${s.changed} succeeded task(s) have changed files since: \`${commandLineFor(target, ['run', '--rerun-changed'], s.source)}\` re-runs them`);
       if (s.clusters.length) {

@@ -13,6 +13,7 @@ const GROUPS: [heading: string, options: string[]][] = [
   ],
   ['Handler and workers:', ['--exec', '--handler', '--pipe', '--max-args', '--max-replace-args', '--xargs', '-m', '--max-items', '--concurrency', '--max-tasks-per-worker', '--max-worker-memory', '--follow']],
   ['Order and flow:', ['--order', '--shuf', '--priority', '--rate', '--rate-key', '--adaptive']],
+  ['Batch hooks:', ['--on-complete', '--on-failure']],
   [
     'Retries and time:',
     ['--retries', '--backoff', '--backoff-factor', '--max-backoff', '--jitter', '--timeout', '--heartbeat-timeout', '--permanent-codes', '--permanent-errors', '--retry-quiet', '--busy-codes', '--max-busy', '--max-failures', '--max-runtime', '--no-wait', '--grace', '--load-timeout', '--lease'],

@@ -32,6 +32,9 @@ import type {
   TaskStatus,
 } from '../records.js';
 import type { RetryDue, TaskStore } from '../task-store.js';
+import type { HookEnd, HookKind, HookRecord, HookTake } from '../hook-records.js';
+import { toHook } from '../shared/hook-rows.js';
+import * as hooks from './pg-hooks.js';
 import { durationKey } from '../task-spec.js';
 import { failpoint } from '../failpoint.js';
 import { migrate, readIdentity } from './migrate.js';
@@ -150,6 +153,24 @@ export class PostgresStore implements TaskStore {
       return g;
     });
     return { granted: gate.granted, wakeAt: this.clock.fromServer(gate.wakeAt) };
+  }
+
+  async takeHook(take: HookTake, isDead: (owner: string) => boolean): Promise<{ taken: boolean; record: HookRecord }> {
+    const t = { ...take, now: this.clock.toServer(take.now) };
+    const { taken, row } = await this.db.transaction((sql) => hooks.takeHook(sql, this.st, t, this.identity, isDead));
+    return { taken, record: toHook(row, (ms) => this.clock.fromServer(ms)) };
+  }
+
+  async renewHook(batchId: number, hook: HookKind, endMark: string, owner: string, leaseExpiresAt: number): Promise<boolean> {
+    return this.db.transaction((sql) => hooks.renewHook(sql, this.st, batchId, hook, endMark, owner, this.clock.toServer(leaseExpiresAt)));
+  }
+
+  async endHook(batchId: number, hook: HookKind, endMark: string, owner: string, end: HookEnd): Promise<boolean> {
+    return this.db.transaction((sql) => hooks.endHook(sql, this.st, batchId, hook, endMark, owner, { ...end, endedAt: this.clock.toServer(end.endedAt) }));
+  }
+
+  async hooksOf(batchId: number): Promise<HookRecord[]> {
+    return this.db.read((sql) => hooks.hooksOf(sql, this.st, batchId, (ms) => this.clock.fromServer(ms)));
   }
 
   async keyGateOpensAt(batchId: number, now: number): Promise<number | null> {

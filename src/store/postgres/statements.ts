@@ -1,6 +1,7 @@
 import { SERVER_NOW } from './pg-clock.js';
 import type { Statement } from './pg-db.js';
 import { enqueueStatements } from './enqueue-statements.js';
+import { hookStatements } from './hook-statements.js';
 import { reportStatements } from './report-statements.js';
 import { settleStatements } from './settle-statements.js';
 import { claimCtes, keyGateOpen, needsMetIn, startsMarked, tickStatement } from './tick-statement.js';
@@ -102,6 +103,7 @@ function sql(s: string) {
       UPDATE ${s}.tasks AS t SET output_temp = NULL
       FROM unnest($1::bigint[], $2::text[]) AS p(id, temp) WHERE t.id = p.id AND t.output_temp = p.temp`,
     ...enqueueStatements(s),
+    ...hookStatements(s),
 
     /**
      * $1 batchId $2 now $3 owner $4 leaseMs $5 workerIds text[] $6 host $7 pids int[] $8 jobVersion

@@ -1,5 +1,7 @@
 import { grant } from '../shared/rate-gate.js';
 import type * as T from '../records.js';
+import type * as H from '../hook-records.js';
+import * as hooks from './sqlite-hooks.js';
 import type { RetryDue, TaskStore } from '../task-store.js';
 import { StoreError } from '../../errors.js';
 import { openSqlite, storeError, type SqliteOpenOptions } from './open-sqlite.js';
@@ -53,6 +55,22 @@ export class SqliteStore implements TaskStore {
       if (gate.granted > 0) this.c.st.moveRateGate.run({ batchId, next: gate.next });
       return { granted: gate.granted, wakeAt: gate.wakeAt };
     });
+  }
+
+  async takeHook(take: H.HookTake, isDead: (owner: string) => boolean): Promise<{ taken: boolean; record: H.HookRecord }> {
+    return hooks.takeHook(this.c, take, isDead);
+  }
+
+  async renewHook(batchId: number, hook: H.HookKind, endMark: string, owner: string, leaseExpiresAt: number): Promise<boolean> {
+    return hooks.renewHook(this.c, batchId, hook, endMark, owner, leaseExpiresAt);
+  }
+
+  async endHook(batchId: number, hook: H.HookKind, endMark: string, owner: string, end: H.HookEnd): Promise<boolean> {
+    return hooks.endHook(this.c, batchId, hook, endMark, owner, end);
+  }
+
+  async hooksOf(batchId: number): Promise<H.HookRecord[]> {
+    return hooks.hooksOf(this.c, batchId);
   }
 
   async keyGateOpensAt(batchId: number, now: number): Promise<number | null> {

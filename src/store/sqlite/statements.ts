@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { LEASE_SQL, NEEDS_MET } from './lease-statements.js';
+import { HOOK_SQL } from './hook-statements.js';
 
 /**
  * Every SQL statement of the SQLite store, prepared once per connection. Each one's
@@ -7,6 +8,7 @@ import { LEASE_SQL, NEEDS_MET } from './lease-statements.js';
  */
 export const SQL = {
   ...LEASE_SQL,
+  ...HOOK_SQL,
   /** Where temporary data goes: writes keep their statement journals in memory (see SqliteStore.write). */
   tempInMemory: 'PRAGMA temp_store = MEMORY',
   tempInFiles: 'PRAGMA temp_store = FILE',
