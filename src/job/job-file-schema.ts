@@ -189,7 +189,7 @@ export const JobFileSchema = z
     rateKey: z
       .string()
       .min(1)
-      .describe("apply the rate per rendered key, not to the whole batch: '{item.host}' starts at most the rate per host, on every host (--rate-key; needs rate)")
+      .describe("apply the rate per rendered key, not to the whole batch: '{item.host}' starts at most the rate per host, on every host (--rate-key; needs rate; \"none\": the batch's rate again)")
       .optional(),
     onComplete: z
       .string()

@@ -107,7 +107,7 @@ export function readJobFile(path: string): RunInput {
       busyCodes: j.busyCodes,
       maxBusyMs: j.maxBusy,
       rate: j.rate,
-      rateKey: j.rateKey,
+      rateKey: j.rateKey === 'none' ? null : j.rateKey,
       onComplete: j.onComplete === undefined ? undefined : checkHook(j.onComplete, `"onComplete" of ${path}`),
       onFailure: j.onFailure === undefined ? undefined : checkHook(j.onFailure, `"onFailure" of ${path}`),
       adaptive: j.adaptive,

@@ -28,9 +28,13 @@ export function checkBusyCodes(settings: JobSettings): void {
   }
 }
 
-/** --rate-key: the rate it applies per key must be there, and the template must render from what a stored task has. */
-export function checkKeyedRate(settings: JobSettings, items: boolean): void {
-  if (settings.rateKey === null) return;
+/**
+ * --rate-key: the rate it applies per key must be there when it is given (a stored key whose rate
+ * `set --rate none` lifted limits nothing, and is no error), and the template must render from
+ * what a stored task has.
+ */
+export function checkKeyedRate(settings: JobSettings, items: boolean, given: boolean): void {
+  if (settings.rateKey === null || (settings.rate === null && !given)) return;
   if (settings.rate === null) {
     throw new UsageError(`--rate-key applies the batch's --rate per key, and the batch has no rate: add --rate N/s, e.g. --rate 5/s --rate-key ${shellQuote(settings.rateKey)}`);
   }

@@ -134,7 +134,7 @@ export async function planRun(
   const splitPath = storedItems ? null : (spooled ?? source);
   const kind = splitPath === null || asArgs ? 'items' : sourceKind(splitPath, asItems);
   checkStages(settings, stored, existing, batchName, input.settings.handler !== undefined);
-  checkKeyedRate(settings, kind === 'items');
+  checkKeyedRate(settings, kind === 'items', input.settings.rateKey != null);
   if (!settings.handler && settings.stages.length === 0) {
     throw new UsageError(`no handler: give --exec 'COMMAND {}' or --handler ./module.js (a new batch has none stored)${lateOptions(cliFlags.groups ?? [])}`);
   }

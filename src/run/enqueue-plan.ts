@@ -38,6 +38,7 @@ export async function enqueuePlan(
     rerunChanged: plan.rerunChanged,
     countRepeated: plan.kind === 'items',
     itemPayloads: plan.kind === 'items',
+    rekey: plan.settings.rateKey !== null || plan.changed.includes('rateKey'),
   });
   let batch = enqueued.batch;
   // This run's workers loaded the new definition: it runs under the version this makes (a grown

@@ -118,4 +118,10 @@ export interface EnqueueOptions {
    * Of specs repeating a key, the first is the one that counts, as for the insert.
    */
   itemPayloads?: boolean;
+  /**
+   * --rate-key: give the stored tasks the rate keys of their specs (whatever their status, where
+   * the task runs what the spec holds). Off (the default) saves a join per run when no batch
+   * keys its rate, or its keys did not change.
+   */
+  rekey?: boolean;
 }

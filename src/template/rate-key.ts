@@ -13,7 +13,7 @@ import type { TemplateTask } from './template-task.js';
 
 /** What an attempt alone has, and so no key can hold: the placeholder, and what to write instead. */
 const NOT_YET: Record<string, string> = {
-  '{#}': 'the task number, given as the task is stored (each task would be a key of its own: use {key})',
+  '{#}': 'the task number, given as the task is stored (a key per task limits nothing: use what tasks share, e.g. {item.host} or {1})',
   '{%}': "the slot an attempt runs in, which a task has only while it runs (use -j to bound what runs at once)",
   '{attempt}': 'the attempt number, which changes with every retry (the key must stay the same)',
   '{out}': 'the temporary file of an attempt',

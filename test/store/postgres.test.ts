@@ -148,7 +148,9 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
       // 4 keys, 12 tasks each, keys interleaved in claim order.
       const specs = keys(48).map((k, i) => ({ ...spec(k), rateKey: `key${i % 4}` }));
       const { batch } = await stores3[0]!.enqueue(newBatch('keyed', 3), specs);
-      const t0 = Date.now();
+      // Ahead of the clock, so each claim judges the gates at the round's time (a keyed claim
+      // takes the store's clock instead when it is later: the test below).
+      const t0 = Date.now() + 3_600_000;
       const slots = [1, 2, 3].map((i) => ({ workerId: `w${i}`, pid: i }));
       const startsOf = new Map<string, number[]>();
       // A gate opens every 100 ms; rounds 25 ms apart, every store claiming in each.
@@ -168,6 +170,28 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
         for (let i = 1; i < starts.length; i++) expect(starts[i]! - starts[i - 1]!, `${key}: ${starts.join(', ')}`).toBeGreaterThanOrEqual(100);
         expect(starts.length, key).toBe(12);
       }
+    });
+
+    it('--rate-key: a keyed claim that waited for the gate row judges the gates at the time it got it, not at its request', async () => {
+      const schema = freshSchema();
+      const [a, b] = [await open(schema), await open(schema)];
+      const { batch } = await a.enqueue(newBatch('keyed-wait', 3), keys(2).map((k) => ({ ...spec(k), rateKey: 'K' })));
+      const slot = [{ workerId: 'w1', pid: 1 }];
+      const keyed = { spacingMs: 500, burst: 1 };
+      await admin(async (c) => {
+        await c.query(`INSERT INTO "${schema}".rate_gates (batch_id, next_at) VALUES ($1, 0)`, [batch.id]);
+        await c.query('BEGIN');
+        await c.query(`SELECT 1 FROM "${schema}".rate_gates WHERE batch_id = $1 FOR UPDATE`, [batch.id]);
+        // A asks at t0 and waits for the row longer than K's spacing (within the file's 1 s lock timeout).
+        const t0 = Date.now();
+        const waiting = a.claim({ batchId: batch.id, owner: 'A', host: 'h', now: t0, leaseMs: 60_000, slots: slot, keyed });
+        await new Promise((r) => setTimeout(r, 700));
+        await c.query('COMMIT');
+        expect(await waiting).toHaveLength(1);
+      });
+      // B, asking now: A's start was at least 700 ms after t0, so K's gate is closed for 500 ms
+      // from then (judged at t0, it would have opened at t0 + 500 ms, already past).
+      expect(await b.claim({ batchId: batch.id, owner: 'B', host: 'h', now: Date.now(), leaseMs: 60_000, slots: slot, keyed })).toEqual([]);
     });
 
     it('a batch hook: six stores taking it at the same moment, round after round, one start each time', async () => {

@@ -1,13 +1,22 @@
 /** The first staged spec of each key: of a list's repeated items the first is the task (as for the insert). */
 const FIRST_STAGED = '(SELECT DISTINCT ON (stage, task_key) stage, task_key, payload, fingerprint, priority, order_rank, rate_key FROM pg_temp.staging ORDER BY stage, task_key, ord)';
 
-/** $1 batchId — the waiting tasks' claim ranks and rate keys as `staged` (alias `st`) gives them; only rows where one changed. */
+/** $1 batchId — the waiting tasks' claim ranks as `staged` (alias `st`) gives them; only rows whose rank changed. */
 function reorderFrom(s: string, staged: string): string {
   return `
-      UPDATE ${s}.tasks AS t SET priority = st.priority, order_rank = st.order_rank, rate_key = st.rate_key
+      UPDATE ${s}.tasks AS t SET priority = st.priority, order_rank = st.order_rank
       FROM ${staged} AS st
       WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
-        AND t.status = 'PENDING' AND (t.priority <> st.priority OR t.order_rank <> st.order_rank OR t.rate_key IS DISTINCT FROM st.rate_key)`;
+        AND t.status = 'PENDING' AND (t.priority <> st.priority OR t.order_rank <> st.order_rank)`;
+}
+
+/** $1 batchId — the rate keys `staged` renders, as SQLite's rekeyFrom: every status, only where the task runs what was staged. */
+function rekeyFrom(s: string, staged: string): string {
+  return `
+      UPDATE ${s}.tasks AS t SET rate_key = st.rate_key
+      FROM ${staged} AS st
+      WHERE t.batch_id = $1 AND t.stage = st.stage AND t.task_key = st.task_key
+        AND t.rate_key IS DISTINCT FROM st.rate_key AND t.fingerprint IS NOT DISTINCT FROM st.fingerprint`;
 }
 
 /**
@@ -21,6 +30,8 @@ export function enqueueStatements(s: string) {
     maxSeq: `SELECT coalesce(max(seq), 0) AS base FROM ${s}.tasks WHERE batch_id = $1`,
     /** $1 batchId — reorderStaged for a list: of a key's repeated items, the first (FIRST_STAGED) ranks it, as it is the task. */
     reorderItems: reorderFrom(s, FIRST_STAGED),
+    /** $1 batchId — rekeyFrom for a list (after observeItems and requeueItems). */
+    rekeyItems: rekeyFrom(s, FIRST_STAGED),
     /** $1 batchId — the batch's highest task number, for a read (maxSeq's, named as count() reads it). */
     lastSeq: `SELECT coalesce(max(seq), 0) AS n FROM ${s}.tasks WHERE batch_id = $1`,
     /** $1 batchId $2 base $3 maxAttempts $4 now — copies pg_temp.staging; keys already in the batch are skipped. */
@@ -35,6 +46,8 @@ export function enqueueStatements(s: string) {
      * order re-ranks them. Touches only rows whose rank changed (an order given again changes none).
      */
     reorderStaged: reorderFrom(s, 'pg_temp.staging'),
+    /** $1 batchId — rekeyFrom the staged specs (after observeStaged and requeueChanged). */
+    rekeyStaged: rekeyFrom(s, 'pg_temp.staging'),
     /**
      * $1 batchId — records what the source shows now; unfinished tasks will run on it, so it
      * becomes their fingerprint too. Touches only rows whose file changed.

@@ -46,7 +46,7 @@ export async function enqueue(
       await sql.run('ANALYZE pg_temp.staging');
       const repeated = options.countRepeated ? Number((await sql.rows<{ n: string }>(COUNT_REPEATED))[0]!.n) : 0;
       const key = lockKey('batch', db.target.schema, batch.name);
-      return { ...(await transaction((tx) => commit(tx, st, key, batch, { rerunChanged, itemPayloads: options.itemPayloads === true }, now))), repeated };
+      return { ...(await transaction((tx) => commit(tx, st, key, batch, { rerunChanged, itemPayloads: options.itemPayloads === true, rekey: options.rekey === true }, now))), repeated };
     } finally {
       // Best effort: a broken connection is discarded with its temp table; the first error is the one to report.
       await sql.run('DROP TABLE IF EXISTS pg_temp.staging').catch(() => undefined);
@@ -79,7 +79,7 @@ async function commit(
   st: Statements,
   key: string,
   batch: NewBatch,
-  { rerunChanged, itemPayloads }: { rerunChanged: boolean; itemPayloads: boolean },
+  { rerunChanged, itemPayloads, rekey }: { rerunChanged: boolean; itemPayloads: boolean; rekey: boolean },
   clock: () => number,
 ): Promise<Omit<EnqueueResult, 'repeated'>> {
   // Serialises enqueues of one batch, its creation included, so `seq` stays unique.
@@ -97,12 +97,14 @@ async function commit(
     if (!created) await sql.run(st.observeItems, [batchId]);
     const requeued = rerunChanged && !created ? await sql.run(st.requeueItems, [batchId]) : 0;
     if (!created) await sql.run(st.reorderItems, [batchId]);
+    if (!created && rekey) await sql.run(st.rekeyItems, [batchId]);
     const [{ n: changed, example }] = (await sql.rows<{ n: number; example: string | null }>(st.countChangedItems, [batchId])) as [{ n: number; example: string | null }];
     return { batch: toBatch(row!), created, inserted: added, changed: Number(changed), changedExample: example, requeued };
   }
   if (!created) await sql.run(st.observeStaged, [batchId]);
   const requeued = rerunChanged ? await sql.run(st.requeueChanged, [batchId]) : 0;
   if (!created) await sql.run(st.reorderStaged, [batchId]);
+  if (!created && rekey) await sql.run(st.rekeyStaged, [batchId]);
   const [{ n: changed }] = (await sql.rows<{ n: number }>(st.countChanged, [batchId])) as [{ n: number }];
   return { batch: toBatch(row!), created, inserted: added, changed, requeued };
 }

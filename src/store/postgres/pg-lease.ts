@@ -13,7 +13,7 @@ import type { Statements } from './statements.js';
  * Two statements per claim whatever the slot count: the batch's job version, then the claim
  * itself (see claimTasks); a stage task that needs others' results reads them too.
  */
-export async function claim(sql: Sql, st: Statements, req: ClaimRequest & { leaseFrom: number | null }): Promise<ClaimedTask[]> {
+export async function claim(sql: Sql, st: Statements, req: ClaimRequest & { leaseFrom: number | null }, clockNow: () => number = Date.now): Promise<ClaimedTask[]> {
   if (req.started?.length) {
     const s = req.started;
     await sql.run(st.markRunning, [s.map((x) => x.taskId), s.map((x) => x.token), s.map((x) => x.at)]);
@@ -27,7 +27,7 @@ export async function claim(sql: Sql, st: Statements, req: ClaimRequest & { leas
   // Written once: later claims only read the row, so it never becomes a hot row.
   if (version.first_started_at === null) await sql.run(st.markStarted, [req.batchId, req.now]);
   if (req.jobVersion !== undefined && version.job_version !== req.jobVersion) return [];
-  const rows = req.keyed ? await claimKeyed(sql, st, req, version.job_version, req.keyed) : await sql.rows<ClaimedRow>(st.claimTasks, claimParams(req, version.job_version));
+  const rows = req.keyed ? await claimKeyed(sql, st, req, version.job_version, req.keyed, clockNow) : await sql.rows<ClaimedRow>(st.claimTasks, claimParams(req, version.job_version));
   const claimed = [];
   for (const t of rows) claimed.push(toClaimedTask(t, Number(t.lease_token), t.worker_id!, await inputsOf(sql, st, t)));
   return claimed;
@@ -38,11 +38,21 @@ type ClaimedRow = TaskDbRow & { n: number; lease_token: number | string; rate_ke
 /**
  * --rate-key: one task a slot, each from a key whose gate is open at the claim's time, each
  * key's gate moved on as its task is claimed. The batch's rate gate row is held first, so
- * keyed claims of the batch on every host take turns and none sees a gate another is moving.
+ * keyed claims of the batch on every host take turns and none sees a gate another is moving;
+ * the claim's time is then read again (`clockNow`, the store's clock), as the wait for the row
+ * may have been long: a gate is never moved from a time another claimer has passed.
  */
-async function claimKeyed(sql: Sql, st: Statements, req: ClaimRequest & { leaseFrom: number | null }, jobVersion: number, { spacingMs, burst }: { spacingMs: number; burst: number }): Promise<ClaimedRow[]> {
-  await sql.run(st.makeRateGate, [req.batchId]);
-  await sql.run(st.rateGate, [req.batchId]);
+async function claimKeyed(
+  sql: Sql,
+  st: Statements,
+  asked: ClaimRequest & { leaseFrom: number | null },
+  jobVersion: number,
+  { spacingMs, burst }: { spacingMs: number; burst: number },
+  clockNow: () => number,
+): Promise<ClaimedRow[]> {
+  await sql.run(st.makeRateGate, [asked.batchId]);
+  await sql.run(st.rateGate, [asked.batchId]);
+  const req = { ...asked, now: Math.max(asked.now, clockNow()) };
   const rows: ClaimedRow[] = [];
   for (const slot of req.slots) {
     const [row] = await sql.rows<ClaimedRow>(st.claimKeyed, claimParams({ ...req, slots: [slot] }, jobVersion));

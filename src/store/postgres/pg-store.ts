@@ -185,7 +185,7 @@ export class PostgresStore implements TaskStore {
 
   async claim(req: ClaimRequest): Promise<ClaimedTask[]> {
     if (req.slots.length === 0 && !req.started?.length) return [];
-    return this.db.transaction((sql) => claim(sql, this.st, this.clock.claim(req)));
+    return this.db.transaction((sql) => claim(sql, this.st, this.clock.claim(req), () => this.clock.toServer(Date.now())));
   }
 
   /** A coordinator's tick in one transaction: commit what finished, then claim for the free slots. */
@@ -196,7 +196,7 @@ export class PostgresStore implements TaskStore {
     if (atOnce(onServer, placed) && !req.keyed) return this.db.autocommit((sql) => settleAndClaimAtOnce(sql, this.st, onServer, this.clock.claim(req)));
     return this.db.transaction(async (sql) => {
       if (placed.length) await sql.run(this.st.outputsPlaced, [placed.map((p) => p.taskId), placed.map((p) => p.temp)]);
-      return { applied: await settle(sql, this.st, onServer), claimed: await claim(sql, this.st, this.clock.claim(req)) };
+      return { applied: await settle(sql, this.st, onServer), claimed: await claim(sql, this.st, this.clock.claim(req), () => this.clock.toServer(Date.now())) };
     });
   }
 

@@ -15,13 +15,26 @@ import { SQL } from './statements.js';
  */
 const FIRST_STAGED = `(SELECT staging.* FROM temp.staging JOIN (SELECT min(rowid) AS first FROM temp.staging GROUP BY stage, task_key) AS f ON staging.rowid = f.first)`;
 
-/** @batchId — the waiting tasks' claim ranks and rate keys as `staged` (alias `s`) gives them; only rows where one changed. */
+/** @batchId — the waiting tasks' claim ranks as `staged` (alias `s`) gives them; only rows whose rank changed. */
 function reorderFrom(staged: string): string {
   return `
-    UPDATE tasks SET priority = s.priority, order_rank = s.order_rank, rate_key = s.rate_key
+    UPDATE tasks SET priority = s.priority, order_rank = s.order_rank
     FROM ${staged} AS s
     WHERE tasks.batch_id = @batchId AND tasks.stage = s.stage AND tasks.task_key = s.task_key
-      AND tasks.status = 'PENDING' AND (tasks.priority <> s.priority OR tasks.order_rank <> s.order_rank OR tasks.rate_key IS NOT s.rate_key)`;
+      AND tasks.status = 'PENDING' AND (tasks.priority <> s.priority OR tasks.order_rank <> s.order_rank)`;
+}
+
+/**
+ * @batchId — the rate keys (--rate-key) `staged` (alias `s`) renders, on every task whatever its
+ * status (a failed one runs again under retry-failed), but only where the task runs what was
+ * staged: a record the list changed without --rerun-changed keeps the key of the one it runs.
+ */
+function rekeyFrom(staged: string): string {
+  return `
+    UPDATE tasks SET rate_key = s.rate_key
+    FROM ${staged} AS s
+    WHERE tasks.batch_id = @batchId AND tasks.stage = s.stage AND tasks.task_key = s.task_key
+      AND tasks.rate_key IS NOT s.rate_key AND tasks.fingerprint IS s.fingerprint`;
 }
 
 /** The statements only an enqueue runs (the staging table exists on its connection only). */
@@ -57,6 +70,8 @@ const ENQUEUE_SQL = {
    * (an order given again changes none).
    */
   reorderStaged: reorderFrom('temp.staging'),
+  /** @batchId — rekeyFrom the staged specs (after observeStaged and requeueChanged). */
+  rekeyStaged: rekeyFrom('temp.staging'),
   /**
    * @batchId — records what the source shows now; unfinished tasks will run on it, so it
    * becomes their fingerprint too. Touches only rows whose file changed.
@@ -99,6 +114,8 @@ const ENQUEUE_SQL = {
         SELECT 1 FROM tasks AS r WHERE r.batch_id = tasks.batch_id AND r.item_key = tasks.item_key AND r.status = 'RUNNING'))`,
   /** @batchId — reorderStaged for a list: of a key's repeated items, the first (FIRST_STAGED) ranks it, as it is the task. */
   reorderItems: reorderFrom(FIRST_STAGED),
+  /** @batchId — rekeyFrom for a list: the first staged spec of each key (after observeItems and requeueItems). */
+  rekeyItems: rekeyFrom(FIRST_STAGED),
   /** @batchId — itemPayloads: the items (with stages, not their tasks) whose record the source changed, and the first of them. */
   countChangedItems: `
     SELECT count(DISTINCT coalesce(item_key, task_key)) AS n,
@@ -150,12 +167,14 @@ export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>
           if (!created) st.observeItems.run({ batchId: row.id });
           const requeued = rerunChanged && !created ? st.requeueItems.run({ batchId: row.id }).changes : 0;
           if (!created) st.reorderItems.run({ batchId: row.id });
+          if (!created && options.rekey) st.rekeyItems.run({ batchId: row.id });
           const { n: changed, example } = st.countChangedItems.get({ batchId: row.id }) as { n: number; example: string | null };
           return { batch: toBatch(row), created, inserted, changed, changedExample: example, requeued, repeated };
         }
         if (!created) st.observeStaged.run({ batchId: row.id });
         const requeued = rerunChanged ? st.requeueChanged.run({ batchId: row.id }).changes : 0;
         if (!created) st.reorderStaged.run({ batchId: row.id });
+        if (!created && options.rekey) st.rekeyStaged.run({ batchId: row.id });
         const { n: changed } = st.countChanged.get({ batchId: row.id }) as { n: number };
         return { batch: toBatch(row), created, inserted, changed, requeued, repeated };
       })

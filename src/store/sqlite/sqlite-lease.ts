@@ -61,8 +61,11 @@ function claimParams(req: ClaimRequest, slots: ClaimRequest['slots'], first: num
  * --rate-key: one task a slot, each from a key whose gate is open at `now`, each key's gate
  * moved on as its task is claimed, so the next statement sees it (a key's burst may take
  * two places of one claim; a closed gate none). Slot i's token is `first + i`, as claimTasks'.
+ * `now` is the clock as the write lock is held, if later than the request's: a claim that
+ * waited for the lock must not move a gate from a time another claimer has passed.
  */
-function claimKeyed(st: Statements, req: ClaimRequest, first: number, { spacingMs, burst }: { spacingMs: number; burst: number }): ClaimedRow[] {
+function claimKeyed(st: Statements, asked: ClaimRequest, first: number, { spacingMs, burst }: { spacingMs: number; burst: number }): ClaimedRow[] {
+  const req = { ...asked, now: Math.max(asked.now, Date.now()) };
   const rows: ClaimedRow[] = [];
   for (const [i, slot] of req.slots.entries()) {
     const [row] = st.claimKeyed.all(claimParams(req, [slot], first + i)) as (ClaimedRow & { rate_key: string })[];

@@ -81,7 +81,7 @@ export function rateContract(h: Harness): void {
 
     it('a keyed claim takes a task only from a key whose gate is open, and moves that gate; says when the next opens', async () => {
       const id = await keyed();
-      const t = Date.now();
+      const t = Date.now() + 3_600_000; // ahead of the clock: a keyed claim judges gates no earlier than now
       expect((await claimKeyed(id, t, 4)).map((c) => c.key)).toEqual(['a1', 'b1']);
       expect(await claimKeyed(id, t + 10, 4)).toEqual([]);
       expect(await h.store.keyGateOpensAt(id, t + 10)).toBe(t + 1000);
@@ -91,7 +91,7 @@ export function rateContract(h: Harness): void {
     it("a gate left behind by an idle spell lets its key take a burst's worth of places in one claim; the gates are the batch's own", async () => {
       const id = await keyed();
       const other = (await h.store.enqueue(newBatch('keyed-other'), ['x1', 'x2', 'x3'].map((k) => ({ ...spec(k), rateKey: 'A' })))).batch.id;
-      const t = Date.now();
+      const t = Date.now() + 3_600_000; // ahead of the clock: a keyed claim judges gates no earlier than now
       expect((await claimKeyed(id, t, 1)).map((c) => c.key)).toEqual(['a1']);
       // Batch `keyed`'s gate A is closed; the other batch's A is its own.
       expect((await claimKeyed(other, t, 1)).map((c) => c.key)).toEqual(['x1']);
@@ -105,11 +105,11 @@ export function rateContract(h: Harness): void {
 
     it("without keyed the keys limit nothing; a rerun's new keys re-key what waits; settleAndClaim claims keyed too", async () => {
       const id = await keyed();
-      const t = Date.now();
+      const t = Date.now() + 3_600_000; // ahead of the clock: a keyed claim judges gates no earlier than now
       const first = await h.claim(id, t, { slots: 1 });
       expect(first.map((c) => c.key)).toEqual(['a1']);
       // Every task under one key now: one start a second for the batch.
-      await h.store.enqueue(newBatch('keyed'), ['a1', 'a2', 'b1', 'b2'].map((k) => ({ ...spec(k), rateKey: 'one' })));
+      await h.store.enqueue(newBatch('keyed'), ['a1', 'a2', 'b1', 'b2'].map((k) => ({ ...spec(k), rateKey: 'one' })), { rekey: true });
       const slots = [1, 2, 3].map((i) => ({ workerId: `w${i}`, pid: 1000 + i }));
       const req = { batchId: id, owner: 'owner-A', host: HOST, leaseMs: LEASE_MS, slots, keyed: { spacingMs: 1000, burst: 1 } };
       const done = await h.store.settleAndClaim([ending(first[0]!, 'SUCCESS', t + 5)], { ...req, now: t + 5 });
@@ -119,6 +119,35 @@ export function rateContract(h: Harness): void {
       expect((await h.store.settleAndClaim([], { ...req, now: t + 1005 })).claimed.map((c) => c.key)).toEqual(['b1']);
       // Unkeyed, the rest goes at once.
       expect((await h.claim(id, t + 1006, { slots: 3 })).map((c) => c.key)).toEqual(['b2']);
+    });
+  });
+
+  describe('rate keys at a rerun', () => {
+    const keyedSpecs = (keys: Record<string, string>, changed: string[] = []) =>
+      Object.entries(keys).map(([k, rateKey]) => ({ ...spec(k), rateKey, ...(changed.includes(k) ? { fingerprint: 'changed' } : {}) }));
+    const claimKeyed = (id: number, now: number) =>
+      h.store.claim({ batchId: id, owner: 'owner-A', host: HOST, now, leaseMs: LEASE_MS, slots: [1, 2].map((i) => ({ workerId: `w${i}`, pid: i })), keyed: { spacingMs: 60_000, burst: 1 } });
+
+    it('re-keys a failed task too (retry-failed runs it under its new key)', async () => {
+      const id = (await h.store.enqueue(newBatch('rekey', 1), keyedSpecs({ a1: 'A', a2: 'B' }))).batch.id;
+      const t = Date.now() + 3_600_000; // ahead of the clock: a keyed claim judges gates no earlier than now
+      const [a1] = await h.claim(id, t);
+      await h.store.settle([ending(a1!, 'FAILED', t + 1, { retryAt: null })]);
+      await h.store.enqueue(newBatch('rekey', 1), keyedSpecs({ a1: 'same', a2: 'same' }), { rekey: true });
+      await h.store.retryFailed({ batchId: id });
+      // One key for both now: one start in its minute.
+      expect(await claimKeyed(id, t + 10)).toHaveLength(1);
+    });
+
+    it('keeps the key of a changed list record it does not run (no --rerun-changed); without rekey, keys stay', async () => {
+      const id = (await h.store.enqueue(newBatch('rekey-items'), keyedSpecs({ a1: 'K1', a2: 'K2', a3: 'K3' }), { itemPayloads: true })).batch.id;
+      await h.store.enqueue(newBatch('rekey-items'), keyedSpecs({ a1: 'S', a2: 'S', a3: 'S' }, ['a2']), { itemPayloads: true, rekey: true });
+      const t = Date.now() + 3_600_000; // ahead of the clock: a keyed claim judges gates no earlier than now
+      // a1 under S; a2 still runs its old record, under K2: both start at once; a3 (S) waits.
+      expect((await claimKeyed(id, t)).map((c) => c.key)).toEqual(['a1', 'a2']);
+      const other = (await h.store.enqueue(newBatch('no-rekey'), keyedSpecs({ b1: 'K1', b2: 'K2' }))).batch.id;
+      await h.store.enqueue(newBatch('no-rekey'), keyedSpecs({ b1: 'S', b2: 'S' }));
+      expect(await claimKeyed(other, t)).toHaveLength(2);
     });
   });
 
