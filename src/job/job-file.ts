@@ -108,8 +108,8 @@ export function readJobFile(path: string): RunInput {
       maxBusyMs: j.maxBusy,
       rate: j.rate,
       rateKey: j.rateKey === 'none' ? null : j.rateKey,
-      onComplete: j.onComplete === undefined ? undefined : checkHook(j.onComplete, `"onComplete" of ${path}`),
-      onFailure: j.onFailure === undefined ? undefined : checkHook(j.onFailure, `"onFailure" of ${path}`),
+      onComplete: hookField(j.onComplete, `"onComplete" of ${path}`),
+      onFailure: hookField(j.onFailure, `"onFailure" of ${path}`),
       adaptive: j.adaptive,
       order: j.order,
       priority: j.priority,
@@ -224,4 +224,10 @@ function distance(a: string, b: string): number {
     }
   }
   return row[b.length]!;
+}
+
+/** A hook field: absent, `none` (no hook, as the flag's), or a command checkHook takes. */
+function hookField(value: string | undefined, what: string): string | null | undefined {
+  if (value === undefined) return undefined;
+  return value === 'none' ? null : checkHook(value, what);
 }

@@ -10,10 +10,12 @@
  * files) runs its hooks again, with a new id.
  */
 import { spawn } from 'node:child_process';
+import { StringDecoder } from 'node:string_decoder';
 import type { ShutdownSignal } from '../coordinator/run-types.js';
-import { isDeadOwner, ownerId } from '../lease-owner.js';
+import { isDeadOwner, isLiveLocalOwner, ownerId, parseOwner } from '../lease-owner.js';
+import { ridingOut } from '../coordinator/outage.js';
 import { failpoint } from '../store/failpoint.js';
-import { HOOK_OUTPUT_MAX, type BatchProgress, type BatchRecord, type Counts, type HookKind, type HookStore } from '../store/task-store.js';
+import { HOOK_OUTPUT_MAX, type BatchProgress, type BatchRecord, type Counts, type HookKind, type HookStore, type QueryStore } from '../store/task-store.js';
 import { hookLine } from '../template/hook-command.js';
 
 /** How long a start holds a running hook without renewing (renewed every third of it). */
@@ -44,34 +46,53 @@ function endMarkOf(c: Counts, lastFinishedAt: number | null): string {
   return `${lastFinishedAt ?? 0}/${c.total}/${c.succeeded}/${c.failed}/${c.cancelled}`;
 }
 
+/** The batch's counts and last finish, read until they agree (nothing finished between the two reads), or null when it is not at its end. */
+async function endOf(store: Pick<BatchProgress, 'progress' | 'counts'>, batchId: number, note: (m: string) => void): Promise<{ counts: Counts; endMark: string } | null> {
+  for (let tries = 0; tries < 3; tries++) {
+    const before = (await ridingOut(() => store.progress(batchId), note)).lastFinishedAt;
+    const counts = await ridingOut(() => store.counts(batchId), note);
+    if (!atEnd(counts)) return null;
+    if ((await ridingOut(() => store.progress(batchId), note)).lastFinishedAt === before) return { counts, endMark: endMarkOf(counts, before) };
+  }
+  return null; // still moving: whoever ends it runs the hooks
+}
+
+/** What a start can tell of a hook's owner: dead on this host, or a live process here (never taken over). */
+const JUDGE = { dead: isDeadOwner, liveHere: isLiveLocalOwner };
+
 /**
- * Runs the hooks of `batch`, at its end with `counts`, that no start ran yet for this end.
- * `signals` stop a hook's command (its run stays recorded, unfinished: the next start runs it
- * again). Says what ran, and how it ended, through `note`.
+ * Runs the hooks of `batch` that no start ran yet for its end, if it is at its end. `signals`
+ * stop a hook's command (its run stays recorded, unfinished: the next start runs it again).
+ * Says what ran, and how it ended, through `note`.
  */
 export async function runHooks(
-  store: HookStore & Pick<BatchProgress, 'progress'>,
+  store: HookStore & Pick<BatchProgress, 'progress' | 'counts'> & Pick<QueryStore, 'hooksOf'>,
   batch: BatchRecord,
   settings: HookSettings,
-  counts: Counts,
   note: (message: string) => void,
   signals: { seen(): ShutdownSignal | null; each(listener: (signal: ShutdownSignal) => void): () => void },
 ): Promise<void> {
-  const hooks = hooksFor(settings, counts);
-  if (hooks.length === 0) return;
-  const { lastFinishedAt } = await store.progress(batch.id);
-  const endMark = endMarkOf(counts, lastFinishedAt);
+  if (settings.onComplete === null && settings.onFailure === null) return;
+  const end = await endOf(store, batch.id, note);
+  if (!end) return;
+  const { counts, endMark } = end;
+  // A read first: an end whose hooks all ran costs no write (a worker looks at finished batches).
+  const done = new Set((await ridingOut(() => store.hooksOf(batch.id), note)).filter((r) => r.endMark === endMark && r.endedAt !== null).map((r) => r.hook));
   const owner = ownerId();
-  for (const [hook, command] of hooks) {
+  for (const [hook, command] of hooksFor(settings, counts)) {
+    if (done.has(hook)) continue;
     if (signals.seen()) return;
     failpoint('hookbefore');
-    const { taken, record } = await store.takeHook({ batchId: batch.id, hook, endMark, command, owner, now: Date.now(), leaseMs: HOOK_LEASE_MS }, isDeadOwner);
+    const { taken, record } = await ridingOut(() => store.takeHook({ batchId: batch.id, hook, endMark, command, owner, now: Date.now(), leaseMs: HOOK_LEASE_MS }, JUDGE), note);
     if (!taken) {
-      if (record.endedAt === null) note(`--on-${hook} (${record.id}) is running for this end of the batch elsewhere (${record.owner})`);
+      const where = parseOwner(record.owner);
+      if (record.endedAt === null) note(`--on-${hook} ${record.id} runs elsewhere (${where ? `${where.host}, pid ${where.pid}` : record.owner})`);
       continue;
     }
-    const again = record.runs > 1 ? ` again (run ${record.runs}: a start that ran it died)` : '';
-    note(`--on-${hook}: running ${record.id}${again}`);
+    // A signal that came while the hook was being recorded: it stays for the next start.
+    if (signals.seen()) return;
+    const again = record.runs > 1 ? ` (start ${record.runs}: the one before died)` : '';
+    note(`--on-${hook}: running ${record.id}${again}: ${command.length > 200 ? `${command.slice(0, 200)}…` : command}`);
     const env = {
       SPLITDANCE_BATCH: batch.name,
       SPLITDANCE_HOOK: hook,
@@ -83,46 +104,89 @@ export async function runHooks(
       SPLITDANCE_FAILED: String(counts.failed),
       SPLITDANCE_CANCELLED: String(counts.cancelled),
     };
-    const renew = setInterval(() => void store.renewHook(batch.id, hook, endMark, owner, Date.now() + HOOK_LEASE_MS).catch(() => undefined), HOOK_LEASE_MS / 3);
-    let end: Awaited<ReturnType<typeof runCommand>>;
-    try {
-      end = await runCommand(hookLine(command, batch.name), env, (line) => note(`--on-${hook}: ${line}`), signals);
-    } finally {
-      clearInterval(renew);
+    const ran = await runCommand(hookLine(command, batch.name), env, (line) => note(`--on-${hook}: ${line}`), signals, (stop) => keepHold(store, batch.id, hook, endMark, owner, note, stop));
+    // Stopped by a signal, or taken over: left for the next start (or the one that took it).
+    if (ran.stopped) return note(`--on-${hook} ${record.id} was stopped by ${ran.stopped}; the next start runs it again`);
+    if (ran.lost) {
+      note(`--on-${hook} ${record.id}: another start took it over (this one lost its hold); its end is that one's`);
+      continue;
     }
-    // Stopped by a signal: left unfinished, for the next start to run again.
-    if (end.stopped) return note(`--on-${hook} (${record.id}) was stopped by ${end.stopped}; the next start of the batch runs it again`);
-    await store.endHook(batch.id, hook, endMark, owner, { endedAt: Date.now(), exitCode: end.exitCode, signal: end.signal, output: end.output });
+    const ended = await ridingOut(() => store.endHook(batch.id, hook, endMark, owner, { endedAt: ran.endedAt, exitCode: ran.exitCode, signal: ran.signal, output: ran.output }), note);
     failpoint('hookafter');
-    const how = end.exitCode === 0 ? 'exited 0' : end.signal ? `was killed by ${end.signal}` : `failed: exit ${end.exitCode}`;
-    note(`--on-${hook} (${record.id}) ${how}${end.exitCode === 0 ? '' : '; `splitdance status` shows its output'}`);
+    if (!ended) {
+      note(`--on-${hook} ${record.id} ended, but another start took it over first: its end is that one's`);
+      continue;
+    }
+    const how = ran.exitCode === 0 ? 'exited 0' : ran.signal ? `was killed by ${ran.signal}` : `failed: exit ${ran.exitCode}`;
+    note(`--on-${hook} ${record.id} ${how}${ran.exitCode === 0 ? '' : '; status shows its output'}`);
   }
 }
 
 /**
- * Runs `line` with /bin/sh in a process group of its own, its stdout and stderr said line by
- * line and their last HOOK_OUTPUT_MAX characters kept. A signal to this process stops the group.
+ * Renews the hold on a running hook every third of its lease; calls `stop` when another start
+ * took it over (this process was frozen, or cut off from the store for a lease). A renewal the
+ * store refuses (an outage) is said once; the next one tries again. Returns the timer's stop.
+ */
+function keepHold(store: HookStore, batchId: number, hook: HookKind, endMark: string, owner: string, note: (m: string) => void, stop: () => void): () => void {
+  let said = false;
+  const timer = setInterval(() => {
+    store.renewHook(batchId, hook, endMark, owner, Date.now() + HOOK_LEASE_MS).then(
+      (held) => held || stop(),
+      (err: unknown) => {
+        if (!said) note(`--on-${hook}: could not renew its hold in the store (${(err as Error).message}); another start may run it once the hold runs out`);
+        said = true;
+      },
+    );
+  }, HOOK_LEASE_MS / 3);
+  return () => clearInterval(timer);
+}
+
+interface Ran {
+  endedAt: number;
+  exitCode: number | null;
+  signal: string | null;
+  output: string;
+  /** The signal that stopped it, or null. */
+  stopped: ShutdownSignal | null;
+  /** Another start took it over while it ran: it was stopped. */
+  lost: boolean;
+}
+
+/**
+ * Runs `line` with /bin/sh in a process group of its own, each of its stdout and stderr said line
+ * by line, their last HOOK_OUTPUT_MAX characters kept. A signal to this process stops the group,
+ * as does losing the hold (`hold` starts keeping it and is given the stop). Ends when the shell
+ * exits: what it left running in the background and still holding its output is not waited for
+ * (its output after a second is not read).
  */
 function runCommand(
   line: string,
   vars: Record<string, string>,
   say: (line: string) => void,
   signals: { each(listener: (signal: ShutdownSignal) => void): () => void },
-): Promise<{ exitCode: number | null; signal: string | null; output: string; stopped: ShutdownSignal | null }> {
+  hold: (stop: () => void) => () => void,
+): Promise<Ran> {
   return new Promise((resolve) => {
     const child = spawn('/bin/sh', ['-c', line], { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...vars } });
     let output = '';
-    let partial = '';
     let stopped: ShutdownSignal | null = null;
-    const take = (chunk: Buffer) => {
-      const text = chunk.toString('utf8');
-      output = (output + text).slice(-HOOK_OUTPUT_MAX);
-      const lines = (partial + text).split('\n');
-      partial = lines.pop()!.slice(-HOOK_OUTPUT_MAX);
-      for (const l of lines) say(l);
-    };
-    child.stdout.on('data', take);
-    child.stderr.on('data', take);
+    let lost = false;
+    const readers = [child.stdout, child.stderr].map((stream) => {
+      const decoder = new StringDecoder('utf8');
+      let partial = '';
+      const take = (text: string) => {
+        output = (output + text).slice(-HOOK_OUTPUT_MAX);
+        const lines = (partial + text).split('\n');
+        partial = lines.pop()!.slice(-HOOK_OUTPUT_MAX);
+        for (const l of lines) say(l);
+      };
+      stream.on('data', (chunk: Buffer) => take(decoder.write(chunk)));
+      return () => {
+        take(decoder.end());
+        if (partial) say(partial);
+        partial = '';
+      };
+    });
     const group = (sig: NodeJS.Signals) => {
       try {
         process.kill(-child.pid!, sig);
@@ -131,21 +195,42 @@ function runCommand(
       }
     };
     let kill: NodeJS.Timeout | undefined;
-    const off = signals.each((signal) => {
-      stopped ??= signal;
+    const stopGroup = () => {
       group('SIGTERM');
       kill ??= setTimeout(() => group('SIGKILL'), HOOK_GRACE_MS);
+    };
+    const off = signals.each((signal) => {
+      stopped ??= signal;
+      stopGroup();
     });
+    const release = hold(() => {
+      lost = true;
+      stopGroup();
+    });
+    let finished = false;
     const done = (exitCode: number | null, signal: string | null) => {
+      if (finished) return;
+      finished = true;
       off();
+      release();
       clearTimeout(kill);
-      if (partial) say(partial);
-      resolve({ exitCode, signal, output, stopped });
+      for (const flush of readers) flush();
+      child.stdout.destroy();
+      child.stderr.destroy();
+      resolve({ endedAt: Date.now(), exitCode, signal, output, stopped, lost });
     };
     child.on('error', (err) => {
       output = `${err.message}\n`;
       done(127, null);
     });
-    child.on('close', (code, signal) => done(code, signal));
+    // 'close' waits for the output pipes, which a background child may hold for ever: after the
+    // shell's exit, a second for what is still in them.
+    child.on('exit', (code, signal) => {
+      const drained = setTimeout(() => done(code, signal), 1000);
+      child.on('close', () => {
+        clearTimeout(drained);
+        done(code, signal);
+      });
+    });
   });
 }

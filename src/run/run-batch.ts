@@ -207,7 +207,7 @@ export async function runBatch(store: RunStore & MetricsStore & HookStore, batch
     // At its end (not stopped by a signal): the batch's hooks, as its stored definition has them now.
     if (stop.kind !== 'signal' && atEnd(counts) && pending.length === 0) {
       const current = (await ridingOut(() => store.findBatch(batch.name), note)) ?? batch;
-      await runHooks(store, current, settingsOf(storedDefinition(current)), counts, note, signals);
+      await runHooks(store, current, settingsOf(storedDefinition(current)), note, signals);
       // A signal that stopped a hook ends the run as any signal does (the hook runs again next time).
       stop = signalled() ?? stop;
     }

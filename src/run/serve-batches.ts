@@ -9,6 +9,7 @@ import { printable } from '../printable.js';
 import { describeStore, isPostgresUrl, openStore } from '../store/open-store.js';
 import type { BatchRecord, QueryStore, TaskStore } from '../store/task-store.js';
 import { awaitBatch } from './await-batch.js';
+import { runHooks } from './batch-hooks.js';
 import { PollBackoff } from './poll-backoff.js';
 import { signalOutcome } from './run-outcome.js';
 import { pause, type CommandSignals } from './signals.js';
@@ -54,6 +55,8 @@ export async function serveBatches(s: Serving): Promise<number> {
   const exitForSeen = () => exitFor(s.signals.seen()!);
   if (s.batch !== undefined && !(await awaitBatch(dbPath, s.batch, signal, s.say, { trust }))) return exitForSeen();
   let worst: number = EXIT.OK;
+  // Finished batches whose hooks this worker looked at, at which last finish (hooks owed are run once seen).
+  const looked = new Set<string>();
   // Between batches too, a server restarting is waited out as a run waits it out (outage.ts), saying so.
   const note = s.say;
   let saidWaiting = false;
@@ -77,7 +80,7 @@ export async function serveBatches(s: Serving): Promise<number> {
         const open = store;
         for (const batch of await ridingOut(() => candidates(open, s), note)) {
           if (signal.aborted) return exitForSeen();
-          const code = await workOn(open, batch, s);
+          const code = await workOn(open, batch, s, looked);
           if (code === null) continue;
           worked = true;
           if (code === EXIT.SIGINT || code === EXIT.SIGTERM) return code;
@@ -106,12 +109,23 @@ async function candidates(store: QueryStore, s: Serving): Promise<BatchRecord[]>
   return (await store.listBatches()).filter((b) => !b.paused);
 }
 
-/** Runs one batch to its end; null when it has nothing to do or no stored handler. */
-async function workOn(store: TaskStore, batch: BatchRecord, s: Serving): Promise<number | null> {
+/**
+ * Runs one batch to its end; null when it has nothing to do or no stored handler. A finished
+ * batch whose hooks are owed (the run that ended it died first, or `cancel` ended it) has them
+ * run, once per last finish this worker sees.
+ */
+async function workOn(store: TaskStore, batch: BatchRecord, s: Serving, looked: Set<string>): Promise<number | null> {
   // Index lookups, not counts: --follow asks this of every batch in the store at every look.
   const left = await ridingOut(() => store.progress(batch.id), s.say);
-  if (!left.unfinished) return null;
   const settings = settingsOf(storedDefinition(batch));
+  if (!left.unfinished) {
+    const end = `${batch.id}/${left.lastFinishedAt}`;
+    if ((settings.onComplete !== null || settings.onFailure !== null) && !looked.has(end)) {
+      looked.add(end);
+      await runHooks(store, batch, settings, s.say, s.signals);
+    }
+    return null;
+  }
   const handlers = handlersOf(settings);
   if (Object.keys(handlers).length === 0) {
     s.warn(`batch ${printable(batch.name)} has no stored handler; run it once with --exec or --handler`);

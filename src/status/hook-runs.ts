@@ -20,7 +20,7 @@ export function describeHookRuns(runs: HookRun[], tail = 5): string[] {
   const latest = new Map<string, HookRun>();
   for (const r of runs) if (!latest.has(r.hook)) latest.set(r.hook, r);
   return [...latest.values()].flatMap((r) => {
-    const state = r.endedAt === null ? 'running (or its start died: the next start runs it again)' : r.exitCode === 0 ? 'exited 0' : r.signal ? `killed by ${r.signal}` : `failed: exit ${r.exitCode}`;
+    const state = r.endedAt === null ? 'running, or died' : r.exitCode === 0 ? 'exited 0' : r.signal ? `killed by ${r.signal}` : `failed: exit ${r.exitCode}`;
     const line = `--on-${r.hook} ${r.id}: ${state}${r.runs > 1 ? `, ${plural(r.runs, 'start')}` : ''}`;
     const output = r.endedAt !== null && r.exitCode !== 0 && r.output ? r.output.trimEnd().split('\n').slice(-tail).map((l) => `  ${l}`) : [];
     return [line, ...output];

@@ -51,13 +51,14 @@ export interface HookEnd {
 export interface HookStore {
   /**
    * In one transaction: records the hook's run for its end and gives it to `owner`, unless it is
-   * recorded already. One recorded and not ended whose owner is dead (`isDead`, this host's
-   * processes) or whose lease expired is taken over: the same id, one more run. Returns the
-   * record as it is after, and whether `owner` holds it now to run.
+   * recorded already. One recorded and not ended whose owner is dead (`judge`, this host's
+   * processes), or whose lease expired while its owner is no live process here, is taken over:
+   * the same id, one more run. Returns the record as it is after, and whether `owner` holds it
+   * now to run (also when it held it already: a take retried after a lost reply).
    */
-  takeHook(take: HookTake, isDead: (owner: string) => boolean): Promise<{ taken: boolean; record: HookRecord }>;
+  takeHook(take: HookTake, judge: { dead(owner: string): boolean; liveHere(owner: string): boolean }): Promise<{ taken: boolean; record: HookRecord }>;
   /** Keeps `owner`'s hold on a running hook; false when another start took it over. */
   renewHook(batchId: number, hook: HookKind, endMark: string, owner: string, leaseExpiresAt: number): Promise<boolean>;
-  /** Records the hook's end, fenced on `owner`; false when another start took it over. */
+  /** Records the hook's end, fenced on `owner` (again with the same end: a retry after a lost reply); false when another start took it over. */
   endHook(batchId: number, hook: HookKind, endMark: string, owner: string, end: HookEnd): Promise<boolean>;
 }

@@ -23,7 +23,13 @@ export function checkHook(command: string, what: string): string {
     }
     at += ph.text.length - 1;
   }
-  quoteByContext(command);
+  try {
+    quoteByContext(command);
+  } catch (err) {
+    // The quoting rules are --exec's; the refusal names the hook.
+    if (err instanceof UsageError) throw new UsageError(err.message.replace(/^--exec template:/, `${what}:`));
+    throw err;
+  }
   return command;
 }
 

@@ -48,7 +48,7 @@ describe('batch hooks across kills of the run that ends the batch', () => {
     await sleep(600);
     const again = await runCli(hooked, { cwd: p.dir });
     expect(again.code, again.stderr).toBe(0);
-    expect(again.stderr).toMatch(/--on-complete: running \S+-complete-1 again \(run 2: a start that ran it died\)/);
+    expect(again.stderr).toMatch(/--on-complete: running \S+-complete-1 \(start 2: the one before died\): echo /);
     expect((await runCli(hooked, { cwd: p.dir })).code).toBe(0);
     const log = hookLog(p.dir);
     const starts = log.filter((l) => l.startsWith('start'));
@@ -77,7 +77,7 @@ describe('batch hooks across kills of the run that ends the batch', () => {
     run.kill('SIGTERM');
     const r = await run.result;
     expect(r.code).toBe(143);
-    expect(r.stderr).toContain('was stopped by SIGTERM; the next start of the batch runs it again');
+    expect(r.stderr).toMatch(/--on-complete \S+-complete-1 was stopped by SIGTERM; the next start runs it again/);
     const again = await runCli(hooked, { cwd: p.dir });
     expect(again.code, again.stderr).toBe(0);
     const log = hookLog(p.dir);
@@ -88,13 +88,41 @@ describe('batch hooks across kills of the run that ends the batch', () => {
   });
 });
 
+describe('batch hooks owed when the run that ended the batch died', () => {
+  it('a worker runs them (the batch has no work left, but its hook is owed), once', async () => {
+    const p = projectWithFiles(3);
+    const killed = await runCli(args(), { cwd: p.dir, env: { SPLITDANCE_FAILPOINT: 'hookbefore:1' } });
+    expect(killed.signal).toBe('SIGKILL');
+    const worker = await runCli(['worker'], { cwd: p.dir });
+    expect(worker.code, worker.stderr).toBe(0);
+    expect(hookLog(p.dir).filter((l) => l.startsWith('start'))).toHaveLength(1);
+    expect((await runCli(['worker'], { cwd: p.dir })).code).toBe(0);
+    expect(hookLog(p.dir).filter((l) => l.startsWith('start'))).toHaveLength(1);
+  });
+});
+
+describe("a hook's command and its output", () => {
+  it('what it leaves running in the background does not hold the run; stdout and stderr are said apart, split characters whole', async () => {
+    const p = projectWithFiles(1);
+    // A character of three bytes written in two pieces, a line on stdout without its end, one on stderr.
+    const hookCmd = `sleep 8 & printf 'caf\\342\\202'; sleep 0.2; printf '\\254 out'; echo err >&2`;
+    const started = Date.now();
+    const r = await runCli(['run', 'src', '--exec', 'true {}', '--on-complete', hookCmd], { cwd: p.dir });
+    expect(r.code, r.stderr).toBe(0);
+    // The shell exits at once; the run waits a second at most for what holds its output (not 8 s).
+    expect(Date.now() - started).toBeLessThan(6000);
+    expect(r.stderr).toContain('--on-complete: caf€ out\n');
+    expect(r.stderr).toContain('--on-complete: err\n');
+  });
+});
+
 describe('batch hooks: which run, and when again', () => {
   it('--on-failure runs when a task failed (and --on-complete too), not when all succeeded; its exit code and output are in status; the exit code stays the batch verdict', async () => {
     const p = projectWithFiles(3);
     const failing = ['run', 'src', '--exec', 'test {/} != f001.log', '--retries', '0', '--on-complete', hook('complete'), '--on-failure', `${hook('failure')}; echo "paged the on-call" >&2; exit 4`];
     const r = await runCli(failing, { cwd: p.dir });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/--on-failure \(\S+-failure-1\) failed: exit 4; `splitdance status` shows its output/);
+    expect(r.stderr).toMatch(/--on-failure \S+-failure-1 failed: exit 4; status shows its output/);
     expect(hookLog(p.dir).filter((l) => l.startsWith('start')).map((l) => l.split(' ').slice(1, 2).concat(l.split(' ').slice(4, 6)))).toEqual([
       ['failure', 'failed', '2/1/3'],
       ['complete', 'failed', '2/1/3'],

@@ -201,7 +201,7 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
       for (let end = 1; end <= 10; end++) {
         const now = Date.now();
         const takes = await Promise.all(
-          six.map((s, i) => s.takeHook({ batchId: batch.id, hook: 'complete', endMark: `end-${end}`, command: 'x', owner: `o${i}`, now, leaseMs: 30_000 }, () => false)),
+          six.map((s, i) => s.takeHook({ batchId: batch.id, hook: 'complete', endMark: `end-${end}`, command: 'x', owner: `o${i}`, now, leaseMs: 30_000 }, { dead: () => false, liveHere: () => false })),
         );
         expect(takes.filter((t) => t.taken)).toHaveLength(1);
         expect(new Set(takes.map((t) => t.record.id)).size).toBe(1);

@@ -26,7 +26,7 @@ export function hookStatements(s: string) {
     /** $1 batchId $2 hook $3 mark $4 owner $5 endedAt $6 exitCode $7 signal $8 output */
     endHook: `
       UPDATE ${s}.batch_hooks SET ended_at = $5, exit_code = $6, signal = $7, output = $8
-      WHERE batch_id = $1 AND hook = $2 AND end_mark = $3 AND owner = $4 AND ended_at IS NULL`,
+      WHERE batch_id = $1 AND hook = $2 AND end_mark = $3 AND owner = $4 AND (ended_at IS NULL OR ended_at = $5)`,
     /** $1 batchId */
     hooksOf: `SELECT * FROM ${s}.batch_hooks WHERE batch_id = $1 ORDER BY started_at DESC, hook`,
   };

@@ -1,18 +1,19 @@
 /** The hook verbs of the PostgreSQL store (hook-records.ts); times on the server's clock. */
 import type { HookEnd, HookKind, HookRecord, HookTake } from '../hook-records.js';
-import { hookIdPrefix, mayTakeOver, toHook, type HookDbRow } from '../shared/hook-rows.js';
+import { holdsHook, hookIdPrefix, toHook, type HookDbRow, type OwnerJudge } from '../shared/hook-rows.js';
 import type { Sql } from './pg-db.js';
 import type { Statements } from './statements.js';
 
 /** takeHook's transaction, `t.now` on the server's clock; `identity` the store's. */
-export async function takeHook(sql: Sql, st: Statements, t: HookTake, identity: string, isDead: (owner: string) => boolean): Promise<{ taken: boolean; row: HookDbRow }> {
+export async function takeHook(sql: Sql, st: Statements, t: HookTake, identity: string, judge: OwnerJudge): Promise<{ taken: boolean; row: HookDbRow }> {
   const key = [t.batchId, t.hook, t.endMark];
   const expires = t.now + t.leaseMs;
   // hookId's shape, built in the statement so the count and the insert are one.
   const inserted = await sql.rows<{ id: string }>(st.insertHook, [...key, t.command, t.owner, t.now, expires, hookIdPrefix(identity)]);
   const [row] = await sql.rows<HookDbRow>(st.hookRow, key);
-  if (inserted.length > 0) return { taken: true, row: row! };
-  if (!mayTakeOver(row!, t.now, isDead)) return { taken: false, row: row! };
+  // Inserted now, or ours already (a take retried after its reply was lost).
+  if (inserted.length > 0 || (row!.owner === t.owner && row!.ended_at === null)) return { taken: true, row: row! };
+  if (!holdsHook(row!, t.owner, t.now, judge)) return { taken: false, row: row! };
   await sql.run(st.takeOverHook, [...key, t.owner, t.now, expires]);
   const [after] = await sql.rows<HookDbRow>(st.hookRow, key);
   return { taken: true, row: after! };

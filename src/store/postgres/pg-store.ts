@@ -33,7 +33,7 @@ import type {
 } from '../records.js';
 import type { RetryDue, TaskStore } from '../task-store.js';
 import type { HookEnd, HookKind, HookRecord, HookTake } from '../hook-records.js';
-import { toHook } from '../shared/hook-rows.js';
+import { toHook, type OwnerJudge } from '../shared/hook-rows.js';
 import * as hooks from './pg-hooks.js';
 import { durationKey } from '../task-spec.js';
 import { failpoint } from '../failpoint.js';
@@ -155,9 +155,9 @@ export class PostgresStore implements TaskStore {
     return { granted: gate.granted, wakeAt: this.clock.fromServer(gate.wakeAt) };
   }
 
-  async takeHook(take: HookTake, isDead: (owner: string) => boolean): Promise<{ taken: boolean; record: HookRecord }> {
+  async takeHook(take: HookTake, judge: OwnerJudge): Promise<{ taken: boolean; record: HookRecord }> {
     const t = { ...take, now: this.clock.toServer(take.now) };
-    const { taken, row } = await this.db.transaction((sql) => hooks.takeHook(sql, this.st, t, this.identity, isDead));
+    const { taken, row } = await this.db.transaction((sql) => hooks.takeHook(sql, this.st, t, this.identity, judge));
     return { taken, record: toHook(row, (ms) => this.clock.fromServer(ms)) };
   }
 

@@ -46,7 +46,19 @@ export function hookIdPrefix(identity: string): string {
   return identity.slice(0, 12);
 }
 
-/** Whether a start at `now` takes over a recorded hook run: not ended, and its owner dead or its lease expired. */
-export function mayTakeOver(r: HookDbRow, now: number, isDead: (owner: string) => boolean): boolean {
-  return r.ended_at === null && (Number(r.lease_expires_at) < now || isDead(r.owner));
+/**
+ * Whether `owner`, starting at `now`, holds a recorded hook run to run it: not ended, and its own
+ * (a retried take whose first reply was lost), or its owner dead, or its lease run out while its
+ * owner is not a live process of this host (one frozen by SIGSTOP or Ctrl-Z is not taken over:
+ * its command runs on in its own process group, and a second would run beside it).
+ */
+export function holdsHook(r: HookDbRow, owner: string, now: number, judge: OwnerJudge): boolean {
+  if (r.ended_at !== null) return false;
+  return r.owner === owner || judge.dead(r.owner) || (Number(r.lease_expires_at) < now && !judge.liveHere(r.owner));
+}
+
+/** What this host can tell of an owner: dead (provably, on this host), or a live process here. */
+export interface OwnerJudge {
+  dead(owner: string): boolean;
+  liveHere(owner: string): boolean;
 }

@@ -19,7 +19,7 @@ export const HOOK_SQL = {
   /** @batchId @hook @mark @owner @endedAt @exitCode @signal @output */
   endHook: `
     UPDATE batch_hooks SET ended_at = @endedAt, exit_code = @exitCode, signal = @signal, output = @output
-    WHERE batch_id = @batchId AND hook = @hook AND end_mark = @mark AND owner = @owner AND ended_at IS NULL`,
+    WHERE batch_id = @batchId AND hook = @hook AND end_mark = @mark AND owner = @owner AND (ended_at IS NULL OR ended_at = @endedAt)`,
   /** ?batchId */
   hooksOf: 'SELECT * FROM batch_hooks WHERE batch_id = ? ORDER BY started_at DESC, hook',
 } as const;

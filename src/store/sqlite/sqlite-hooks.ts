@@ -1,9 +1,9 @@
 /** The hook verbs of the SQLite store (hook-records.ts): each one transaction of the store's connection. */
 import type { HookEnd, HookKind, HookRecord, HookTake } from '../hook-records.js';
-import { hookId, mayTakeOver, toHook, type HookDbRow } from '../shared/hook-rows.js';
+import { holdsHook, hookId, toHook, type HookDbRow, type OwnerJudge } from '../shared/hook-rows.js';
 import type { SqliteConn } from './sqlite-conn.js';
 
-export function takeHook(c: SqliteConn, t: HookTake, isDead: (owner: string) => boolean): { taken: boolean; record: HookRecord } {
+export function takeHook(c: SqliteConn, t: HookTake, judge: OwnerJudge): { taken: boolean; record: HookRecord } {
   return c.write(() => {
     const key = { batchId: t.batchId, hook: t.hook, mark: t.endMark };
     const row = c.st.hookRow.get(key) as HookDbRow | undefined;
@@ -12,7 +12,9 @@ export function takeHook(c: SqliteConn, t: HookTake, isDead: (owner: string) => 
     if (!row) {
       const n = (c.st.hookEnds.get(key) as { n: number }).n + 1;
       c.st.insertHook.run({ ...key, ...at, id: hookId(c.identity, t.batchId, t.hook, n), command: t.command });
-    } else if (mayTakeOver(row, t.now, isDead)) c.st.takeOverHook.run({ ...key, ...at });
+    } else if (row.owner === t.owner && row.ended_at === null) {
+      // Ours already: a take retried after its reply was lost.
+    } else if (holdsHook(row, t.owner, t.now, judge)) c.st.takeOverHook.run({ ...key, ...at });
     else taken = false;
     return { taken, record: toHook(c.st.hookRow.get(key) as HookDbRow) };
   });

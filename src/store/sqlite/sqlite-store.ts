@@ -57,8 +57,8 @@ export class SqliteStore implements TaskStore {
     });
   }
 
-  async takeHook(take: H.HookTake, isDead: (owner: string) => boolean): Promise<{ taken: boolean; record: H.HookRecord }> {
-    return hooks.takeHook(this.c, take, isDead);
+  async takeHook(take: H.HookTake, judge: { dead(owner: string): boolean; liveHere(owner: string): boolean }): Promise<{ taken: boolean; record: H.HookRecord }> {
+    return hooks.takeHook(this.c, take, judge);
   }
 
   async renewHook(batchId: number, hook: H.HookKind, endMark: string, owner: string, leaseExpiresAt: number): Promise<boolean> {
