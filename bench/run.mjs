@@ -19,6 +19,7 @@ import { groupedHandler, manyItemsPerCall } from './group-rows.mjs';
 import { startup } from './startup-row.mjs';
 import { claimOrder } from './order-row.mjs';
 import { adaptive } from './adaptive-row.mjs';
+import { tenMillion } from './ten-million-row.mjs';
 import { verdicts } from './verdict.mjs';
 
 const rows = [];
@@ -50,6 +51,7 @@ if (want('groups')) record(manyItemsPerCall());
 if (want('groups')) record(groupedHandler());
 if (want('order')) record(claimOrder());
 if (want('adaptive')) record(adaptive());
+if (want('ten')) record(await tenMillion());
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(sharedStore(process.env.SPLITDANCE_PG_URL));
 if (want('pg') && process.env.SPLITDANCE_PG_URL) record(await sharedStoreScale(process.env.SPLITDANCE_PG_URL));
 

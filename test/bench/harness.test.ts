@@ -23,7 +23,7 @@ function bench(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: s
 
 /** One smoke run of every benchmark but PostgreSQL, shared by the tests that read its table. */
 let smoke: ReturnType<typeof bench> | undefined;
-const smokeRun = () => (smoke ??= bench({ BENCH_SIZE: 'smoke', BENCH_ONLY: 'shell,handler,gzip,latency,scale,split,order,adaptive' }));
+const smokeRun = () => (smoke ??= bench({ BENCH_SIZE: 'smoke', BENCH_ONLY: 'shell,handler,gzip,latency,scale,split,order,adaptive,ten' }));
 
 /** The cells of each row of the printed results table (header and rule left out). */
 function tableRows(stdout: string): string[][] {
@@ -47,19 +47,20 @@ describe('npm run bench (BENCH_SIZE=smoke)', () => {
     const r = await smokeRun();
     expect(r.code, r.stderr).toBe(0);
     const rows = tableRows(r.stdout);
-    expect(rows.map((row) => row[0])).toEqual(['machine', 'shell tasks', 'handler tasks', 'real workload', 'latency', 'scale', 'split', 'order', 'adaptive']);
+    expect(rows.map((row) => row[0])).toEqual(['machine', 'shell tasks', 'handler tasks', 'real workload', 'latency', 'scale', 'split', 'order', 'adaptive', 'ten million']);
     for (const row of rows) {
       const rates = [...row[2]!.matchAll(/: (\d+)\/s/g)].map((m) => Number(m[1]));
       expect(rates.length, row.join(' | ')).toBeGreaterThan(0);
       expect(rates.every((x) => x > 0), row.join(' | ')).toBe(true);
     }
-    const [, shell, handler, , latency, scale, split, order, adaptive] = rows as string[][];
+    const [, shell, handler, , latency, scale, split, order, adaptive, ten] = rows as string[][];
     expect(shell![3]).toMatch(/× parallel --joblog, [\d.]+× xargs -P2/);
     expect(handler![3]).toMatch(/[\d.]+× bare fork\/IPC ping-pong/);
     expect(latency![3]).toMatch(/^[\d.]+× xargs -P2; -?[\d.]+ ms lost per task$/);
     expect(scale![2]).toMatch(/peak RSS \d+ MB \(largest process\); status [\d.]+ s/);
     expect(split![2]).toMatch(/enqueued in [\d.]+ s/);
     expect(order![3]).toMatch(/^--order size [\d.]+× LB, key order [\d.]+× LB$/);
+    expect(ten![2]).toMatch(/peak RSS \d+ MB \(largest process\); status \d+ ms; results --jsonl \d+ rows\/s; \d+ log files per 10,000 attempts/);
     expect(adaptive![3]).toMatch(/^\d+% of 20 req\/s after ([\d.]+ s|never), [\d.]+% busy$/);
     expect(r.stdout).toMatch(/medians of 1 run\(s\), the tools of a benchmark interleaved \(BENCH_SIZE=smoke\)/);
     expect({ text: readFileSync(RESULTS, 'utf8'), mtime: statSync(RESULTS).mtimeMs }).toEqual(before);
