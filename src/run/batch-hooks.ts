@@ -10,6 +10,7 @@
  * files) runs its hooks again, with a new id.
  */
 import { spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { ShutdownSignal } from '../coordinator/run-types.js';
 import { isDeadOwner, isLiveLocalOwner, ownerId, parseOwner } from '../lease-owner.js';
@@ -46,12 +47,16 @@ function endMarkOf(c: Counts, lastFinishedAt: number | null): string {
   return `${lastFinishedAt ?? 0}/${c.total}/${c.succeeded}/${c.failed}/${c.cancelled}`;
 }
 
-/** The batch's counts and last finish, read until they agree (nothing finished between the two reads), or null when it is not at its end. */
-async function endOf(store: Pick<BatchProgress, 'progress' | 'counts'>, batchId: number, note: (m: string) => void): Promise<{ counts: Counts; endMark: string } | null> {
+/**
+ * The batch's counts and last finish, read until they agree (nothing finished between the two
+ * reads), or null when it is not at its end: a task left to run, or a declared output not in place.
+ */
+async function endOf(store: Pick<BatchProgress, 'progress' | 'counts'> & Pick<QueryStore, 'pendingOutputs'>, batchId: number, note: (m: string) => void): Promise<{ counts: Counts; endMark: string } | null> {
   for (let tries = 0; tries < 3; tries++) {
     const before = (await ridingOut(() => store.progress(batchId), note)).lastFinishedAt;
     const counts = await ridingOut(() => store.counts(batchId), note);
     if (!atEnd(counts)) return null;
+    if (counts.succeeded > 0 && (await ridingOut(() => store.pendingOutputs(batchId), note)).length > 0) return null;
     if ((await ridingOut(() => store.progress(batchId), note)).lastFinishedAt === before) return { counts, endMark: endMarkOf(counts, before) };
   }
   return null; // still moving: whoever ends it runs the hooks
@@ -63,34 +68,39 @@ const JUDGE = { dead: isDeadOwner, liveHere: isLiveLocalOwner };
 /**
  * Runs the hooks of `batch` that no start ran yet for its end, if it is at its end. `signals`
  * stop a hook's command (its run stays recorded, unfinished: the next start runs it again).
- * Says what ran, and how it ended, through `note`.
+ * Says what ran, and how it ended, through `note`. Returns whether every hook owed at this end
+ * has ended (false: not at its end, or one runs elsewhere, or was stopped, and is to be looked at again).
  */
 export async function runHooks(
-  store: HookStore & Pick<BatchProgress, 'progress' | 'counts'> & Pick<QueryStore, 'hooksOf'>,
+  store: HookStore & Pick<BatchProgress, 'progress' | 'counts'> & Pick<QueryStore, 'hooksOf' | 'pendingOutputs'>,
   batch: BatchRecord,
   settings: HookSettings,
   note: (message: string) => void,
   signals: { seen(): ShutdownSignal | null; each(listener: (signal: ShutdownSignal) => void): () => void },
-): Promise<void> {
-  if (settings.onComplete === null && settings.onFailure === null) return;
+): Promise<boolean> {
+  if (settings.onComplete === null && settings.onFailure === null) return true;
   const end = await endOf(store, batch.id, note);
-  if (!end) return;
+  if (!end) return false;
+  let settled = true;
   const { counts, endMark } = end;
   // A read first: an end whose hooks all ran costs no write (a worker looks at finished batches).
   const done = new Set((await ridingOut(() => store.hooksOf(batch.id), note)).filter((r) => r.endMark === endMark && r.endedAt !== null).map((r) => r.hook));
   const owner = ownerId();
   for (const [hook, command] of hooksFor(settings, counts)) {
     if (done.has(hook)) continue;
-    if (signals.seen()) return;
+    if (signals.seen()) return false;
     failpoint('hookbefore');
     const { taken, record } = await ridingOut(() => store.takeHook({ batchId: batch.id, hook, endMark, command, owner, now: Date.now(), leaseMs: HOOK_LEASE_MS }, JUDGE), note);
     if (!taken) {
       const where = parseOwner(record.owner);
-      if (record.endedAt === null) note(`--on-${hook} ${record.id} runs elsewhere (${where ? `${where.host}, pid ${where.pid}` : record.owner})`);
+      if (record.endedAt === null) {
+        settled = false;
+        note(`--on-${hook} ${record.id} runs elsewhere (${where ? `${where.host}, pid ${where.pid}` : record.owner})`);
+      }
       continue;
     }
     // A signal that came while the hook was being recorded: it stays for the next start.
-    if (signals.seen()) return;
+    if (signals.seen()) return false;
     const again = record.runs > 1 ? ` (start ${record.runs}: the one before died)` : '';
     note(`--on-${hook}: running ${record.id}${again}: ${command.length > 200 ? `${command.slice(0, 200)}…` : command}`);
     const env = {
@@ -106,20 +116,26 @@ export async function runHooks(
     };
     const ran = await runCommand(hookLine(command, batch.name), env, (line) => note(`--on-${hook}: ${line}`), signals, (stop) => keepHold(store, batch.id, hook, endMark, owner, note, stop));
     // Stopped by a signal, or taken over: left for the next start (or the one that took it).
-    if (ran.stopped) return note(`--on-${hook} ${record.id} was stopped by ${ran.stopped}; the next start runs it again`);
+    if (ran.stopped) {
+      note(`--on-${hook} ${record.id} stopped by ${ran.stopped}: the next start reruns it`);
+      return false;
+    }
     if (ran.lost) {
-      note(`--on-${hook} ${record.id}: another start took it over (this one lost its hold); its end is that one's`);
+      note(`--on-${hook} ${record.id}: taken over by another start`);
+      settled = false;
       continue;
     }
     const ended = await ridingOut(() => store.endHook(batch.id, hook, endMark, owner, { endedAt: ran.endedAt, exitCode: ran.exitCode, signal: ran.signal, output: ran.output }), note);
     failpoint('hookafter');
     if (!ended) {
-      note(`--on-${hook} ${record.id} ended, but another start took it over first: its end is that one's`);
+      note(`--on-${hook} ${record.id} ended, but was taken over`);
+      settled = false;
       continue;
     }
     const how = ran.exitCode === 0 ? 'exited 0' : ran.signal ? `was killed by ${ran.signal}` : `failed: exit ${ran.exitCode}`;
     note(`--on-${hook} ${record.id} ${how}${ran.exitCode === 0 ? '' : '; status shows its output'}`);
   }
+  return settled;
 }
 
 /**
@@ -129,16 +145,21 @@ export async function runHooks(
  */
 function keepHold(store: HookStore, batchId: number, hook: HookKind, endMark: string, owner: string, note: (m: string) => void, stop: () => void): () => void {
   let said = false;
+  let released = false;
   const timer = setInterval(() => {
     store.renewHook(batchId, hook, endMark, owner, Date.now() + HOOK_LEASE_MS).then(
-      (held) => held || stop(),
+      // An answer that comes after the command ended (its end recorded meanwhile) is no loss.
+      (held) => held || released || stop(),
       (err: unknown) => {
-        if (!said) note(`--on-${hook}: could not renew its hold in the store (${(err as Error).message}); another start may run it once the hold runs out`);
+        if (!said && !released) note(`--on-${hook}: its hold not renewed: ${(err as Error).message.slice(0, 120)}`);
         said = true;
       },
     );
   }, HOOK_LEASE_MS / 3);
-  return () => clearInterval(timer);
+  return () => {
+    released = true;
+    clearInterval(timer);
+  };
 }
 
 interface Ran {
@@ -214,9 +235,16 @@ function runCommand(
       off();
       release();
       clearTimeout(kill);
+      // Stopped (a signal, or taken over): the shell is gone, and what is left of its group goes now.
+      if (stopped || lost) group('SIGKILL');
       for (const flush of readers) flush();
-      child.stdout.destroy();
-      child.stderr.destroy();
+      // What it left in the background may write on: read and dropped, never broken off (a write
+      // to a closed pipe would kill it), and the pipes do not keep this process alive.
+      for (const stream of [child.stdout, child.stderr]) {
+        stream.removeAllListeners('data');
+        stream.resume();
+        (stream as Readable & { unref?: () => void }).unref?.();
+      }
       resolve({ endedAt: Date.now(), exitCode, signal, output, stopped, lost });
     };
     child.on('error', (err) => {

@@ -34,11 +34,13 @@ export async function enqueuePlan(
   const ranked = rankSpecs(specs, { order, priority, seed: plan.batchName, learned });
   const unkeyed = { count: 0, example: '' };
   const keyed = plan.settings.rateKey === null ? ranked : withRateKeys(ranked, plan.settings.rateKey, plan.batchName, unkeyed);
+  // A stored key without a rate (`set --rate none`) limits nothing: nothing to say of it.
   const enqueued = await store.enqueue({ name: plan.batchName, source: plan.source, job, maxAttempts }, keyed, {
     rerunChanged: plan.rerunChanged,
     countRepeated: plan.kind === 'items',
     itemPayloads: plan.kind === 'items',
-    rekey: plan.settings.rateKey !== null || plan.changed.includes('rateKey'),
+    // A new template, or new records put back (--rerun-changed): the keys of what is stored change.
+    rekey: plan.changed.includes('rateKey') || (plan.rerunChanged && plan.settings.rateKey !== null),
   });
   let batch = enqueued.batch;
   // This run's workers loaded the new definition: it runs under the version this makes (a grown
@@ -59,8 +61,8 @@ export async function enqueuePlan(
     if (reason === UNNAMED) plan.notes.push(`skipped ${n} whose name is not valid UTF-8: ${shown}; rename them to run them`);
     else plan.notes.push(`skipped ${n} (${reason}): ${shown}`);
   }
-  if (unkeyed.count) {
-    const line = (key: string) => `--rate-key: ${plural(unkeyed.count, 'task')} without its value (e.g. ${key}) share one key`;
+  if (unkeyed.count && plan.settings.rate !== null) {
+    const line = (key: string) => `--rate-key: ${plural(unkeyed.count, 'task')} without its value (e.g. ${key}) ${unkeyed.count === 1 ? 'has' : 'share'} the empty key`;
     const key = [...printable(unkeyed.example)];
     const room = COLUMNS - line('').length;
     plan.notes.push(line(key.length <= room ? key.join('') : `${key.slice(0, Math.max(room - 1, 1)).join('')}…`));

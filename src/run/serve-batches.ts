@@ -55,7 +55,7 @@ export async function serveBatches(s: Serving): Promise<number> {
   const exitForSeen = () => exitFor(s.signals.seen()!);
   if (s.batch !== undefined && !(await awaitBatch(dbPath, s.batch, signal, s.say, { trust }))) return exitForSeen();
   let worst: number = EXIT.OK;
-  // Finished batches whose hooks this worker looked at, at which last finish (hooks owed are run once seen).
+  // Finished batches whose hooks have all ended, at which last finish (hooks owed are run once seen).
   const looked = new Set<string>();
   // Between batches too, a server restarting is waited out as a run waits it out (outage.ts), saying so.
   const note = s.say;
@@ -120,9 +120,9 @@ async function workOn(store: TaskStore, batch: BatchRecord, s: Serving, looked: 
   const settings = settingsOf(storedDefinition(batch));
   if (!left.unfinished) {
     const end = `${batch.id}/${left.lastFinishedAt}`;
+    // Looked at again while a hook owed runs elsewhere (its owner may die) or outputs are pending.
     if ((settings.onComplete !== null || settings.onFailure !== null) && !looked.has(end)) {
-      looked.add(end);
-      await runHooks(store, batch, settings, s.say, s.signals);
+      if (await runHooks(store, batch, settings, s.say, s.signals)) looked.add(end);
     }
     return null;
   }

@@ -120,8 +120,8 @@ export interface EnqueueOptions {
   itemPayloads?: boolean;
   /**
    * --rate-key: give the stored tasks the rate keys of their specs (whatever their status, where
-   * the task runs what the spec holds). Off (the default) saves a join per run when no batch
-   * keys its rate, or its keys did not change.
+   * the task runs what the spec holds): when the template changed, or records were put back.
+   * Off (the default) saves a join over the batch at every other run.
    */
   rekey?: boolean;
 }

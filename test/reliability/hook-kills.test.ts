@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -77,7 +78,7 @@ describe('batch hooks across kills of the run that ends the batch', () => {
     run.kill('SIGTERM');
     const r = await run.result;
     expect(r.code).toBe(143);
-    expect(r.stderr).toMatch(/--on-complete \S+-complete-1 was stopped by SIGTERM; the next start runs it again/);
+    expect(r.stderr).toMatch(/--on-complete \S+-complete-1 stopped by SIGTERM: the next start reruns it/);
     const again = await runCli(hooked, { cwd: p.dir });
     expect(again.code, again.stderr).toBe(0);
     const log = hookLog(p.dir);
@@ -99,6 +100,45 @@ describe('batch hooks owed when the run that ended the batch died', () => {
     expect((await runCli(['worker'], { cwd: p.dir })).code).toBe(0);
     expect(hookLog(p.dir).filter((l) => l.startsWith('start'))).toHaveLength(1);
   });
+});
+
+describe('batch hooks: what a stop leaves', () => {
+  it('SIGTERM to a hook whose child ignores it: once the shell is gone the rest of its group is killed, nothing left running', async () => {
+    const p = projectWithFiles(1);
+    const marker = `${20 + (process.pid % 1000) / 1000}`;
+    const stubborn = `echo started >> hooks.log; sh -c 'trap "" TERM; exec sleep ${marker}'; echo after >> hooks.log`;
+    const run = startCli(['run', 'src', '--exec', 'true {}', '--on-complete', stubborn], { cwd: p.dir });
+    for (let i = 0; i < 400 && hookLog(p.dir).length === 0; i++) await sleep(50);
+    await sleep(200);
+    run.kill('SIGTERM');
+    expect((await run.result).code).toBe(143);
+    await sleep(300);
+    const left = spawnSync('pgrep', ['-f', `sleep ${marker}`], { encoding: 'utf8' });
+    expect(left.stdout.trim(), 'a sleep the hook started is still running').toBe('');
+    expect(hookLog(p.dir)).toEqual(['started']);
+  });
+
+  it('worker --follow takes over a hook whose run died while another start said it runs elsewhere', async () => {
+    const p = projectWithFiles(1);
+    const marker = `${30 + (process.pid % 1000) / 1000}`;
+    const hookCmd = `echo "start $SPLITDANCE_HOOK_RUN" >> hooks.log; if [ "$SPLITDANCE_HOOK_RUN" = 1 ]; then sleep ${marker}; fi; echo end >> hooks.log`;
+    const run = startCli(['run', 'src', '--exec', 'true {}', '--on-complete', hookCmd], { cwd: p.dir });
+    for (let i = 0; i < 400 && hookLog(p.dir).length === 0; i++) await sleep(50);
+    const worker = startCli(['worker', '--follow'], { cwd: p.dir });
+    try {
+      for (let i = 0; i < 200 && !worker.stderr; i++) await sleep(50);
+      await sleep(1500);
+      run.kill('SIGKILL');
+      await run.result;
+      // The worker looks again at its next poll (2 s, doubling while idle, 10 s at most).
+      for (let i = 0; i < 300 && !hookLog(p.dir).includes('start 2'); i++) await sleep(100);
+      expect(hookLog(p.dir).slice(0, 2)).toEqual(['start 1', 'start 2']);
+    } finally {
+      worker.kill('SIGTERM');
+      await worker.result;
+      spawnSync('pkill', ['-f', `sleep ${marker}`]);
+    }
+  }, 60_000);
 });
 
 describe("a hook's command and its output", () => {

@@ -81,7 +81,7 @@ describe('--rate-key: keys do not wait for each other', () => {
     const p = project([], 0, ['{"id":1,"host":"x"}', '{"id":2}', '{"id":3}', '{"id":4,"host":"y"}']);
     const r = await mainIn(p.dir, ['run', '--items', 'list.txt', '--jsonl', '--key-field', 'id', '--exec', 'true', '--rate', '50/s', '--rate-key', '{item.host}']);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toContain('--rate-key: 2 tasks without its value (e.g. 2) share one key');
+    expect(r.stderr).toContain('--rate-key: 2 tasks without its value (e.g. 2) share the empty key');
     const note = r.stderr.split('\n').find((l) => l.startsWith('--rate-key'))!;
     expect(note.length).toBeLessThanOrEqual(80);
     expect((await tasksIn(p.dbPath([]))).every((t) => t.status === 'SUCCESS')).toBe(true);

@@ -17,7 +17,8 @@ export const SERVER_NOW = '(extract(epoch FROM clock_timestamp()) * 1000)::bigin
  * monotonic clock); `fromServer` moves a stored time back. So leases, backoff and history mean
  * the same on every machine however their clocks differ or jump.
  * With `clock: 'caller'` (the contract tests) the offset stays 0 and every time, leases
- * included, is the caller's, stored as given.
+ * included, is the caller's, stored as given, but for a --rate-key claim's, which is never
+ * earlier than this process's clock once it holds the batch's gate (pg-lease.ts).
  */
 export class ServerClock {
   /** Server clock minus this process's clock, in ms. */
