@@ -14,6 +14,13 @@ import { StoreError } from '../errors.js';
  * one task writes that task's own log); each item's attempt records the log of the command that
  * decided it.
  *
+ * Once an attempt ends, its worker moves its log into a segment (worker/log-segments.ts):
+ * `seg-<writer>-<n>.log` in the same folder, the logs of many attempts one after another,
+ * appended by one worker process; the attempt then records `SEGMENT#OFFSET+LENGTH:NAME`, the
+ * bytes that are its log and the name its own file had. So a batch's attempts leave a few files
+ * per worker, not one each. A log too big to be worth the copy (or one that could not be moved)
+ * keeps its own file.
+ *
  * The identity (random, written when the store was created) keeps two stores apart however
  * alike their batch names; the hash keeps `a/b`, `a_b`, `.` and `..` apart and makes every
  * batch folder a plain name inside the store's folder. Batch names are data: nothing a batch
@@ -23,6 +30,9 @@ import { StoreError } from '../errors.js';
 
 const IDENTITY = /^[0-9a-f]{32}$/;
 const ATTEMPT_LOG = /^[1-9][0-9]*(?:-[1-9][0-9]*)?\.log$/;
+const SEGMENT_LOG = /^seg-[0-9a-z]+-[1-9][0-9]*\.log$/;
+/** A recorded log in a segment: the segment, the offset and length of the attempt's bytes, the name its own file had. */
+const SEGMENT_REF = /^(.+)#([0-9]+)\+([0-9]+):([^/]+)$/;
 /** Enough of the name to recognise the folder; the hash makes it unique. */
 const READABLE_CHARS = 48;
 
@@ -53,7 +63,27 @@ export function attemptLogFile(folder: string, attemptId: number, part = 0): str
   return join(folder, part ? `${attemptId}-${part}.log` : `${attemptId}.log`);
 }
 
-/** Whether `path` is named as an attempt's log directly inside `folder` (by name only). */
+/** Segment `n` of the worker process `writer` (letters and digits) in a batch's folder. */
+export function segmentFile(folder: string, writer: string, n: number): string {
+  return join(folder, `seg-${writer}-${n}.log`);
+}
+
+/** What an attempt records of its log moved into a segment: `SEGMENT#OFFSET+LENGTH:NAME`. */
+export function segmentRef(segment: string, offset: number, length: number, name: string): string {
+  return `${segment}#${offset}+${length}:${name}`;
+}
+
+/**
+ * The file a recorded log names and the bytes of it that are the log: a segment's range, or a
+ * whole file (`length` null). `name` is the attempt's own log file's name either way.
+ */
+export function logRange(recorded: string): { path: string; offset: number; length: number | null; name: string } {
+  const m = SEGMENT_REF.exec(recorded);
+  if (m && SEGMENT_LOG.test(basename(m[1]!)) && ATTEMPT_LOG.test(m[4]!)) return { path: m[1]!, offset: Number(m[2]), length: Number(m[3]), name: m[4]! };
+  return { path: recorded, offset: 0, length: null, name: basename(recorded) };
+}
+
+/** Whether `path` is named as an attempt's own log directly inside `folder` (by name only). */
 function isOwnLogPath(folder: string, path: string): boolean {
   return dirname(path) === folder && ATTEMPT_LOG.test(basename(path));
 }
@@ -64,7 +94,7 @@ function isOwnLogPath(folder: string, path: string): boolean {
  * that name, or null for the attempt's own log.
  */
 export function groupLogName(attemptId: number, logPath: string): string | null {
-  const name = basename(logPath);
+  const { name } = logRange(logPath);
   return ATTEMPT_LOG.test(name) && name !== `${attemptId}.log` ? name : null;
 }
 
@@ -105,21 +135,25 @@ function logFolderError(dir: string, err: unknown): StoreError {
 /**
  * Deletes the listed logs that are provably this batch's own (regular files named like an
  * attempt's log directly inside its folder; anything else is left alone), then the folder
- * if nothing else is in it. Returns the bytes freed.
+ * if nothing else is in it. Returns the bytes freed. A segment holds many attempts' logs: the
+ * listed ranges of segments are left; with `segmentsBefore` (the batch is gone: every attempt
+ * of it) the folder's segments last written before it are deleted (a segment written since
+ * is a new batch's of the same name).
  */
-export function removeBatchLogs(folder: string, paths: readonly string[]): number {
+export function removeBatchLogs(folder: string, paths: readonly string[], segmentsBefore?: number): number {
   let freed = 0;
-  for (const path of paths) {
-    if (!isOwnLogPath(folder, path)) continue;
+  const remove = (path: string, before = Number.POSITIVE_INFINITY) => {
     try {
       const st = lstatSync(path);
-      if (!st.isFile()) continue;
+      if (!st.isFile() || st.mtimeMs >= before) return;
       unlinkSync(path);
       freed += st.size;
     } catch {
       // Already gone (deleted by hand, or by a prune that crashed after its commit).
     }
-  }
+  };
+  for (const path of paths) if (isOwnLogPath(folder, path)) remove(path);
+  if (segmentsBefore !== undefined) for (const name of namesIn(folder)) if (SEGMENT_LOG.test(name)) remove(join(folder, name), segmentsBefore);
   try {
     rmdirSync(folder); // only when empty: never a recursive delete
   } catch {
@@ -134,14 +168,8 @@ export function removeBatchLogs(folder: string, paths: readonly string[]): numbe
  */
 export function batchLogBytes(folder: string): number {
   let total = 0;
-  let names: string[];
-  try {
-    names = readdirSync(folder);
-  } catch {
-    return 0; // no folder: no logs
-  }
-  for (const name of names) {
-    if (!ATTEMPT_LOG.test(name)) continue;
+  for (const name of namesIn(folder)) {
+    if (!ATTEMPT_LOG.test(name) && !SEGMENT_LOG.test(name)) continue;
     try {
       const st = lstatSync(join(folder, name));
       if (st.isFile()) total += st.size;
@@ -152,6 +180,15 @@ export function batchLogBytes(folder: string): number {
   return total;
 }
 
+/** The names in `folder`; none when it is not there. */
+function namesIn(folder: string): string[] {
+  try {
+    return readdirSync(folder);
+  } catch {
+    return [];
+  }
+}
+
 /**
  * Where to look for the log of attempt `attemptId` of `batch` in the store `identity`: where
  * the store recorded it, when that path names this very store, batch and an attempt log (its
@@ -160,8 +197,10 @@ export function batchLogBytes(folder: string): number {
  * (a store moved with its logs). A recorded path naming anything else is never read.
  */
 export function attemptLogPlaces(root: string, identity: string, batch: string, attemptId: number, recorded: string): string[] {
-  // An item of a group records its group's log: another attempt's name, in the same folder.
-  const name = ATTEMPT_LOG.test(basename(recorded)) ? basename(recorded) : `${attemptId}.log`;
+  // An item of a group records its group's log: another attempt's name, in the same folder; a
+  // log moved into a segment, the segment (`recorded` is the file logRange names).
+  const own = basename(recorded);
+  const name = ATTEMPT_LOG.test(own) || SEGMENT_LOG.test(own) ? own : `${attemptId}.log`;
   const here = join(batchLogFolder(root, identity, batch), name);
   const named =
     basename(recorded) === name &&

@@ -10,6 +10,7 @@ import { NodeLauncher } from './node-launcher.js';
 import type { DoneMessage, FromWorker, HandlerSpec, TaskMessage, ToWorker } from './protocol.js';
 import { notRun, runExec } from './run-exec.js';
 import { runModule } from './run-module.js';
+import { intoSegment } from './log-segments.js';
 
 export interface WorkerHost {
   /** Hands a message to the coordinator; `written` once it has left. */
@@ -180,8 +181,10 @@ export class WorkerCore {
       }
     });
     this.reported = this.reported.then(async () => {
-      const result = await done;
-      if (result === 'dropped') return;
+      const ended = await done;
+      if (ended === 'dropped') return;
+      // Its log into this process's segment (log-segments.ts), one attempt at a time, as reported.
+      const result = ended.logPath ? { ...ended, logPath: intoSegment(ended.logPath) } : ended;
       // Handed to the channel before a module attempt after it starts: if that one kills this
       // process, this outcome has left already.
       await new Promise<void>((written) => this.host.send({ type: 'done', result, rss: this.watchMemory ? this.host.peakRss() : 0 }, written));

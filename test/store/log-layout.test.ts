@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { batchFolderName } from '../../src/store/log-layout.js';
+import { batchFolderName, logRange } from '../../src/store/log-layout.js';
 import { mainInProcessEnv } from '../helpers/in-process-cli.js';
 import { projectWithFiles } from '../helpers/project.js';
 import { PG_URL, pgSchemas } from '../helpers/pg.js';
@@ -15,6 +15,23 @@ import { dbPathIn, query } from '../helpers/store.js';
  */
 
 const mode = (path: string) => statSync(path).mode & 0o777;
+
+/** Log segments (store/log-layout.ts): once an attempt ends, its log is moved into one of its worker's. */
+const SEGMENT = /^seg-[0-9a-z]+-[1-9][0-9]*\.log$/;
+
+/** The files in a batch's log folder: segments only (every attempt ended), at least one. */
+function expectSegmentsOnly(folder: string): void {
+  const names = readdirSync(folder);
+  expect(names.length).toBeGreaterThan(0);
+  for (const name of names) expect(name).toMatch(SEGMENT);
+}
+
+/** The bytes a recorded log names: a segment's range, or a whole file. */
+function logText(recorded: string): string {
+  const { path, offset, length } = logRange(recorded);
+  const bytes = readFileSync(path);
+  return bytes.subarray(offset, length === null ? undefined : offset + length).toString('utf8');
+}
 
 async function cli(args: string[], cwd: string, env: Record<string, string> = {}, expected = 0): Promise<{ code: number; stdout: string; stderr: string }> {
   const r = await mainInProcessEnv(cwd, args, env);
@@ -50,7 +67,7 @@ describe('prune with hostile batch names', () => {
     await cli(unfinished('keep', 'kept'), p.dir, {}, 3);
     await cli(['run', 'src', '--batch', '..', '--exec', 'echo dotdot {/}'], p.dir);
     const db = dbPathIn(p.dir);
-    expect(readdirSync(folderOf(db, '..')).sort()).toEqual(['3.log', '4.log']);
+    expectSegmentsOnly(folderOf(db, '..'));
     const r = await cli(['prune', '--older-than', '0s'], p.dir);
     expect(r.stderr).toContain('pruned 1 batch (..)');
     expect(existsSync(db)).toBe(true);
@@ -78,7 +95,7 @@ describe('prune with hostile batch names', () => {
     expect(folderOf(db, '.')).not.toBe(folderOf(db, 'keep'));
     await cli(['prune', '--older-than', '0s'], p.dir);
     expect(existsSync(folderOf(db, '.'))).toBe(false);
-    expect(readdirSync(folderOf(db, 'keep')).sort()).toEqual(['1.log', '2.log']);
+    expectSegmentsOnly(folderOf(db, 'keep'));
     expect(await logsOf(p.dir, 'f000.log', ['--batch', 'keep'])).toBe('kept f000.log\n');
   });
 
@@ -135,7 +152,7 @@ describe('logs of one store and one batch', () => {
     for (const side of ['-wal', '-shm']) if (existsSync(db + side)) renameSync(db + side, old + side);
     await cli(['run', 'src', '--batch', 'nightly', '--exec', 'echo second {/}'], p.dir);
     const oldLog = (await attemptLogs(old))[0]!.log_path!;
-    expect(readFileSync(oldLog, 'utf8')).toBe('first f000.log\n');
+    expect(logText(oldLog)).toBe('first f000.log\n');
     expect(await logsOf(p.dir, 'f000.log', ['--batch', 'nightly'])).toBe('second f000.log\n');
     expect(await logsOf(p.dir, 'f000.log', ['--db', 'old.db', '--batch', 'nightly'])).toBe('first f000.log\n');
   });
@@ -154,7 +171,7 @@ describe('logs of one store and one batch', () => {
     const shared = join(p.dir, '.splitdance', 'logs', 'b', '1.log'); // the layout before identities
     mkdirSync(dirname(shared), { recursive: true });
     writeFileSync(shared, 'another store\'s output\n');
-    unlinkSync(join(folderOf(db, 'b'), '1.log')); // as if written before identities: no file of its own
+    for (const name of readdirSync(folderOf(db, 'b'))) unlinkSync(join(folderOf(db, 'b'), name)); // as if written before identities: no file of its own
     const Database = (await import('better-sqlite3')).default;
     const w = new Database(db);
     w.prepare('UPDATE attempts SET log_path = ?').run(shared);
@@ -209,16 +226,20 @@ const modes = [
 ];
 
 describe.each(modes)('--exec logs through $name', ({ env }) => {
-  it('are written in the layout: <logs>/<store identity>/<batch folder>/<attempt id>.log, 0600 in 0700 folders', async () => {
+  it("are written in the layout: <logs>/<store identity>/<batch folder>/<attempt id>.log, moved into the worker's segment at the end, 0600 in 0700 folders", async () => {
     const p = projectWithFiles(2);
     await cli(['run', 'src', '--batch', 'x/y', '--exec', 'echo out {/}; echo err >&2'], p.dir, env);
     const db = dbPathIn(p.dir);
     const folder = folderOf(db, 'x/y');
     for (const a of await attemptLogs(db)) {
-      expect(a.log_path).toBe(join(folder, `${a.id}.log`));
-      expect(readFileSync(a.log_path!, 'utf8')).toBe(`out ${a.key}\nerr\n`);
-      expect(mode(a.log_path!)).toBe(0o600);
+      const { path, name } = logRange(a.log_path!);
+      expect(dirname(path)).toBe(folder);
+      expect(path.slice(folder.length + 1)).toMatch(SEGMENT);
+      expect(name).toBe(`${a.id}.log`);
+      expect(logText(a.log_path!)).toBe(`out ${a.key}\nerr\n`);
+      expect(mode(path)).toBe(0o600);
     }
+    expectSegmentsOnly(folder);
     expect(mode(folder)).toBe(0o700);
     expect(mode(dirname(folder))).toBe(0o700);
   });
@@ -233,8 +254,33 @@ describe.each(modes)('--exec logs through $name', ({ env }) => {
     symlinkSync(target, join(folder, '2.log'));
     await cli(['run', 'src', '--batch', 'second', '--exec', 'echo written {/}'], p.dir, env);
     expect(readFileSync(target, 'utf8')).toBe('precious\n');
-    expect(lstatSync(join(folder, '2.log')).isFile()).toBe(true);
+    // The symlink was replaced by the attempt's own file, which then went into a segment.
+    expect(existsSync(join(folder, '2.log'))).toBe(false);
+    expectSegmentsOnly(folder);
     expect(await logsOf(p.dir, 'f000.log', ['--batch', 'second'])).toBe('written f000.log\n');
+  });
+});
+
+describe('log segments', () => {
+  it('200 attempts at -j 2 leave a few segments, each attempt reading back its own output; a log over 1 MiB keeps its own file; prune deletes them all', async () => {
+    const p = projectWithFiles(200);
+    // f000.log prints 1.5 MiB: too big to be worth the copy.
+    await cli(['run', 'src', '--batch', 'many', '-j', '2', '--exec', 'if [ {/} = f000.log ]; then head -c 1572864 /dev/zero | tr "\\0" x; fi; echo "out of {/}"; echo "err of {/}" >&2'], p.dir);
+    const db = dbPathIn(p.dir);
+    const folder = folderOf(db, 'many');
+    const names = readdirSync(folder);
+    const segments = names.filter((n) => SEGMENT.test(n));
+    expect(names.filter((n) => !SEGMENT.test(n))).toEqual([`${(await attemptLogs(db)).find((a) => a.key === 'f000.log')!.id}.log`]);
+    // One per worker process writing (the pool's, here this process's), each well under 64 MiB.
+    expect(segments.length).toBeGreaterThan(0);
+    expect(segments.length).toBeLessThanOrEqual(2);
+    for (const a of await attemptLogs(db)) if (a.key !== 'f000.log') expect(logText(a.log_path!)).toBe(`out of ${a.key}\nerr of ${a.key}\n`);
+    expect(await logsOf(p.dir, 'f123.log', ['--batch', 'many'])).toBe('out of f123.log\nerr of f123.log\n');
+    expect((await logsOf(p.dir, 'f000.log', ['--batch', 'many'])).length).toBe(1572864 + 'out of f000.log\nerr of f000.log\n'.length);
+    const all = (await cli(['logs', '--batch', 'many'], p.dir)).stdout;
+    expect(all).toContain('==> f199.log <==\nout of f199.log\nerr of f199.log\n');
+    await cli(['prune', '--batch', 'many'], p.dir);
+    expect(existsSync(folder)).toBe(false);
   });
 });
 
@@ -252,8 +298,13 @@ describe('module handler logs', () => {
     symlinkSync(target, join(folder, '2.log'));
     await cli(['run', 'src', '--batch', 'second', '--handler', mod], p.dir);
     expect(readFileSync(target, 'utf8')).toBe('precious\n');
-    expect((await attemptLogs(db)).map((a) => a.log_path)).toEqual([join(folderOf(db, 'first'), '1.log'), join(folder, '2.log')]);
-    expect(mode(join(folder, '2.log'))).toBe(0o600);
+    const logs = (await attemptLogs(db)).map((a) => logRange(a.log_path!));
+    expect(logs.map((l) => [dirname(l.path), l.name])).toEqual([
+      [folderOf(db, 'first'), '1.log'],
+      [folder, '2.log'],
+    ]);
+    expect(mode(logs[1]!.path)).toBe(0o600);
+    expectSegmentsOnly(folder);
     expect(await logsOf(p.dir, 'f000.log', ['--batch', 'second'])).toBe('said f000.log\n');
   });
 });

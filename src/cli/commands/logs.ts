@@ -2,7 +2,7 @@ import { closeSync, existsSync, fstatSync, readSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { UsageError } from '../../errors.js';
 import { parseCount } from '../../job/units.js';
-import { attemptLogFile, attemptLogPlaces, batchLogFolder, openLogForReading } from '../../store/log-layout.js';
+import { attemptLogFile, attemptLogPlaces, batchLogFolder, logRange, openLogForReading } from '../../store/log-layout.js';
 import { logRoot, resolveDbPath } from '../../store/open-store.js';
 import type { AttemptRow, BatchRecord, CommandStore } from '../../store/task-store.js';
 import { printable } from '../format.js';
@@ -57,13 +57,13 @@ export async function logsCommand(key: string | undefined, flags: LogsFlags, io:
       const attempt = n === null ? attempts[attempts.length - 1]! : [...attempts].reverse().find((a) => a.attempt === n);
       if (!attempt) throw new UsageError(`task "${shown}" has no attempt ${n}; \`${commandLineFor(target, ['show'], key)}\` lists its attempts`);
       if (attempt.endedAt === null) return log.running(task.id, attempt, shown, flags.follow === true);
-      const fd = log.open(attempt, shown);
-      if (fd === null) {
+      const opened = log.open(attempt, shown);
+      if (opened === null) {
         line(io.stderr, `attempt ${attempt.attempt} of ${shown} printed nothing`);
         return 0;
       }
-      await log.copy(fd, 0);
-      closeSync(fd);
+      await log.copy(opened.fd, opened.from, opened.to);
+      closeSync(opened.fd);
       return 0;
     },
     { readonly: true },
@@ -84,20 +84,25 @@ class LogReader {
     this.terminal = (io.stdout as NodeJS.WriteStream).isTTY === true;
   }
 
-  /** An ended attempt's log; null when it printed nothing. Throws when the log is gone or is not this store's. */
-  open(attempt: AttemptRow, shown: string): number | null {
+  /**
+   * An ended attempt's log: the file, and the bytes of it that are the log (a segment's range,
+   * or from 0 to its end); null when it printed nothing. Throws when the log is gone or is not
+   * this store's.
+   */
+  open(attempt: AttemptRow, shown: string): { fd: number; from: number; to: number | null } | null {
     if (!attempt.logPath) return null;
-    const places = attemptLogPlaces(this.root, this.store.identity, this.batch.name, attempt.id, attempt.logPath);
+    const range = logRange(attempt.logPath);
+    const places = attemptLogPlaces(this.root, this.store.identity, this.batch.name, attempt.id, range.path);
     let fd: number | null = null;
     for (const place of places) fd ??= openLogForReading(place);
-    if (fd === null && !places.includes(attempt.logPath)) {
+    if (fd === null && !places.includes(range.path)) {
       // Recorded by a splitdance from before store identities: the file at that path may be another store's.
       throw new UsageError(
         `the log of attempt ${attempt.attempt} was recorded at ${printable(attempt.logPath)}, outside this store's log folder; it is not shown, as it may be another store's`,
       );
     }
-    if (fd === null) throw new UsageError(`the log ${printable(attempt.logPath)} of ${shown} is gone (pruned or deleted)`);
-    return fd;
+    if (fd === null) throw new UsageError(`the log ${printable(range.path)} of ${shown} is gone (pruned or deleted)`);
+    return { fd, from: range.offset, to: range.length === null ? null : range.offset + range.length };
   }
 
   /**
@@ -118,16 +123,27 @@ class LogReader {
       return 0;
     }
     const poll = new PollBackoff(FOLLOW_POLL_MS);
+    let ended: AttemptRow | undefined;
     for (;;) {
       const now = (await this.store.attemptsOf(taskId)).find((a) => a.id === attempt.id);
       fd ??= openLogForReading(path);
       if (fd !== null) at = await this.copy(fd, at);
-      if (!now || now.endedAt !== null) break;
+      if (!now || now.endedAt !== null) {
+        ended = now;
+        break;
+      }
       await new Promise((r) => setTimeout(r, poll.next()));
     }
     if (fd !== null) {
-      await this.copy(fd, at); // what it wrote between the last look and its end
+      await this.copy(fd, at); // what it wrote between the last look and its end (its file moved into a segment is still this one)
       closeSync(fd);
+    } else if (ended?.logPath) {
+      // It ended before its own file was opened, and the file went into a segment: the recorded range.
+      const log = this.open(ended, shown);
+      if (log) {
+        await this.copy(log.fd, log.from, log.to);
+        closeSync(log.fd);
+      }
     }
     return 0;
   }
@@ -142,15 +158,15 @@ class LogReader {
         listed++;
         const attempts = await this.store.attemptsOf(task.id);
         const last = attempts[attempts.length - 1];
-        const fd = last && last.endedAt !== null ? this.open(last, printable(task.key)) : null;
-        if (fd === null) {
+        const log = last && last.endedAt !== null ? this.open(last, printable(task.key)) : null;
+        if (log === null) {
           silent++;
           continue;
         }
         if (!this.write(Buffer.from(`==> ${printable(task.key)} <==\n`))) await drained(this.io.stdout);
-        const end = await this.copy(fd, 0);
-        closeSync(fd);
-        if (end > 0 && !this.endedWithNewline && !this.write(Buffer.from('\n'))) await drained(this.io.stdout);
+        const end = await this.copy(log.fd, log.from, log.to);
+        closeSync(log.fd);
+        if (end > log.from && !this.endedWithNewline && !this.write(Buffer.from('\n'))) await drained(this.io.stdout);
       }
     });
     const what = failedOnly ? 'failed task' : 'task';
@@ -159,9 +175,9 @@ class LogReader {
     return 0;
   }
 
-  /** Copies the file from byte `from` to its current end onto stdout, as fast as stdout takes it; returns the new offset. */
-  async copy(fd: number, from: number): Promise<number> {
-    const size = fstatSync(fd).size;
+  /** Copies the file from byte `from` to `to` (or its current end) onto stdout, as fast as stdout takes it; returns the new offset. */
+  async copy(fd: number, from: number, to: number | null = null): Promise<number> {
+    const size = Math.min(fstatSync(fd).size, to ?? Number.POSITIVE_INFINITY);
     const buf = Buffer.alloc(Math.min(CHUNK, Math.max(1, size - from)));
     let at = from;
     while (at < size) {

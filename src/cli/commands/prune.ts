@@ -68,6 +68,7 @@ async function finishedBatch(store: TaskStore, flags: PruneFlags, io: Io): Promi
 
 async function prune(store: TaskStore, root: string, before: number, only: BatchRecord | undefined): Promise<PruneSummary> {
   let freed = 0;
+  const began = Date.now();
   // Rows are deleted in chunks, each its own short transaction; a chunk's log files go as soon
   // as its rows are committed. A prune killed in between leaves only that chunk's files behind
   // (never a row whose file it deleted first), and running it again finishes the rest.
@@ -78,8 +79,9 @@ async function prune(store: TaskStore, root: string, before: number, only: Batch
     },
     only?.id,
   );
-  // Each pruned batch's folder goes too, once nothing else is in it.
-  for (const name of result.batches) freed += removeBatchLogs(batchLogFolder(root, store.identity, name), []);
+  // Each pruned batch's segments (every attempt of it gone now) and its folder go too, once
+  // nothing else is in it; a segment written since the prune began is a new batch's of that name.
+  for (const name of result.batches) freed += removeBatchLogs(batchLogFolder(root, store.identity, name), [], began);
   return { dryRun: false, batches: result.batches, tasks: result.tasks, attempts: result.attempts, logBytes: freed };
 }
 
