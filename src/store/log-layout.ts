@@ -25,7 +25,8 @@ import { StoreError } from '../errors.js';
  * alike their batch names; the hash keeps `a/b`, `a_b`, `.` and `..` apart and makes every
  * batch folder a plain name inside the store's folder. Batch names are data: nothing a batch
  * is called can put a path anywhere else. Folders are 0700 and never symlinks; `prune`
- * deletes only regular files named like an attempt's log inside the batch's own folder.
+ * deletes only regular files named like an attempt's log or a segment inside the batch's own
+ * folder (a segment only once the batch is gone).
  */
 
 const IDENTITY = /^[0-9a-f]{32}$/;
@@ -33,6 +34,8 @@ const ATTEMPT_LOG = /^[1-9][0-9]*(?:-[1-9][0-9]*)?\.log$/;
 const SEGMENT_LOG = /^seg-[0-9a-z]+-[1-9][0-9]*\.log$/;
 /** A recorded log in a segment: the segment, the offset and length of the attempt's bytes, the name its own file had. */
 const SEGMENT_REF = /^(.+)#([0-9]+)\+([0-9]+):([^/]+)$/;
+/** A batch's folder name (batchFolderName): its readable part, then 12 hex digits of its name's hash. */
+const BATCH_FOLDER = /^[A-Za-z0-9._-]{0,48}-[0-9a-f]{12}$/;
 /** Enough of the name to recognise the folder; the hash makes it unique. */
 const READABLE_CHARS = 48;
 
@@ -178,6 +181,26 @@ export function batchLogBytes(folder: string): number {
     }
   }
   return total;
+}
+
+/**
+ * The batch folders in the store's log folder that no batch of `live` is named for: what a prune
+ * killed between a batch's last rows and its segments left (their segments are then deleted by
+ * the next prune). Only real folders named as batch folders are listed.
+ */
+export function foldersOfGoneBatches(root: string, identity: string, live: readonly string[]): string[] {
+  const store = storeLogFolder(root, identity);
+  const kept = new Set(live.map(batchFolderName));
+  return namesIn(store)
+    .filter((name) => BATCH_FOLDER.test(name) && !kept.has(name))
+    .map((name) => join(store, name))
+    .filter((path) => {
+      try {
+        return lstatSync(path).isDirectory();
+      } catch {
+        return false;
+      }
+    });
 }
 
 /** The names in `folder`; none when it is not there. */

@@ -34,6 +34,14 @@ let serial = 0;
  * disk: the file stays whole, and nothing of it is recorded twice).
  */
 export function intoSegment(file: string): string {
+  try {
+    return moved(file);
+  } catch {
+    return file; // whatever failed (a close on a network disk), the attempt keeps its own file
+  }
+}
+
+function moved(file: string): string {
   let bytes: Buffer;
   try {
     const st = lstatSync(file);
@@ -58,6 +66,17 @@ export function intoSegment(file: string): string {
   }
 }
 
+/** Whether the open segment is still the file at its path (not deleted by a prune, or by hand, since it was opened). */
+function stillThere(seg: Segment): boolean {
+  try {
+    const open = fstatSync(seg.fd);
+    const named = lstatSync(seg.path);
+    return open.nlink > 0 && named.ino === open.ino && named.dev === open.dev;
+  } catch {
+    return false;
+  }
+}
+
 function readWhole(file: string, size: number): Buffer {
   const fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
@@ -77,7 +96,8 @@ function readWhole(file: string, size: number): Buffer {
 /** The folder's open segment with room for `bytes` more, a new one otherwise (created, never reused). */
 function segmentFor(folder: string, bytes: number): Segment {
   const current = open.get(folder);
-  if (current && current.size + bytes <= SEGMENT_MAX) return current;
+  // A batch pruned and made again under the same name, while this process lives: a new segment.
+  if (current && current.size + bytes <= SEGMENT_MAX && stillThere(current)) return current;
   if (current) close(folder);
   if (open.size >= OPEN_MAX) close(open.keys().next().value!);
   for (;;) {
@@ -96,5 +116,9 @@ function segmentFor(folder: string, bytes: number): Segment {
 function close(folder: string): void {
   const seg = open.get(folder);
   open.delete(folder);
-  if (seg) closeSync(seg.fd);
+  try {
+    if (seg) closeSync(seg.fd);
+  } catch {
+    // Its bytes are written; a close that fails (a network disk) changes nothing recorded.
+  }
 }

@@ -284,6 +284,38 @@ describe('log segments', () => {
   });
 });
 
+describe('log segments across prunes', () => {
+  it('a batch pruned and made again under its name, in the same process: the new attempts go to a new segment, each readable', async () => {
+    const p = projectWithFiles(3);
+    // The CLI runs in this process, as a long-lived worker --follow would: its segments stay open between runs.
+    await cli(['run', 'src', '--batch', 'nightly', '--exec', 'echo first {/}'], p.dir);
+    await cli(['prune', '--batch', 'nightly'], p.dir);
+    await cli(['run', 'src', '--batch', 'nightly', '--exec', 'echo second {/}'], p.dir);
+    const all = (await cli(['logs', '--batch', 'nightly'], p.dir)).stdout;
+    expect(all).toBe(['f000.log', 'f001.log', 'f002.log'].map((k) => `==> ${k} <==\nsecond ${k}\n`).join(''));
+  });
+
+  it("a prune killed after a batch's rows went, before its segments: the next prune deletes them", async () => {
+    const p = projectWithFiles(2);
+    await cli(['run', 'src', '--batch', 'gone', '--exec', 'echo out {/}'], p.dir);
+    await cli(unfinished('keep', 'kept'), p.dir, {}, 3);
+    const db = dbPathIn(p.dir);
+    const folder = folderOf(db, 'gone');
+    expectSegmentsOnly(folder);
+    // What the killed prune committed: the batch's rows, not its files.
+    const Database = (await import('better-sqlite3')).default;
+    const w = new Database(db);
+    w.exec(`DELETE FROM attempts WHERE task_id IN (SELECT id FROM tasks WHERE batch_id = (SELECT id FROM batches WHERE name = 'gone'));
+      DELETE FROM tasks WHERE batch_id = (SELECT id FROM batches WHERE name = 'gone'); DELETE FROM batches WHERE name = 'gone';`);
+    w.close();
+    await cli(['prune'], p.dir);
+    expect(existsSync(folder)).toBe(false);
+    // The live batch's segments stay.
+    expectSegmentsOnly(folderOf(db, 'keep'));
+    expect(await logsOf(p.dir, 'f001.log', ['--batch', 'keep'])).toBe('kept f001.log\n');
+  });
+});
+
 describe('module handler logs', () => {
   it('are written in the layout, never through a planted symlink', async () => {
     const p = projectWithFiles(1);

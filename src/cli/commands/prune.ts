@@ -1,6 +1,6 @@
 import { UsageError } from '../../errors.js';
 import { MAX_AGE, parseDuration } from '../../job/units.js';
-import { batchLogBytes, batchLogFolder, removeBatchLogs } from '../../store/log-layout.js';
+import { batchLogBytes, batchLogFolder, foldersOfGoneBatches, removeBatchLogs } from '../../store/log-layout.js';
 import { logRoot, openStore, resolveDbPath, trustedOwners } from '../../store/open-store.js';
 import type { BatchRecord, TaskStore } from '../../store/task-store.js';
 import { printable, size } from '../format.js';
@@ -82,6 +82,9 @@ async function prune(store: TaskStore, root: string, before: number, only: Batch
   // Each pruned batch's segments (every attempt of it gone now) and its folder go too, once
   // nothing else is in it; a segment written since the prune began is a new batch's of that name.
   for (const name of result.batches) freed += removeBatchLogs(batchLogFolder(root, store.identity, name), [], began);
+  // And those of batches an earlier prune removed but was killed before it got to them.
+  const live = (await store.listBatches()).map((b) => b.name);
+  for (const folder of foldersOfGoneBatches(root, store.identity, live)) freed += removeBatchLogs(folder, [], began);
   return { dryRun: false, batches: result.batches, tasks: result.tasks, attempts: result.attempts, logBytes: freed };
 }
 
