@@ -32,7 +32,9 @@ describe('run --dry-run prints the commands', () => {
     expect(r.code, r.stderr).toBe(0);
     const ours = commandLines(r.stdout);
     expect(ours).toHaveLength(HOSTILE.length);
-    const theirs = execFileSync('parallel', ['--will-cite', '--dry-run', template, '::::', 'list.txt'], { cwd: dir, encoding: 'utf8' }).trimEnd().split('\n');
+    // -k: without it parallel prints its dry-run lines as its job slots take them, which on a loaded
+    // machine is not always the source order; ours is always in order (--dry-run is -k, below).
+    const theirs = execFileSync('parallel', ['--will-cite', '--dry-run', '-k', template, '::::', 'list.txt'], { cwd: dir, encoding: 'utf8' }).trimEnd().split('\n');
     expect(shellOutput(ours)).toEqual(shellOutput(theirs));
     expect(shellOutput(ours)).toEqual(HOSTILE.map((h, i) => `[${i + 1}][${h}]`));
     expect(existsSync(join(dir, 'pwned'))).toBe(false);
