@@ -164,7 +164,9 @@ const SCENARIOS: Record<string, (row: Row) => void> = {
   'parallel --halt soon,fail=5%': (row) => {
     const { sh } = folder();
     const items = Array.from({ length: 40 }, (_, i) => `i${i}`).join(' ');
-    const r = sh(`splitdance run ${row.ours[0]} -j 1 --retries 0 --exec 'echo no >&2; exit 1' ::: ${items}`);
+    // 50 ms an attempt, far above the few ms of work a slot queues (pool/slot-window.ts): the slot
+    // holds its running attempt and one more, so after the second failure at most those two run.
+    const r = sh(`splitdance run ${row.ours[0]} -j 1 --retries 0 --exec 'sleep 0.05; echo no >&2; exit 1' ::: ${items}`);
     expect(r.code).toBe(1);
     const left = tasksOf(sh).filter((t) => t.status === 'PENDING').length;
     expect(left).toBeGreaterThan(30); // 5% of 40 is 2: it stopped claiming long before the end
