@@ -34,7 +34,6 @@ export async function enqueuePlan(
   const ranked = rankSpecs(specs, { order, priority, seed: plan.batchName, learned });
   const unkeyed = { count: 0, example: '' };
   const keyed = plan.settings.rateKey === null ? ranked : withRateKeys(ranked, plan.settings.rateKey, plan.batchName, unkeyed);
-  // A stored key without a rate (`set --rate none`) limits nothing: nothing to say of it.
   const enqueued = await store.enqueue({ name: plan.batchName, source: plan.source, job, maxAttempts }, keyed, {
     rerunChanged: plan.rerunChanged,
     countRepeated: plan.kind === 'items',
@@ -61,11 +60,10 @@ export async function enqueuePlan(
     if (reason === UNNAMED) plan.notes.push(`skipped ${n} whose name is not valid UTF-8: ${shown}; rename them to run them`);
     else plan.notes.push(`skipped ${n} (${reason}): ${shown}`);
   }
+  // A stored key without a rate (`set --rate none`) limits nothing: nothing to say of it.
   if (unkeyed.count && plan.settings.rate !== null) {
-    const line = (key: string) => `--rate-key: ${plural(unkeyed.count, 'task')} without its value (e.g. ${key}) ${unkeyed.count === 1 ? 'has' : 'share'} the empty key`;
-    const key = [...printable(unkeyed.example)];
-    const room = COLUMNS - line('').length;
-    plan.notes.push(line(key.length <= room ? key.join('') : `${key.slice(0, Math.max(room - 1, 1)).join('')}…`));
+    const n = unkeyed.count;
+    plan.notes.push(withKey((key) => `--rate-key: ${plural(n, 'task')} without its value (e.g. ${key}) ${n === 1 ? 'has' : 'share'} the empty key`, unkeyed.example));
   }
   if (enqueued.repeated) {
     plan.notes.push(`${plural(enqueued.repeated, 'item')} of the list repeated one given before: each item is one task, run once`);
@@ -98,7 +96,11 @@ const COLUMNS = 80;
  * `--rerun-changed`): their count and the first one's key, shortened to fit 80 columns.
  */
 function changedRecordsNote(count: number, example: string): string {
-  const line = (key: string) => `${plural(count, 'record')} changed in the list (e.g. ${key}); --rerun-changed runs ${count === 1 ? 'it' : 'them'}`;
+  return withKey((key) => `${plural(count, 'record')} changed in the list (e.g. ${key}); --rerun-changed runs ${count === 1 ? 'it' : 'them'}`, example);
+}
+
+/** `line` with the key `example` in it, printable, shortened so the line fits 80 columns. */
+function withKey(line: (key: string) => string, example: string): string {
   const key = [...printable(example)];
   const room = COLUMNS - line('').length;
   return line(key.length <= room ? key.join('') : `${key.slice(0, Math.max(room - 1, 1)).join('')}…`);

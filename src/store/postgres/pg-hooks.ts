@@ -1,6 +1,6 @@
 /** The hook verbs of the PostgreSQL store (hook-records.ts); times on the server's clock. */
 import type { HookEnd, HookKind, HookRecord, HookTake } from '../hook-records.js';
-import { holdsHook, hookIdPrefix, toHook, type HookDbRow, type OwnerJudge } from '../shared/hook-rows.js';
+import { hookHold, hookIdPrefix, toHook, type HookDbRow, type OwnerJudge } from '../shared/hook-rows.js';
 import type { Sql } from './pg-db.js';
 import type { Statements } from './statements.js';
 
@@ -11,9 +11,8 @@ export async function takeHook(sql: Sql, st: Statements, t: HookTake, identity: 
   // hookId's shape, built in the statement so the count and the insert are one.
   const inserted = await sql.rows<{ id: string }>(st.insertHook, [...key, t.command, t.owner, t.now, expires, hookIdPrefix(identity)]);
   const [row] = await sql.rows<HookDbRow>(st.hookRow, key);
-  // Inserted now, or ours already (a take retried after its reply was lost).
-  if (inserted.length > 0 || (row!.owner === t.owner && row!.ended_at === null)) return { taken: true, row: row! };
-  if (!holdsHook(row!, t.owner, t.now, judge)) return { taken: false, row: row! };
+  const hold = inserted.length > 0 ? 'ours' : hookHold(row!, t.owner, t.now, judge);
+  if (hold !== 'take') return { taken: hold === 'ours', row: row! };
   await sql.run(st.takeOverHook, [...key, t.owner, t.now, expires]);
   const [after] = await sql.rows<HookDbRow>(st.hookRow, key);
   return { taken: true, row: after! };

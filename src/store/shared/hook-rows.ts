@@ -47,14 +47,16 @@ export function hookIdPrefix(identity: string): string {
 }
 
 /**
- * Whether `owner`, starting at `now`, holds a recorded hook run to run it: not ended, and its own
- * (a retried take whose first reply was lost), or its owner dead, or its lease run out while its
- * owner is not a live process of this host (one frozen by SIGSTOP or Ctrl-Z is not taken over:
- * its command runs on in its own process group, and a second would run beside it).
+ * What `owner`, starting at `now`, may do with a recorded hook run: `ours` (not ended and its own:
+ * a retried take whose first reply was lost), `take` (not ended, and its owner dead, or its lease
+ * run out while its owner is not a live process of this host; one frozen by SIGSTOP or Ctrl-Z is
+ * not taken over: its command runs on in its own process group, and a second would run beside
+ * it), else `held` (ended, or another start runs it).
  */
-export function holdsHook(r: HookDbRow, owner: string, now: number, judge: OwnerJudge): boolean {
-  if (r.ended_at !== null) return false;
-  return r.owner === owner || judge.dead(r.owner) || (Number(r.lease_expires_at) < now && !judge.liveHere(r.owner));
+export function hookHold(r: HookDbRow, owner: string, now: number, judge: OwnerJudge): 'ours' | 'take' | 'held' {
+  if (r.ended_at !== null) return 'held';
+  if (r.owner === owner) return 'ours';
+  return judge.dead(r.owner) || (Number(r.lease_expires_at) < now && !judge.liveHere(r.owner)) ? 'take' : 'held';
 }
 
 /** What this host can tell of an owner: dead (provably, on this host), or a live process here. */

@@ -1,6 +1,6 @@
 /** The hook verbs of the SQLite store (hook-records.ts): each one transaction of the store's connection. */
 import type { HookEnd, HookKind, HookRecord, HookTake } from '../hook-records.js';
-import { holdsHook, hookId, toHook, type HookDbRow, type OwnerJudge } from '../shared/hook-rows.js';
+import { hookHold, hookId, toHook, type HookDbRow, type OwnerJudge } from '../shared/hook-rows.js';
 import type { SqliteConn } from './sqlite-conn.js';
 
 export function takeHook(c: SqliteConn, t: HookTake, judge: OwnerJudge): { taken: boolean; record: HookRecord } {
@@ -12,10 +12,11 @@ export function takeHook(c: SqliteConn, t: HookTake, judge: OwnerJudge): { taken
     if (!row) {
       const n = (c.st.hookEnds.get(key) as { n: number }).n + 1;
       c.st.insertHook.run({ ...key, ...at, id: hookId(c.identity, t.batchId, t.hook, n), command: t.command });
-    } else if (row.owner === t.owner && row.ended_at === null) {
-      // Ours already: a take retried after its reply was lost.
-    } else if (holdsHook(row, t.owner, t.now, judge)) c.st.takeOverHook.run({ ...key, ...at });
-    else taken = false;
+    } else {
+      const hold = hookHold(row, t.owner, t.now, judge);
+      if (hold === 'take') c.st.takeOverHook.run({ ...key, ...at });
+      taken = hold !== 'held';
+    }
     return { taken, record: toHook(c.st.hookRow.get(key) as HookDbRow) };
   });
 }
