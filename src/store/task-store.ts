@@ -55,12 +55,16 @@ interface StoreInfo {
 /** The reads a coordinator's loop makes between ticks: its batch, what is left, when the next retry is due. */
 export interface BatchProgress {
   findBatch(name: string): Promise<BatchRecord | undefined>;
+  /**
+   * The batch's tasks per state. SQLite keeps them as tasks change (task_counts, migration 019):
+   * a few rows whatever the batch's size. PostgreSQL counts an index entry per task (about
+   * 120 ms a call at a million tasks).
+   */
   counts(batchId: number): Promise<Counts>;
   /**
    * Whether the batch has a task left to finish (PENDING or RUNNING), and when an outcome of it
    * was last committed: what an idle coordinator looks at. A few index lookups whatever the
-   * batch's size, where `counts` reads an index entry per task (about 120 ms a call at a
-   * million tasks on PostgreSQL).
+   * batch's size, on both stores.
    */
   progress(batchId: number): Promise<BatchMoves>;
   /** The earliest `next_run_at` of a PENDING task whose needs are met, or null. */

@@ -181,6 +181,8 @@ describe('upgrading an older SQLite store', () => {
       ['e.log', 'SUCCESS', 2],
       ['sub/b.log', 'SUCCESS', 1],
     ]);
+    // The counts the upgrade took from the old rows moved with them (task_counts, migration 019).
+    expect(JSON.parse((await mainIn(p.dir, ['status', '--json'])).stdout)).toMatchObject({ total: 5, succeeded: 4, failed: 1, pending: 0, retrying: 0, running: 0 });
     expect(JSON.parse((await mainIn(p.dir, ['batches', '--json'])).stdout)).toHaveLength(1);
     expect(query(db, 'SELECT id, name, source, job, created_at FROM batches')).toEqual(before.batch);
     // Finished rows are untouched, column for column (the migrations only add columns).

@@ -46,7 +46,7 @@ import { selectTasks, taskIdRange } from './pg-list.js';
 import { parsePgUrl } from './pg-target.js';
 import { stageCountsOf, toAttemptRow, toBatch, toCounts, toTaskRow, type AttemptDbRow, type BatchDbRow, type CountDbRow, type TaskDbRow } from '../shared/db-rows.js';
 import { checkBounds, foldAttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
-import { eachOutcomePage, eachTaskPage, type OutcomeDbRow } from '../shared/task-pages.js';
+import { eachOutcomePage, eachTaskPage, toOutcome, type OutcomeDbRow } from '../shared/task-pages.js';
 import { pendingOutputOf, type PendingOutputRow } from '../shared/pending-outputs.js';
 import * as admin from './pg-admin.js';
 import { prepareStatements, type Statements } from './statements.js';
@@ -294,7 +294,7 @@ export class PostgresStore implements TaskStore {
   async eachOutcomePage(filter: Pick<TaskFilter, 'batchId' | 'status' | 'attemptedOnly'>, onPage: (rows: TaskOutcome[]) => Promise<void>): Promise<void> {
     const range = await this.db.read((sql) => taskIdRange(sql, this.st, filter.batchId));
     const sqlPart = [filter.batchId, filter.status ?? null, filter.attemptedOnly ? true : null];
-    await eachOutcomePage(range, (from, to) => this.db.read((sql) => sql.rows<OutcomeDbRow>(this.st.outcomePage, [...sqlPart, from, to])), onPage);
+    await eachOutcomePage(range, async (from, to) => (await this.db.read((sql) => sql.rows<OutcomeDbRow>(this.st.outcomePage, [...sqlPart, from, to]))).map(toOutcome), onPage);
   }
 
   async runningTasks(batchId: number, limit: number): Promise<TaskRow[]> {

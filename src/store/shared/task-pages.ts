@@ -46,15 +46,22 @@ export interface OutcomeDbRow {
   result: string | null;
 }
 
-/** As eachTaskPage, for rows of five columns read by `read` (no payload to parse, no JS filter): what `results` prints. */
+export function toOutcome(r: OutcomeDbRow): TaskOutcome {
+  return { key: r.task_key, stage: r.stage, status: r.status, lastError: r.last_error, result: r.result };
+}
+
+/**
+ * As eachTaskPage, for rows of five columns that `read` gives as outcomes (no payload to parse,
+ * no JS filter): what `results` prints.
+ */
 export async function eachOutcomePage(
   range: { lo: number | null; hi: number | null },
-  read: (from: number, to: number) => Promise<OutcomeDbRow[]>,
+  read: (from: number, to: number) => Promise<TaskOutcome[]>,
   onPage: (rows: TaskOutcome[]) => Promise<void>,
 ): Promise<void> {
   if (range.lo === null || range.hi === null) return;
   for (let from = range.lo; from <= range.hi; from += PAGE_IDS) {
     const rows = await read(from, Math.min(range.hi, from + PAGE_IDS - 1));
-    if (rows.length > 0) await onPage(rows.map((r) => ({ key: r.task_key, stage: r.stage, status: r.status, lastError: r.last_error, result: r.result })));
+    if (rows.length > 0) await onPage(rows);
   }
 }

@@ -64,6 +64,14 @@ const ENQUEUE_SQL = {
     FROM temp.staging WHERE true
     ON CONFLICT (batch_id, stage, task_key) DO NOTHING`,
   /**
+   * @batchId @idBase — counts the tasks insertStaged just inserted (every id above @idBase is
+   * one of them) into task_counts, whose triggers count only updates and deletes (migration 019).
+   */
+  countInserted: `
+    INSERT INTO task_counts (batch_id, stage, bucket, n)
+    SELECT @batchId, stage, 'PENDING', count(*) FROM tasks WHERE id > @idBase AND batch_id = @batchId GROUP BY stage
+    ON CONFLICT (batch_id, stage, bucket) DO UPDATE SET n = n + excluded.n`,
+  /**
    * @batchId — the claim order of this run (--order, --priority) and its rate keys
    * (--rate-key) for the tasks already stored that wait (those --rerun-changed just put back
    * included): a rerun with another order re-ranks them. Touches only rows where one changed
@@ -143,14 +151,15 @@ export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>
       Database.Statement
     >;
     // A transaction per chunk (stagingChunks: rows and payload bytes bounded), memory bounded by one chunk.
+    let staged = 0;
     const flush = db.transaction((rows: StagedSpec[]) => {
+      staged += rows.length;
       for (const { spec: s, payload } of rows) {
         const needs = needsColumn(s.needs);
         st.stage.run(s.key, payload, s.fingerprint, s.stage ?? '', s.item ?? null, needs, s.maxAttempts ?? null, s.priority ?? 0, s.rank ?? 0, s.rateKey ?? null);
       }
     });
     for (const chunk of stagingChunks(specs)) flush(chunk);
-    const repeated = options.countRepeated ? (st.countRepeated.get() as { n: number }).n : 0;
     const now = Date.now();
     const result = db
       .transaction(() => {
@@ -163,24 +172,31 @@ export function enqueue(path: string, batch: NewBatch, specs: Iterable<TaskSpec>
         const { base } = st.maxSeq.get(row.id) as { base: number };
         const { base: idBase } = st.taskIdBase.get() as { base: number };
         const inserted = st.insertStaged.run({ batchId: row.id, base, idBase, maxAttempts: batch.maxAttempts, now }).changes;
+        if (inserted > 0) st.countInserted.run({ batchId: row.id, idBase });
         if (options.itemPayloads) {
           if (!created) st.observeItems.run({ batchId: row.id });
           const requeued = rerunChanged && !created ? st.requeueItems.run({ batchId: row.id }).changes : 0;
           if (!created) st.reorderItems.run({ batchId: row.id });
           if (!created && options.rekey) st.rekeyItems.run({ batchId: row.id });
-          const { n: changed, example } = st.countChangedItems.get({ batchId: row.id }) as { n: number; example: string | null };
-          return { batch: toBatch(row), created, inserted, changed, changedExample: example, requeued, repeated };
+          // A batch created here has no record the source changed: every task was just staged.
+          const { n: changed, example } = created
+            ? { n: 0, example: null }
+            : (st.countChangedItems.get({ batchId: row.id }) as { n: number; example: string | null });
+          return { batch: toBatch(row), created, inserted, changed, changedExample: example, requeued };
         }
         if (!created) st.observeStaged.run({ batchId: row.id });
         const requeued = rerunChanged ? st.requeueChanged.run({ batchId: row.id }).changes : 0;
         if (!created) st.reorderStaged.run({ batchId: row.id });
         if (!created && options.rekey) st.rekeyStaged.run({ batchId: row.id });
         const { n: changed } = st.countChanged.get({ batchId: row.id }) as { n: number };
-        return { batch: toBatch(row), created, inserted, changed, requeued, repeated };
+        return { batch: toBatch(row), created, inserted, changed, requeued };
       })
       .immediate();
+    // Into a new batch, each distinct key was inserted once: the rest repeated one (no DISTINCT
+    // over the staged rows, 0.8 s at a million).
+    const repeated = !options.countRepeated ? 0 : result.created ? staged - result.inserted : (st.countRepeated.get() as { n: number }).n;
     failpoint('write');
-    return result;
+    return { ...result, repeated };
   } catch (err) {
     throw storeError(err, path);
   } finally {

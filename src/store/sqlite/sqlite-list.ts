@@ -4,7 +4,7 @@ import type Database from 'better-sqlite3';
 import { durationKey } from '../task-spec.js';
 import type { SqliteConn } from './sqlite-conn.js';
 import { checkBounds, foldAttemptStats, type AttemptStatsRow } from '../attempt-stats.js';
-import { eachOutcomePage as outcomesOf, eachTaskPage as pagesOf, type OutcomeDbRow } from '../shared/task-pages.js';
+import { eachOutcomePage as outcomesOf, eachTaskPage as pagesOf } from '../shared/task-pages.js';
 
 /**
  * The read verbs of SQLite (what status, tasks, show, report and the coordinator's checks
@@ -123,8 +123,14 @@ export function selectTasks(c: SqliteConn, filter: TaskFilter): TaskRow[] {
 export async function eachOutcomePage(c: SqliteConn, filter: Pick<TaskFilter, 'batchId' | 'status' | 'attemptedOnly'>, onPage: (rows: TaskOutcome[]) => Promise<void>): Promise<void> {
   const range = c.read(() => c.st.taskIdRange.get(filter.batchId) as { lo: number | null; hi: number | null });
   const sqlPart = { batchId: filter.batchId, status: filter.status ?? null, attempted: filter.attemptedOnly ? 1 : null };
-  await outcomesOf(range, async (from, to) => c.read(() => c.st.outcomePage.all({ ...sqlPart, from, to }) as OutcomeDbRow[]), onPage);
+  // Rows as arrays (raw), each made into its outcome once: a row object per task as well cost
+  // 40% of `results` (1.3 s against 0.76 s of reading for a million tasks).
+  const read = (from: number, to: number) => c.st.outcomePage.raw(true).all({ ...sqlPart, from, to }) as OutcomeCells[];
+  await outcomesOf(range, async (from, to) => c.read(() => read(from, to).map(([key, stage, status, lastError, result]) => ({ key, stage, status, lastError, result }))), onPage);
 }
+
+/** outcomePage's columns in order: task_key, stage, status, last_error, result. */
+type OutcomeCells = [string, string, TaskOutcome['status'], string | null, string | null];
 
 /** See QueryStore.eachTaskPage: ranges of ids by rowid, each a read of its own. */
 export async function eachTaskPage(c: SqliteConn, filter: TaskFilter, onPage: (tasks: TaskRow[]) => Promise<void>): Promise<void> {
