@@ -56,9 +56,8 @@ interface StoreInfo {
 export interface BatchProgress {
   findBatch(name: string): Promise<BatchRecord | undefined>;
   /**
-   * The batch's tasks per state. SQLite keeps them as tasks change (task_counts, migration 019):
-   * a few rows whatever the batch's size. PostgreSQL counts an index entry per task (about
-   * 120 ms a call at a million tasks).
+   * The batch's tasks per state, kept by both stores as tasks change (task_counts: SQLite
+   * migration 019, PostgreSQL 017): a few rows whatever the batch's size.
    */
   counts(batchId: number): Promise<Counts>;
   /**

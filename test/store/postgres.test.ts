@@ -59,7 +59,31 @@ async function openError(url: string, options: { create: boolean; schema?: strin
   throw new Error('expected PostgresStore.open to fail');
 }
 
+/**
+ * task_counts (migration 017) against a count of the tasks themselves: the groups with a
+ * count, every session's shard summed, as `batch stage bucket n`.
+ */
+async function keptAndScanned(schema: string): Promise<{ kept: string[]; scanned: string[] }> {
+  const lines = (rows: { b: string; s: string; k: string; n: string }[]) => rows.map((r) => `${r.b} ${r.s} ${r.k} ${r.n}`);
+  return admin(async (c) => ({
+    kept: lines(
+      (await c.query(`SELECT batch_id AS b, stage AS s, bucket AS k, sum(n) AS n FROM "${schema}".task_counts GROUP BY 1, 2, 3 HAVING sum(n) <> 0 ORDER BY 1, 2, 3`)).rows,
+    ),
+    scanned: lines(
+      (
+        await c.query(`
+          SELECT batch_id AS b, stage AS s,
+            CASE status WHEN 'PENDING' THEN CASE WHEN attempts > 0 THEN 'RETRYING' ELSE 'PENDING' END
+              WHEN 'RUNNING' THEN CASE WHEN queued THEN 'QUEUED' ELSE 'RUNNING' END ELSE status END AS k,
+            count(*) AS n
+          FROM "${schema}".tasks GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`)
+      ).rows,
+    ),
+  }));
+}
+
 describe.skipIf(!PG_URL)('PostgreSQL store', () => {
+  // Every part of the contract ends by checking that the kept counts are the tasks' own.
   describeTaskStore('postgres', async () => {
     const schema = freshSchema();
     const store = await Store.open(PG_URL!, { create: true, schema });
@@ -67,7 +91,12 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
       store,
       cleanup: async () => {
         await store.close();
-        await dropSchema(schema);
+        try {
+          const { kept, scanned } = await keptAndScanned(schema);
+          expect(kept).toEqual(scanned);
+        } finally {
+          await dropSchema(schema);
+        }
       },
     };
   });
@@ -445,6 +474,60 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
       expect(rows.rows[0]).toEqual({ b: 0, t: 0 });
       expect(await s.enqueue(newBatch(), keys(2).map(spec))).toMatchObject({ created: true, inserted: 2 });
     });
+  });
+});
+
+describe.skipIf(!PG_URL)('PostgreSQL: kept counts', () => {
+  it("a prune killed after a chunk of a batch's tasks: its counts are the tasks left, and the batch's delete drops them", async () => {
+    const schema = freshSchema();
+    const s = await Store.open(PG_URL!, { create: true, schema });
+    try {
+      const { batch } = await s.enqueue(newBatch(), keys(10).map(spec));
+      const now = Date.now();
+      const claimed = await s.claim({ batchId: batch.id, owner: 'o', host: 'h', now, leaseMs: 30_000, slots: [{ workerId: 'w', pid: 1 }, { workerId: 'v', pid: 2 }] });
+      await s.settle([ending(claimed[0]!, 'SUCCESS', now + 1)]);
+      // What a prune's first chunk runs (report-statements.ts pruneTasks), on a session of its own, then nothing.
+      await admin((c) => c.query(`DELETE FROM "${schema}".tasks WHERE id BETWEEN $1 AND $2 AND batch_id = $3`, [claimed[0]!.id, claimed[1]!.id + 1, batch.id]));
+      expect(await s.counts(batch.id)).toMatchObject({ total: 7, succeeded: 0, running: 0, pending: 7 });
+      const { kept, scanned } = await keptAndScanned(schema);
+      expect(kept).toEqual(scanned);
+      await admin((c) => c.query(`DELETE FROM "${schema}".batches WHERE id = $1`, [batch.id]));
+      expect((await admin((c) => c.query(`SELECT count(*)::int AS n FROM "${schema}".task_counts`))).rows).toEqual([{ n: 0 }]);
+    } finally {
+      await s.close();
+      await dropSchema(schema);
+    }
+  });
+});
+
+describe.skipIf(!PG_URL)('PostgreSQL: kept counts on upgrade', () => {
+  it('a store from before the kept counts (schema 16) gets them from its tasks when opened', async () => {
+    const schema = freshSchema();
+    const first = await Store.open(PG_URL!, { create: true, schema });
+    let batchId: number;
+    try {
+      const { batch } = await first.enqueue(newBatch(), keys(9).map(spec));
+      batchId = batch.id;
+      const now = Date.now();
+      const claimed = await first.claim({ batchId, owner: 'o', host: 'h', now, leaseMs: 30_000, slots: [1, 2, 3, 4].map((pid) => ({ workerId: `w${pid}`, pid })) });
+      await first.settle([ending(claimed[0]!, 'SUCCESS', now + 1), ending(claimed[1]!, 'FAILED', now + 1, { retryAt: now + 60_000 }), ending(claimed[2]!, 'FAILED', now + 1)]);
+    } finally {
+      await first.close();
+    }
+    // Back to schema 16, the tasks as they are: what an older version left.
+    await admin((c) =>
+      c.query(`DROP TABLE "${schema}".task_counts; DROP FUNCTION "${schema}".count_tasks, "${schema}".count_deleted_tasks, "${schema}".drop_batch_counts CASCADE;
+        DROP FUNCTION "${schema}".task_bucket; DELETE FROM "${schema}".splitdance_migrations WHERE version > 16`),
+    );
+    const again = await Store.open(PG_URL!, { create: false, schema });
+    try {
+      expect(await again.counts(batchId)).toMatchObject({ total: 9, succeeded: 1, retrying: 1, failed: 1, running: 1, pending: 5 });
+      const { kept, scanned } = await keptAndScanned(schema);
+      expect(kept).toEqual(scanned);
+    } finally {
+      await again.close();
+      await dropSchema(schema);
+    }
   });
 });
 

@@ -284,6 +284,34 @@ describe('SqliteStore enqueue', () => {
   });
 });
 
+describe('SqliteStore kept counts', () => {
+  it("a prune killed after a chunk of a batch's tasks: its counts are the tasks left, and the batch's delete drops them", async () => {
+    const path = join(freshDir(), 'splitdance.db');
+    const s = open(path);
+    const { batch } = await s.enqueue(newBatch(), keys(10).map(spec));
+    const now = Date.now();
+    const claimed = await s.claim({ batchId: batch.id, owner: 'o', host: 'h', now, leaseMs: 30_000, slots: [{ workerId: 'w', pid: 1 }, { workerId: 'v', pid: 2 }] });
+    await s.settle([ending(claimed[0]!, 'SUCCESS', now + 1)]);
+    // What a prune's first chunk runs (statements.ts pruneTasks), then nothing: it was killed.
+    const db = new Database(path);
+    try {
+      db.prepare('DELETE FROM tasks WHERE id BETWEEN ? AND ? AND batch_id = ?').run(claimed[0]!.id, claimed[1]!.id + 1, batch.id);
+    } finally {
+      db.close();
+    }
+    expect(await s.counts(batch.id)).toMatchObject({ total: 7, succeeded: 0, running: 0, pending: 7 });
+    const { kept, scanned } = keptAndScanned(path);
+    expect(kept).toEqual(scanned);
+    const raw = new Database(path);
+    try {
+      raw.prepare('DELETE FROM batches WHERE id = ?').run(batch.id);
+      expect(raw.prepare('SELECT count(*) AS n FROM task_counts').get()).toEqual({ n: 0 });
+    } finally {
+      raw.close();
+    }
+  });
+});
+
 describe('SqliteStore listTasks', () => {
   // Suspected bug (latent: the CLI rejects --limit 0): selectTasks pushes a row before it
   // checks the limit, so limit 0 returns one task (and retryFailed with limit 0 resets one).

@@ -8,12 +8,17 @@ import { needsMetIn } from './tick-statement.js';
 export function reportStatements(s: string) {
   const needsMet = needsMetIn(s);
   return {
-    /** $1 batchId — covered by tasks_by_state (index-only once the batch is a minority of the table). */
+    /**
+     * $1 batchId — the kept counts (task_counts, migration 017): the sessions' shards summed, a
+     * few rows whatever the batch's size. Shaped as the groups toCounts folds: RETRYING is
+     * PENDING tried, and QUEUED both part of the RUNNING group and the subset moved out of it.
+     */
     counts: `
-      SELECT status, attempts > 0 AS tried, count(*) AS n FROM ${s}.tasks
-      WHERE batch_id = $1 GROUP BY status, tried
+      SELECT CASE bucket WHEN 'RETRYING' THEN 'PENDING' WHEN 'QUEUED' THEN 'RUNNING' ELSE bucket END AS status,
+        bucket = 'RETRYING' AS tried, sum(n) AS n
+      FROM ${s}.task_counts WHERE batch_id = $1 GROUP BY 1, 2
       UNION ALL
-      SELECT 'QUEUED', false, count(*) FROM ${s}.tasks WHERE batch_id = $1 AND status = 'RUNNING' AND queued`,
+      SELECT 'QUEUED', false, coalesce(sum(n), 0) FROM ${s}.task_counts WHERE batch_id = $1 AND bucket = 'QUEUED'`,
     /** $1 batchId — the learned durations of its tasks, read from their ranks (LEARNED_RANK = 2^50). */
     learnedWork: `    SELECT count(*) FILTER (WHERE status IN ('PENDING', 'RUNNING')) AS open_known,
         coalesce(sum(-order_rank - 1125899906842624) FILTER (WHERE status IN ('PENDING', 'RUNNING')), 0) AS open_ms,

@@ -66,10 +66,11 @@ const ENQUEUE_SQL = {
   /**
    * @batchId @idBase — counts the tasks insertStaged just inserted (every id above @idBase is
    * one of them) into task_counts, whose triggers count only updates and deletes (migration 019).
+   * NOT INDEXED: a range of rowids; by the unique index it read every task of the batch.
    */
   countInserted: `
     INSERT INTO task_counts (batch_id, stage, bucket, n)
-    SELECT @batchId, stage, 'PENDING', count(*) FROM tasks WHERE id > @idBase AND batch_id = @batchId GROUP BY stage
+    SELECT @batchId, stage, 'PENDING', count(*) FROM tasks NOT INDEXED WHERE id > @idBase AND batch_id = @batchId GROUP BY stage
     ON CONFLICT (batch_id, stage, bucket) DO UPDATE SET n = n + excluded.n`,
   /**
    * @batchId — the claim order of this run (--order, --priority) and its rate keys
