@@ -31,13 +31,13 @@ export function reportStatements(s: string) {
     nextDue: `SELECT min(next_run_at) AS due FROM ${s}.tasks AS c WHERE batch_id = $1 AND status = 'PENDING' AND ${needsMet}`,
     /** $1 batchId — the retry due last (the state index, read from its high end). */
     lastRetryDue: `SELECT next_run_at AS due FROM ${s}.tasks WHERE batch_id = $1 AND status = 'PENDING' AND attempts > 0 ORDER BY next_run_at DESC LIMIT 1`,
-    /** $1 batchId — per stage, for batches with stages (tasks_by_stage). */
+    /** $1 batchId — per stage, for batches with stages (every task of such a batch is a stage task of an item): the kept counts, as `counts`. */
     stageCounts: `
-      SELECT stage, status, attempts > 0 AS tried, count(*) AS n FROM ${s}.tasks
-      WHERE batch_id = $1 AND item_key IS NOT NULL GROUP BY stage, status, tried
+      SELECT stage, CASE bucket WHEN 'RETRYING' THEN 'PENDING' WHEN 'QUEUED' THEN 'RUNNING' ELSE bucket END AS status,
+        bucket = 'RETRYING' AS tried, sum(n) AS n
+      FROM ${s}.task_counts WHERE batch_id = $1 GROUP BY 1, 2, 3
       UNION ALL
-      SELECT stage, 'QUEUED', false, count(*) FROM ${s}.tasks
-      WHERE batch_id = $1 AND status = 'RUNNING' AND queued GROUP BY stage
+      SELECT stage, 'QUEUED', false, sum(n) FROM ${s}.task_counts WHERE batch_id = $1 AND bucket = 'QUEUED' GROUP BY stage
       ORDER BY stage`,
     /** $1 batchId $2 limit */
     failedErrors: `

@@ -155,13 +155,16 @@ export const SQL = {
   nextDue: `SELECT min(next_run_at) AS due FROM tasks AS c WHERE batch_id = ? AND status = 'PENDING' AND ${NEEDS_MET}`,
   /** ?batchId — the retry due last (served by tasks_by_state, read from its high end). */
   lastRetryDue: `SELECT next_run_at AS due FROM tasks INDEXED BY tasks_by_state WHERE batch_id = ? AND status = 'PENDING' AND attempts > 0 ORDER BY next_run_at DESC LIMIT 1`,
-  /** @batchId — per stage, for batches with stages (served by tasks_by_stage alone). */
+  /**
+   * @batchId — per stage, for batches with stages (every task of such a batch is a stage task
+   * of an item), read from task_counts as `counts` is, in stage order.
+   */
   stageCounts: `
-    SELECT stage, status, attempts > 0 AS tried, count(*) AS n FROM tasks INDEXED BY tasks_by_stage
-    WHERE batch_id = @batchId AND item_key IS NOT NULL GROUP BY stage, status, tried
+    SELECT stage, CASE bucket WHEN 'RETRYING' THEN 'PENDING' WHEN 'QUEUED' THEN 'RUNNING' ELSE bucket END AS status,
+      bucket = 'RETRYING' AS tried, n
+    FROM task_counts WHERE batch_id = @batchId
     UNION ALL
-    SELECT stage, 'QUEUED', 0, count(*) FROM tasks INDEXED BY tasks_queued
-    WHERE batch_id = @batchId AND status = 'RUNNING' AND queued = 1 GROUP BY stage
+    SELECT stage, 'QUEUED', 0, n FROM task_counts WHERE batch_id = @batchId AND bucket = 'QUEUED'
     ORDER BY stage`,
   /** @batchId @limit */
   failedErrors: `
