@@ -516,8 +516,8 @@ describe.skipIf(!PG_URL)('PostgreSQL: kept counts on upgrade', () => {
     }
     // Back to schema 16, the tasks as they are: what an older version left.
     await admin((c) =>
-      c.query(`DROP TABLE "${schema}".task_counts; DROP FUNCTION "${schema}".count_tasks, "${schema}".count_deleted_tasks, "${schema}".drop_batch_counts CASCADE;
-        DROP FUNCTION "${schema}".task_bucket; DELETE FROM "${schema}".splitdance_migrations WHERE version > 16`),
+      c.query(`DROP TABLE "${schema}".task_counts; DROP FUNCTION "${schema}".count_tasks, "${schema}".drop_batch_counts CASCADE;
+        DELETE FROM "${schema}".splitdance_migrations WHERE version > 16`),
     );
     const again = await Store.open(PG_URL!, { create: false, schema });
     try {
@@ -526,6 +526,82 @@ describe.skipIf(!PG_URL)('PostgreSQL: kept counts on upgrade', () => {
       expect(kept).toEqual(scanned);
     } finally {
       await again.close();
+      await dropSchema(schema);
+    }
+  });
+});
+
+describe.skipIf(!PG_URL)('PostgreSQL: kept counts across sessions, upgrades and renames', () => {
+  const toSchema16 = (schema: string) =>
+    admin((c) =>
+      c.query(`DROP TABLE "${schema}".task_counts; DROP FUNCTION "${schema}".count_tasks, "${schema}".drop_batch_counts CASCADE;
+        DELETE FROM "${schema}".splitdance_migrations WHERE version > 16`),
+    );
+
+  it('a write of an older version that commits while the store is upgraded is counted (the upgrade waits for it)', async () => {
+    const schema = freshSchema();
+    const first = await Store.open(PG_URL!, { create: true, schema });
+    const { batch } = await first.enqueue(newBatch(), keys(6).map(spec));
+    await first.close();
+    await toSchema16(schema);
+    const older = new pg.Client({ connectionString: PG_URL });
+    await older.connect();
+    try {
+      // An older version's write, open while the upgrade starts, committed half a second later.
+      await older.query('BEGIN');
+      await older.query(`UPDATE "${schema}".tasks SET status = 'FAILED' WHERE batch_id = $1 AND task_key IN ('k000', 'k001')`, [batch.id]);
+      const opening = Store.open(PG_URL!, { create: false, schema });
+      await new Promise((r) => setTimeout(r, 500));
+      await older.query('COMMIT');
+      const upgraded = await opening;
+      try {
+        expect(await upgraded.counts(batch.id)).toMatchObject({ total: 6, failed: 2, pending: 4 });
+        const { kept, scanned } = await keptAndScanned(schema);
+        expect(kept).toEqual(scanned);
+      } finally {
+        await upgraded.close();
+      }
+    } finally {
+      await older.end();
+      await dropSchema(schema);
+    }
+  });
+
+  it('a store whose schema was renamed counts into its own table; an enqueue folds the rows of ended sessions', async () => {
+    const schema = freshSchema();
+    const renamed = freshSchema();
+    const first = await Store.open(PG_URL!, { create: true, schema });
+    const { batch } = await first.enqueue(newBatch(), keys(8).map(spec));
+    await first.close();
+    await admin((c) => c.query(`ALTER SCHEMA "${schema}" RENAME TO "${renamed}"`));
+    try {
+      // Two sessions that move tasks and end: each leaves rows of its own shard.
+      for (const n of [0, 1]) {
+        const s = await Store.open(PG_URL!, { create: false, schema: renamed });
+        const now = Date.now();
+        const [t] = await s.claim({ batchId: batch.id, owner: `o${n}`, host: 'h', now, leaseMs: 30_000, slots: [{ workerId: 'w', pid: 1 }] });
+        await s.settle([ending(t!, 'SUCCESS', now + 1)]);
+        await s.close();
+      }
+      const shards = () => admin(async (c) => (await c.query(`SELECT DISTINCT shard FROM "${renamed}".task_counts WHERE shard <> 0`)).rows.map((r) => r.shard as number));
+      const ended = await shards();
+      expect(ended.length).toBeGreaterThanOrEqual(1);
+      // A closed session's server process leaves pg_stat_activity a moment after the client.
+      for (let live = ended; live.length > 0; await new Promise((r) => setTimeout(r, 50))) {
+        live = await admin(async (c) => (await c.query('SELECT pid FROM pg_stat_activity WHERE pid = ANY($1)', [ended])).rows);
+      }
+      const later = await Store.open(PG_URL!, { create: false, schema: renamed });
+      try {
+        await later.enqueue(newBatch(), keys(9).map(spec));
+        expect((await shards()).filter((pid) => ended.includes(pid))).toEqual([]);
+        expect(await later.counts(batch.id)).toMatchObject({ total: 9, succeeded: 2, pending: 7 });
+        const { kept, scanned } = await keptAndScanned(renamed);
+        expect(kept).toEqual(scanned);
+      } finally {
+        await later.close();
+      }
+    } finally {
+      await dropSchema(renamed);
       await dropSchema(schema);
     }
   });

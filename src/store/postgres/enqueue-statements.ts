@@ -34,6 +34,20 @@ export function enqueueStatements(s: string) {
     rekeyItems: rekeyFrom(s, FIRST_STAGED),
     /** $1 batchId — the batch's highest task number, for a read (maxSeq's, named as count() reads it). */
     lastSeq: `SELECT coalesce(max(seq), 0) AS n FROM ${s}.tasks WHERE batch_id = $1`,
+    /**
+     * $1 batchId — folds the batch's kept counts of sessions that ended (their pid no longer in
+     * pg_stat_activity) into shard 0 (task_counts, migration 017), so a batch that outlives many
+     * sessions keeps a few rows. A live session's rows are its own; a new session that took an
+     * ended one's pid and wrote meanwhile has its row folded with the rest, its sum unchanged.
+     */
+    foldCounts: `
+      WITH gone AS (
+        DELETE FROM ${s}.task_counts WHERE batch_id = $1 AND shard <> 0 AND shard <> pg_backend_pid()
+          AND shard NOT IN (SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL)
+        RETURNING stage, bucket, n)
+      INSERT INTO ${s}.task_counts AS c (batch_id, stage, bucket, shard, n)
+      SELECT $1, stage, bucket, 0, sum(n) FROM gone GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+      ON CONFLICT (batch_id, stage, bucket, shard) DO UPDATE SET n = c.n + excluded.n`,
     /** $1 batchId $2 base $3 maxAttempts $4 now — copies pg_temp.staging; keys already in the batch are skipped. */
     insertStaged: `
       INSERT INTO ${s}.tasks (batch_id, task_key, stage, item_key, needs, seq, payload, max_attempts, created_at, fingerprint, seen_fingerprint, priority, order_rank, rate_key)

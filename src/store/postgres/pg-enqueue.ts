@@ -93,6 +93,7 @@ async function commit(
   const batchId = row!.id;
   const [{ base }] = (await sql.rows<{ base: number }>(st.maxSeq, [batchId])) as [{ base: number }];
   const added = await sql.run(st.insertStaged, [batchId, base, batch.maxAttempts, now]);
+  if (!created) await sql.run(st.foldCounts, [batchId]);
   if (itemPayloads) {
     if (!created) await sql.run(st.observeItems, [batchId]);
     const requeued = rerunChanged && !created ? await sql.run(st.requeueItems, [batchId]) : 0;
