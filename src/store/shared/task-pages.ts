@@ -46,6 +46,7 @@ export interface OutcomeDbRow {
   result: string | null;
 }
 
+/** A row of outcomePage's five columns as `results` prints it (PostgreSQL's rows; SQLite reads arrays). */
 export function toOutcome(r: OutcomeDbRow): TaskOutcome {
   return { key: r.task_key, stage: r.stage, status: r.status, lastError: r.last_error, result: r.result };
 }
