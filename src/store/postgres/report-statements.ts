@@ -1,3 +1,4 @@
+import { KEPT_GROUP } from '../shared/db-rows.js';
 import { lastFinishedOf } from './settle-statements.js';
 import { needsMetIn } from './tick-statement.js';
 
@@ -14,8 +15,7 @@ export function reportStatements(s: string) {
      * PENDING tried, and QUEUED both part of the RUNNING group and the subset moved out of it.
      */
     counts: `
-      SELECT CASE bucket WHEN 'RETRYING' THEN 'PENDING' WHEN 'QUEUED' THEN 'RUNNING' ELSE bucket END AS status,
-        bucket = 'RETRYING' AS tried, sum(n) AS n
+      SELECT ${KEPT_GROUP}, sum(n) AS n
       FROM ${s}.task_counts WHERE batch_id = $1 GROUP BY 1, 2
       UNION ALL
       SELECT 'QUEUED', false, coalesce(sum(n), 0) FROM ${s}.task_counts WHERE batch_id = $1 AND bucket = 'QUEUED'`,
@@ -33,8 +33,7 @@ export function reportStatements(s: string) {
     lastRetryDue: `SELECT next_run_at AS due FROM ${s}.tasks WHERE batch_id = $1 AND status = 'PENDING' AND attempts > 0 ORDER BY next_run_at DESC LIMIT 1`,
     /** $1 batchId — per stage, for batches with stages (every task of such a batch is a stage task of an item): the kept counts, as `counts`. */
     stageCounts: `
-      SELECT stage, CASE bucket WHEN 'RETRYING' THEN 'PENDING' WHEN 'QUEUED' THEN 'RUNNING' ELSE bucket END AS status,
-        bucket = 'RETRYING' AS tried, sum(n) AS n
+      SELECT stage, ${KEPT_GROUP}, sum(n) AS n
       FROM ${s}.task_counts WHERE batch_id = $1 GROUP BY 1, 2, 3
       UNION ALL
       SELECT stage, 'QUEUED', false, sum(n) FROM ${s}.task_counts WHERE batch_id = $1 AND bucket = 'QUEUED' GROUP BY stage

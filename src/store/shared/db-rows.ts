@@ -169,6 +169,13 @@ export function toLost(t: TaskDbRow, inputs: Record<string, unknown>): LostAttem
   return { key: t.task_key, owner: t.lease_owner, token: t.lease_token, stage: t.stage, seq: t.seq, payload: JSON.parse(t.payload), inputs };
 }
 
+/**
+ * A kept count's bucket (task_counts: SQLite migration 019, PostgreSQL 017) as the group toCounts
+ * folds, `status` and `tried`: RETRYING is PENDING tried, QUEUED part of the RUNNING group (a
+ * reader adds the QUEUED subset as a row of its own, which toCounts moves out of it).
+ */
+export const KEPT_GROUP = `CASE bucket WHEN 'RETRYING' THEN 'PENDING' WHEN 'QUEUED' THEN 'RUNNING' ELSE bucket END AS status, bucket = 'RETRYING' AS tried`;
+
 /** Disjoint groups (status × tried) into the counts `status` shows. */
 export function toCounts(rows: CountDbRow[]): Counts {
   const c: Counts = { total: 0, pending: 0, retrying: 0, running: 0, queued: 0, succeeded: 0, failed: 0, cancelled: 0 };

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { LEASE_SQL, NEEDS_MET } from './lease-statements.js';
 import { HOOK_SQL } from './hook-statements.js';
+import { KEPT_GROUP } from '../shared/db-rows.js';
 
 /**
  * Every SQL statement of the SQLite store, prepared once per connection. Each one's
@@ -138,11 +139,10 @@ export const SQL = {
    * both a RUNNING row and the QUEUED subset toCounts moves out of it (as PostgreSQL's).
    */
   counts: `
-    SELECT CASE bucket WHEN 'RETRYING' THEN 'PENDING' WHEN 'QUEUED' THEN 'RUNNING' ELSE bucket END AS status,
-      n, bucket = 'RETRYING' AS tried
+    SELECT ${KEPT_GROUP}, n
     FROM task_counts WHERE batch_id = @batchId
     UNION ALL
-    SELECT 'QUEUED', n, 0 FROM task_counts WHERE batch_id = @batchId AND bucket = 'QUEUED'`,
+    SELECT 'QUEUED', 0, n FROM task_counts WHERE batch_id = @batchId AND bucket = 'QUEUED'`,
   /** @batchId — the learned durations of its tasks, read from their ranks (LEARNED_RANK = 2^50); tasks_by_state alone. */
   learnedWork: `    SELECT count(*) FILTER (WHERE status IN ('PENDING', 'RUNNING')) AS open_known,
       coalesce(sum(-order_rank - 1125899906842624) FILTER (WHERE status IN ('PENDING', 'RUNNING')), 0) AS open_ms,
@@ -160,8 +160,7 @@ export const SQL = {
    * of an item), read from task_counts as `counts` is, in stage order.
    */
   stageCounts: `
-    SELECT stage, CASE bucket WHEN 'RETRYING' THEN 'PENDING' WHEN 'QUEUED' THEN 'RUNNING' ELSE bucket END AS status,
-      bucket = 'RETRYING' AS tried, n
+    SELECT stage, ${KEPT_GROUP}, n
     FROM task_counts WHERE batch_id = @batchId
     UNION ALL
     SELECT stage, 'QUEUED', 0, n FROM task_counts WHERE batch_id = @batchId AND bucket = 'QUEUED'
