@@ -59,6 +59,13 @@ async function openError(url: string, options: { create: boolean; schema?: strin
   throw new Error('expected PostgresStore.open to fail');
 }
 
+/** Back to schema 16, the tasks as they are: what a version before the kept counts left. */
+const toSchema16 = (schema: string) =>
+  admin((c) =>
+    c.query(`DROP TABLE "${schema}".task_counts; DROP FUNCTION "${schema}".count_tasks, "${schema}".drop_batch_counts CASCADE;
+      DELETE FROM "${schema}".splitdance_migrations WHERE version > 16`),
+  );
+
 /**
  * task_counts (migration 017) against a count of the tasks themselves: the groups with a
  * count, every session's shard summed, as `batch stage bucket n`.
@@ -514,11 +521,7 @@ describe.skipIf(!PG_URL)('PostgreSQL: kept counts on upgrade', () => {
     } finally {
       await first.close();
     }
-    // Back to schema 16, the tasks as they are: what an older version left.
-    await admin((c) =>
-      c.query(`DROP TABLE "${schema}".task_counts; DROP FUNCTION "${schema}".count_tasks, "${schema}".drop_batch_counts CASCADE;
-        DELETE FROM "${schema}".splitdance_migrations WHERE version > 16`),
-    );
+    await toSchema16(schema);
     const again = await Store.open(PG_URL!, { create: false, schema });
     try {
       expect(await again.counts(batchId)).toMatchObject({ total: 9, succeeded: 1, retrying: 1, failed: 1, running: 1, pending: 5 });
@@ -532,12 +535,6 @@ describe.skipIf(!PG_URL)('PostgreSQL: kept counts on upgrade', () => {
 });
 
 describe.skipIf(!PG_URL)('PostgreSQL: kept counts across sessions, upgrades and renames', () => {
-  const toSchema16 = (schema: string) =>
-    admin((c) =>
-      c.query(`DROP TABLE "${schema}".task_counts; DROP FUNCTION "${schema}".count_tasks, "${schema}".drop_batch_counts CASCADE;
-        DELETE FROM "${schema}".splitdance_migrations WHERE version > 16`),
-    );
-
   it('a write of an older version that commits while the store is upgraded is counted (the upgrade waits for it)', async () => {
     const schema = freshSchema();
     const first = await Store.open(PG_URL!, { create: true, schema });
