@@ -220,23 +220,25 @@ static void free_request(struct request *r) {
 /*
  * What its commands are given as oom_score_adj: the kernel's OOM killer takes them before the
  * coordinator and this helper, which keep theirs (STARTED_OOM_SCORE_ADJ in oom-score.ts).
- * The child runs nothing but the system calls of child_exec before its exec, so the value is
- * written just after the spawn returns (one write; the command has not run a millisecond by
- * then), and only by a helper whose own value is lower: one started by a forked worker has
+ * The child writes it for itself in child_exec, before its exec (a vforked child's value is its
+ * own: the kernel does not give it to the helper whose memory it shares), so the command never
+ * runs with this helper's value. Written by the helper after the spawn returned, it came too
+ * late now and then: the command had already run (and what it forked meanwhile kept the old
+ * value). Only in a helper whose own value is lower: one started by a forked worker has
  * inherited it.
  */
 #define STARTED_OOM_SCORE_ADJ 1000
+#define DECIMAL(n) #n
+#define DECIMAL_OF(n) DECIMAL(n)
 static int oom_score_inherited;
 
-static void raise_oom_score(pid_t pid) {
+/* Called by the child before its exec: only system calls. */
+static void raise_oom_score(void) {
   if (oom_score_inherited) return;
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%ld/oom_score_adj", (long)pid);
-  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
   if (fd < 0) return; /* no /proc: the kernel's own order stays */
-  char value[16];
-  int n = snprintf(value, sizeof value, "%d", STARTED_OOM_SCORE_ADJ);
-  if (write(fd, value, (size_t)n) < 0) { /* not ours to change: as above */ }
+  static const char value[] = DECIMAL_OF(STARTED_OOM_SCORE_ADJ);
+  if (write(fd, value, sizeof value - 1) < 0) { /* not ours to change: as above */ }
   close(fd);
 }
 
@@ -296,6 +298,7 @@ static _Noreturn void child_exec(const char *file, int search, char **argv, char
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
   for (int i = 0; i < nnondefault; i++) sigaction(nondefault[i], &dfl, NULL);
+  raise_oom_score();
   if (setsid() < 0) child_failed(errno);
   int in = open("/dev/null", O_RDONLY);
   if (in < 0) child_failed(errno);
@@ -414,7 +417,6 @@ static void start(struct request *r) {
     reply(r->id, 'F', err, -1);
     return;
   }
-  raise_oom_score(pid);
   *c = (struct child){ pid, r->id, fd, err_fd, path_copy };
   running = c;
   reply(r->id, 'S', pid, now_ms());

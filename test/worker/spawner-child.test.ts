@@ -46,6 +46,14 @@ describe.skipIf(!SPAWNER_BUILT)('a command the helper starts', () => {
     expect(readFileSync(stdin, 'utf8')).toBe('/dev/null\n');
   });
 
+  it('has oom_score_adj 1000 from its exec on: one that reads it at once never sees the helper\'s (or reads it changing)', async () => {
+    const dir = tempDir();
+    // When the helper wrote it after the spawn, about one start in 25 here read the old value.
+    const logs = Array.from({ length: 200 }, (_, i) => join(dir, `${i}.log`));
+    await run(logs.map((log, i) => request(i + 1, log, ['cat', '/proc/self/oom_score_adj'])), logs.length);
+    expect(new Set(logs.map((log) => readFileSync(log, 'utf8')))).toEqual(new Set(['1000\n']));
+  });
+
   it('is looked up on the helper\'s PATH: an entry where the name is not executable is passed over, and EACCES reported if no entry has it executable, ENOENT if none has it at all', async () => {
     const dir = tempDir();
     const [locked, open] = [join(dir, 'locked'), join(dir, 'open')];
