@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { PostgresStore } from '../../src/store/postgres/pg-store.js';
 import type { ClaimedTask } from '../../src/store/task-store.js';
 import { PG_URL } from '../helpers/pg.js';
+import { startProxy } from '../helpers/tcp-proxy.js';
 import { describeTaskStore, ending, keys, newBatch, spec } from './contract.js';
 import { prepareStatements } from '../../src/store/postgres/statements.js';
 
@@ -260,6 +261,42 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
       expect((await opened[0]!.counts(batch.id)).total).toBe(25);
       const seqs = await admin((c) => c.query(`SELECT seq FROM "${schema}".tasks GROUP BY seq HAVING count(*) > 1`));
       expect(seqs.rows).toEqual([]);
+    });
+  });
+
+  describe('a big tick', () => {
+    it('answers in bytes proportional to what it settled and claimed: the settled tokens come back once, not once per claimed task', async () => {
+      // A grouped run of short tasks settles and claims thousands of tasks a tick (64 places a
+      // slot, 64 items a place). Sent on every claimed row, the tokens made 1,500 × 1,500
+      // array elements twice here; parsing such ticks stalled the coordinator past the
+      // connection's timeout (exit 4).
+      const proxy = await startProxy(new URL(PG_URL!));
+      try {
+        const url = new URL(PG_URL!);
+        url.port = String(proxy.port);
+        const schema = freshSchema();
+        schemas.push(schema);
+        const s = await Store.open(url.href, { create: true, schema });
+        const n = 1500;
+        const { batch } = await s.enqueue(newBatch('big-tick'), keys(2 * n).map(spec));
+        const now = Date.now();
+        const slots = Array.from({ length: n }, (_, i) => ({ workerId: `w${i % 2}`, pid: i }));
+        const request = { batchId: batch.id, owner: 'o', host: 'h', now, leaseMs: 60_000, slots };
+        const first = await s.claim(request);
+        expect(first).toHaveLength(n);
+        const before = proxy.fromServer();
+        const tick = await s.settleAndClaim(first.map((t) => ending(t, 'SUCCESS', now + 1)), { ...request, now: now + 1 });
+        const bytes = proxy.fromServer() - before;
+        expect(tick.applied).toHaveLength(n);
+        expect(tick.applied.every((a) => a.status === 'SUCCESS')).toBe(true);
+        expect(tick.claimed).toHaveLength(n);
+        // Each claimed row is a few hundred bytes; the tokens once, about 20 bytes each.
+        expect(bytes, `${bytes} bytes for ${n} settled and ${n} claimed`).toBeLessThan(n * 1000);
+        expect(await s.counts(batch.id)).toMatchObject({ succeeded: n, running: n, pending: 0 });
+        await s.close();
+      } finally {
+        proxy.close();
+      }
     });
   });
 

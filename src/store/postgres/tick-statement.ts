@@ -93,7 +93,9 @@ const CLAIM_AT = 19;
  * $27 being the expected job version: NULL for any). Task rows are locked in id order first,
  * the settled and started ones together, as every multi-row writer does. Returns one row at
  * least: `applied` (the tokens that still held their tasks) and `applied_status` (the status
- * each left its task in, in the same order) and, per claimed task, its row and
+ * each left its task in, in the same order), on the first row only (on every row, a tick of
+ * a thousand settled and a thousand claimed tasks sent a million tokens twice, and parsing
+ * them stalled the coordinator past the connection's timeout), and, per claimed task, its row and
  * `inputs` (the results of the stages it needs, as the `inputs` statement reads them, a need
  * settled here with the result it was settled with).
  */
@@ -116,8 +118,8 @@ export function tickStatement(s: string): string {
       v AS (SELECT job_version FROM ${s}.batches WHERE id = ${p(1)} FOR KEY SHARE),
       mark AS (UPDATE ${s}.batches SET first_started_at = ${p(2)} WHERE id = ${p(1)} AND first_started_at IS NULL AND cardinality(${p(5)}::text[]) > 0),
       ${claimCtes(s, needsMet, p, '(SELECT job_version FROM v)', ` AND EXISTS (SELECT 1 FROM v WHERE ${p(8)}::int IS NULL OR v.job_version = ${p(8)}::int)`)}
-      SELECT (SELECT coalesce(array_agg(token ORDER BY token), '{}') FROM settled) AS applied,
-        (SELECT coalesce(array_agg(status ORDER BY token), '{}') FROM settled) AS applied_status, c.*,
+      SELECT CASE WHEN c.n IS NOT DISTINCT FROM (SELECT min(n) FROM claimed) THEN (SELECT coalesce(array_agg(token ORDER BY token), '{}') FROM settled) END AS applied,
+        CASE WHEN c.n IS NOT DISTINCT FROM (SELECT min(n) FROM claimed) THEN (SELECT coalesce(array_agg(status ORDER BY token), '{}') FROM settled) END AS applied_status, c.*,
         CASE WHEN c.needs IS NOT NULL AND c.item_key IS NOT NULL THEN (
           SELECT coalesce(json_agg(json_build_object('stage', d.stage, 'result', CASE WHEN fresh.id IS NULL THEN d.result ELSE fresh.result END)), '[]')
           FROM ${s}.tasks AS d LEFT JOIN settled AS fresh ON fresh.id = d.id
