@@ -10,6 +10,7 @@ import type { PoolOptions } from './pool-options.js';
 import { InProcessWorker } from './in-process-worker.js';
 import type { PoolEvents, PoolWorker } from './pool-events.js';
 import * as slots from './slots.js';
+import { placesFor } from './slot-window.js';
 import { notLoaded, refused } from './start-failure.js';
 import { BootWatch, LoadTally } from './start-watch.js';
 import { pooledWorker, route, send, type PooledWorker } from './worker-messages.js';
@@ -112,8 +113,10 @@ export class WorkerPool {
   /** One entry per attempt the pool can take now: a worker appears once per free place in its window. */
   freePlaces(): PoolWorker[] {
     // While the pool grows (grow), a ready worker takes no attempt to queue behind its running
-    // one: the workers still loading, ready in a moment, should get it instead.
-    return slots.freePlaces(this.workers, this.options.maxTasksPerWorker, monotonicMs(), this.growing > 0 ? 1 : null);
+    // one: the workers still loading, ready in a moment, should get it instead. Places of
+    // many items each are fewer (placesFor).
+    const places = placesFor(this.groups.claimShape().perPlace);
+    return slots.freePlaces(this.workers, this.options.maxTasksPerWorker, monotonicMs(), this.growing > 0 ? 1 : places);
   }
 
   /** Whether a stage's attempts say when they start (`spawned`): its exec commands do. */

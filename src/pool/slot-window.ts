@@ -35,6 +35,16 @@ export function slotWindow(slot: SlotTiming, held: number, room: number | null, 
   return Math.max(1, Math.min(1 + queued, MAX_WINDOW, limit));
 }
 
+/**
+ * How many places a slot may hold when each place claims `items` tasks (a group's, SPEC §10):
+ * as many as make MAX_WINDOW tasks, two at least (the running one and the next). Counted in
+ * places, 64 fast groups of 64 held 4,096 tasks a slot: a coordinator's crash charged them
+ * all (LOST), and a tick claimed thousands at once (seconds of one statement on PostgreSQL).
+ */
+export function placesFor(items: number): number {
+  return Math.max(2, Math.floor(MAX_WINDOW / Math.max(1, items)));
+}
+
 /** Whether the slot's running attempt has run longer than `ms`, and than is usual for it. */
 export function runningLong(slot: SlotTiming, ms: number, now: number): boolean {
   return now - slot.headSince > Math.max(ms, SLOW * (slot.avgMs ?? 0));
