@@ -10,7 +10,6 @@ import type { PoolOptions } from './pool-options.js';
 import { InProcessWorker } from './in-process-worker.js';
 import type { PoolEvents, PoolWorker } from './pool-events.js';
 import * as slots from './slots.js';
-import { placesFor } from './slot-window.js';
 import { notLoaded, refused } from './start-failure.js';
 import { BootWatch, LoadTally } from './start-watch.js';
 import { pooledWorker, route, send, type PooledWorker } from './worker-messages.js';
@@ -114,9 +113,9 @@ export class WorkerPool {
   freePlaces(): PoolWorker[] {
     // While the pool grows (grow), a ready worker takes no attempt to queue behind its running
     // one: the workers still loading, ready in a moment, should get it instead. Places of
-    // many items each are fewer (placesFor).
-    const places = placesFor(this.groups.claimShape().perPlace);
-    return slots.freePlaces(this.workers, this.options.maxTasksPerWorker, monotonicMs(), this.growing > 0 ? 1 : places);
+    // many tasks each are fewer (placesLeft).
+    const { perPlace } = this.groups.claimShape();
+    return slots.freePlaces(this.workers, this.options.maxTasksPerWorker, monotonicMs(), this.growing > 0 ? 1 : null, perPlace);
   }
 
   /** Whether a stage's attempts say when they start (`spawned`): its exec commands do. */
@@ -163,7 +162,7 @@ export class WorkerPool {
   dispatch(worker: PoolWorker, tasks: TaskMessage[]): void {
     const w = this.handles.get(worker);
     if (!w) return;
-    slots.queueAttempts(w, tasks.map((t) => t.token), monotonicMs());
+    slots.queueAttempts(w, tasks.map((t) => t.token), monotonicMs(), tasks.map((t) => 1 + (t.more?.length ?? 0)));
     for (const t of tasks) t.slot = w.slot;
     // The mark is made only if the worker dies (dead-worker.ts): its owner is this run's now.
     const owner = process.env[OWNER_VAR];

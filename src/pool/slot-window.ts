@@ -36,13 +36,16 @@ export function slotWindow(slot: SlotTiming, held: number, room: number | null, 
 }
 
 /**
- * How many places a slot may hold when each place claims `items` tasks (a group's, SPEC §10):
- * as many as make MAX_WINDOW tasks, two at least (the running one and the next). Counted in
- * places, 64 fast groups of 64 held 4,096 tasks a slot: a coordinator's crash charged them
- * all (LOST), and a tick claimed thousands at once (seconds of one statement on PostgreSQL).
+ * How many more places of `perPlace` tasks each (a group's, SPEC §10) a slot holding `held`
+ * tasks may take: up to MAX_WINDOW tasks in all, or two places of bigger groups (the running
+ * one and the next). Counted in places alone, 64 fast groups of 64 held 4,096 tasks a slot:
+ * a coordinator's crash charged them all (LOST), and a tick claimed thousands at once (a
+ * statement holding its locks past the lock timeout on PostgreSQL). Without groups this is
+ * never less than slotWindow.
  */
-export function placesFor(items: number): number {
-  return Math.max(2, Math.floor(MAX_WINDOW / Math.max(1, items)));
+export function placesLeft(held: number, perPlace: number): number {
+  const items = Math.max(1, perPlace);
+  return Math.max(0, Math.floor((Math.max(MAX_WINDOW, 2 * items) - held) / items));
 }
 
 /** Whether the slot's running attempt has run longer than `ms`, and than is usual for it. */

@@ -1,5 +1,5 @@
 /** Scheduling a pool's workers: which take attempts now (their free places), what each holds, and which are stuck or stopped. */
-import { averaged, runningLong, slotWindow, type SlotTiming } from './slot-window.js';
+import { averaged, placesLeft, runningLong, slotWindow, type SlotTiming } from './slot-window.js';
 
 /**
  * What the schedule knows of a worker: plain data, kept by the pool and decided on here. Times
@@ -12,6 +12,8 @@ export interface WorkerState extends SlotTiming {
    * exec attempt may start before the one ahead of it is reported).
    */
   queue: number[];
+  /** How many tasks the queue's attempts of more than one task (groups) hold, by token. */
+  sizes?: Map<number, number>;
   tasksRun: number;
   /** Its handler has loaded. */
   ready: boolean;
@@ -42,16 +44,24 @@ export function windowOf(worker: WorkerState, maxTasksPerWorker: number | null, 
   return slotWindow(worker, worker.queue.length, maxTasksPerWorker ? maxTasksPerWorker - worker.tasksRun : null, now);
 }
 
+/** How many tasks the worker holds: its attempts', a group's all counted. */
+function heldTasks(worker: WorkerState): number {
+  let held = 0;
+  for (const token of worker.queue) held += worker.sizes?.get(token) ?? 1;
+  return held;
+}
+
 /**
  * One entry per attempt the workers can take now: a worker appears once per free place in its
- * window, or in the first `cap` places of it.
+ * window, or in the first `cap` places of it, each place claiming `perPlace` tasks (placesLeft).
  */
-export function freePlaces<S extends WorkerState>(workers: Iterable<S>, maxTasksPerWorker: number | null, now: number, cap: number | null = null): S[] {
+export function freePlaces<S extends WorkerState>(workers: Iterable<S>, maxTasksPerWorker: number | null, now: number, cap: number | null = null, perPlace = 1): S[] {
   // By how soon the place runs: every idle worker's first (it runs at once), then every place
   // one attempt back in its queue, … So a claim that comes up short still spreads its tasks over
   // the workers, and never queues one behind a running attempt while a worker sits idle (as one
   // that has just loaded does).
-  const window = (worker: S) => Math.min(windowOf(worker, maxTasksPerWorker, now), cap ?? Infinity);
+  const window = (worker: S) =>
+    Math.min(windowOf(worker, maxTasksPerWorker, now), cap ?? Infinity, worker.queue.length + placesLeft(heldTasks(worker), perPlace));
   const room = [...workers].filter(open).map((worker) => ({ worker, from: worker.queue.length, to: window(worker) }));
   const free: S[] = [];
   for (let place = 0; room.some((r) => r.to > place); place++) for (const r of room) if (r.from <= place && place < r.to) free.push(r.worker);
@@ -96,10 +106,16 @@ export function stopped<S extends WorkerState>(workers: Iterable<S>, ms: number,
   return found;
 }
 
-/** Queues attempts on the worker, after those it holds; the first of an empty worker starts `now`. */
-export function queueAttempts(worker: WorkerState, tokens: number[], now: number): void {
+/**
+ * Queues attempts on the worker, after those it holds; the first of an empty worker starts
+ * `now`. `sizes`: how many tasks each holds (a group's), 1 when absent.
+ */
+export function queueAttempts(worker: WorkerState, tokens: number[], now: number, sizes: number[] = []): void {
   if (worker.queue.length === 0) worker.headSince = now;
   worker.queue.push(...tokens);
+  tokens.forEach((token, i) => {
+    if ((sizes[i] ?? 1) > 1) (worker.sizes ??= new Map()).set(token, sizes[i]!);
+  });
 }
 
 /**
@@ -109,6 +125,7 @@ export function queueAttempts(worker: WorkerState, tokens: number[], now: number
 export function endHead(worker: WorkerState, token: number, durationMs: number, now: number): boolean {
   if (worker.queue[0] !== token) return false;
   worker.queue.shift();
+  worker.sizes?.delete(token);
   worker.headSince = now;
   worker.tasksRun++;
   worker.avgMs = averaged(worker, durationMs);
@@ -119,6 +136,7 @@ export function endHead(worker: WorkerState, token: number, durationMs: number, 
 export function takeBack(worker: WorkerState, tokens: number[]): number[] {
   const held = tokens.filter((t) => worker.queue.includes(t));
   worker.queue = worker.queue.filter((t) => !held.includes(t));
+  for (const t of held) worker.sizes?.delete(t);
   return held;
 }
 
@@ -131,5 +149,6 @@ export function emptyQueue(worker: WorkerState, spawned: { has(token: number): b
   const running = worker.queue.filter(started);
   const queued = worker.queue.filter((t, i) => !started(t, i));
   worker.queue = [];
+  worker.sizes?.clear();
   return { running, queued };
 }

@@ -64,6 +64,50 @@ describe('free slots: one entry per attempt a worker can take now', () => {
     expect(ids(freePlaces([slot('a', { queue: holding(1) }), slot('b'), slot('c', { avgMs: 1 })], null, NOW, 1))).toBe('b c');
   });
 
+  // Places of many tasks each (a group's): a slot holds 64 tasks at most, or two groups.
+  describe('places of many tasks each: bounded by the tasks a worker holds', () => {
+    /** A fast worker (its window 64 attempts) holding these attempts, each of that many tasks. */
+    function fast(sizes: number[]): TestSlot {
+      const s = slot('a', { avgMs: 0.01 });
+      queueAttempts(s, sizes.map((_, i) => i + 1), NOW, sizes);
+      return s;
+    }
+    const placesOf = (s: TestSlot, perPlace: number) => freePlaces([s], null, NOW, null, perPlace).length;
+
+    it('one task a place: the window alone, as without groups (64)', () => {
+      expect(placesOf(fast([]), 1)).toBe(64);
+      expect(placesOf(fast(Array<number>(40).fill(1)), 1)).toBe(24);
+    });
+    it('groups of 64: the running one and the next, whatever the window', () => {
+      expect(placesOf(fast([]), 64)).toBe(2);
+      expect(placesOf(fast([64]), 64)).toBe(1);
+      expect(placesOf(fast([64, 64]), 64)).toBe(0);
+      expect(placesOf(fast([10]), 64)).toBe(1); // a claim that came up short: what it holds counts
+    });
+    it('groups of 8: eight places, 64 tasks', () => {
+      expect(placesOf(fast([]), 8)).toBe(8);
+      expect(placesOf(fast([8, 8, 8]), 8)).toBe(5);
+    });
+    it('single attempts of a grouped batch (another stage, halves of a failed group) keep their look-ahead', () => {
+      expect(placesOf(fast(Array<number>(40).fill(1)), 64)).toBe(1);
+      expect(placesOf(fast(Array<number>(100).fill(1)), 64)).toBe(0);
+    });
+    it('groups bigger than 32: two places at least (--max-items 1024 holds 2,048)', () => {
+      expect(placesOf(fast([]), 1024)).toBe(2);
+      expect(placesOf(fast([1024]), 1024)).toBe(1);
+    });
+    it('what ends, is taken back or dies with its worker no longer counts', () => {
+      const s = fast([64, 64]);
+      expect(endHead(s, 1, 1, NOW)).toBe(true);
+      expect(placesOf(s, 64)).toBe(1);
+      expect(takeBack(s, [2])).toEqual([2]);
+      expect(placesOf(s, 64)).toBe(2);
+      queueAttempts(s, [3, 4], NOW, [64, 64]);
+      emptyQueue(s, new Set());
+      expect(placesOf(s, 64)).toBe(2);
+    });
+  });
+
   it('takes the workers from any iterable and returns them as given (the pool passes its Set)', () => {
     const a = slot('a');
     expect(freePlaces(new Set([a]), null, NOW)[0]).toBe(a);

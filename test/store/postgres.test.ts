@@ -266,10 +266,9 @@ describe.skipIf(!PG_URL)('PostgreSQL store', () => {
 
   describe('a big tick', () => {
     it('answers in bytes proportional to what it settled and claimed: the settled tokens come back once, not once per claimed task', async () => {
-      // A grouped run of short tasks settles and claims thousands of tasks a tick (64 places a
-      // slot, 64 items a place). Sent on every claimed row, the tokens made 1,500 × 1,500
-      // array elements twice here; parsing such ticks stalled the coordinator past the
-      // connection's timeout (exit 4).
+      // Many slots, or fast groups, settle and claim a thousand tasks a tick and more. Sent on
+      // every claimed row, the tokens made 1,500 × 1,500 array elements twice here; parsing
+      // such ticks stalled a grouped run's coordinator past the connection's timeout (exit 4).
       const proxy = await startProxy(new URL(PG_URL!));
       try {
         const url = new URL(PG_URL!);
