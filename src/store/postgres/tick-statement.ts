@@ -118,11 +118,13 @@ export function tickStatement(s: string): string {
       v AS (SELECT job_version FROM ${s}.batches WHERE id = ${p(1)} FOR KEY SHARE),
       mark AS (UPDATE ${s}.batches SET first_started_at = ${p(2)} WHERE id = ${p(1)} AND first_started_at IS NULL AND cardinality(${p(5)}::text[]) > 0),
       ${claimCtes(s, needsMet, p, '(SELECT job_version FROM v)', ` AND EXISTS (SELECT 1 FROM v WHERE ${p(8)}::int IS NULL OR v.job_version = ${p(8)}::int)`)}
-      SELECT CASE WHEN c.n IS NOT DISTINCT FROM (SELECT min(n) FROM claimed) THEN (SELECT coalesce(array_agg(token ORDER BY token), '{}') FROM settled) END AS applied,
-        CASE WHEN c.n IS NOT DISTINCT FROM (SELECT min(n) FROM claimed) THEN (SELECT coalesce(array_agg(status ORDER BY token), '{}') FROM settled) END AS applied_status, c.*,
+      SELECT a.applied, a.applied_status, c.*,
         CASE WHEN c.needs IS NOT NULL AND c.item_key IS NOT NULL THEN (
           SELECT coalesce(json_agg(json_build_object('stage', d.stage, 'result', CASE WHEN fresh.id IS NULL THEN d.result ELSE fresh.result END)), '[]')
           FROM ${s}.tasks AS d LEFT JOIN settled AS fresh ON fresh.id = d.id
           WHERE d.batch_id = c.batch_id AND d.item_key = c.item_key AND d.stage IN (SELECT jsonb_array_elements_text(c.needs::jsonb))) END AS inputs
-      FROM (SELECT 1) AS one LEFT JOIN claimed AS c ON true ORDER BY c.n`;
+      FROM (SELECT 1) AS one LEFT JOIN claimed AS c ON true
+        LEFT JOIN (SELECT coalesce(array_agg(token ORDER BY token), '{}') AS applied, coalesce(array_agg(status ORDER BY token), '{}') AS applied_status FROM settled) AS a
+          ON c.n IS NOT DISTINCT FROM (SELECT min(n) FROM claimed)
+      ORDER BY c.n`;
 }
